@@ -1,0 +1,52 @@
+"""ament_python package: installs with colcon in a ROS 2 workspace or with pip alone."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'soliton_encirclement_ros'
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(include=['velocity_mobility_ros*', 'soliton_encirclement_ros*']),
+    data_files=[
+        ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
+        (f'share/{PACKAGE}', ['package.xml']),
+        (f'share/{PACKAGE}/launch', glob('launch/*.launch.py')),
+        (f'share/{PACKAGE}/config', glob('config/*.yaml') + glob('config/*.rviz')),
+    ],
+    package_data={PACKAGE: ['config/*.yaml']},
+    install_requires=[
+        'setuptools',
+        'numpy',
+        'transforms3d',
+        'pyyaml',
+        'matplotlib',
+        'rosbags',
+        'mcap',
+        'mcap-ros2-support',
+        'imageio',
+        'pillow',
+        'tqdm',
+    ],
+    zip_safe=True,
+    maintainer='soliton_encirclement_ros maintainers',
+    maintainer_email='maintainers@soliton-encirclement.invalid',
+    description='Velocity mobility model and soliton encirclement for UAV swarms (ROS 2).',
+    license='Apache-2.0',
+    extras_require={'test': ['pytest', 'hypothesis']},
+    entry_points={
+        'console_scripts': [
+            'mobility_node = velocity_mobility_ros.mobility_node:main',
+            'swarm_mobility_node = velocity_mobility_ros.swarm_mobility_node:main',
+            'agent_node = soliton_encirclement_ros.nodes.agent_node:main',
+            'target_node = soliton_encirclement_ros.nodes.target_node:main',
+            'metrics_node = soliton_encirclement_ros.nodes.metrics_node:main',
+            'run_recorder = soliton_encirclement_ros.nodes.recorder_node:main',
+            'swarm_sim = soliton_encirclement_ros.runner:main',
+            'batch_sim = soliton_encirclement_ros.batch_sim:main',
+            'analyze_run = soliton_encirclement_ros.analysis.cli:main',
+            'px4_bridge_node = soliton_encirclement_ros.px4.bridge_node:main',
+        ],
+    },
+)
