@@ -1,0 +1,71 @@
+"""Encirclement quality metrics (E_r, E_vr, rho, G_max, E_gap), computed in the XY plane.
+
+Pure numpy; shared by the batch simulator, ``metrics_node`` and ``analyze_run`` so that all
+three report the same numbers for the same positions.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+TWO_PI = 2.0 * np.pi
+METRIC_NAMES = ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap')
+
+
+class Metrics(NamedTuple):
+    E_r: float
+    E_vr: float
+    rho: float
+    G_max: float
+    E_gap: float
+
+
+NAN_METRICS = Metrics(*([float('nan')] * len(METRIC_NAMES)))
+
+
+def target_angles(positions: np.ndarray, target_position: np.ndarray) -> np.ndarray:
+    """Target-centric angles of ``positions`` (M, >=2), wrapped to [0, 2*pi)."""
+    rel = np.asarray(positions, dtype=float)[:, :2] - np.asarray(target_position, dtype=float)[:2]
+    return np.mod(np.arctan2(rel[:, 1], rel[:, 0]), TWO_PI)
+
+
+def ring_gaps(theta: np.ndarray) -> np.ndarray:
+    """Angular gaps between consecutive agents around the ring; they sum to 2*pi."""
+    ordered = np.sort(np.asarray(theta, dtype=float))
+    if ordered.size == 0:
+        return ordered
+    return np.diff(np.append(ordered, ordered[0] + TWO_PI))
+
+
+def compute_metrics(
+    positions: np.ndarray,
+    velocities: np.ndarray,
+    target_position: np.ndarray,
+    target_velocity: np.ndarray,
+    radius: float,
+) -> Metrics:
+    """Metrics over the M live agents given as rows of ``positions``/``velocities``.
+
+    Returns NaN for every metric when no agent is live.
+    """
+    p = np.asarray(positions, dtype=float)
+    m = p.shape[0] if p.ndim == 2 else 0
+    if m == 0:
+        return NAN_METRICS
+    v = np.asarray(velocities, dtype=float)
+    rel = p[:, :2] - np.asarray(target_position, dtype=float)[:2]
+    r = np.hypot(rel[:, 0], rel[:, 1])
+    with np.errstate(invalid='ignore', divide='ignore'):
+        e_hat = np.where(r[:, None] > 1e-9, rel / r[:, None], 0.0)
+    v_rel = v[:, :2] - np.asarray(target_velocity, dtype=float)[:2]
+    v_r = np.einsum('ij,ij->i', v_rel, e_hat)
+    theta = np.mod(np.arctan2(rel[:, 1], rel[:, 0]), TWO_PI)
+    normalised_gaps = ring_gaps(theta) / (TWO_PI / m)
+    return Metrics(
+        E_r=float(np.sqrt(np.mean((r / radius - 1.0) ** 2))),
+        E_vr=float(np.sqrt(np.mean(v_r ** 2))),
+        rho=float(np.abs(np.mean(np.exp(1j * theta)))),
+        G_max=float(np.max(normalised_gaps)),
+        E_gap=float(np.sqrt(np.mean((normalised_gaps - 1.0) ** 2))),
+    )
