@@ -1,0 +1,151 @@
+"""PX4 <-> ROS frame conversions (pure: numpy and transforms3d, no rclpy, no px4_msgs).
+
+PX4 works in NED (world) and FRD (body); ROS (REP-103) in ENU (world) and FLU (body).
+Both changes of axes are proper rotations and their own inverses:
+
+* world: ``v_enu = W @ v_ned`` with ``W = [[0,1,0],[1,0,0],[0,0,-1]]``, i.e. (x, y, z) -> (y, x, -z);
+* body:  ``v_flu = B @ v_frd`` with ``B = diag(1, -1, -1)``.
+
+PX4's attitude ``q = (w, x, y, z)`` rotates body FRD into NED (``v_ned = R(q) v_frd``). The ROS
+attitude rotates body FLU into ENU, so ``R_enu_flu = W R_ned_frd B``; as quaternions
+``q_enu_flu = q_W * q_ned_frd * q_B``. Converting only the yaw is wrong as soon as the vehicle
+rolls or pitches, which is why everything here goes through full quaternions.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+from transforms3d.quaternions import mat2quat, qmult, quat2mat
+
+# Axis changes (each is a proper rotation and its own inverse).
+NED_TO_ENU = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+FRD_TO_FLU = np.diag([1.0, -1.0, -1.0])
+_Q_NED_TO_ENU = mat2quat(NED_TO_ENU)   # (0, sqrt(1/2), sqrt(1/2), 0)
+_Q_FRD_TO_FLU = mat2quat(FRD_TO_FLU)   # (0, 1, 0, 0)
+
+# VehicleOdometry enums (px4_msgs/msg/VehicleOdometry.msg; stable since PX4 v1.14).
+POSE_FRAME_UNKNOWN, POSE_FRAME_NED, POSE_FRAME_FRD = 0, 1, 2
+VELOCITY_FRAME_UNKNOWN, VELOCITY_FRAME_NED, VELOCITY_FRAME_FRD, VELOCITY_FRAME_BODY_FRD = 0, 1, 2, 3
+_POSE_FRAME_NAMES = {0: 'UNKNOWN', 1: 'NED', 2: 'FRD'}
+_VELOCITY_FRAME_NAMES = {0: 'UNKNOWN', 1: 'NED', 2: 'FRD', 3: 'BODY_FRD'}
+# A world velocity frame must be the same world frame the pose is expressed in.
+_WORLD_VELOCITY_FRAME_OF_POSE = {POSE_FRAME_NED: VELOCITY_FRAME_NED, POSE_FRAME_FRD: VELOCITY_FRAME_FRD}
+
+
+def enu_to_ned(v):
+    """World vector(s) ENU -> NED: (x, y, z) -> (y, x, -z). Works on (3,) or (N, 3)."""
+    return np.asarray(v, dtype=float) @ NED_TO_ENU.T
+
+
+def ned_to_enu(v):
+    """World vector(s) NED -> ENU: (x, y, z) -> (y, x, -z). Works on (3,) or (N, 3)."""
+    return np.asarray(v, dtype=float) @ NED_TO_ENU.T
+
+
+def flu_to_frd(v):
+    """Body vector(s) FLU -> FRD: (x, y, z) -> (x, -y, -z)."""
+    return np.asarray(v, dtype=float) @ FRD_TO_FLU.T
+
+
+def frd_to_flu(v):
+    """Body vector(s) FRD -> FLU: (x, y, z) -> (x, -y, -z)."""
+    return np.asarray(v, dtype=float) @ FRD_TO_FLU.T
+
+
+def wrap_angle(a):
+    """Wrap angle(s) to [-pi, pi)."""
+    return (np.asarray(a, dtype=float) + np.pi) % (2.0 * np.pi) - np.pi
+
+
+def yaw_enu_to_ned(yaw_enu):
+    """Heading ENU (from East, counter-clockwise) -> NED (from North, clockwise)."""
+    return wrap_angle(np.pi / 2.0 - np.asarray(yaw_enu, dtype=float))
+
+
+def yaw_ned_to_enu(yaw_ned):
+    """Heading NED -> ENU; the same map, since it is its own inverse."""
+    return yaw_enu_to_ned(yaw_ned)
+
+
+def yaw_rate_enu_to_ned(rate_enu):
+    """Yaw rate about ENU z (up) -> about NED z (down): the sign flips."""
+    return -np.asarray(rate_enu, dtype=float)
+
+
+def _canonical(q):
+    """Unit quaternion with w >= 0 (q and -q are the same attitude)."""
+    q = np.asarray(q, dtype=float)
+    q = q / np.linalg.norm(q)
+    return -q if q[0] < 0.0 else q
+
+
+def q_ned_frd_to_enu_flu(q_ned_frd):
+    """PX4 attitude (w, x, y, z), body FRD -> NED, to ROS attitude (w, x, y, z), body FLU -> ENU."""
+    return _canonical(qmult(qmult(_Q_NED_TO_ENU, np.asarray(q_ned_frd, dtype=float)), _Q_FRD_TO_FLU))
+
+
+def q_enu_flu_to_ned_frd(q_enu_flu):
+    """ROS attitude (w, x, y, z), body FLU -> ENU, to PX4 attitude, body FRD -> NED."""
+    return _canonical(qmult(qmult(_Q_NED_TO_ENU, np.asarray(q_enu_flu, dtype=float)), _Q_FRD_TO_FLU))
+
+
+class OdometryFrameError(ValueError):
+    """A VehicleOdometry sample that cannot be turned into a ROS odometry (frame or value)."""
+
+
+@dataclass(frozen=True)
+class EnuOdometry:
+    """Vehicle state the ROS way: pose in the world ENU frame, twist in the body FLU frame."""
+    position: np.ndarray          # (3,) m, world ENU
+    orientation: np.ndarray       # (4,) (w, x, y, z), body FLU -> world ENU
+    linear_velocity: np.ndarray   # (3,) m/s, body FLU
+    angular_velocity: np.ndarray  # (3,) rad/s, body FLU
+
+
+def _finite_vector(name, value, size):
+    arr = np.asarray(value, dtype=float).reshape(-1)
+    if arr.shape != (size,):
+        raise OdometryFrameError(f'VehicleOdometry.{name} must have {size} values, got {arr.tolist()}')
+    if not np.all(np.isfinite(arr)):
+        raise OdometryFrameError(f'VehicleOdometry.{name} is invalid (non-finite): {arr.tolist()}')
+    return arr
+
+
+def vehicle_odometry_to_enu(pose_frame, position, q, velocity_frame, velocity, angular_velocity,
+                            origin_enu=(0.0, 0.0, 0.0)):
+    """Convert the fields of a px4_msgs/VehicleOdometry into an :class:`EnuOdometry`.
+
+    ``origin_enu`` is where this vehicle's PX4 local origin lies in the shared ROS world frame
+    (each PX4 starts its own local frame where its estimator initialised). Accepts pose frames
+    NED and FRD (FRD is treated like NED: same axes, heading offset unknown to us) and velocity
+    frames NED/FRD (matching the pose frame) and BODY_FRD. Raises :class:`OdometryFrameError`
+    naming the field and value for UNKNOWN or mismatched frames and for NaN (PX4's "invalid").
+    """
+    if pose_frame not in _WORLD_VELOCITY_FRAME_OF_POSE:
+        raise OdometryFrameError(
+            f'VehicleOdometry.pose_frame={pose_frame} '
+            f'({_POSE_FRAME_NAMES.get(pose_frame, "not a POSE_FRAME value")}) is not supported; '
+            'expected POSE_FRAME_NED (1) or POSE_FRAME_FRD (2)')
+    body_velocity = velocity_frame == VELOCITY_FRAME_BODY_FRD
+    if not body_velocity and velocity_frame != _WORLD_VELOCITY_FRAME_OF_POSE[pose_frame]:
+        raise OdometryFrameError(
+            f'VehicleOdometry.velocity_frame={velocity_frame} '
+            f'({_VELOCITY_FRAME_NAMES.get(velocity_frame, "not a VELOCITY_FRAME value")}) '
+            f'is not supported with pose_frame={pose_frame} ({_POSE_FRAME_NAMES[pose_frame]}); '
+            f'expected VELOCITY_FRAME_{_POSE_FRAME_NAMES[pose_frame]} '
+            f'({_WORLD_VELOCITY_FRAME_OF_POSE[pose_frame]}) or VELOCITY_FRAME_BODY_FRD (3)')
+    p_ned = _finite_vector('position', position, 3)
+    q_ned_frd = _finite_vector('q', q, 4)
+    if not np.isclose(np.linalg.norm(q_ned_frd), 1.0, atol=1e-3):
+        raise OdometryFrameError(f'VehicleOdometry.q is not a unit quaternion: {q_ned_frd.tolist()}')
+    v = _finite_vector('velocity', velocity, 3)
+    w_frd = _finite_vector('angular_velocity', angular_velocity, 3)
+
+    orientation = q_ned_frd_to_enu_flu(q_ned_frd)
+    if body_velocity:
+        v_flu = frd_to_flu(v)
+    else:  # world velocity -> body FLU: v_flu = R_enu_flu^T v_enu
+        v_flu = quat2mat(orientation).T @ ned_to_enu(v)
+    return EnuOdometry(position=np.asarray(origin_enu, dtype=float) + ned_to_enu(p_ned),
+                       orientation=orientation,
+                       linear_velocity=v_flu,
+                       angular_velocity=frd_to_flu(w_frd))
