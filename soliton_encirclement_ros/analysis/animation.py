@@ -1,0 +1,53 @@
+"""Animated GIF of an encirclement: agents (failed ones greyed out), target, desired circle.
+
+Frames are subsampled to at most ``max_frames`` so the file stays small; rendered with
+matplotlib's object API and written by pillow. No rclpy.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from matplotlib.animation import FuncAnimation, PillowWriter
+from matplotlib.figure import Figure
+
+LIVE_COLOUR = 'tab:blue'
+FAILED_COLOUR = '0.75'
+
+
+def write_animation(path: Path, times: np.ndarray, agent_xy: np.ndarray, live: np.ndarray,
+                    target_xy: np.ndarray, radius: float, max_frames: int = 80,
+                    fps: int = 10) -> int:
+    """Write a GIF; ``agent_xy`` (T, n, 2) with NaN where an agent has no position yet,
+    ``live`` (T, n) bool, ``target_xy`` (T, 2). Returns the number of frames written."""
+    frames = np.unique(np.linspace(0, len(times) - 1, min(max_frames, len(times))).astype(int))
+    finite = np.concatenate([agent_xy.reshape(-1, 2), target_xy])
+    finite = finite[np.isfinite(finite).all(axis=1)]
+    low, high = finite.min(axis=0) - radius * 0.3, finite.max(axis=0) + radius * 0.3
+
+    fig = Figure(figsize=(4.5, 4.5), dpi=72)
+    ax = fig.add_subplot()
+    ax.set_xlim(low[0], high[0])
+    ax.set_ylim(low[1], high[1])
+    ax.set_aspect('equal')
+    ax.set_xlabel('x [m]')
+    ax.set_ylabel('y [m]')
+    ax.grid(True, alpha=0.3)
+    angle = np.linspace(0.0, 2.0 * np.pi, 120)
+    circle, = ax.plot([], [], color='0.5', ls=':', lw=1.0)
+    agents = ax.scatter(np.zeros(agent_xy.shape[1]), np.zeros(agent_xy.shape[1]), s=30)
+    target, = ax.plot([], [], 'k*', ms=12)
+    title = ax.set_title('')
+    fig.tight_layout()
+
+    def draw(frame: int):
+        centre = target_xy[frame]
+        circle.set_data(centre[0] + radius * np.cos(angle), centre[1] + radius * np.sin(angle))
+        agents.set_offsets(np.nan_to_num(agent_xy[frame], nan=np.inf))
+        agents.set_color([LIVE_COLOUR if ok else FAILED_COLOUR for ok in live[frame]])
+        target.set_data([centre[0]], [centre[1]])
+        title.set_text(f't = {times[frame]:.1f} s   live {int(live[frame].sum())}/{live.shape[1]}')
+        return circle, agents, target, title
+
+    FuncAnimation(fig, draw, frames=frames, blit=False).save(path, writer=PillowWriter(fps=fps))
+    return len(frames)

@@ -1,0 +1,106 @@
+"""Read rosbag2 bags (MCAP or sqlite3, ours or ``ros2 bag record``'s) message by message.
+
+Uses ``rosbags``' AnyReader (message definitions from the bag, ROS 2 Kilted typestore for bags
+without them). A bag cut short (a recorder killed before closing: no MCAP footer or no
+metadata.yaml) is read as an MCAP stream up to the first broken record; a read that fails
+part-way is kept up to that point. Either way :attr:`Bag.truncated` says what happened.
+No rclpy.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from mcap.reader import NonSeekingReader
+from mcap.records import Channel, Schema
+from mcap.stream_reader import StreamReader
+from mcap_ros2.decoder import DecoderFactory
+from rosbags.highlevel import AnyReader
+from rosbags.typesys import Stores, get_typestore
+
+DEFAULT_TYPESTORE = get_typestore(Stores.ROS2_KILTED)
+
+
+class BagError(Exception):
+    """A bag that cannot be read at all; the message is one line for the user."""
+
+
+class Bag:
+    """An opened bag: ``topics`` maps topic name to message type; iterate with
+    :meth:`messages`; ``truncated`` is None or why reading stopped before the end."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        if not self.path.exists():
+            raise BagError(f'bag not found: {self.path}')
+        self.truncated: str | None = None
+        self._reader: AnyReader | None = None
+        self._mcap_files: list[Path] = []
+        try:
+            reader = AnyReader([self.path], default_typestore=DEFAULT_TYPESTORE)
+            reader.open()
+            self._reader = reader
+            self.topics = {name: info.msgtype for name, info in reader.topics.items()}
+        except Exception as err:  # noqa: BLE001 - any unreadable index: try the raw stream
+            self._mcap_files = self._stream_files()
+            if not self._mcap_files:
+                raise BagError(f'cannot read bag {self.path}: {_one_line(err)}') from None
+            self.truncated = f'bag index unreadable ({_one_line(err)}); read as a stream'
+            self.topics = self._stream_topics()
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+
+    def __enter__(self) -> Bag:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def messages(self, topics: Iterable[str]) -> Iterator[tuple[str, int, object]]:
+        """``(topic, log_time_ns, message)`` for the given topics, in log-time order for an
+        indexed bag (file order for a streamed one). Stops quietly at unreadable data, noting
+        it in :attr:`truncated`."""
+        wanted = set(topics)
+        try:
+            if self._reader is not None:
+                connections = [c for c in self._reader.connections if c.topic in wanted]
+                for connection, log_time, raw in self._reader.messages(connections=connections):
+                    yield connection.topic, log_time, self._reader.deserialize(
+                        raw, connection.msgtype)
+            else:
+                for path in self._mcap_files:
+                    with path.open('rb') as stream:
+                        reader = NonSeekingReader(stream, decoder_factories=[DecoderFactory()])
+                        for _, channel, message, decoded in reader.iter_decoded_messages(
+                                topics=wanted, log_time_order=False):
+                            yield channel.topic, message.log_time, decoded
+        except Exception as err:  # noqa: BLE001 - keep what was read, report the rest
+            self.truncated = f'read stopped early: {_one_line(err)}'
+
+    def _stream_files(self) -> list[Path]:
+        if self.path.is_file():
+            return [self.path] if self.path.suffix == '.mcap' else []
+        return sorted(self.path.glob('*.mcap'))
+
+    def _stream_topics(self) -> dict[str, str]:
+        schemas: dict[int, str] = {}
+        topics: dict[str, str] = {}
+        for path in self._mcap_files:
+            try:
+                with path.open('rb') as stream:
+                    for record in StreamReader(stream).records:
+                        if isinstance(record, Schema):
+                            schemas[record.id] = record.name
+                        elif isinstance(record, Channel):
+                            topics[record.topic] = schemas.get(record.schema_id, '')
+            except Exception:  # noqa: BLE001 - the readable part ends here
+                pass
+        return topics
+
+
+def _one_line(err: BaseException) -> str:
+    text = ' '.join(str(err).split()) or type(err).__name__
+    return text if len(text) < 300 else text[:297] + '...'

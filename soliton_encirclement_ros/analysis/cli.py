@@ -1,0 +1,149 @@
+"""``analyze_run``: metrics, plots, trajectories, animation and summary of recorded runs.
+
+    analyze_run BAG [BAG2] --out DIR [--agent-pattern REGEX] [--target-topic T] [--radius R]
+
+One bag: outputs go into DIR. Two bags: each bag's outputs go into DIR/<bag name>, and
+DIR/comparison.png overlays their metric curves. Exit status: 0 done, 1 unusable input
+(one line on stderr), 2 bad command line, 3 a bag was truncated and only its readable part
+was analysed.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..core.metrics import METRIC_NAMES
+from . import plots
+from .animation import write_animation
+from .bag_reader import BagError
+from .recompute import (
+    DEFAULT_AGENT_PATTERN,
+    DEFAULT_PERIOD,
+    DEFAULT_RADIUS,
+    DEFAULT_STATE_TIMEOUT,
+    DEFAULT_TARGET_TOPIC,
+    RunDataError,
+    agent_rows,
+    load_run,
+    metric_times,
+    recompute_metrics,
+)
+from .report import write_run_outputs
+
+EXIT_ERROR, EXIT_TRUNCATED = 1, 3
+ANIMATION_FILE = 'encirclement.gif'
+
+
+def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTERN,
+                target_topic: str = DEFAULT_TARGET_TOPIC, radius: float = DEFAULT_RADIUS,
+                period: float = DEFAULT_PERIOD, state_timeout: float = DEFAULT_STATE_TIMEOUT,
+                max_frames: int = 80) -> tuple[np.ndarray, dict, str | None]:
+    """Write every output of one bag into ``out_dir``; return (metrics, summary, truncated).
+    Times are seconds since the first message of the bag."""
+    run = load_run(bag, agent_pattern, target_topic, relative_time=True)
+    times = metric_times(run, period)
+    metrics, live = recompute_metrics(run, times, radius, state_timeout)
+    trajectories = {name: np.column_stack((track.t, track.position[:, :2]))
+                    for name, track in run.agents.items()}
+    trajectories['target'] = np.column_stack((run.target.t, run.target.position[:, :2]))
+    params = {
+        'bag': str(bag), 'radius': radius, 'agent_pattern': agent_pattern,
+        'target_topic': target_topic, 'metrics_period': period, 'state_timeout': state_timeout,
+        'liveness_from_agent_states': run.states is not None, 'agents': list(run.agents),
+        'agent_ids': run.agent_ids, 'truncated': run.truncated,
+    }
+    summary = write_run_outputs(out_dir, metrics, agent_rows(run), params, None, trajectories)
+    if max_frames > 0:
+        agent_xy = np.stack([_positions_or_nan(track, times) for track in run.agents.values()],
+                            axis=1)
+        staging = out_dir / f'.{ANIMATION_FILE}'
+        try:
+            write_animation(staging, times, agent_xy, live, run.target.at(times)[0][:, :2],
+                            radius, max_frames)
+            os.replace(staging, out_dir / ANIMATION_FILE)
+        finally:
+            staging.unlink(missing_ok=True)
+    return metrics, summary, run.truncated
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out = Path(args.out)
+    labels = _labels(args.bags)
+    runs, truncated = {}, []
+    try:
+        for bag, label in zip(args.bags, labels):
+            bag_out = out if len(args.bags) == 1 else out / label
+            metrics, summary, cut = analyse_bag(
+                Path(bag), bag_out, agent_pattern=args.agent_pattern,
+                target_topic=args.target_topic, radius=args.radius, period=args.period,
+                state_timeout=args.state_timeout, max_frames=args.max_frames)
+            runs[label] = metrics
+            print(f'{bag}: outputs in {bag_out}; ' + _summary_line(summary))
+            if cut:
+                truncated.append(f'{bag}: {cut}')
+        if len(runs) > 1:
+            plots.dashboard(out / 'comparison.png', runs)
+            print(f'comparison: {out / "comparison.png"}')
+    except (BagError, RunDataError) as err:
+        print(f'analyze_run: error: {err}', file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as err:
+        print(f'analyze_run: error: {err.strerror or err}: {err.filename or ""}', file=sys.stderr)
+        return EXIT_ERROR
+    for note in truncated:
+        print(f'analyze_run: warning: truncated bag, analysed the readable part only ({note})',
+              file=sys.stderr)
+    return EXIT_TRUNCATED if truncated else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog='analyze_run', description=__doc__.split('\n')[0],
+        epilog='Exit status: 0 done, 1 unusable input, 2 bad command line, '
+               '3 truncated bag analysed in part.')
+    parser.add_argument('bags', nargs='+', metavar='BAG',
+                        help='rosbag2 directory or .mcap/.db3 file; give two to compare')
+    parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--agent-pattern', default=DEFAULT_AGENT_PATTERN,
+                        help='regular expression for agent odometry topics '
+                             '(default %(default)s; the target topic is excluded)')
+    parser.add_argument('--target-topic', default=DEFAULT_TARGET_TOPIC,
+                        help='target odometry topic (default %(default)s)')
+    parser.add_argument('--radius', type=float, default=DEFAULT_RADIUS,
+                        help='desired encirclement radius R [m] (default %(default)s)')
+    parser.add_argument('--period', type=float, default=DEFAULT_PERIOD,
+                        help='metrics time step [s] (default %(default)s)')
+    parser.add_argument('--state-timeout', type=float, default=DEFAULT_STATE_TIMEOUT,
+                        help='an agent whose last /swarm/agent_states message is older than '
+                             'this [s] is failed (default %(default)s)')
+    parser.add_argument('--max-frames', type=int, default=80,
+                        help='animation frames, 0 for no animation (default %(default)s)')
+    return parser
+
+
+def _labels(bags: list[str]) -> list[str]:
+    names = [Path(bag).resolve().name for bag in bags]
+    if len(set(names)) < len(names):
+        names = [f'{i + 1}_{name}' for i, name in enumerate(names)]
+    return names
+
+
+def _positions_or_nan(track, times: np.ndarray) -> np.ndarray:
+    position, _, valid = track.at(times)
+    return np.where(valid[:, None], position[:, :2], np.nan)
+
+
+def _summary_line(summary: dict) -> str:
+    final = ', '.join(f'{name}={summary["final"][name]:.3g}' for name in METRIC_NAMES)
+    settle = ', '.join(f'{name} settles at {"never" if t is None else f"{t:.2f} s"}'
+                       for name, t in summary['settle_time'].items())
+    return f'final {final}; {settle}'
+
+
+if __name__ == '__main__':
+    sys.exit(main())

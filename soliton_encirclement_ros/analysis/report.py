@@ -1,0 +1,123 @@
+"""Run outputs shared by the swarm runner and ``analyze_run``: CSV files, plots and summary.json.
+
+No rclpy. ``metrics`` arrays are (T, 6) with columns ``timestamp`` then the five metrics in
+``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4) ``node_id,timestamp,u,velocity_norm``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from ..core.metrics import METRIC_NAMES
+from . import plots
+
+METRICS_HEADER = ('timestamp',) + METRIC_NAMES
+AGENTS_HEADER = ('node_id', 'timestamp', 'u', 'velocity_norm')
+# A metric has settled once it stays below its threshold until the end of the run.
+SETTLE_THRESHOLDS = {'E_gap': 0.05, 'E_r': 0.01}
+
+
+def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
+    """Time of the first sample after the last one at or above ``threshold`` (NaN counts as
+    above); the first timestamp if none is; None if the last sample is."""
+    violating = ~(np.asarray(values, dtype=float) < threshold)
+    if violating.size == 0 or violating[-1]:
+        return None
+    last_violation = np.flatnonzero(violating)
+    first_settled = last_violation[-1] + 1 if last_violation.size else 0
+    return float(timestamps[first_settled])
+
+
+def summarise(metrics: np.ndarray) -> dict:
+    """Final value, NaN-ignoring mean and settle times of a (T, 6) metrics series."""
+    metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
+    columns = {name: metrics[:, i + 1] for i, name in enumerate(METRIC_NAMES)}
+    final = {name: float(col[-1]) if col.size else math.nan for name, col in columns.items()}
+    mean = {name: _nanmean(col) for name, col in columns.items()}
+    settle = {
+        name: settle_time(metrics[:, 0], columns[name], threshold)
+        for name, threshold in SETTLE_THRESHOLDS.items()
+    }
+    return {'final': final, 'mean': mean, 'settle_time': settle}
+
+
+def write_run_outputs(
+    out_dir,
+    metrics: np.ndarray,
+    agents: np.ndarray,
+    params: dict,
+    real_time_factor: float | None,
+    trajectories: dict[str, np.ndarray] | None = None,
+) -> dict:
+    """Write metrics.csv, agents.csv, one PNG per metric, dashboard.png, trajectories.png
+    (when ``trajectories`` is given) and summary.json into ``out_dir``; return the summary.
+
+    ``trajectories`` maps a name to (T, 3) rows ``t,x,y``; the key ``'target'`` is drawn as the
+    target, and ``params['radius']`` (if present) as the desired circle around its last position.
+    Files are written into a temporary directory first and moved into place only when all of
+    them succeeded, so an error never leaves partial outputs behind.
+    """
+    metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
+    agents = _checked_table(agents, len(AGENTS_HEADER), 'agents')
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    summary = summarise(metrics)
+    summary['real_time_factor'] = real_time_factor
+    summary['params'] = params
+    staging = Path(tempfile.mkdtemp(prefix='.outputs-', dir=out_dir))
+    try:
+        _write_csv(staging / 'metrics.csv', METRICS_HEADER, metrics)
+        _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
+        for i, name in enumerate(METRIC_NAMES):
+            plots.metric_plot(staging / f'{name}.png', {'': metrics[:, [0, i + 1]]}, name)
+        plots.dashboard(staging / 'dashboard.png', {'': metrics})
+        if trajectories is not None:
+            plots.trajectory_plot(staging / 'trajectories.png', trajectories, params.get('radius'))
+        (staging / 'summary.json').write_text(
+            json.dumps(_json_safe(summary), indent=2, allow_nan=False) + '\n')
+        for produced in staging.iterdir():
+            os.replace(produced, out_dir / produced.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return summary
+
+
+def _checked_table(table, columns: int, what: str) -> np.ndarray:
+    array = np.asarray(table, dtype=float)
+    if array.size == 0:
+        return array.reshape(0, columns)
+    if array.ndim != 2 or array.shape[1] != columns:
+        raise ValueError(f'{what} must be an array of shape (N, {columns}), got {array.shape}')
+    return array
+
+
+def _nanmean(values: np.ndarray) -> float:
+    finite = values[~np.isnan(values)]
+    return float(finite.mean()) if finite.size else math.nan
+
+
+def _write_csv(path: Path, header: tuple[str, ...], rows: np.ndarray) -> None:
+    np.savetxt(path, rows, delimiter=',', header=','.join(header), comments='', fmt='%.9g')
+
+
+def _json_safe(value):
+    """Plain JSON types; NaN/inf (no JSON equivalent) become null."""
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _json_safe(value.tolist())
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, Path):
+        return str(value)
+    return value

@@ -1,0 +1,80 @@
+"""``run_recorder``: record the swarm's topics from a live graph into a rosbag2 (pip-only machines'
+``ros2 bag record -e``). Ctrl-C or SIGTERM closes the bag, keeping every message received.
+
+    run_recorder -o runs/flight1 [-e REGEX] [-s mcap|sqlite3] [--ros-args -p discovery_period:=0.5]
+
+The command-line options set the defaults of the read-only parameters ``output``,
+``topics_regex`` and ``storage``; ``--ros-args -p`` overrides them as usual.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import rclpy
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.clock import Clock
+from rclpy.executors import ExternalShutdownException
+from rclpy.node import Node
+
+from ..recording import DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS, BagRecorder
+
+
+class RecorderNode(Node):
+    """Owns a :class:`BagRecorder` and re-discovers topics every ``discovery_period``."""
+
+    def __init__(self, output: str, topics_regex: str, storage: str):
+        super().__init__('run_recorder')
+        output = self.declare_parameter('output', output, ParameterDescriptor(
+            description='bag directory to create (must not exist)', read_only=True)).value
+        topics_regex = self.declare_parameter('topics_regex', topics_regex, ParameterDescriptor(
+            description='record topics whose name matches this regular expression (re.search)',
+            read_only=True)).value
+        storage = self.declare_parameter('storage', storage, ParameterDescriptor(
+            description=f'storage plugin, one of {sorted(STORAGE_PLUGINS)}',
+            read_only=True)).value
+        period = self.declare_parameter('discovery_period', 1.0, ParameterDescriptor(
+            description='seconds between topic discoveries (wall clock)', read_only=True,
+            floating_point_range=[FloatingPointRange(from_value=0.05, to_value=60.0)])).value
+        self.recorder = BagRecorder(self, output, topics_regex, storage)
+        self.recorder.discover()
+        # Discovery runs on the wall clock: under use_sim_time it must not wait for /clock.
+        self._discovery_timer = self.create_timer(period, self.recorder.discover,
+                                                  clock=Clock())
+        self.get_logger().info(f'recording topics matching {topics_regex!r} into {output}')
+
+
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog='run_recorder', description=__doc__.split('\n')[0])
+    parser.add_argument('-o', '--output', default=time.strftime('run_%Y%m%d_%H%M%S'),
+                        help='bag directory to create (default: run_<date>_<time>)')
+    parser.add_argument('-e', '--regex', default=DEFAULT_TOPICS_REGEX,
+                        help='record topics matching this regular expression')
+    parser.add_argument('-s', '--storage', default='mcap', choices=sorted(STORAGE_PLUGINS))
+    return parser.parse_args(argv)
+
+
+def main(args=None) -> int:
+    argv = sys.argv if args is None else args
+    options = _arguments(rclpy.utilities.remove_ros_args(argv)[1:])
+    rclpy.init(args=argv)
+    node = None
+    try:
+        node = RecorderNode(options.output, options.regex, options.storage)
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except (ValueError, FileExistsError) as err:
+        print(f'run_recorder: error: {err}', file=sys.stderr)
+        return 1
+    finally:
+        if node is not None:
+            node.recorder.close()
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""Record live topics into a rosbag2 (MCAP by default, sqlite3 optional) from an rclpy node.
+
+Messages arrive serialized (``raw=True`` subscriptions) and go straight into the bag with the
+``rosbags`` writer: no deserialization on the recording path. Type names, message definitions
+and type hashes come from the rosbags typestore of the ROS 2 distribution we run on, and each
+topic's ``offered_qos_profiles`` from its publishers, as ``ros2 bag record`` does. The log time
+of a message is the recording node's clock at receipt (sim time under ``use_sim_time``).
+"""
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosbags.interfaces import (
+    Qos,
+    QosDurability,
+    QosHistory,
+    QosLiveliness,
+    QosReliability,
+    QosTime,
+)
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+DEFAULT_TOPICS_REGEX = (
+    r'^(/[^/]+/odom|/[^/]+/cmd_vel|/swarm/agent_states|/target/state|/swarm/metrics/.+|/clock)$'
+)
+STORAGE_PLUGINS = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
+ROSBAG2_METADATA_VERSION = 9  # the version Jazzy and Kilted write; offered QoS as a YAML list
+SUBSCRIPTION_DEPTH = 100
+TYPESTORE = get_typestore(Stores.ROS2_KILTED)
+
+
+class BagRecorder:
+    """Subscribe to the topics of ``node``'s graph whose name matches ``topics_regex``
+    (``re.search``, like ``ros2 bag record -e``) and write them to a new bag at ``bag_path``.
+
+    Call :meth:`discover` periodically to pick up new topics and :meth:`close` once at the end
+    (also safe from a signal handler or a ``finally``). ``qos`` overrides the subscription QoS;
+    by default it adapts to the publishers (reliable / transient-local only if all of them are).
+    """
+
+    def __init__(self, node: Node, bag_path, topics_regex: str = DEFAULT_TOPICS_REGEX,
+                 storage: str = 'mcap', qos: QoSProfile | None = None):
+        if storage not in STORAGE_PLUGINS:
+            raise ValueError(f'storage must be one of {sorted(STORAGE_PLUGINS)}, got {storage!r}')
+        try:
+            self._pattern = re.compile(topics_regex)
+        except re.error as err:
+            raise ValueError(f'topics_regex {topics_regex!r} is not a regular expression: {err}')
+        self.bag_path = Path(bag_path)
+        if self.bag_path.exists():
+            raise FileExistsError(f'bag path {str(self.bag_path)!r} exists already; '
+                                  'choose a new directory')
+        self._node = node
+        self._qos = qos
+        self._writer = Writer(self.bag_path, version=ROSBAG2_METADATA_VERSION,
+                              storage_plugin=STORAGE_PLUGINS[storage])
+        self._writer.open()
+        self._lock = threading.RLock()
+        self._lock_owner: int | None = None
+        self._close_pending = False
+        self._subscriptions = {}
+        self._skipped: set[str] = set()
+
+    @property
+    def topics(self) -> list[str]:
+        """Topics being recorded."""
+        return sorted(self._subscriptions)
+
+    @property
+    def closed(self) -> bool:
+        return self._writer is None
+
+    def discover(self) -> list[str]:
+        """Subscribe to matching topics not seen before; return the newly recorded ones."""
+        added = []
+        for topic, types in self._node.get_topic_names_and_types():
+            if topic in self._subscriptions or topic in self._skipped:
+                continue
+            if not self._pattern.search(topic):
+                continue
+            publishers = self._node.get_publishers_info_by_topic(topic)
+            if not publishers:
+                continue  # nothing to record yet; look again at the next discovery
+            if self._subscribe(topic, types, publishers):
+                added.append(topic)
+        return added
+
+    def close(self) -> None:
+        """Flush the storage and write metadata.yaml. Idempotent. Called while this thread is
+        inside the writer (a signal handler interrupting a callback), it closes right after."""
+        if self._lock_owner == threading.get_ident():
+            self._close_pending = True
+            return
+        with self._writer_access():
+            self._finish()
+
+    @contextmanager
+    def _writer_access(self):
+        # Re-entrant: a signal handler may call close() on this thread just outside the writer.
+        with self._lock:
+            self._lock_owner = threading.get_ident()
+            try:
+                yield
+                if self._close_pending:
+                    self._finish()
+            finally:
+                self._lock_owner = None
+
+    def _subscribe(self, topic: str, types: list[str], publishers) -> bool:
+        logger = self._node.get_logger()
+        if len(types) != 1:
+            logger.warning(f'not recording {topic}: it has several types {types}')
+            self._skipped.add(topic)
+            return False
+        msgtype = types[0]
+        if msgtype not in TYPESTORE.types:
+            logger.warning(f'not recording {topic}: type {msgtype} has no known definition')
+            self._skipped.add(topic)
+            return False
+        offered = [_rosbags_qos(info.qos_profile) for info in publishers]
+        with self._writer_access():
+            if self._writer is None:
+                return False
+            connection = self._writer.add_connection(
+                topic, msgtype, typestore=TYPESTORE, offered_qos_profiles=offered)
+        package, _, name = msgtype.split('/')
+        msg_class = getattr(importlib.import_module(f'{package}.msg'), name)
+        qos = self._qos or _adapted_qos([info.qos_profile for info in publishers])
+        self._subscriptions[topic] = self._node.create_subscription(
+            msg_class, topic, partial(self._on_message, connection), qos, raw=True)
+        logger.info(f'recording {topic} [{msgtype}]')
+        return True
+
+    def _on_message(self, connection, data: bytes) -> None:
+        stamp = self._node.get_clock().now().nanoseconds
+        with self._writer_access():
+            if self._writer is not None:
+                self._writer.write(connection, stamp, data)
+
+    def _finish(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        writer.close()
+        count = sum(writer.counts.values())
+        self._node.get_logger().info(
+            f'closed bag {self.bag_path}: {count} messages on {len(writer.connections)} topics')
+
+
+def _adapted_qos(offered: list[QoSProfile]) -> QoSProfile:
+    """Subscription QoS compatible with every publisher, as ``ros2 bag record`` adapts it."""
+    reliable = all(p.reliability == ReliabilityPolicy.RELIABLE for p in offered)
+    latched = all(p.durability == DurabilityPolicy.TRANSIENT_LOCAL for p in offered)
+    return QoSProfile(
+        history=HistoryPolicy.KEEP_LAST,
+        depth=SUBSCRIPTION_DEPTH,
+        reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+        durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE,
+    )
+
+
+def _rosbags_qos(profile: QoSProfile) -> Qos:
+    return Qos(
+        history=QosHistory[profile.history.name],
+        depth=profile.depth,
+        reliability=QosReliability[profile.reliability.name],
+        durability=QosDurability[profile.durability.name],
+        deadline=_qos_time(profile.deadline.nanoseconds),
+        lifespan=_qos_time(profile.lifespan.nanoseconds),
+        liveliness=QosLiveliness[profile.liveliness.name],
+        liveliness_lease_duration=_qos_time(profile.liveliness_lease_duration.nanoseconds),
+        avoid_ros_namespace_conventions=profile.avoid_ros_namespace_conventions,
+    )
+
+
+def _qos_time(nanoseconds: int) -> QosTime:
+    return QosTime(*divmod(int(nanoseconds), 1_000_000_000))

@@ -1,0 +1,198 @@
+"""analyze_run and the analysis library on bags written here with rosbags' own Writer (an
+independent writer: no code of ours on the writing side), in both storage formats."""
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from soliton_encirclement_ros.analysis import cli
+from soliton_encirclement_ros.analysis.recompute import (
+    load_run,
+    metrics_from_bag,
+    published_metrics,
+    world_velocity,
+)
+
+TS = get_typestore(Stores.ROS2_KILTED)
+T = TS.types
+RADIUS = 20.0
+TARGET = np.array([3.0, -2.0])
+OMEGA = 0.2  # rad/s around the target
+STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
+ODOM, STATES, FLOAT = 'nav_msgs/msg/Odometry', 'std_msgs/msg/Float64MultiArray', 'std_msgs/msg/Float64'
+
+
+def odometry(t, name, xy, yaw, forward_speed):
+    """Odometry as a vehicle publishes it: pose in world, twist in the body frame."""
+    sec, nsec = divmod(int(round(t * 1e9)), 10**9)
+    header = T['std_msgs/msg/Header'](stamp=T['builtin_interfaces/msg/Time'](sec=sec, nanosec=nsec),
+                                      frame_id='world')
+    pose = T['geometry_msgs/msg/Pose'](
+        position=T['geometry_msgs/msg/Point'](x=float(xy[0]), y=float(xy[1]), z=5.0),
+        orientation=T['geometry_msgs/msg/Quaternion'](x=0.0, y=0.0, z=math.sin(yaw / 2),
+                                                      w=math.cos(yaw / 2)))
+    vector = T['geometry_msgs/msg/Vector3']
+    twist = T['geometry_msgs/msg/Twist'](linear=vector(x=forward_speed, y=0.0, z=0.0),
+                                         angular=vector(x=0.0, y=0.0, z=0.0))
+    return T[ODOM](
+        header=header, child_frame_id=f'{name}/base_link',
+        pose=T['geometry_msgs/msg/PoseWithCovariance'](pose=pose, covariance=np.zeros(36)),
+        twist=T['geometry_msgs/msg/TwistWithCovariance'](twist=twist, covariance=np.zeros(36)))
+
+
+def agent_state(agent_id, seq, t, xy, velocity):
+    layout = T['std_msgs/msg/MultiArrayLayout'](
+        dim=[T['std_msgs/msg/MultiArrayDimension'](label='id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss',
+                                                   size=11, stride=11)], data_offset=0)
+    data = np.array([agent_id, seq, t, xy[0], xy[1], 5.0, velocity[0], velocity[1], 0.0, 0.5, 0.5])
+    return T[STATES](layout=layout, data=data)
+
+
+def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, failed_after=None):
+    """``agents`` vehicles uav1.. on the desired circle at equal angles, turning around a still
+    target, plus /swarm/agent_states. With ``failed_after`` an extra vehicle uav<agents+1> sits on
+    the target and stops sending states at that time (it keeps publishing odometry)."""
+    with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
+        connections = {}
+
+        def write(topic, msgtype, t, msg):
+            if topic not in connections:
+                connections[topic] = writer.add_connection(topic, msgtype, typestore=TS)
+            writer.write(connections[topic], int(round(t * 1e9)), TS.serialize_cdr(msg, msgtype))
+
+        for k in range(int(duration * rate) + 1):
+            t = 10.0 + k / rate
+            write('/target/odom', ODOM, t, odometry(t, 'target', TARGET, 0.0, 0.0))
+            for i in range(agents):
+                angle = 2 * math.pi * i / agents + OMEGA * t
+                xy = TARGET + RADIUS * np.array([math.cos(angle), math.sin(angle)])
+                heading = angle + math.pi / 2  # flying tangentially, nose first
+                speed = OMEGA * RADIUS
+                write(f'/uav{i + 1}/odom', ODOM, t, odometry(t, f'uav{i + 1}', xy, heading, speed))
+                write('/swarm/agent_states', STATES, t, agent_state(
+                    i + 1, k, t, xy, speed * np.array([math.cos(heading), math.sin(heading)])))
+            if failed_after is not None:
+                name = f'uav{agents + 1}'
+                write(f'/{name}/odom', ODOM, t, odometry(t, name, TARGET, 0.0, 0.0))
+                if t - 10.0 < failed_after:
+                    write('/swarm/agent_states', STATES, t,
+                          agent_state(agents + 1, k, t, TARGET, np.zeros(2)))
+            write('/swarm/metrics/E_r', FLOAT, t, T[FLOAT](data=0.0))
+    return path
+
+
+@pytest.mark.parametrize('storage', sorted(STORAGES))
+def test_agents_exactly_on_the_circle_give_ideal_metrics(tmp_path, storage):
+    bag = write_circle_bag(tmp_path / 'circle', storage)
+    assert cli.main([str(bag), '--out', str(tmp_path / 'out'), '--max-frames', '5']) == 0
+    metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
+    assert metrics.shape == (41, 6)  # 2 s at the default 0.05 s grid
+    np.testing.assert_allclose(metrics[:, 0], np.arange(41) * 0.05, atol=1e-9)
+    e_r, e_vr, rho, g_max, e_gap = metrics[:, 1:].T
+    np.testing.assert_allclose(e_r, 0.0, atol=1e-9)
+    np.testing.assert_allclose(e_vr, 0.0, atol=1e-9)  # needs the body->world twist rotation
+    np.testing.assert_allclose(rho, 0.0, atol=1e-9)
+    np.testing.assert_allclose(g_max, 1.0, atol=1e-9)
+    np.testing.assert_allclose(e_gap, 0.0, atol=1e-9)
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    assert summary['final']['G_max'] == pytest.approx(1.0)
+    assert summary['settle_time'] == {'E_gap': 0.0, 'E_r': 0.0}
+    assert summary['params']['agents'] == [f'uav{i}' for i in range(1, 7)]
+    for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'dashboard', 'trajectories'):
+        assert (tmp_path / 'out' / f'{name}.png').stat().st_size > 1000
+    assert (tmp_path / 'out' / cli.ANIMATION_FILE).read_bytes()[:6] == b'GIF89a'
+    agents = np.loadtxt(tmp_path / 'out' / 'agents.csv', delimiter=',', skiprows=1)
+    assert agents.shape == (6 * 41, 4)
+    np.testing.assert_allclose(agents[:, 3], OMEGA * RADIUS)
+
+
+def test_agent_whose_states_stop_is_failed_and_excluded(tmp_path):
+    bag = write_circle_bag(tmp_path / 'fail', failed_after=1.0)
+    run = load_run(bag)
+    assert run.agent_ids == {f'uav{i}': i for i in range(1, 8)}
+    metrics = metrics_from_bag(bag, times=10.0 + np.array([0.5, 0.9, 1.2, 1.5, 2.0]))
+    # Live on the target (r = 0) while its states come: E_r = sqrt(1/7); failed 0.15 s after
+    # its last state (t = 0.95 s): the six on the circle remain.
+    np.testing.assert_allclose(metrics[:2, 1], math.sqrt(1 / 7), rtol=1e-9)
+    np.testing.assert_allclose(metrics[2:, 1], 0.0, atol=1e-9)
+    np.testing.assert_allclose(metrics[2:, 4], 1.0, atol=1e-9)
+
+
+def test_agent_pattern_and_target_topic_options(tmp_path):
+    bag = write_circle_bag(tmp_path / 'opts', agents=4)
+    metrics = metrics_from_bag(bag, agent_pattern=r'^/uav[12]/odom$', period=0.5)
+    # Only uav1 and uav2 kept, a quarter turn apart: gaps pi/2 and 3pi/2, ideal gap pi.
+    np.testing.assert_allclose(metrics[:, 4], 1.5, atol=1e-9)
+    assert metrics_from_bag(bag, radius=10.0, period=1.0)[0, 1] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r"no nav_msgs/msg/Odometry target topic '/tgt/odom'"):
+        metrics_from_bag(bag, target_topic='/tgt/odom')
+
+
+def test_published_metrics_are_read_back(tmp_path):
+    bag = write_circle_bag(tmp_path / 'pub', duration=1.0)
+    series = published_metrics(bag)
+    assert list(series) == ['E_r']
+    assert series['E_r'].shape == (21, 2)
+    np.testing.assert_allclose(series['E_r'][:, 0], 10.0 + np.arange(21) / 20.0)
+
+
+def test_world_velocity_rotates_body_twist_by_orientation():
+    yaw = np.array([0.0, math.pi / 2, math.pi])
+    quaternion = np.column_stack((np.zeros(3), np.zeros(3), np.sin(yaw / 2), np.cos(yaw / 2)))
+    world = world_velocity(quaternion, np.tile([1.0, 0.0, 0.5], (3, 1)))
+    np.testing.assert_allclose(world, [[1, 0, 0.5], [0, 1, 0.5], [-1, 0, 0.5]], atol=1e-12)
+
+
+def test_two_bags_are_compared_in_one_figure(tmp_path):
+    a = write_circle_bag(tmp_path / 'a' / 'run', agents=5)
+    b = write_circle_bag(tmp_path / 'b' / 'run', agents=3, storage='sqlite3')
+    assert cli.main([str(a), str(b), '--out', str(tmp_path / 'cmp'), '--max-frames', '0']) == 0
+    assert (tmp_path / 'cmp' / 'comparison.png').stat().st_size > 1000
+    for label in ('1_run', '2_run'):
+        assert (tmp_path / 'cmp' / label / 'metrics.csv').exists()
+        assert not (tmp_path / 'cmp' / label / cli.ANIMATION_FILE).exists()
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, '-m', 'soliton_encirclement_ros.analysis.cli', *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_missing_path_is_one_line_and_nonzero(tmp_path):
+    result = run_cli(str(tmp_path / 'nope'), '--out', str(tmp_path / 'out'))
+    assert result.returncode == 1
+    assert result.stderr.strip() == f'analyze_run: error: bag not found: {tmp_path / "nope"}'
+    assert not (tmp_path / 'out').exists()
+
+
+def test_bag_without_matching_topics_lists_the_topics_found(tmp_path):
+    bag = write_circle_bag(tmp_path / 'bag', agents=2, duration=0.2)
+    result = run_cli(str(bag), '--out', str(tmp_path / 'out'), '--agent-pattern', '^/drone')
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in result.stderr
+    assert "no agent odometry topic matching '^/drone'" in lines[0]
+    assert '/uav1/odom [nav_msgs/msg/Odometry]' in lines[0]
+    assert '/swarm/agent_states [std_msgs/msg/Float64MultiArray]' in lines[0]
+
+
+def test_truncated_bag_is_analysed_up_to_the_cut(tmp_path):
+    # 5 agents x 60 s x 20 Hz of odometry is several 1 MiB MCAP chunks; cut it in the middle.
+    bag = write_circle_bag(tmp_path / 'cut', agents=5, duration=60.0)
+    mcap = bag / 'cut.mcap'
+    data = mcap.read_bytes()
+    mcap.write_bytes(data[:int(len(data) * 0.6)])
+    result = run_cli(str(bag), '--out', str(tmp_path / 'out'), '--max-frames', '0')
+    assert result.returncode == cli.EXIT_TRUNCATED
+    assert result.stderr.count('\n') == 1 and 'truncated bag' in result.stderr
+    metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
+    assert 5.0 < metrics[-1, 0] < 50.0  # part of the run, not all of it
+    np.testing.assert_allclose(metrics[:, 1:], np.tile([0, 0, 0, 1, 0], (len(metrics), 1)),
+                               atol=1e-9)
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    assert 'EndOfFile' in summary['params']['truncated']
