@@ -1,0 +1,50 @@
+"""Communication impairments for experiments: seeded packet loss and delay, applied on receive.
+
+A receiver owns one :class:`ImpairedChannel`. Each incoming message is passed to
+``receive(msg, rx_time)``: it is dropped with probability ``loss``, otherwise it becomes
+available ``delay`` s later. ``due(now)`` hands back, in arrival order, the messages whose
+arrival time is at or before ``now`` with that arrival time (used as their receive time).
+With the defaults (no loss, no delay) a message is due as soon as it is received.
+"""
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Optional
+
+import numpy as np
+
+from soliton_encirclement_ros.core.faults import seed_sequence
+
+COMMS_STREAM = 2  # RNG stream id of the loss draws (see faults.seed_sequence)
+TIME_EPS = 1e-9   # arrival times within this of ``now`` count as arrived
+
+
+class ImpairedChannel:
+    """Seeded loss + fixed delay on one receiver's incoming messages."""
+
+    def __init__(self, loss: float = 0.0, delay: float = 0.0, seed: Optional[int] = None,
+                 agent_id: int = 0):
+        loss, delay = float(loss), float(delay)
+        if not math.isfinite(loss) or not 0.0 <= loss <= 1.0:
+            raise ValueError(f'loss must be a probability in [0, 1], got {loss}')
+        if not math.isfinite(delay) or delay < 0.0:
+            raise ValueError(f'delay must be finite and >= 0 s, got {delay}')
+        self.loss = loss
+        self.delay = delay
+        self._rng = np.random.default_rng(seed_sequence(seed, agent_id, COMMS_STREAM))
+        self._pending: deque[tuple[float, Any]] = deque()
+
+    def receive(self, msg: Any, rx_time: float) -> None:
+        """Offer a message that arrived at ``rx_time``; it may be dropped or delayed."""
+        if self.loss > 0.0 and self._rng.random() < self.loss:
+            return
+        self._pending.append((float(rx_time) + self.delay, msg))
+
+    def due(self, now: float) -> list[tuple[Any, float]]:
+        """Pop the (msg, arrival time) pairs that have arrived by ``now``, oldest first."""
+        out = []
+        while self._pending and self._pending[0][0] <= now + TIME_EPS:
+            arrival, msg = self._pending.popleft()
+            out.append((msg, arrival))
+        return out

@@ -1,0 +1,76 @@
+"""Failure injection: a per-agent Poisson outage process with a seeded RNG.
+
+Every ``check_period`` s a working agent fails with probability ``1 - exp(-lambda*dt)``,
+``lambda = failures_per_min/60``; a failed agent recovers ``off_time`` s after failing and
+draws nothing while failed. The agent node uses one :class:`OutageProcess`; the batch
+simulator uses :class:`SwarmOutages` (one process per agent, same seeds, same draws), so a
+ROS run and a batch run with the same seed fail the same agents at the same times.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+FAULT_STREAM = 1  # RNG stream id of the outage process (see seed_sequence)
+
+
+def seed_sequence(seed: Optional[int], agent_id: int, stream: int):
+    """Seed material for agent ``agent_id``'s RNG of a given stream (None = unseeded)."""
+    return None if seed is None else [int(seed), int(agent_id), int(stream)]
+
+
+class OutageProcess:
+    """One agent's outage process. ``update(now)`` advances it and returns ``failed``."""
+
+    def __init__(self, failures_per_min: float = 1.0, off_time: float = 8.0,
+                 check_period: float = 0.1, seed: Optional[int] = None, agent_id: int = 0):
+        for name, value, strict in (('failures_per_min', failures_per_min, False),
+                                    ('off_time', off_time, False),
+                                    ('check_period', check_period, True)):
+            value = float(value)
+            if not math.isfinite(value) or value < 0.0 or (strict and value == 0.0):
+                raise ValueError(f'{name} must be finite and {">" if strict else ">="} 0, '
+                                 f'got {value}')
+        self.failures_per_min = float(failures_per_min)
+        self.off_time = float(off_time)
+        self.check_period = float(check_period)
+        self.probability = 1.0 - math.exp(-self.failures_per_min / 60.0 * self.check_period)
+        self._rng = np.random.default_rng(seed_sequence(seed, agent_id, FAULT_STREAM))
+        self._checks = 0          # checks done so far, at k*check_period, k = 1, 2, ...
+        self.failed = False
+        self.failed_at = math.nan
+        self.recovered_at = -math.inf  # last time the agent came back (-inf: never failed)
+
+    def update(self, now: float) -> bool:
+        """Run the checks due up to ``now`` (non-decreasing) and return whether the agent is failed."""
+        while (self._checks + 1) * self.check_period <= now + 1e-9:
+            self._checks += 1
+            check_time = self._checks * self.check_period
+            if self.failed and check_time >= self.failed_at + self.off_time - 1e-9:
+                self.failed = False
+                self.recovered_at = check_time
+            if not self.failed and self.probability > 0.0 and self._rng.random() < self.probability:
+                self.failed = True
+                self.failed_at = check_time
+        return self.failed
+
+
+class SwarmOutages:
+    """The outage processes of many agents, stepped together. ``update(now) -> failed (N,)``."""
+
+    def __init__(self, agent_ids: Sequence[int], failures_per_min: float = 1.0,
+                 off_time: float = 8.0, check_period: float = 0.1,
+                 seed: Optional[int] = None):
+        self.processes = [OutageProcess(failures_per_min, off_time, check_period, seed, i)
+                          for i in agent_ids]
+        self.enabled = failures_per_min > 0.0
+        self.failed = np.zeros(len(self.processes), dtype=bool)
+
+    def update(self, now: float) -> np.ndarray:
+        if self.enabled:
+            self.failed = np.fromiter((p.update(now) for p in self.processes), dtype=bool,
+                                      count=len(self.processes))
+        return self.failed
+

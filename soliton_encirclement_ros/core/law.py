@@ -1,0 +1,158 @@
+"""The soliton encirclement control law, term by term (pure numpy, elementwise over agents).
+
+Every function takes scalars or arrays with any leading shape (one agent, or N agents in the
+batch simulator) and returns the same shape; vectors are (..., 2) in the XY plane or (..., 3).
+A missing quantity is NaN (gaps, angular rates) or 0 (a neighbour's ``u``/``u_ss``), as the
+reference specifies. ``ControllerParams`` supplies the gains.
+"""
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame, wrap_2pi
+from soliton_encirclement_ros.core.params import ControllerParams
+
+DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
+
+
+def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerParams):
+    """Radial PD term (..., 2): ``(-K_R*(r - R) - K_DR*v_r) * e_r_hat``, v_r relative to the target."""
+    rel_v = np.asarray(velocity, dtype=float)[..., :2] - np.asarray(target_velocity, dtype=float)[..., :2]
+    v_r = np.sum(rel_v * e_r_hat, axis=-1)
+    v_r_corr = -params.k_r * (np.asarray(r) - params.radius) - params.k_dr * v_r
+    return v_r_corr[..., None] * e_r_hat
+
+
+def spacing_error(gap_pred, gap_succ, lambda_pred=1.0, lambda_self=1.0):
+    """Lambda-weighted spacing error in [-1, 1]; 0 when a gap is missing (NaN) or degenerate.
+
+    ``e_tau = (l_pred*gap_succ - l_self*gap_pred) / (l_pred*gap_succ + l_self*gap_pred)``.
+    """
+    num = lambda_pred * np.asarray(gap_succ, dtype=float) - lambda_self * np.asarray(gap_pred, dtype=float)
+    den = lambda_pred * np.asarray(gap_succ, dtype=float) + lambda_self * np.asarray(gap_pred, dtype=float)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        e = num / np.where(den > DENOMINATOR_EPS, den, 1.0)
+    return np.where((den > DENOMINATOR_EPS) & np.isfinite(e), e, 0.0)
+
+
+def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp: float):
+    """``e_tau - K_OMEGA_DAMP*(omega_self - omega_ref_local)``, or ``e_tau`` if anything is missing.
+
+    ``omega_ref_local`` is the mean of the neighbours' angular rates, or whichever exists (NaN
+    marks a missing one). ``k_omega_damp = 0`` disables the term.
+    """
+    e_tau = np.asarray(e_tau, dtype=float)
+    if k_omega_damp == 0.0:
+        return e_tau
+    omega_pred = np.asarray(omega_pred, dtype=float)
+    omega_succ = np.asarray(omega_succ, dtype=float)
+    both = 0.5 * (omega_pred + omega_succ)
+    omega_local = np.where(np.isfinite(omega_pred),
+                           np.where(np.isfinite(omega_succ), both, omega_pred), omega_succ)
+    damped = e_tau - k_omega_damp * (np.asarray(omega_self, dtype=float) - omega_local)
+    return np.where(np.isfinite(damped), damped, e_tau)
+
+
+def limiter(u, params: ControllerParams):
+    """g(u): ``u^3``, or the soft limiter ``u^3 / (1 + (|u|/U_lim)^2)`` when enabled."""
+    cube = np.asarray(u, dtype=float) ** 3
+    if params.soft_limiter:
+        return cube / (1.0 + (np.abs(u) / params.u_lim) ** 2)
+    return cube
+
+
+def soliton_update(u, u_pred, u_succ, u_ss_pred, u_ss_succ, e_tau_eff, params: ControllerParams):
+    """One explicit Euler step of ``u`` (dt = control_period). Returns (u_new, u_ss).
+
+    ``du = C*u_s - BETA*u - ALPHA*g(u) + K_E_TAU*e_tau_eff + KAPPA_DIFF*u_ss
+    - K_STEEPEN*u*u_s + KAPPA_DISP*u_sss`` with ``u_s = u_succ - u_pred``,
+    ``u_ss = u_succ - 2u + u_pred`` and ``u_sss = u_ss_succ - u_ss_pred``. Missing neighbours
+    count as 0. A non-finite result resets ``u`` to 0. ``u_ss`` is what the agent broadcasts.
+    """
+    u = np.asarray(u, dtype=float)
+    u_s = u_succ - np.asarray(u_pred)
+    u_ss = u_succ - 2.0 * u + u_pred
+    u_sss = u_ss_succ - np.asarray(u_ss_pred)
+    du = (params.c_coupling * u_s - params.beta_u * u - params.alpha_u * limiter(u, params)
+          + params.k_e_tau * e_tau_eff + params.kappa_u_diff * u_ss
+          - params.k_u_steepen * u * u_s + params.kappa_u_disp * u_sss)
+    with np.errstate(invalid='ignore', over='ignore'):
+        u_new = u + params.control_period * du
+    return np.where(np.isfinite(u_new), u_new, 0.0), u_ss
+
+
+def effective_radius(r, params: ControllerParams):
+    """``r_eff = max(r, R_MIN)``."""
+    return np.maximum(r, params.r_min)
+
+
+def tangential_velocity(u, r, t_hat, omega_ref, params: ControllerParams):
+    """Tangential term (..., 2): ``(K_TAU*u*r_eff + omega_ref*r) * t_hat`` (counter-clockwise)."""
+    speed = params.k_tau * np.asarray(u) * effective_radius(r, params) + np.asarray(omega_ref) * r
+    return np.asarray(speed)[..., None] * t_hat
+
+
+def clamp_velocity(v, max_speed_xy: float, max_speed_z: float):
+    """Scale the XY part down to norm ``max_speed_xy`` and clip z to +-``max_speed_z``."""
+    v = np.asarray(v, dtype=float)
+    norm = np.hypot(v[..., 0], v[..., 1])
+    scale = np.where(norm > max_speed_xy, max_speed_xy / np.where(norm > 0.0, norm, 1.0), 1.0)
+    return np.concatenate((v[..., :2] * scale[..., None],
+                           np.clip(v[..., 2:3], -max_speed_z, max_speed_z)), axis=-1)
+
+
+def compose_command(v_rad, v_tau, target_velocity, params: ControllerParams):
+    """``v_cmd = v_rad + v_tau + v_T`` (falls back to v_T if non-finite), clamped to the limits."""
+    v_t = np.asarray(target_velocity, dtype=float)
+    xy = np.asarray(v_rad) + np.asarray(v_tau) + v_t[..., :2]
+    cmd = np.concatenate((xy, v_t[..., 2:3]), axis=-1)
+    cmd = np.where(np.all(np.isfinite(cmd), axis=-1, keepdims=True), cmd, v_t)
+    return clamp_velocity(cmd, params.max_speed_xy, params.max_speed_z)
+
+
+def fallback_command(target_velocity, params: ControllerParams):
+    """Command without a live target: the last known target velocity (zero if none), clamped."""
+    v_t = np.asarray(target_velocity, dtype=float)
+    v_t = np.where(np.all(np.isfinite(v_t), axis=-1, keepdims=True), v_t, 0.0)
+    return clamp_velocity(v_t, params.max_speed_xy, params.max_speed_z)
+
+
+def encirclement_step(u, position, velocity, prev_cmd, target_position, target_velocity,
+                      omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
+                      params: ControllerParams):
+    """Steps 4-9 of the control loop once the neighbours are chosen. Returns (u_new, u_ss, v_cmd).
+
+    ``pred``/``succ`` are :class:`NeighbourView` of the chosen neighbours (NaN angle/position
+    and zero ``u`` when missing). Elementwise over agents: one agent's result depends only on
+    its own row.
+    """
+    r, e_r_hat, t_hat = polar_frame(position, target_position)
+    v_rad = radial_velocity(r, e_r_hat, velocity, target_velocity, params)
+    gap_pred = wrap_2pi(np.asarray(theta_self) - pred.theta)
+    gap_succ = wrap_2pi(succ.theta - np.asarray(theta_self))
+    e_tau = spacing_error(gap_pred, gap_succ, lambda_pred, lambda_self)
+    rel_cmd = np.asarray(prev_cmd, dtype=float)[..., :2] - np.asarray(target_velocity, dtype=float)[..., :2]
+    omega_self = np.sum(rel_cmd * t_hat, axis=-1) / effective_radius(r, params)
+    e_tau_eff = damped_spacing_error(
+        e_tau, omega_self,
+        angular_rate(pred.position, pred.velocity, target_position, target_velocity),
+        angular_rate(succ.position, succ.velocity, target_position, target_velocity),
+        params.k_omega_damp)
+    u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
+    v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
+    return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, params)
+
+
+class NeighbourView(NamedTuple):
+    """What the law uses of a chosen neighbour (rows of arrays in the vectorised case)."""
+
+    theta: Any      # target-centric angle, NaN when there is no such neighbour
+    position: Any   # (..., 3), NaN when missing
+    velocity: Any   # (..., 3), NaN when missing
+    u: Any          # 0 when missing
+    u_ss: Any       # 0 when missing
+
+
+MISSING_NEIGHBOUR = NeighbourView(np.nan, np.full(3, np.nan), np.full(3, np.nan), 0.0, 0.0)

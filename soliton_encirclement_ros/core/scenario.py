@@ -1,0 +1,190 @@
+"""Encirclement scenarios: one validated dataclass, YAML loading, initial placement.
+
+A scenario names everything a run needs besides the gains: swarm size and radius, seed,
+duration, control/metrics timing, target motion, failures and communication impairments.
+Controller gains (``controller:``) and vehicle limits (``vehicle:``) are nested mappings that
+go through :class:`ControllerParams` and ``VehicleParams``. Unknown keys are errors.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import yaml
+
+from soliton_encirclement_ros.core.params import ControllerParams
+from soliton_encirclement_ros.core.target_motion import (
+    TARGET_MOTIONS, RandomHeading, Static, Waypoints)
+from velocity_mobility_ros.params import VehicleParams
+
+PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
+TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
+
+
+def initial_positions(n: int, radius: float, seed: Optional[int],
+                      center=(0.0, 0.0, 0.0), altitude: float = 0.0) -> np.ndarray:
+    """Reference placement (n, 3): theta ~ U[0, 2pi), x = a*R*cos, y = b*R*sin, a, b ~ U[0.8, 1.2].
+
+    Seeded with ``seed``; angles first, then a, then b. z = ``center`` z + ``altitude``.
+    """
+    rng = np.random.default_rng(seed)
+    theta = rng.uniform(0.0, 2.0 * math.pi, n)
+    a = rng.uniform(*PLACEMENT_SPREAD, n)
+    b = rng.uniform(*PLACEMENT_SPREAD, n)
+    c = np.asarray(center, dtype=float)
+    return np.column_stack((c[0] + a * radius * np.cos(theta), c[1] + b * radius * np.sin(theta),
+                            np.full(n, c[2] + altitude)))
+
+
+def _number(name: str, value: Any, minimum: float, strict: bool) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f'{name} must be a number, got {value!r}')
+    value = float(value)
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        raise ValueError(f'{name} must be finite and {">" if strict else ">="} {minimum:g}, '
+                         f'got {value}')
+    return value
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One encirclement run. Defaults: the reference static scenario (N=10, R=20 m, 120 s)."""
+
+    agents: int = 10
+    radius: float = 20.0
+    seed: Optional[int] = 0
+    duration: float = 120.0
+    control_period: float = 0.01
+    metrics_period: float = 0.0        # 0 = every control tick
+    telemetry_period: float = 0.1      # agents.csv row period per agent [s]
+    altitude: float = 0.0              # agents' start height above the target [m]
+    target_motion: str = 'static'      # static | random | waypoints
+    target_speed: float = 5.0          # random: speed; waypoints: speed limit [m/s]
+    target_period: float = 1.0         # random: heading change period [s]
+    target_boundary: float = 20.0      # random: steer home beyond |x| or |y| of this [m]
+    waypoints: tuple = ((0.0, 0.0), (40.0, 0.0), (40.0, 40.0), (0.0, 40.0), (0.0, 0.0))
+    arrival_times: Optional[tuple] = None
+    omega_ref: float = 0.0             # swarm spin reference broadcast by the target [rad/s]
+    lambdas: Mapping[int, float] = field(default_factory=dict)  # arc weights by agent id
+    failures_per_min: float = 0.0
+    failure_off_time: float = 8.0
+    failure_check_period: float = 0.1
+    loss: float = 0.0
+    delay: float = 0.0
+    controller: Mapping[str, Any] = field(default_factory=dict)  # ControllerParams overrides
+    vehicle: Mapping[str, Any] = field(default_factory=dict)     # VehicleParams overrides
+
+    def __post_init__(self) -> None:
+        if isinstance(self.agents, bool) or not isinstance(self.agents, int) or self.agents < 1:
+            raise ValueError(f'agents must be an integer >= 1, got {self.agents!r}')
+        if self.seed is not None and (isinstance(self.seed, bool)
+                                      or not isinstance(self.seed, int) or self.seed < 0):
+            raise ValueError(f'seed must be an integer >= 0 or null, got {self.seed!r}')
+        for name, minimum, strict in (
+                ('radius', 0.0, True), ('duration', 0.0, True), ('control_period', 0.0, True),
+                ('metrics_period', 0.0, False), ('telemetry_period', 0.0, True),
+                ('target_speed', 0.0, True), ('target_period', 0.0, True),
+                ('target_boundary', 0.0, True), ('failures_per_min', 0.0, False),
+                ('failure_off_time', 0.0, False), ('failure_check_period', 0.0, True),
+                ('loss', 0.0, False), ('delay', 0.0, False),
+                ('altitude', -math.inf, False), ('omega_ref', -math.inf, False)):
+            object.__setattr__(self, name, _number(name, getattr(self, name), minimum, strict))
+        if self.loss > 1.0:
+            raise ValueError(f'loss must be a probability in [0, 1], got {self.loss}')
+        if self.target_motion not in TARGET_MOTIONS:
+            raise ValueError(f'target_motion must be one of {", ".join(TARGET_MOTIONS)}, '
+                             f'got {self.target_motion!r}')
+        object.__setattr__(self, 'waypoints', tuple(tuple(p) for p in self.waypoints))
+        if self.arrival_times is not None:
+            object.__setattr__(self, 'arrival_times', tuple(self.arrival_times))
+        object.__setattr__(self, 'lambdas', {int(k): _number(f'lambdas[{k}]', v, 0.0, True)
+                                             for k, v in dict(self.lambdas).items()})
+        # Build once so that bad gains, limits or waypoints fail here, naming the field.
+        self.controller_params()
+        self.vehicle_params()
+        self.target_model()
+        sim_dt = self.vehicle_params().sim_dt
+        for name in ('control_period', 'metrics_period'):
+            period = getattr(self, name)
+            if period and abs(period / sim_dt - round(period / sim_dt)) > 1e-6:
+                raise ValueError(f'{name} must be a multiple of the mobility step sim_dt '
+                                 f'({sim_dt:g} s), got {period:g}')
+
+    def controller_params(self) -> ControllerParams:
+        """Gains: the ``controller`` overrides, with radius, control_period and speed limits
+        taken from the scenario and vehicle so that they cannot disagree."""
+        vehicle = self.vehicle_params()
+        overrides = dict(self.controller)
+        for name in ('radius', 'control_period', 'max_speed_xy', 'max_speed_z'):
+            if name in overrides:
+                raise ValueError(f'controller.{name} is set by the scenario, not the controller '
+                                 f'mapping (got {overrides[name]!r})')
+        return ControllerParams.from_mapping({
+            **overrides, 'radius': self.radius, 'control_period': self.control_period,
+            'max_speed_xy': vehicle.max_speed_xy, 'max_speed_z': vehicle.max_speed_z})
+
+    def vehicle_params(self) -> VehicleParams:
+        return VehicleParams.from_mapping(dict(self.vehicle))
+
+    def target_model(self):
+        """A fresh target motion model (the random one seeded from the scenario seed)."""
+        if self.target_motion == 'static':
+            return Static()
+        if self.target_motion == 'random':
+            seed = None if self.seed is None else [self.seed, 0, TARGET_MOTION_STREAM]
+            return RandomHeading(self.target_speed, self.target_period, self.target_boundary,
+                                 seed)
+        return Waypoints(self.waypoints, self.arrival_times, self.target_speed)
+
+    def target_start(self) -> np.ndarray:
+        """Where the target starts: the origin, or the first waypoint."""
+        if self.target_motion == 'waypoints':
+            return self.target_model().points[0].copy()
+        return np.zeros(3)
+
+    def agent_ids(self) -> np.ndarray:
+        """Agent ids 1..N (uav1 -> 1)."""
+        return np.arange(1, self.agents + 1)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain mapping for summaries (resolved controller and vehicle parameters included)."""
+        out = dataclasses.asdict(self)
+        out['waypoints'] = [list(p) for p in self.waypoints]
+        out['arrival_times'] = None if self.arrival_times is None else list(self.arrival_times)
+        out['controller'] = self.controller_params().as_dict()
+        out['vehicle'] = dataclasses.asdict(self.vehicle_params())
+        return out
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> 'Scenario':
+        """Build from a mapping; missing keys keep defaults, unknown keys raise."""
+        if not isinstance(values, Mapping):
+            raise ValueError(f'a scenario must be a mapping, got {type(values).__name__}')
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f'unknown scenario key(s): {", ".join(unknown)} '
+                             f'(known: {", ".join(sorted(known))})')
+        return cls(**values)
+
+    def with_changes(self, **changes: Any) -> 'Scenario':
+        return dataclasses.replace(self, **changes)
+
+
+def load_scenario(path) -> Scenario:
+    """Read a scenario YAML file (a flat mapping of :class:`Scenario` fields)."""
+    path = Path(path)
+    try:
+        values = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ValueError(f'cannot read scenario {path}: {exc.strerror}') from None
+    except yaml.YAMLError as exc:
+        raise ValueError(f'scenario {path} is not valid YAML: {exc}') from None
+    try:
+        return Scenario.from_mapping(values or {})
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f'scenario {path}: {exc}') from None

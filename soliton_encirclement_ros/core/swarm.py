@@ -1,0 +1,172 @@
+"""Vectorised controllers of a whole swarm for the batch simulator.
+
+:class:`SwarmControllers` holds the per-agent controller state of N agents as arrays and steps
+every live agent at once with the same law (``law.encirclement_step``) and the same neighbour
+rules as ``controller.control_step``. Each agent's row uses only what that agent received.
+
+It relies on every receiver hearing the same broadcasts: no packet loss, one fixed delay.
+Then all live receivers hold the same latest state of each sender (:class:`SharedStates`),
+except that an agent ignored what was delivered while it was failed; ``accept_since`` (the
+tick it came back) hides those. That is exact when an outage outlasts the liveness timeouts
+(:func:`vectorisable` checks it); otherwise use the per-agent path. ``test_batch_sim`` checks
+that both paths give the same trajectories.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from soliton_encirclement_ros.core.geometry import target_angle
+from soliton_encirclement_ros.core.law import NeighbourView, encirclement_step, fallback_command
+from soliton_encirclement_ros.core.neighbours import (
+    NO_NEIGHBOUR, apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, ring_neighbours,
+    ring_neighbours_shared)
+from soliton_encirclement_ros.core.params import ControllerParams
+
+
+def vectorisable(params: ControllerParams, loss: float, delay: float,
+                 failures_per_min: float, off_time: float) -> bool:
+    """Whether :class:`SwarmControllers` reproduces the per-agent controllers exactly."""
+    longest = max(params.agent_timeout, params.target_timeout) + delay + params.control_period
+    return loss == 0.0 and (failures_per_min == 0.0 or off_time > longest)
+
+
+class SharedStates:
+    """Latest delivered broadcast of each agent (row = agent index), as every receiver has it."""
+
+    def __init__(self, n: int):
+        self.has = np.zeros(n, dtype=bool)
+        self.position = np.full((n, 3), np.nan)
+        self.velocity = np.full((n, 3), np.nan)
+        self.u = np.zeros(n)
+        self.u_ss = np.zeros(n)
+        self.rx_time = np.full(n, -math.inf)     # arrival (receive) time
+        self.delivered = np.full(n, -math.inf)   # tick at which receivers took it in
+
+    def deliver(self, rows, position, velocity, u, u_ss, rx_time, now):
+        self.has[rows] = True
+        self.position[rows] = position
+        self.velocity[rows] = velocity
+        self.u[rows] = u
+        self.u_ss[rows] = u_ss
+        self.rx_time[rows] = rx_time
+        self.delivered[rows] = now
+
+
+class SwarmControllers:
+    """Controller state of N agents (ids ``ids``) as arrays, stepped together."""
+
+    def __init__(self, ids, params: ControllerParams):
+        self.ids = np.asarray(ids, dtype=np.int64)
+        n = self.ids.size
+        self.params = params
+        self.index_of = np.full(int(self.ids.max()) + 1, -1, dtype=np.int64)
+        self.index_of[self.ids] = np.arange(n)
+        self.u = np.zeros(n)
+        self.u_ss = np.zeros(n)
+        self.pred = np.full(n, NO_NEIGHBOUR, dtype=np.int64)
+        self.succ = np.full(n, NO_NEIGHBOUR, dtype=np.int64)
+        self.prev_cmd = np.zeros((n, 3))
+        self.seq = np.zeros(n, dtype=np.int64)
+        self.accept_since = np.full(n, -math.inf)  # messages delivered before this are unseen
+        self._live = np.ones(n, dtype=bool)
+        self.agents = SharedStates(n)
+        self.target_has = np.zeros(n, dtype=bool)
+        self.target_rx = np.full(n, -math.inf)
+        self.target_position = np.zeros((n, 3))
+        self.target_velocity = np.zeros((n, 3))
+        self.target_omega_ref = np.zeros(n)
+        self.lambdas = np.ones(n)  # arc weights of the latest target message, by agent index
+
+    def mark_live(self, live: np.ndarray, now: float) -> None:
+        """Record which agents are working at tick ``now`` (call before delivering)."""
+        self.accept_since[live & ~self._live] = now
+        self._live = live.copy()
+
+    def deliver_agents(self, ids, position, velocity, u, u_ss, rx_time, now):
+        """Broadcasts from agents ``ids`` reaching every receiver at tick ``now``."""
+        self.agents.deliver(self.index_of[np.asarray(ids)], position, velocity, u, u_ss,
+                            rx_time, now)
+
+    def deliver_target(self, msg, rx_time, receivers: np.ndarray):
+        """A TargetStateMsg taken in by the agents where ``receivers`` (bool, N) is true."""
+        self.target_has[receivers] = True
+        self.target_rx[receivers] = rx_time
+        self.target_position[receivers] = msg.position
+        self.target_velocity[receivers] = msg.velocity
+        self.target_omega_ref[receivers] = msg.omega_ref
+        self.lambdas = np.ones(self.ids.size)
+        for agent_id, weight in msg.lambdas.items():
+            if 0 <= agent_id < self.index_of.size and self.index_of[agent_id] >= 0:
+                self.lambdas[self.index_of[agent_id]] = weight
+
+    def _neighbour(self, chosen, visible, theta_all):
+        """NeighbourView rows of the chosen neighbour ids (NO_NEIGHBOUR -> missing)."""
+        idx = np.where(chosen != NO_NEIGHBOUR, self.index_of[np.maximum(chosen, 0)], 0)
+        ok = (chosen != NO_NEIGHBOUR) & visible(idx)
+        a = self.agents
+        return NeighbourView(np.where(ok, theta_all[idx], np.nan),
+                             np.where(ok[:, None], a.position[idx], np.nan),
+                             np.where(ok[:, None], a.velocity[idx], np.nan),
+                             np.where(ok, a.u[idx], 0.0), np.where(ok, a.u_ss[idx], 0.0)), idx, ok
+
+    def step(self, live: np.ndarray, positions: np.ndarray, velocities: np.ndarray,
+             now: float) -> np.ndarray:
+        """``control_step`` for every live agent; returns the commands (N, 3) (zero rows if failed)."""
+        p = self.params
+        cmds = np.zeros_like(self.prev_cmd)
+        self.seq[live] += 1
+        has_target = live & self.target_has & is_alive(self.target_rx, now, p.target_timeout)
+        lost = live & ~has_target
+        if lost.any():
+            last = np.where(self.target_has[lost, None], self.target_velocity[lost], 0.0)
+            self.prev_cmd[lost] = cmds[lost] = fallback_command(last, p)
+        rows = np.flatnonzero(has_target)
+        if rows.size == 0:
+            return cmds
+        target_position = self.target_position[rows]
+        target_velocity = self.target_velocity[rows]
+        shared_target = target_position[0]
+        if not np.array_equal(target_position, np.broadcast_to(shared_target, target_position.shape)):
+            raise RuntimeError('receivers with a live target disagree on it: the vectorised '
+                               'swarm needs no loss and outages longer than the timeouts')
+        a = self.agents
+        entry = a.has & is_alive(a.rx_time, now, p.agent_timeout)
+        entries = np.flatnonzero(entry)
+        theta_all = np.full(self.ids.size, np.nan)
+        theta_all[entries] = target_angle(a.position[entries], shared_target)
+        own_ids = self.ids[rows]
+        theta_self = target_angle(positions[rows], target_position)
+        accept = self.accept_since[rows]
+
+        cand_pred, cand_succ = ring_neighbours_shared(own_ids, theta_self, self.ids[entries],
+                                                      theta_all[entries])
+        if entries.size:
+            for k in np.flatnonzero(accept > a.delivered[entries].min()):
+                seen = entries[(a.delivered[entries] >= accept[k]) & (self.ids[entries] != own_ids[k])]
+                cand_pred[k], cand_succ[k] = ring_neighbours(own_ids[k], theta_self[k],
+                                                             self.ids[seen], theta_all[seen])
+
+        def visible(idx):
+            return entry[idx] & (a.delivered[idx] >= accept)
+
+        def gap(ids, gap_fn):
+            view = self._neighbour(ids, visible, theta_all)[0]
+            return gap_fn(theta_self, view.theta)
+
+        pred, succ = apply_hysteresis(
+            cand_pred, cand_succ, gap(cand_pred, gap_to_pred), gap(cand_succ, gap_to_succ),
+            self.pred[rows], self.succ[rows], gap(self.pred[rows], gap_to_pred),
+            gap(self.succ[rows], gap_to_succ), p.hysteresis)
+        pred_view, pred_idx, pred_ok = self._neighbour(pred, visible, theta_all)
+        succ_view = self._neighbour(succ, visible, theta_all)[0]
+        lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
+        u_new, u_ss, cmd = encirclement_step(
+            self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
+            target_position, target_velocity, self.target_omega_ref[rows], theta_self,
+            pred_view, succ_view, lambda_pred, self.lambdas[rows], p)
+        self.u[rows], self.u_ss[rows] = u_new, u_ss
+        self.pred[rows], self.succ[rows] = pred, succ
+        self.prev_cmd[rows] = cmds[rows] = cmd
+        return cmds

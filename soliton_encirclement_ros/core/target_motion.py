@@ -1,0 +1,140 @@
+"""Target motion models: the desired (horizontal) velocity of the target at (t, position).
+
+The target then moves through the same velocity mobility model as the agents. Each model has
+``desired_velocity(t, position) -> (3,)``; calls must come with non-decreasing ``t`` (the
+random model keeps its current heading as state). Models are ROS-free and shared by
+``target_node`` and the batch simulator.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+import numpy as np
+
+# Waypoint following: proportional gain on the position error [1/s] and the distance [m]
+# within which a waypoint counts as reached (untimed mode).
+POSITION_GAIN = 1.0
+ARRIVAL_RADIUS = 0.5
+
+
+def _positive(name: str, value: float) -> float:
+    value = float(value)
+    if not math.isfinite(value) or value <= 0.0:
+        raise ValueError(f'{name} must be finite and > 0, got {value}')
+    return value
+
+
+def _limit_xy(v: np.ndarray, speed: float) -> np.ndarray:
+    norm = math.hypot(v[0], v[1])
+    return v * (speed / norm) if norm > speed else v
+
+
+class Static:
+    """A target that holds still."""
+
+    def desired_velocity(self, t: float, position) -> np.ndarray:
+        return np.zeros(3)
+
+
+class RandomHeading:
+    """Every ``period`` s a new uniformly random horizontal heading at ``speed`` m/s.
+
+    At a heading change, if |x| or |y| exceeds ``boundary`` m the heading points back at the
+    origin instead. The first heading is drawn at the first call.
+    """
+
+    def __init__(self, speed: float = 5.0, period: float = 1.0, boundary: float = 20.0,
+                 seed: Optional[int] = None):
+        self.speed = _positive('target_speed', speed)
+        self.period = _positive('target_period', period)
+        self.boundary = _positive('target_boundary', boundary)
+        self._rng = np.random.default_rng(seed)
+        self._next_change = -math.inf
+        self._velocity = np.zeros(3)
+
+    def desired_velocity(self, t: float, position) -> np.ndarray:
+        if t >= self._next_change - 1e-9:
+            x, y = float(position[0]), float(position[1])
+            if max(abs(x), abs(y)) > self.boundary:
+                heading = math.atan2(-y, -x)
+            else:
+                heading = self._rng.uniform(0.0, 2.0 * math.pi)
+            self._velocity = np.array([self.speed * math.cos(heading),
+                                       self.speed * math.sin(heading), 0.0])
+            start = self._next_change if math.isfinite(self._next_change) else t
+            self._next_change = max(start, t - self.period) + self.period
+        return self._velocity.copy()
+
+
+class Waypoints:
+    """A polyline of XY(Z) waypoints, optionally with arrival times.
+
+    Without ``arrival_times`` the target heads for each waypoint in turn at ``speed`` and stops
+    at the last one (slowing down proportionally within ``speed/POSITION_GAIN`` of it). With
+    ``arrival_times`` (one per waypoint, strictly increasing, the first being when the target
+    is at ``points[0]``) it tracks the timed piecewise-linear reference: feed-forward segment
+    velocity plus ``POSITION_GAIN`` times the position error, capped at ``speed``. A segment
+    that would need more than ``speed`` raises ``ValueError``.
+    """
+
+    def __init__(self, points: Sequence[Sequence[float]],
+                 arrival_times: Optional[Sequence[float]] = None, speed: float = 5.0):
+        pts = np.array(points, dtype=float)
+        if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] not in (2, 3):
+            raise ValueError(f'waypoints must be a list of [x, y] or [x, y, z], got {points!r}')
+        if not np.all(np.isfinite(pts)):
+            raise ValueError(f'waypoints must be finite, got {pts.tolist()}')
+        if pts.shape[1] == 2:
+            pts = np.hstack((pts, np.zeros((pts.shape[0], 1))))
+        self.points = pts
+        self.speed = _positive('target_speed', speed)
+        self.arrival_times = None
+        self._index = 0
+        if arrival_times is not None:
+            times = np.array(arrival_times, dtype=float).reshape(-1)
+            if times.size != pts.shape[0]:
+                raise ValueError(f'arrival_times needs one time per waypoint ({pts.shape[0]}), '
+                                 f'got {times.size}')
+            if not np.all(np.isfinite(times)) or times[0] < 0.0:
+                raise ValueError(f'arrival_times must be finite and >= 0, got {times.tolist()}')
+            for k in range(1, times.size):
+                dt = times[k] - times[k - 1]
+                dist = float(np.linalg.norm(pts[k] - pts[k - 1]))
+                if dt <= 0.0:
+                    raise ValueError(f'arrival_times must increase strictly: waypoint {k} at '
+                                     f't={times[k]:g} s is not after t={times[k - 1]:g} s')
+                if dist > self.speed * dt * (1.0 + 1e-9):
+                    raise ValueError(
+                        f'waypoint {k} {pts[k].tolist()} cannot be reached at t={times[k]:g} s: '
+                        f'{dist:g} m in {dt:g} s needs {dist / dt:g} m/s > speed {self.speed:g} m/s')
+            self.arrival_times = times
+
+    def reference(self, t: float) -> tuple[np.ndarray, np.ndarray]:
+        """Timed mode: (reference position, feed-forward velocity) at ``t``."""
+        times, pts = self.arrival_times, self.points
+        if t <= times[0]:
+            return pts[0].copy(), np.zeros(3)
+        if t >= times[-1]:
+            return pts[-1].copy(), np.zeros(3)
+        k = int(np.searchsorted(times, t, side='right'))
+        seg_v = (pts[k] - pts[k - 1]) / (times[k] - times[k - 1])
+        return pts[k - 1] + seg_v * (t - times[k - 1]), seg_v
+
+    def desired_velocity(self, t: float, position) -> np.ndarray:
+        p = np.asarray(position, dtype=float)
+        if self.arrival_times is not None:
+            ref, feed_forward = self.reference(t)
+            return _limit_xy(feed_forward + POSITION_GAIN * (ref - p), self.speed)
+        last = self.points.shape[0] - 1
+        while (self._index < last
+               and np.linalg.norm(self.points[self._index] - p) <= ARRIVAL_RADIUS):
+            self._index += 1
+        error = self.points[self._index] - p
+        if self._index < last:
+            norm = float(np.linalg.norm(error))
+            return error * (self.speed / norm) if norm > 0.0 else np.zeros(3)
+        return _limit_xy(POSITION_GAIN * error, self.speed)
+
+
+TARGET_MOTIONS = ('static', 'random', 'waypoints')
