@@ -28,7 +28,8 @@ def test_known_vectors():
     assert np.allclose(ned_to_enu([2.0, 1.0, -3.0]), [1.0, 2.0, 3.0])
     assert np.allclose(flu_to_frd([1.0, 2.0, 3.0]), [1.0, -2.0, -3.0])
     assert np.allclose(frd_to_flu([1.0, -2.0, -3.0]), [1.0, 2.0, 3.0])
-    assert np.allclose(enu_to_ned([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), [[0.0, 1.0, 0.0], [0.0, 0.0, -1.0]])
+    assert np.allclose(enu_to_ned([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]),
+                       [[0.0, 1.0, 0.0], [0.0, 0.0, -1.0]])
 
 
 @given(vectors)
@@ -38,7 +39,8 @@ def test_vector_round_trips(v):
 
 
 @pytest.mark.parametrize('yaw_enu, yaw_ned', [
-    (0.0, np.pi / 2), (np.pi / 2, 0.0), (np.pi, -np.pi / 2), (-np.pi / 2, -np.pi), (np.pi / 4, np.pi / 4)])
+    (0.0, np.pi / 2), (np.pi / 2, 0.0), (np.pi, -np.pi / 2), (-np.pi / 2, -np.pi),
+    (np.pi / 4, np.pi / 4)])
 def test_yaw_known_headings(yaw_enu, yaw_ned):
     # East is 0 in ENU and +pi/2 in NED; North is +pi/2 in ENU and 0 in NED.
     assert wrap_angle(yaw_enu_to_ned(yaw_enu) - yaw_ned) == pytest.approx(0.0, abs=1e-12)
@@ -77,7 +79,8 @@ def test_known_attitude_with_roll_and_pitch():
     assert np.allclose(quat2mat(q_enu) @ [1.0, 0.0, 0.0], [0.0, np.cos(pitch), np.sin(pitch)])
     # Left wing: west, raised by the roll, and tilted south by the pitch.
     assert np.allclose(quat2mat(q_enu) @ [0.0, 1.0, 0.0],
-                       [-np.cos(roll), -np.sin(roll) * np.sin(pitch), np.sin(roll) * np.cos(pitch)])
+                       [-np.cos(roll), -np.sin(roll) * np.sin(pitch),
+                        np.sin(roll) * np.cos(pitch)])
 
 
 @given(angles)
@@ -100,7 +103,8 @@ def test_odometry_pose_in_enu_and_twist_in_body_flu():
     assert np.allclose(odom.position, [2.0, 1.0, 3.0])
     assert same_attitude(odom.orientation, q_ned_frd_to_enu_flu(f['q']))
     # The body twist rotated back into the world is the world velocity in ENU.
-    assert np.allclose(quat2mat(odom.orientation) @ odom.linear_velocity, ned_to_enu(f['velocity']))
+    assert np.allclose(quat2mat(odom.orientation) @ odom.linear_velocity,
+                       ned_to_enu(f['velocity']))
     assert np.allclose(odom.angular_velocity, [0.1, -0.2, -0.3])
 
 
@@ -140,5 +144,6 @@ def test_odometry_rejects_unknown_frames_and_invalid_values(overrides, match):
 @given(unit_quaternions, vectors, vectors)
 def test_odometry_speed_is_preserved(q, p, v):
     odom = vehicle_odometry_to_enu(**_odom(q=q, position=p, velocity=v))
-    assert np.linalg.norm(odom.linear_velocity) == pytest.approx(np.linalg.norm(v), rel=1e-9, abs=1e-9)
+    speed = np.linalg.norm(odom.linear_velocity)
+    assert speed == pytest.approx(np.linalg.norm(v), rel=1e-9, abs=1e-9)
     assert np.allclose(odom.position, ned_to_enu(p))

@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from soliton_encirclement_ros.px4.offboard import (
-    ARMING_STATE_ARMED, ARMING_STATE_DISARMED, NAVIGATION_STATE_OFFBOARD, VEHICLE_CMD_COMPONENT_ARM_DISARM,
-    VEHICLE_CMD_DO_SET_MODE, VEHICLE_CMD_NAV_LAND, OffboardConfig, OffboardSequencer, Phase)
+    ARMING_STATE_ARMED, ARMING_STATE_DISARMED, NAVIGATION_STATE_OFFBOARD,
+    VEHICLE_CMD_COMPONENT_ARM_DISARM, VEHICLE_CMD_DO_SET_MODE, VEHICLE_CMD_NAV_LAND, OffboardConfig,
+    OffboardSequencer, Phase)
 
 POSCTL = 2
 CFG = OffboardConfig(cmd_timeout=0.5, warmup=1.0, confirm_timeout=5.0, command_retry=1.0,
@@ -92,7 +93,8 @@ def test_nothing_is_commanded_without_an_operator_request():
 @pytest.mark.parametrize('prepare, reason', [
     (lambda s: None, 'no vehicle_status received from PX4 yet'),
     (lambda s: s.on_status(10.0, POSCTL, ARMING_STATE_DISARMED), 'no valid vehicle_odometry'),
-    (lambda s: (s.on_status(0.0, POSCTL, 1), s.on_odometry(10.0)), 'vehicle_status is stale (10.0 s old)'),
+    (lambda s: (s.on_status(0.0, POSCTL, 1), s.on_odometry(10.0)),
+     'vehicle_status is stale (10.0 s old)'),
     (lambda s: (s.on_status(10.0, POSCTL, 1), s.on_odometry(0.0)), 'vehicle_odometry is stale'),
 ])
 def test_engage_is_refused_without_a_live_vehicle(prepare, reason):
@@ -125,7 +127,8 @@ def test_engage_sequence_mode_then_arm_then_active():
 def test_already_armed_vehicle_only_needs_the_mode_switch():
     seq = linked(2.0, POSCTL, ARMING_STATE_ARMED)
     seq.request_engage(2.0)
-    assert [c.command for c in feed(seq, 2.0, POSCTL, ARMING_STATE_ARMED).commands] == [VEHICLE_CMD_DO_SET_MODE]
+    sent = feed(seq, 2.0, POSCTL, ARMING_STATE_ARMED).commands
+    assert [c.command for c in sent] == [VEHICLE_CMD_DO_SET_MODE]
     out = feed(seq, 2.2, NAVIGATION_STATE_OFFBOARD, ARMING_STATE_ARMED)
     assert out.outcome.success and out.commands == ()
 
@@ -201,7 +204,8 @@ def test_land_cancels_an_engage_in_progress():
 
 
 @pytest.mark.parametrize('name, value', [('cmd_timeout', 0.0), ('warmup', -1.0),
-                                         ('confirm_timeout', math.nan), ('command_retry', math.inf)])
+                                         ('confirm_timeout', math.nan),
+                                         ('command_retry', math.inf)])
 def test_config_rejects_bad_durations(name, value):
     with pytest.raises(ValueError, match=f'OffboardConfig.{name} must be a positive'):
         OffboardConfig(**{name: value})

@@ -3,7 +3,7 @@
 PX4 works in NED (world) and FRD (body); ROS (REP-103) in ENU (world) and FLU (body).
 Both changes of axes are proper rotations and their own inverses:
 
-* world: ``v_enu = W @ v_ned`` with ``W = [[0,1,0],[1,0,0],[0,0,-1]]``, i.e. (x, y, z) -> (y, x, -z);
+* world: ``v_enu = W @ v_ned``, ``W = [[0,1,0],[1,0,0],[0,0,-1]]``: (x, y, z) -> (y, x, -z);
 * body:  ``v_flu = B @ v_frd`` with ``B = diag(1, -1, -1)``.
 
 PX4's attitude ``q = (w, x, y, z)`` rotates body FRD into NED (``v_ned = R(q) v_frd``). The ROS
@@ -24,11 +24,13 @@ _Q_FRD_TO_FLU = mat2quat(FRD_TO_FLU)   # (0, 1, 0, 0)
 
 # VehicleOdometry enums (px4_msgs/msg/VehicleOdometry.msg; stable since PX4 v1.14).
 POSE_FRAME_UNKNOWN, POSE_FRAME_NED, POSE_FRAME_FRD = 0, 1, 2
-VELOCITY_FRAME_UNKNOWN, VELOCITY_FRAME_NED, VELOCITY_FRAME_FRD, VELOCITY_FRAME_BODY_FRD = 0, 1, 2, 3
+VELOCITY_FRAME_UNKNOWN, VELOCITY_FRAME_NED, VELOCITY_FRAME_FRD = 0, 1, 2
+VELOCITY_FRAME_BODY_FRD = 3
 _POSE_FRAME_NAMES = {0: 'UNKNOWN', 1: 'NED', 2: 'FRD'}
 _VELOCITY_FRAME_NAMES = {0: 'UNKNOWN', 1: 'NED', 2: 'FRD', 3: 'BODY_FRD'}
 # A world velocity frame must be the same world frame the pose is expressed in.
-_WORLD_VELOCITY_FRAME_OF_POSE = {POSE_FRAME_NED: VELOCITY_FRAME_NED, POSE_FRAME_FRD: VELOCITY_FRAME_FRD}
+_WORLD_VELOCITY_FRAME_OF_POSE = {POSE_FRAME_NED: VELOCITY_FRAME_NED,
+                                 POSE_FRAME_FRD: VELOCITY_FRAME_FRD}
 
 
 def enu_to_ned(v):
@@ -79,13 +81,15 @@ def _canonical(q):
 
 
 def q_ned_frd_to_enu_flu(q_ned_frd):
-    """PX4 attitude (w, x, y, z), body FRD -> NED, to ROS attitude (w, x, y, z), body FLU -> ENU."""
-    return _canonical(qmult(qmult(_Q_NED_TO_ENU, np.asarray(q_ned_frd, dtype=float)), _Q_FRD_TO_FLU))
+    """PX4 attitude (w, x, y, z), body FRD -> NED, to ROS attitude, body FLU -> ENU."""
+    q = np.asarray(q_ned_frd, dtype=float)
+    return _canonical(qmult(qmult(_Q_NED_TO_ENU, q), _Q_FRD_TO_FLU))
 
 
 def q_enu_flu_to_ned_frd(q_enu_flu):
     """ROS attitude (w, x, y, z), body FLU -> ENU, to PX4 attitude, body FRD -> NED."""
-    return _canonical(qmult(qmult(_Q_NED_TO_ENU, np.asarray(q_enu_flu, dtype=float)), _Q_FRD_TO_FLU))
+    # q_W and q_B are their own inverses (up to sign), so this is the same product.
+    return q_ned_frd_to_enu_flu(q_enu_flu)
 
 
 class OdometryFrameError(ValueError):
@@ -104,7 +108,8 @@ class EnuOdometry:
 def _finite_vector(name, value, size):
     arr = np.asarray(value, dtype=float).reshape(-1)
     if arr.shape != (size,):
-        raise OdometryFrameError(f'VehicleOdometry.{name} must have {size} values, got {arr.tolist()}')
+        raise OdometryFrameError(
+            f'VehicleOdometry.{name} must have {size} values, got {arr.tolist()}')
     if not np.all(np.isfinite(arr)):
         raise OdometryFrameError(f'VehicleOdometry.{name} is invalid (non-finite): {arr.tolist()}')
     return arr
@@ -136,7 +141,8 @@ def vehicle_odometry_to_enu(pose_frame, position, q, velocity_frame, velocity, a
     p_ned = _finite_vector('position', position, 3)
     q_ned_frd = _finite_vector('q', q, 4)
     if not np.isclose(np.linalg.norm(q_ned_frd), 1.0, atol=1e-3):
-        raise OdometryFrameError(f'VehicleOdometry.q is not a unit quaternion: {q_ned_frd.tolist()}')
+        raise OdometryFrameError(
+            f'VehicleOdometry.q is not a unit quaternion: {q_ned_frd.tolist()}')
     v = _finite_vector('velocity', velocity, 3)
     w_frd = _finite_vector('angular_velocity', angular_velocity, 3)
 

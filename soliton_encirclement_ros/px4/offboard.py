@@ -55,7 +55,8 @@ class OffboardConfig:
     status_timeout: float = 2.0   # vehicle_status / odometry older than this -> link lost
 
     def __post_init__(self):
-        for name in ('cmd_timeout', 'warmup', 'confirm_timeout', 'command_retry', 'status_timeout'):
+        for name in ('cmd_timeout', 'warmup', 'confirm_timeout', 'command_retry',
+                     'status_timeout'):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0.0):
                 raise ValueError(f'OffboardConfig.{name} must be a positive finite number of '
@@ -120,11 +121,13 @@ class OffboardSequencer:
     def on_cmd_vel(self, now, linear_enu, yaw_rate_enu):
         """World-frame (ENU) velocity command. Returns None, or the reason it was rejected."""
         linear = np.asarray(linear_enu, dtype=float).reshape(-1)
-        bad = [f'linear.{axis}={value}' for axis, value in zip('xyz', linear) if not np.isfinite(value)]
+        bad = [f'linear.{axis}={value}' for axis, value in zip('xyz', linear)
+               if not np.isfinite(value)]
         if not np.isfinite(yaw_rate_enu):
             bad.append(f'angular.z={yaw_rate_enu}')
         if bad:
-            return 'cmd_vel rejected (non-finite ' + ', '.join(bad) + '); keeping the previous command'
+            return ('cmd_vel rejected (non-finite ' + ', '.join(bad)
+                    + '); keeping the previous command')
         self._cmd = (enu_to_ned(linear), float(yaw_rate_enu_to_ned(yaw_rate_enu)), now)
         return None
 
@@ -176,9 +179,11 @@ class OffboardSequencer:
         warning = None
         if not self._stale_reported:
             self._stale_reported = True
-            warning = ('no cmd_vel received yet: commanding zero velocity (hover)' if self._cmd is None
-                       else f'cmd_vel stale ({now - self._cmd[2]:.2f} s > cmd_timeout '
-                            f'{self.config.cmd_timeout} s): commanding zero velocity (hover)')
+            if self._cmd is None:
+                warning = 'no cmd_vel received yet: commanding zero velocity (hover)'
+            else:
+                warning = (f'cmd_vel stale ({now - self._cmd[2]:.2f} s > cmd_timeout '
+                           f'{self.config.cmd_timeout} s): commanding zero velocity (hover)')
         return VelocitySetpoint((0.0, 0.0, 0.0), 0.0, stale=True, warning=warning)
 
     def tick(self, now):
@@ -241,7 +246,8 @@ class OffboardSequencer:
             wanted = VehicleCommandRequest(VEHICLE_CMD_COMPONENT_ARM_DISARM, param1=1.0)
         else:
             self.phase = Phase.MODE_REQUESTED
-            wanted = VehicleCommandRequest(VEHICLE_CMD_DO_SET_MODE, MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
+            wanted = VehicleCommandRequest(VEHICLE_CMD_DO_SET_MODE,
+                                           MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
                                            PX4_CUSTOM_MAIN_MODE_OFFBOARD)
         due = (self._pending is None or self._pending.command != wanted.command
                or now - self._pending.sent_at >= self.config.command_retry)

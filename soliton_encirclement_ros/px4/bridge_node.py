@@ -1,0 +1,322 @@
+"""px4_bridge_node: the standard vehicle interface (``cmd_vel`` in, ``odom`` out) on top of PX4.
+
+A thin rclpy shell around :mod:`.frames` and :mod:`.offboard`. It runs in the vehicle's
+namespace (e.g. ``/uav1``) so ``cmd_vel`` and ``odom`` are relative names, and talks to PX4's
+uXRCE-DDS topics by absolute name (``/fmu/...`` for instance 0, ``/px4_<N>/fmu/...`` otherwise).
+``px4_msgs`` is imported only when the node starts; nothing else in the package needs it.
+"""
+import importlib
+import math
+import re
+import sys
+from dataclasses import dataclass
+
+import rclpy
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.task import Future
+from std_srvs.srv import Trigger
+
+from soliton_encirclement_ros.px4.frames import OdometryFrameError, vehicle_odometry_to_enu
+from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
+from velocity_mobility_ros.messages import new_odometry
+from velocity_mobility_ros.ros_params import ParamSpec, declare_validated
+
+PX4_MSGS_MISSING = (
+    'px4_bridge_node: cannot import px4_msgs ({error}). Build PX4/px4_msgs at the branch that '
+    'matches your PX4 firmware (e.g. git clone -b release/1.16 https://github.com/PX4/px4_msgs '
+    'into a colcon workspace, colcon build, then source install/setup.bash) and run again.')
+PX4_MESSAGE_TYPES = ('VehicleOdometry', 'VehicleStatus', 'VehicleCommandAck', 'VehicleCommand',
+                     'OffboardControlMode', 'TrajectorySetpoint')
+VERSION_SUFFIX_MODES = ('auto', 'none')
+_NAMESPACE = re.compile(r'^/?([A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*)?$')
+# Sender ids in VehicleCommand (PX4's own offboard examples use 1/1; PX4 checks only target).
+SOURCE_SYSTEM, SOURCE_COMPONENT, TARGET_COMPONENT = 1, 1, 1
+# PX4's uXRCE-DDS readers of /fmu/in topics are best effort, volatile: match them. Its writers
+# of /fmu/out topics are best effort, transient local: a best-effort volatile reader matches
+# (the ROS sensor-data profile, as PX4's ROS 2 guide prescribes).
+PX4_IN_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
+                        depth=1)
+PX4_OUT_QOS = qos_profile_sensor_data
+
+PARAMS = (
+    ParamSpec('px4_namespace', '', "PX4 uXRCE-DDS namespace: '' for instance 0 (/fmu/...), "
+              "'px4_1' for /px4_1/fmu/... (PX4 SITL instance 1, UXRCE_DDS_NS)", read_only=True),
+    ParamSpec('target_system', 1, 'MAVLink system id of the autopilot (MAV_SYS_ID; SITL '
+              'instance N has N+1); PX4 ignores commands not addressed to it or to 0',
+              min=0, max=255),
+    ParamSpec('message_version_suffix', 'auto', "'auto': append _v<MESSAGE_VERSION> of the built "
+              "px4_msgs to versioned topics, as PX4 >= 1.16 does (e.g. vehicle_status_v1); "
+              "'none': no suffix (PX4 <= 1.15)", read_only=True),
+    ParamSpec('setpoint_rate', 20.0, 'TrajectorySetpoint publishing rate [Hz]', min=10.0,
+              max=250.0, read_only=True),
+    ParamSpec('heartbeat_rate', 10.0, 'OffboardControlMode heartbeat and sequencing rate [Hz]',
+              min=10.0, max=250.0, read_only=True),
+    ParamSpec('cmd_timeout', 0.5, 'cmd_vel older than this commands zero velocity (hover) [s]',
+              min=0.05, max=10.0),
+    ParamSpec('warmup', 1.0, 'heartbeat streaming before the offboard mode request [s]',
+              min=0.1, max=10.0),
+    ParamSpec('confirm_timeout', 5.0, 'time for PX4 to confirm OFFBOARD and ARMED [s]',
+              min=0.5, max=60.0),
+    ParamSpec('command_retry', 1.0, 'resend an unconfirmed vehicle command after [s]',
+              min=0.1, max=10.0),
+    ParamSpec('status_timeout', 2.0, 'vehicle_status/odometry older than this = link lost [s]',
+              min=0.2, max=30.0),
+    ParamSpec('world_frame_id', 'world', 'odom header.frame_id (shared ENU world frame)',
+              read_only=True),
+    ParamSpec('child_frame_id', '', "odom child_frame_id; '' = <node namespace>/base_link",
+              read_only=True),
+    ParamSpec('origin_enu', [0.0, 0.0, 0.0], "position [m] of this PX4's local origin in the "
+              'world ENU frame (each PX4 starts its local frame where it initialised)'),
+)
+
+
+@dataclass(frozen=True)
+class BridgeSettings:
+    """Validated bridge parameters (see ``PARAMS``)."""
+    px4_namespace: str
+    target_system: int
+    message_version_suffix: str
+    setpoint_rate: float
+    heartbeat_rate: float
+    offboard: OffboardConfig
+    world_frame_id: str
+    child_frame_id: str
+    origin_enu: tuple
+
+    @classmethod
+    def from_mapping(cls, values):
+        """Build from parameter values; ``ValueError`` names the parameter and the bad value."""
+        namespace = values['px4_namespace']
+        if not _NAMESPACE.match(namespace):
+            raise ValueError(f"px4_namespace must be '' or a ROS namespace such as 'px4_1', "
+                             f'got {namespace!r}')
+        if values['message_version_suffix'] not in VERSION_SUFFIX_MODES:
+            raise ValueError('message_version_suffix must be one of '
+                             f'{", ".join(VERSION_SUFFIX_MODES)}, '
+                             f'got {values["message_version_suffix"]!r}')
+        origin = tuple(float(v) for v in values['origin_enu'])
+        if len(origin) != 3 or not all(math.isfinite(v) for v in origin):
+            raise ValueError(f'origin_enu must be 3 finite numbers [x, y, z], got {list(origin)}')
+        if not values['world_frame_id']:
+            raise ValueError("world_frame_id must not be empty, got ''")
+        return cls(px4_namespace=namespace.strip('/'), target_system=values['target_system'],
+                   message_version_suffix=values['message_version_suffix'],
+                   setpoint_rate=values['setpoint_rate'], heartbeat_rate=values['heartbeat_rate'],
+                   offboard=OffboardConfig(**{name: values[name] for name in (
+                       'cmd_timeout', 'warmup', 'confirm_timeout', 'command_retry',
+                       'status_timeout')}),
+                   world_frame_id=values['world_frame_id'],
+                   child_frame_id=values['child_frame_id'],
+                   origin_enu=origin)
+
+
+def px4_topic(px4_namespace, direction, name, message_version=0):
+    """PX4 uXRCE-DDS topic name: ``[/<ns>]/fmu/<in|out>/<name>[_v<version>]`` (no suffix for 0)."""
+    prefix = f'/{px4_namespace.strip("/")}' if px4_namespace.strip('/') else ''
+    suffix = f'_v{message_version}' if message_version else ''
+    return f'{prefix}/fmu/{direction}/{name}{suffix}'
+
+
+def load_px4_msgs():
+    """The px4_msgs message classes by name; ``ImportError`` when px4_msgs is not built."""
+    module = importlib.import_module('px4_msgs.msg')
+    return {name: getattr(module, name) for name in PX4_MESSAGE_TYPES}
+
+
+def fill_enu_odometry(msg, odom, stamp):
+    """Write an :class:`~.frames.EnuOdometry` (full attitude) into a nav_msgs/Odometry."""
+    pose, twist = msg.pose.pose, msg.twist.twist
+    msg.header.stamp = stamp
+    pose.position.x, pose.position.y, pose.position.z = odom.position.tolist()
+    q = pose.orientation
+    q.w, q.x, q.y, q.z = odom.orientation.tolist()
+    twist.linear.x, twist.linear.y, twist.linear.z = odom.linear_velocity.tolist()
+    twist.angular.x, twist.angular.y, twist.angular.z = odom.angular_velocity.tolist()
+
+
+class Px4BridgeNode(Node):
+    """cmd_vel -> PX4 offboard velocity setpoints; PX4 vehicle_odometry -> odom."""
+
+    def __init__(self, px4_msgs, **kwargs):
+        super().__init__('px4_bridge', **kwargs)
+        self._msgs = px4_msgs
+        self._settings = declare_validated(self, PARAMS, BridgeSettings.from_mapping, self._apply)
+        s = self._settings
+        self._seq = OffboardSequencer(s.offboard)
+        vehicle = self.get_namespace().strip('/')
+        child = s.child_frame_id or (f'{vehicle}/base_link' if vehicle else 'base_link')
+        self._odom_msg = new_odometry(s.world_frame_id, child)
+        self._engage_future = None
+
+        def topic(direction, name, type_name):
+            version = getattr(px4_msgs[type_name], 'MESSAGE_VERSION', 0)
+            return px4_topic(s.px4_namespace, direction, name,
+                             version if s.message_version_suffix == 'auto' else 0)
+
+        self.topics = {
+            'vehicle_odometry': topic('out', 'vehicle_odometry', 'VehicleOdometry'),
+            'vehicle_status': topic('out', 'vehicle_status', 'VehicleStatus'),
+            'vehicle_command_ack': topic('out', 'vehicle_command_ack', 'VehicleCommandAck'),
+            'vehicle_command': topic('in', 'vehicle_command', 'VehicleCommand'),
+            'offboard_control_mode': topic('in', 'offboard_control_mode', 'OffboardControlMode'),
+            'trajectory_setpoint': topic('in', 'trajectory_setpoint', 'TrajectorySetpoint'),
+        }
+        self._odom_pub = self.create_publisher(Odometry, 'odom', 10)
+        self._command_pub = self.create_publisher(
+            px4_msgs['VehicleCommand'], self.topics['vehicle_command'], PX4_IN_QOS)
+        self._mode_pub = self.create_publisher(
+            px4_msgs['OffboardControlMode'], self.topics['offboard_control_mode'], PX4_IN_QOS)
+        self._setpoint_pub = self.create_publisher(
+            px4_msgs['TrajectorySetpoint'], self.topics['trajectory_setpoint'], PX4_IN_QOS)
+        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10)
+        self.create_subscription(px4_msgs['VehicleOdometry'], self.topics['vehicle_odometry'],
+                                 self._on_odometry, PX4_OUT_QOS)
+        self.create_subscription(px4_msgs['VehicleStatus'], self.topics['vehicle_status'],
+                                 self._on_status, PX4_OUT_QOS)
+        self.create_subscription(px4_msgs['VehicleCommandAck'], self.topics['vehicle_command_ack'],
+                                 self._on_ack, PX4_OUT_QOS)
+        # The engage answer waits for PX4 while the timers keep running: its own group.
+        self.create_service(Trigger, '~/engage', self._on_engage,
+                            callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_service(Trigger, '~/land', self._on_land)
+        self.create_timer(1.0 / s.setpoint_rate, self._publish_setpoint)
+        self.create_timer(1.0 / s.heartbeat_rate, self._heartbeat)
+        self.get_logger().info(
+            f'bridging cmd_vel/odom to PX4 target_system {s.target_system} on '
+            + ', '.join(self.topics.values())
+            + f'; call {self.resolve_service_name("~/engage")} to switch to offboard and arm')
+
+    # ---- helpers ------------------------------------------------------------------------
+    def _apply(self, settings):
+        self._settings = settings
+        self._seq.config = settings.offboard
+
+    def _now(self):
+        """Node-clock time (honours use_sim_time): rclpy Time, seconds, PX4 microseconds."""
+        now = self.get_clock().now()
+        return now, now.nanoseconds * 1e-9, now.nanoseconds // 1000
+
+    def _send(self, output):
+        _, _, stamp_us = self._now()
+        for request in output.commands:
+            msg = self._msgs['VehicleCommand']()
+            msg.timestamp = stamp_us
+            msg.command = request.command
+            msg.param1, msg.param2 = float(request.param1), float(request.param2)
+            msg.target_system = self._settings.target_system
+            msg.target_component = TARGET_COMPONENT
+            msg.source_system = SOURCE_SYSTEM
+            msg.source_component = SOURCE_COMPONENT
+            msg.from_external = True
+            self._command_pub.publish(msg)
+        for line in output.info:
+            self.get_logger().info(line)
+        for line in output.warnings:
+            self.get_logger().warning(line)
+        if output.outcome is not None and self._engage_future is not None:
+            self._engage_future.set_result(output.outcome)
+            self._engage_future = None
+
+    # ---- callbacks ----------------------------------------------------------------------
+    def _on_cmd_vel(self, msg):
+        _, now, _ = self._now()
+        reason = self._seq.on_cmd_vel(now, (msg.linear.x, msg.linear.y, msg.linear.z),
+                                      msg.angular.z)
+        if reason:
+            self.get_logger().warning(reason, throttle_duration_sec=1.0)
+
+    def _on_odometry(self, msg):
+        try:
+            odom = vehicle_odometry_to_enu(msg.pose_frame, msg.position, msg.q, msg.velocity_frame,
+                                           msg.velocity, msg.angular_velocity,
+                                           self._settings.origin_enu)
+        except OdometryFrameError as error:
+            self.get_logger().warning(
+                f'dropping {self.topics["vehicle_odometry"]} sample: {error}',
+                throttle_duration_sec=5.0)
+            return
+        stamp, now, _ = self._now()
+        self._seq.on_odometry(now)
+        fill_enu_odometry(self._odom_msg, odom, stamp.to_msg())
+        self._odom_pub.publish(self._odom_msg)
+
+    def _on_status(self, msg):
+        _, now, _ = self._now()
+        self._seq.on_status(now, msg.nav_state, msg.arming_state)
+
+    def _on_ack(self, msg):
+        _, now, _ = self._now()
+        self._seq.on_command_ack(now, msg.command, msg.result)
+
+    def _publish_setpoint(self):
+        _, now, stamp_us = self._now()
+        setpoint = self._seq.setpoint(now)
+        if setpoint.warning:
+            self.get_logger().warning(setpoint.warning)
+        msg = self._msgs['TrajectorySetpoint']()
+        msg.timestamp = stamp_us
+        nan3 = [math.nan] * 3
+        msg.position, msg.acceleration, msg.jerk = nan3, nan3, nan3
+        msg.velocity = [float(v) for v in setpoint.velocity_ned]
+        msg.yaw = math.nan
+        msg.yawspeed = float(setpoint.yawspeed)
+        self._setpoint_pub.publish(msg)
+
+    def _heartbeat(self):
+        _, now, stamp_us = self._now()
+        msg = self._msgs['OffboardControlMode']()
+        msg.timestamp = stamp_us
+        msg.velocity = True
+        self._mode_pub.publish(msg)
+        self._send(self._seq.tick(now))
+
+    async def _on_engage(self, request, response):
+        """Start the engage sequence and answer once PX4 confirms it or it fails."""
+        _, now, _ = self._now()
+        refusal = self._seq.request_engage(now)
+        if refusal:
+            self.get_logger().warning(f'engage refused: {refusal}')
+            response.success, response.message = False, refusal
+            return response
+        self._engage_future = Future()
+        outcome = await self._engage_future
+        response.success, response.message = outcome.success, outcome.message
+        return response
+
+    def _on_land(self, request, response):
+        _, now, _ = self._now()
+        self._send(self._seq.request_land(now))
+        response.success, response.message = True, 'NAV_LAND sent'
+        return response
+
+
+def main(args=None):
+    try:
+        px4_msgs = load_px4_msgs()
+    except ImportError as error:
+        print(PX4_MSGS_MISSING.format(error=error), file=sys.stderr)
+        return 2
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = Px4BridgeNode(px4_msgs)
+        rclpy.spin(node)
+    except (ValueError, ParameterException) as error:  # bad configuration: say which, stop
+        print(f'px4_bridge_node: {error}', file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
