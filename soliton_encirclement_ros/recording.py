@@ -67,6 +67,8 @@ class BagRecorder:
         self._lock_owner: int | None = None
         self._close_pending = False
         self._subscriptions = {}
+        self._connections = []
+        self._final_counts: dict[int, int] = {}
         self._skipped: set[str] = set()
 
     @property
@@ -77,6 +79,12 @@ class BagRecorder:
     @property
     def closed(self) -> bool:
         return self._writer is None
+
+    @property
+    def message_counts(self) -> dict[str, int]:
+        """Messages written so far per recorded topic."""
+        counts = self._writer.counts if self._writer is not None else self._final_counts
+        return {c.topic: counts[c.id] for c in self._connections}
 
     def discover(self) -> list[str]:
         """Subscribe to matching topics not seen before; return the newly recorded ones."""
@@ -131,6 +139,7 @@ class BagRecorder:
                 return False
             connection = self._writer.add_connection(
                 topic, msgtype, typestore=TYPESTORE, offered_qos_profiles=offered)
+            self._connections.append(connection)
         package, _, name = msgtype.split('/')
         msg_class = getattr(importlib.import_module(f'{package}.msg'), name)
         qos = self._qos or _adapted_qos([info.qos_profile for info in publishers])
@@ -150,6 +159,7 @@ class BagRecorder:
         if writer is None:
             return
         writer.close()
+        self._final_counts = writer.counts
         count = sum(writer.counts.values())
         self._node.get_logger().info(
             f'closed bag {self.bag_path}: {count} messages on {len(writer.connections)} topics')

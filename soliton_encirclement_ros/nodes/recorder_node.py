@@ -9,16 +9,21 @@ The command-line options set the defaults of the read-only parameters ``output``
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 import time
 
 import rclpy
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.clock import Clock
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 from ..recording import DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS, BagRecorder
+
+SPIN_TIMEOUT = 0.1  # s between checks for a stop signal
 
 
 class RecorderNode(Node):
@@ -58,13 +63,19 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 def main(args=None) -> int:
     argv = sys.argv if args is None else args
     options = _arguments(rclpy.utilities.remove_ros_args(argv)[1:])
-    rclpy.init(args=argv)
+    # Our own handlers only set a flag: the message being written completes, then the bag is
+    # closed while the node (and its logger) is still valid.
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     node = None
     try:
         node = RecorderNode(options.output, options.regex, options.storage)
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=SPIN_TIMEOUT)
     except (ValueError, FileExistsError) as err:
         print(f'run_recorder: error: {err}', file=sys.stderr)
         return 1

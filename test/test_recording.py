@@ -1,0 +1,156 @@
+"""BagRecorder with real rclpy/DDS: messages published in-process are recorded and read back
+with two independent readers (rosbags and mcap-ros2-support)."""
+import time
+
+import pytest
+import rclpy
+import yaml
+from builtin_interfaces.msg import Time
+from geometry_msgs.msg import Twist
+from mcap.reader import make_reader
+from mcap_ros2.decoder import DecoderFactory
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.parameter import Parameter
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosbags.highlevel import AnyReader
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64
+
+from soliton_encirclement_ros.recording import DEFAULT_TOPICS_REGEX, BagRecorder
+
+SIM_START = 100.0
+COUNT = 25
+WAIT = 10.0  # upper bound for DDS discovery/delivery; tests normally proceed far sooner
+
+
+@pytest.fixture
+def graph():
+    rclpy.init()
+    executor = SingleThreadedExecutor()
+    publisher_node = rclpy.create_node('test_publisher')
+    recorder_node = rclpy.create_node(
+        'test_recorder', parameter_overrides=[Parameter('use_sim_time', value=True)])
+    executor.add_node(publisher_node)
+    executor.add_node(recorder_node)
+    yield executor, publisher_node, recorder_node
+    executor.shutdown()
+    publisher_node.destroy_node()
+    recorder_node.destroy_node()
+    rclpy.shutdown()
+
+
+def spin_until(executor, condition, recorder=None):
+    deadline = time.monotonic() + WAIT
+    while not condition() and time.monotonic() < deadline:
+        if recorder is not None:
+            recorder.discover()
+        executor.spin_once(timeout_sec=0.02)
+    return condition()
+
+
+def odometry(i):
+    msg = Odometry()
+    msg.header.frame_id = 'world'
+    msg.child_frame_id = 'uav1/base_link'
+    msg.pose.pose.position.x = float(i)
+    msg.pose.pose.orientation.w = 1.0
+    msg.twist.twist.linear.x = 0.5 * i
+    return msg
+
+
+def record_some(graph, bag, storage):
+    executor, pub_node, rec_node = graph
+    latched = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+    clock = pub_node.create_publisher(Clock, '/clock', 10)
+    odom = pub_node.create_publisher(Odometry, '/uav1/odom', 10)
+    cmd = pub_node.create_publisher(Twist, '/uav1/cmd_vel', 10)
+    metric = pub_node.create_publisher(Float64, '/swarm/metrics/E_r', latched)
+    ignored = pub_node.create_publisher(Float64, '/uav1/battery', 10)
+    recorder = BagRecorder(rec_node, bag, storage=storage)
+    recorded = {'/clock', '/uav1/odom', '/uav1/cmd_vel', '/swarm/metrics/E_r'}
+    assert spin_until(executor, lambda: set(recorder.topics) == recorded, recorder)
+    assert spin_until(executor, lambda: all(
+        p.get_subscription_count() for p in (clock, odom, cmd, metric)))
+    clock.publish(Clock(clock=Time(sec=int(SIM_START))))
+    assert spin_until(executor, lambda: rec_node.get_clock().now().nanoseconds >= SIM_START * 1e9)
+    for i in range(COUNT):
+        odom.publish(odometry(i))
+        cmd.publish(Twist())
+        metric.publish(Float64(data=0.1 * i))
+        ignored.publish(Float64(data=1.0))
+        executor.spin_once(timeout_sec=0.0)
+    expected = {'/clock': 1, '/uav1/odom': COUNT, '/uav1/cmd_vel': COUNT,
+                '/swarm/metrics/E_r': COUNT}
+    assert spin_until(executor, lambda: recorder.message_counts == expected)
+    recorder.close()
+    recorder.close()  # idempotent
+    assert recorder.closed and recorder.message_counts == expected
+    return expected
+
+
+@pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
+def test_recorded_bag_round_trips_through_rosbags(graph, tmp_path, storage):
+    bag = tmp_path / 'bag'
+    expected = record_some(graph, bag, storage)
+    with AnyReader([bag]) as reader:
+        assert {t: i.msgcount for t, i in reader.topics.items()} == expected
+        assert reader.topics['/uav1/odom'].msgtype == 'nav_msgs/msg/Odometry'
+        assert reader.topics['/clock'].msgtype == 'rosgraph_msgs/msg/Clock'
+        odom = [(t, reader.deserialize(raw, c.msgtype)) for c, t, raw in reader.messages(
+            [c for c in reader.connections if c.topic == '/uav1/odom'])]
+    assert [m.pose.pose.position.x for _, m in odom] == [float(i) for i in range(COUNT)]
+    assert [m.twist.twist.linear.x for _, m in odom] == [0.5 * i for i in range(COUNT)]
+    assert odom[0][1].child_frame_id == 'uav1/base_link'
+    # Log time is the recording node's clock: sim time, published as 100 s.
+    assert all(SIM_START * 1e9 <= t < (SIM_START + 1) * 1e9 for t, _ in odom)
+
+    info = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    assert info['version'] == 9
+    assert info['storage_identifier'] == storage
+    assert info['message_count'] == sum(expected.values())
+    assert info['relative_file_paths'] == [f'bag.{"mcap" if storage == "mcap" else "db3"}']
+    topics = {t['topic_metadata']['name']: t for t in info['topics_with_message_count']}
+    assert {name: t['message_count'] for name, t in topics.items()} == expected
+    metric = topics['/swarm/metrics/E_r']['topic_metadata']
+    assert metric['type'] == 'std_msgs/msg/Float64'
+    assert metric['serialization_format'] == 'cdr'
+    assert metric['type_description_hash'].startswith('RIHS01_')
+    qos, = metric['offered_qos_profiles']  # one publisher, as it offered
+    assert qos['reliability'] == 'reliable' and qos['durability'] == 'transient_local'
+
+
+def test_recorded_mcap_reads_with_mcap_ros2_support(graph, tmp_path):
+    bag = tmp_path / 'bag'
+    record_some(graph, bag, 'mcap')
+    with (bag / 'bag.mcap').open('rb') as stream:
+        reader = make_reader(stream, decoder_factories=[DecoderFactory()])
+        messages = list(reader.iter_decoded_messages(topics=['/swarm/metrics/E_r']))
+        assert reader.get_header().profile == 'ros2'
+    assert [m.decoded_message.data for m in messages] == pytest.approx(
+        [0.1 * i for i in range(COUNT)])
+    assert messages[0].schema.name == 'std_msgs/msg/Float64'
+    assert messages[0].schema.encoding == 'ros2msg'
+    assert messages[0].channel.message_encoding == 'cdr'
+
+
+def test_default_regex_selects_the_run_topics():
+    import re
+    pattern = re.compile(DEFAULT_TOPICS_REGEX)
+    for topic in ['/uav1/odom', '/uav12/cmd_vel', '/swarm/agent_states', '/target/odom',
+                  '/target/state', '/swarm/metrics/E_gap', '/clock']:
+        assert pattern.search(topic), topic
+    for topic in ['/uav1/battery', '/swarm/markers', '/rosout', '/a/b/odom', '/parameter_events']:
+        assert not pattern.search(topic), topic
+
+
+def test_bad_arguments_are_refused_by_name(graph, tmp_path):
+    _, _, node = graph
+    with pytest.raises(ValueError, match="storage must be one of .*'bag2'"):
+        BagRecorder(node, tmp_path / 'a', storage='bag2')
+    with pytest.raises(ValueError, match="topics_regex '\\(' is not a regular expression"):
+        BagRecorder(node, tmp_path / 'b', topics_regex='(')
+    (tmp_path / 'c').mkdir()
+    with pytest.raises(FileExistsError, match='exists already'):
+        BagRecorder(node, tmp_path / 'c')

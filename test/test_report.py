@@ -1,0 +1,88 @@
+"""summarise and write_run_outputs: the runner's and analyze_run's shared outputs."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.analysis import report
+from soliton_encirclement_ros.analysis.report import summarise, write_run_outputs
+
+NAN = math.nan
+
+
+def metrics_table(e_gap, e_r=None):
+    e_gap = np.asarray(e_gap, dtype=float)
+    e_r = np.zeros_like(e_gap) if e_r is None else np.asarray(e_r, dtype=float)
+    t = 0.5 * np.arange(len(e_gap))
+    return np.column_stack((t, e_r, np.full_like(t, 0.2), np.full_like(t, 0.1),
+                            np.full_like(t, 1.5), e_gap))
+
+
+def test_settle_time_is_the_first_sample_after_the_last_violation():
+    summary = summarise(metrics_table([0.3, 0.01, 0.2, 0.04, 0.049, 0.0],
+                                      e_r=[0.0, 0.0, 0.0, 0.0, 0.0, 0.0]))
+    assert summary['settle_time'] == {'E_gap': 1.5, 'E_r': 0.0}
+
+
+def test_settle_time_is_none_when_the_last_sample_violates_or_is_nan():
+    assert summarise(metrics_table([0.0, 0.0, 0.05]))['settle_time']['E_gap'] is None
+    assert summarise(metrics_table([0.0, 0.0, 0.0], e_r=[0, 0, NAN]))['settle_time']['E_r'] is None
+    # A NaN before the end is a violation too.
+    assert summarise(metrics_table([0.0, NAN, 0.0]))['settle_time']['E_gap'] == 1.0
+
+
+def test_final_and_nan_ignoring_mean():
+    summary = summarise(metrics_table([0.4, NAN, 0.2]))
+    assert summary['final']['E_gap'] == pytest.approx(0.2)
+    assert summary['mean']['E_gap'] == pytest.approx(0.3)
+    assert summary['mean']['G_max'] == pytest.approx(1.5)
+    assert set(summary['final']) == {'E_r', 'E_vr', 'rho', 'G_max', 'E_gap'}
+
+
+def test_outputs_are_written_with_headers_and_summary(tmp_path):
+    metrics = metrics_table([0.3, 0.02, 0.01])
+    agents = np.array([[1, 0.0, 0.5, 2.0], [2, 0.0, 0.4, 1.0]])
+    trajectories = {'uav1': np.array([[0, 20, 0], [1, 0, 20]]),
+                    'target': np.array([[0, 0, 0], [1, 0.5, 0]])}
+    summary = write_run_outputs(tmp_path / 'out', metrics, agents, {'radius': 20.0, 'N': 2},
+                                None, trajectories)
+    out = tmp_path / 'out'
+    lines = (out / 'metrics.csv').read_text().splitlines()
+    assert lines[0] == 'timestamp,E_r,E_vr,rho,G_max,E_gap'
+    np.testing.assert_allclose(np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1), metrics)
+    assert (out / 'agents.csv').read_text().splitlines()[0] == 'node_id,timestamp,u,velocity_norm'
+    np.testing.assert_allclose(np.loadtxt(out / 'agents.csv', delimiter=',', skiprows=1), agents)
+    for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'dashboard', 'trajectories'):
+        assert (out / f'{name}.png').read_bytes()[:4] == b'\x89PNG'
+    written = json.loads((out / 'summary.json').read_text())
+    assert written == {**summary, 'real_time_factor': None}
+    assert written['settle_time'] == {'E_gap': 0.5, 'E_r': 0.0}
+    assert written['params'] == {'radius': 20.0, 'N': 2}
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ['metrics.csv', 'agents.csv', 'summary.json', 'dashboard.png', 'trajectories.png']
+        + [f'{n}.png' for n in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap')])
+
+
+def test_nan_becomes_null_in_summary_json(tmp_path):
+    write_run_outputs(tmp_path, metrics_table([NAN, NAN]), np.empty((0, 4)), {}, 1.7)
+    written = json.loads((tmp_path / 'summary.json').read_text())
+    assert written['final']['E_gap'] is None and written['mean']['E_gap'] is None
+    assert written['real_time_factor'] == 1.7
+    assert not (tmp_path / 'trajectories.png').exists()
+
+
+def test_an_error_leaves_no_partial_outputs(tmp_path, monkeypatch):
+    def broken_dashboard(*_):
+        raise RuntimeError('disk full')
+    monkeypatch.setattr(report.plots, 'dashboard', broken_dashboard)
+    with pytest.raises(RuntimeError, match='disk full'):
+        write_run_outputs(tmp_path / 'out', metrics_table([0.1]), np.empty((0, 4)), {}, 1.0)
+    assert list((tmp_path / 'out').iterdir()) == []
+
+
+def test_wrong_shapes_are_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match=r'metrics must be an array of shape \(N, 6\)'):
+        write_run_outputs(tmp_path, np.zeros((3, 5)), np.empty((0, 4)), {}, 1.0)
+    with pytest.raises(ValueError, match=r'agents must be an array of shape \(N, 4\)'):
+        write_run_outputs(tmp_path, metrics_table([0.1]), np.zeros((2, 3)), {}, 1.0)
