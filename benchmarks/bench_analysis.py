@@ -1,0 +1,110 @@
+"""Benchmark analyze_run on a 10-agent, 300 s run with 50 Hz odometry (issue #5).
+
+    python benchmarks/bench_analysis.py [--agents 10] [--duration 300] [--rate 50] [--storage mcap]
+
+Writes a synthetic bag with rosbags' Writer (agents circling a moving target, 50 Hz odometry,
+agent states at the same rate, metrics at 10 Hz), then times each analysis stage and the
+whole ``analyze_run`` command. Prints the figures; asserts nothing.
+"""
+import argparse
+import math
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.typesys import Stores, get_typestore
+
+from soliton_encirclement_ros.analysis import cli
+from soliton_encirclement_ros.analysis.recompute import load_run, metric_times, recompute_metrics
+
+TS = get_typestore(Stores.ROS2_KILTED)
+T = TS.types
+
+
+def odometry(t, xy, yaw, speed):
+    sec, nsec = divmod(int(t * 1e9), 10**9)
+    vector = T['geometry_msgs/msg/Vector3']
+    return T['nav_msgs/msg/Odometry'](
+        header=T['std_msgs/msg/Header'](stamp=T['builtin_interfaces/msg/Time'](sec=sec, nanosec=nsec),
+                                        frame_id='world'),
+        child_frame_id='base_link',
+        pose=T['geometry_msgs/msg/PoseWithCovariance'](pose=T['geometry_msgs/msg/Pose'](
+            position=T['geometry_msgs/msg/Point'](x=xy[0], y=xy[1], z=5.0),
+            orientation=T['geometry_msgs/msg/Quaternion'](x=0.0, y=0.0, z=math.sin(yaw / 2),
+                                                          w=math.cos(yaw / 2))),
+            covariance=np.zeros(36)),
+        twist=T['geometry_msgs/msg/TwistWithCovariance'](twist=T['geometry_msgs/msg/Twist'](
+            linear=vector(x=speed, y=0.0, z=0.0), angular=vector(x=0.0, y=0.0, z=0.0)),
+            covariance=np.zeros(36)))
+
+
+def write_bag(path, agents, duration, rate, storage):
+    rng = np.random.default_rng(1)
+    phase = rng.uniform(0, 2 * np.pi, agents)
+    layout = T['std_msgs/msg/MultiArrayLayout'](dim=[T['std_msgs/msg/MultiArrayDimension'](
+        label='id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss', size=11, stride=11)], data_offset=0)
+    plugin = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}[storage]
+    with Writer(path, version=9, storage_plugin=plugin) as writer:
+        conn = {}
+
+        def write(topic, msgtype, t, msg):
+            if topic not in conn:
+                conn[topic] = writer.add_connection(topic, msgtype, typestore=TS)
+            writer.write(conn[topic], int(t * 1e9), TS.serialize_cdr(msg, msgtype))
+
+        for k in range(int(duration * rate)):
+            t = k / rate
+            target = np.array([5.0 * math.sin(0.02 * t), 3.0 * math.cos(0.03 * t)])
+            write('/target/odom', 'nav_msgs/msg/Odometry', t, odometry(t, target, 0.0, 0.0))
+            spread = math.exp(-t / 60.0)  # converging from a clump to equal spacing
+            for i in range(agents):
+                angle = (1 - spread) * 2 * np.pi * i / agents + spread * phase[i] + 0.1 * t
+                radius = 20.0 + 8.0 * spread * math.cos(phase[i])
+                xy = target + radius * np.array([math.cos(angle), math.sin(angle)])
+                write(f'/uav{i + 1}/odom', 'nav_msgs/msg/Odometry', t,
+                      odometry(t, xy, angle + math.pi / 2, 0.1 * radius))
+                write('/swarm/agent_states', 'std_msgs/msg/Float64MultiArray', t,
+                      T['std_msgs/msg/Float64MultiArray'](layout=layout, data=np.array(
+                          [i + 1, k, t, xy[0], xy[1], 5.0, 0.0, 0.0, 0.0, 0.5, 0.5])))
+            if k % max(1, int(rate / 10)) == 0:
+                for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap'):
+                    write(f'/swarm/metrics/{name}', 'std_msgs/msg/Float64', t,
+                          T['std_msgs/msg/Float64'](data=0.0))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--agents', type=int, default=10)
+    parser.add_argument('--duration', type=float, default=300.0)
+    parser.add_argument('--rate', type=float, default=50.0)
+    parser.add_argument('--storage', default='mcap', choices=['mcap', 'sqlite3'])
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        bag = Path(tmp) / 'bench'
+        start = time.perf_counter()
+        write_bag(bag, args.agents, args.duration, args.rate, args.storage)
+        size = sum(f.stat().st_size for f in bag.iterdir()) / 2**20
+        print(f'bag: {args.agents} agents, {args.duration:g} s, {args.rate:g} Hz odometry, '
+              f'{args.storage}, {size:.1f} MiB (written in {time.perf_counter() - start:.1f} s)')
+
+        start = time.perf_counter()
+        run = load_run(bag, relative_time=True)
+        read = time.perf_counter() - start
+        start = time.perf_counter()
+        times = metric_times(run)
+        recompute_metrics(run, times)
+        recompute = time.perf_counter() - start
+        print(f'read + decode bag:          {read:6.2f} s')
+        print(f'recompute metrics ({len(times)} steps): {recompute:6.2f} s')
+
+        for label, extra in (('analyze_run, no animation', ['--max-frames', '0']),
+                             ('analyze_run, full', [])):
+            start = time.perf_counter()
+            status = cli.main([str(bag), '--out', str(Path(tmp) / 'out'), *extra])
+            print(f'{label + ":":27s} {time.perf_counter() - start:6.2f} s (exit {status})')
+
+
+if __name__ == '__main__':
+    main()
