@@ -1,0 +1,211 @@
+"""The swarm graph in one process, stepped in lock-step on a simulated clock.
+
+All nodes share one rclpy context and one EventsExecutor. The runner's own node publishes
+``/clock``; after each clock step the executor runs until the graph is quiescent: every timer
+due at that time has fired and every message published inside the graph has reached each of
+its in-graph subscriptions (publishes and deliveries are counted), before the clock moves on.
+Nodes apply messages at their next tick, so the order of callbacks within one step does not
+matter and a run is a function of its seed.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import rclpy
+from rclpy.context import Context
+from rclpy.exceptions import ParameterException
+from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
+
+from velocity_mobility_ros.swarm_mobility_node import SwarmMobilityNode
+
+from .graph import NodeSpec, SwarmPlan, build_graph
+from .nodes.agent_node import AgentNode
+from .nodes.metrics_node import MetricsNode
+from .nodes.target_node import TargetNode
+
+NODE_CLASSES = {
+    'swarm_mobility_node': SwarmMobilityNode,
+    'target_node': TargetNode,
+    'agent_node': AgentNode,
+    'metrics_node': MetricsNode,
+}
+CLOCK_STEP_NS = 10_000_000   # the mobility step; every timer period of the graph is a multiple
+MATCH_TIMEOUT = 20.0         # s to wait for every in-graph publisher to see its subscribers
+QUEUE_WAIT = 0.0005          # s an executor turn may wait for an event still being posted
+STALL_TIMEOUT = 10.0         # s of wall time without reaching quiescence before giving up
+RECORDER_DISCOVERY_PERIOD_NS = 1_000_000_000
+
+
+class InProcessGraph:
+    """Build every node of ``plan`` in this process; ``run`` steps the clock."""
+
+    def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap') -> None:
+        self.context = Context()
+        rclpy.init(args=[], context=self.context)
+        self.nodes: list[Node] = []
+        self.recorder = None
+        self.sim_time_ns = 0
+        try:
+            for spec in build_graph(plan):
+                self.nodes.append(_make_node(spec, self.context))
+            check_unknown_parameters(self.nodes)
+            self.metrics = next(n for n in self.nodes if isinstance(n, MetricsNode))
+            self.clock_node = Node('swarm_sim', context=self.context,
+                                   parameter_overrides=[Parameter('use_sim_time', value=True)])
+            self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
+            self.executor = EventsExecutor(context=self.context)
+            for node in [self.clock_node, *self.nodes]:
+                self.executor.add_node(node)
+            self._timers = [timer for node in self.nodes for timer in node.timers]
+            self._owed = self._delivered = 0
+            self._wait_for_matching()
+            if record:
+                from .recording import BagRecorder
+                self.recorder = BagRecorder(self.clock_node, record, storage=storage)
+                self.recorder.discover()
+                self._wait_for_matching()
+            self._instrument()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def sim_time(self) -> float:
+        return self.sim_time_ns * 1e-9
+
+    def _wait_for_matching(self) -> None:
+        """Block until every publisher sees all in-graph subscriptions of its topic."""
+        subscribers: dict[str, int] = {}
+        for node in [self.clock_node, *self.nodes]:
+            for sub in node.subscriptions:
+                subscribers[sub.topic_name] = subscribers.get(sub.topic_name, 0) + 1
+        publishers = [pub for node in [self.clock_node, *self.nodes] for pub in node.publishers
+                      if pub.topic_name in subscribers]
+        deadline = time.monotonic() + MATCH_TIMEOUT
+        while time.monotonic() < deadline:
+            waiting = [p for p in publishers if p.get_subscription_count() < subscribers[p.topic_name]]
+            if not waiting:
+                return
+            time.sleep(0.01)
+        raise RuntimeError(f'DDS discovery incomplete after {MATCH_TIMEOUT} s for '
+                           f'{sorted({p.topic_name for p in waiting})}')
+
+    def _instrument(self) -> None:
+        """Count in-graph deliveries: each publish owes one callback per in-graph subscription."""
+        self._subscribers = {}
+        for node in [self.clock_node, *self.nodes]:
+            for sub in node.subscriptions:
+                self._subscribers[sub.topic_name] = self._subscribers.get(sub.topic_name, 0) + 1
+                if not getattr(sub.callback, 'counted', False):
+                    sub.callback = self._counted_callback(sub.callback)
+            for pub in node.publishers:
+                if not getattr(pub.publish, 'counted', False):
+                    pub.publish = self._counted_publish(pub)
+
+    def _counted_callback(self, callback):
+        def counted(msg):
+            self._delivered += 1
+            callback(msg)
+        counted.counted = True
+        return counted
+
+    def _counted_publish(self, pub):
+        publish = pub.publish
+
+        def counted(msg):
+            self._owed += self._subscribers.get(pub.topic_name, 0)
+            publish(msg)
+        counted.counted = True
+        return counted
+
+    def _quiescent(self) -> bool:
+        """Every in-graph message handled and no timer due at the current time."""
+        if self._delivered < self._owed:
+            return False
+        for timer in self._timers:
+            remaining = timer.time_until_next_call()
+            if remaining is not None and remaining <= 0:
+                return False
+        return True
+
+    def drain(self) -> None:
+        """Run callbacks until the graph is quiescent at the current time."""
+        deadline = time.monotonic() + STALL_TIMEOUT
+        while not self._quiescent():
+            self.executor.spin_once(timeout_sec=QUEUE_WAIT)
+            if time.monotonic() > deadline:
+                raise RuntimeError(f'lock-step stalled at t={self.sim_time:.2f} s: '
+                                   f'{self._owed - self._delivered} message(s) undelivered')
+
+    def step(self) -> None:
+        """Publish the clock at the current sim time and run everything due."""
+        self._clock_pub.publish(Clock(clock=Time(nanoseconds=self.sim_time_ns).to_msg()))
+        self.drain()
+        if self.recorder is not None and self.sim_time_ns % RECORDER_DISCOVERY_PERIOD_NS == 0:
+            if self.recorder.discover():
+                self._instrument()
+
+    def run(self, duration: float, real_time_factor: float = 0.0, progress: bool = False) -> None:
+        """Advance the clock to ``duration`` s; ``real_time_factor`` 0 runs unpaced."""
+        end_ns = round(duration * 1e9)
+        bar = _progress_bar(duration) if progress else None
+        wall_start = time.perf_counter()
+        start_ns = self.sim_time_ns
+        try:
+            self.step()
+            while self.sim_time_ns < end_ns:
+                self.sim_time_ns += CLOCK_STEP_NS
+                self.step()
+                if real_time_factor > 0:
+                    ahead = (self.sim_time_ns - start_ns) * 1e-9 / real_time_factor - (
+                        time.perf_counter() - wall_start)
+                    if ahead > 0:
+                        time.sleep(ahead)
+                if bar is not None and self.sim_time_ns % 1_000_000_000 == 0:
+                    bar.update(1.0)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def close(self) -> None:
+        """Close the bag, destroy the nodes and the context; safe to call twice."""
+        if self.recorder is not None:
+            self.recorder.close()
+        for node in getattr(self, 'nodes', []) + ([self.clock_node] if hasattr(self, 'clock_node') else []):
+            node.destroy_node()
+        self.nodes = []
+        if hasattr(self, 'clock_node'):
+            del self.clock_node
+        rclpy.try_shutdown(context=self.context)
+
+
+def _make_node(spec: NodeSpec, context: Context) -> Node:
+    try:
+        return NODE_CLASSES[spec.executable](cli_args=spec.ros_args(), context=context)
+    except (ValueError, TypeError, ParameterException) as error:
+        raise ValueError(f'{spec.full_name}: {error}') from None
+
+
+def check_unknown_parameters(nodes: list[Node]) -> None:
+    """A parameter given (YAML or -p) that no node of the graph declares is a mistake."""
+    given: dict[str, str] = {}
+    declared: set[str] = set()
+    for node in nodes:
+        for name in node._parameter_overrides:  # rclpy keeps a node's overrides here
+            given.setdefault(name, node.get_fully_qualified_name())
+        declared.update(node._parameters)
+    unknown = sorted(set(given) - declared)
+    if unknown:
+        raise ValueError('unknown parameter(s): ' + ', '.join(f'{name} (given to {given[name]})'
+                                                               for name in unknown))
+
+
+def _progress_bar(duration: float):
+    from tqdm import tqdm
+    return tqdm(total=round(duration), unit='sim s', file=sys.stderr, dynamic_ncols=True,
+                bar_format='{l_bar}{bar}| {n:.0f}/{total:.0f} sim s [{elapsed}<{remaining}]')

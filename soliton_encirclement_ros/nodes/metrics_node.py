@@ -1,0 +1,146 @@
+"""metrics_node: the five encirclement metrics from the swarm's broadcasts, live.
+
+Listens to ``/swarm/agent_states`` and ``/target/state``; every ``metrics_period`` it computes
+E_r, E_vr, rho, G_max and E_gap over the live agents (``core.metrics``) and publishes each on
+``/swarm/metrics/<name>`` (std_msgs/Float64, plottable as is). It also publishes RViz markers
+on ``/swarm/markers`` and keeps the series, written with plots and a summary to ``output_dir`` on shutdown.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+from rclpy.node import Node
+from std_msgs.msg import Float64, Float64MultiArray
+from visualization_msgs.msg import MarkerArray
+
+from velocity_mobility_ros.ros_params import ParamSpec, declare
+
+from ..analysis.report import write_run_outputs
+from ..core.metrics import METRIC_NAMES, compute_metrics
+from ..messages import agent_state_from_msg, target_state_from_msg
+from .agent_node import SWARM_QOS, SWARM_TOPIC, TARGET_TOPIC
+from .markers import swarm_markers
+from .spin import run_node
+
+SPECS = [
+    ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', min=1e-6),
+    ParamSpec('metrics_period', 0.05, 'metrics computation and publication period [s]', min=1e-3),
+    ParamSpec('agent_state_timeout', 0.0,
+              'an agent is live while its last state is at most this old [s]; 0 = 3 x metrics_period', min=0.0),
+    ParamSpec('marker_period', 0.2, 'RViz marker publication period [s]; 0 disables', min=0.0),
+    ParamSpec('trail_length', 150, 'positions kept per agent trail in the markers', min=0, max=100_000),
+    ParamSpec('world_frame', 'world', 'frame of the markers'),
+    ParamSpec('output_dir', '', 'directory for the run outputs (CSV, plots, summary.json) written on shutdown; empty = none'),
+]
+
+
+class MetricsNode(Node):
+    def __init__(self, **kwargs) -> None:
+        super().__init__('metrics', **kwargs)
+        self.config = declare(self, SPECS)
+        period = self.config['metrics_period']
+        self._timeout_ns = int((self.config['agent_state_timeout'] or 3.0 * period) * 1e9)
+        self._pending: list = []          # (rx_ns, kind, state) not yet in effect
+        self._agents: dict = {}           # id -> (AgentStateMsg, rx_ns)
+        self._target = None               # TargetStateMsg
+        self._trails: dict = {}           # id -> deque of (x, y)
+        self.metric_rows: list[list[float]] = []
+        self.agent_rows: list[list[float]] = []
+        self.trajectory_rows: list[tuple[str, float, float, float]] = []
+        self._metric_pubs = {name: self.create_publisher(Float64, f'/swarm/metrics/{name}', 10)
+                            for name in METRIC_NAMES}
+        self._marker_pub = self.create_publisher(MarkerArray, '/swarm/markers', 10)
+        self.create_subscription(Float64MultiArray, SWARM_TOPIC, self._on_agent_state, SWARM_QOS)
+        self.create_subscription(Float64MultiArray, TARGET_TOPIC, self._on_target_state, 10)
+        self.create_timer(period, self._on_tick)
+        if self.config['marker_period'] > 0:
+            self.create_timer(self.config['marker_period'], self._publish_markers)
+
+    def _now_ns(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+    def _on_agent_state(self, msg: Float64MultiArray) -> None:
+        try:
+            self._pending.append((self._now_ns(), 'agent', agent_state_from_msg(msg)))
+        except ValueError as error:
+            self.get_logger().warning(f'ignoring agent state: {error}', throttle_duration_sec=5.0)
+
+    def _on_target_state(self, msg: Float64MultiArray) -> None:
+        try:
+            self._pending.append((self._now_ns(), 'target', target_state_from_msg(msg)))
+        except ValueError as error:
+            self.get_logger().warning(f'ignoring target state: {error}', throttle_duration_sec=5.0)
+
+    def _apply_pending(self, now_ns: int) -> None:
+        """States received before this tick take effect; this tick's wait for the next one."""
+        keep = []
+        for rx_ns, kind, state in self._pending:
+            if rx_ns >= now_ns:
+                keep.append((rx_ns, kind, state))
+            elif kind == 'target':
+                self._target = state
+            else:
+                self._agents[state.agent_id] = (state, rx_ns)
+        self._pending = keep
+
+    def live_agents(self, now_ns: int) -> list:
+        return [state for _, (state, rx_ns) in sorted(self._agents.items())
+                if now_ns - rx_ns <= self._timeout_ns]
+
+    def _on_tick(self) -> None:
+        now_ns = self._now_ns()
+        self._apply_pending(now_ns)
+        live = self.live_agents(now_ns)
+        if self._target is None or not live:
+            return
+        now = now_ns * 1e-9
+        positions = np.array([s.position for s in live])
+        velocities = np.array([s.velocity for s in live])
+        metrics = compute_metrics(positions, velocities, self._target.position,
+                                  self._target.velocity, self.config['radius'])
+        for name, value in zip(METRIC_NAMES, metrics):
+            self._metric_pubs[name].publish(Float64(data=value))
+        self.metric_rows.append([now, *metrics])
+        for state in live:
+            self.agent_rows.append([state.agent_id, now, state.u, float(np.linalg.norm(state.velocity))])
+            self.trajectory_rows.append((f'agent {state.agent_id}', now, *map(float, state.position[:2])))
+            self._trails.setdefault(state.agent_id, deque(maxlen=max(self.config['trail_length'], 1))).append(
+                tuple(state.position[:2]))
+        self.trajectory_rows.append(('target', now, *map(float, self._target.position[:2])))
+
+    def _publish_markers(self) -> None:
+        if self._target is None:
+            return
+        now_ns = self._now_ns()
+        live_ids = {s.agent_id for s in self.live_agents(now_ns)}
+        agents = {agent_id: (state.position, agent_id in live_ids)
+                  for agent_id, (state, _) in self._agents.items()}
+        self._marker_pub.publish(swarm_markers(
+            agents, self._target.position, self.config['radius'], self._trails,
+            self.config['world_frame'], self.get_clock().now().to_msg()))
+
+    def series(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+        """(metrics (T,6), agents (K,4), trajectories {name: (T,3) t,x,y}) gathered so far."""
+        metrics = np.array(self.metric_rows, dtype=float).reshape(-1, 1 + len(METRIC_NAMES))
+        agents = np.array(self.agent_rows, dtype=float).reshape(-1, 4)
+        trajectories: dict[str, list] = {}
+        for name, t, x, y in self.trajectory_rows:
+            trajectories.setdefault(name, []).append((t, x, y))
+        return metrics, agents, {k: np.array(v) for k, v in trajectories.items()}
+
+    def save(self, output_dir: str, params: dict | None = None,
+             real_time_factor: float | None = None) -> dict:
+        """Write the run outputs (CSV, plots, summary.json) of the series gathered so far."""
+        metrics, agents, trajectories = self.series()
+        return write_run_outputs(output_dir, metrics, agents, params or {'radius': self.config['radius']},
+                                 real_time_factor, trajectories)
+
+
+def _save_on_shutdown(node: MetricsNode) -> None:
+    if node.config['output_dir']:
+        node.save(node.config['output_dir'])
+
+
+def main(args=None) -> None:
+    run_node(MetricsNode, args, on_shutdown=_save_on_shutdown)

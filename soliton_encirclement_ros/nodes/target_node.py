@@ -1,0 +1,113 @@
+"""target_node: the encircled target, simulated or following a tracked real target.
+
+Simulated: a motion model (``core.target_motion``) gives the desired velocity and the target
+moves through the same velocity mobility model as the UAVs. Tracked: ``follow_topic`` names an
+external nav_msgs/Odometry whose pose and velocity are republished. Either way, every
+``broadcast_period`` it publishes ``/target/odom`` (nav_msgs/Odometry) and ``/target/state``
+(position, velocity, optional spin reference ``omega_ref`` and per-agent spacing weights).
+"""
+from __future__ import annotations
+
+import numpy as np
+from nav_msgs.msg import Odometry
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from std_msgs.msg import Float64MultiArray
+
+from velocity_mobility_ros.messages import odometry_to_arrays, to_odometry
+from velocity_mobility_ros.model import VehicleState, step
+from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.ros_params import ParamSpec, declare
+
+from ..core.scenario import Scenario
+from ..core.target_motion import TARGET_MOTIONS
+from ..messages import target_state_to_msg
+from .agent_node import TARGET_TOPIC
+from .spin import run_node
+
+SPECS = [
+    ParamSpec('motion', 'static', f'target motion model: {", ".join(TARGET_MOTIONS)}', read_only=True),
+    ParamSpec('speed', 5.0, 'target speed of the random and waypoint models [m/s]', min=1e-6),
+    ParamSpec('motion_period', 1.0, 'heading change period of the random model [s]', min=1e-3),
+    ParamSpec('boundary', 20.0, 'random model steers back to the origin beyond |x| or |y| this [m]', min=1e-6),
+    ParamSpec('seed', 0, 'seed of the random model', min=0, max=2**31 - 1),
+    ParamSpec('waypoints', [], 'waypoints as a flat list x1, y1, z1, x2, ... [m]', type=Parameter.Type.DOUBLE_ARRAY),
+    ParamSpec('arrival_times', [], 'optional arrival time per waypoint [s]; unreachable times are an error',
+              type=Parameter.Type.DOUBLE_ARRAY),
+    ParamSpec('initial_position', [0.0, 0.0, 0.0], 'initial position [x, y, z] [m] (waypoints: the first one)'),
+    ParamSpec('omega_ref', 0.0, 'swarm spin reference broadcast to the agents [rad/s]'),
+    ParamSpec('lambda_ids', [], 'agent ids with a spacing weight', type=Parameter.Type.INTEGER_ARRAY),
+    ParamSpec('lambda_values', [], 'spacing weight of each agent in lambda_ids (arc j -> succ(j))',
+              type=Parameter.Type.DOUBLE_ARRAY),
+    ParamSpec('broadcast_period', 0.05, 'period of /target/state and /target/odom [s]', min=1e-3),
+    ParamSpec('sim_dt', VehicleParams().sim_dt, 'integration step of the simulated target [s]', min=1e-4),
+    ParamSpec('follow_topic', '', 'nav_msgs/Odometry of a tracked real target; empty = simulate'),
+    ParamSpec('world_frame', 'world', 'header.frame_id of /target/odom'),
+]
+
+
+class TargetNode(Node):
+    def __init__(self, **kwargs) -> None:
+        super().__init__('target', **kwargs)
+        config = declare(self, SPECS)
+        if len(config['lambda_ids']) != len(config['lambda_values']):
+            raise ValueError(f'lambda_ids has {len(config["lambda_ids"])} entries but lambda_values '
+                             f'has {len(config["lambda_values"])}')
+        self._lambdas = dict(zip(map(int, config['lambda_ids']), map(float, config['lambda_values'])))
+        self._omega_ref = config['omega_ref']
+        self._frame = config['world_frame']
+        period = config['broadcast_period']
+        self._vehicle = VehicleParams(sim_dt=config['sim_dt'])
+        self._odom_pub = self.create_publisher(Odometry, 'odom', 10)
+        self._state_pub = self.create_publisher(Float64MultiArray, TARGET_TOPIC, 10)
+        self._tracked = None
+        if config['follow_topic']:
+            self._motion = None
+            self.create_subscription(Odometry, config['follow_topic'], self._on_tracked, 10)
+        else:
+            scenario = Scenario(
+                target_motion=config['motion'], target_speed=config['speed'],
+                target_period=config['motion_period'], target_boundary=config['boundary'],
+                seed=config['seed'], arrival_times=config['arrival_times'] or None,
+                **({'waypoints': np.reshape(config['waypoints'], (-1, 3)).tolist()} if config['waypoints'] else {}))
+            self._motion = scenario.target_model()
+            start = scenario.target_start() if config['motion'] == 'waypoints' else config['initial_position']
+            self._vehicle_state = VehicleState.at_rest(np.reshape(start, (1, 3)))
+            self._sim_time = None
+        self.create_timer(period, self._on_tick)
+
+    def _on_tracked(self, msg: Odometry) -> None:
+        try:
+            self._tracked = odometry_to_arrays(msg)
+        except ValueError as error:
+            self.get_logger().warning(f'ignoring tracked target odometry: {error}', throttle_duration_sec=5.0)
+
+    def _on_tick(self) -> None:
+        now = self.get_clock().now()
+        if self._motion is None:
+            if self._tracked is None:
+                return
+            position, velocity, yaw = self._tracked
+        else:
+            self._simulate(now.nanoseconds * 1e-9)
+            state = self._vehicle_state
+            position, velocity, yaw = state.position[0], state.velocity[0], float(state.yaw[0])
+        stamp = now.to_msg()
+        self._odom_pub.publish(to_odometry(position, velocity, yaw, stamp, self._frame, 'target/base_link'))
+        self._state_pub.publish(target_state_to_msg(now.nanoseconds * 1e-9, position, velocity,
+                                                    self._omega_ref, self._lambdas))
+
+    def _simulate(self, now: float) -> None:
+        """Advance the simulated target to ``now`` in sim_dt steps (the first tick only starts it)."""
+        if self._sim_time is None:
+            self._sim_time = now
+        dt = self._vehicle.sim_dt
+        while self._sim_time + 0.5 * dt < now:
+            state = self._vehicle_state
+            v_des = self._motion.desired_velocity(self._sim_time, state.position[0])
+            self._vehicle_state = step(state, np.reshape(v_des, (1, 3)), self._vehicle)
+            self._sim_time += dt
+
+
+def main(args=None) -> None:
+    run_node(TargetNode, args)

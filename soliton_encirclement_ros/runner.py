@@ -1,0 +1,206 @@
+"""swarm_sim: run the swarm graph of ``graph.build_graph`` on a simulated clock.
+
+In-process (default): every node of the plan lives in this process, on one executor, talking
+over real DDS (so ``ros2 topic echo`` or a recorder elsewhere on the machine sees every
+topic). The runner owns ``/clock`` and steps it in lock-step: it advances the clock by one
+mobility step only after every callback due at the current time has run, so a seed fully
+determines the run. ``--processes`` starts each node as its own process instead, exactly as
+``ros2 launch`` would, with the swarm mobility node publishing the clock.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from .graph import SwarmPlan, build_graph
+from .core.metrics import METRIC_NAMES
+
+CLOCK_STEP_NS = 10_000_000  # one mobility step (sim_dt 0.01 s): every timer period is a multiple
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog='swarm_sim', description='Simulate N UAVs encircling a target through a real ROS 2 graph.')
+    parser.add_argument('--agents', type=int, default=10, help='number of UAVs (default 10)')
+    parser.add_argument('--duration', type=float, default=60.0, help='simulated seconds (default 60)')
+    parser.add_argument('--seed', type=int, default=0, help='seed of initial poses, target motion, failures')
+    parser.add_argument('--real-time-factor', type=float, default=0.0,
+                        help='sim seconds per wall second; 0 = as fast as possible (default)')
+    parser.add_argument('--control-period', type=float, default=0.05, help='agent control period [s]')
+    parser.add_argument('--odom-rate', type=float, default=50.0, help='odometry rate [Hz]')
+    parser.add_argument('--radius', type=float, default=20.0, help='encirclement radius R [m]')
+    parser.add_argument('--names', default='', help='comma-separated agent names (default uav1..uavN)')
+    parser.add_argument('--target-motion', default='static', choices=('static', 'random', 'waypoints'))
+    parser.add_argument('--failures-per-min', type=float, default=0.0, help='injected outages per agent-minute')
+    parser.add_argument('--failure-off-time', type=float, default=8.0, help='outage duration [s]')
+    parser.add_argument('--loss', type=float, default=0.0, help='swarm message loss probability')
+    parser.add_argument('--delay', type=float, default=0.0, help='swarm message delay [s]')
+    parser.add_argument('--params-file', action='append', default=[],
+                        help='ROS 2 parameter YAML applied to every node (repeatable)')
+    parser.add_argument('--out', default='runs/latest', help='output directory (default runs/latest)')
+    parser.add_argument('--record', default='', metavar='BAG', help='record a rosbag2 into this new directory')
+    parser.add_argument('--storage', default='mcap', choices=('mcap', 'sqlite3'), help='bag storage')
+    parser.add_argument('--processes', action='store_true', help='one process per node, as ros2 launch does')
+    parser.add_argument('--no-progress', action='store_true', help='no progress bar')
+    return parser.parse_args(argv)
+
+
+def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
+    if not (math.isfinite(args.duration) and args.duration > 0):
+        raise ValueError(f'--duration must be > 0, got {args.duration}')
+    for path in args.params_file:
+        check_params_file(path)
+    names = tuple(n.strip() for n in args.names.split(',') if n.strip())
+    return SwarmPlan(
+        num_agents=args.agents, names=names, radius=args.radius, seed=args.seed,
+        params_files=tuple(os.path.abspath(p) for p in args.params_file),
+        clock_source='mobility' if args.processes else 'runner',
+        real_time_factor=args.real_time_factor if args.processes else 0.0,
+        control_period=args.control_period, odom_rate=args.odom_rate,
+        target_motion=args.target_motion, failures_per_min=args.failures_per_min,
+        failure_off_time=args.failure_off_time, loss=args.loss, delay=args.delay)
+
+
+def check_params_file(path: str) -> None:
+    """A parameter file must exist and be ROS 2 YAML: {node: {ros__parameters: {...}}}."""
+    try:
+        with open(path) as handle:
+            content = yaml.safe_load(handle)
+    except OSError as error:
+        raise ValueError(f'cannot read params file {path}: {error.strerror}') from None
+    except yaml.YAMLError as error:
+        raise ValueError(f'params file {path} is not valid YAML: {str(error).splitlines()[0]}') from None
+    if not isinstance(content, dict) or not all(
+            isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict)
+            for section in content.values()):
+        raise ValueError(f'params file {path} must map node names to {{ros__parameters: {{...}}}}')
+
+
+def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
+    return {'agents': plan.num_agents, 'names': list(plan.names), 'radius': plan.radius, 'seed': plan.seed,
+            'duration': args.duration, 'control_period': plan.control_period, 'odom_rate': plan.odom_rate,
+            'target_motion': plan.target_motion, 'failures_per_min': plan.failures_per_min,
+            'failure_off_time': plan.failure_off_time, 'loss': plan.loss, 'delay': plan.delay,
+            'params_files': list(plan.params_files), 'mode': 'processes' if args.processes else 'in-process'}
+
+
+def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
+    rows = [('metric', 'final', 'mean')] + [
+        (name, f'{summary["final"][name]:.4f}', f'{summary["mean"][name]:.4f}') for name in METRIC_NAMES]
+    for row in rows:
+        print(f'  {row[0]:<8}{row[1]:>10}{row[2]:>10}', file=stream)
+    settle = summary['settle_time']
+    fmt = lambda t: 'never' if t is None else f'{t:.2f} s'  # noqa: E731
+    print(f'  settled: E_gap < 0.05 from {fmt(settle["E_gap"])}, E_r < 0.01 from {fmt(settle["E_r"])}',
+          file=stream)
+    print(f'  real-time factor {summary["real_time_factor"]:.2f}; outputs in {out_dir}', file=stream)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        plan = plan_from_args(args)
+        build_graph(plan)
+    except ValueError as error:
+        print(f'swarm_sim: error: {error}', file=sys.stderr)
+        return 2
+    out_dir = Path(args.out)
+    if args.record and Path(args.record).exists():
+        print(f'swarm_sim: error: --record {args.record} exists already; choose a new directory', file=sys.stderr)
+        return 2
+    run = run_processes if args.processes else run_in_process
+    try:
+        summary = run(plan, args, out_dir)
+    except StartupError as error:
+        print(f'swarm_sim: error: {error}', file=sys.stderr)
+        return 2
+    if summary is None:
+        print('swarm_sim: no metrics were produced (did the run start?)', file=sys.stderr)
+        return 1
+    print_summary(summary, out_dir)
+    return 0
+
+
+class StartupError(Exception):
+    """The graph could not start: bad parameters or a node refusing its configuration."""
+
+
+def _stop_on_sigterm() -> None:
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    signal.signal(signal.SIGTERM, handler)
+
+
+def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
+    from .inprocess import InProcessGraph
+    from .analysis.report import write_run_outputs
+
+    _stop_on_sigterm()
+    try:
+        graph = InProcessGraph(plan, record=args.record, storage=args.storage)
+    except ValueError as error:
+        raise StartupError(str(error)) from None
+    wall_start = time.perf_counter()
+    try:
+        graph.run(args.duration, args.real_time_factor, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
+    finally:
+        wall = time.perf_counter() - wall_start
+        sim_time = graph.sim_time
+        metrics, agents, trajectories = graph.metrics.series()
+        graph.close()
+    if len(metrics) == 0:
+        return None
+    params = plan_summary(plan, args)
+    return write_run_outputs(out_dir, metrics, agents, params, sim_time / wall if wall > 0 else math.nan,
+                             trajectories)
+
+
+def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
+    from .processes import ProcessGraph
+
+    _stop_on_sigterm()
+    metrics_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_metrics_'))
+    plan = plan.with_changes(metrics_output_dir=str(metrics_dir))
+    graph = ProcessGraph(plan, record=args.record, storage=args.storage)
+    wall_start = time.perf_counter()
+    try:
+        graph.run(args.duration, progress=not args.no_progress)
+    except KeyboardInterrupt:
+        print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
+    finally:
+        wall = time.perf_counter() - wall_start
+        sim_time = graph.sim_time
+        failed = graph.close()
+    summary_path = metrics_dir / 'summary.json'
+    if failed:
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        raise StartupError(failed)
+    if not summary_path.exists():
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        return None
+    summary = json.loads(summary_path.read_text())
+    summary['real_time_factor'] = sim_time / wall if wall > 0 else math.nan
+    summary['params'] = plan_summary(plan, args)
+    summary_path.write_text(json.dumps(summary, indent=2))
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(metrics_dir), out_dir)
+    return summary
+
+
+if __name__ == '__main__':
+    sys.exit(main())
