@@ -2,7 +2,7 @@
 
 Every ``check_period`` s a working agent fails with probability ``1 - exp(-lambda*dt)``,
 ``lambda = failures_per_min/60``; a failed agent recovers ``off_time`` s after failing and
-draws nothing while failed. The agent node uses one :class:`OutageProcess`; the batch
+draws nothing while failed (nor at the check where it comes back). The agent node uses one :class:`OutageProcess`; the batch
 simulator uses :class:`SwarmOutages` (one process per agent, same seeds, same draws), so a
 ROS run and a batch run with the same seed fail the same agents at the same times.
 """
@@ -41,17 +41,16 @@ class OutageProcess:
         self._checks = 0          # checks done so far, at k*check_period, k = 1, 2, ...
         self.failed = False
         self.failed_at = math.nan
-        self.recovered_at = -math.inf  # last time the agent came back (-inf: never failed)
 
     def update(self, now: float) -> bool:
         """Run the checks due up to ``now`` (non-decreasing) and return whether the agent is failed."""
         while (self._checks + 1) * self.check_period <= now + 1e-9:
             self._checks += 1
             check_time = self._checks * self.check_period
-            if self.failed and check_time >= self.failed_at + self.off_time - 1e-9:
-                self.failed = False
-                self.recovered_at = check_time
-            if not self.failed and self.probability > 0.0 and self._rng.random() < self.probability:
+            if self.failed:
+                if check_time >= self.failed_at + self.off_time - 1e-9:
+                    self.failed = False  # back; the next check may fail it again
+            elif self.probability > 0.0 and self._rng.random() < self.probability:
                 self.failed = True
                 self.failed_at = check_time
         return self.failed

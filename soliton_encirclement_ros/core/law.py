@@ -75,10 +75,10 @@ def soliton_update(u, u_pred, u_succ, u_ss_pred, u_ss_succ, e_tau_eff, params: C
     u_s = u_succ - np.asarray(u_pred)
     u_ss = u_succ - 2.0 * u + u_pred
     u_sss = u_ss_succ - np.asarray(u_ss_pred)
-    du = (params.c_coupling * u_s - params.beta_u * u - params.alpha_u * limiter(u, params)
-          + params.k_e_tau * e_tau_eff + params.kappa_u_diff * u_ss
-          - params.k_u_steepen * u * u_s + params.kappa_u_disp * u_sss)
     with np.errstate(invalid='ignore', over='ignore'):
+        du = (params.c_coupling * u_s - params.beta_u * u - params.alpha_u * limiter(u, params)
+              + params.k_e_tau * e_tau_eff + params.kappa_u_diff * u_ss
+              - params.k_u_steepen * u * u_s + params.kappa_u_disp * u_sss)
         u_new = u + params.control_period * du
     return np.where(np.isfinite(u_new), u_new, 0.0), u_ss
 

@@ -1,0 +1,69 @@
+"""Batch simulator speed and the reference acceptance figures.
+
+    .venv/bin/python benchmarks/bench_batch_sim.py speed        # sim-s per wall-s
+    .venv/bin/python benchmarks/bench_batch_sim.py acceptance   # N=32 static, moving target
+
+Prints figures only; nothing here asserts on timing.
+"""
+from __future__ import annotations
+
+import argparse
+
+from soliton_encirclement_ros.analysis.report import summarise
+from soliton_encirclement_ros.batch_sim import simulate
+from soliton_encirclement_ros.core.scenario import Scenario
+
+SPEED_CASES = ((10, 20.0), (100, 10.0), (1000, 2.0))  # (agents, simulated seconds)
+ACCEPTANCE = {
+    'static N=32, 120 s': (Scenario(agents=32), {'final E_gap': 0.37, 'final G_max': 1.63}),
+    'moving target N=10, failures 1/min, 300 s': (
+        Scenario(agents=10, duration=300.0, target_motion='random', target_speed=5.0,
+                 target_period=1.0, target_boundary=20.0, failures_per_min=1.0,
+                 failure_off_time=8.0),
+        {'mean E_r': 0.075, 'mean E_gap': 0.22}),
+}
+
+
+def speed(periods, engines) -> None:
+    print('| N | control period [s] | engine | sim-s per wall-s |')
+    print('|---|---|---|---|')
+    for engine in engines:
+        for period in periods:
+            for agents, duration in SPEED_CASES:
+                if engine == 'per-agent' and agents > 100:
+                    continue
+                result = simulate(Scenario(agents=agents, duration=duration,
+                                           control_period=period), engine)
+                print(f'| {agents} | {period:g} | {result.engine} | '
+                      f'{result.real_time_factor:.2f} |', flush=True)
+
+
+def acceptance(seeds) -> None:
+    for name, (scenario, limits) in ACCEPTANCE.items():
+        for seed in seeds:
+            summary = summarise(simulate(scenario.with_changes(seed=seed)).metrics)
+            figures = []
+            for key, limit in limits.items():
+                kind, metric = key.split()
+                value = summary[kind][metric]
+                figures.append(f'{key} = {value:.4f} (<= {limit}: '
+                               f'{"pass" if value <= limit else "FAIL"})')
+            print(f'{name}, seed {seed}: ' + '; '.join(figures), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('what', choices=('speed', 'acceptance'))
+    parser.add_argument('--periods', type=float, nargs='+', default=[0.01, 0.05])
+    parser.add_argument('--engines', nargs='+', default=['vectorised', 'per-agent'])
+    parser.add_argument('--seeds', type=int, nargs='+', default=[0])
+    args = parser.parse_args()
+    if args.what == 'speed':
+        speed(args.periods, args.engines)
+    else:
+        acceptance(args.seeds)
+
+
+if __name__ == '__main__':
+    main()

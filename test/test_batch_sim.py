@@ -1,0 +1,104 @@
+"""Batch simulator: reference acceptance (static, N = 10), engine equivalence, CLI."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.analysis.report import summarise
+from soliton_encirclement_ros.batch_sim import choose_engine, main, simulate
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.scenario import Scenario
+
+
+def test_static_n10_meets_reference_acceptance():
+    result = simulate(Scenario(agents=10, seed=0, duration=120.0, control_period=0.01))
+    summary = summarise(result.metrics)
+    assert result.engine == 'vectorised'
+    assert result.metrics.shape == (12001, 6) and result.metrics[-1, 0] == pytest.approx(120.0)
+    assert summary['mean']['E_r'] <= 0.003
+    assert summary['mean']['E_gap'] <= 0.035
+    assert summary['mean']['G_max'] <= 1.09
+    assert summary['settle_time']['E_gap'] <= 13.0
+    assert summary['settle_time']['E_r'] <= 7.0
+
+
+def test_vectorised_engine_equals_per_agent_controllers():
+    """Same trajectories, metrics and u with failures, delay and a moving target."""
+    scenario = Scenario(agents=7, seed=3, duration=8.0, target_motion='random',
+                        failures_per_min=30.0, failure_off_time=1.0, delay=0.02,
+                        telemetry_period=0.01)
+    fast = simulate(scenario, 'vectorised')
+    reference = simulate(scenario, 'per-agent')
+    assert fast.agents.shape[0] < 7 * 801  # some agents really were down
+    np.testing.assert_allclose(fast.metrics, reference.metrics, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(fast.agents, reference.agents, rtol=0, atol=1e-9)
+    for name, trace in reference.trajectories.items():
+        np.testing.assert_allclose(fast.trajectories[name], trace, rtol=0, atol=1e-9)
+
+
+def test_lossy_run_is_seeded_and_still_encircles():
+    scenario = Scenario(agents=6, seed=5, duration=40.0, control_period=0.05, loss=0.3,
+                        delay=0.05)
+    assert choose_engine(scenario) == 'per-agent'
+    first, second = simulate(scenario), simulate(scenario)
+    np.testing.assert_array_equal(first.metrics, second.metrics)
+    final = dict(zip(METRIC_NAMES, first.metrics[-1, 1:]))
+    assert final['E_r'] < 0.01 and final['E_gap'] < 0.1
+    other = simulate(scenario.with_changes(seed=6))
+    assert not np.array_equal(first.metrics, other.metrics)
+
+
+def test_vectorised_engine_refuses_where_not_exact():
+    with pytest.raises(ValueError, match='engine vectorised needs loss 0'):
+        choose_engine(Scenario(loss=0.1), 'vectorised')
+
+
+def test_cli_writes_outputs_and_summary(tmp_path):
+    out = tmp_path / 'run'
+    code = main(['--agents', '4', '--duration', '2', '--seed', '1', '--control-period', '0.05',
+                 '--target-motion', 'waypoints', '--failures-per-min', '0', '--loss', '0',
+                 '--delay', '0', '--radius', '15', '--out', str(out)])
+    assert code == 0
+    for name in ('metrics.csv', 'agents.csv', 'summary.json', 'trajectories.png',
+                 *[f'{m}.png' for m in METRIC_NAMES]):
+        assert (out / name).is_file(), name
+    assert (out / 'metrics.csv').read_text().splitlines()[0] == 'timestamp,E_r,E_vr,rho,G_max,E_gap'
+    assert (out / 'agents.csv').read_text().splitlines()[0] == 'node_id,timestamp,u,velocity_norm'
+    summary = json.loads((out / 'summary.json').read_text())
+    assert set(summary) >= {'final', 'mean', 'settle_time', 'real_time_factor', 'params'}
+    assert set(summary['final']) == set(METRIC_NAMES)
+    assert summary['params']['radius'] == 15.0 and summary['params']['agents'] == 4
+    rows = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
+    assert rows.shape == (41, 6) and math.isclose(rows[-1, 0], 2.0)
+
+
+def test_cli_scenario_file_with_overrides(tmp_path):
+    scenario = tmp_path / 's.yaml'
+    scenario.write_text('agents: 3\nduration: 1.0\ncontrol_period: 0.05\n')
+    out = tmp_path / 'run'
+    assert main(['--scenario', str(scenario), '--agents', '5', '--out', str(out)]) == 0
+    ids = np.unique(np.loadtxt(out / 'agents.csv', delimiter=',', skiprows=1)[:, 0])
+    assert ids.tolist() == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--agents', '0'], 'agents must be an integer >= 1, got 0'),
+    (['--loss', '1.5'], 'loss must be a probability in .0, 1., got 1.5'),
+    (['--control-period', '0.015'], 'control_period must be a multiple'),
+    (['--target-motion', 'orbit'], "invalid choice: 'orbit'"),
+])
+def test_cli_rejects_bad_arguments(tmp_path, capsys, args, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(args + ['--duration', '1', '--out', str(tmp_path / 'x')])
+    assert exit_info.value.code == 2
+    assert __import__('re').search(message, capsys.readouterr().err)
+    assert not (tmp_path / 'x' / 'summary.json').exists()
+
+
+def test_cli_rejects_bad_scenario_yaml(tmp_path, capsys):
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('agents: 4\nwind: 3\n')
+    with pytest.raises(SystemExit):
+        main(['--scenario', str(bad), '--out', str(tmp_path / 'x')])
+    assert 'unknown scenario key(s): wind' in capsys.readouterr().err
