@@ -83,8 +83,10 @@ class SwarmPlan:
     loss: float = 0.0
     delay: float = 0.0
     positions: tuple[tuple[float, float, float], ...] = ()
+    ids: tuple[int, ...] = ()
     px4_namespaces: tuple[str, ...] = ()
     px4_target_systems: tuple[int, ...] = ()
+    px4_origins: tuple[tuple[float, float, float], ...] = ()
     metrics_output_dir: str = ''
 
     def __post_init__(self) -> None:
@@ -116,14 +118,17 @@ class SwarmPlan:
             raise ValueError(f'loss must be in [0, 1), got {self.loss!r}')
         if self.positions and len(self.positions) != self.num_agents:
             raise ValueError(f'positions has {len(self.positions)} entries but num_agents is {self.num_agents}')
+        if self.ids and (len(self.ids) != self.num_agents or len(set(self.ids)) != len(self.ids)
+                         or min(self.ids) < 1):
+            raise ValueError(f'ids must be {self.num_agents} distinct integers >= 1, got {list(self.ids)}')
         if self.mode == 'px4':
-            for name in ('px4_namespaces', 'px4_target_systems'):
+            for name in ('px4_namespaces', 'px4_target_systems', 'px4_origins'):
                 if getattr(self, name) and len(getattr(self, name)) != self.num_agents:
                     raise ValueError(f'{name} needs one entry per agent ({self.num_agents})')
 
     @property
     def agent_ids(self) -> tuple[int, ...]:
-        return tuple(range(1, self.num_agents + 1))
+        return tuple(self.ids) or tuple(range(1, self.num_agents + 1))
 
     def initial_positions(self) -> list[list[float]]:
         if self.positions:
@@ -145,8 +150,8 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
             parameters={**time, 'vehicle_names': list(plan.names),
                         'initial_positions': [c for p in plan.initial_positions() for c in p],
                         'odom_rate': plan.odom_rate,
-                        **({'publish_clock': True, 'real_time_factor': plan.real_time_factor}
-                           if plan.clock_source == 'mobility' else {})}))
+                        **({'publish_clock': True, 'real_time_factor': plan.real_time_factor or 1.0}
+                           if plan.clock_source == 'mobility' and plan.use_sim_time else {})}))
     nodes.append(NodeSpec(
         'target_node', 'target', namespace='/target', params_files=files,
         parameters={**time, 'motion': plan.target_motion, 'seed': plan.seed,
@@ -173,7 +178,13 @@ def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]
     """The offboard bridge of agent ``index``: PX4 instance ``px4_<index+1>`` unless given."""
     px4_ns = plan.px4_namespaces[index] if plan.px4_namespaces else f'px4_{index + 1}'
     target_system = plan.px4_target_systems[index] if plan.px4_target_systems else index + 2
+    origin = {'origin_enu': [float(c) for c in plan.px4_origins[index]]} if plan.px4_origins else {}
     return NodeSpec(
         'px4_bridge_node', 'px4_bridge', namespace=f'/{name}', params_files=tuple(files),
         parameters={'use_sim_time': plan.use_sim_time, 'px4_namespace': px4_ns,
-                    'target_system': target_system})
+                    'target_system': target_system, **origin})
+
+
+def in_namespace(specs: Sequence[NodeSpec], namespace: str) -> list[NodeSpec]:
+    """The nodes of one vehicle (e.g. ``/uav1``): what a companion computer runs."""
+    return [spec for spec in specs if spec.namespace == namespace]

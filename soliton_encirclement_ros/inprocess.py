@@ -19,12 +19,15 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.time import Time
+from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64MultiArray
 
 from velocity_mobility_ros.swarm_mobility_node import SwarmMobilityNode
 
 from .graph import NodeSpec, SwarmPlan, build_graph
-from .nodes.agent_node import AgentNode
+from .messages import agent_state_from_msg
+from .nodes.agent_node import SWARM_QOS, SWARM_TOPIC, AgentNode
 from .nodes.metrics_node import MetricsNode
 from .nodes.target_node import TargetNode
 
@@ -34,7 +37,10 @@ NODE_CLASSES = {
     'agent_node': AgentNode,
     'metrics_node': MetricsNode,
 }
-CLOCK_STEP_NS = 10_000_000   # the mobility step; every timer period of the graph is a multiple
+# Nodes whose swarm-state subscription the graph replaces with one shared, decode-once one.
+FANOUT_CLASSES = (AgentNode, MetricsNode)
+CLOCK_STEP_NS = 10_000_000   # clock step when no timer is pending
+CLOCK_PUBLISH_PERIOD_NS = 10_000_000  # /clock for tools outside the process (100 Hz sim time)
 MATCH_TIMEOUT = 20.0         # s to wait for every in-graph publisher to see its subscribers
 QUEUE_WAIT = 0.0005          # s an executor turn may wait for an event still being posted
 STALL_TIMEOUT = 10.0         # s of wall time without reaching quiescence before giving up
@@ -50,6 +56,8 @@ class InProcessGraph:
         self.nodes: list[Node] = []
         self.recorder = None
         self.sim_time_ns = 0
+        self._next_clock_publish_ns = 0
+        self._next_discovery_ns = 0
         try:
             for spec in build_graph(plan):
                 self.nodes.append(_make_node(spec, self.context))
@@ -58,6 +66,12 @@ class InProcessGraph:
             self.clock_node = Node('swarm_sim', context=self.context,
                                    parameter_overrides=[Parameter('use_sim_time', value=True)])
             self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
+            self._time_source = TimeSource()
+            self._time_source.ros_time_is_active = True
+            for node in [self.clock_node, *self.nodes]:
+                self._time_source.attach_clock(node.get_clock())
+            self._swarm_receivers = [n.receive_agent_state for n in self.nodes if type(n) in FANOUT_CLASSES]
+            self.clock_node.create_subscription(Float64MultiArray, SWARM_TOPIC, self._fan_out, SWARM_QOS)
             self.executor = EventsExecutor(context=self.context)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)
@@ -142,13 +156,37 @@ class InProcessGraph:
                 raise RuntimeError(f'lock-step stalled at t={self.sim_time:.2f} s: '
                                    f'{self._owed - self._delivered} message(s) undelivered')
 
+    def _fan_out(self, msg: Float64MultiArray) -> None:
+        """One subscription for all in-process agents and the metrics node: decode once."""
+        try:
+            state = agent_state_from_msg(msg)
+        except ValueError as error:
+            self.clock_node.get_logger().warning(f'ignoring agent state: {error}', throttle_duration_sec=5.0)
+            return
+        for receive in self._swarm_receivers:
+            receive(state)
+
     def step(self) -> None:
-        """Publish the clock at the current sim time and run everything due."""
-        self._clock_pub.publish(Clock(clock=Time(nanoseconds=self.sim_time_ns).to_msg()))
+        """Set every node's clock to the current sim time and run everything due.
+
+        The clocks are set directly (one synchronous call instead of a /clock delivery per
+        node); /clock is still published every CLOCK_PUBLISH_PERIOD_NS for tools outside.
+        """
+        clock = Clock(clock=Time(nanoseconds=self.sim_time_ns).to_msg())
+        self._time_source.clock_callback(clock)
+        if self.sim_time_ns >= self._next_clock_publish_ns:
+            self._clock_pub.publish(clock)
+            self._next_clock_publish_ns += CLOCK_PUBLISH_PERIOD_NS
         self.drain()
-        if self.recorder is not None and self.sim_time_ns % RECORDER_DISCOVERY_PERIOD_NS == 0:
+        if self.recorder is not None and self.sim_time_ns >= self._next_discovery_ns:
+            self._next_discovery_ns += RECORDER_DISCOVERY_PERIOD_NS
             if self.recorder.discover():
                 self._instrument()
+
+    def next_due_ns(self) -> int:
+        """Sim time of the earliest timer due next: the clock jumps straight there."""
+        waits = [t.time_until_next_call() for t in self._timers]
+        return self.sim_time_ns + max(1, min((w for w in waits if w is not None), default=CLOCK_STEP_NS))
 
     def run(self, duration: float, real_time_factor: float = 0.0, progress: bool = False) -> None:
         """Advance the clock to ``duration`` s; ``real_time_factor`` 0 runs unpaced."""
@@ -159,15 +197,15 @@ class InProcessGraph:
         try:
             self.step()
             while self.sim_time_ns < end_ns:
-                self.sim_time_ns += CLOCK_STEP_NS
+                self.sim_time_ns = min(self.next_due_ns(), end_ns)
                 self.step()
                 if real_time_factor > 0:
                     ahead = (self.sim_time_ns - start_ns) * 1e-9 / real_time_factor - (
                         time.perf_counter() - wall_start)
                     if ahead > 0:
                         time.sleep(ahead)
-                if bar is not None and self.sim_time_ns % 1_000_000_000 == 0:
-                    bar.update(1.0)
+                if bar is not None:
+                    bar.update(self.sim_time_ns // 1_000_000_000 - bar.n)
         finally:
             if bar is not None:
                 bar.close()
@@ -186,7 +224,9 @@ class InProcessGraph:
 
 def _make_node(spec: NodeSpec, context: Context) -> Node:
     try:
-        return NODE_CLASSES[spec.executable](cli_args=spec.ros_args(), context=context)
+        cls = NODE_CLASSES[spec.executable]
+        extra = {'subscribe_swarm': False} if cls in FANOUT_CLASSES else {}
+        return cls(cli_args=spec.ros_args(), context=context, **extra)
     except (ValueError, TypeError, ParameterException) as error:
         raise ValueError(f'{spec.full_name}: {error}') from None
 

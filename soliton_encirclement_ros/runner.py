@@ -15,7 +15,6 @@ import math
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -66,7 +65,7 @@ def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
         num_agents=args.agents, names=names, radius=args.radius, seed=args.seed,
         params_files=tuple(os.path.abspath(p) for p in args.params_file),
         clock_source='mobility' if args.processes else 'runner',
-        real_time_factor=args.real_time_factor if args.processes else 0.0,
+        real_time_factor=(args.real_time_factor or 1.0) if args.processes else 0.0,
         control_period=args.control_period, odom_rate=args.odom_rate,
         target_motion=args.target_motion, failures_per_min=args.failures_per_min,
         failure_off_time=args.failure_off_time, loss=args.loss, delay=args.delay)
@@ -169,37 +168,41 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
 
 
 def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
-    from .processes import ProcessGraph
+    from .processes import ChildFailed, ProcessGraph
 
     _stop_on_sigterm()
     metrics_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_metrics_'))
-    plan = plan.with_changes(metrics_output_dir=str(metrics_dir))
+    plan = plan.with_changes(metrics_output_dir=str(metrics_dir / 'run'))
     graph = ProcessGraph(plan, record=args.record, storage=args.storage)
+    failure = ''
     wall_start = time.perf_counter()
     try:
         graph.run(args.duration, progress=not args.no_progress)
+    except ChildFailed as error:
+        failure = str(error)
     except KeyboardInterrupt:
         print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
     finally:
         wall = time.perf_counter() - wall_start
         sim_time = graph.sim_time
-        failed = graph.close()
-    summary_path = metrics_dir / 'summary.json'
-    if failed:
+        failure = failure or graph.close()
+    written = metrics_dir / 'run'
+    try:
+        if failure:
+            raise StartupError(failure)
+        if not (written / 'summary.json').exists():
+            return None
+        summary = json.loads((written / 'summary.json').read_text())
+        summary['real_time_factor'] = sim_time / wall if wall > 0 else None
+        summary['params'] = plan_summary(plan, args)
+        (written / 'summary.json').write_text(json.dumps(summary, indent=2))
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(written), out_dir)
+        return summary
+    finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
-        raise StartupError(failed)
-    if not summary_path.exists():
-        shutil.rmtree(metrics_dir, ignore_errors=True)
-        return None
-    summary = json.loads(summary_path.read_text())
-    summary['real_time_factor'] = sim_time / wall if wall > 0 else math.nan
-    summary['params'] = plan_summary(plan, args)
-    summary_path.write_text(json.dumps(summary, indent=2))
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(metrics_dir), out_dir)
-    return summary
 
 
 if __name__ == '__main__':

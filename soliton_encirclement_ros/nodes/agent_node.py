@@ -23,7 +23,7 @@ from velocity_mobility_ros.messages import odometry_to_arrays
 from velocity_mobility_ros.ros_params import ParamSpec, declare, declare_validated
 
 from ..core.comms import ImpairedChannel
-from ..core.controller import (control_step, initial_state, outgoing_state,
+from ..core.controller import (AgentStateMsg, control_step, initial_state, outgoing_state,
                                receive_agent_state, receive_target_state)
 from ..core.faults import OutageProcess
 from ..core.params import ControllerParams
@@ -61,7 +61,10 @@ NODE_SPECS = [
 
 
 class AgentNode(Node):
-    def __init__(self, **kwargs) -> None:
+    """``subscribe_swarm=False`` leaves the swarm topic to a caller that decodes each state once
+    and hands it to :meth:`receive_agent_state` (the in-process runner's shared subscription)."""
+
+    def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
         super().__init__('agent', **kwargs)
         self._params = declare_validated(self, controller_specs(), ControllerParams.from_mapping,
                                          self._set_params)
@@ -78,7 +81,8 @@ class AgentNode(Node):
         self._cmd_pub = self.create_publisher(Twist, 'cmd_vel', 10)
         self._state_pub = self.create_publisher(Float64MultiArray, SWARM_TOPIC, SWARM_QOS)
         self.create_subscription(Odometry, 'odom', self._on_odometry, 10)
-        self.create_subscription(Float64MultiArray, SWARM_TOPIC, self.on_agent_state, SWARM_QOS)
+        if subscribe_swarm:
+            self.create_subscription(Float64MultiArray, SWARM_TOPIC, self._on_agent_state, SWARM_QOS)
         self.create_subscription(Float64MultiArray, TARGET_TOPIC, self._on_target_state, 10)
         self.create_service(SetBool, '~/inject_failure', self._on_inject_failure)
         self._timer = self.create_timer(self._params.control_period, self._on_tick)
@@ -96,15 +100,16 @@ class AgentNode(Node):
         stamp = rclpy.time.Time.from_msg(msg.header.stamp).nanoseconds
         self._odometry.append((stamp, position, velocity))
 
-    def on_agent_state(self, msg: Float64MultiArray) -> None:
-        if self._failed:
-            return
+    def _on_agent_state(self, msg: Float64MultiArray) -> None:
         try:
             state = agent_state_from_msg(msg)
         except ValueError as error:
             self.get_logger().warning(f'ignoring agent state: {error}', throttle_duration_sec=5.0)
             return
-        if state.agent_id != self.agent_id:
+        self.receive_agent_state(state)
+
+    def receive_agent_state(self, state: AgentStateMsg) -> None:
+        if not self._failed and state.agent_id != self.agent_id:
             self._channel.receive(('agent', state), self._now_ns() * 1e-9)
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:

@@ -17,6 +17,7 @@ from visualization_msgs.msg import MarkerArray
 from velocity_mobility_ros.ros_params import ParamSpec, declare
 
 from ..analysis.report import write_run_outputs
+from ..core.controller import AgentStateMsg
 from ..core.metrics import METRIC_NAMES, compute_metrics
 from ..messages import agent_state_from_msg, target_state_from_msg
 from .agent_node import SWARM_QOS, SWARM_TOPIC, TARGET_TOPIC
@@ -28,15 +29,17 @@ SPECS = [
     ParamSpec('metrics_period', 0.05, 'metrics computation and publication period [s]', min=1e-3),
     ParamSpec('agent_state_timeout', 0.0,
               'an agent is live while its last state is at most this old [s]; 0 = 3 x metrics_period', min=0.0),
-    ParamSpec('marker_period', 0.2, 'RViz marker publication period [s]; 0 disables', min=0.0),
-    ParamSpec('trail_length', 150, 'positions kept per agent trail in the markers', min=0, max=100_000),
+    ParamSpec('marker_period', 0.5, 'RViz marker publication period [s]; 0 disables', min=0.0),
+    ParamSpec('trail_length', 60, 'positions kept per agent trail in the markers', min=0, max=100_000),
     ParamSpec('world_frame', 'world', 'frame of the markers'),
     ParamSpec('output_dir', '', 'directory for the run outputs (CSV, plots, summary.json) written on shutdown; empty = none'),
 ]
 
 
 class MetricsNode(Node):
-    def __init__(self, **kwargs) -> None:
+    """``subscribe_swarm=False``: states come through :meth:`receive_agent_state` instead."""
+
+    def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
         super().__init__('metrics', **kwargs)
         self.config = declare(self, SPECS)
         period = self.config['metrics_period']
@@ -51,7 +54,8 @@ class MetricsNode(Node):
         self._metric_pubs = {name: self.create_publisher(Float64, f'/swarm/metrics/{name}', 10)
                             for name in METRIC_NAMES}
         self._marker_pub = self.create_publisher(MarkerArray, '/swarm/markers', 10)
-        self.create_subscription(Float64MultiArray, SWARM_TOPIC, self._on_agent_state, SWARM_QOS)
+        if subscribe_swarm:
+            self.create_subscription(Float64MultiArray, SWARM_TOPIC, self._on_agent_state, SWARM_QOS)
         self.create_subscription(Float64MultiArray, TARGET_TOPIC, self._on_target_state, 10)
         self.create_timer(period, self._on_tick)
         if self.config['marker_period'] > 0:
@@ -62,9 +66,12 @@ class MetricsNode(Node):
 
     def _on_agent_state(self, msg: Float64MultiArray) -> None:
         try:
-            self._pending.append((self._now_ns(), 'agent', agent_state_from_msg(msg)))
+            self.receive_agent_state(agent_state_from_msg(msg))
         except ValueError as error:
             self.get_logger().warning(f'ignoring agent state: {error}', throttle_duration_sec=5.0)
+
+    def receive_agent_state(self, state: AgentStateMsg) -> None:
+        self._pending.append((self._now_ns(), 'agent', state))
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
         try:

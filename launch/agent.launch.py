@@ -1,0 +1,38 @@
+"""One agent's controller, e.g. on a companion computer next to its vehicle driver.
+
+    ros2 launch soliton_encirclement_ros agent.launch.py agent_name:=uav3 agent_id:=3
+
+The controller reads <agent_name>/odom and writes <agent_name>/cmd_vel; it meets the rest of
+the swarm on /swarm/agent_states and the target on /target/state.
+"""
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.substitutions import LaunchConfiguration
+
+from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace
+from soliton_encirclement_ros.launch_support import launch_nodes
+
+ARGUMENTS = {
+    'agent_name': ('uav1', 'vehicle name and namespace'),
+    'agent_id': ('1', 'integer id of this agent in the swarm'),
+    'radius': ('20.0', 'encirclement radius R [m]'),
+    'params_file': ('', 'ROS 2 parameter YAML (optional)'),
+    'use_sim_time': ('false', 'use /clock'),
+}
+
+
+def _nodes(context):
+    value = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    plan = SwarmPlan(num_agents=1, names=(value['agent_name'],), ids=(int(value['agent_id']),),
+                     radius=float(value['radius']),
+                     params_files=(value['params_file'],) if value['params_file'] else (),
+                     use_sim_time=value['use_sim_time'].lower() == 'true')
+    return launch_nodes(in_namespace(build_graph(plan), f'/{value["agent_name"]}'))
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, (default, description) in ARGUMENTS.items()],
+        OpaqueFunction(function=_nodes),
+    ])

@@ -1,0 +1,53 @@
+"""N simulated UAVs encircling a target: the graph of soliton_encirclement_ros.graph.
+
+    ros2 launch soliton_encirclement_ros swarm_sim.launch.py num_agents:=10 rviz:=true
+
+The swarm mobility node simulates every vehicle and, with use_sim_time, publishes /clock.
+"""
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch import LaunchDescription
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from soliton_encirclement_ros.graph import SwarmPlan, build_graph
+from soliton_encirclement_ros.launch_support import launch_nodes
+
+SHARE = get_package_share_directory('soliton_encirclement_ros')
+ARGUMENTS = {
+    'num_agents': ('10', 'number of simulated UAVs'),
+    'radius': ('20.0', 'encirclement radius R [m]'),
+    'params_file': (os.path.join(SHARE, 'config', 'swarm.yaml'), 'ROS 2 parameter YAML for every node'),
+    'use_sim_time': ('true', 'run on the simulated /clock published by the swarm mobility node'),
+    'real_time_factor': ('1.0', 'sim seconds per wall second of the simulated clock'),
+    'seed': ('0', 'seed of initial poses, target motion and failures'),
+    'control_period': ('0.05', 'agent control period [s]'),
+    'target_motion': ('static', 'static, random or waypoints'),
+    'rviz': ('false', 'start RViz with config/swarm.rviz'),
+}
+
+
+def _nodes(context):
+    value = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+    params_file = value['params_file']
+    plan = SwarmPlan(
+        num_agents=int(value['num_agents']), radius=float(value['radius']), seed=int(value['seed']),
+        params_files=(params_file,) if params_file else (),
+        use_sim_time=value['use_sim_time'].lower() == 'true', clock_source='mobility',
+        real_time_factor=float(value['real_time_factor']),
+        control_period=float(value['control_period']), target_motion=value['target_motion'])
+    return launch_nodes(build_graph(plan))
+
+
+def generate_launch_description():
+    return LaunchDescription([
+        *[DeclareLaunchArgument(name, default_value=default, description=description)
+          for name, (default, description) in ARGUMENTS.items()],
+        OpaqueFunction(function=_nodes),
+        Node(package='rviz2', executable='rviz2', arguments=['-d', os.path.join(SHARE, 'config', 'swarm.rviz')],
+             parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
+             condition=IfCondition(LaunchConfiguration('rviz'))),
+    ])

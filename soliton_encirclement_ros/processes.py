@@ -1,0 +1,141 @@
+"""The swarm graph with one OS process per node, as ``ros2 launch`` starts it.
+
+Each node of ``graph.build_graph`` runs its own console script with the plan's ``--ros-args``;
+the swarm mobility node publishes ``/clock`` (``clock_source='mobility'``). This process only
+watches the clock, optionally records a bag, and stops the nodes with SIGINT when the
+requested sim time has passed, so ``metrics_node`` writes its outputs on the way out.
+"""
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
+
+from .graph import NodeSpec, SwarmPlan, build_graph
+
+STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
+STOP_TIMEOUT = 15.0      # wall s a node gets to exit after SIGINT
+STALL_TIMEOUT = 30.0     # wall s without clock progress before giving up
+
+
+def executable_path(spec: NodeSpec) -> str:
+    """The node's console script: beside this Python (pip/venv) or in the ament prefix (colcon)."""
+    local = Path(sys.executable).parent / spec.executable
+    if local.exists():
+        return str(local)
+    try:
+        from ament_index_python.packages import get_package_prefix
+        candidate = Path(get_package_prefix(spec.package)) / 'lib' / spec.package / spec.executable
+        if candidate.exists():
+            return str(candidate)
+    except (ImportError, LookupError):
+        pass
+    found = shutil.which(spec.executable)
+    if found is None:
+        raise FileNotFoundError(f'executable {spec.executable} of {spec.package} not found')
+    return found
+
+
+class ProcessGraph:
+    def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap') -> None:
+        self._log_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_logs_'))
+        self.processes: list[tuple[NodeSpec, subprocess.Popen, Path]] = []
+        self.sim_time_ns = 0
+        self.context = Context()
+        rclpy.init(args=[], context=self.context)
+        self.node = Node('swarm_sim_monitor', context=self.context,
+                         parameter_overrides=[Parameter('use_sim_time', value=True)])
+        self.node.create_subscription(Clock, '/clock', self._on_clock, 10)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.recorder = None
+        if record:
+            from .recording import BagRecorder
+            self.recorder = BagRecorder(self.node, record, storage=storage)
+        for spec in build_graph(plan):
+            log = self._log_dir / f'{spec.full_name.strip("/").replace("/", "_")}.log'
+            with open(log, 'w') as handle:
+                process = subprocess.Popen([executable_path(spec), *spec.ros_args()], stdout=handle,
+                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            self.processes.append((spec, process, log))
+
+    def _on_clock(self, msg: Clock) -> None:
+        self.sim_time_ns = Time.from_msg(msg.clock).nanoseconds
+
+    @property
+    def sim_time(self) -> float:
+        return self.sim_time_ns * 1e-9
+
+    def _check_children(self) -> None:
+        for spec, process, log in self.processes:
+            if process.poll() is not None:
+                raise ChildFailed(f'{spec.full_name} exited with code {process.returncode}: {_last_line(log)}')
+
+    def run(self, duration: float, progress: bool = False) -> None:
+        end_ns = round(duration * 1e9)
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=round(duration), unit='sim s', file=sys.stderr)
+        last_progress = (time.monotonic(), 0)
+        started = time.monotonic()
+        try:
+            while self.sim_time_ns < end_ns:
+                self.executor.spin_once(timeout_sec=0.05)
+                self._check_children()
+                if self.recorder is not None:
+                    self.recorder.discover()
+                now = time.monotonic()
+                if self.sim_time_ns > last_progress[1]:
+                    last_progress = (now, self.sim_time_ns)
+                elif self.sim_time_ns == 0 and now - started > STARTUP_TIMEOUT:
+                    raise ChildFailed(f'no /clock within {STARTUP_TIMEOUT:.0f} s of starting the nodes')
+                elif self.sim_time_ns > 0 and now - last_progress[0] > STALL_TIMEOUT:
+                    raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
+                if bar is not None:
+                    bar.update(self.sim_time_ns // 1_000_000_000 - bar.n)
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def close(self) -> str:
+        """Stop every node (SIGINT, then SIGKILL), close the bag; returns a failure or ''."""
+        failure = ''
+        for _, process, _ in self.processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        for spec, process, log in self.processes:
+            try:
+                process.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                failure = failure or f'{spec.full_name} did not stop on SIGINT (killed); log: {log}'
+        if self.recorder is not None:
+            self.recorder.close()
+        self.node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        if not failure:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+        return failure
+
+
+class ChildFailed(RuntimeError):
+    """A node process died or the clock did not advance."""
+
+
+def _last_line(log: Path) -> str:
+    lines = [line for line in log.read_text(errors='replace').splitlines() if line.strip()]
+    return lines[-1] if lines else '(no output)'

@@ -1,0 +1,93 @@
+"""The node-graph plan: one pure function shared by launch files and swarm_sim."""
+import pytest
+
+from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace
+
+
+def by_executable(specs, executable):
+    return [s for s in specs if s.executable == executable]
+
+
+def test_sim_graph_has_mobility_target_n_agents_and_metrics():
+    specs = build_graph(SwarmPlan(num_agents=5, seed=3))
+    assert [s.executable for s in specs] == (
+        ['swarm_mobility_node', 'target_node'] + ['agent_node'] * 5 + ['metrics_node'])
+    agents = by_executable(specs, 'agent_node')
+    assert [a.namespace for a in agents] == [f'/uav{i}' for i in range(1, 6)]
+    assert [a.parameters['agent_id'] for a in agents] == [1, 2, 3, 4, 5]
+    assert len({s.full_name for s in specs}) == len(specs)
+    mobility = by_executable(specs, 'swarm_mobility_node')[0]
+    assert mobility.parameters['vehicle_names'] == [f'uav{i}' for i in range(1, 6)]
+    assert len(mobility.parameters['initial_positions']) == 15
+
+
+def test_initial_poses_are_seeded_and_follow_the_reference_placement():
+    first = SwarmPlan(num_agents=8, seed=7).initial_positions()
+    assert first == SwarmPlan(num_agents=8, seed=7).initial_positions()
+    assert first != SwarmPlan(num_agents=8, seed=8).initial_positions()
+    for x, y, _ in first:  # x = a R cos, y = b R sin with a, b in [0.8, 1.2]
+        assert 0.8 * 20 - 1e-9 <= (x * x + y * y) ** 0.5 <= 1.2 * 20 + 1e-9
+
+
+def test_parameters_and_files_flow_to_every_node():
+    plan = SwarmPlan(num_agents=2, radius=35.0, control_period=0.02, failures_per_min=1.5,
+                     loss=0.1, delay=0.02, params_files=('/tmp/p.yaml',), use_sim_time=False)
+    specs = build_graph(plan)
+    assert all(s.params_files == ('/tmp/p.yaml',) for s in specs)
+    assert all(s.parameters['use_sim_time'] is False for s in specs)
+    agent = by_executable(specs, 'agent_node')[0]
+    expected = {'radius': 35.0, 'control_period': 0.02, 'failures_per_min': 1.5, 'loss': 0.1, 'delay': 0.02}
+    assert {k: agent.parameters[k] for k in expected} == expected
+    assert by_executable(specs, 'metrics_node')[0].parameters['radius'] == 35.0
+    assert by_executable(specs, 'target_node')[0].parameters['broadcast_period'] == 0.02
+
+
+def test_ros_args_are_the_command_line_of_a_ros2_run():
+    spec = by_executable(build_graph(SwarmPlan(num_agents=1, params_files=('/p.yaml',))), 'agent_node')[0]
+    args = spec.ros_args()
+    assert args[:5] == ['--ros-args', '-r', '__node:=agent', '-r', '__ns:=/uav1']
+    assert args[5:7] == ['--params-file', '/p.yaml']
+    assert '-p' in args and 'agent_id:=1' in args and 'use_sim_time:=true' in args
+
+
+def test_mobility_publishes_the_clock_only_when_it_owns_it():
+    def mobility(**kw):
+        return by_executable(build_graph(SwarmPlan(num_agents=1, **kw)), 'swarm_mobility_node')[0]
+    assert 'publish_clock' not in mobility(clock_source='runner').parameters
+    assert mobility(clock_source='mobility', real_time_factor=2.0).parameters['real_time_factor'] == 2.0
+    assert 'publish_clock' not in mobility(clock_source='mobility', use_sim_time=False).parameters
+
+
+def test_px4_mode_pairs_each_agent_with_a_bridge_and_no_simulated_vehicles():
+    plan = SwarmPlan(num_agents=3, mode='px4', px4_origins=((0, 0, 0), (0, 3, 0), (0, 6, 0)))
+    specs = build_graph(plan)
+    assert not by_executable(specs, 'swarm_mobility_node')
+    bridges = by_executable(specs, 'px4_bridge_node')
+    assert [b.namespace for b in bridges] == ['/uav1', '/uav2', '/uav3']
+    assert [b.parameters['px4_namespace'] for b in bridges] == ['px4_1', 'px4_2', 'px4_3']
+    assert [b.parameters['target_system'] for b in bridges] == [2, 3, 4]
+    assert bridges[2].parameters['origin_enu'] == [0.0, 6.0, 0.0]
+    one = in_namespace(specs, '/uav2')
+    assert [s.executable for s in one] == ['agent_node', 'px4_bridge_node']
+
+
+def test_single_agent_plan_keeps_an_explicit_id():
+    specs = build_graph(SwarmPlan(num_agents=1, names=('scout',), ids=(7,)))
+    agent = by_executable(specs, 'agent_node')[0]
+    assert agent.namespace == '/scout' and agent.parameters['agent_id'] == 7
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'num_agents': 0}, 'num_agents must be an integer >= 1'),
+    ({'num_agents': 2, 'names': ('a', 'a')}, 'duplicate agent names: a'),
+    ({'num_agents': 2, 'names': ('a',)}, 'names has 1 entries'),
+    ({'num_agents': 1, 'names': ('9lives',)}, 'ROS name tokens'),
+    ({'num_agents': 1, 'names': ('target',)}, 'ROS name tokens'),
+    ({'radius': -1.0}, 'radius must be a finite number > 0'),
+    ({'loss': 1.0}, 'loss must be in [0, 1)'),
+    ({'target_motion': 'orbit'}, 'target_motion must be one of'),
+    ({'num_agents': 2, 'ids': (1, 1)}, 'ids must be 2 distinct integers'),
+])
+def test_bad_plans_are_rejected_with_the_reason(kwargs, message):
+    with pytest.raises(ValueError, match=message.replace('[', r'\[').replace(')', r'\)').replace('(', r'\(')):
+        SwarmPlan(**kwargs)

@@ -1,0 +1,129 @@
+"""swarm_sim end to end with real rclpy: the ring forms, runs are reproducible, bad starts fail cleanly.
+
+Thresholds come from the ROS-free batch simulator on the same scenario (5 agents, seed 1,
+control period 0.05 s, 25 s): final E_gap 0.0011, E_r 6e-7, E_gap settles (< 0.05 for good)
+at 9.8 s and E_r (< 0.01) at 6.5 s, run-mean E_gap 0.108. The ROS graph delivers messages one
+tick later than the batch model only through odometry, so it must land close to those numbers.
+"""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros import runner
+
+
+def run(tmp_path, *args, name='run'):
+    out = tmp_path / name
+    code = runner.main(['--no-progress', '--out', str(out), *args])
+    return code, out
+
+
+@pytest.fixture(scope='module')
+def ring(tmp_path_factory):
+    code, out = run(tmp_path_factory.mktemp('ring'), '--agents', '5', '--duration', '25', '--seed', '1')
+    assert code == 0
+    return out
+
+
+def test_the_ros_graph_forms_the_ring_like_the_batch_simulator(ring):
+    summary = json.loads((ring / 'summary.json').read_text())
+    assert summary['final']['E_gap'] < 0.01
+    assert summary['final']['E_r'] < 0.001
+    assert abs(summary['final']['G_max'] - 1.0) < 0.02
+    assert summary['settle_time']['E_gap'] is not None and summary['settle_time']['E_gap'] < 13.0
+    assert summary['settle_time']['E_r'] is not None and summary['settle_time']['E_r'] < 9.0
+    assert abs(summary['mean']['E_gap'] - 0.108) < 0.02
+    assert summary['real_time_factor'] > 0
+    assert summary['params']['agents'] == 5 and summary['params']['seed'] == 1
+
+
+def test_outputs_are_written(ring):
+    for name in ('metrics.csv', 'agents.csv', 'summary.json', 'trajectories.png', 'E_gap.png', 'E_r.png'):
+        assert (ring / name).stat().st_size > 0, name
+    header = (ring / 'metrics.csv').read_text().splitlines()[0]
+    assert header == 'timestamp,E_r,E_vr,rho,G_max,E_gap'
+    metrics = np.loadtxt(ring / 'metrics.csv', delimiter=',', skiprows=1)
+    assert metrics[-1, 0] == pytest.approx(25.0, abs=0.06)
+    assert np.all(np.diff(metrics[:, 0]) > 0)
+    agents = np.loadtxt(ring / 'agents.csv', delimiter=',', skiprows=1)
+    assert set(agents[:, 0].astype(int)) == {1, 2, 3, 4, 5}
+
+
+def test_same_seed_gives_identical_metrics(tmp_path):
+    outputs = []
+    for name in ('a', 'b'):
+        code, out = run(tmp_path, '--agents', '3', '--duration', '4', '--seed', '5', name=name)
+        assert code == 0
+        outputs.append((out / 'metrics.csv').read_text())
+    assert outputs[0] == outputs[1]
+    code, out = run(tmp_path, '--agents', '3', '--duration', '4', '--seed', '6', name='c')
+    assert (out / 'metrics.csv').read_text() != outputs[0]
+
+
+@pytest.mark.parametrize('args, message', [
+    (['--agents', '0'], 'num_agents must be an integer >= 1'),
+    (['--agents', '2', '--names', 'a,a'], 'duplicate agent names: a'),
+    (['--duration', '-1'], '--duration must be > 0'),
+])
+def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message):
+    code, out = run(tmp_path, *args)
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+    assert not out.exists()
+
+
+def test_bad_params_file_and_unknown_parameter_are_reported(tmp_path, capsys):
+    bad_yaml = tmp_path / 'bad.yaml'
+    bad_yaml.write_text('/**: {ros__parameters: {k_r: [1, 2}\n')
+    code, out = run(tmp_path, '--params-file', str(bad_yaml))
+    assert code == 2 and 'is not valid YAML' in capsys.readouterr().err and not out.exists()
+
+    unknown = tmp_path / 'unknown.yaml'
+    unknown.write_text('/**/agent:\n  ros__parameters:\n    k_rr: 2.0\n')
+    code, out = run(tmp_path, '--agents', '2', '--params-file', str(unknown))
+    err = capsys.readouterr().err
+    assert code == 2 and 'unknown parameter(s): k_rr' in err and not out.exists()
+
+    out_of_range = tmp_path / 'range.yaml'
+    out_of_range.write_text('/**/agent:\n  ros__parameters:\n    k_r: -1.0\n')
+    code, out = run(tmp_path, '--agents', '2', '--params-file', str(out_of_range))
+    err = capsys.readouterr().err
+    assert code == 2 and 'k_r' in err and not out.exists()
+
+
+def test_params_file_values_reach_the_nodes(tmp_path):
+    slow = tmp_path / 'slow.yaml'
+    slow.write_text('/swarm_mobility:\n  ros__parameters:\n    max_speed_xy: 1.0\n')
+    code, out = run(tmp_path, '--agents', '3', '--duration', '3', '--params-file', str(slow))
+    assert code == 0
+    agents = np.loadtxt(out / 'agents.csv', delimiter=',', skiprows=1)
+    assert agents[:, 3].max() <= 1.0 + 1e-6
+
+
+def test_sigint_still_writes_the_outputs_gathered_so_far(tmp_path):
+    out = tmp_path / 'interrupted'
+    proc = subprocess.Popen([sys.executable, '-m', 'soliton_encirclement_ros.runner', '--agents', '3',
+                             '--duration', '600', '--real-time-factor', '1', '--no-progress', '--out', str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        import time
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            line = proc.stderr.readline()
+            if 'simulating' in line:
+                break
+        time.sleep(4.0)
+        proc.send_signal(subprocess.signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, stderr
+    assert 'interrupted' in stderr
+    metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
+    assert 1.0 < metrics[-1, 0] < 30.0
+    assert json.loads((out / 'summary.json').read_text())['final']['E_r'] >= 0
