@@ -1,0 +1,262 @@
+"""``mobility_node``: one simulated vehicle driven by ``cmd_vel``, publishing ``odom``.
+
+:class:`MobilityNodeBase` is the shared ROS shell of the mobility nodes: it owns the vehicle
+parameters, one timer at ``sim_dt`` on the node clock (so ``use_sim_time`` + ``/clock`` drive
+it) that steps the vectorised core for all its vehicles, the per-vehicle command subscriptions,
+the command timeout and the odometry publishers. Subclasses only say which vehicles exist
+(:class:`MobilityNode` one, ``SwarmMobilityNode`` many).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import rclpy
+from geometry_msgs.msg import Twist, TwistStamped
+from nav_msgs.msg import Odometry
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
+
+from velocity_mobility_ros.messages import fill_odometry, new_odometry, write_twist
+from velocity_mobility_ros.model import VehicleState, body_to_world, step
+from velocity_mobility_ros.params import InterfaceParams, VehicleParams, split_node_params
+from velocity_mobility_ros.ros_params import ParamSpec, declare, declare_validated
+
+SIM_QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE)
+# Late joiners (e.g. `ros2 topic echo`) still get the current rejected-command counts.
+COUNTER_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
+                         durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
+
+SPIN_SLICE_S = 0.2  # how soon main() notices a shutdown request
+
+_DEFAULT_VEHICLE = VehicleParams()
+_DEFAULT_INTERFACE = InterfaceParams()
+
+
+def _limit(name: str, description: str, high: float, read_only: bool = False) -> ParamSpec:
+    return ParamSpec(name, getattr(_DEFAULT_VEHICLE, name), description, 0.0, high, read_only)
+
+
+# Parameters common to mobility_node and swarm_mobility_node; their names are a stable API.
+MOBILITY_PARAMS: tuple[ParamSpec, ...] = (
+    _limit('max_speed_xy', 'Bound on the horizontal speed (xy norm) [m/s]', 100.0),
+    _limit('max_speed_z', 'Bound on the vertical speed abs(vz) [m/s]', 100.0),
+    _limit('max_acc_xy', 'Bound on the horizontal acceleration (xy norm) [m/s^2]', 100.0),
+    _limit('max_acc_z', 'Bound on the vertical acceleration abs(az) [m/s^2]', 100.0),
+    _limit('max_dec_xy', 'Horizontal braking limit, used when the commanded horizontal speed '
+           'is below the current one [m/s^2]; 0 = same as max_acc_xy', 100.0),
+    _limit('max_dec_z', 'Vertical braking limit, used when the commanded abs(vz) is below the '
+           'current one [m/s^2]; 0 = same as max_acc_z', 100.0),
+    _limit('max_jerk_xy', 'Bound on the change of horizontal acceleration [m/s^3]; 0 = off',
+           1000.0),
+    _limit('max_jerk_z', 'Bound on the change of vertical acceleration [m/s^3]; 0 = off',
+           1000.0),
+    _limit('tau_xy', 'First-order velocity time constant, horizontal [s]; must exceed sim_dt; '
+           '0 = acceleration-limited step', 60.0),
+    _limit('tau_z', 'First-order velocity time constant, vertical [s]; must exceed sim_dt; '
+           '0 = acceleration-limited step', 60.0),
+    ParamSpec('sim_dt', _DEFAULT_VEHICLE.sim_dt, 'Integration step [s] (timer period on the '
+              'node clock)', 1e-4, 1.0, read_only=True),
+    ParamSpec('heading_mode', _DEFAULT_VEHICLE.heading_mode, "'command': yaw follows the "
+              "command's angular.z; 'velocity': yaw turns to face the horizontal velocity"),
+    ParamSpec('max_yaw_rate', _DEFAULT_VEHICLE.max_yaw_rate, 'Bound on abs(yaw rate) [rad/s]',
+              1e-3, 100.0),
+    _limit('max_yaw_acc', 'Bound on abs(yaw acceleration) [rad/s^2]; 0 = off', 1000.0),
+    ParamSpec('odom_rate', _DEFAULT_INTERFACE.odom_rate, 'Odometry rate [Hz]: odom is published '
+              'every round(1/(odom_rate*sim_dt)) steps', 0.01, 10000.0),
+    ParamSpec('cmd_timeout', _DEFAULT_INTERFACE.cmd_timeout, 'Seconds (node clock) without a '
+              'valid command before the vehicle brakes to a hover; 0 = never', 0.0, 3600.0),
+    ParamSpec('cmd_frame', _DEFAULT_INTERFACE.cmd_frame, "Frame of cmd_vel: 'world' (ENU) or "
+              "'body' (FLU, rotated by the current yaw every step)"),
+    ParamSpec('cmd_vel_stamped', _DEFAULT_INTERFACE.cmd_vel_stamped, 'Subscribe to '
+              'geometry_msgs/TwistStamped instead of Twist', read_only=True),
+    ParamSpec('world_frame', _DEFAULT_INTERFACE.world_frame, 'header.frame_id of the odometry'),
+)
+
+@dataclass(frozen=True)
+class VehicleIO:
+    """Where one simulated vehicle talks: its name (for logs), topics and body frame."""
+
+    name: str
+    cmd_topic: str
+    odom_topic: str
+    child_frame_id: str
+
+
+class MobilityNodeBase(Node):
+    """Simulates the vehicles a subclass lists, stepping all of them on one timer."""
+
+    def __init__(self, node_name: str, **node_kwargs: Any) -> None:
+        super().__init__(node_name, **node_kwargs)
+        self._vehicle, self._interface = declare_validated(
+            self, MOBILITY_PARAMS, split_node_params, self._apply_params)
+        vehicles, state = self._declare_vehicles()
+        n = len(vehicles)
+        self._names = [v.name for v in vehicles]
+        self._state = state
+        self._decimation = self._interface.odom_decimation(self._vehicle.sim_dt)
+        self._steps = 0
+        # Persistent commands (world or body frame, as cmd_frame says) and their receipt times.
+        self._cmd_linear = np.zeros((n, 3))
+        self._cmd_angular = np.zeros((n, 3))
+        self._cmd_time_ns = np.zeros(n, dtype=np.int64)
+        self._cmd_live = np.zeros(n, dtype=bool)
+        self._rejected = np.zeros(n, dtype=np.uint32)
+
+        msg_type = TwistStamped if self._interface.cmd_vel_stamped else Twist
+        self._cmd_subs = [
+            self.create_subscription(msg_type, v.cmd_topic, self._command_callback(i), SIM_QOS)
+            for i, v in enumerate(vehicles)]
+        self._odom_pubs = [self.create_publisher(Odometry, v.odom_topic, SIM_QOS) for v in vehicles]
+        self._odom_msgs = [new_odometry(self._interface.world_frame, v.child_frame_id)
+                           for v in vehicles]
+        self._rejected_pub = self.create_publisher(
+            UInt32MultiArray, '~/rejected_commands', COUNTER_QOS)
+        self._publish_rejected()
+        self._timer = self.create_timer(self._vehicle.sim_dt, self._tick)
+        self.get_logger().info(
+            f'simulating {n} vehicle(s) at sim_dt {self._vehicle.sim_dt} s, odometry every '
+            f'{self._decimation} step(s)')
+
+    def _declare_vehicles(self) -> tuple[list[VehicleIO], VehicleState]:
+        """Declare the subclass's own parameters; return its vehicles and their initial state."""
+        raise NotImplementedError
+
+    @property
+    def state(self) -> VehicleState:
+        """Current simulated state of all vehicles (read-only use)."""
+        return self._state
+
+    @property
+    def rejected_commands(self) -> np.ndarray:
+        """Rejected (non-finite) commands per vehicle, in vehicle order."""
+        return self._rejected.copy()
+
+    def _apply_params(self, settings: tuple[VehicleParams, InterfaceParams]) -> None:
+        self._vehicle, self._interface = settings
+        self._decimation = self._interface.odom_decimation(self._vehicle.sim_dt)
+        for msg in self._odom_msgs:
+            msg.header.frame_id = self._interface.world_frame
+
+    def _command_callback(self, index: int) -> Callable[[Twist | TwistStamped], None]:
+        linear, angular = self._cmd_linear[index], self._cmd_angular[index]
+
+        def on_command(msg: Twist | TwistStamped) -> None:
+            try:
+                write_twist(msg, linear, angular)
+            except ValueError as error:
+                self._rejected[index] += 1
+                self._publish_rejected()
+                self.get_logger().warning(
+                    f'{self._names[index]}: rejected cmd_vel ({error}); the last valid command '
+                    f'stays in force ({self._rejected[index]} rejected so far)',
+                    throttle_duration_sec=1.0)
+                return
+            if not self._cmd_live[index] and self._cmd_time_ns[index] != 0:
+                self.get_logger().info(f'{self._names[index]}: cmd_vel resumed')
+            self._cmd_time_ns[index] = self.get_clock().now().nanoseconds
+            self._cmd_live[index] = True
+        return on_command
+
+    def _publish_rejected(self) -> None:
+        msg = UInt32MultiArray()
+        msg.layout.dim = [MultiArrayDimension(
+            label='vehicle', size=len(self._names), stride=len(self._names))]
+        msg.data = self._rejected.tolist()
+        self._rejected_pub.publish(msg)
+
+    def _expire_commands(self, now_ns: int) -> None:
+        """Zero the commands of vehicles without a valid one for cmd_timeout (logged once)."""
+        timeout_ns = int(self._interface.cmd_timeout * 1e9)
+        if timeout_ns <= 0 or not self._cmd_live.any():
+            return
+        expired = self._cmd_live & (now_ns - self._cmd_time_ns > timeout_ns)
+        for index in np.flatnonzero(expired):
+            self._cmd_linear[index] = 0.0
+            self._cmd_angular[index] = 0.0
+            self._cmd_live[index] = False
+            self.get_logger().warning(
+                f'{self._names[index]}: no valid cmd_vel for {self._interface.cmd_timeout} s; '
+                'braking to a hover')
+
+    def _tick(self) -> None:
+        now = self.get_clock().now()
+        self._expire_commands(now.nanoseconds)
+        v_des = self._cmd_linear
+        if self._interface.cmd_frame == 'body':
+            v_des = body_to_world(v_des, self._state.yaw)
+        self._state = step(self._state, v_des, self._vehicle, self._cmd_angular[:, 2])
+        self._steps += 1
+        if self._steps % self._decimation == 0:
+            state = self._state
+            fill_odometry(self._odom_msgs, state.position, state.velocity, state.yaw,
+                          now.to_msg(), state.yaw_rate)
+            for pub, msg in zip(self._odom_pubs, self._odom_msgs):
+                pub.publish(msg)
+
+
+def _frame_prefix(namespace: str) -> str:
+    stripped = namespace.strip('/')
+    return f'{stripped}/' if stripped else ''
+
+
+class MobilityNode(MobilityNodeBase):
+    """One vehicle: relative topics ``cmd_vel``/``odom``, child frame ``<ns>/base_link``."""
+
+    POSE_PARAMS = (
+        ParamSpec('initial_position', [0.0, 0.0, 0.0], 'Initial position [x, y, z] in the world '
+                  'frame [m]', read_only=True),
+        ParamSpec('initial_yaw', 0.0, 'Initial yaw [rad] (ENU, 0 = facing +x)', -2 * math.pi, 2 * math.pi,
+                  read_only=True),
+    )
+
+    def __init__(self, node_name: str = 'mobility', **node_kwargs: Any) -> None:
+        super().__init__(node_name, **node_kwargs)
+
+    def _declare_vehicles(self) -> tuple[list[VehicleIO], VehicleState]:
+        values = declare(self, self.POSE_PARAMS)
+        position = values['initial_position']
+        if len(position) != 3:
+            raise ValueError(f'initial_position must be [x, y, z], got {position}')
+        name = self.get_namespace().strip('/') or self.get_name()
+        io = VehicleIO(name, 'cmd_vel', 'odom',
+                       f'{_frame_prefix(self.get_namespace())}base_link')
+        return [io], VehicleState.at_rest([position], [values['initial_yaw']])
+
+
+def spin_node(node_class: type[Node], args: list[str] | None = None) -> None:
+    """rclpy.init, spin one ``node_class`` until Ctrl-C/SIGTERM or shutdown, clean up.
+
+    Uses the EventsExecutor: it drives ROS-time timers from ``/clock`` as the
+    SingleThreadedExecutor does, at a lower CPU cost (see benchmarks/). Its ``spin()`` does
+    not return on SIGINT/SIGTERM (rclpy 9.1), so spin in short slices until the context ends.
+    """
+    rclpy.init(args=args)
+    node = None
+    executor = EventsExecutor()
+    try:
+        try:
+            node = node_class()
+        except (ValueError, ParameterException) as error:
+            rclpy.logging.get_logger(node_class.__name__).fatal(f'invalid configuration: {error}')
+            raise SystemExit(1) from error
+        executor.add_node(node)
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=SPIN_SLICE_S)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        executor.shutdown()
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown()
+
+
+def main(args: list[str] | None = None) -> None:
+    spin_node(MobilityNode, args)

@@ -1,0 +1,115 @@
+"""Declare node parameters from a spec table and validate changes with a pure function.
+
+A node lists its parameters as :class:`ParamSpec` rows (name, default, description, range,
+read-only). :func:`declare_validated` declares them with full descriptors, builds the node's
+settings object through a pure ``validate(mapping)`` (e.g. ``VehicleParams.from_mapping``),
+rejects run-time changes that ``validate`` refuses (the ``ValueError`` text becomes the
+rejection reason) and hands every accepted change to ``apply``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
+
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                SetParametersResult)
+from rclpy.exceptions import ParameterUninitializedException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+Settings = TypeVar('Settings')
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: its default fixes the type unless ``type`` is given (needed for ``[]``)."""
+
+    name: str
+    default: Any
+    description: str
+    min: float | None = None
+    max: float | None = None
+    read_only: bool = False
+    type: Parameter.Type | None = None
+
+    @property
+    def param_type(self) -> Parameter.Type:
+        return self.type or Parameter.Type.from_parameter_value(self.default)
+
+    def descriptor(self) -> ParameterDescriptor:
+        desc = ParameterDescriptor(
+            name=self.name, type=self.param_type.value, description=self.description,
+            read_only=self.read_only)
+        if self.min is not None or self.max is not None:
+            low = -math.inf if self.min is None else self.min
+            high = math.inf if self.max is None else self.max
+            if self.param_type == Parameter.Type.DOUBLE:
+                desc.floating_point_range = [
+                    FloatingPointRange(from_value=float(low), to_value=float(high))]
+                desc.additional_constraints = f'{low} <= {self.name} <= {high}'
+            elif self.param_type == Parameter.Type.INTEGER:
+                desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high))]
+                desc.additional_constraints = f'{low} <= {self.name} <= {high}'
+        return desc
+
+
+def declare(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
+    """Declare ``specs`` on ``node`` (overrides/YAML win over defaults); return their values.
+
+    Raises rclpy's ``InvalidParameterValueException`` when an override is outside its range.
+    """
+    specs = list(specs)
+    for spec in specs:
+        empty = isinstance(spec.default, (list, tuple)) and not spec.default
+        node.declare_parameter(spec.name, spec.param_type if empty else spec.default,
+                               spec.descriptor())
+    return current_values(node, specs)
+
+
+def current_values(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
+    """Current values of declared ``specs``; arrays as lists, an unset array as its default."""
+    values = {}
+    for spec in specs:
+        try:
+            value = node.get_parameter(spec.name).value
+        except ParameterUninitializedException:
+            value = spec.default
+        values[spec.name] = _plain(value)
+    return values
+
+
+def _plain(value: Any) -> Any:
+    """Parameter arrays (array.array or list) as lists, other values unchanged."""
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else value
+
+
+def declare_validated(node: Node, specs: Sequence[ParamSpec],
+                      validate: Callable[[Mapping[str, Any]], Settings],
+                      apply: Callable[[Settings], None]) -> Settings:
+    """Declare ``specs``, return ``validate(values)`` and keep it valid at run time.
+
+    A ``ValueError`` from ``validate`` at start-up propagates (the node cannot start with a
+    bad configuration); at run time it rejects the change with its message as the reason.
+    After an accepted change to any of ``specs``, ``apply(validate(new values))`` runs.
+    """
+    settings = validate(declare(node, specs))
+    names = {spec.name for spec in specs}
+
+    def check(params: list[Parameter]) -> SetParametersResult:
+        changed = {p.name: _plain(p.value) for p in params if p.name in names}
+        if not changed:
+            return SetParametersResult(successful=True)
+        try:
+            validate({**current_values(node, specs), **changed})
+        except ValueError as error:
+            return SetParametersResult(successful=False, reason=str(error))
+        return SetParametersResult(successful=True)
+
+    def apply_changes(params: list[Parameter]) -> None:
+        if any(p.name in names for p in params):
+            apply(validate(current_values(node, specs)))
+
+    node.add_on_set_parameters_callback(check)
+    node.add_post_set_parameters_callback(apply_changes)
+    return settings
