@@ -176,7 +176,7 @@ class AgentNode(Node):
         self._failed = failed
         if failed:
             self._cmd_pub.publish(Twist())
-            self._channel.clear()
+            self._channel.due(float('inf'))  # drop what is in flight: a failed agent hears nothing
             self.get_logger().warning(f'agent {self.agent_id}: failure injected, commanding zero and going silent')
         else:
             self._state = initial_state(self.agent_id)

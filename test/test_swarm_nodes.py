@@ -1,0 +1,225 @@
+"""agent_node, target_node and metrics_node as real rclpy nodes on a simulated clock."""
+import math
+import time
+
+import numpy as np
+import pytest
+import rclpy
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rclpy.executors import SingleThreadedExecutor, TimeoutException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64, Float64MultiArray
+from std_srvs.srv import SetBool
+
+from soliton_encirclement_ros.core.controller import AgentStateMsg
+from soliton_encirclement_ros.messages import (agent_state_from_msg, agent_state_to_msg,
+                                               target_state_from_msg, target_state_to_msg)
+from soliton_encirclement_ros.nodes.agent_node import AgentNode
+from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
+from soliton_encirclement_ros.nodes.target_node import TargetNode
+from velocity_mobility_ros.messages import to_odometry
+
+SIM = [Parameter('use_sim_time', value=True)]
+
+
+class Harness:
+    """A driver node that owns /clock, records topics and publishes test inputs."""
+
+    def __init__(self, *nodes):
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.nodes = [factory(self.context) for factory in nodes]
+        self.driver = Node('driver', context=self.context, parameter_overrides=SIM)
+        self.clock = self.driver.create_publisher(Clock, '/clock', 10)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        for node in [self.driver, *self.nodes]:
+            self.executor.add_node(node)
+        self.received = {}
+        self.now_ns = 0
+
+    def record(self, msg_type, topic):
+        self.received[topic] = []
+        self.driver.create_subscription(msg_type, topic, self.received[topic].append, 100)
+
+    def publisher(self, msg_type, topic):
+        return self.driver.create_publisher(msg_type, topic, 100)
+
+    def settle(self, seconds=0.5):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def drain(self):
+        """Run callbacks until none is ready (DDS delivers synchronously within a process)."""
+        while True:
+            ran = 0
+            while True:  # a zero-timeout wait ends after each batch of ready entities
+                try:
+                    handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=0.0)
+                except TimeoutException:
+                    break
+                handler()
+                ran += 1
+            if not ran:
+                return
+
+    def advance(self, seconds, step=0.01, before_step=None):
+        for _ in range(round(seconds / step)):
+            self.now_ns += round(step * 1e9)
+            if before_step:
+                before_step(self.now_ns * 1e-9)
+            self.clock.publish(Clock(clock=Time(nanoseconds=self.now_ns).to_msg()))
+            self.drain()
+
+    def close(self):
+        for node in [self.driver, *self.nodes]:
+            node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+
+
+@pytest.fixture
+def agent_harness():
+    harness = Harness(lambda ctx: AgentNode(context=ctx, namespace='/uav1',
+                                            parameter_overrides=SIM + [Parameter('control_period', value=0.05)]))
+    harness.record(Twist, '/uav1/cmd_vel')
+    harness.record(Float64MultiArray, '/swarm/agent_states')
+    odom = harness.publisher(Odometry, '/uav1/odom')
+    states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
+    target = harness.publisher(Float64MultiArray, '/target/state')
+    harness.settle()
+    seq = iter(range(10**6))
+
+    def feed(now):
+        stamp = Time(nanoseconds=round(now * 1e9)).to_msg()
+        odom.publish(to_odometry([25.0, 0.0, 0.0], [0.0, 0.0, 0.0], 0.0, stamp, 'world', 'uav1/base_link'))
+        other = AgentStateMsg(agent_id=2, seq=next(seq), stamp=now, position=np.array([-20.0, 0.0, 0.0]),
+                              velocity=np.zeros(3), u=0.0, u_ss=0.0)
+        states.publish(agent_state_to_msg(other))
+        target.publish(target_state_to_msg(now, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+
+    harness.feed = feed
+    yield harness
+    harness.close()
+
+
+def own_states(harness):
+    return [s for s in map(agent_state_from_msg, harness.received['/swarm/agent_states']) if s.agent_id == 1]
+
+
+def test_agent_commands_the_radial_pd_correction_and_broadcasts_its_state(agent_harness):
+    agent_harness.advance(1.0, before_step=agent_harness.feed)
+    cmd = agent_harness.received['/uav1/cmd_vel'][-1]
+    # r = 25, R = 20: v_r_corr = -K_R*(r - R) = -5 along +x; the other agent sits opposite,
+    # so both gaps are pi, e_tau = 0 and u stays 0: no tangential term.
+    assert cmd.linear.x == pytest.approx(-5.0, abs=1e-9)
+    assert cmd.linear.y == pytest.approx(0.0, abs=1e-9)
+    mine = own_states(agent_harness)
+    assert len(mine) == pytest.approx(20, abs=1)  # one per 0.05 s control tick
+    assert [s.seq for s in mine] == list(range(mine[0].seq, mine[0].seq + len(mine)))
+    assert mine[-1].position.tolist() == [25.0, 0.0, 0.0]
+
+
+def test_failure_service_silences_the_agent_and_recovery_resumes(agent_harness):
+    agent_harness.advance(0.5, before_step=agent_harness.feed)
+    client = agent_harness.driver.create_client(SetBool, '/uav1/agent/inject_failure')
+    assert client.wait_for_service(timeout_sec=5.0)
+
+    def call(data):
+        future = client.call_async(SetBool.Request(data=data))
+        agent_harness.executor.spin_until_future_complete(future, timeout_sec=5.0)
+        return future.result()
+
+    assert call(True).success
+    broadcasts_before = len(own_states(agent_harness))
+    agent_harness.advance(1.0, before_step=agent_harness.feed)
+    assert len(own_states(agent_harness)) == broadcasts_before  # silent while failed
+    last = agent_harness.received['/uav1/cmd_vel'][-1]
+    assert (last.linear.x, last.linear.y, last.linear.z) == (0.0, 0.0, 0.0)
+    assert call(False).success
+    agent_harness.advance(0.5, before_step=agent_harness.feed)
+    assert len(own_states(agent_harness)) > broadcasts_before
+    assert agent_harness.received['/uav1/cmd_vel'][-1].linear.x == pytest.approx(-5.0, abs=1e-9)
+
+
+def test_malformed_states_are_ignored_and_bad_gains_rejected(agent_harness):
+    bad = agent_harness.publisher(Float64MultiArray, '/swarm/agent_states')
+    agent_harness.settle(0.2)
+    bad.publish(Float64MultiArray(data=[3.0, 0.0, 0.0, math.nan] + [0.0] * 7))
+    bad.publish(Float64MultiArray(data=[1.0, 2.0]))
+    agent_harness.advance(0.5, before_step=agent_harness.feed)
+    assert agent_harness.received['/uav1/cmd_vel'][-1].linear.x == pytest.approx(-5.0, abs=1e-9)
+    agent = agent_harness.nodes[0]
+    result = agent.set_parameters([Parameter('k_r', value=-1.0)])[0]
+    assert not result.successful and 'k_r' in result.reason
+    assert agent.get_parameter('k_r').value == 1.0
+    assert agent.set_parameters([Parameter('k_r', value=2.0)])[0].successful
+    agent_harness.advance(0.2, before_step=agent_harness.feed)
+    assert agent_harness.received['/uav1/cmd_vel'][-1].linear.x == pytest.approx(-10.0, abs=1e-9)
+
+
+def test_random_target_moves_at_its_speed_and_broadcasts_state():
+    harness = Harness(lambda ctx: TargetNode(context=ctx, namespace='/target', parameter_overrides=SIM + [
+        Parameter('motion', value='random'), Parameter('speed', value=3.0), Parameter('seed', value=4)]))
+    try:
+        harness.record(Odometry, '/target/odom')
+        harness.record(Float64MultiArray, '/target/state')
+        harness.settle()
+        harness.advance(6.0)
+        states = [target_state_from_msg(m) for m in harness.received['/target/state']]
+        assert len(states) == pytest.approx(6.0 / 0.05, abs=2)
+        speeds = [np.linalg.norm(s.velocity[:2]) for s in states]
+        assert max(speeds) <= 3.0 + 1e-9 and max(speeds) > 2.0  # tracks 3 m/s through a 1 s lag
+        headings = {round(math.atan2(s.velocity[1], s.velocity[0]), 1) for s in states if np.linalg.norm(s.velocity) > 1}
+        assert len(headings) > 3  # a new random heading every second
+        assert np.linalg.norm(states[-1].position[:2]) > 1.0
+        odom = harness.received['/target/odom'][-1]
+        assert odom.header.frame_id == 'world' and odom.child_frame_id == 'target/base_link'
+    finally:
+        harness.close()
+
+
+def test_unreachable_waypoint_time_is_a_startup_error():
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match='cannot be reached'):
+            TargetNode(context=context, parameter_overrides=[
+                Parameter('motion', value='waypoints'), Parameter('speed', value=2.0),
+                Parameter('waypoints', value=[0.0, 0.0, 0.0, 100.0, 0.0, 0.0]),
+                Parameter('arrival_times', value=[0.0, 5.0])])
+    finally:
+        rclpy.try_shutdown(context=context)
+
+
+def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
+    harness = Harness(lambda ctx: MetricsNode(context=ctx, namespace='/swarm', parameter_overrides=SIM))
+    try:
+        for name in ('E_r', 'E_gap', 'rho', 'G_max'):
+            harness.record(Float64, f'/swarm/metrics/{name}')
+        states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
+        target = harness.publisher(Float64MultiArray, '/target/state')
+        harness.settle()
+        seq = iter(range(10**6))
+
+        def ring(now):
+            k = next(seq)
+            for i in range(6):
+                angle = 2 * math.pi * i / 6 + 0.3
+                states.publish(agent_state_to_msg(AgentStateMsg(
+                    agent_id=i + 1, seq=k, stamp=now, position=np.array([5 + 20 * math.cos(angle), 20 * math.sin(angle), 0]),
+                    velocity=np.zeros(3), u=0.0, u_ss=0.0)))
+            target.publish(target_state_to_msg(now, [5.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+
+        harness.advance(0.5, before_step=ring)
+        assert harness.received['/swarm/metrics/E_gap'][-1].data == pytest.approx(0.0, abs=1e-9)
+        assert harness.received['/swarm/metrics/E_r'][-1].data == pytest.approx(0.0, abs=1e-9)
+        assert harness.received['/swarm/metrics/rho'][-1].data == pytest.approx(0.0, abs=1e-9)
+        assert harness.received['/swarm/metrics/G_max'][-1].data == pytest.approx(1.0, abs=1e-9)
+        metrics, agents, _ = harness.nodes[0].series()
+        assert set(agents[:, 0].astype(int)) == set(range(1, 7))
+    finally:
+        harness.close()
