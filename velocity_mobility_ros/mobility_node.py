@@ -106,7 +106,8 @@ class MobilityNodeBase(Node):
         self._cmd_linear = np.zeros((n, 3))
         self._cmd_angular = np.zeros((n, 3))
         self._cmd_time_ns = np.zeros(n, dtype=np.int64)
-        self._cmd_live = np.zeros(n, dtype=bool)
+        self._cmd_live = np.zeros(n, dtype=bool)  # a command in force, subject to the timeout
+        self._cmd_timed_out = np.zeros(n, dtype=bool)
         self._rejected = np.zeros(n, dtype=np.uint32)
 
         msg_type = TwistStamped if self._interface.cmd_vel_stamped else Twist
@@ -134,6 +135,16 @@ class MobilityNodeBase(Node):
         return self._state
 
     @property
+    def steps(self) -> int:
+        """Simulation steps taken since start."""
+        return self._steps
+
+    @property
+    def command_velocity(self) -> np.ndarray:
+        """Linear commands in force (N, 3), in the cmd_frame; zeros after a timeout."""
+        return self._cmd_linear.copy()
+
+    @property
     def rejected_commands(self) -> np.ndarray:
         """Rejected (non-finite) commands per vehicle, in vehicle order."""
         return self._rejected.copy()
@@ -158,7 +169,8 @@ class MobilityNodeBase(Node):
                     f'stays in force ({self._rejected[index]} rejected so far)',
                     throttle_duration_sec=1.0)
                 return
-            if not self._cmd_live[index] and self._cmd_time_ns[index] != 0:
+            if self._cmd_timed_out[index]:
+                self._cmd_timed_out[index] = False
                 self.get_logger().info(f'{self._names[index]}: cmd_vel resumed')
             self._cmd_time_ns[index] = self.get_clock().now().nanoseconds
             self._cmd_live[index] = True
@@ -181,6 +193,7 @@ class MobilityNodeBase(Node):
             self._cmd_linear[index] = 0.0
             self._cmd_angular[index] = 0.0
             self._cmd_live[index] = False
+            self._cmd_timed_out[index] = True
             self.get_logger().warning(
                 f'{self._names[index]}: no valid cmd_vel for {self._interface.cmd_timeout} s; '
                 'braking to a hover')
