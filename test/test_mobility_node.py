@@ -315,9 +315,9 @@ def test_mobility_node_process_follows_a_twist_publisher(ros):
     exe = bin_dir / 'mobility_node'
     command = [str(exe)] if exe.exists() else [sys.executable, '-m',
                                                'velocity_mobility_ros.mobility_node']
-    proc = subprocess.Popen(command + ['--ros-args', '-r', '__ns:=/realgraph', '--params-file',
-                                       str(MOBILITY_YAML), '-p', 'tau_xy:=0.0', '-p', 'tau_z:=0.0'],
-                            env=os.environ.copy())
+    ros_args = ['--ros-args', '-r', '__ns:=/realgraph', '--params-file', str(MOBILITY_YAML),
+                '-p', 'tau_xy:=0.0', '-p', 'tau_z:=0.0']
+    proc = subprocess.Popen(command + ros_args, env=os.environ.copy())
     node = rclpy.create_node('realgraph_driver')
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -346,4 +346,43 @@ def test_mobility_node_process_follows_a_twist_publisher(ros):
     stamps = stamps_ns(odom)
     assert stamps == sorted(stamps)
     assert abs(stamps[-1] * 1e-9 - time.time()) < 5.0  # wall-clock (ROS time) stamps
+    assert return_code == 0
+
+
+def test_mobility_node_process_steps_and_stamps_on_sim_clock(ros):
+    """main()'s executor runs ROS-time timers from /clock: stamps are sim time, not wall time."""
+    bin_dir = Path(sys.executable).parent
+    exe = bin_dir / 'mobility_node'
+    command = [str(exe)] if exe.exists() else [sys.executable, '-m',
+                                               'velocity_mobility_ros.mobility_node']
+    proc = subprocess.Popen(command + ['--ros-args', '-r', '__ns:=/simclock', '-p',
+                                       'use_sim_time:=true', '-p', 'cmd_timeout:=0.0'])
+    node = rclpy.create_node('simclock_driver')
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    odom = []
+    node.create_subscription(Odometry, '/simclock/odom', odom.append, SIM_QOS)
+    clock_pub = node.create_publisher(Clock, '/clock', 10)
+    sim_ns = [1000 * 10**9]  # sim time starts at 1000 s, far from wall time
+
+    def publish_clock():
+        sim_ns[0] += 10_000_000
+        clock_pub.publish(Clock(clock=Time(sec=sim_ns[0] // 10**9,
+                                           nanosec=sim_ns[0] % 10**9)))
+
+    node.create_timer(0.01, publish_clock)
+    try:
+        deadline = time.monotonic() + 20.0
+        while len(odom) < 30 and time.monotonic() < deadline:
+            executor.spin_once(timeout_sec=0.05)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        return_code = proc.wait(timeout=10)
+        executor.shutdown()
+        node.destroy_node()
+    assert len(odom) >= 30, 'mobility_node did not step on /clock'
+    stamps = stamps_ns(odom)
+    assert all(1000 * 10**9 < s <= sim_ns[0] for s in stamps)
+    assert all(s % 10_000_000 == 0 for s in stamps)  # timer ticks land on /clock ticks
+    assert stamps == sorted(stamps)
     assert return_code == 0

@@ -114,7 +114,8 @@ class MobilityNodeBase(Node):
         self._cmd_subs = [
             self.create_subscription(msg_type, v.cmd_topic, self._command_callback(i), SIM_QOS)
             for i, v in enumerate(vehicles)]
-        self._odom_pubs = [self.create_publisher(Odometry, v.odom_topic, SIM_QOS) for v in vehicles]
+        self._odom_pubs = [self.create_publisher(Odometry, v.odom_topic, SIM_QOS)
+                           for v in vehicles]
         self._odom_msgs = [new_odometry(self._interface.world_frame, v.child_frame_id)
                            for v in vehicles]
         self._rejected_pub = self.create_publisher(
@@ -225,8 +226,8 @@ class MobilityNode(MobilityNodeBase):
     POSE_PARAMS = (
         ParamSpec('initial_position', [0.0, 0.0, 0.0], 'Initial position [x, y, z] in the world '
                   'frame [m]', read_only=True),
-        ParamSpec('initial_yaw', 0.0, 'Initial yaw [rad] (ENU, 0 = facing +x)', -2 * math.pi, 2 * math.pi,
-                  read_only=True),
+        ParamSpec('initial_yaw', 0.0, 'Initial yaw [rad] (ENU, 0 = facing +x)', -2 * math.pi,
+                  2 * math.pi, read_only=True),
     )
 
     def __init__(self, node_name: str = 'mobility', **node_kwargs: Any) -> None:
