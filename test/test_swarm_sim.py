@@ -127,3 +127,15 @@ def test_sigint_still_writes_the_outputs_gathered_so_far(tmp_path):
     metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
     assert 1.0 < metrics[-1, 0] < 30.0
     assert json.loads((out / 'summary.json').read_text())['final']['E_r'] >= 0
+
+
+def test_one_process_per_node_also_forms_the_ring(tmp_path):
+    """--processes: every node its own OS process, the swarm mobility node owns /clock."""
+    code, out = run(tmp_path, '--processes', '--agents', '4', '--duration', '20', '--seed', '1',
+                    '--real-time-factor', '2')
+    assert code == 0
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['final']['E_gap'] < 0.05 and summary['final']['E_r'] < 0.01
+    assert summary['params']['mode'] == 'processes'
+    metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
+    assert metrics[-1, 0] > 18.0

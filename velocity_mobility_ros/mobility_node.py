@@ -13,27 +13,26 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
-from rclpy.experimental import EventsExecutor
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
+from rclpy.time import Time
+from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
 from velocity_mobility_ros.messages import fill_odometry, new_odometry, write_twist
 from velocity_mobility_ros.model import VehicleState, body_to_world, step
 from velocity_mobility_ros.params import InterfaceParams, VehicleParams, split_node_params
 from velocity_mobility_ros.ros_params import ParamSpec, declare, declare_validated
+from velocity_mobility_ros.spin import spin_node
 
 SIM_QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE)
 # Late joiners (e.g. `ros2 topic echo`) still get the current rejected-command counts.
 COUNTER_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 
-SPIN_SLICE_S = 0.2  # how soon main() notices a shutdown request
 
 _DEFAULT_VEHICLE = VehicleParams()
 _DEFAULT_INTERFACE = InterfaceParams()
@@ -79,6 +78,15 @@ MOBILITY_PARAMS: tuple[ParamSpec, ...] = (
     ParamSpec('world_frame', _DEFAULT_INTERFACE.world_frame, 'header.frame_id of the odometry'),
 )
 
+# Only for the node that is the simulation's clock (swarm_sim --processes, swarm_sim.launch.py).
+CLOCK_PARAMS = (
+    ParamSpec('publish_clock', False, 'Step on wall time and publish the simulation time on '
+              '/clock (this node is the clock of the simulation)', read_only=True),
+    ParamSpec('real_time_factor', 1.0, 'Sim seconds per wall second when publish_clock is set',
+              1e-3, 1000.0, read_only=True),
+)
+
+
 @dataclass(frozen=True)
 class VehicleIO:
     """Where one simulated vehicle talks: its name (for logs), topics and body frame."""
@@ -105,6 +113,12 @@ class MobilityNodeBase(Node):
         # Persistent commands (world or body frame, as cmd_frame says) and their receipt times.
         self._cmd_linear = np.zeros((n, 3))
         self._cmd_angular = np.zeros((n, 3))
+        # The newest command, in force from the first step after the instant it arrived: a
+        # step never depends on whether a command of the same instant was delivered before it.
+        self._next_linear = np.zeros((n, 3))
+        self._next_angular = np.zeros((n, 3))
+        self._next_time_ns = np.zeros(n, dtype=np.int64)
+        self._has_next = np.zeros(n, dtype=bool)
         self._cmd_time_ns = np.zeros(n, dtype=np.int64)
         self._cmd_live = np.zeros(n, dtype=bool)  # a command in force, subject to the timeout
         self._cmd_timed_out = np.zeros(n, dtype=bool)
@@ -121,7 +135,18 @@ class MobilityNodeBase(Node):
         self._rejected_pub = self.create_publisher(
             UInt32MultiArray, '~/rejected_commands', COUNTER_QOS)
         self._publish_rejected()
-        self._timer = self.create_timer(self._vehicle.sim_dt, self._tick)
+        clock_params = declare(self, CLOCK_PARAMS)
+        self._clock_pub = None
+        if clock_params['publish_clock']:
+            # This node is the simulation's clock: it steps on wall time, paced by
+            # real_time_factor, and publishes the sim time it has reached on /clock.
+            self._clock_pub = self.create_publisher(RosClock, '/clock', 10)
+            self._sim_time_ns = 0
+            self._timer = self.create_timer(
+                self._vehicle.sim_dt / clock_params['real_time_factor'], self._tick,
+                clock=Clock(clock_type=ClockType.STEADY_TIME))
+        else:
+            self._timer = self.create_timer(self._vehicle.sim_dt, self._tick)
         self.get_logger().info(
             f'simulating {n} vehicle(s) at sim_dt {self._vehicle.sim_dt} s, odometry every '
             f'{self._decimation} step(s)')
@@ -142,8 +167,9 @@ class MobilityNodeBase(Node):
 
     @property
     def command_velocity(self) -> np.ndarray:
-        """Linear commands in force (N, 3), in the cmd_frame; zeros after a timeout."""
-        return self._cmd_linear.copy()
+        """Newest valid linear commands (N, 3), in the cmd_frame (in force from the next step);
+        zeros after a timeout."""
+        return np.where(self._has_next[:, None], self._next_linear, self._cmd_linear)
 
     @property
     def rejected_commands(self) -> np.ndarray:
@@ -157,9 +183,12 @@ class MobilityNodeBase(Node):
             msg.header.frame_id = self._interface.world_frame
 
     def _command_callback(self, index: int) -> Callable[[Twist | TwistStamped], None]:
-        linear, angular = self._cmd_linear[index], self._cmd_angular[index]
+        linear, angular = self._next_linear[index], self._next_angular[index]
 
         def on_command(msg: Twist | TwistStamped) -> None:
+            now_ns = self._now().nanoseconds
+            if self._has_next[index] and self._next_time_ns[index] < now_ns:
+                self._promote(index)
             try:
                 write_twist(msg, linear, angular)
             except ValueError as error:
@@ -173,9 +202,22 @@ class MobilityNodeBase(Node):
             if self._cmd_timed_out[index]:
                 self._cmd_timed_out[index] = False
                 self.get_logger().info(f'{self._names[index]}: cmd_vel resumed')
-            self._cmd_time_ns[index] = self.get_clock().now().nanoseconds
+            self._cmd_time_ns[index] = self._next_time_ns[index] = now_ns
+            self._has_next[index] = True
             self._cmd_live[index] = True
         return on_command
+
+    def _promote(self, due: np.ndarray | int) -> None:
+        """Put the newest commands of the ``due`` vehicles (mask or index) in force."""
+        self._cmd_linear[due] = self._next_linear[due]
+        self._cmd_angular[due] = self._next_angular[due]
+        self._has_next[due] = False
+
+    def _now(self) -> Time:
+        """The simulation time: this node's own when it publishes the clock, else the node clock."""
+        if self._clock_pub is not None:
+            return Time(nanoseconds=self._sim_time_ns, clock_type=ClockType.ROS_TIME)
+        return self.get_clock().now()
 
     def _publish_rejected(self) -> None:
         msg = UInt32MultiArray()
@@ -193,6 +235,7 @@ class MobilityNodeBase(Node):
         for index in np.flatnonzero(expired):
             self._cmd_linear[index] = 0.0
             self._cmd_angular[index] = 0.0
+            self._has_next[index] = False
             self._cmd_live[index] = False
             self._cmd_timed_out[index] = True
             self.get_logger().warning(
@@ -200,7 +243,11 @@ class MobilityNodeBase(Node):
                 'braking to a hover')
 
     def _tick(self) -> None:
-        now = self.get_clock().now()
+        if self._clock_pub is not None:
+            self._sim_time_ns += round(self._vehicle.sim_dt * 1e9)
+            self._clock_pub.publish(RosClock(clock=self._now().to_msg()))
+        now = self._now()
+        self._promote(self._has_next & (self._next_time_ns < now.nanoseconds))
         self._expire_commands(now.nanoseconds)
         v_des = self._cmd_linear
         if self._interface.cmd_frame == 'body':
@@ -242,34 +289,6 @@ class MobilityNode(MobilityNodeBase):
         io = VehicleIO(name, 'cmd_vel', 'odom',
                        f'{_frame_prefix(self.get_namespace())}base_link')
         return [io], VehicleState.at_rest([position], [values['initial_yaw']])
-
-
-def spin_node(node_class: type[Node], args: list[str] | None = None) -> None:
-    """rclpy.init, spin one ``node_class`` until Ctrl-C/SIGTERM or shutdown, clean up.
-
-    Uses the EventsExecutor: it drives ROS-time timers from ``/clock`` as the
-    SingleThreadedExecutor does, at a lower CPU cost (see benchmarks/). Its ``spin()`` does
-    not return on SIGINT/SIGTERM (rclpy 9.1), so spin in short slices until the context ends.
-    """
-    rclpy.init(args=args)
-    node = None
-    executor = EventsExecutor()
-    try:
-        try:
-            node = node_class()
-        except (ValueError, ParameterException) as error:
-            rclpy.logging.get_logger(node_class.__name__).fatal(f'invalid configuration: {error}')
-            raise SystemExit(1) from error
-        executor.add_node(node)
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=SPIN_SLICE_S)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    finally:
-        executor.shutdown()
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
 
 
 def main(args: list[str] | None = None) -> None:

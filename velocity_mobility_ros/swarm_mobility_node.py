@@ -10,7 +10,8 @@ from typing import Any, Sequence
 import numpy as np
 from rclpy.parameter import Parameter
 
-from velocity_mobility_ros.mobility_node import (MobilityNodeBase, VehicleIO, spin_node)
+from velocity_mobility_ros.mobility_node import MobilityNodeBase, VehicleIO
+from velocity_mobility_ros.spin import spin_node
 from velocity_mobility_ros.model import VehicleState
 from velocity_mobility_ros.ros_params import ParamSpec, declare
 

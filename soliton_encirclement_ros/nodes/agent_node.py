@@ -28,7 +28,7 @@ from ..core.controller import (AgentStateMsg, control_step, initial_state, outgo
 from ..core.faults import OutageProcess
 from ..core.params import ControllerParams
 from ..messages import agent_state_from_msg, agent_state_to_msg, target_state_from_msg
-from .spin import run_node
+from velocity_mobility_ros.spin import spin_node
 
 SWARM_TOPIC = '/swarm/agent_states'
 TARGET_TOPIC = '/target/state'
@@ -195,4 +195,4 @@ def _id_from_namespace(namespace: str) -> int:
 
 
 def main(args=None) -> None:
-    run_node(AgentNode, args)
+    spin_node(AgentNode, args)

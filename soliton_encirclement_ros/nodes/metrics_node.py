@@ -22,7 +22,7 @@ from ..core.metrics import METRIC_NAMES, compute_metrics
 from ..messages import agent_state_from_msg, target_state_from_msg
 from .agent_node import SWARM_QOS, SWARM_TOPIC, TARGET_TOPIC
 from .markers import swarm_markers
-from .spin import run_node
+from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
     ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', min=1e-6),
@@ -150,4 +150,4 @@ def _save_on_shutdown(node: MetricsNode) -> None:
 
 
 def main(args=None) -> None:
-    run_node(MetricsNode, args, on_shutdown=_save_on_shutdown)
+    spin_node(MetricsNode, args, on_shutdown=_save_on_shutdown)

@@ -23,7 +23,7 @@ from ..core.scenario import Scenario
 from ..core.target_motion import TARGET_MOTIONS
 from ..messages import target_state_to_msg
 from .agent_node import TARGET_TOPIC
-from .spin import run_node
+from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
     ParamSpec('motion', 'static', f'target motion model: {", ".join(TARGET_MOTIONS)}', read_only=True),
@@ -110,4 +110,4 @@ class TargetNode(Node):
 
 
 def main(args=None) -> None:
-    run_node(TargetNode, args)
+    spin_node(TargetNode, args)
