@@ -16,25 +16,20 @@ setup(
         (f'share/{PACKAGE}/config', glob('config/*.yaml') + glob('config/*.rviz')),
     ],
     package_data={PACKAGE: ['config/*.yaml']},
-    install_requires=[
-        'setuptools',
-        'numpy',
-        'transforms3d',
-        'pyyaml',
-        'matplotlib',
-        'rosbags',
-        'mcap',
-        'mcap-ros2-support',
-        'imageio',
-        'pillow',
-        'tqdm',
-    ],
+    # In a ROS workspace the dependencies come from package.xml (rosdep); pip-only machines
+    # install the 'standalone' extra (scripts/setup.sh does). rosbags and mcap have no rosdep
+    # key: a ROS install gets them with `pip install rosbags mcap mcap-ros2-support`.
+    install_requires=['setuptools'],
     zip_safe=True,
     maintainer='soliton_encirclement_ros maintainers',
     maintainer_email='maintainers@soliton-encirclement.invalid',
     description='Velocity mobility model and soliton encirclement for UAV swarms (ROS 2).',
     license='Apache-2.0',
-    extras_require={'test': ['pytest', 'hypothesis']},
+    extras_require={
+        'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
+                       'mcap-ros2-support', 'pillow', 'tqdm'],
+        'test': ['pytest', 'hypothesis'],
+    },
     entry_points={
         'console_scripts': [
             'mobility_node = velocity_mobility_ros.mobility_node:main',
