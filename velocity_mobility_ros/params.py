@@ -8,38 +8,18 @@ parameter and the bad value, so nodes, YAML files and the batch simulator share 
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
-from typing import Any, Mapping, TypeVar
+from typing import Any, Mapping
+
+from velocity_mobility_ros.validation import finite_float, from_mapping
 
 HEADING_MODES = ('command', 'velocity')
 CMD_FRAMES = ('world', 'body')
-
-_Params = TypeVar('_Params', 'VehicleParams', 'InterfaceParams')
-
-
-def _as_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f'{name} must be a number, got {value!r}')
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f'{name} must be finite, got {value}')
-    return value
 
 
 def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
     if value not in choices:
         raise ValueError(f'{name} must be one of {", ".join(choices)}, got {value!r}')
-
-
-def _from_mapping(cls: type[_Params], values: Mapping[str, Any]) -> _Params:
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - known)
-    if unknown:
-        raise ValueError(
-            f'unknown {cls.__name__} field(s): {", ".join(unknown)} '
-            f'(known: {", ".join(sorted(known))})')
-    return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -69,7 +49,7 @@ class VehicleParams:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             if field.name != 'heading_mode':
-                value = _as_float(field.name, getattr(self, field.name))
+                value = finite_float(field.name, getattr(self, field.name))
                 object.__setattr__(self, field.name, value)
                 if value < 0.0:
                     raise ValueError(f'{field.name} must be >= 0, got {value}')
@@ -98,11 +78,11 @@ class VehicleParams:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> 'VehicleParams':
         """Build from a name->value mapping; missing names keep defaults, unknown ones raise."""
-        return _from_mapping(cls, values)
+        return from_mapping(cls, values)
 
     def with_changes(self, **changes: Any) -> 'VehicleParams':
         """Validated copy with ``changes`` applied."""
-        return _from_mapping(type(self), {**dataclasses.asdict(self), **changes})
+        return from_mapping(type(self), {**dataclasses.asdict(self), **changes})
 
 
 @dataclass(frozen=True)
@@ -117,7 +97,7 @@ class InterfaceParams:
 
     def __post_init__(self) -> None:
         for name in ('odom_rate', 'cmd_timeout'):
-            object.__setattr__(self, name, _as_float(name, getattr(self, name)))
+            object.__setattr__(self, name, finite_float(name, getattr(self, name)))
         if self.odom_rate <= 0.0:
             raise ValueError(f'odom_rate must be > 0, got {self.odom_rate}')
         if self.cmd_timeout < 0.0:
@@ -140,7 +120,7 @@ class InterfaceParams:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> 'InterfaceParams':
         """Build from a name->value mapping; missing names keep defaults, unknown ones raise."""
-        return _from_mapping(cls, values)
+        return from_mapping(cls, values)
 
 
 def split_node_params(values: Mapping[str, Any]) -> tuple[VehicleParams, InterfaceParams]:

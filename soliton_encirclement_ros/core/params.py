@@ -7,9 +7,10 @@ so that they share one rule set; bad values raise ``ValueError`` naming the fiel
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+from velocity_mobility_ros.validation import finite_float, from_mapping
 
 # Fields and the lower bound each must respect: (bound, strict). Gains that may take any sign
 # (the KdV-like terms) are absent and only need to be finite.
@@ -36,15 +37,6 @@ _LOWER_BOUNDS = {
 _BOOL_FIELDS = ('soft_limiter', 'prune_expired')
 AGENT_TIMEOUT_PERIODS = 3.0   # auto agent_state_timeout, in control periods
 TARGET_TIMEOUT_PERIODS = 5.0  # auto target_state_timeout, in control periods
-
-
-def _as_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f'{name} must be a number, got {value!r}')
-    value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f'{name} must be finite, got {value}')
-    return value
 
 
 @dataclass(frozen=True)
@@ -81,7 +73,7 @@ class ControllerParams:
                 if not isinstance(value, bool):
                     raise ValueError(f'{field.name} must be a bool, got {value!r}')
                 continue
-            value = _as_float(field.name, value)
+            value = finite_float(field.name, value)
             object.__setattr__(self, field.name, value)
             bound = _LOWER_BOUNDS.get(field.name)
             if bound is not None:
@@ -103,13 +95,7 @@ class ControllerParams:
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> 'ControllerParams':
         """Build from a name->value mapping; missing names keep defaults, unknown ones raise."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(
-                f'unknown ControllerParams field(s): {", ".join(unknown)} '
-                f'(known: {", ".join(sorted(known))})')
-        return cls(**values)
+        return from_mapping(cls, values)
 
     def with_changes(self, **changes: Any) -> 'ControllerParams':
         """Validated copy with ``changes`` applied."""

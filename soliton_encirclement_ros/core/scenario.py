@@ -20,6 +20,7 @@ from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.core.target_motion import (
     TARGET_MOTIONS, RandomHeading, Static, Waypoints)
 from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.validation import from_mapping
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
 TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
@@ -164,12 +165,7 @@ class Scenario:
         """Build from a mapping; missing keys keep defaults, unknown keys raise."""
         if not isinstance(values, Mapping):
             raise ValueError(f'a scenario must be a mapping, got {type(values).__name__}')
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f'unknown scenario key(s): {", ".join(unknown)} '
-                             f'(known: {", ".join(sorted(known))})')
-        return cls(**values)
+        return from_mapping(cls, values, 'scenario key(s)')
 
     def with_changes(self, **changes: Any) -> 'Scenario':
         return dataclasses.replace(self, **changes)
