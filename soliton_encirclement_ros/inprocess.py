@@ -9,8 +9,8 @@ matter and a run is a function of its seed.
 """
 from __future__ import annotations
 
-import sys
 import time
+from typing import Callable
 
 import rclpy
 from rclpy.context import Context
@@ -188,27 +188,22 @@ class InProcessGraph:
         waits = [t.time_until_next_call() for t in self._timers]
         return self.sim_time_ns + max(1, min((w for w in waits if w is not None), default=CLOCK_STEP_NS))
 
-    def run(self, duration: float, real_time_factor: float = 0.0, progress: bool = False) -> None:
+    def run(self, duration: float, real_time_factor: float = 0.0,
+            on_progress: Callable[[int], None] = lambda sim_time_ns: None) -> None:
         """Advance the clock to ``duration`` s; ``real_time_factor`` 0 runs unpaced."""
         end_ns = round(duration * 1e9)
-        bar = _progress_bar(duration) if progress else None
         wall_start = time.perf_counter()
         start_ns = self.sim_time_ns
-        try:
+        self.step()
+        while self.sim_time_ns < end_ns:
+            self.sim_time_ns = min(self.next_due_ns(), end_ns)
             self.step()
-            while self.sim_time_ns < end_ns:
-                self.sim_time_ns = min(self.next_due_ns(), end_ns)
-                self.step()
-                if real_time_factor > 0:
-                    ahead = (self.sim_time_ns - start_ns) * 1e-9 / real_time_factor - (
-                        time.perf_counter() - wall_start)
-                    if ahead > 0:
-                        time.sleep(ahead)
-                if bar is not None:
-                    bar.update(self.sim_time_ns // 1_000_000_000 - bar.n)
-        finally:
-            if bar is not None:
-                bar.close()
+            if real_time_factor > 0:
+                ahead = (self.sim_time_ns - start_ns) * 1e-9 / real_time_factor - (
+                    time.perf_counter() - wall_start)
+                if ahead > 0:
+                    time.sleep(ahead)
+            on_progress(self.sim_time_ns)
 
     def close(self) -> None:
         """Close the bag, destroy the nodes and the context; safe to call twice."""
@@ -243,9 +238,3 @@ def check_unknown_parameters(nodes: list[Node]) -> None:
     if unknown:
         raise ValueError('unknown parameter(s): ' + ', '.join(f'{name} (given to {given[name]})'
                                                                for name in unknown))
-
-
-def _progress_bar(duration: float):
-    from tqdm import tqdm
-    return tqdm(total=round(duration), unit='sim s', file=sys.stderr, dynamic_ncols=True,
-                bar_format='{l_bar}{bar}| {n:.0f}/{total:.0f} sim s [{elapsed}<{remaining}]')

@@ -14,6 +14,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 import rclpy
 from rclpy.context import Context
@@ -83,32 +84,24 @@ class ProcessGraph:
             if process.poll() is not None:
                 raise ChildFailed(f'{spec.full_name} exited with code {process.returncode}: {_last_line(log)}')
 
-    def run(self, duration: float, progress: bool = False) -> None:
+    def run(self, duration: float,
+            on_progress: Callable[[int], None] = lambda sim_time_ns: None) -> None:
         end_ns = round(duration * 1e9)
-        bar = None
-        if progress:
-            from tqdm import tqdm
-            bar = tqdm(total=round(duration), unit='sim s', file=sys.stderr)
         last_progress = (time.monotonic(), 0)
         started = time.monotonic()
-        try:
-            while self.sim_time_ns < end_ns:
-                self.executor.spin_once(timeout_sec=0.05)
-                self._check_children()
-                if self.recorder is not None:
-                    self.recorder.discover()
-                now = time.monotonic()
-                if self.sim_time_ns > last_progress[1]:
-                    last_progress = (now, self.sim_time_ns)
-                elif self.sim_time_ns == 0 and now - started > STARTUP_TIMEOUT:
-                    raise ChildFailed(f'no /clock within {STARTUP_TIMEOUT:.0f} s of starting the nodes')
-                elif self.sim_time_ns > 0 and now - last_progress[0] > STALL_TIMEOUT:
-                    raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
-                if bar is not None:
-                    bar.update(self.sim_time_ns // 1_000_000_000 - bar.n)
-        finally:
-            if bar is not None:
-                bar.close()
+        while self.sim_time_ns < end_ns:
+            self.executor.spin_once(timeout_sec=0.05)
+            self._check_children()
+            if self.recorder is not None:
+                self.recorder.discover()
+            now = time.monotonic()
+            if self.sim_time_ns > last_progress[1]:
+                last_progress = (now, self.sim_time_ns)
+            elif self.sim_time_ns == 0 and now - started > STARTUP_TIMEOUT:
+                raise ChildFailed(f'no /clock within {STARTUP_TIMEOUT:.0f} s of starting the nodes')
+            elif self.sim_time_ns > 0 and now - last_progress[0] > STALL_TIMEOUT:
+                raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
+            on_progress(self.sim_time_ns)
 
     def close(self) -> str:
         """Stop every node (SIGINT, then SIGKILL), close the bag; returns a failure or ''."""

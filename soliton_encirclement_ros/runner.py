@@ -18,14 +18,13 @@ import signal
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
 from .graph import SwarmPlan, build_graph
 from .core.metrics import METRIC_NAMES
-
-CLOCK_STEP_NS = 10_000_000  # one mobility step (sim_dt 0.01 s): every timer period is a multiple
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -131,6 +130,21 @@ def main(argv=None) -> int:
     return 0
 
 
+@contextmanager
+def progress_bar(duration: float, enabled: bool):
+    """A progress callback taking the sim time in ns: a tqdm bar on stderr, or nothing."""
+    if not enabled:
+        yield lambda sim_time_ns: None
+        return
+    from tqdm import tqdm
+    bar = tqdm(total=round(duration), unit='sim s', file=sys.stderr, dynamic_ncols=True,
+               bar_format='{l_bar}{bar}| {n:.0f}/{total:.0f} sim s [{elapsed}<{remaining}]')
+    try:
+        yield lambda sim_time_ns: bar.update(sim_time_ns // 1_000_000_000 - bar.n)
+    finally:
+        bar.close()
+
+
 class StartupError(Exception):
     """The graph could not start: bad parameters or a node refusing its configuration."""
 
@@ -152,7 +166,8 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
         raise StartupError(str(error)) from None
     wall_start = time.perf_counter()
     try:
-        graph.run(args.duration, args.real_time_factor, progress=not args.no_progress)
+        with progress_bar(args.duration, not args.no_progress) as on_progress:
+            graph.run(args.duration, args.real_time_factor, on_progress)
     except KeyboardInterrupt:
         print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
     finally:
@@ -177,7 +192,8 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
     failure = ''
     wall_start = time.perf_counter()
     try:
-        graph.run(args.duration, progress=not args.no_progress)
+        with progress_bar(args.duration, not args.no_progress) as on_progress:
+            graph.run(args.duration, on_progress)
     except ChildFailed as error:
         failure = str(error)
     except KeyboardInterrupt:
