@@ -223,3 +223,26 @@ def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
         assert set(agents[:, 0].astype(int)) == set(range(1, 7))
     finally:
         harness.close()
+
+
+def test_target_follows_an_external_odometry_topic():
+    harness = Harness(lambda ctx: TargetNode(context=ctx, namespace='/target', parameter_overrides=SIM + [
+        Parameter('follow_topic', value='/tracked/odom')]))
+    try:
+        harness.record(Float64MultiArray, '/target/state')
+        tracked = harness.publisher(Odometry, '/tracked/odom')
+        harness.settle()
+
+        def moving_target(now):
+            stamp = Time(nanoseconds=round(now * 1e9)).to_msg()
+            # yaw pi/2: body-frame twist (2, 0) is world-frame (0, 2)
+            tracked.publish(to_odometry([3.0, 2.0 * now, 1.0], [0.0, 2.0, 0.0], math.pi / 2, stamp,
+                                        'world', 'tracked/base_link'))
+
+        harness.advance(1.0, before_step=moving_target)
+        last = target_state_from_msg(harness.received['/target/state'][-1])
+        assert last.position[0] == pytest.approx(3.0) and last.position[2] == pytest.approx(1.0)
+        assert 1.9 < last.position[1] <= 2.0
+        np.testing.assert_allclose(last.velocity, [0.0, 2.0, 0.0], atol=1e-9)
+    finally:
+        harness.close()

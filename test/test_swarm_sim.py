@@ -139,3 +139,18 @@ def test_one_process_per_node_also_forms_the_ring(tmp_path):
     assert summary['params']['mode'] == 'processes'
     metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
     assert metrics[-1, 0] > 18.0
+
+
+def test_injected_failures_silence_agents_and_the_ring_recovers(tmp_path):
+    code, out = run(tmp_path, '--agents', '5', '--duration', '30', '--seed', '3',
+                    '--failures-per-min', '6', '--failure-off-time', '3')
+    assert code == 0
+    agents = np.loadtxt(out / 'agents.csv', delimiter=',', skiprows=1)
+    metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
+    rows_per_agent = {i: np.sum(agents[:, 0] == i) for i in range(1, 6)}
+    assert min(rows_per_agent.values()) < len(metrics) - 20  # someone was out for > 1 s
+    assert set(rows_per_agent) == {1, 2, 3, 4, 5} and min(rows_per_agent.values()) > 0
+    live_counts = [np.sum(agents[:, 1] == t) for t in metrics[:, 0]]
+    assert min(live_counts) < 5 and live_counts[-1] >= 4
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['final']['E_r'] < 0.05
