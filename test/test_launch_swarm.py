@@ -3,6 +3,7 @@
 pip-only machines have no launch/launch_ros/launch_pytest; a ROS 2 workspace has them, and
 there this test starts the real launch file and watches /swarm/metrics/E_gap.
 """
+import os
 import time
 from pathlib import Path
 
@@ -10,15 +11,43 @@ import pytest
 
 launch_pytest = pytest.importorskip(
     'launch_pytest', reason='launch_pytest is not installed (a ROS 2 workspace provides it)')
+pytest.importorskip('launch_ros', reason='launch_ros is not installed')
 
 import rclpy  # noqa: E402
 from launch import LaunchDescription  # noqa: E402
 from launch.actions import IncludeLaunchDescription  # noqa: E402
 from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
 from rclpy.node import Node  # noqa: E402
+from rosgraph_msgs.msg import Clock  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
 
 LAUNCH_FILE = Path(__file__).resolve().parent.parent / 'launch' / 'swarm_sim.launch.py'
+PACKAGE = 'soliton_encirclement_ros'
+
+
+def _not_installed_reason(executables):
+    """Why launch_ros cannot start these nodes here, or None. It runs
+    <prefix>/lib/<package>/<executable> from the ament index; without it the include fails inside
+    the launch service and launch_pytest waits for ReadyToTest forever. (A skipif mark, not a
+    module-level skip: launch_testing's collection hook imports the module and turns a
+    module-level skip into 'found no collectors'.)"""
+    from ament_index_python.packages import get_package_prefix
+    try:
+        prefix = get_package_prefix(PACKAGE)
+    except (LookupError, OSError) as error:  # PackageNotFoundError, or AMENT_PREFIX_PATH unset
+        return (f'{PACKAGE} is not in the ament index ({error}): colcon build and source '
+                'install/setup.bash first')
+    missing = [exe for exe in executables
+               if not os.access(os.path.join(prefix, 'lib', PACKAGE, exe), os.X_OK)]
+    if missing:
+        return (f'{PACKAGE} at {prefix} has no lib/{PACKAGE}/{{{", ".join(missing)}}} '
+                '(install it with colcon, not pip)')
+    return None
+
+
+NOT_INSTALLED = _not_installed_reason(
+    ['swarm_mobility_node', 'target_node', 'agent_node', 'metrics_node'])
+pytestmark = pytest.mark.skipif(NOT_INSTALLED is not None, reason=NOT_INSTALLED or '')
 
 
 @launch_pytest.fixture
@@ -36,12 +65,19 @@ def test_ring_forms_through_the_launch_file():
     rclpy.init()
     try:
         node = Node('launch_test_listener')
-        gaps = []
-        node.create_subscription(Float64, '/swarm/metrics/E_gap', lambda m: gaps.append(m.data), 10)
+        gaps, clock = [], []
+        node.create_subscription(
+            Float64, '/swarm/metrics/E_gap', lambda m: gaps.append(m.data), 10)
+        node.create_subscription(
+            Clock, '/clock', lambda m: clock.append(m.clock.sec + 1e-9 * m.clock.nanosec), 10)
         deadline = time.monotonic() + 90.0
         while time.monotonic() < deadline and not (len(gaps) > 20 and max(gaps[-20:]) < 0.05):
             rclpy.spin_once(node, timeout_sec=0.1)
+        assert clock, 'no /clock from swarm_mobility (publish_clock)'
+        assert clock[-1] - clock[0] > 1.0, \
+            f'/clock did not advance: {clock[0]:.2f} .. {clock[-1]:.2f} s'
         assert gaps, 'metrics_node published no E_gap'
         assert max(gaps[-20:]) < 0.05, f'ring did not form: last E_gap {gaps[-1]:.3f}'
+        node.destroy_node()
     finally:
         rclpy.shutdown()
