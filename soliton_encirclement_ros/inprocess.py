@@ -92,12 +92,17 @@ class InProcessGraph:
     def sim_time(self) -> float:
         return self.sim_time_ns * 1e-9
 
-    def _wait_for_matching(self) -> None:
-        """Block until every publisher sees all in-graph subscriptions of its topic."""
-        subscribers: dict[str, int] = {}
+    def _subscriber_counts(self) -> dict[str, int]:
+        """Number of in-graph subscriptions per topic."""
+        counts: dict[str, int] = {}
         for node in [self.clock_node, *self.nodes]:
             for sub in node.subscriptions:
-                subscribers[sub.topic_name] = subscribers.get(sub.topic_name, 0) + 1
+                counts[sub.topic_name] = counts.get(sub.topic_name, 0) + 1
+        return counts
+
+    def _wait_for_matching(self) -> None:
+        """Block until every publisher sees all in-graph subscriptions of its topic."""
+        subscribers = self._subscriber_counts()
         publishers = [pub for node in [self.clock_node, *self.nodes] for pub in node.publishers
                       if pub.topic_name in subscribers]
         deadline = time.monotonic() + MATCH_TIMEOUT
@@ -111,10 +116,9 @@ class InProcessGraph:
 
     def _instrument(self) -> None:
         """Count in-graph deliveries: each publish owes one callback per in-graph subscription."""
-        self._subscribers = {}
+        self._subscribers = self._subscriber_counts()
         for node in [self.clock_node, *self.nodes]:
             for sub in node.subscriptions:
-                self._subscribers[sub.topic_name] = self._subscribers.get(sub.topic_name, 0) + 1
                 if not getattr(sub.callback, 'counted', False):
                     sub.callback = self._counted_callback(sub.callback)
             for pub in node.publishers:
