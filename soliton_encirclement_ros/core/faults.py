@@ -38,15 +38,22 @@ class OutageProcess:
         self.check_period = float(check_period)
         self.probability = 1.0 - math.exp(-self.failures_per_min / 60.0 * self.check_period)
         self._rng = np.random.default_rng(seed_sequence(seed, agent_id, FAULT_STREAM))
-        self._checks = 0          # checks done so far, at k*check_period, k = 1, 2, ...
+        self._origin = None       # checks run at origin + k*check_period, k = 1, 2, ...
+        self._checks = 0          # checks done so far
         self.failed = False
         self.failed_at = math.nan
 
     def update(self, now: float) -> bool:
-        """Run the checks due up to ``now`` (non-decreasing) and return whether the agent is failed."""
-        while (self._checks + 1) * self.check_period <= now + 1e-9:
+        """Run the checks due up to ``now`` (non-decreasing) and return whether the agent is failed.
+
+        The check grid starts at the multiple of ``check_period`` at or before the first ``now``:
+        0 for a simulation (as in the batch simulator), the start time on a wall clock.
+        """
+        if self._origin is None:
+            self._origin = math.floor(now / self.check_period + 1e-9) * self.check_period
+        while self._origin + (self._checks + 1) * self.check_period <= now + 1e-9:
             self._checks += 1
-            check_time = self._checks * self.check_period
+            check_time = self._origin + self._checks * self.check_period
             if self.failed:
                 if check_time >= self.failed_at + self.off_time - 1e-9:
                     self.failed = False  # back; the next check may fail it again
