@@ -1,4 +1,5 @@
 """Unit tests of the soliton encirclement core against hand-computed values."""
+import dataclasses
 import math
 
 import numpy as np
@@ -219,6 +220,21 @@ def test_four_agents_step_gives_hand_computed_e_tau_and_command():
     assert state.u == pytest.approx(u)
     assert cmd == pytest.approx([0.0, 0.2 * u * 20.0, 0.0])
     assert state.seq == 1
+
+
+def test_omega_self_is_previous_command_tangential_rate_relative_to_target():
+    # Symmetric neighbours (e_tau = 0) moving with the target (omega_j = 0); target moves at
+    # (1, 2). Previous command (3, 6): relative to the target (2, 4), tangential part 4 m/s
+    # at r = 20 -> omega_self = 0.2 (the absolute command would give 0.3).
+    vt = (1.0, 2.0, 0.0)
+    state = with_target(initial_state(1), velocity=vt)
+    for agent_id, angle in ((2, 1.0), (3, 2 * math.pi - 1.0)):
+        state = receive_agent_state(state, agent_msg(agent_id, angle, velocity=vt), 0.0)
+    state = dataclasses.replace(state, prev_cmd=np.array([3.0, 6.0, 0.0]))
+    state, cmd = control_step(state, on_circle(0.0), np.array(vt), 0.0, P)
+    u = 0.01 * 25.0 * (0.0 - 0.1 * (0.2 - 0.0))
+    assert state.u == pytest.approx(u)
+    assert cmd == pytest.approx([1.0, 2.0 + 0.2 * u * 20.0, 0.0])
 
 
 def test_one_agent_alone_gets_no_tangential_term():
