@@ -5,12 +5,8 @@
 The controller reads <agent_name>/odom and writes <agent_name>/cmd_vel; it meets the rest of
 the swarm on /swarm/agent_states and the target on /target/state.
 """
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
-
 from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace
-from soliton_encirclement_ros.launch_support import launch_nodes
+from soliton_encirclement_ros.launch_support import plan_launch_description
 
 ARGUMENTS = {
     'agent_name': ('uav1', 'vehicle name and namespace'),
@@ -21,18 +17,13 @@ ARGUMENTS = {
 }
 
 
-def _nodes(context):
-    value = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+def _specs(value):
     plan = SwarmPlan(num_agents=1, names=(value['agent_name'],), ids=(int(value['agent_id']),),
                      radius=float(value['radius']),
                      params_files=(value['params_file'],) if value['params_file'] else (),
                      use_sim_time=value['use_sim_time'].lower() == 'true')
-    return launch_nodes(in_namespace(build_graph(plan), f'/{value["agent_name"]}'))
+    return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, (default, description) in ARGUMENTS.items()],
-        OpaqueFunction(function=_nodes),
-    ])
+    return plan_launch_description(ARGUMENTS, _specs)

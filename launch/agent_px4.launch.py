@@ -8,12 +8,9 @@ Arming and OFFBOARD are never automatic: call /<agent_name>/px4_bridge/engage wh
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
 
 from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace
-from soliton_encirclement_ros.launch_support import launch_nodes
+from soliton_encirclement_ros.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
@@ -26,19 +23,14 @@ ARGUMENTS = {
 }
 
 
-def _nodes(context):
-    value = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+def _specs(value):
     plan = SwarmPlan(num_agents=1, names=(value['agent_name'],), ids=(int(value['agent_id']),),
                      mode='px4', use_sim_time=False, radius=float(value['radius']),
                      params_files=(value['params_file'],) if value['params_file'] else (),
                      px4_namespaces=(value['px4_namespace'],),
                      px4_target_systems=(int(value['target_system']),))
-    return launch_nodes(in_namespace(build_graph(plan), f'/{value["agent_name"]}'))
+    return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, (default, description) in ARGUMENTS.items()],
-        OpaqueFunction(function=_nodes),
-    ])
+    return plan_launch_description(ARGUMENTS, _specs)

@@ -9,12 +9,9 @@ every PX4 measures from its own spawn point, the bridge shifts odometry into the
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.substitutions import LaunchConfiguration
 
 from soliton_encirclement_ros.graph import SwarmPlan, build_graph
-from soliton_encirclement_ros.launch_support import launch_nodes
+from soliton_encirclement_ros.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
@@ -27,19 +24,14 @@ ARGUMENTS = {
 }
 
 
-def _nodes(context):
-    value = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+def _specs(value):
     origins = tuple(tuple(float(c) for c in item.split(',')) for item in value['origins'].split(';') if item)
     plan = SwarmPlan(num_agents=int(value['num_agents']), mode='px4', radius=float(value['radius']),
                      target_motion=value['target_motion'], px4_origins=origins,
                      use_sim_time=value['use_sim_time'].lower() == 'true',
                      params_files=(value['params_file'],) if value['params_file'] else ())
-    return launch_nodes(build_graph(plan))
+    return build_graph(plan)
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, (default, description) in ARGUMENTS.items()],
-        OpaqueFunction(function=_nodes),
-    ])
+    return plan_launch_description(ARGUMENTS, _specs)

@@ -7,14 +7,12 @@ The swarm mobility node simulates every vehicle and, with use_sim_time, publishe
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 from soliton_encirclement_ros.graph import SwarmPlan, build_graph
-from soliton_encirclement_ros.launch_support import launch_nodes
+from soliton_encirclement_ros.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
@@ -30,8 +28,7 @@ ARGUMENTS = {
 }
 
 
-def _nodes(context):
-    value = {name: LaunchConfiguration(name).perform(context) for name in ARGUMENTS}
+def _specs(value):
     params_file = value['params_file']
     plan = SwarmPlan(
         num_agents=int(value['num_agents']), radius=float(value['radius']), seed=int(value['seed']),
@@ -39,15 +36,11 @@ def _nodes(context):
         use_sim_time=value['use_sim_time'].lower() == 'true', clock_source='mobility',
         real_time_factor=float(value['real_time_factor']),
         control_period=float(value['control_period']), target_motion=value['target_motion'])
-    return launch_nodes(build_graph(plan))
+    return build_graph(plan)
 
 
 def generate_launch_description():
-    return LaunchDescription([
-        *[DeclareLaunchArgument(name, default_value=default, description=description)
-          for name, (default, description) in ARGUMENTS.items()],
-        OpaqueFunction(function=_nodes),
-        Node(package='rviz2', executable='rviz2', arguments=['-d', os.path.join(SHARE, 'config', 'swarm.rviz')],
-             parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
-             condition=IfCondition(LaunchConfiguration('rviz'))),
-    ])
+    rviz = Node(package='rviz2', executable='rviz2', arguments=['-d', os.path.join(SHARE, 'config', 'swarm.rviz')],
+                parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
+                condition=IfCondition(LaunchConfiguration('rviz')))
+    return plan_launch_description(ARGUMENTS, _specs, rviz)

@@ -3,7 +3,6 @@
 Needs a ROS 2 install with launch_pytest/launch_ros and this package built with colcon (the
 launch file finds the executable through the ament index); skipped on pip-only machines.
 """
-import os
 import time
 from pathlib import Path
 
@@ -24,32 +23,13 @@ from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 
 from velocity_mobility_ros.mobility_node import SIM_QOS  # noqa: E402
 
+from launch_checks import not_installed_reason  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
-PACKAGE = 'soliton_encirclement_ros'
 NAMESPACE = 'launch_uav'
 
 
-def _not_installed_reason(executables):
-    """Why launch_ros cannot start these nodes here, or None. It runs
-    <prefix>/lib/<package>/<executable> from the ament index; without it the include fails inside
-    the launch service and launch_pytest waits for ReadyToTest forever. (A skipif mark, not a
-    module-level skip: launch_testing's collection hook imports the module and turns a
-    module-level skip into 'found no collectors'.)"""
-    from ament_index_python.packages import get_package_prefix
-    try:
-        prefix = get_package_prefix(PACKAGE)
-    except (LookupError, OSError) as error:  # PackageNotFoundError, or AMENT_PREFIX_PATH unset
-        return (f'{PACKAGE} is not in the ament index ({error}): colcon build and source '
-                'install/setup.bash first')
-    missing = [exe for exe in executables
-               if not os.access(os.path.join(prefix, 'lib', PACKAGE, exe), os.X_OK)]
-    if missing:
-        return (f'{PACKAGE} at {prefix} has no lib/{PACKAGE}/{{{", ".join(missing)}}} '
-                '(install it with colcon, not pip)')
-    return None
-
-
-NOT_INSTALLED = _not_installed_reason(['mobility_node'])
+NOT_INSTALLED = not_installed_reason(['mobility_node'])
 pytestmark = pytest.mark.skipif(NOT_INSTALLED is not None, reason=NOT_INSTALLED or '')
 
 

@@ -3,7 +3,6 @@
 pip-only machines have no launch/launch_ros/launch_pytest; a ROS 2 workspace has them, and
 there this test starts the real launch file and watches /swarm/metrics/E_gap.
 """
-import os
 import time
 from pathlib import Path
 
@@ -21,31 +20,12 @@ from rclpy.node import Node  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
 from std_msgs.msg import Float64  # noqa: E402
 
+from launch_checks import not_installed_reason  # noqa: E402
+
 LAUNCH_FILE = Path(__file__).resolve().parent.parent / 'launch' / 'swarm_sim.launch.py'
-PACKAGE = 'soliton_encirclement_ros'
 
 
-def _not_installed_reason(executables):
-    """Why launch_ros cannot start these nodes here, or None. It runs
-    <prefix>/lib/<package>/<executable> from the ament index; without it the include fails inside
-    the launch service and launch_pytest waits for ReadyToTest forever. (A skipif mark, not a
-    module-level skip: launch_testing's collection hook imports the module and turns a
-    module-level skip into 'found no collectors'.)"""
-    from ament_index_python.packages import get_package_prefix
-    try:
-        prefix = get_package_prefix(PACKAGE)
-    except (LookupError, OSError) as error:  # PackageNotFoundError, or AMENT_PREFIX_PATH unset
-        return (f'{PACKAGE} is not in the ament index ({error}): colcon build and source '
-                'install/setup.bash first')
-    missing = [exe for exe in executables
-               if not os.access(os.path.join(prefix, 'lib', PACKAGE, exe), os.X_OK)]
-    if missing:
-        return (f'{PACKAGE} at {prefix} has no lib/{PACKAGE}/{{{", ".join(missing)}}} '
-                '(install it with colcon, not pip)')
-    return None
-
-
-NOT_INSTALLED = _not_installed_reason(
+NOT_INSTALLED = not_installed_reason(
     ['swarm_mobility_node', 'target_node', 'agent_node', 'metrics_node'])
 pytestmark = pytest.mark.skipif(NOT_INSTALLED is not None, reason=NOT_INSTALLED or '')
 
