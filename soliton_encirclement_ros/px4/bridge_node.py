@@ -16,6 +16,7 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.task import Future
@@ -304,12 +305,15 @@ def main(args=None):
     rclpy.init(args=args)
     node = None
     try:
-        node = Px4BridgeNode(px4_msgs)
+        try:
+            node = Px4BridgeNode(px4_msgs)
+        except (ValueError, ParameterException) as error:  # bad configuration: say which, stop
+            print(f'px4_bridge_node: {error}', file=sys.stderr)
+            return 1
         rclpy.spin(node)
-    except (ValueError, ParameterException) as error:  # bad configuration: say which, stop
-        print(f'px4_bridge_node: {error}', file=sys.stderr)
-        return 1
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, ExternalShutdownException):
+        # Ctrl-C / SIGTERM: rclpy's handler shuts the context down; when that lands while the
+        # executor waits, spin() raises ExternalShutdownException instead of returning.
         pass
     finally:
         if node is not None:
