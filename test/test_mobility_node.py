@@ -1,7 +1,6 @@
 """mobility_node with real rclpy: message conversions, in-process runs on a test-driven /clock,
 and the console script in a real ROS graph driven by a Twist publisher."""
 import math
-import os
 import signal
 import subprocess
 import sys
@@ -310,34 +309,47 @@ def test_yaml_config_loads_the_reference_values(ros):
 
 # --- the console script in a real ROS graph (wall clock) --------------------------------------
 
+class MobilityProcess:
+    """The mobility_node console script in namespace ``ns`` plus a driver node collecting its
+    odometry; leaving the block sends SIGINT and records the exit code."""
+
+    def __init__(self, ns, *ros_args):
+        self.ns, self.ros_args = ns, list(ros_args)
+        self.odom, self.return_code = [], None
+
+    def __enter__(self):
+        exe = Path(sys.executable).parent / 'mobility_node'
+        command = [str(exe)] if exe.exists() else [sys.executable, '-m',
+                                                   'velocity_mobility_ros.mobility_node']
+        self.proc = subprocess.Popen(command + ['--ros-args', '-r', f'__ns:=/{self.ns}', *self.ros_args])
+        self.node = rclpy.create_node(f'{self.ns}_driver')
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.node)
+        self.node.create_subscription(Odometry, f'/{self.ns}/odom', self.odom.append, SIM_QOS)
+        return self
+
+    def spin_until(self, condition, timeout=20.0):
+        deadline = time.monotonic() + timeout
+        while not condition() and time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGINT)
+        self.return_code = self.proc.wait(timeout=10)
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
 def test_mobility_node_process_follows_a_twist_publisher(ros):
-    bin_dir = Path(sys.executable).parent
-    exe = bin_dir / 'mobility_node'
-    command = [str(exe)] if exe.exists() else [sys.executable, '-m',
-                                               'velocity_mobility_ros.mobility_node']
-    ros_args = ['--ros-args', '-r', '__ns:=/realgraph', '--params-file', str(MOBILITY_YAML),
-                '-p', 'tau_xy:=0.0', '-p', 'tau_z:=0.0']
-    proc = subprocess.Popen(command + ros_args, env=os.environ.copy())
-    node = rclpy.create_node('realgraph_driver')
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    odom = []
-    node.create_subscription(Odometry, '/realgraph/odom', odom.append, SIM_QOS)
-    cmd = node.create_publisher(Twist, '/realgraph/cmd_vel', SIM_QOS)
-    node.create_timer(0.05, lambda: cmd.publish(twist(2.0, 0.0, 0.5)))
-    try:
-        deadline = time.monotonic() + 20.0
-        while (not odom or odom[-1].twist.twist.linear.x < 1.9) and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.05)
+    with MobilityProcess('realgraph', '--params-file', str(MOBILITY_YAML),
+                         '-p', 'tau_xy:=0.0', '-p', 'tau_z:=0.0') as run:
+        cmd = run.node.create_publisher(Twist, '/realgraph/cmd_vel', SIM_QOS)
+        run.node.create_timer(0.05, lambda: cmd.publish(twist(2.0, 0.0, 0.5)))
+        odom = run.odom
+        run.spin_until(lambda: odom and odom[-1].twist.twist.linear.x >= 1.9)
         count_at_speed = len(odom)
         end = time.monotonic() + 0.5
-        while time.monotonic() < end:
-            executor.spin_once(timeout_sec=0.05)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        return_code = proc.wait(timeout=10)
-        executor.shutdown()
-        node.destroy_node()
+        run.spin_until(lambda: time.monotonic() >= end)
     assert odom, 'no odometry from mobility_node'
     last = odom[-1]
     assert (last.header.frame_id, last.child_frame_id) == ('world', 'realgraph/base_link')
@@ -346,40 +358,24 @@ def test_mobility_node_process_follows_a_twist_publisher(ros):
     stamps = stamps_ns(odom)
     assert stamps == sorted(stamps)
     assert abs(stamps[-1] * 1e-9 - time.time()) < 5.0  # wall-clock (ROS time) stamps
-    assert return_code == 0
+    assert run.return_code == 0
 
 
 def test_mobility_node_process_steps_and_stamps_on_sim_clock(ros):
     """main()'s executor runs ROS-time timers from /clock: stamps are sim time, not wall time."""
-    bin_dir = Path(sys.executable).parent
-    exe = bin_dir / 'mobility_node'
-    command = [str(exe)] if exe.exists() else [sys.executable, '-m',
-                                               'velocity_mobility_ros.mobility_node']
-    proc = subprocess.Popen(command + ['--ros-args', '-r', '__ns:=/simclock', '-p',
-                                       'use_sim_time:=true', '-p', 'cmd_timeout:=0.0'])
-    node = rclpy.create_node('simclock_driver')
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
-    odom = []
-    node.create_subscription(Odometry, '/simclock/odom', odom.append, SIM_QOS)
-    clock_pub = node.create_publisher(Clock, '/clock', 10)
     sim_ns = [1000 * 10**9]  # sim time starts at 1000 s, far from wall time
+    with MobilityProcess('simclock', '-p', 'use_sim_time:=true', '-p', 'cmd_timeout:=0.0') as run:
+        clock_pub = run.node.create_publisher(Clock, '/clock', 10)
 
-    def publish_clock():
-        sim_ns[0] += 10_000_000
-        clock_pub.publish(Clock(clock=Time(sec=sim_ns[0] // 10**9,
-                                           nanosec=sim_ns[0] % 10**9)))
+        def publish_clock():
+            sim_ns[0] += 10_000_000
+            clock_pub.publish(Clock(clock=Time(sec=sim_ns[0] // 10**9,
+                                               nanosec=sim_ns[0] % 10**9)))
 
-    node.create_timer(0.01, publish_clock)
-    try:
-        deadline = time.monotonic() + 20.0
-        while len(odom) < 30 and time.monotonic() < deadline:
-            executor.spin_once(timeout_sec=0.05)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        return_code = proc.wait(timeout=10)
-        executor.shutdown()
-        node.destroy_node()
+        run.node.create_timer(0.01, publish_clock)
+        odom = run.odom
+        run.spin_until(lambda: len(odom) >= 30)
+    return_code = run.return_code
     assert len(odom) >= 30, 'mobility_node did not step on /clock'
     stamps = stamps_ns(odom)
     assert all(1000 * 10**9 < s <= sim_ns[0] for s in stamps)
