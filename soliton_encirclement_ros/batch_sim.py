@@ -57,9 +57,9 @@ class PerAgentSwarm:
                 if not live[i]:
                     continue  # a failed agent ignores what reaches it
                 if isinstance(msg, TargetStateMsg):
-                    self.states[i] = receive_target_state(self.states[i], msg, arrival)
+                    self.states[i] = receive_target_state(self.states[i], msg, arrival, self.params)
                 else:
-                    self.states[i] = receive_agent_state(self.states[i], msg, arrival)
+                    self.states[i] = receive_agent_state(self.states[i], msg, arrival, self.params)
         outgoing = [outgoing_state(self.states[j], positions[j], velocities[j], now)
                     for j in np.flatnonzero(live)]
         for i, channel in enumerate(self.channels):

@@ -26,8 +26,8 @@ from std_msgs.msg import Float64MultiArray
 from velocity_mobility_ros.swarm_mobility_node import SwarmMobilityNode
 
 from .graph import NodeSpec, SwarmPlan, build_graph
-from .messages import agent_state_from_msg
-from .nodes.agent_node import SWARM_QOS, SWARM_TOPIC, AgentNode
+from .interface import AGENT_STATES_TOPIC, RELIABLE, agent_state_from_msg, swarm_qos
+from .nodes.agent_node import AgentNode
 from .nodes.metrics_node import MetricsNode
 from .nodes.target_node import TargetNode
 
@@ -71,7 +71,8 @@ class InProcessGraph:
             for node in [self.clock_node, *self.nodes]:
                 self._time_source.attach_clock(node.get_clock())
             self._swarm_receivers = [n.receive_agent_state for n in self.nodes if type(n) in FANOUT_CLASSES]
-            self.clock_node.create_subscription(Float64MultiArray, SWARM_TOPIC, self._fan_out, SWARM_QOS)
+            self.clock_node.create_subscription(Float64MultiArray, AGENT_STATES_TOPIC, self._fan_out,
+                                               swarm_qos(RELIABLE))
             self.executor = EventsExecutor(context=self.context)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)

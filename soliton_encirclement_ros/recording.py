@@ -28,9 +28,15 @@ from rosbags.interfaces import (
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import Stores, get_typestore
 
-DEFAULT_TOPICS_REGEX = (
-    r'^(/[^/]+/odom|/[^/]+/cmd_vel|/swarm/agent_states|/target/state|/swarm/metrics/.+|/clock)$'
-)
+from .interface import (AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC,
+                        METRICS_TOPIC_PREFIX, TARGET_STATE_TOPIC)
+
+# Every agent's odometry and commands (the target's odometry included), the swarm topics,
+# the metrics and the clock: built from the interface's names.
+DEFAULT_TOPICS_REGEX = '^(' + '|'.join([
+    f'/[^/]+/{AGENT_ODOM_TOPIC}', f'/[^/]+/{AGENT_CMD_TOPIC}', re.escape(AGENT_STATES_TOPIC),
+    re.escape(TARGET_STATE_TOPIC), re.escape(METRICS_TOPIC_PREFIX) + '.+',
+    re.escape(CLOCK_TOPIC)]) + ')$'
 STORAGE_PLUGINS = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 ROSBAG2_METADATA_VERSION = 9  # the version Jazzy and Kilted write; offered QoS as a YAML list
 SUBSCRIPTION_DEPTH = 100

@@ -45,15 +45,22 @@ def odometry(t, name, xy, yaw, forward_speed):
         twist=T['geometry_msgs/msg/TwistWithCovariance'](twist=twist, covariance=np.zeros(36)))
 
 
-def agent_state(agent_id, seq, t, xy, velocity):
+# The agent-state wire layout v2, written out here independently of the package's interface.
+STATE_LABEL = 'agent_state.v2:agent_id,incarnation,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss'
+
+
+def agent_state(agent_id, seq, t, xy, velocity, label=STATE_LABEL):
+    values = [agent_id, 7, seq, t, xy[0], xy[1], 5.0, velocity[0], velocity[1], 0.0, 0.5, 0.5]
+    if not label.startswith('agent_state.v2'):  # the v1 layout: no incarnation
+        del values[1]
     layout = T['std_msgs/msg/MultiArrayLayout'](
-        dim=[T['std_msgs/msg/MultiArrayDimension'](label='id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss',
-                                                   size=11, stride=11)], data_offset=0)
-    data = np.array([agent_id, seq, t, xy[0], xy[1], 5.0, velocity[0], velocity[1], 0.0, 0.5, 0.5])
-    return T[STATES](layout=layout, data=data)
+        dim=[T['std_msgs/msg/MultiArrayDimension'](label=label, size=len(values),
+                                                   stride=len(values))], data_offset=0)
+    return T[STATES](layout=layout, data=np.array(values, dtype=float))
 
 
-def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, failed_after=None):
+def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, failed_after=None,
+                     state_label=STATE_LABEL):
     """``agents`` vehicles uav1.. on the desired circle at equal angles, turning around a still
     target, plus /swarm/agent_states. With ``failed_after`` an extra vehicle uav<agents+1> sits on
     the target and stops sending states at that time (it keeps publishing odometry)."""
@@ -75,7 +82,8 @@ def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, fa
                 speed = OMEGA * RADIUS
                 write(f'/uav{i + 1}/odom', ODOM, t, odometry(t, f'uav{i + 1}', xy, heading, speed))
                 write('/swarm/agent_states', STATES, t, agent_state(
-                    i + 1, k, t, xy, speed * np.array([math.cos(heading), math.sin(heading)])))
+                    i + 1, k, t, xy, speed * np.array([math.cos(heading), math.sin(heading)]),
+                    state_label))
             if failed_after is not None:
                 name = f'uav{agents + 1}'
                 write(f'/{name}/odom', ODOM, t, odometry(t, name, TARGET, 0.0, 0.0))
@@ -196,3 +204,13 @@ def test_truncated_bag_is_analysed_up_to_the_cut(tmp_path):
                                atol=1e-9)
     summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
     assert 'EndOfFile' in summary['params']['truncated']
+
+
+def test_agent_states_of_another_layout_version_are_one_clear_error(tmp_path):
+    """An older package's 11-value states are refused by name, never silently dropped."""
+    bag = write_circle_bag(tmp_path / 'old', state_label='id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss')
+    result = run_cli(str(bag), '--out', str(tmp_path / 'out'), '--max-frames', '0')
+    assert result.returncode == cli.EXIT_ERROR
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in result.stderr
+    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v2' in lines[0]

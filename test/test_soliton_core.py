@@ -32,7 +32,7 @@ def agent_msg(agent_id, angle, seq=0, u=0.0, u_ss=0.0, velocity=(0.0, 0.0, 0.0))
 
 
 def with_target(state, rx=0.0, velocity=(0.0, 0.0, 0.0), **kw):
-    return receive_target_state(state, TargetStateMsg(rx, ORIGIN, velocity, **kw), rx)
+    return receive_target_state(state, TargetStateMsg(rx, ORIGIN, velocity, **kw), rx, P)
 
 
 # --- parameters -------------------------------------------------------------------------
@@ -40,9 +40,9 @@ def with_target(state, rx=0.0, velocity=(0.0, 0.0, 0.0), **kw):
 def test_params_defaults_and_auto_timeouts():
     assert P.radius == 20.0 and P.k_e_tau == 25.0 and P.hysteresis == 0.05
     assert P.agent_timeout == pytest.approx(0.03)
-    assert P.target_timeout == pytest.approx(0.05)
+    assert P.target_liveness == pytest.approx(0.05)
     explicit = P.with_changes(control_period=0.05, agent_state_timeout=0.5)
-    assert explicit.agent_timeout == 0.5 and explicit.target_timeout == pytest.approx(0.25)
+    assert explicit.agent_timeout == 0.5 and explicit.target_liveness == pytest.approx(0.25)
 
 
 @pytest.mark.parametrize('field, value, message', [
@@ -197,11 +197,11 @@ def test_tangential_mapping_uses_r_eff_and_spin_reference():
 
 
 def test_command_composition_clamping_and_fallback():
-    cmd = compose_command([3.0, 0.0], [0.0, 4.0], [1.0, 0.0, 9.0], P)
+    cmd = compose_command([3.0, 0.0], [0.0, 4.0], [1.0, 0.0, 9.0], np.zeros(3), P)
     assert cmd == pytest.approx([4.0, 4.0, 5.0])
-    cmd = compose_command([30.0, 0.0], [0.0, 0.0], [0.0, 0.0, 0.0], P)
+    cmd = compose_command([30.0, 0.0], [0.0, 0.0], [0.0, 0.0, 0.0], np.zeros(3), P)
     assert cmd == pytest.approx([10.0, 0.0, 0.0])
-    cmd = compose_command([np.nan, 0.0], [0.0, 1.0], [1.0, 2.0, 0.0], P)
+    cmd = compose_command([np.nan, 0.0], [0.0, 1.0], [1.0, 2.0, 0.0], np.zeros(3), P)
     assert cmd == pytest.approx([1.0, 2.0, 0.0])
     assert clamp_velocity([15.0, 15.0, 10.0], 10.0, 5.0) == pytest.approx([7.0711, 7.0711, 5.0],
                                                                           abs=1e-4)
@@ -212,7 +212,7 @@ def test_command_composition_clamping_and_fallback():
 def test_four_agents_step_gives_hand_computed_e_tau_and_command():
     state = with_target(initial_state(1))
     for agent_id, angle in ((2, 1.0), (3, 2.0), (4, 4.0)):
-        state = receive_agent_state(state, agent_msg(agent_id, angle), 0.0)
+        state = receive_agent_state(state, agent_msg(agent_id, angle), 0.0, P)
     state, cmd = control_step(state, on_circle(0.0), np.zeros(3), 0.0, P)
     e_tau = (1.0 - (2 * math.pi - 4.0)) / (1.0 + 2 * math.pi - 4.0)
     u = 0.01 * 25.0 * e_tau  # omega damping: everyone at rest -> no change
@@ -229,7 +229,7 @@ def test_omega_self_is_previous_command_tangential_rate_relative_to_target():
     vt = (1.0, 2.0, 0.0)
     state = with_target(initial_state(1), velocity=vt)
     for agent_id, angle in ((2, 1.0), (3, 2 * math.pi - 1.0)):
-        state = receive_agent_state(state, agent_msg(agent_id, angle, velocity=vt), 0.0)
+        state = receive_agent_state(state, agent_msg(agent_id, angle, velocity=vt), 0.0, P)
     state = dataclasses.replace(state, prev_cmd=np.array([3.0, 6.0, 0.0]))
     state, cmd = control_step(state, on_circle(0.0), np.array(vt), 0.0, P)
     u = 0.01 * 25.0 * (0.0 - 0.1 * (0.2 - 0.0))
@@ -247,7 +247,7 @@ def test_one_agent_alone_gets_no_tangential_term():
 
 def test_one_other_agent_is_pred_and_succ():
     state = with_target(initial_state(1))
-    state = receive_agent_state(state, agent_msg(2, 1.0), 0.0)
+    state = receive_agent_state(state, agent_msg(2, 1.0), 0.0, P)
     state, _ = control_step(state, on_circle(0.0), np.zeros(3), 0.0, P)
     assert (state.pred, state.succ) == (2, 2)
     # gaps 2pi-1 back and 1 forward -> e_tau = (1 - (2pi-1)) / 2pi
@@ -256,19 +256,19 @@ def test_one_other_agent_is_pred_and_succ():
 
 def test_receive_drops_own_id_and_out_of_order_seq():
     state = initial_state(1)
-    assert receive_agent_state(state, agent_msg(1, 0.0), 0.0) is state
-    state = receive_agent_state(state, agent_msg(2, 1.0, seq=5), 0.0)
-    stale = receive_agent_state(state, agent_msg(2, 2.0, seq=4), 0.1)
+    assert receive_agent_state(state, agent_msg(1, 0.0), 0.0, P) is state
+    state = receive_agent_state(state, agent_msg(2, 1.0, seq=5), 0.0, P)
+    stale = receive_agent_state(state, agent_msg(2, 2.0, seq=4), 0.01, P)
     assert stale.neighbours[2][0].seq == 5 and stale.neighbours[2][1] == 0.0
-    newer = receive_agent_state(state, agent_msg(2, 2.0, seq=6), 0.1)
-    assert newer.neighbours[2][0].seq == 6 and newer.neighbours[2][1] == 0.1
+    newer = receive_agent_state(state, agent_msg(2, 2.0, seq=6), 0.01, P)
+    assert newer.neighbours[2][0].seq == 6 and newer.neighbours[2][1] == 0.01
     assert state.neighbours[2][0].seq == 5  # the input state is never mutated
 
 
 def test_expired_neighbours_are_ignored_and_pruned():
     state = with_target(initial_state(1), rx=0.1)
-    state = receive_agent_state(state, agent_msg(2, 1.0), 0.0)     # expires after 0.03 s
-    state = receive_agent_state(state, agent_msg(3, 4.0), 0.09)
+    state = receive_agent_state(state, agent_msg(2, 1.0), 0.0, P)     # expires after 0.03 s
+    state = receive_agent_state(state, agent_msg(3, 4.0), 0.09, P)
     stepped, _ = control_step(state, on_circle(0.0), np.zeros(3), 0.1, P)
     assert (stepped.pred, stepped.succ) == (3, 3)
     assert set(stepped.neighbours) == {3}
@@ -287,7 +287,7 @@ def test_no_live_target_falls_back_to_target_velocity_or_zero():
 
 def test_outgoing_state_carries_seq_u_and_u_ss():
     state = with_target(initial_state(3))
-    state = receive_agent_state(state, agent_msg(2, 1.0, u=0.4), 0.0)
+    state = receive_agent_state(state, agent_msg(2, 1.0, u=0.4), 0.0, P)
     msg0 = outgoing_state(state, on_circle(0.0), [0.0, 1.0, 0.0], 0.0)
     assert (msg0.agent_id, msg0.seq, msg0.u) == (3, 0, 0.0)
     state, _ = control_step(state, on_circle(0.0), [0.0, 1.0, 0.0], 0.0, P)
@@ -299,7 +299,7 @@ def test_outgoing_state_carries_seq_u_and_u_ss():
 def test_lambdas_from_target_weight_the_spacing():
     state = with_target(initial_state(1), lambdas={4: 2.0})
     for agent_id, angle in ((2, 1.0), (4, 5.0)):
-        state = receive_agent_state(state, agent_msg(agent_id, angle), 0.0)
+        state = receive_agent_state(state, agent_msg(agent_id, angle), 0.0, P)
     state, _ = control_step(state, on_circle(0.0), np.zeros(3), 0.0, P)
     gap_pred, gap_succ = 2 * math.pi - 5.0, 1.0
     e = (2.0 * gap_succ - gap_pred) / (2.0 * gap_succ + gap_pred)

@@ -16,7 +16,7 @@ from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool
 
 from soliton_encirclement_ros.core.controller import AgentStateMsg
-from soliton_encirclement_ros.messages import (agent_state_from_msg, agent_state_to_msg,
+from soliton_encirclement_ros.interface import (agent_state_from_msg, agent_state_to_msg,
                                                target_state_from_msg, target_state_to_msg)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode

@@ -16,18 +16,23 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.metrics import METRIC_NAMES, compute_metrics
+from ..interface import (AGENT_STATE, AGENT_STATES_TOPIC, METRICS_TOPIC_PREFIX,
+                         TARGET_ODOM_TOPIC, agent_state_array)
 from .bag_reader import Bag
 
 DEFAULT_AGENT_PATTERN = r'^/(?P<name>[^/]+)/odom$'
-DEFAULT_TARGET_TOPIC = '/target/odom'
+DEFAULT_TARGET_TOPIC = TARGET_ODOM_TOPIC
 DEFAULT_RADIUS = 20.0
 DEFAULT_PERIOD = 0.05
 DEFAULT_STATE_TIMEOUT = 0.15
-AGENT_STATES_TOPIC = '/swarm/agent_states'
-METRICS_TOPIC_PREFIX = '/swarm/metrics/'
 ODOMETRY_TYPE = 'nav_msgs/msg/Odometry'
 NANOSECOND = 1e-9
-STATE_FIELDS = 11  # id, seq, stamp, px, py, pz, vx, vy, vz, u, u_ss
+# Columns of ``RecordedRun.states``: the log time, then the agent-state layout's fields.
+STATE_COLUMNS = ('log_time',) + AGENT_STATE.fields
+_ID = STATE_COLUMNS.index('agent_id')
+_POSITION = slice(STATE_COLUMNS.index('px'), STATE_COLUMNS.index('pz') + 1)
+_VELOCITY = slice(STATE_COLUMNS.index('vx'), STATE_COLUMNS.index('vz') + 1)
+_U = STATE_COLUMNS.index('u')
 
 
 class RunDataError(ValueError):
@@ -51,7 +56,7 @@ class Track:
 
 @dataclass
 class RecordedRun:
-    """The parts of a bag the analysis uses. ``states`` rows are (log_time, 11 state fields)."""
+    """The parts of a bag the analysis uses. ``states`` columns are :data:`STATE_COLUMNS`."""
     path: str
     topics: dict[str, str]
     agents: dict[str, Track]
@@ -87,14 +92,16 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
         states = []
         for topic, log_time, msg in bag.messages([*odometry, AGENT_STATES_TOPIC]):
             if topic == AGENT_STATES_TOPIC:
-                data = np.asarray(msg.data, dtype=float)
-                if data.size == STATE_FIELDS:
-                    states.append(np.concatenate(([log_time * 1e-9], data)))
+                try:
+                    data = agent_state_array(msg)
+                except ValueError as error:
+                    raise RunDataError(f'{AGENT_STATES_TOPIC} in {path}: {error}') from None
+                states.append(np.concatenate(([log_time * 1e-9], data)))
             else:
                 odometry[topic].append(_odometry_row(log_time, msg))
         truncated, topics = bag.truncated, bag.topics
     rows = {topic: np.asarray(r, dtype=float).reshape(-1, 11) for topic, r in odometry.items()}
-    state_rows = np.asarray(states, dtype=float).reshape(-1, 1 + STATE_FIELDS) if states else None
+    state_rows = np.asarray(states, dtype=float).reshape(-1, len(STATE_COLUMNS)) if states else None
     if relative_time:
         tables = [r for r in [*rows.values(), state_rows] if r is not None and len(r)]
         origin = min((r[:, 0].min() for r in tables), default=0.0)
@@ -129,7 +136,7 @@ def liveness(run: RecordedRun, times: np.ndarray,
         live[:, j] = track.at(times)[2]
         if run.states is None:
             continue
-        state_times = np.sort(run.states[run.states[:, 1] == run.agent_ids.get(name, np.nan), 0])
+        state_times = np.sort(run.states[run.states[:, _ID] == run.agent_ids.get(name, np.nan), 0])
         if not len(state_times):
             live[:, j] = False
             continue
@@ -186,7 +193,7 @@ def agent_rows(run: RecordedRun) -> np.ndarray:
     else from odometry with ``u`` unknown (NaN)."""
     if run.states is not None:
         s = run.states
-        return np.column_stack((s[:, 1], s[:, 0], s[:, 10], np.linalg.norm(s[:, 7:10], axis=1)))
+        return np.column_stack((s[:, _ID], s[:, 0], s[:, _U], np.linalg.norm(s[:, _VELOCITY], axis=1)))
     blocks = [np.column_stack((np.full(len(track.t), run.agent_ids.get(name, j + 1)), track.t,
                                np.full(len(track.t), np.nan),
                                np.linalg.norm(track.velocity, axis=1)))
@@ -231,12 +238,12 @@ def _agent_ids(agents: dict[str, Track], states: np.ndarray | None) -> dict[str,
     ids = {name: int(m.group()) for name in agents if (m := re.search(r'\d+$', name))}
     if states is None:
         return ids
-    for state_id in np.unique(states[:, 1]).astype(int):
+    for state_id in np.unique(states[:, _ID]).astype(int):
         unclaimed = [name for name in agents if name not in ids]
         if state_id in ids.values() or not unclaimed:
             continue
-        first = states[np.flatnonzero(states[:, 1] == state_id)[0]]
-        distance = [np.linalg.norm(agents[name].at(first[:1])[0][0] - first[4:7])
+        first = states[np.flatnonzero(states[:, _ID] == state_id)[0]]
+        distance = [np.linalg.norm(agents[name].at(first[:1])[0][0] - first[_POSITION])
                     for name in unclaimed]
         ids[unclaimed[int(np.argmin(distance))]] = int(state_id)
     return ids

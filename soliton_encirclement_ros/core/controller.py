@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
@@ -37,7 +37,8 @@ def _vector3(name: str, value) -> np.ndarray:
 
 @dataclass(frozen=True)
 class AgentStateMsg:
-    """An agent's broadcast: id, sequence number, sender stamp, world-frame state, ``u``, ``u_ss``."""
+    """An agent's broadcast: id, sequence number, sender stamp [s], world-frame state, ``u``,
+    ``u_ss`` and the sender's incarnation."""
 
     agent_id: int
     seq: int
@@ -46,9 +47,11 @@ class AgentStateMsg:
     velocity: np.ndarray
     u: float
     u_ss: float = 0.0
+    incarnation: int = 0  # random per process start: tells two senders of one id apart
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'agent_id', int(self.agent_id))
+        object.__setattr__(self, 'incarnation', int(self.incarnation))
         object.__setattr__(self, 'seq', int(self.seq))
         object.__setattr__(self, 'position', _vector3('position', self.position))
         object.__setattr__(self, 'velocity', _vector3('velocity', self.velocity))
@@ -91,23 +94,44 @@ class ControllerState:
     neighbours: Mapping[int, tuple[AgentStateMsg, float]] = field(default_factory=dict)
     target: Optional[tuple[TargetStateMsg, float]] = None
     seq: int = 0
+    incarnation: int = 0
+    started: Optional[float] = None  # time of the first tick: inputs never heard age from it
 
 
-def initial_state(agent_id: int) -> ControllerState:
+def initial_state(agent_id: int, incarnation: int = 0) -> ControllerState:
     """A fresh controller: u = 0, no neighbours, no target, sequence number 0."""
-    return ControllerState(agent_id=int(agent_id))
+    return ControllerState(agent_id=int(agent_id), incarnation=int(incarnation))
+
+
+def future_stamp_reason(kind: str, stamp: float, now: float,
+                        params: ControllerParams) -> Optional[str]:
+    """Why a ``kind`` state stamped ``stamp`` must be rejected at ``now``, or None if it is fine.
+
+    A state stamped more than ``max_future_stamp`` ahead of the receiver's clock comes from a
+    skewed or restarted clock; cached, it would make every later real state look old.
+    """
+    ahead = stamp - now
+    if ahead > params.max_future_stamp:
+        return (f'{kind} state stamped {ahead:.3f} s ahead of this clock (max_future_stamp '
+                f'{params.max_future_stamp:g} s): rejected; are the clocks synchronised?')
+    return None
 
 
 def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
-                        rx_time: float) -> ControllerState:
+                        rx_time: float, params: ControllerParams) -> ControllerState:
     """Cache a neighbour's broadcast with its receive time.
 
-    Own messages and messages not newer (by ``seq``) than the cached one are dropped.
+    Own messages are dropped, and so are messages not newer (by ``seq``) than the cached one
+    of the same incarnation while that one is live. A new incarnation (the sender restarted) or
+    an expired cache entry accepts any ``seq``: a restarted sequence is heard again after at
+    most ``agent_timeout``.
     """
     if msg.agent_id == state.agent_id:
         return state
     cached = state.neighbours.get(msg.agent_id)
-    if cached is not None and msg.seq <= cached[0].seq:
+    if (cached is not None and msg.seq <= cached[0].seq
+            and msg.incarnation == cached[0].incarnation
+            and is_alive(cached[1], rx_time, params.agent_timeout)):
         return state
     neighbours = dict(state.neighbours)
     neighbours[msg.agent_id] = (msg, float(rx_time))
@@ -115,9 +139,15 @@ def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
 
 
 def receive_target_state(state: ControllerState, msg: TargetStateMsg,
-                         rx_time: float) -> ControllerState:
-    """Cache the target's broadcast with its receive time (older stamps than the cached are dropped)."""
-    if state.target is not None and msg.stamp < state.target[0].stamp:
+                         rx_time: float, params: ControllerParams) -> ControllerState:
+    """Cache the target's broadcast with its receive time.
+
+    A stamp older than the cached one is dropped while the cached state is live; once it has
+    expired (``target_liveness``) any stamp is accepted, so a target that restarted or whose
+    clock stepped back is heard again.
+    """
+    if (state.target is not None and msg.stamp < state.target[0].stamp
+            and is_alive(state.target[1], rx_time, params.target_liveness)):
         return state
     return dataclasses.replace(state, target=(msg, float(rx_time)))
 
@@ -127,7 +157,7 @@ def outgoing_state(state: ControllerState, own_position, own_velocity,
     """The AgentState to broadcast at this tick (before ``control_step``): seq = ``state.seq``."""
     return AgentStateMsg(agent_id=state.agent_id, seq=state.seq, stamp=float(now),
                          position=own_position, velocity=own_velocity,
-                         u=state.u, u_ss=state.u_ss)
+                         u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
 
 
 def live_neighbours(state: ControllerState, now: float,
@@ -154,7 +184,9 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
 
     Returns (new state, v_cmd): the desired world-frame velocity (3,), clamped to
     ``max_speed_xy``/``max_speed_z``. Without a live target the command is the last known
-    target velocity (zero if none was ever received) and ``u`` and the neighbours are held.
+    target velocity (zero if none was ever received) and ``u`` and the neighbours are held;
+    ``target_timeout`` after the target was last heard (or after the first tick, if never),
+    the command is zero.
     """
     position = _vector3('own_position', own_position)
     velocity = _vector3('own_velocity', own_velocity)
@@ -163,10 +195,12 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         neighbours = MappingProxyType({i: entry for i, entry in neighbours.items()
                                        if is_alive(entry[1], now, params.agent_timeout)})
     seq = state.seq + 1
-    if state.target is None or not is_alive(state.target[1], now, params.target_timeout):
+    started = now if state.started is None else state.started
+    if state.target is None or not is_alive(state.target[1], now, params.target_liveness):
         last = state.target[0].velocity if state.target is not None else np.zeros(3)
-        cmd = fallback_command(last, params)
-        return dataclasses.replace(state, neighbours=neighbours, prev_cmd=cmd, seq=seq), cmd
+        cmd = fallback_command(last, target_age(state, now), position, params)
+        return dataclasses.replace(state, neighbours=neighbours, prev_cmd=cmd, seq=seq,
+                                   started=started), cmd
 
     target = state.target[0]
     live = live_neighbours(state, now, params)
@@ -196,4 +230,71 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
-        neighbours=neighbours, seq=seq), cmd
+        neighbours=neighbours, seq=seq, started=started), cmd
+
+
+def target_age(state: ControllerState, now: float) -> float:
+    """Seconds since the target was last heard; since the first tick if it never was."""
+    if state.target is not None:
+        return now - state.target[1]
+    return now - (now if state.started is None else state.started)
+
+
+# --- one agent's tick with its inputs' freshness ---------------------------------------------
+OK = 'ok'
+STARTING = 'starting'
+BLIND = 'blind'
+TARGET_LOST = 'target lost'
+FAILED = 'failed'
+_ZERO = _vector3('zero', np.zeros(3))
+
+
+@dataclass(frozen=True)
+class Status:
+    """Why the agent does what it does: ``kind`` (one of the constants above) and a detail."""
+
+    kind: str
+    detail: str = ''
+
+    def __str__(self) -> str:
+        return f'{self.kind} ({self.detail})' if self.detail else self.kind
+
+
+class Tick(NamedTuple):
+    """What one control tick decided."""
+
+    state: ControllerState
+    command: Optional[np.ndarray]        # world-frame velocity to publish; None = publish none
+    broadcast: Optional[AgentStateMsg]   # own state to broadcast; None = stay silent
+    status: Status
+
+
+def agent_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]], now: float,
+               params: ControllerParams) -> Tick:
+    """One control tick from the newest own odometry ``(stamp, position, velocity)`` or None.
+
+    - Odometry older than ``odom_timeout`` (or none ``odom_timeout`` after the first tick):
+      blind. No broadcast (neighbours drop this agent after their liveness timeout) and a zero
+      command every tick, so the vehicle holds; the controller state is kept for the return.
+    - Otherwise the broadcast (stamped ``now``, with the fresh odometry) and ``control_step``;
+      the status says 'target lost' once the target is older than ``target_timeout``.
+    """
+    if state.started is None:
+        state = dataclasses.replace(state, started=float(now))
+    if odometry is None:
+        if now - state.started <= params.odom_timeout:
+            return Tick(state, None, None, Status(STARTING, 'waiting for odometry'))
+        return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None,
+                    Status(BLIND, 'no odometry received'))
+    stamp, position, velocity = odometry
+    age = now - stamp
+    if age > params.odom_timeout:
+        return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None,
+                    Status(BLIND, f'odometry {age:.1f} s old'))
+    broadcast = outgoing_state(state, position, velocity, now)
+    state, command = control_step(state, position, velocity, now, params)
+    lost_for = target_age(state, now)
+    if lost_for > params.target_timeout:
+        heard = 'never heard' if state.target is None else f'last heard {lost_for:.1f} s ago'
+        return Tick(state, command, broadcast, Status(TARGET_LOST, heard))
+    return Tick(state, command, broadcast, Status(OK))

@@ -103,19 +103,44 @@ def clamp_velocity(v, max_speed_xy: float, max_speed_z: float):
                            np.clip(v[..., 2:3], -max_speed_z, max_speed_z)), axis=-1)
 
 
-def compose_command(v_rad, v_tau, target_velocity, params: ControllerParams):
-    """``v_cmd = v_rad + v_tau + v_T`` (falls back to v_T if non-finite), clamped to the limits."""
-    v_t = np.asarray(target_velocity, dtype=float)
+def vertical_velocity(z, target_vz, params: ControllerParams):
+    """The vertical command: the target's ``vz``, plus ``k_z (altitude - z)`` with altitude hold."""
+    target_vz = np.asarray(target_vz, dtype=float)
+    if not params.altitude_hold:
+        return target_vz
+    return params.k_z * (params.altitude - np.asarray(z, dtype=float)) + target_vz
+
+
+def with_vertical(v_t, position, params: ControllerParams):
+    """``v_t`` (..., 3) with its z replaced by :func:`vertical_velocity` (a copy)."""
+    v = np.array(v_t, dtype=float)
+    v[..., 2] = vertical_velocity(np.asarray(position, dtype=float)[..., 2], v[..., 2], params)
+    return v
+
+
+def compose_command(v_rad, v_tau, target_velocity, position, params: ControllerParams):
+    """``v_cmd = v_rad + v_tau + v_T`` (falls back to v_T if non-finite), clamped to the limits.
+
+    The vertical part is :func:`vertical_velocity` of the agent's own ``position``.
+    """
+    v_t = with_vertical(target_velocity, position, params)
     xy = np.asarray(v_rad) + np.asarray(v_tau) + v_t[..., :2]
     cmd = np.concatenate((xy, v_t[..., 2:3]), axis=-1)
     cmd = np.where(np.all(np.isfinite(cmd), axis=-1, keepdims=True), cmd, v_t)
     return clamp_velocity(cmd, params.max_speed_xy, params.max_speed_z)
 
 
-def fallback_command(target_velocity, params: ControllerParams):
-    """Command without a live target: the last known target velocity (zero if none), clamped."""
+def fallback_command(target_velocity, target_age, position, params: ControllerParams):
+    """Command without a live target (clamped).
+
+    Up to ``target_timeout`` since the target was last heard (``target_age``, inf if never):
+    the last known target velocity (zero if none), with altitude hold. Past it: zero (hold).
+    """
     v_t = np.asarray(target_velocity, dtype=float)
     v_t = np.where(np.all(np.isfinite(v_t), axis=-1, keepdims=True), v_t, 0.0)
+    v_t = with_vertical(v_t, position, params)
+    lost = np.asarray(target_age, dtype=float) > params.target_timeout
+    v_t = np.where(lost[..., None], 0.0, v_t)
     return clamp_velocity(v_t, params.max_speed_xy, params.max_speed_z)
 
 
@@ -142,7 +167,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         params.k_omega_damp)
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
-    return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, params)
+    return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, position, params)
 
 
 class NeighbourView(NamedTuple):

@@ -1,96 +1,124 @@
 """Controller gains and timeouts of the soliton encirclement law: one validated object.
 
-Defaults are the reference configuration (see ``config/controller.yaml`` for what each one
-does). The agent node, the batch simulator and YAML files all build a :class:`ControllerParams`
-so that they share one rule set; bad values raise ``ValueError`` naming the field and value.
+Defaults are the reference configuration. Each field's metadata carries its description, unit
+and bounds: the one definition from which the agent node declares its ROS parameters (with
+descriptors and ranges) and by which the batch simulator and YAML files are validated. Bad
+values raise ``ValueError`` naming the field, the value and the rule.
 """
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from velocity_mobility_ros.validation import finite_float, from_mapping
 
-# Fields and the lower bound each must respect: (bound, strict). Gains that may take any sign
-# (the KdV-like terms) are absent and only need to be finite.
-_LOWER_BOUNDS = {
-    'radius': (0.0, True),
-    'k_r': (0.0, False),
-    'k_dr': (0.0, False),
-    'c_coupling': (0.0, False),
-    'beta_u': (0.0, False),
-    'alpha_u': (0.0, False),
-    'k_e_tau': (0.0, False),
-    'kappa_u_diff': (0.0, False),
-    'k_tau': (0.0, False),
-    'r_min': (0.0, True),
-    'k_omega_damp': (0.0, False),
-    'u_lim': (0.0, True),
-    'hysteresis': (0.0, False),
-    'control_period': (0.0, True),
-    'agent_state_timeout': (0.0, False),
-    'target_state_timeout': (0.0, False),
-    'max_speed_xy': (0.0, True),
-    'max_speed_z': (0.0, True),
-}
-_BOOL_FIELDS = ('soft_limiter', 'prune_expired')
 AGENT_TIMEOUT_PERIODS = 3.0   # auto agent_state_timeout, in control periods
 TARGET_TIMEOUT_PERIODS = 5.0  # auto target_state_timeout, in control periods
+
+
+def _param(default, description: str, unit: str = '', low: float | None = None,
+           strict: bool = False, high: float | None = None, nan_ok: bool = False):
+    """A field with its description, unit and bounds (``low``, strict or not; ``high``)."""
+    return field(default=default, metadata={
+        'description': description, 'unit': unit, 'low': low, 'strict': strict, 'high': high,
+        'nan_ok': nan_ok})
+
+
+def describe(f: dataclasses.Field) -> str:
+    """One-line description with unit, e.g. 'radial proportional gain [1/s]'."""
+    unit = f.metadata.get('unit')
+    return f.metadata['description'] + (f' [{unit}]' if unit else '')
 
 
 @dataclass(frozen=True)
 class ControllerParams:
     """Every gain and timeout of the reference agent control loop (SI units, radians)."""
 
-    radius: float = 20.0             # desired encirclement radius R [m]
-    k_r: float = 1.0                 # radial proportional gain [1/s]
-    k_dr: float = 0.5                # radial damping gain on the radial speed [-]
-    c_coupling: float = 2.0          # soliton transport term C*(u_succ - u_pred)
-    beta_u: float = 7.0              # linear decay of u
-    alpha_u: float = 0.5             # cubic (or soft-limited) decay of u
-    k_e_tau: float = 25.0            # drive of u by the spacing error e_tau
-    kappa_u_diff: float = 0.1        # 1-hop diffusion on u_ss; 0 disables
-    k_u_steepen: float = 0.3         # KdV-like steepening -k*u*u_s; 0 disables
-    kappa_u_disp: float = 0.05       # KdV-like dispersion on u_sss; 0 disables
-    k_tau: float = 0.2               # angular rate per unit u [rad/s]
-    r_min: float = 1.0               # r_eff = max(r, r_min) in the tangential mapping [m]
-    k_omega_damp: float = 0.1        # angular-rate damping on e_tau; 0 disables
-    soft_limiter: bool = False       # g(u) = u^3/(1+(|u|/u_lim)^2) instead of u^3
-    u_lim: float = 2.0               # soft limiter scale
-    hysteresis: float = 0.05         # neighbour switch hysteresis [rad]
-    control_period: float = 0.01     # control tick and Euler step of u [s]
-    agent_state_timeout: float = 0.0   # agent state liveness [s]; 0 = 3 x control_period
-    target_state_timeout: float = 0.0  # target state liveness [s]; 0 = 5 x control_period
-    prune_expired: bool = True       # drop expired agent states from the cache
-    max_speed_xy: float = 10.0       # command clamp, horizontal norm [m/s]
-    max_speed_z: float = 5.0         # command clamp, abs vertical [m/s]
+    radius: float = _param(20.0, 'desired encirclement radius R', 'm', low=0.0, strict=True)
+    k_r: float = _param(1.0, 'radial proportional gain: v_r = -k_r (r - R) - k_dr v_r', '1/s',
+                        low=0.0)
+    k_dr: float = _param(0.5, 'radial damping gain on the radial speed relative to the target',
+                         low=0.0)
+    c_coupling: float = _param(2.0, 'soliton transport term C (u_succ - u_pred) in du/dt', '1/s',
+                               low=0.0)
+    beta_u: float = _param(7.0, 'linear decay of u in du/dt', '1/s', low=0.0)
+    alpha_u: float = _param(0.5, 'cubic (or soft-limited) decay of u in du/dt', '1/s', low=0.0)
+    k_e_tau: float = _param(25.0, 'drive of u by the lambda-weighted spacing error e_tau', '1/s',
+                            low=0.0)
+    kappa_u_diff: float = _param(0.1, '1-hop diffusion of u (u_succ - 2u + u_pred); 0 disables',
+                                 '1/s', low=0.0)
+    k_u_steepen: float = _param(0.3, 'KdV-like steepening -k u u_s; any sign, 0 disables', '1/s')
+    kappa_u_disp: float = _param(0.05, 'KdV-like dispersion on u_sss; any sign, 0 disables',
+                                 '1/s')
+    k_tau: float = _param(0.2, 'angular rate per unit u in the tangential velocity', 'rad/s',
+                          low=0.0)
+    r_min: float = _param(1.0, 'minimum radius r_eff = max(r, r_min) of the tangential mapping',
+                          'm', low=0.0, strict=True)
+    k_omega_damp: float = _param(0.1, 'damping of e_tau by the angular-rate difference to the '
+                                 'neighbours; 0 disables', 's/rad', low=0.0)
+    soft_limiter: bool = _param(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
+    u_lim: float = _param(2.0, 'soft limiter scale of u', low=0.0, strict=True)
+    hysteresis: float = _param(0.05, 'keep a ring neighbour unless a candidate is closer by this',
+                               'rad', low=0.0)
+    control_period: float = _param(0.01, 'control tick and Euler step of u', 's', low=1e-3,
+                                   high=1.0)
+    agent_state_timeout: float = _param(0.0, 'a neighbour is live while its last state is at '
+                                        'most this old; 0 = 3 x control_period', 's', low=0.0)
+    target_state_timeout: float = _param(0.0, 'the target state is live while at most this old; '
+                                         'then the agent flies its last velocity; '
+                                         '0 = 5 x control_period', 's', low=0.0)
+    target_timeout: float = _param(1.0, 'after this long without a live target state the agent '
+                                   'commands zero velocity (hold) until it is heard again', 's',
+                                   low=0.0, strict=True)
+    odom_timeout: float = _param(0.5, 'odometry older than this makes the agent blind: it stops '
+                                 'broadcasting and commands zero velocity', 's', low=0.0,
+                                 strict=True)
+    max_future_stamp: float = _param(0.5, 'agent and target states stamped further ahead of '
+                                     "this agent's clock are rejected", 's', low=0.0)
+    prune_expired: bool = _param(True, 'drop expired agent states from the cache')
+    max_speed_xy: float = _param(10.0, 'command clamp, horizontal norm (the vehicle limit)',
+                                 'm/s', low=0.0, strict=True)
+    max_speed_z: float = _param(5.0, 'command clamp, absolute vertical (the vehicle limit)',
+                                'm/s', low=0.0, strict=True)
+    altitude: float = _param(math.nan, 'altitude hold: world ENU z the agent climbs or descends '
+                             "to; NaN = off (vertical command = the target's)", 'm',
+                             nan_ok=True)
+    k_z: float = _param(1.0, 'altitude hold gain: vz = k_z (altitude - z) + target vz', '1/s',
+                        low=0.0)
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if field.name in _BOOL_FIELDS:
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(f.default, bool):
                 if not isinstance(value, bool):
-                    raise ValueError(f'{field.name} must be a bool, got {value!r}')
+                    raise ValueError(f'{f.name} must be a bool, got {value!r}')
                 continue
-            value = finite_float(field.name, value)
-            object.__setattr__(self, field.name, value)
-            bound = _LOWER_BOUNDS.get(field.name)
-            if bound is not None:
-                low, strict = bound
-                if value < low or (strict and value == low):
-                    raise ValueError(
-                        f'{field.name} must be {">" if strict else ">="} {low:g}, got {value}')
+            if f.metadata['nan_ok'] and isinstance(value, float) and math.isnan(value):
+                continue
+            value = finite_float(f.name, value)
+            object.__setattr__(self, f.name, value)
+            low, strict, high = f.metadata['low'], f.metadata['strict'], f.metadata['high']
+            if low is not None and (value < low or (strict and value == low)):
+                raise ValueError(f'{f.name} must be {">" if strict else ">="} {low:g}, got {value}')
+            if high is not None and value > high:
+                raise ValueError(f'{f.name} must be <= {high:g}, got {value}')
 
     @property
     def agent_timeout(self) -> float:
-        """Resolved agent state timeout [s] (``agent_state_timeout`` or 3 x control_period)."""
+        """Resolved agent state liveness [s] (``agent_state_timeout`` or 3 x control_period)."""
         return self.agent_state_timeout or AGENT_TIMEOUT_PERIODS * self.control_period
 
     @property
-    def target_timeout(self) -> float:
-        """Resolved target state timeout [s] (``target_state_timeout`` or 5 x control_period)."""
+    def target_liveness(self) -> float:
+        """Resolved target state liveness [s] (``target_state_timeout`` or 5 x control_period)."""
         return self.target_state_timeout or TARGET_TIMEOUT_PERIODS * self.control_period
+
+    @property
+    def altitude_hold(self) -> bool:
+        """True when ``altitude`` is set (not NaN)."""
+        return not math.isnan(self.altitude)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> 'ControllerParams':

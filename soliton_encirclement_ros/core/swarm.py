@@ -28,7 +28,7 @@ from soliton_encirclement_ros.core.params import ControllerParams
 def vectorisable(params: ControllerParams, loss: float, delay: float,
                  failures_per_min: float, off_time: float) -> bool:
     """Whether :class:`SwarmControllers` reproduces the per-agent controllers exactly."""
-    longest = max(params.agent_timeout, params.target_timeout) + delay + params.control_period
+    longest = max(params.agent_timeout, params.target_liveness) + delay + params.control_period
     return loss == 0.0 and (failures_per_min == 0.0 or off_time > longest)
 
 
@@ -117,11 +117,12 @@ class SwarmControllers:
         p = self.params
         cmds = np.zeros_like(self.prev_cmd)
         self.seq[live] += 1
-        has_target = live & self.target_has & is_alive(self.target_rx, now, p.target_timeout)
+        has_target = live & self.target_has & is_alive(self.target_rx, now, p.target_liveness)
         lost = live & ~has_target
         if lost.any():
             last = np.where(self.target_has[lost, None], self.target_velocity[lost], 0.0)
-            self.prev_cmd[lost] = cmds[lost] = fallback_command(last, p)
+            self.prev_cmd[lost] = cmds[lost] = fallback_command(last, now - self.target_rx[lost],
+                                                                positions[lost], p)
         rows = np.flatnonzero(has_target)
         if rows.size == 0:
             return cmds

@@ -5,58 +5,77 @@ Subscribes to its own ``odom``, the target's ``/target/state`` and the swarm's
 ``cmd_vel`` (world-frame Twist). Messages take effect at the first control tick after the one
 they arrived in (the reference's "delivered on the next tick"), so a lock-stepped simulation
 gives the same result whatever order the executor runs callbacks in.
+
+Fail-safe (decided by ``core.controller.agent_tick``, reported here): odometry older than
+``odom_timeout`` makes the agent blind (silent on the swarm topic, zero velocity); a target
+unheard for ``target_timeout`` gives zero velocity; states stamped more than
+``max_future_stamp`` ahead are rejected; an id heard from two incarnations is an error. Each
+episode is logged once and ``~/status`` (diagnostic_msgs/DiagnosticStatus) says why, on change
+and at 1 Hz.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections import deque
 
 import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
 from velocity_mobility_ros.messages import odometry_to_arrays
 from velocity_mobility_ros.ros_params import ParamSpec, declare, declare_validated
-
-from ..core.comms import ImpairedChannel
-from ..core.controller import (AgentStateMsg, control_step, initial_state, outgoing_state,
-                               receive_agent_state, receive_target_state)
-from ..core.faults import OutageProcess
-from ..core.params import ControllerParams
-from ..messages import agent_state_from_msg, agent_state_to_msg, target_state_from_msg
 from velocity_mobility_ros.spin import spin_node
 
-SWARM_TOPIC = '/swarm/agent_states'
-TARGET_TOPIC = '/target/state'
+from ..core.comms import ImpairedChannel
+from ..core.controller import (BLIND, FAILED, OK, STARTING, TARGET_LOST, AgentStateMsg, Status,
+                               agent_tick, future_stamp_reason, initial_state,
+                               receive_agent_state, receive_target_state)
+from ..core.faults import OutageProcess
+from ..core.identity import DuplicateIds, new_incarnation
+from ..core.params import ControllerParams, describe
+from ..interface import (AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC,
+                         AGENT_STATUS_TOPIC, TARGET_STATE_TOPIC, agent_state_from_msg,
+                         agent_state_to_msg, target_state_from_msg)
+from .swarm_topics import (SWARM_RELIABILITY_SPEC, create_swarm_publisher,
+                           create_swarm_subscription, reliability_of)
+
 # Messages that arrived within this much of the current tick wait for the next tick.
 THIS_TICK = 1e-6
-# Deep enough that a lock-stepped simulation never drops a state within one tick.
-SWARM_QOS = QoSProfile(depth=1000)
-
-CONTROLLER_DESCRIPTIONS = {f.name: f.metadata.get('description', f.name.replace('_', ' '))
-                           for f in dataclasses.fields(ControllerParams)}
+STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
+STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
+                 TARGET_LOST: DiagnosticStatus.WARN, BLIND: DiagnosticStatus.WARN,
+                 FAILED: DiagnosticStatus.ERROR}
 
 
 def controller_specs() -> list[ParamSpec]:
-    """One parameter per ControllerParams field, default and lower bound from the core."""
+    """One parameter per ControllerParams field: default, description and range from the core."""
     defaults = ControllerParams()
-    return [ParamSpec(f.name, getattr(defaults, f.name), CONTROLLER_DESCRIPTIONS[f.name],
-                      min=None if isinstance(getattr(defaults, f.name), bool) else 0.0)
+    return [ParamSpec(f.name, getattr(defaults, f.name), describe(f),
+                      min=f.metadata['low'], max=f.metadata['high'])
             for f in dataclasses.fields(ControllerParams)]
 
 
 NODE_SPECS = [
-    ParamSpec('agent_id', 0, 'integer id of this agent in the swarm (0 = digits of the namespace)', min=0, max=1_000_000),
-    ParamSpec('failures_per_min', 0.0, 'Poisson failure rate of injected outages [1/min]; 0 disables', min=0.0),
-    ParamSpec('failure_off_time', 8.0, 'duration of an injected outage [s]', min=0.0),
-    ParamSpec('failure_check_period', 0.1, 'period of the failure draw [s]', min=1e-3),
-    ParamSpec('loss', 0.0, 'probability of dropping a received swarm/target message', min=0.0, max=0.999),
-    ParamSpec('delay', 0.0, 'extra delay applied to received swarm/target messages [s]', min=0.0),
-    ParamSpec('seed', 0, 'swarm seed of the failure and impairment draws (combined with agent_id)', min=0, max=2**31 - 1),
+    ParamSpec('agent_id', 0, 'integer id of this agent in the swarm (0 = digits of the namespace)',
+              min=0, max=1_000_000, read_only=True),
+    ParamSpec('failures_per_min', 0.0, 'Poisson failure rate of injected outages [1/min]; '
+              '0 disables', min=0.0, read_only=True),
+    ParamSpec('failure_off_time', 8.0, 'duration of an injected outage [s]', min=0.0,
+              read_only=True),
+    ParamSpec('failure_check_period', 0.1, 'period of the failure draw [s]', min=1e-3,
+              read_only=True),
+    ParamSpec('loss', 0.0, 'probability of dropping a received swarm/target message',
+              min=0.0, max=0.999, read_only=True),
+    ParamSpec('delay', 0.0, 'extra delay applied to received swarm/target messages [s]',
+              min=0.0, read_only=True),
+    ParamSpec('seed', 0, 'swarm seed of the failure and impairment draws (combined with '
+              'agent_id)', min=0, max=2**31 - 1, read_only=True),
+    SWARM_RELIABILITY_SPEC,
 ]
 
 
@@ -69,23 +88,34 @@ class AgentNode(Node):
         self._params = declare_validated(self, controller_specs(), ControllerParams.from_mapping,
                                          self._set_params)
         config = declare(self, NODE_SPECS)
+        reliability = reliability_of(config)
         self.agent_id = config['agent_id'] or _id_from_namespace(self.get_namespace())
+        self.incarnation = new_incarnation()
         self._outage = OutageProcess(config['failures_per_min'], config['failure_off_time'],
-                                     config['failure_check_period'], config['seed'], self.agent_id)
-        self._channel = ImpairedChannel(config['loss'], config['delay'], config['seed'], self.agent_id)
-        self._state = initial_state(self.agent_id)
+                                     config['failure_check_period'], config['seed'],
+                                     self.agent_id)
+        self._channel = ImpairedChannel(config['loss'], config['delay'], config['seed'],
+                                        self.agent_id)
+        self._state = initial_state(self.agent_id, self.incarnation)
         self._odometry: deque = deque(maxlen=8)  # (stamp_ns, position, velocity)
+        self._duplicates = DuplicateIds(self._params.agent_timeout)
         self._failed = False
         self._manual_failure_until_ns = -1
+        self.status = Status(STARTING, 'waiting for the first tick')
 
-        self._cmd_pub = self.create_publisher(Twist, 'cmd_vel', 10)
-        self._state_pub = self.create_publisher(Float64MultiArray, SWARM_TOPIC, SWARM_QOS)
-        self.create_subscription(Odometry, 'odom', self._on_odometry, 10)
+        self._cmd_pub = self.create_publisher(Twist, AGENT_CMD_TOPIC, 10)
+        self._status_pub = self.create_publisher(DiagnosticStatus, AGENT_STATUS_TOPIC, 10)
+        self._state_pub = create_swarm_publisher(self, Float64MultiArray, AGENT_STATES_TOPIC,
+                                                 reliability)
+        self.create_subscription(Odometry, AGENT_ODOM_TOPIC, self._on_odometry, 10)
         if subscribe_swarm:
-            self.create_subscription(Float64MultiArray, SWARM_TOPIC, self._on_agent_state, SWARM_QOS)
-        self.create_subscription(Float64MultiArray, TARGET_TOPIC, self._on_target_state, 10)
+            create_swarm_subscription(self, Float64MultiArray, AGENT_STATES_TOPIC,
+                                      self._on_agent_state, reliability)
+        create_swarm_subscription(self, Float64MultiArray, TARGET_STATE_TOPIC,
+                                  self._on_target_state, reliability)
         self.create_service(SetBool, '~/inject_failure', self._on_inject_failure)
         self._timer = self.create_timer(self._params.control_period, self._on_tick)
+        self.create_timer(STATUS_PERIOD, self._publish_status)
 
     # --- inputs -----------------------------------------------------------------------------
     def _now_ns(self) -> int:
@@ -109,8 +139,22 @@ class AgentNode(Node):
         self.receive_agent_state(state)
 
     def receive_agent_state(self, state: AgentStateMsg) -> None:
-        if not self._failed and state.agent_id != self.agent_id:
-            self._channel.receive(('agent', state), self._now_ns() * 1e-9)
+        if self._failed:
+            return
+        now = self._now_ns() * 1e-9
+        duplicate = self._duplicates.observe(state.agent_id, state.incarnation, now)
+        if duplicate is not None:
+            whose = ('this agent\'s own id' if state.agent_id == self.agent_id
+                     else f'agent_id {state.agent_id}')
+            self.get_logger().error(
+                f'duplicate agent_id {state.agent_id}: {whose} is broadcast by incarnations '
+                f'{", ".join(map(str, duplicate))} (this agent is {self.incarnation}); two '
+                'vehicles were started with the same agent_id')
+        if state.agent_id == self.agent_id:
+            return
+        if self._rejected_stamp('agent', state.stamp, now):
+            return
+        self._channel.receive(('agent', state), now)
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
         if self._failed:
@@ -120,7 +164,15 @@ class AgentNode(Node):
         except ValueError as error:
             self.get_logger().warning(f'ignoring target state: {error}', throttle_duration_sec=5.0)
             return
-        self._channel.receive(('target', state), self._now_ns() * 1e-9)
+        now = self._now_ns() * 1e-9
+        if not self._rejected_stamp('target', state.stamp, now):
+            self._channel.receive(('target', state), now)
+
+    def _rejected_stamp(self, kind: str, stamp: float, now: float) -> bool:
+        reason = future_stamp_reason(kind, stamp, now, self._params)
+        if reason is not None:
+            self.get_logger().warning(reason, throttle_duration_sec=5.0)
+        return reason is not None
 
     def _on_inject_failure(self, request: SetBool.Request, response: SetBool.Response):
         now_ns = self._now_ns()
@@ -138,6 +190,7 @@ class AgentNode(Node):
         if params.control_period != self._params.control_period:
             self._timer.cancel()
             self._timer = self.create_timer(params.control_period, self._on_tick)
+        self._duplicates.window = params.agent_timeout
         self._params = params
 
     # --- control tick -------------------------------------------------------------------------
@@ -149,21 +202,22 @@ class AgentNode(Node):
             self._on_failure_change(failed)
         if failed:
             return
+        self._duplicates.observe(self.agent_id, self.incarnation, now)
         for (kind, message), rx_time in self._channel.due(now - THIS_TICK):
-            if kind == 'agent':
-                self._state = receive_agent_state(self._state, message, rx_time)
-            else:
-                self._state = receive_target_state(self._state, message, rx_time)
+            receive = receive_agent_state if kind == 'agent' else receive_target_state
+            self._state = receive(self._state, message, rx_time, self._params)
         odometry = self._latest_odometry_before(now_ns)
-        if odometry is None:
-            return
-        _, position, velocity = odometry
-        broadcast = outgoing_state(self._state, position, velocity, now)
-        self._state_pub.publish(agent_state_to_msg(broadcast))
-        self._state, command = control_step(self._state, position, velocity, now, self._params)
-        twist = Twist()
-        twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in command)
-        self._cmd_pub.publish(twist)
+        if odometry is not None:
+            odometry = (odometry[0] * 1e-9, odometry[1], odometry[2])
+        tick = agent_tick(self._state, odometry, now, self._params)
+        self._state = tick.state
+        if tick.broadcast is not None:
+            self._state_pub.publish(agent_state_to_msg(tick.broadcast))
+        if tick.command is not None:
+            twist = Twist()
+            twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in tick.command)
+            self._cmd_pub.publish(twist)
+        self._set_status(tick.status)
 
     def _latest_odometry_before(self, now_ns: int):
         """Newest odometry stamped strictly before now (else the newest): order-independent."""
@@ -176,11 +230,41 @@ class AgentNode(Node):
         self._failed = failed
         if failed:
             self._cmd_pub.publish(Twist())
-            self._channel.due(float('inf'))  # drop what is in flight: a failed agent hears nothing
-            self.get_logger().warning(f'agent {self.agent_id}: failure injected, commanding zero and going silent')
+            self._channel.due(math.inf)  # drop what is in flight: a failed agent hears nothing
+            self._set_status(Status(FAILED, 'injected'))
         else:
-            self._state = initial_state(self.agent_id)
+            self._state = initial_state(self.agent_id, self.incarnation)
             self.get_logger().info(f'agent {self.agent_id}: recovered, resuming control')
+
+    # --- status -------------------------------------------------------------------------------
+    def _set_status(self, status: Status) -> None:
+        """Log each new episode once (why the vehicle holds) and publish the change."""
+        if status.kind == self.status.kind:
+            self.status = status
+            return
+        previous, self.status = self.status, status
+        log = self.get_logger()
+        if status.kind == BLIND:
+            log.warning(f'agent {self.agent_id}: {status}: holding (zero velocity) and not '
+                        'broadcasting until odometry is fresh')
+        elif status.kind == TARGET_LOST:
+            log.warning(f'agent {self.agent_id}: {status}: holding (zero velocity) until the '
+                        'target is heard again')
+        elif status.kind == FAILED:
+            log.warning(f'agent {self.agent_id}: failure injected, commanding zero and going '
+                        'silent')
+        elif status.kind == OK and previous.kind in (BLIND, TARGET_LOST):
+            log.info(f'agent {self.agent_id}: {previous.kind} episode over, resuming control')
+        self._publish_status()
+
+    def _publish_status(self) -> None:
+        msg = DiagnosticStatus(level=STATUS_LEVELS[self.status.kind],
+                               name=self.get_fully_qualified_name(), message=str(self.status),
+                               hardware_id=f'agent {self.agent_id}')
+        msg.values = [KeyValue(key='state', value=self.status.kind),
+                      KeyValue(key='agent_id', value=str(self.agent_id)),
+                      KeyValue(key='incarnation', value=str(self.incarnation))]
+        self._status_pub.publish(msg)
 
     @property
     def failed(self) -> bool:
@@ -190,9 +274,14 @@ class AgentNode(Node):
 def _id_from_namespace(namespace: str) -> int:
     digits = ''.join(ch for ch in namespace.rsplit('/', 1)[-1] if ch.isdigit())
     if not digits:
-        raise ValueError(f'agent_id is 0 and namespace {namespace!r} has no digits to derive it from')
+        raise ValueError(f'agent_id is 0 and namespace {namespace!r} has no digits to derive '
+                         'it from')
     return int(digits)
 
 
 def main(args=None) -> None:
     spin_node(AgentNode, args)
+
+
+if __name__ == '__main__':
+    main()

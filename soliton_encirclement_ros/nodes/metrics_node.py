@@ -19,8 +19,10 @@ from velocity_mobility_ros.ros_params import ParamSpec, declare
 from ..analysis.report import write_run_outputs
 from ..core.controller import AgentStateMsg
 from ..core.metrics import METRIC_NAMES, compute_metrics
-from ..messages import agent_state_from_msg, target_state_from_msg
-from .agent_node import SWARM_QOS, SWARM_TOPIC, TARGET_TOPIC
+from ..core.identity import DuplicateIds
+from ..interface import (AGENT_STATES_TOPIC, MARKERS_TOPIC, METRICS_TOPIC_PREFIX,
+                         TARGET_STATE_TOPIC, agent_state_from_msg, target_state_from_msg)
+from .swarm_topics import SWARM_RELIABILITY_SPEC, create_swarm_subscription, reliability_of
 from .markers import swarm_markers
 from velocity_mobility_ros.spin import spin_node
 
@@ -33,6 +35,7 @@ SPECS = [
     ParamSpec('trail_length', 60, 'positions kept per agent trail in the markers', min=0, max=100_000),
     ParamSpec('world_frame', 'world', 'frame of the markers'),
     ParamSpec('output_dir', '', 'directory for the run outputs (CSV, plots, summary.json) written on shutdown; empty = none'),
+    SWARM_RELIABILITY_SPEC,
 ]
 
 
@@ -51,12 +54,16 @@ class MetricsNode(Node):
         self.metric_rows: list[list[float]] = []
         self.agent_rows: list[list[float]] = []
         self.trajectory_rows: list[tuple[str, float, float, float]] = []
-        self._metric_pubs = {name: self.create_publisher(Float64, f'/swarm/metrics/{name}', 10)
+        self._duplicates = DuplicateIds(self._timeout_ns * 1e-9)
+        self._metric_pubs = {name: self.create_publisher(Float64, METRICS_TOPIC_PREFIX + name, 10)
                             for name in METRIC_NAMES}
-        self._marker_pub = self.create_publisher(MarkerArray, '/swarm/markers', 10)
+        self._marker_pub = self.create_publisher(MarkerArray, MARKERS_TOPIC, 10)
+        reliability = reliability_of(self.config)
         if subscribe_swarm:
-            self.create_subscription(Float64MultiArray, SWARM_TOPIC, self._on_agent_state, SWARM_QOS)
-        self.create_subscription(Float64MultiArray, TARGET_TOPIC, self._on_target_state, 10)
+            create_swarm_subscription(self, Float64MultiArray, AGENT_STATES_TOPIC,
+                                      self._on_agent_state, reliability)
+        create_swarm_subscription(self, Float64MultiArray, TARGET_STATE_TOPIC,
+                                  self._on_target_state, reliability)
         self.create_timer(period, self._on_tick)
         if self.config['marker_period'] > 0:
             self.create_timer(self.config['marker_period'], self._publish_markers)
@@ -71,7 +78,14 @@ class MetricsNode(Node):
             self.get_logger().warning(f'ignoring agent state: {error}', throttle_duration_sec=5.0)
 
     def receive_agent_state(self, state: AgentStateMsg) -> None:
-        self._pending.append((self._now_ns(), 'agent', state))
+        now_ns = self._now_ns()
+        duplicate = self._duplicates.observe(state.agent_id, state.incarnation, now_ns * 1e-9)
+        if duplicate is not None:
+            self.get_logger().error(
+                f'duplicate agent_id {state.agent_id}: broadcast by incarnations '
+                f'{", ".join(map(str, duplicate))}; two vehicles were started with the same '
+                'agent_id, and the metrics of that id mix both')
+        self._pending.append((now_ns, 'agent', state))
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
         try:
@@ -151,3 +165,7 @@ def _save_on_shutdown(node: MetricsNode) -> None:
 
 def main(args=None) -> None:
     spin_node(MetricsNode, args, on_shutdown=_save_on_shutdown)
+
+
+if __name__ == '__main__':
+    main()

@@ -12,6 +12,7 @@ import numpy as np
 from nav_msgs.msg import Odometry
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
 from velocity_mobility_ros.messages import odometry_to_arrays, to_odometry
@@ -21,32 +22,37 @@ from velocity_mobility_ros.ros_params import ParamSpec, declare
 
 from ..core.scenario import Scenario
 from ..core.target_motion import TARGET_MOTIONS
-from ..messages import target_state_to_msg
-from .agent_node import TARGET_TOPIC
+from ..interface import TARGET_STATE_TOPIC, target_state_to_msg
+from .swarm_topics import SWARM_RELIABILITY_SPEC, create_swarm_publisher, reliability_of
 from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
     ParamSpec('motion', 'static', f'target motion model: {", ".join(TARGET_MOTIONS)}', read_only=True),
-    ParamSpec('speed', 5.0, 'target speed of the random and waypoint models [m/s]', min=1e-6),
-    ParamSpec('motion_period', 1.0, 'heading change period of the random model [s]', min=1e-3),
-    ParamSpec('boundary', 20.0, 'random model steers back to the origin beyond |x| or |y| this [m]', min=1e-6),
-    ParamSpec('seed', 0, 'seed of the random model', min=0, max=2**31 - 1),
-    ParamSpec('waypoints', [], 'waypoints as a flat list x1, y1, z1, x2, ... [m]', type=Parameter.Type.DOUBLE_ARRAY),
+    ParamSpec('speed', 5.0, 'target speed of the random and waypoint models [m/s]', min=1e-6, read_only=True),
+    ParamSpec('motion_period', 1.0, 'heading change period of the random model [s]', min=1e-3, read_only=True),
+    ParamSpec('boundary', 20.0, 'random model steers back to the origin beyond |x| or |y| this [m]', min=1e-6, read_only=True),
+    ParamSpec('seed', 0, 'seed of the random model', min=0, max=2**31 - 1, read_only=True),
+    ParamSpec('waypoints', [], 'waypoints as a flat list x1, y1, z1, x2, ... [m]', type=Parameter.Type.DOUBLE_ARRAY, read_only=True),
     ParamSpec('arrival_times', [], 'optional arrival time per waypoint [s]; unreachable times are an error',
-              type=Parameter.Type.DOUBLE_ARRAY),
-    ParamSpec('initial_position', [0.0, 0.0, 0.0], 'initial position [x, y, z] [m] (waypoints: the first one)'),
-    ParamSpec('omega_ref', 0.0, 'swarm spin reference broadcast to the agents [rad/s]'),
-    ParamSpec('lambda_ids', [], 'agent ids with a spacing weight', type=Parameter.Type.INTEGER_ARRAY),
+              type=Parameter.Type.DOUBLE_ARRAY, read_only=True),
+    ParamSpec('initial_position', [0.0, 0.0, 0.0], 'initial position [x, y, z] [m] (waypoints: the first one)', read_only=True),
+    ParamSpec('omega_ref', 0.0, 'swarm spin reference broadcast to the agents [rad/s]', read_only=True),
+    ParamSpec('lambda_ids', [], 'agent ids with a spacing weight', type=Parameter.Type.INTEGER_ARRAY, read_only=True),
     ParamSpec('lambda_values', [], 'spacing weight of each agent in lambda_ids (arc j -> succ(j))',
-              type=Parameter.Type.DOUBLE_ARRAY),
-    ParamSpec('broadcast_period', 0.05, 'period of /target/state and /target/odom [s]', min=1e-3),
-    ParamSpec('sim_dt', VehicleParams().sim_dt, 'integration step of the simulated target [s]', min=1e-4),
-    ParamSpec('follow_topic', '', 'nav_msgs/Odometry of a tracked real target; empty = simulate'),
-    ParamSpec('world_frame', 'world', 'header.frame_id of /target/odom'),
+              type=Parameter.Type.DOUBLE_ARRAY, read_only=True),
+    ParamSpec('broadcast_period', 0.05, 'period of /target/state and /target/odom [s]', min=1e-3, read_only=True),
+    ParamSpec('sim_dt', VehicleParams().sim_dt, 'integration step of the simulated target [s]', min=1e-4, read_only=True),
+    ParamSpec('follow_topic', '', 'nav_msgs/Odometry of a tracked real target; empty = simulate', read_only=True),
+    ParamSpec('follow_timeout', 0.5, 'follow mode: stop broadcasting when the tracked odometry '
+              'is older than this [s] (the agents then see the target as lost)', min=1e-3, read_only=True),
+    ParamSpec('world_frame', 'world', 'header.frame_id of /target/odom', read_only=True),
+    SWARM_RELIABILITY_SPEC,
 ]
 
 
 class TargetNode(Node):
+    """Every parameter is read-only: the motion model is built once at start-up."""
+
     def __init__(self, **kwargs) -> None:
         super().__init__('target', **kwargs)
         config = declare(self, SPECS)
@@ -59,8 +65,11 @@ class TargetNode(Node):
         period = config['broadcast_period']
         self._vehicle = VehicleParams(sim_dt=config['sim_dt'])
         self._odom_pub = self.create_publisher(Odometry, 'odom', 10)
-        self._state_pub = self.create_publisher(Float64MultiArray, TARGET_TOPIC, 10)
-        self._tracked = None
+        self._state_pub = create_swarm_publisher(self, Float64MultiArray, TARGET_STATE_TOPIC,
+                                                 reliability_of(config))
+        self._tracked = None  # (stamp_ns, (position, velocity, yaw)) of the tracked target
+        self._follow_timeout_ns = int(config['follow_timeout'] * 1e9)
+        self._track_lost = False
         if config['follow_topic']:
             self._motion = None
             self.create_subscription(Odometry, config['follow_topic'], self._on_tracked, 10)
@@ -78,16 +87,31 @@ class TargetNode(Node):
 
     def _on_tracked(self, msg: Odometry) -> None:
         try:
-            self._tracked = odometry_to_arrays(msg)
+            self._tracked = (Time.from_msg(msg.header.stamp).nanoseconds, odometry_to_arrays(msg))
         except ValueError as error:
             self.get_logger().warning(f'ignoring tracked target odometry: {error}', throttle_duration_sec=5.0)
+
+    def _fresh_track(self, now_ns: int):
+        """(position, velocity, yaw) of a track at most ``follow_timeout`` old, else None (logged)."""
+        age_ns = None if self._tracked is None else now_ns - self._tracked[0]
+        lost = age_ns is None or age_ns > self._follow_timeout_ns
+        if lost and not self._track_lost and self._tracked is not None:
+            self.get_logger().warning(
+                f'tracked target odometry is {age_ns * 1e-9:.2f} s old (follow_timeout '
+                f'{self._follow_timeout_ns * 1e-9:g} s): not broadcasting the target until the '
+                'track is fresh')
+        elif not lost and self._track_lost:
+            self.get_logger().info('target track fresh again: broadcasting')
+        self._track_lost = lost and self._tracked is not None
+        return None if lost else self._tracked[1]
 
     def _on_tick(self) -> None:
         now = self.get_clock().now()
         if self._motion is None:
-            if self._tracked is None:
+            track = self._fresh_track(now.nanoseconds)
+            if track is None:
                 return
-            position, velocity, yaw = self._tracked
+            position, velocity, yaw = track
         else:
             self._simulate(now.nanoseconds * 1e-9)
             state = self._vehicle_state
@@ -111,3 +135,7 @@ class TargetNode(Node):
 
 def main(args=None) -> None:
     spin_node(TargetNode, args)
+
+
+if __name__ == '__main__':
+    main()
