@@ -106,6 +106,7 @@ class RunResult:
     engine: str
     sim_time: float
     wall_time: float
+    final_positions: np.ndarray = None  # (N + 1, 3) agents then target, world ENU [m]
 
     @property
     def real_time_factor(self) -> float:
@@ -180,7 +181,7 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     names = [f'uav{i}' for i in ids[:traced]] + ['target']
     trajectories = {name: np.column_stack((times, trace[:, j])) for j, name in enumerate(names)}
     return RunResult(np.array(metrics_rows), np.vstack(agent_rows), trajectories, engine,
-                     ticks * period, wall)
+                     ticks * period, wall, bodies.position.copy())
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,17 +1,13 @@
 """agent_node, target_node and metrics_node as real rclpy nodes on a simulated clock."""
 import math
-import time
 
 import numpy as np
 import pytest
 import rclpy
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
-from rclpy.executors import SingleThreadedExecutor, TimeoutException
-from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.time import Time
-from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool
 
@@ -23,62 +19,7 @@ from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
 from velocity_mobility_ros.messages import to_odometry
 
-SIM = [Parameter('use_sim_time', value=True)]
-
-
-class Harness:
-    """A driver node that owns /clock, records topics and publishes test inputs."""
-
-    def __init__(self, *nodes):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.nodes = [factory(self.context) for factory in nodes]
-        self.driver = Node('driver', context=self.context, parameter_overrides=SIM)
-        self.clock = self.driver.create_publisher(Clock, '/clock', 10)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        for node in [self.driver, *self.nodes]:
-            self.executor.add_node(node)
-        self.received = {}
-        self.now_ns = 0
-
-    def record(self, msg_type, topic):
-        self.received[topic] = []
-        self.driver.create_subscription(msg_type, topic, self.received[topic].append, 100)
-
-    def publisher(self, msg_type, topic):
-        return self.driver.create_publisher(msg_type, topic, 100)
-
-    def settle(self, seconds=0.5):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def drain(self):
-        """Run callbacks until none is ready (DDS delivers synchronously within a process)."""
-        while True:
-            ran = 0
-            while True:  # a zero-timeout wait ends after each batch of ready entities
-                try:
-                    handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=0.0)
-                except TimeoutException:
-                    break
-                handler()
-                ran += 1
-            if not ran:
-                return
-
-    def advance(self, seconds, step=0.01, before_step=None):
-        for _ in range(round(seconds / step)):
-            self.now_ns += round(step * 1e9)
-            if before_step:
-                before_step(self.now_ns * 1e-9)
-            self.clock.publish(Clock(clock=Time(nanoseconds=self.now_ns).to_msg()))
-            self.drain()
-
-    def close(self):
-        for node in [self.driver, *self.nodes]:
-            node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
+from support.harness import SIM, Harness
 
 
 @pytest.fixture

@@ -142,19 +142,21 @@ class AgentNode(Node):
         if self._failed:
             return
         now = self._now_ns() * 1e-9
-        duplicate = self._duplicates.observe(state.agent_id, state.incarnation, now)
-        if duplicate is not None:
-            whose = ('this agent\'s own id' if state.agent_id == self.agent_id
-                     else f'agent_id {state.agent_id}')
-            self.get_logger().error(
-                f'duplicate agent_id {state.agent_id}: {whose} is broadcast by incarnations '
-                f'{", ".join(map(str, duplicate))} (this agent is {self.incarnation}); two '
-                'vehicles were started with the same agent_id')
+        self._observe_incarnation(state.agent_id, state.incarnation, now)
         if state.agent_id == self.agent_id:
             return
         if self._rejected_stamp('agent', state.stamp, now):
             return
         self._channel.receive(('agent', state), now)
+
+    def _observe_incarnation(self, agent_id: int, incarnation: int, now: float) -> None:
+        duplicate = self._duplicates.observe(agent_id, incarnation, now)
+        if duplicate is not None:
+            whose = "this agent's own id" if agent_id == self.agent_id else f'agent_id {agent_id}'
+            self.get_logger().error(
+                f'duplicate agent_id {agent_id}: {whose} is broadcast by incarnations '
+                f'{", ".join(map(str, duplicate))} (this agent is {self.incarnation}); two '
+                'vehicles were started with the same agent_id')
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
         if self._failed:
@@ -202,7 +204,7 @@ class AgentNode(Node):
             self._on_failure_change(failed)
         if failed:
             return
-        self._duplicates.observe(self.agent_id, self.incarnation, now)
+        self._observe_incarnation(self.agent_id, self.incarnation, now)
         for (kind, message), rx_time in self._channel.due(now - THIS_TICK):
             receive = receive_agent_state if kind == 'agent' else receive_target_state
             self._state = receive(self._state, message, rx_time, self._params)

@@ -1,0 +1,261 @@
+"""The fail-safe rules through real rclpy nodes on a simulated clock: what is published (no
+broadcast, zero velocity, ~/status) and what is logged, once per episode."""
+import numpy as np
+import pytest
+import rclpy
+from diagnostic_msgs.msg import DiagnosticStatus
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.time import Time
+from std_msgs.msg import Float64MultiArray
+
+from soliton_encirclement_ros.core.controller import AgentStateMsg
+from soliton_encirclement_ros.interface import (agent_state_from_msg, agent_state_to_msg,
+                                               target_state_to_msg)
+from soliton_encirclement_ros.nodes.agent_node import AgentNode
+from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
+from soliton_encirclement_ros.nodes.target_node import TargetNode
+from support.harness import SIM, Harness
+from velocity_mobility_ros.messages import to_odometry
+
+PERIOD = 0.05
+TARGET_V = (1.0, 0.0, 0.0)
+
+
+class Feeds:
+    """Switchable inputs of agent 1: its odometry, the target and neighbour 2."""
+
+    def __init__(self, harness):
+        self.odom = harness.publisher(Odometry, '/uav1/odom')
+        self.states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
+        self.target = harness.publisher(Float64MultiArray, '/target/state')
+        self.odom_on = self.target_on = self.neighbour_on = True
+        self.target_stamp_offset = 0.0
+        self.seq = 0
+
+    def __call__(self, now):
+        stamp = Time(nanoseconds=round(now * 1e9)).to_msg()
+        if self.odom_on:
+            self.odom.publish(to_odometry([25.0, 0.0, 0.0], [0.0, 0.0, 0.0], 0.0, stamp, 'world',
+                                          'uav1/base_link'))
+        if self.neighbour_on:
+            self.seq += 1
+            self.states.publish(agent_state_to_msg(AgentStateMsg(
+                agent_id=2, seq=self.seq, stamp=now, position=np.array([-20.0, 0.0, 0.0]),
+                velocity=np.zeros(3), u=0.0, incarnation=5)))
+        if self.target_on:
+            self.target.publish(target_state_to_msg(now + self.target_stamp_offset,
+                                                    [0.0, 0.0, 0.0], TARGET_V))
+
+
+@pytest.fixture
+def agent():
+    harness = Harness(lambda ctx: AgentNode(context=ctx, namespace='/uav1', parameter_overrides=SIM + [
+        Parameter('control_period', value=PERIOD)]))
+    harness.record(Twist, '/uav1/cmd_vel')
+    harness.record(Float64MultiArray, '/swarm/agent_states')
+    harness.record(DiagnosticStatus, '/uav1/agent/status')
+    harness.feeds = Feeds(harness)
+    harness.settle()
+    yield harness
+    harness.close()
+
+
+def mark(harness):
+    """Index of the next message on each recorded topic."""
+    return {topic: len(msgs) for topic, msgs in harness.received.items()}
+
+
+def since(harness, start, topic):
+    return harness.received[topic][start[topic]:]
+
+
+def own_broadcasts(harness, start):
+    return [s for s in map(agent_state_from_msg, since(harness, start, '/swarm/agent_states'))
+            if s.agent_id == 1]
+
+
+def commands(harness, start):
+    return [(m.linear.x, m.linear.y, m.linear.z) for m in since(harness, start, '/uav1/cmd_vel')]
+
+
+def statuses(harness, start):
+    return [(m.level, m.message) for m in since(harness, start, '/uav1/agent/status')]
+
+
+def test_odometry_pause_silences_the_broadcast_holds_and_says_why_once(agent, capfd):
+    agent.advance(1.0, before_step=agent.feeds)
+    assert own_broadcasts(agent, {'/swarm/agent_states': 0})  # healthy: it broadcasts
+    agent.feeds.odom_on = False
+    start = mark(agent)
+    agent.advance(0.5, before_step=agent.feeds)  # up to odom_timeout: still flying
+    blind = mark(agent)
+    agent.advance(1.5, before_step=agent.feeds)
+    assert not own_broadcasts(agent, blind)  # no ghost in the neighbours' ring
+    zero = commands(agent, blind)
+    assert len(zero) >= 25 and all(c == (0.0, 0.0, 0.0) for c in zero)
+    assert own_broadcasts(agent, start)  # the first 0.5 s were still fresh
+    changes = [s for s in statuses(agent, start) if 'blind' in s[1]]
+    assert changes and changes[0][0] == DiagnosticStatus.WARN
+    assert 'odometry 0.5 s old' in changes[0][1] or 'odometry 0.6 s old' in changes[0][1]
+    err = capfd.readouterr().err
+    assert err.count('blind (odometry') == 1 and 'holding (zero velocity)' in err
+
+    agent.feeds.odom_on = True
+    resumed = mark(agent)
+    agent.advance(0.5, before_step=agent.feeds)
+    assert own_broadcasts(agent, resumed)
+    assert any(c != (0.0, 0.0, 0.0) for c in commands(agent, resumed))
+    assert statuses(agent, resumed)[0] == (DiagnosticStatus.OK, 'ok')
+    assert 'blind episode over, resuming control' in capfd.readouterr().err
+
+
+def test_target_silence_flies_its_velocity_then_holds_and_recovers(agent, capfd):
+    agent.advance(1.0, before_step=agent.feeds)
+    agent.feeds.target_on = False
+    silent = mark(agent)
+    agent.advance(2.0, before_step=agent.feeds)
+    cmds = commands(agent, silent)  # one command per 0.05 s tick since the target went quiet
+    times = PERIOD * np.arange(1, len(cmds) + 1)
+    flying = [c for t, c in zip(times, cmds) if 0.3 < t < 0.95]
+    holding = [c for t, c in zip(times, cmds) if t > 1.1]
+    assert flying and all(c == pytest.approx(TARGET_V) for c in flying)
+    assert holding and all(c == (0.0, 0.0, 0.0) for c in holding)
+    assert own_broadcasts(agent, silent)  # odometry is fresh: it still shows in the ring
+    assert any(level == DiagnosticStatus.WARN and msg.startswith('target lost')
+               for level, msg in statuses(agent, silent))
+    assert capfd.readouterr().err.count('target lost (last heard') == 1
+
+    agent.feeds.target_on = True
+    back = mark(agent)
+    agent.advance(0.5, before_step=agent.feeds)
+    assert commands(agent, back)[-1] != (0.0, 0.0, 0.0)
+    assert 'target lost episode over' in capfd.readouterr().err
+
+
+def test_a_future_stamped_target_is_rejected_and_real_ones_keep_flowing(agent, capfd):
+    agent.advance(0.5, before_step=agent.feeds)
+    agent.feeds.target_stamp_offset = 100.0  # one burst from a skewed clock
+    agent.advance(0.2, before_step=agent.feeds)
+    assert 'target state stamped 100.000 s ahead' in capfd.readouterr().err
+    agent.feeds.target_stamp_offset = 0.4  # within max_future_stamp: accepted, then expires
+    agent.advance(0.05, before_step=agent.feeds)
+    agent.feeds.target_stamp_offset = 0.0
+    start = mark(agent)
+    agent.advance(2.0, before_step=agent.feeds)
+    assert all(s[1] == 'ok' for s in statuses(agent, start))
+    node = agent.nodes[0]
+    cached, rx = node._state.target
+    assert abs(cached.stamp - agent.now_ns * 1e-9) < 0.1  # following the real target again
+
+
+def test_a_neighbour_whose_sequence_restarts_is_heard_again(agent):
+    agent.advance(0.5, before_step=agent.feeds)
+    node = agent.nodes[0]
+    before = node._state.neighbours[2][0].seq
+    assert before > 40
+    agent.feeds.seq = 0  # the neighbour's process restarted its counter (same incarnation)
+    agent.advance(0.4, before_step=agent.feeds)
+    cached, _ = node._state.neighbours[2]
+    assert cached.seq < before and cached.stamp == pytest.approx(agent.now_ns * 1e-9 - 0.01)
+
+
+def test_duplicate_incarnations_of_one_id_are_an_error_once(agent, capfd):
+    other = agent.publisher(Float64MultiArray, '/swarm/agent_states')
+    own = agent.nodes[0]
+
+    def twin(now):
+        agent.feeds(now)
+        other.publish(agent_state_to_msg(AgentStateMsg(
+            agent_id=2, seq=1000 + round(now * 100), stamp=now,
+            position=np.array([0.0, 20.0, 0.0]), velocity=np.zeros(3), u=0.0, incarnation=6)))
+        other.publish(agent_state_to_msg(AgentStateMsg(
+            agent_id=1, seq=1, stamp=now, position=np.array([0.0, -20.0, 0.0]),
+            velocity=np.zeros(3), u=0.0, incarnation=own.incarnation + 1)))
+
+    agent.advance(1.0, before_step=twin)
+    err = capfd.readouterr().err
+    assert err.count('duplicate agent_id 2: agent_id 2 is broadcast by incarnations 5, 6') == 1
+    assert err.count("duplicate agent_id 1: this agent's own id") == 1
+
+
+def test_metrics_node_reports_a_duplicate_id(capfd):
+    harness = Harness(lambda ctx: MetricsNode(context=ctx, namespace='/swarm',
+                                              parameter_overrides=SIM))
+    states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
+    harness.settle()
+
+    def publish(now):
+        for incarnation, y in ((1, 20.0), (2, -20.0)):
+            states.publish(agent_state_to_msg(AgentStateMsg(
+                agent_id=3, seq=round(now * 100), stamp=now, position=np.array([0.0, y, 0.0]),
+                velocity=np.zeros(3), u=0.0, incarnation=incarnation)))
+
+    try:
+        harness.advance(0.5, before_step=publish)
+    finally:
+        harness.close()
+    assert capfd.readouterr().err.count('duplicate agent_id 3: broadcast by incarnations 1, 2') == 1
+
+
+def test_follow_mode_stops_broadcasting_a_stale_track_and_resumes(capfd):
+    harness = Harness(lambda ctx: TargetNode(context=ctx, namespace='/target', parameter_overrides=SIM + [
+        Parameter('follow_topic', value='/tracked/odom'), Parameter('broadcast_period', value=0.05)]))
+    harness.record(Float64MultiArray, '/target/state')
+    harness.record(Odometry, '/target/odom')
+    tracked = harness.publisher(Odometry, '/tracked/odom')
+    harness.settle()
+    track_on = [True]
+
+    def feed(now):
+        if track_on[0]:
+            tracked.publish(to_odometry([3.0, 4.0, 0.0], [0.0, 0.0, 0.0], 0.0,
+                                        Time(nanoseconds=round(now * 1e9)).to_msg(), 'world', 'x'))
+
+    try:
+        harness.advance(1.0, before_step=feed)
+        assert len(harness.received['/target/state']) >= 15
+        track_on[0] = False
+        harness.advance(0.5, before_step=feed)  # follow_timeout
+        start = mark(harness)
+        harness.advance(1.5, before_step=feed)
+        assert not since(harness, start, '/target/state')
+        assert not since(harness, start, '/target/odom')
+        assert capfd.readouterr().err.count('not broadcasting the target') == 1
+        track_on[0] = True
+        back = mark(harness)
+        harness.advance(0.5, before_step=feed)
+        assert len(since(harness, back, '/target/state')) >= 8
+    finally:
+        harness.close()
+
+
+def test_swarm_reliability_sets_the_qos_and_a_mismatch_is_reported(capfd):
+    def best_effort_agent(ctx):
+        return AgentNode(context=ctx, namespace='/uav4', parameter_overrides=SIM + [
+            Parameter('swarm_reliability', value='best_effort')])
+
+    harness = Harness(best_effort_agent,
+                      lambda ctx: MetricsNode(context=ctx, namespace='/swarm', parameter_overrides=SIM))
+    try:
+        harness.settle(1.5)
+        offered = harness.driver.get_publishers_info_by_topic('/swarm/agent_states')
+        assert [p.qos_profile.reliability for p in offered] == [ReliabilityPolicy.BEST_EFFORT]
+        assert harness.nodes[0]._state_pub.qos_profile.depth == 5  # depth is not on the graph
+        err = capfd.readouterr().err
+        assert ('/swarm/agent_states: a publisher offers QoS this reliable subscription cannot '
+                'receive') in err and '/uav4/agent (best_effort)' in err
+    finally:
+        harness.close()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    try:
+        with pytest.raises(ValueError, match="swarm_reliability must be one of reliable, "
+                                             "best_effort, got 'radio'"):
+            AgentNode(context=context, namespace='/uav5',
+                      parameter_overrides=[Parameter('swarm_reliability', value='radio')])
+    finally:
+        rclpy.try_shutdown(context=context)
+    assert QoSProfile  # imported for the profile type of the assertions above
