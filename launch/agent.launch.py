@@ -3,7 +3,8 @@
     ros2 launch soliton_encirclement_ros agent.launch.py agent_name:=uav3 agent_id:=3
 
 The controller reads <agent_name>/odom and writes <agent_name>/cmd_vel; it meets the rest of
-the swarm on /swarm/agent_states and the target on /target/state.
+the swarm on /swarm/agent_states and the target on /target/state, best effort by default (a
+radio link between hosts): the target and metrics hosts must use the same swarm_reliability.
 """
 from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace
 from soliton_encirclement_ros.launch_support import plan_launch_description
@@ -14,6 +15,9 @@ ARGUMENTS = {
     'radius': ('20.0', 'encirclement radius R [m]'),
     'params_file': ('', 'ROS 2 parameter YAML (optional)'),
     'use_sim_time': ('false', 'use /clock'),
+    'swarm_reliability': ('best_effort', 'QoS of the swarm topics: best_effort over radio links, '
+                          'reliable on one host; the same on every host'),
+    'altitude': ('nan', 'altitude hold [m, world ENU z]; nan = off'),
 }
 
 
@@ -21,7 +25,9 @@ def _specs(value):
     plan = SwarmPlan(num_agents=1, names=(value['agent_name'],), ids=(int(value['agent_id']),),
                      radius=float(value['radius']),
                      params_files=(value['params_file'],) if value['params_file'] else (),
-                     use_sim_time=value['use_sim_time'].lower() == 'true')
+                     use_sim_time=value['use_sim_time'].lower() == 'true',
+                     swarm_reliability=value['swarm_reliability'],
+                     altitude=float(value['altitude']))
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
 

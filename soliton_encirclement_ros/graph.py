@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from .core.scenario import initial_positions
+from .interface import RELIABLE, check_reliability
 
 PACKAGE = 'soliton_encirclement_ros'
 MODES = ('sim', 'px4')
@@ -88,8 +89,13 @@ class SwarmPlan:
     px4_target_systems: tuple[int, ...] = ()
     px4_origins: tuple[tuple[float, float, float], ...] = ()
     metrics_output_dir: str = ''
+    swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
+    altitude: float = math.nan          # agents' altitude hold [m, world ENU z]; NaN = off
 
     def __post_init__(self) -> None:
+        check_reliability(self.swarm_reliability)
+        if not isinstance(self.altitude, (int, float)) or math.isinf(self.altitude):
+            raise ValueError(f'altitude must be a finite number or NaN (off), got {self.altitude!r}')
         if isinstance(self.num_agents, bool) or not isinstance(self.num_agents, int) or self.num_agents < 1:
             raise ValueError(f'num_agents must be an integer >= 1, got {self.num_agents!r}')
         names = tuple(self.names) or tuple(f'uav{i}' for i in range(1, self.num_agents + 1))
@@ -143,6 +149,9 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
     """The nodes of ``plan``, in start order (simulation before controllers)."""
     files = tuple(plan.params_files)
     time = {'use_sim_time': plan.use_sim_time}
+    # Given only when not the default, so a lock-stepped plan's node commands stay as they were.
+    swarm = ({} if plan.swarm_reliability == RELIABLE
+             else {'swarm_reliability': plan.swarm_reliability})
     nodes: list[NodeSpec] = []
     if plan.mode == 'sim':
         nodes.append(NodeSpec(
@@ -155,7 +164,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
     nodes.append(NodeSpec(
         'target_node', 'target', namespace='/target', params_files=files,
         parameters={**time, 'motion': plan.target_motion, 'seed': plan.seed,
-                    'broadcast_period': plan.control_period}))
+                    'broadcast_period': plan.control_period, **swarm}))
     for index, (agent_id, name) in enumerate(zip(plan.agent_ids, plan.names)):
         nodes.append(NodeSpec(
             'agent_node', 'agent', namespace=f'/{name}', params_files=files,
@@ -164,12 +173,13 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
                         'failures_per_min': plan.failures_per_min,
                         'failure_off_time': plan.failure_off_time,
                         'loss': plan.loss, 'delay': plan.delay,
-                        'seed': plan.seed}))
+                        'seed': plan.seed, **swarm,
+                        **({} if math.isnan(plan.altitude) else {'altitude': float(plan.altitude)})}))
         if plan.mode == 'px4':
             nodes.append(px4_bridge_spec(plan, index, name, files))
     nodes.append(NodeSpec(
         'metrics_node', 'metrics', namespace='/swarm', params_files=files,
-        parameters={**time, 'radius': plan.radius, 'metrics_period': plan.control_period,
+        parameters={**time, 'radius': plan.radius, 'metrics_period': plan.control_period, **swarm,
                     **({'output_dir': plan.metrics_output_dir} if plan.metrics_output_dir else {})}))
     return nodes
 
