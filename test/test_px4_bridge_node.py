@@ -36,7 +36,9 @@ def test_px4_topic_names(namespace, direction, name, version, expected):
 def test_settings_defaults_and_derived_offboard_config():
     s = BridgeSettings.from_mapping(DEFAULTS)
     assert (s.px4_namespace, s.target_system, s.message_version_suffix) == ('', 1, 'auto')
+    assert (s.source_system, s.source_component) == (255, 191)  # not a vehicle's id
     assert s.offboard.cmd_timeout == DEFAULTS['cmd_timeout']
+    assert s.offboard.land_after == DEFAULTS['land_after'] == 10.0
     assert s.origin_enu == (0.0, 0.0, 0.0)
     slashed = BridgeSettings.from_mapping({**DEFAULTS, 'px4_namespace': '/px4_3'})
     assert slashed.px4_namespace == 'px4_3'
@@ -91,10 +93,6 @@ px4 = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
     'px4_msgs is not importable: build PX4/px4_msgs (matching the PX4 version) '
     'in a colcon workspace and source it'))
 
-NAV_POSCTL, NAV_OFFBOARD, DISARMED, ARMED = 2, 14, 1, 2
-FAKE_Q_NED = euler2quat(0.1, -0.05, 0.8, 'sxyz')
-FAKE_POSITION_NED = [4.0, -2.0, -10.0]
-
 
 def spin_until(executor, predicate, timeout=10.0):
     """Spin until predicate() holds; False if the deadline passes first."""
@@ -106,9 +104,11 @@ def spin_until(executor, predicate, timeout=10.0):
     return True
 
 
-def spin_for(executor, seconds):
+def spin_for(executor, seconds, each=None):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        if each is not None:
+            each()
         executor.spin_once(timeout_sec=0.02)
 
 
@@ -125,90 +125,19 @@ def ros():
     rclpy.try_shutdown()
 
 
-def make_fake_autopilot(px4_namespace, refuse_arm=False, ignore_mode_requests=0):
-    """PX4 stand-in: odometry + status out (best effort, transient local), commands in.
-
-    ``node.received`` records (command, nav_state when it arrived); the first
-    ``ignore_mode_requests`` DO_SET_MODE requests are lost (best-effort link)."""
-    from px4_msgs.msg import (OffboardControlMode, TrajectorySetpoint, VehicleCommand,
-                              VehicleCommandAck, VehicleOdometry, VehicleStatus)
-    from rclpy.node import Node
-    from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
-
-    writer_qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
-                            history=HistoryPolicy.KEEP_LAST, depth=1,
-                            durability=DurabilityPolicy.TRANSIENT_LOCAL)
-    reader_qos = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT,
-                            history=HistoryPolicy.KEEP_LAST, depth=10,
-                            durability=DurabilityPolicy.VOLATILE)
-
-    def name(direction, topic, msg_type):
-        return px4_topic(px4_namespace, direction, topic, getattr(msg_type, 'MESSAGE_VERSION', 0))
-
-    node = Node('fake_autopilot')
-    node.nav_state, node.arming_state = NAV_POSCTL, DISARMED
-    node.commands, node.setpoints, node.heartbeats = [], [], []
-    node.received, node.mode_requests_to_ignore = [], ignore_mode_requests
-    odom_pub = node.create_publisher(
-        VehicleOdometry, name('out', 'vehicle_odometry', VehicleOdometry), writer_qos)
-    status_pub = node.create_publisher(VehicleStatus, name('out', 'vehicle_status', VehicleStatus),
-                                       writer_qos)
-    ack_pub = node.create_publisher(
-        VehicleCommandAck, name('out', 'vehicle_command_ack', VehicleCommandAck), writer_qos)
-
-    def publish_state():
-        odom = VehicleOdometry()
-        odom.pose_frame, odom.velocity_frame = 1, 1
-        odom.position, odom.q = FAKE_POSITION_NED, FAKE_Q_NED.tolist()
-        odom.velocity, odom.angular_velocity = [1.0, 0.5, -0.2], [0.0, 0.0, 0.1]
-        odom_pub.publish(odom)
-        status = VehicleStatus()
-        status.nav_state, status.arming_state = node.nav_state, node.arming_state
-        status_pub.publish(status)
-
-    def on_command(msg):
-        node.commands.append(msg)
-        node.received.append((msg.command, node.nav_state))
-        if msg.command == 176 and node.mode_requests_to_ignore > 0:
-            node.mode_requests_to_ignore -= 1
-            return
-        result = 0
-        if msg.command == 176 and msg.param1 == 1.0 and msg.param2 == 6.0 and node.heartbeats:
-            node.nav_state = NAV_OFFBOARD
-        elif msg.command == 400 and msg.param1 == 1.0:
-            if refuse_arm:
-                result = 1
-            else:
-                node.arming_state = ARMED
-        ack = VehicleCommandAck()
-        ack.command, ack.result = msg.command, result
-        ack_pub.publish(ack)
-
-    node.create_subscription(VehicleCommand, name('in', 'vehicle_command', VehicleCommand),
-                             on_command, reader_qos)
-    node.create_subscription(OffboardControlMode,
-                             name('in', 'offboard_control_mode', OffboardControlMode),
-                             node.heartbeats.append, reader_qos)
-    node.create_subscription(TrajectorySetpoint,
-                             name('in', 'trajectory_setpoint', TrajectorySetpoint),
-                             node.setpoints.append, reader_qos)
-    node.create_timer(0.02, publish_state)
-    return node
-
-
-def make_graph(ros, refuse_arm=False, ignore_mode_requests=0, command_retry=1.0):
+def make_graph(ros, bridge_params=(), **fake_options):
     from rclpy.node import Node
     from rclpy.parameter import Parameter
     from std_srvs.srv import Trigger
 
     from soliton_encirclement_ros.px4.bridge_node import Px4BridgeNode, load_px4_msgs
+    from support.fake_px4 import FakePx4
 
-    fake = make_fake_autopilot('px4_1', refuse_arm, ignore_mode_requests)
+    fake = FakePx4('px4_1', q_ned=FAKE_Q_NED.tolist(), **fake_options)
+    params = {'px4_namespace': 'px4_1', 'target_system': 2, 'warmup': 0.3, 'cmd_timeout': 0.3,
+              'command_retry': 1.0, 'origin_enu': [100.0, 0.0, 0.0], **dict(bridge_params)}
     bridge = Px4BridgeNode(load_px4_msgs(), namespace='uav1', parameter_overrides=[
-        Parameter('px4_namespace', value='px4_1'), Parameter('target_system', value=2),
-        Parameter('warmup', value=0.3), Parameter('cmd_timeout', value=0.3),
-        Parameter('command_retry', value=command_retry),
-        Parameter('origin_enu', value=[100.0, 0.0, 0.0])])
+        Parameter(name, value=value) for name, value in params.items()])
     operator = Node('operator')
     operator.odoms = []
     operator.create_subscription(Odometry, '/uav1/odom', operator.odoms.append, 10)
@@ -227,72 +156,149 @@ def call_engage(ros, operator):
     return future.result()
 
 
+def command(x=1.0, y=2.0, z=0.5, yaw_rate=0.3):
+    cmd = Twist()
+    cmd.linear.x, cmd.linear.y, cmd.linear.z, cmd.angular.z = x, y, z, yaw_rate
+    return cmd
+
+
+def zero(setpoint):
+    return list(setpoint.velocity) == [0.0] * 3 and setpoint.yawspeed == 0.0
+
+
+FAKE_Q_NED = euler2quat(0.1, -0.05, 0.8, 'sxyz')
+
+
 @px4
-def test_bridge_publishes_odom_engages_on_request_and_streams_velocity(ros):
+def test_bridge_odometry_engage_gate_and_velocity_stream(ros):
+    from px4_msgs.msg import VehicleCommand
+
+    from support.fake_px4 import POSITION_NED, SAMPLE_AGE_US
     fake, bridge, operator = make_graph(ros)
     assert spin_until(ros, lambda: operator.odoms)
     odom = operator.odoms[-1]
     p = odom.pose.pose.position
-    assert np.allclose([p.x, p.y, p.z], [100.0 - 2.0, 4.0, 10.0], atol=1e-5)
+    assert np.allclose([p.x, p.y, p.z], [100.0 + POSITION_NED[1], POSITION_NED[0],
+                                         -POSITION_NED[2]], atol=1e-5)
     o = odom.pose.pose.orientation
-    assert np.allclose(np.abs(np.dot([o.w, o.x, o.y, o.z], q_ned_frd_to_enu_flu(FAKE_Q_NED))), 1.0,
-                       atol=1e-6)
+    assert np.allclose(np.abs(np.dot([o.w, o.x, o.y, o.z], q_ned_frd_to_enu_flu(FAKE_Q_NED))),
+                       1.0, atol=1e-6)
     assert (odom.header.frame_id, odom.child_frame_id) == ('world', 'uav1/base_link')
+    cov = np.reshape(odom.pose.covariance, (6, 6))
+    assert np.allclose(np.diag(cov)[:3], [0.04, 0.01, 0.09], atol=1e-6)  # NED -> ENU: x, y swap
+    assert np.trace(cov[3:, 3:]) == pytest.approx(0.006, abs=1e-6)  # rotated, trace kept
+    assert np.trace(np.reshape(odom.twist.covariance, (6, 6))[:3, :3]) == pytest.approx(0.6)
+    stamp_ns = odom.header.stamp.sec * 10**9 + odom.header.stamp.nanosec
+    assert stamp_ns < bridge.get_clock().now().nanoseconds - SAMPLE_AGE_US * 1000 + 10**8
 
-    # Streaming, but nothing is commanded until the operator asks.
-    spin_for(ros, 0.5)
+    # Streaming zero velocity; cmd_vel is not flown and nothing is commanded before engage.
+    spin_for(ros, 0.8, each=lambda: operator.cmd_pub.publish(command()))
     assert fake.heartbeats and fake.setpoints and not fake.commands
+    assert all(zero(s) for s in fake.setpoints)
     assert all(h.velocity and not h.position for h in fake.heartbeats)
 
     response = call_engage(ros, operator)
     assert response.success, response.message
-    assert [c.command for c in fake.commands][:2] == [176, 400]
-    mode, arm = fake.commands[0], fake.commands[1]
-    assert (mode.param1, mode.param2, arm.param1) == (1.0, 6.0, 1.0)
-    assert all(c.target_system == 2 and c.from_external for c in fake.commands)
+    kinds = [c.command for c in fake.commands]
+    assert kinds[:2] == [VehicleCommand.VEHICLE_CMD_DO_SET_MODE,
+                         VehicleCommand.VEHICLE_CMD_COMPONENT_ARM_DISARM]
+    assert all((c.target_system, c.source_system, c.source_component, c.from_external)
+               == (2, 255, 191, True) for c in fake.commands)
 
-    # cmd_vel (world ENU) becomes an NED velocity setpoint with position left NaN.
-    cmd = Twist()
-    cmd.linear.x, cmd.linear.y, cmd.linear.z, cmd.angular.z = 1.0, 2.0, 0.5, 0.3
     fake.setpoints.clear()
 
     def flying():
-        operator.cmd_pub.publish(cmd)
-        return any(not math.isnan(s.velocity[0]) and s.velocity[0] > 1.5 for s in fake.setpoints)
+        operator.cmd_pub.publish(command())
+        return any(s.velocity[0] > 1.5 for s in fake.setpoints)
     assert spin_until(ros, flying)
     sp = [s for s in fake.setpoints if s.velocity[0] > 1.5][-1]
     assert np.allclose(sp.velocity, [2.0, 1.0, -0.5], atol=1e-6)
     assert sp.yawspeed == pytest.approx(-0.3, abs=1e-6)
     assert all(math.isnan(v) for v in sp.position) and math.isnan(sp.yaw)
 
-    # cmd_vel stops: after cmd_timeout the bridge commands hover.
-    fake.setpoints.clear()
-    assert spin_until(
-        ros, lambda: fake.setpoints and list(fake.setpoints[-1].velocity) == [0.0] * 3)
-    assert all(np.all(np.isfinite(s.velocity)) for s in fake.setpoints)
-    assert all(s.timestamp > 0 for s in fake.setpoints)
+    fake.setpoints.clear()  # cmd_vel stops: after cmd_timeout the bridge holds
+    assert spin_until(ros, lambda: fake.setpoints and zero(fake.setpoints[-1]))
 
 
 @px4
-def test_engage_reports_px4_refusal(ros):
+def test_a_restarted_bridge_never_flies_px4_back_in_offboard_by_itself(ros, capfd):
+    """PX4 was flying offboard, lost the heartbeat (Hold) and keeps OFFBOARD as the user's
+    intention: the new bridge's heartbeat brings it back to OFFBOARD, but nothing moves."""
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = make_graph(
+        ros, nav_state=VehicleStatus.NAVIGATION_STATE_OFFBOARD,
+        arming_state=VehicleStatus.ARMING_STATE_ARMED)
+    spin_for(ros, 3.0, each=lambda: operator.cmd_pub.publish(command(3.0, 0.0, 0.0)))
+    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_OFFBOARD  # PX4 came back by itself
+    assert len(fake.setpoints) > 40 and all(zero(s) for s in fake.setpoints)
+    err = capfd.readouterr().err
+    assert err.count('PX4 is in OFFBOARD but this bridge was not engaged') == 1
+
+
+@px4
+def test_heartbeat_streams_with_use_sim_time_and_no_clock(ros, capfd):
+    fake, bridge, operator = make_graph(ros, bridge_params={'use_sim_time': True})
+    spin_for(ros, 2.5)
+    span_s = (fake.heartbeat_times[-1] - fake.heartbeat_times[0]) * 1e-6
+    assert len(fake.heartbeats) >= 20 and span_s > 1.5  # ~10 Hz on the steady clock
+    assert len(fake.setpoints) >= 40
+    err = capfd.readouterr().err
+    assert err.count('the ROS clock has not advanced for') == 1
+    assert 'is /clock published?' in err
+
+
+@px4
+def test_land_after_lands_the_vehicle_of_a_dead_agent(ros, capfd):
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = make_graph(ros, bridge_params={'land_after': 1.0})
+    assert spin_until(ros, lambda: operator.odoms)
+    spin_for(ros, 0.5)
+    assert call_engage(ros, operator).success
+    spin_for(ros, 0.5, each=lambda: operator.cmd_pub.publish(command()))
+    start = time.monotonic()
+    assert spin_until(ros, lambda: fake.landed_commands(), timeout=5.0)
+    waited = time.monotonic() - start
+    spin_for(ros, 1.5)
+    assert len(fake.landed_commands()) == 1 and 0.8 < waited < 2.0
+    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LAND
+    assert 'land_after 1 s): the agent is gone; sending NAV_LAND' in capfd.readouterr().err
+
+
+@px4
+def test_a_refused_arm_fails_the_engage_and_leaves_offboard(ros):
+    from px4_msgs.msg import VehicleStatus
     fake, bridge, operator = make_graph(ros, refuse_arm=True)
     assert spin_until(ros, lambda: operator.odoms)
     response = call_engage(ros, operator)
     assert not response.success
-    assert 'PX4 refused COMPONENT_ARM_DISARM (400): TEMPORARILY_REJECTED' in response.message
-    assert fake.arming_state == DISARMED
+    assert 'PX4 refused COMPONENT_ARM_DISARM (400): DENIED' in response.message
+    assert spin_until(ros, lambda: fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LOITER)
+    assert fake.arming_state == VehicleStatus.ARMING_STATE_DISARMED
 
 
 @px4
-def test_lost_mode_request_is_resent_and_arm_waits_for_offboard_in_status(ros):
-    fake, bridge, operator = make_graph(ros, ignore_mode_requests=1, command_retry=0.3)
+def test_lost_and_temporarily_rejected_requests_are_retried(ros):
+    from px4_msgs.msg import VehicleCommand, VehicleStatus
+    fake, bridge, operator = make_graph(ros, bridge_params={'command_retry': 0.3},
+                                        drop_mode_requests=1, temporarily_reject=1)
     assert spin_until(ros, lambda: operator.odoms)
-    response = call_engage(ros, operator)
+    response = call_engage(ros, operator)  # called as soon as the bridge hears PX4
     assert response.success, response.message
-    assert [c for c, _ in fake.received] == [176, 176, 400]
-    # ARM went out only after vehicle_status had reported OFFBOARD, never while in POSCTL.
-    assert fake.received[-1] == (400, NAV_OFFBOARD)
-    assert (fake.nav_state, fake.arming_state) == (NAV_OFFBOARD, ARMED)
+    mode, arm = VehicleCommand.VEHICLE_CMD_DO_SET_MODE, VehicleCommand.VEHICLE_CMD_COMPONENT_ARM_DISARM
+    assert [c for c, _ in fake.received] == [mode, mode, mode, arm]
+    assert fake.received[-1] == (arm, VehicleStatus.NAVIGATION_STATE_OFFBOARD)
+
+
+@px4
+def test_a_wrong_target_system_is_named(ros, capfd):
+    fake, bridge, operator = make_graph(ros, bridge_params={'target_system': 1})
+    assert spin_until(ros, lambda: operator.odoms)
+    spin_for(ros, 0.5)
+    response = call_engage(ros, operator)
+    assert not response.success
+    assert 'target_system is 1 but this PX4 reports system_id 2' in response.message
+    assert 'target_system is 1 but this PX4 reports system_id 2' in capfd.readouterr().err
+    assert not fake.commands
 
 
 def bridge_command():

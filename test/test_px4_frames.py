@@ -147,3 +147,25 @@ def test_odometry_speed_is_preserved(q, p, v):
     speed = np.linalg.norm(odom.linear_velocity)
     assert speed == pytest.approx(np.linalg.norm(v), rel=1e-9, abs=1e-9)
     assert np.allclose(odom.position, ned_to_enu(p))
+
+
+def test_covariances_follow_the_axes_of_each_frame():
+    from soliton_encirclement_ros.px4.frames import odometry_covariances
+    level = np.array([1.0, 0.0, 0.0, 0.0])  # body FRD aligned with NED
+    pose, twist = odometry_covariances([1.0, 2.0, 3.0], [0.1, 0.2, 0.3], [4.0, 5.0, 6.0],
+                                       frames.VELOCITY_FRAME_NED, q_ned_frd_to_enu_flu(level))
+    pose, twist = pose.reshape(6, 6), twist.reshape(6, 6)
+    assert np.allclose(np.diag(pose)[:3], [2.0, 1.0, 3.0])       # NED -> ENU swaps x and y
+    assert np.allclose(np.diag(pose)[3:], [0.2, 0.1, 0.3])       # body axes seen from ENU
+    assert np.allclose(np.diag(twist)[:3], [4.0, 5.0, 6.0])  # forward = north, left = west
+    assert np.allclose(np.diag(twist)[3:], 0.0)                   # not reported by PX4
+    body, _ = odometry_covariances([np.nan, 1.0, 1.0], [0.0] * 3, [1.0, 2.0, 3.0],
+                                   frames.VELOCITY_FRAME_BODY_FRD, q_ned_frd_to_enu_flu(level))
+    assert np.all(np.isfinite(body)) and body.reshape(6, 6)[1, 1] == 0.0  # NaN -> unknown (0)
+
+
+def test_sample_stamp_is_the_receive_time_less_the_age_on_px4s_clock():
+    from soliton_encirclement_ros.px4.frames import sample_stamp_ns
+    assert sample_stamp_ns(5_000_000_000, 1_000_000_000, 999_997_000) == 4_997_000_000
+    assert sample_stamp_ns(5_000_000_000, 1_000_000_000, 0) == 5_000_000_000      # missing
+    assert sample_stamp_ns(5_000_000_000, 1_000_000_000, 1_000_100_000) == 5_000_000_000

@@ -4,6 +4,11 @@ A thin rclpy shell around :mod:`.frames` and :mod:`.offboard`. It runs in the ve
 namespace (e.g. ``/uav1``) so ``cmd_vel`` and ``odom`` are relative names, and talks to PX4's
 uXRCE-DDS topics by absolute name (``/fmu/...`` for instance 0, ``/px4_<N>/fmu/...`` otherwise).
 ``px4_msgs`` is imported only when the node starts; nothing else in the package needs it.
+
+The heartbeat (OffboardControlMode) and the setpoints stream from timers on the steady clock,
+whatever ``use_sim_time`` says, so a stalled or absent ``/clock`` never stops them; their
+``timestamp`` fields stay in ROS time (what PX4's uXRCE-DDS time sync expects). A ROS clock
+that does not advance for more than 1 s is reported once, naming ``/clock``.
 """
 import importlib
 import math
@@ -15,6 +20,7 @@ import rclpy
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
@@ -22,7 +28,9 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from soliton_encirclement_ros.px4.frames import OdometryFrameError, vehicle_odometry_to_enu
+from soliton_encirclement_ros.px4 import offboard
+from soliton_encirclement_ros.px4.frames import (OdometryFrameError, odometry_covariances,
+                                                 sample_stamp_ns, vehicle_odometry_to_enu)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
 from velocity_mobility_ros.messages import new_odometry
 from velocity_mobility_ros.ros_params import ParamSpec, declare_validated
@@ -35,8 +43,23 @@ PX4_MESSAGE_TYPES = ('VehicleOdometry', 'VehicleStatus', 'VehicleCommandAck', 'V
                      'OffboardControlMode', 'TrajectorySetpoint')
 VERSION_SUFFIX_MODES = ('auto', 'none')
 _NAMESPACE = re.compile(r'^/?([A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*)?$')
-# Sender ids in VehicleCommand (PX4's own offboard examples use 1/1; PX4 checks only target).
-SOURCE_SYSTEM, SOURCE_COMPONENT, TARGET_COMPONENT = 1, 1, 1
+# The autopilot component of the vehicle (MAV_COMP_ID_AUTOPILOT1).
+TARGET_COMPONENT = 1
+CLOCK_STALL = 1.0  # s of steady time without the ROS clock advancing before a warning
+# The sequencer's MAVLink numbers, checked against the built px4_msgs at start-up.
+PX4_CONSTANTS = (
+    ('VehicleCommand', 'VEHICLE_CMD_NAV_LAND', offboard.VEHICLE_CMD_NAV_LAND),
+    ('VehicleCommand', 'VEHICLE_CMD_DO_SET_MODE', offboard.VEHICLE_CMD_DO_SET_MODE),
+    ('VehicleCommand', 'VEHICLE_CMD_COMPONENT_ARM_DISARM',
+     offboard.VEHICLE_CMD_COMPONENT_ARM_DISARM),
+    ('VehicleStatus', 'NAVIGATION_STATE_OFFBOARD', offboard.NAVIGATION_STATE_OFFBOARD),
+    ('VehicleStatus', 'ARMING_STATE_ARMED', offboard.ARMING_STATE_ARMED),
+    ('VehicleCommandAck', 'VEHICLE_CMD_RESULT_ACCEPTED', offboard.VEHICLE_CMD_RESULT_ACCEPTED),
+    ('VehicleCommandAck', 'VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED',
+     offboard.VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED),
+    ('VehicleCommandAck', 'VEHICLE_CMD_RESULT_IN_PROGRESS',
+     offboard.VEHICLE_CMD_RESULT_IN_PROGRESS),
+)
 # PX4's uXRCE-DDS readers of /fmu/in topics are best effort, volatile: match them. Its writers
 # of /fmu/out topics are best effort, transient local: a best-effort volatile reader matches
 # (the ROS sensor-data profile, as PX4's ROS 2 guide prescribes).
@@ -65,8 +88,16 @@ PARAMS = (
               min=0.5, max=60.0),
     ParamSpec('command_retry', 1.0, 'resend an unconfirmed vehicle command after [s]',
               min=0.1, max=10.0),
-    ParamSpec('status_timeout', 2.0, 'vehicle_status/odometry older than this = link lost [s]',
-              min=0.2, max=30.0),
+    ParamSpec('status_timeout', 2.0, 'vehicle_status/odometry older than this is stale: zero '
+              'velocity while engaged, engage refused [s]', min=0.2, max=30.0),
+    ParamSpec('land_after', 10.0, 'cmd_vel silent this long while engaged sends NAV_LAND and '
+              'returns to idle (a dead agent lands instead of hovering in the ring) [s]; '
+              '0 = never', min=0.0, max=600.0),
+    ParamSpec('source_system', 255, 'MAVLink system id this bridge sends commands as (not a '
+              "vehicle's: PX4 SITL instance N is N+1); acks addressed elsewhere are ignored",
+              min=1, max=255, read_only=True),
+    ParamSpec('source_component', 191, 'MAVLink component id this bridge sends commands as '
+              '(191 = MAV_COMP_ID_ONBOARD_COMPUTER)', min=1, max=255, read_only=True),
     ParamSpec('world_frame_id', 'world', 'odom header.frame_id (shared ENU world frame)',
               read_only=True),
     ParamSpec('child_frame_id', '', "odom child_frame_id; '' = <node namespace>/base_link",
@@ -81,6 +112,8 @@ class BridgeSettings:
     """Validated bridge parameters (see ``PARAMS``)."""
     px4_namespace: str
     target_system: int
+    source_system: int
+    source_component: int
     message_version_suffix: str
     setpoint_rate: float
     heartbeat_rate: float
@@ -106,11 +139,13 @@ class BridgeSettings:
         if not values['world_frame_id']:
             raise ValueError("world_frame_id must not be empty, got ''")
         return cls(px4_namespace=namespace.strip('/'), target_system=values['target_system'],
+                   source_system=values['source_system'],
+                   source_component=values['source_component'],
                    message_version_suffix=values['message_version_suffix'],
                    setpoint_rate=values['setpoint_rate'], heartbeat_rate=values['heartbeat_rate'],
                    offboard=OffboardConfig(**{name: values[name] for name in (
                        'cmd_timeout', 'warmup', 'confirm_timeout', 'command_retry',
-                       'status_timeout')}),
+                       'status_timeout', 'land_after')}),
                    world_frame_id=values['world_frame_id'],
                    child_frame_id=values['child_frame_id'],
                    origin_enu=origin)
@@ -129,10 +164,23 @@ def load_px4_msgs():
     return {name: getattr(module, name) for name in PX4_MESSAGE_TYPES}
 
 
-def fill_enu_odometry(msg, odom, stamp):
-    """Write an :class:`~.frames.EnuOdometry` (full attitude) into a nav_msgs/Odometry."""
+def check_px4_constants(px4_msgs):
+    """``ValueError`` naming any MAVLink number of the sequencer that the built px4_msgs
+    defines differently (a px4_msgs of another PX4 release)."""
+    wrong = [f'{type_name}.{name} = {getattr(px4_msgs[type_name], name)} (expected {value})'
+             for type_name, name, value in PX4_CONSTANTS
+             if getattr(px4_msgs[type_name], name, value) != value]
+    if wrong:
+        raise ValueError('px4_msgs does not match this bridge: ' + ', '.join(wrong))
+
+
+def fill_enu_odometry(msg, odom, stamp, covariances=None):
+    """Write an :class:`~.frames.EnuOdometry` (full attitude) into a nav_msgs/Odometry, with
+    ``covariances`` (pose, twist: 36 values each) when given."""
     pose, twist = msg.pose.pose, msg.twist.twist
     msg.header.stamp = stamp
+    if covariances is not None:
+        msg.pose.covariance, msg.twist.covariance = (c.tolist() for c in covariances)
     pose.position.x, pose.position.y, pose.position.z = odom.position.tolist()
     q = pose.orientation
     q.w, q.x, q.y, q.z = odom.orientation.tolist()
@@ -146,9 +194,13 @@ class Px4BridgeNode(Node):
     def __init__(self, px4_msgs, **kwargs):
         super().__init__('px4_bridge', **kwargs)
         self._msgs = px4_msgs
+        check_px4_constants(px4_msgs)
         self._settings = declare_validated(self, PARAMS, BridgeSettings.from_mapping, self._apply)
         s = self._settings
-        self._seq = OffboardSequencer(s.offboard)
+        self._seq = OffboardSequencer(s.offboard, s.target_system)
+        self._steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self._clock_seen = (self.get_clock().now().nanoseconds, self._steady_now())
+        self._clock_stalled = False
         vehicle = self.get_namespace().strip('/')
         child = s.child_frame_id or (f'{vehicle}/base_link' if vehicle else 'base_link')
         self._odom_msg = new_odometry(s.world_frame_id, child)
@@ -185,34 +237,56 @@ class Px4BridgeNode(Node):
         self.create_service(Trigger, '~/engage', self._on_engage,
                             callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/land', self._on_land)
-        self.create_timer(1.0 / s.setpoint_rate, self._publish_setpoint)
-        self.create_timer(1.0 / s.heartbeat_rate, self._heartbeat)
+        self.create_timer(1.0 / s.setpoint_rate, self._publish_setpoint, clock=self._steady)
+        self.create_timer(1.0 / s.heartbeat_rate, self._heartbeat, clock=self._steady)
         self.get_logger().info(
-            f'bridging cmd_vel/odom to PX4 target_system {s.target_system} on '
-            + ', '.join(self.topics.values())
-            + f'; call {self.resolve_service_name("~/engage")} to switch to offboard and arm')
+            f'bridging cmd_vel/odom to PX4 target_system {s.target_system} (as '
+            f'{s.source_system}/{s.source_component}) on ' + ', '.join(self.topics.values())
+            + f'; holding until {self.resolve_service_name("~/engage")} is called')
 
     # ---- helpers ------------------------------------------------------------------------
     def _apply(self, settings):
         self._settings = settings
         self._seq.config = settings.offboard
+        self._seq.target_system = settings.target_system
 
-    def _now(self):
-        """Node-clock time (honours use_sim_time): rclpy Time, seconds, PX4 microseconds."""
-        now = self.get_clock().now()
-        return now, now.nanoseconds * 1e-9, now.nanoseconds // 1000
+    def _steady_now(self):
+        """Steady-clock seconds: the sequencer's time, immune to /clock stalls."""
+        return self._steady.now().nanoseconds * 1e-9
+
+    def _stamp_us(self):
+        """ROS time in microseconds: the timestamp field PX4 expects."""
+        return self.get_clock().now().nanoseconds // 1000
+
+    def _watch_clock(self, steady):
+        """Warn once when the ROS clock stops advancing (no /clock with use_sim_time)."""
+        ros_ns = self.get_clock().now().nanoseconds
+        if ros_ns != self._clock_seen[0]:
+            if self._clock_stalled:
+                self.get_logger().info('the ROS clock advances again')
+            self._clock_seen, self._clock_stalled = (ros_ns, steady), False
+        elif steady - self._clock_seen[1] > CLOCK_STALL and not self._clock_stalled:
+            self._clock_stalled = True
+            sim = self.get_parameter('use_sim_time').value
+            self.get_logger().warning(
+                f'the ROS clock has not advanced for {steady - self._clock_seen[1]:.1f} s'
+                + (' (use_sim_time is true: is /clock published? Gazebo: bridge /clock with '
+                   'ros_gz_bridge)' if sim else '')
+                + '; the heartbeat keeps streaming on the steady clock, message timestamps '
+                'are frozen')
 
     def _send(self, output):
-        _, _, stamp_us = self._now()
+        stamp_us = self._stamp_us()
         for request in output.commands:
             msg = self._msgs['VehicleCommand']()
             msg.timestamp = stamp_us
             msg.command = request.command
             msg.param1, msg.param2 = float(request.param1), float(request.param2)
+            msg.param3 = float(request.param3)
             msg.target_system = self._settings.target_system
             msg.target_component = TARGET_COMPONENT
-            msg.source_system = SOURCE_SYSTEM
-            msg.source_component = SOURCE_COMPONENT
+            msg.source_system = self._settings.source_system
+            msg.source_component = self._settings.source_component
             msg.from_external = True
             self._command_pub.publish(msg)
         for line in output.info:
@@ -225,8 +299,7 @@ class Px4BridgeNode(Node):
 
     # ---- callbacks ----------------------------------------------------------------------
     def _on_cmd_vel(self, msg):
-        _, now, _ = self._now()
-        reason = self._seq.on_cmd_vel(now, (msg.linear.x, msg.linear.y, msg.linear.z),
+        reason = self._seq.on_cmd_vel(self._steady_now(), (msg.linear.x, msg.linear.y, msg.linear.z),
                                       msg.angular.z)
         if reason:
             self.get_logger().warning(reason, throttle_duration_sec=1.0)
@@ -241,26 +314,32 @@ class Px4BridgeNode(Node):
                 f'dropping {self.topics["vehicle_odometry"]} sample: {error}',
                 throttle_duration_sec=5.0)
             return
-        stamp, now, _ = self._now()
-        self._seq.on_odometry(now)
-        fill_enu_odometry(self._odom_msg, odom, stamp.to_msg())
+        self._seq.on_odometry(self._steady_now())
+        stamp_ns = sample_stamp_ns(self.get_clock().now().nanoseconds, msg.timestamp,
+                                   msg.timestamp_sample)
+        covariances = odometry_covariances(msg.position_variance, msg.orientation_variance,
+                                           msg.velocity_variance, msg.velocity_frame,
+                                           odom.orientation)
+        fill_enu_odometry(self._odom_msg, odom, rclpy.time.Time(nanoseconds=stamp_ns).to_msg(),
+                          covariances)
         self._odom_pub.publish(self._odom_msg)
 
     def _on_status(self, msg):
-        _, now, _ = self._now()
-        self._seq.on_status(now, msg.nav_state, msg.arming_state)
+        self._seq.on_status(self._steady_now(), msg.nav_state, msg.arming_state,
+                            getattr(msg, 'system_id', None))
 
     def _on_ack(self, msg):
-        _, now, _ = self._now()
-        self._seq.on_command_ack(now, msg.command, msg.result)
+        s = self._settings
+        self._seq.on_command_ack(self._steady_now(), msg.command, msg.result,
+                                 msg.target_system, msg.target_component,
+                                 source=(s.source_system, s.source_component))
 
     def _publish_setpoint(self):
-        _, now, stamp_us = self._now()
-        setpoint = self._seq.setpoint(now)
+        setpoint = self._seq.setpoint(self._steady_now())
         if setpoint.warning:
             self.get_logger().warning(setpoint.warning)
         msg = self._msgs['TrajectorySetpoint']()
-        msg.timestamp = stamp_us
+        msg.timestamp = self._stamp_us()
         nan3 = [math.nan] * 3
         msg.position, msg.acceleration, msg.jerk = nan3, nan3, nan3
         msg.velocity = [float(v) for v in setpoint.velocity_ned]
@@ -269,17 +348,17 @@ class Px4BridgeNode(Node):
         self._setpoint_pub.publish(msg)
 
     def _heartbeat(self):
-        _, now, stamp_us = self._now()
+        now = self._steady_now()
         msg = self._msgs['OffboardControlMode']()
-        msg.timestamp = stamp_us
+        msg.timestamp = self._stamp_us()
         msg.velocity = True
         self._mode_pub.publish(msg)
         self._send(self._seq.tick(now))
+        self._watch_clock(now)
 
     async def _on_engage(self, request, response):
         """Start the engage sequence and answer once PX4 confirms it or it fails."""
-        _, now, _ = self._now()
-        refusal = self._seq.request_engage(now)
+        refusal = self._seq.request_engage(self._steady_now())
         if refusal:
             self.get_logger().warning(f'engage refused: {refusal}')
             response.success, response.message = False, refusal
@@ -290,8 +369,7 @@ class Px4BridgeNode(Node):
         return response
 
     def _on_land(self, request, response):
-        _, now, _ = self._now()
-        self._send(self._seq.request_land(now))
+        self._send(self._seq.request_land(self._steady_now()))
         response.success, response.message = True, 'NAV_LAND sent'
         return response
 

@@ -155,3 +155,43 @@ def vehicle_odometry_to_enu(pose_frame, position, q, velocity_frame, velocity, a
                        orientation=orientation,
                        linear_velocity=v_flu,
                        angular_velocity=frd_to_flu(w_frd))
+
+
+def _variance_matrix(variance):
+    """diag(variance) with NaN (PX4's "unknown") as 0, ROS's "no information" convention."""
+    v = np.asarray(variance, dtype=float).reshape(-1)
+    return np.diag(np.where(np.isfinite(v), v, 0.0))
+
+
+def odometry_covariances(position_variance, orientation_variance, velocity_variance,
+                         velocity_frame, orientation_enu_flu):
+    """nav_msgs/Odometry covariances (row-major 36 each) from PX4's VehicleOdometry variances.
+
+    Pose: the position variance (world NED axes) permuted to ENU (x and y swap; a sign does not
+    change a variance); the attitude variance (about the body FRD axes, the same as FLU's up to
+    sign) rotated to the world ENU axes the ROS covariance is about. Twist: the linear
+    velocity variance in the body FLU frame the twist is expressed in (rotated from the world
+    frame when PX4 gives a world velocity); angular velocity variance is not reported by PX4
+    and stays 0. NaN variances (PX4's "invalid") become 0.
+    """
+    pose = np.zeros((6, 6))
+    pose[:3, :3] = NED_TO_ENU @ _variance_matrix(position_variance) @ NED_TO_ENU.T
+    body_to_world = quat2mat(orientation_enu_flu)
+    pose[3:, 3:] = body_to_world @ _variance_matrix(orientation_variance) @ body_to_world.T
+    if velocity_frame == VELOCITY_FRAME_BODY_FRD:
+        to_flu = FRD_TO_FLU
+    else:
+        to_flu = body_to_world.T @ NED_TO_ENU
+    twist = np.zeros((6, 6))
+    twist[:3, :3] = to_flu @ _variance_matrix(velocity_variance) @ to_flu.T
+    return pose.reshape(-1), twist.reshape(-1)
+
+
+def sample_stamp_ns(receive_ns, timestamp_us, timestamp_sample_us):
+    """ROS time [ns] of a PX4 sample: the receive time less the sample's age on PX4's clock
+    (``timestamp - timestamp_sample``), so no PX4/ROS clock offset enters. A missing or
+    inconsistent ``timestamp_sample`` gives the receive time."""
+    age_us = int(timestamp_us) - int(timestamp_sample_us)
+    if timestamp_sample_us <= 0 or not 0 <= age_us < 1_000_000:
+        return int(receive_ns)
+    return int(receive_ns) - age_us * 1000

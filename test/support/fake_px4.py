@@ -1,0 +1,144 @@
+"""A PX4 stand-in for bridge tests (needs a built px4_msgs): what PX4's uXRCE-DDS client
+publishes, and how PX4's commander answers offboard requests, by the documented rules.
+
+- ``vehicle_odometry`` (NED, with ``timestamp_sample`` and variances) and ``vehicle_status``
+  (``nav_state``, ``arming_state``, ``system_id``) at 50 Hz, best effort, transient local.
+- DO_SET_MODE(OFFBOARD) is accepted only while the OffboardControlMode heartbeat is alive; ARM
+  only in OFFBOARD. Acks go to the command's sender (``target_system/component`` = its source).
+- Offboard loss: the heartbeat silent for ``offboard_loss_timeout`` fails over to Hold
+  (AUTO_LOITER); the user's intention stays OFFBOARD, so PX4 returns to OFFBOARD by itself when
+  the heartbeat comes back (what a restarted bridge meets).
+- NAV_LAND switches to AUTO_LAND.
+Options: refuse ARM, drop the first mode requests, answer the first commands
+TEMPORARILY_REJECTED, report another ``system_id``.
+"""
+from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+from soliton_encirclement_ros.px4.bridge_node import px4_topic
+
+WRITER_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
+                        depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+READER_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
+                        depth=10, durability=DurabilityPolicy.VOLATILE)
+POSITION_NED = [4.0, -2.0, -10.0]
+VELOCITY_NED = [1.0, 0.5, -0.2]
+SAMPLE_AGE_US = 3000  # timestamp - timestamp_sample of the odometry
+
+
+class FakePx4(Node):
+    """One PX4 instance under ``px4_namespace`` with MAVLink id ``system_id``."""
+
+    def __init__(self, px4_namespace='px4_1', system_id=2, refuse_arm=False,
+                 drop_mode_requests=0, temporarily_reject=0, offboard_loss_timeout=0.5,
+                 nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0)):
+        super().__init__('fake_px4')
+        from px4_msgs.msg import (OffboardControlMode, TrajectorySetpoint, VehicleCommand,
+                                  VehicleCommandAck, VehicleOdometry, VehicleStatus)
+        self.m = {cls.__name__: cls for cls in (OffboardControlMode, TrajectorySetpoint,
+                                                VehicleCommand, VehicleCommandAck,
+                                                VehicleOdometry, VehicleStatus)}
+        status = VehicleStatus
+        self.system_id = system_id
+        self.nav_state = status.NAVIGATION_STATE_POSCTL if nav_state is None else nav_state
+        self.arming_state = status.ARMING_STATE_DISARMED if arming_state is None else arming_state
+        self.user_intention = self.nav_state
+        self.refuse_arm, self.drop_mode_requests = refuse_arm, drop_mode_requests
+        self.temporarily_reject, self.offboard_loss_timeout = temporarily_reject, offboard_loss_timeout
+        self.q_ned = list(q_ned)
+        self.received, self.commands, self.setpoints, self.heartbeats = [], [], [], []
+        self.heartbeat_times = []
+        self._last_heartbeat = None
+
+        def name(direction, topic, type_name):
+            return px4_topic(px4_namespace, direction, topic,
+                             getattr(self.m[type_name], 'MESSAGE_VERSION', 0))
+
+        self._odom_pub = self.create_publisher(
+            VehicleOdometry, name('out', 'vehicle_odometry', 'VehicleOdometry'), WRITER_QOS)
+        self._status_pub = self.create_publisher(
+            VehicleStatus, name('out', 'vehicle_status', 'VehicleStatus'), WRITER_QOS)
+        self._ack_pub = self.create_publisher(
+            VehicleCommandAck, name('out', 'vehicle_command_ack', 'VehicleCommandAck'),
+            WRITER_QOS)
+        self.create_subscription(VehicleCommand, name('in', 'vehicle_command', 'VehicleCommand'),
+                                 self._on_command, READER_QOS)
+        self.create_subscription(
+            OffboardControlMode, name('in', 'offboard_control_mode', 'OffboardControlMode'),
+            self._on_heartbeat, READER_QOS)
+        self.create_subscription(
+            TrajectorySetpoint, name('in', 'trajectory_setpoint', 'TrajectorySetpoint'),
+            self.setpoints.append, READER_QOS)
+        self.create_timer(0.02, self._publish_state)
+
+    def _now_us(self):
+        return self.get_clock().now().nanoseconds // 1000
+
+    def _heartbeat_alive(self):
+        return (self._last_heartbeat is not None
+                and self._now_us() - self._last_heartbeat <= self.offboard_loss_timeout * 1e6)
+
+    def _on_heartbeat(self, msg):
+        self.heartbeats.append(msg)
+        self._last_heartbeat = self._now_us()
+        self.heartbeat_times.append(self._last_heartbeat)
+        offboard = self.m['VehicleStatus'].NAVIGATION_STATE_OFFBOARD
+        if self.user_intention == offboard and self.nav_state != offboard:
+            self.nav_state = offboard  # PX4 returns to the user's intention
+
+    def _publish_state(self):
+        status_cls, odom_cls = self.m['VehicleStatus'], self.m['VehicleOdometry']
+        if self.nav_state == status_cls.NAVIGATION_STATE_OFFBOARD and not self._heartbeat_alive():
+            self.nav_state = status_cls.NAVIGATION_STATE_AUTO_LOITER  # offboard-loss failsafe
+        now = self._now_us()
+        odom = odom_cls()
+        odom.timestamp, odom.timestamp_sample = now, now - SAMPLE_AGE_US
+        odom.pose_frame, odom.velocity_frame = odom_cls.POSE_FRAME_NED, odom_cls.VELOCITY_FRAME_NED
+        odom.position, odom.q = POSITION_NED, self.q_ned
+        odom.velocity, odom.angular_velocity = VELOCITY_NED, [0.0, 0.0, 0.1]
+        odom.position_variance = [0.01, 0.04, 0.09]
+        odom.orientation_variance = [0.001, 0.002, 0.003]
+        odom.velocity_variance = [0.1, 0.2, 0.3]
+        self._odom_pub.publish(odom)
+        status = status_cls()
+        status.timestamp = now
+        status.nav_state, status.arming_state = self.nav_state, self.arming_state
+        status.system_id = self.system_id
+        self._status_pub.publish(status)
+
+    def _on_command(self, msg):
+        cmd, ack_cls, status = self.m['VehicleCommand'], self.m['VehicleCommandAck'], \
+            self.m['VehicleStatus']
+        self.commands.append(msg)
+        self.received.append((msg.command, self.nav_state))
+        if msg.target_system not in (0, self.system_id):
+            return  # not addressed to this PX4: no ack, as PX4 does
+        result = ack_cls.VEHICLE_CMD_RESULT_ACCEPTED
+        if msg.command == cmd.VEHICLE_CMD_DO_SET_MODE and self.drop_mode_requests > 0:
+            self.drop_mode_requests -= 1
+            return
+        if self.temporarily_reject > 0:
+            self.temporarily_reject -= 1
+            result = ack_cls.VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED
+        elif msg.command == cmd.VEHICLE_CMD_DO_SET_MODE and msg.param1 == 1.0:
+            if msg.param2 == 6.0 and self._heartbeat_alive():
+                self.nav_state = self.user_intention = status.NAVIGATION_STATE_OFFBOARD
+            elif msg.param2 == 4.0 and msg.param3 == 3.0:
+                self.nav_state = self.user_intention = status.NAVIGATION_STATE_AUTO_LOITER
+            else:
+                result = ack_cls.VEHICLE_CMD_RESULT_DENIED
+        elif msg.command == cmd.VEHICLE_CMD_COMPONENT_ARM_DISARM and msg.param1 == 1.0:
+            if self.refuse_arm or self.nav_state != status.NAVIGATION_STATE_OFFBOARD:
+                result = ack_cls.VEHICLE_CMD_RESULT_DENIED
+            else:
+                self.arming_state = status.ARMING_STATE_ARMED
+        elif msg.command == cmd.VEHICLE_CMD_NAV_LAND:
+            self.nav_state = self.user_intention = status.NAVIGATION_STATE_AUTO_LAND
+        ack = ack_cls()
+        ack.timestamp = self._now_us()
+        ack.command, ack.result = msg.command, result
+        ack.target_system, ack.target_component = msg.source_system, msg.source_component
+        self._ack_pub.publish(ack)
+
+    def landed_commands(self):
+        return [m for m in self.commands if m.command == self.m['VehicleCommand'].VEHICLE_CMD_NAV_LAND]
