@@ -1,15 +1,19 @@
 """One agent's controller plus the PX4 offboard bridge, for one real vehicle.
 
     ros2 launch soliton_encirclement_ros agent_px4.launch.py agent_name:=uav1 agent_id:=1 \
-        px4_namespace:='' target_system:=1
+        px4_namespace:='' target_system:=1 origin:='0,0,0'
 
-Arming and OFFBOARD are never automatic: call /<agent_name>/px4_bridge/engage when ready.
+Arming and OFFBOARD are never automatic: call /<agent_name>/px4_bridge/engage when ready; the
+agent then climbs to ``altitude`` and joins the ring. ``origin`` is where this PX4's local NED
+origin (where its estimator initialised, usually the take-off point) lies in the shared world
+ENU frame: every vehicle of the swarm must agree on that frame. Swarm topics are best effort
+(radio links between companion computers): use the same swarm_reliability on every host.
 """
 import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace
+from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace, parse_origins
 from soliton_encirclement_ros.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -18,6 +22,9 @@ ARGUMENTS = {
     'agent_id': ('1', 'integer id of this agent in the swarm'),
     'px4_namespace': ('', "PX4 uXRCE-DDS namespace: '' for /fmu/..., px4_1 for /px4_1/fmu/..."),
     'target_system': ('1', 'MAV_SYS_ID of the autopilot'),
+    'origin': ('0,0,0', "x,y,z [m] of this PX4's local origin in the world ENU frame"),
+    'altitude': ('10.0', 'altitude hold of the agent [m, world ENU z]; nan = off'),
+    'swarm_reliability': ('best_effort', 'QoS of the swarm topics (the same on every host)'),
     'radius': ('20.0', 'encirclement radius R [m]'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
 }
@@ -28,7 +35,10 @@ def _specs(value):
                      mode='px4', use_sim_time=False, radius=float(value['radius']),
                      params_files=(value['params_file'],) if value['params_file'] else (),
                      px4_namespaces=(value['px4_namespace'],),
-                     px4_target_systems=(int(value['target_system']),))
+                     px4_target_systems=(int(value['target_system']),),
+                     px4_origins=(parse_origins(value['origin'], 1)[0],),
+                     altitude=float(value['altitude']),
+                     swarm_reliability=value['swarm_reliability'])
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
 

@@ -195,6 +195,25 @@ def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]
                     'target_system': target_system, **origin})
 
 
+def parse_origins(text: str, count: int) -> tuple[tuple[float, float, float], ...]:
+    """``'x,y,z;x,y,z'`` -> ``count`` (x, y, z) tuples; ``ValueError`` saying what is wrong."""
+    items = [item for item in text.replace(' ', '').split(';') if item]
+    origins = []
+    for item in items:
+        values = item.split(',')
+        try:
+            origin = tuple(float(v) for v in values)
+        except ValueError:
+            origin = ()
+        if len(origin) != 3 or not all(math.isfinite(v) for v in origin):
+            raise ValueError(f"origins: each entry must be 'x,y,z' in metres, got {item!r}")
+        origins.append(origin)
+    if len(origins) != count:
+        raise ValueError(f'origins: {count} vehicle(s) need {count} x,y,z entries, got '
+                         f'{len(origins)} in {text!r}')
+    return tuple(origins)
+
+
 def in_namespace(specs: Sequence[NodeSpec], namespace: str) -> list[NodeSpec]:
     """The nodes of one vehicle (e.g. ``/uav1``): what a companion computer runs."""
     return [spec for spec in specs if spec.namespace == namespace]

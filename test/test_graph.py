@@ -1,7 +1,9 @@
 """The node-graph plan: one pure function shared by launch files and swarm_sim."""
+import re
+
 import pytest
 
-from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace
+from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace, parse_origins
 
 
 def by_executable(specs, executable):
@@ -91,3 +93,29 @@ def test_single_agent_plan_keeps_an_explicit_id():
 def test_bad_plans_are_rejected_with_the_reason(kwargs, message):
     with pytest.raises(ValueError, match=message.replace('[', r'\[').replace(')', r'\)').replace('(', r'\(')):
         SwarmPlan(**kwargs)
+
+
+def test_px4_plans_hold_altitude_over_best_effort_swarm_topics():
+    plan = SwarmPlan(num_agents=2, mode='px4', altitude=10.0, swarm_reliability='best_effort',
+                     px4_origins=parse_origins('0,1,0;0,2,0', 2))
+    specs = build_graph(plan)
+    agents = by_executable(specs, 'agent_node')
+    assert [a.parameters['altitude'] for a in agents] == [10.0, 10.0]
+    assert {s.parameters.get('swarm_reliability') for s in specs
+            if s.executable in ('agent_node', 'target_node', 'metrics_node')} == {'best_effort'}
+    assert [b.parameters['origin_enu'] for b in by_executable(specs, 'px4_bridge_node')] == [
+        [0.0, 1.0, 0.0], [0.0, 2.0, 0.0]]
+    # the simulation's default plan gives neither, so lock-stepped runs are unchanged
+    sim = build_graph(SwarmPlan(num_agents=2))
+    assert not any('altitude' in s.parameters or 'swarm_reliability' in s.parameters
+                   for s in sim)
+
+
+@pytest.mark.parametrize('text, count, message', [
+    ('0,1;0,2,0', 2, "each entry must be 'x,y,z' in metres, got '0,1'"),
+    ('0,1,0', 2, '2 vehicle(s) need 2 x,y,z entries, got 1'),
+    ('0,x,0;0,1,0', 2, "got '0,x,0'"),
+])
+def test_bad_origins_are_named(text, count, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_origins(text, count)
