@@ -159,7 +159,9 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
             parameters={**time, 'vehicle_names': list(plan.names),
                         'initial_positions': [c for p in plan.initial_positions() for c in p],
                         'odom_rate': plan.odom_rate,
-                        **({'publish_clock': True, 'real_time_factor': plan.real_time_factor or 1.0}
+                        **({'publish_clock': True, 'real_time_factor': plan.real_time_factor or 1.0,
+                            # every other node of the plan subscribes /clock: start when all are up
+                            'clock_subscribers': plan.num_agents + 2}
                            if plan.clock_source == 'mobility' and plan.use_sim_time else {})}))
     nodes.append(NodeSpec(
         'target_node', 'target', namespace='/target', params_files=files,

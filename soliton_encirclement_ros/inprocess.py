@@ -18,6 +18,7 @@ from rclpy.exceptions import ParameterException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock
@@ -52,7 +53,9 @@ class InProcessGraph:
 
     def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap') -> None:
         self.context = Context()
-        rclpy.init(args=[], context=self.context)
+        # The runner owns SIGINT/SIGTERM (velocity_mobility_ros.spin.StopRequest): an interrupt
+        # never surfaces inside a node's callback.
+        rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.nodes: list[Node] = []
         self.recorder = None
         self.sim_time_ns = 0
@@ -194,13 +197,15 @@ class InProcessGraph:
         return self.sim_time_ns + max(1, min((w for w in waits if w is not None), default=CLOCK_STEP_NS))
 
     def run(self, duration: float, real_time_factor: float = 0.0,
-            on_progress: Callable[[int], None] = lambda sim_time_ns: None) -> None:
-        """Advance the clock to ``duration`` s; ``real_time_factor`` 0 runs unpaced."""
+            on_progress: Callable[[int], None] = lambda sim_time_ns: None,
+            should_stop: Callable[[], bool] = lambda: False) -> None:
+        """Advance the clock to ``duration`` s (or until ``should_stop()``); ``real_time_factor``
+        0 runs unpaced."""
         end_ns = round(duration * 1e9)
         wall_start = time.perf_counter()
         start_ns = self.sim_time_ns
         self.step()
-        while self.sim_time_ns < end_ns:
+        while self.sim_time_ns < end_ns and not should_stop():
             self.sim_time_ns = min(self.next_due_ns(), end_ns)
             self.step()
             if real_time_factor > 0:

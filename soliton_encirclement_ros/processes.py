@@ -1,9 +1,12 @@
 """The swarm graph with one OS process per node, as ``ros2 launch`` starts it.
 
-Each node of ``graph.build_graph`` runs its own console script with the plan's ``--ros-args``;
-the swarm mobility node publishes ``/clock`` (``clock_source='mobility'``). This process only
-watches the clock, optionally records a bag, and stops the nodes with SIGINT when the
-requested sim time has passed, so ``metrics_node`` writes its outputs on the way out.
+Each node of ``graph.build_graph`` runs its own console script with the plan's ``--ros-args``,
+in a process group of its own (a terminal Ctrl-C reaches only this runner, which then stops the
+nodes in order); the swarm mobility node publishes ``/clock`` (``clock_source='mobility'``) once
+every node subscribes to it. This process only watches the clock and the children, optionally
+records a bag, and stops every node when the requested sim time has passed, when it is asked
+to stop, or when any node dies: SIGINT (``metrics_node`` writes its outputs on the way out),
+then SIGTERM and SIGKILL after a grace period.
 """
 from __future__ import annotations
 
@@ -21,13 +24,14 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 
 from .graph import NodeSpec, SwarmPlan, build_graph
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
-STOP_TIMEOUT = 15.0      # wall s a node gets to exit after SIGINT
+STOP_TIMEOUT = 10.0      # wall s a node gets to exit after SIGINT, then after SIGTERM
 STALL_TIMEOUT = 30.0     # wall s without clock progress before giving up
 
 
@@ -55,7 +59,7 @@ class ProcessGraph:
         self.processes: list[tuple[NodeSpec, subprocess.Popen, Path]] = []
         self.sim_time_ns = 0
         self.context = Context()
-        rclpy.init(args=[], context=self.context)
+        rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node('swarm_sim_monitor', context=self.context,
                          parameter_overrides=[Parameter('use_sim_time', value=True)])
         self.node.create_subscription(Clock, '/clock', self._on_clock, 10)
@@ -65,11 +69,19 @@ class ProcessGraph:
         if record:
             from .recording import BagRecorder
             self.recorder = BagRecorder(self.node, record, storage=storage)
+        try:
+            self._start(plan)
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self, plan: SwarmPlan) -> None:
         for spec in build_graph(plan):
             log = self._log_dir / f'{spec.full_name.strip("/").replace("/", "_")}.log'
             with open(log, 'w') as handle:
                 process = subprocess.Popen([executable_path(spec), *spec.ros_args()], stdout=handle,
-                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                           start_new_session=True)
             self.processes.append((spec, process, log))
 
     def _on_clock(self, msg: Clock) -> None:
@@ -85,11 +97,12 @@ class ProcessGraph:
                 raise ChildFailed(f'{spec.full_name} exited with code {process.returncode}: {_last_line(log)}')
 
     def run(self, duration: float,
-            on_progress: Callable[[int], None] = lambda sim_time_ns: None) -> None:
+            on_progress: Callable[[int], None] = lambda sim_time_ns: None,
+            should_stop: Callable[[], bool] = lambda: False) -> None:
         end_ns = round(duration * 1e9)
         last_progress = (time.monotonic(), 0)
         started = time.monotonic()
-        while self.sim_time_ns < end_ns:
+        while self.sim_time_ns < end_ns and not should_stop():
             self.executor.spin_once(timeout_sec=0.05)
             self._check_children()
             if self.recorder is not None:
@@ -104,21 +117,31 @@ class ProcessGraph:
             on_progress(self.sim_time_ns)
 
     def close(self) -> str:
-        """Stop every node (SIGINT, then SIGKILL), close the bag; returns a failure or ''."""
+        """Stop every node (SIGINT, then SIGTERM, then SIGKILL), close the bag; returns what
+        went wrong ('' if every node stopped on SIGINT). Safe to call twice."""
         failure = ''
-        for _, process, _ in self.processes:
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
-        for spec, process, log in self.processes:
-            try:
-                process.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-                failure = failure or f'{spec.full_name} did not stop on SIGINT (killed); log: {log}'
+        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+            running = [(spec, process, log) for spec, process, log in self.processes
+                       if process.poll() is None]
+            if not running:
+                break
+            if signum != signal.SIGINT:
+                failure = failure or (f'{running[0][0].full_name} did not stop on SIGINT within '
+                                      f'{STOP_TIMEOUT:.0f} s; log: {running[0][2]}')
+            for _, process, _ in running:
+                process.send_signal(signum)
+            deadline = time.monotonic() + STOP_TIMEOUT
+            for _, process, _ in running:
+                try:
+                    process.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
         if self.recorder is not None:
             self.recorder.close()
-        self.node.destroy_node()
+            self.recorder = None
+        if getattr(self, 'node', None) is not None:
+            self.node.destroy_node()
+            self.node = None
         rclpy.try_shutdown(context=self.context)
         if not failure:
             shutil.rmtree(self._log_dir, ignore_errors=True)

@@ -14,7 +14,6 @@ import json
 import math
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -23,6 +22,9 @@ from pathlib import Path
 
 import yaml
 
+from velocity_mobility_ros.spin import StopRequest
+
+from .analysis.outputs import output_dir_problem
 from .graph import SwarmPlan, build_graph
 from .core.metrics import METRIC_NAMES
 
@@ -93,16 +95,24 @@ def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
             'params_files': list(plan.params_files), 'mode': 'processes' if args.processes else 'in-process'}
 
 
+def _number(value, digits: int = 4, unit: str = '', none: str = 'n/a') -> str:
+    """A metric for the summary table; None or NaN (nothing measured) prints ``none``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return none
+    return f'{value:.{digits}f}{unit}'
+
+
 def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
     rows = [('metric', 'final', 'mean')] + [
-        (name, f'{summary["final"][name]:.4f}', f'{summary["mean"][name]:.4f}') for name in METRIC_NAMES]
+        (name, _number(summary['final'].get(name)), _number(summary['mean'].get(name)))
+        for name in METRIC_NAMES]
     for row in rows:
         print(f'  {row[0]:<8}{row[1]:>10}{row[2]:>10}', file=stream)
-    settle = summary['settle_time']
-    fmt = lambda t: 'never' if t is None else f'{t:.2f} s'  # noqa: E731
-    print(f'  settled: E_gap < 0.05 from {fmt(settle["E_gap"])}, E_r < 0.01 from {fmt(settle["E_r"])}',
-          file=stream)
-    print(f'  real-time factor {summary["real_time_factor"]:.2f}; outputs in {out_dir}', file=stream)
+    settle = summary.get('settle_time') or {}
+    print(f'  settled: E_gap < 0.05 from {_number(settle.get("E_gap"), 2, " s", "never")}, '
+          f'E_r < 0.01 from {_number(settle.get("E_r"), 2, " s", "never")}', file=stream)
+    print(f'  real-time factor {_number(summary.get("real_time_factor"), 2)}; outputs in '
+          f'{out_dir}', file=stream)
 
 
 def main(argv=None) -> int:
@@ -114,19 +124,29 @@ def main(argv=None) -> int:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return 2
     out_dir = Path(args.out)
+    problem = output_dir_problem(out_dir, '--out')
+    if problem:
+        print(f'swarm_sim: error: {problem}', file=sys.stderr)
+        return 2
     if args.record and Path(args.record).exists():
         print(f'swarm_sim: error: --record {args.record} exists already; choose a new directory', file=sys.stderr)
         return 2
+    stop = StopRequest('swarm_sim').install()
     run = run_processes if args.processes else run_in_process
     try:
-        summary = run(plan, args, out_dir)
+        summary, failure = run(plan, args, out_dir, stop)
     except StartupError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return 2
+    if summary is not None:
+        print_summary(summary, out_dir)
+    if failure:
+        print(f'swarm_sim: error: {failure}' + (f' (outputs gathered so far in {out_dir})'
+                                                if summary is not None else ''), file=sys.stderr)
+        return 1
     if summary is None:
         print('swarm_sim: no metrics were produced (did the run start?)', file=sys.stderr)
         return 1
-    print_summary(summary, out_dir)
     return 0
 
 
@@ -149,17 +169,16 @@ class StartupError(Exception):
     """The graph could not start: bad parameters or a node refusing its configuration."""
 
 
-def _stop_on_sigterm() -> None:
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-    signal.signal(signal.SIGTERM, handler)
+def _interrupted(stop: StopRequest) -> None:
+    if stop.requested:
+        print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
 
 
-def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
+def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
+    """Run in this process; returns (summary or None, failure '')."""
     from .inprocess import InProcessGraph
     from .analysis.report import write_run_outputs
 
-    _stop_on_sigterm()
     try:
         graph = InProcessGraph(plan, record=args.record, storage=args.storage)
     except ValueError as error:
@@ -167,58 +186,66 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
     wall_start = time.perf_counter()
     try:
         with progress_bar(args.duration, not args.no_progress) as on_progress:
-            graph.run(args.duration, args.real_time_factor, on_progress)
-    except KeyboardInterrupt:
-        print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
+            graph.run(args.duration, args.real_time_factor, on_progress,
+                      should_stop=lambda: stop.requested)
     finally:
+        stop.writing = True
+        _interrupted(stop)
         wall = time.perf_counter() - wall_start
         sim_time = graph.sim_time
         metrics, agents, trajectories = graph.metrics.series()
         graph.close()
     if len(metrics) == 0:
-        return None
+        return None, ''
     params = plan_summary(plan, args)
-    return write_run_outputs(out_dir, metrics, agents, params, sim_time / wall if wall > 0 else math.nan,
-                             trajectories)
+    return write_run_outputs(out_dir, metrics, agents, params,
+                             sim_time / wall if wall > 0 else math.nan, trajectories), ''
 
 
-def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
+def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
+    """One process per node; returns (summary or None, failure naming the node or '')."""
     from .processes import ChildFailed, ProcessGraph
 
-    _stop_on_sigterm()
     metrics_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_metrics_'))
     plan = plan.with_changes(metrics_output_dir=str(metrics_dir / 'run'))
-    graph = ProcessGraph(plan, record=args.record, storage=args.storage)
     failure = ''
-    wall_start = time.perf_counter()
     try:
-        with progress_bar(args.duration, not args.no_progress) as on_progress:
-            graph.run(args.duration, on_progress)
-    except ChildFailed as error:
-        failure = str(error)
-    except KeyboardInterrupt:
-        print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
-    finally:
-        wall = time.perf_counter() - wall_start
-        sim_time = graph.sim_time
-        failure = failure or graph.close()
-    written = metrics_dir / 'run'
-    try:
-        if failure:
-            raise StartupError(failure)
-        if not (written / 'summary.json').exists():
-            return None
-        summary = json.loads((written / 'summary.json').read_text())
-        summary['real_time_factor'] = sim_time / wall if wall > 0 else None
-        summary['params'] = plan_summary(plan, args)
-        (written / 'summary.json').write_text(json.dumps(summary, indent=2))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(written), out_dir)
-        return summary
+        try:
+            graph = ProcessGraph(plan, record=args.record, storage=args.storage)
+        except (OSError, ValueError) as error:
+            raise StartupError(str(error)) from None
+        wall_start = time.perf_counter()
+        try:
+            with progress_bar(args.duration, not args.no_progress) as on_progress:
+                graph.run(args.duration, on_progress, should_stop=lambda: stop.requested)
+        except ChildFailed as error:
+            failure = str(error)
+        finally:
+            stop.writing = True
+            _interrupted(stop)
+            wall = time.perf_counter() - wall_start
+            sim_time = graph.sim_time
+            failure = graph.close() if not failure else (graph.close() and failure)
+        return _collect_process_outputs(metrics_dir / 'run', out_dir, plan, args,
+                                        sim_time / wall if wall > 0 else None), failure
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _collect_process_outputs(written: Path, out_dir: Path, plan: SwarmPlan,
+                             args: argparse.Namespace, real_time_factor):
+    """Move what metrics_node wrote into ``out_dir`` with the run's parameters; None if none."""
+    if not (written / 'summary.json').exists():
+        return None
+    summary = json.loads((written / 'summary.json').read_text())
+    summary['real_time_factor'] = real_time_factor
+    summary['params'] = plan_summary(plan, args)
+    (written / 'summary.json').write_text(json.dumps(summary, indent=2))
+    if out_dir.exists():
+        shutil.rmtree(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(written), out_dir)
+    return summary
 
 
 if __name__ == '__main__':

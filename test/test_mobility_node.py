@@ -127,9 +127,10 @@ class SimGraph:
         if received is not None:
             self.spin_until(received)
 
-    def tick(self, count=1):
+    def tick(self, count=1, steps_per_clock=1):
+        """``count`` /clock messages, each ``steps_per_clock`` sim_dt after the last."""
         for _ in range(count):
-            self.now_ns += self.dt_ns
+            self.now_ns += self.dt_ns * steps_per_clock
             clock = Clock()
             clock.clock.sec, clock.clock.nanosec = divmod(self.now_ns, 10**9)
             target = self.node.steps + 1
@@ -184,6 +185,24 @@ def test_ramp_rate_saturation_and_sim_time_stamps(graph_factory):
     np.testing.assert_allclose(v[-1], [10.0, 0.0, -5.0])  # saturated at max_speed_xy/z
     assert odom[-1].header.frame_id == 'world'
     assert odom[-1].child_frame_id == 'ramp/base_link'
+
+
+def test_a_clock_that_jumps_several_steps_is_integrated_and_a_huge_jump_is_not(graph_factory,
+                                                                                 capfd):
+    """An external /clock at 20 Hz (5 sim_dt per message): the ramp still reaches 4 m/s^2."""
+    g = graph_factory('jumps', tau_xy=0.0, tau_z=0.0, odom_rate=100.0, cmd_timeout=0.0)
+    odom = g.collect(Odometry, '/jumps/odom')
+    cmd = g.publisher(Twist, '/jumps/cmd_vel')
+    g.send(cmd, twist(20.0, 0.0, 0.0), lambda: g.node.command_velocity[0, 0] == 20.0)
+    g.tick(1)
+    g.tick(10, steps_per_clock=5)
+    assert g.node.steps == 51
+    v = velocities(odom)
+    np.testing.assert_allclose(np.diff(v[-5:, 0]), 4.0 * 0.05, atol=1e-9)  # 4 m/s^2, not 0.8
+    assert stamps_ns(odom)[-1] == g.now_ns
+    g.tick(1, steps_per_clock=1000)  # 10 s: a bag replay's seek, not something to integrate
+    assert g.node.steps == 52
+    assert capfd.readouterr().err.count('the clock jumped 9.990 s ahead') == 1
 
 
 def test_command_timeout_brakes_to_hover_and_logs_once(graph_factory, capfd):

@@ -16,6 +16,7 @@ import numpy as np
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
 from rclpy.clock import Clock, ClockType
+from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import QoSDurabilityPolicy, QoSProfile, QoSReliabilityPolicy
 from rclpy.time import Time
@@ -84,7 +85,12 @@ CLOCK_PARAMS = (
               '/clock (this node is the clock of the simulation)', read_only=True),
     ParamSpec('real_time_factor', 1.0, 'Sim seconds per wall second when publish_clock is set',
               1e-3, 1000.0, read_only=True),
+    ParamSpec('clock_subscribers', 0, 'With publish_clock: hold the clock at 0 until this many '
+              '/clock subscriptions are matched (every node of the graph is up); 0 = start at '
+              'once', 0, 100_000, read_only=True),
 )
+# A clock jump of more than this many steps is not integrated: one warning, then a reset.
+MAX_CATCH_UP_STEPS = 100
 
 
 @dataclass(frozen=True)
@@ -126,8 +132,13 @@ class MobilityNodeBase(Node):
 
         msg_type = TwistStamped if self._interface.cmd_vel_stamped else Twist
         self._cmd_subs = [
-            self.create_subscription(msg_type, v.cmd_topic, self._command_callback(i), SIM_QOS)
+            self.create_subscription(
+                msg_type, v.cmd_topic, self._command_callback(i), SIM_QOS,
+                event_callbacks=SubscriptionEventCallbacks(
+                    incompatible_type=self._incompatible_type_callback(v.cmd_topic, msg_type)))
             for i, v in enumerate(vehicles)]
+        self._last_step_ns = None   # this node's own sim time (node clock mode)
+        self._jump_warned = False
         self._odom_pubs = [self.create_publisher(Odometry, v.odom_topic, SIM_QOS)
                            for v in vehicles]
         self._odom_msgs = [new_odometry(self._interface.world_frame, v.child_frame_id)
@@ -137,6 +148,7 @@ class MobilityNodeBase(Node):
         self._publish_rejected()
         clock_params = declare(self, CLOCK_PARAMS)
         self._clock_pub = None
+        self._clock_waits_for = clock_params['clock_subscribers']
         if clock_params['publish_clock']:
             # This node is the simulation's clock: it steps on wall time, paced by
             # real_time_factor, and publishes the sim time it has reached on /clock.
@@ -181,6 +193,18 @@ class MobilityNodeBase(Node):
         self._decimation = self._interface.odom_decimation(self._vehicle.sim_dt)
         for msg in self._odom_msgs:
             msg.header.frame_id = self._interface.world_frame
+
+    def _incompatible_type_callback(self, topic: str, msg_type: type) -> Callable:
+        def warn(event) -> None:
+            offered = sorted({info.topic_type for info in self.get_publishers_info_by_topic(
+                self.resolve_topic_name(topic))})
+            self.get_logger().warning(
+                f'{self.resolve_topic_name(topic)}: a publisher of another type ('
+                f'{", ".join(offered) or "unknown"}) will never reach this '
+                f'{msg_type.__name__} subscription'
+                + ('' if msg_type is TwistStamped else '; set cmd_vel_stamped: true for '
+                   'TwistStamped'))
+        return warn
 
     def _command_callback(self, index: int) -> Callable[[Twist | TwistStamped], None]:
         linear, angular = self._next_linear[index], self._next_angular[index]
@@ -244,20 +268,76 @@ class MobilityNodeBase(Node):
 
     def _tick(self) -> None:
         if self._clock_pub is not None:
+            if not self._clock_ready():
+                return
             self._sim_time_ns += round(self._vehicle.sim_dt * 1e9)
             self._clock_pub.publish(RosClock(clock=self._now().to_msg()))
-        now = self._now()
-        self._promote(self._has_next & (self._next_time_ns < now.nanoseconds))
-        self._expire_commands(now.nanoseconds)
-        v_des = self._cmd_linear
-        if self._interface.cmd_frame == 'body':
-            v_des = body_to_world(v_des, self._state.yaw)
-        self._state = step(self._state, v_des, self._vehicle, self._cmd_angular[:, 2])
-        self._steps += 1
-        if self._steps % self._decimation == 0:
+            self._step_to(self._sim_time_ns, 1)
+            return
+        now_ns = self._now().nanoseconds
+        self._step_to(now_ns, self._steps_due(now_ns))
+
+    def _clock_ready(self) -> bool:
+        """The clock starts once ``clock_subscribers`` subscriptions are matched (logged)."""
+        if self._clock_waits_for <= 0:
+            return True
+        if self._clock_pub.get_subscription_count() < self._clock_waits_for:
+            if not getattr(self, '_clock_wait_logged', False):
+                self._clock_wait_logged = True
+                self.get_logger().info(
+                    f'holding /clock at 0 until {self._clock_waits_for} nodes subscribe to it')
+            return False
+        self._clock_waits_for = 0
+        return True
+
+    def _steps_due(self, now_ns: int) -> int:
+        """Steps to take at this timer callback: one, plus the steps the clock has run ahead of
+        this node's own sim time (a jump of k sim_dt: an external /clock, a bag replay, load).
+        Timer callbacks that are merely early or late by less than half a step take exactly one
+        step, so lock-stepped runs are unchanged. A jump beyond MAX_CATCH_UP_STEPS is not
+        integrated: one warning, and the node's time resets to the clock."""
+        dt_ns = round(self._vehicle.sim_dt * 1e9)
+        if self._last_step_ns is None:
+            self._last_step_ns = now_ns
+            return 1
+        self._last_step_ns += dt_ns
+        behind = now_ns - self._last_step_ns
+        if behind <= dt_ns // 2:
+            return 1
+        extra = round(behind / dt_ns)
+        if extra > MAX_CATCH_UP_STEPS:
+            if not self._jump_warned:
+                self._jump_warned = True
+                self.get_logger().warning(
+                    f'the clock jumped {behind * 1e-9:.3f} s ahead (more than '
+                    f'{MAX_CATCH_UP_STEPS} steps of sim_dt): not integrating the jump, resuming '
+                    'from now')
+            self._last_step_ns = now_ns
+            return 1
+        self._last_step_ns += extra * dt_ns
+        return 1 + extra
+
+    def _step_to(self, now_ns: int, steps: int) -> None:
+        """``steps`` steps of sim_dt ending at ``now_ns``; odometry stamped ``now_ns``."""
+        if steps <= 0:
+            return
+        dt_ns = round(self._vehicle.sim_dt * 1e9)
+        odometry_due = False
+        for k in range(steps - 1, -1, -1):
+            t_ns = now_ns - k * dt_ns
+            self._promote(self._has_next & (self._next_time_ns < t_ns))
+            self._expire_commands(t_ns)
+            v_des = self._cmd_linear
+            if self._interface.cmd_frame == 'body':
+                v_des = body_to_world(v_des, self._state.yaw)
+            self._state = step(self._state, v_des, self._vehicle, self._cmd_angular[:, 2])
+            self._steps += 1
+            odometry_due |= self._steps % self._decimation == 0
+        if odometry_due:
             state = self._state
             fill_odometry(self._odom_msgs, state.position, state.velocity, state.yaw,
-                          now.to_msg(), state.yaw_rate)
+                          Time(nanoseconds=now_ns, clock_type=ClockType.ROS_TIME).to_msg(),
+                          state.yaw_rate)
             for pub, msg in zip(self._odom_pubs, self._odom_msgs):
                 pub.publish(msg)
 
@@ -293,3 +373,7 @@ class MobilityNode(MobilityNodeBase):
 
 def main(args: list[str] | None = None) -> None:
     spin_node(MobilityNode, args)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,43 +1,142 @@
-"""The one entry-point helper of every node executable: init, build, spin, clean shutdown."""
+"""The one entry-point helper of every node executable: init, build, spin, clean shutdown.
+
+SIGINT and SIGTERM only set a flag (:class:`StopRequest`); the main loop notices it between
+executor turns, so an interrupt never surfaces inside a callback as a traceback, and shutdown
+work (writing outputs, closing a bag) runs while the node and its logger are still valid. rclpy
+is initialised without its own signal handlers for the same reason. A second signal while the
+outputs are being written only prints "writing outputs, please wait".
+"""
 from __future__ import annotations
 
-from typing import Callable
+import difflib
+import signal
+import sys
+import threading
+from typing import Callable, Iterable
 
 import rclpy
-from rclpy.exceptions import ParameterException
+from rclpy.exceptions import InvalidParameterTypeException, ParameterException
 from rclpy.executors import ExternalShutdownException
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
-SPIN_SLICE_S = 0.2  # how soon main() notices a shutdown request
+SPIN_SLICE_S = 0.2  # how soon the main loop notices a stop request
+# Parameters every node has without declaring them in its spec table.
+BUILTIN_PARAMETERS = ('use_sim_time', 'start_type_description_service')
 
 
-def spin_node(node_class: Callable[[], Node], args: list[str] | None = None,
-              on_shutdown: Callable[[Node], None] | None = None) -> None:
-    """rclpy.init, spin one ``node_class`` until Ctrl-C/SIGTERM or shutdown, clean up.
+class StopRequest:
+    """SIGINT/SIGTERM handlers that only record the request (safe at any point of a callback)."""
 
-    A bad configuration (ValueError or a rejected parameter) logs one FATAL line naming it and
-    exits 1. ``on_shutdown(node)`` runs before the node is destroyed (e.g. to write outputs).
-    Uses the EventsExecutor: it drives ROS-time timers from ``/clock`` as the
-    SingleThreadedExecutor does, at a lower CPU cost (see benchmarks/). Its ``spin()`` does
-    not return on SIGINT/SIGTERM (rclpy 9.1), so spin in short slices until the context ends.
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._event = threading.Event()
+        self.writing = False
+
+    def install(self) -> 'StopRequest':
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.writing:
+            print(f'{self.name}: writing outputs, please wait', file=sys.stderr, flush=True)
+        self._event.set()
+
+    def set(self) -> None:
+        self._event.set()
+
+    @property
+    def requested(self) -> bool:
+        return self._event.is_set()
+
+
+def params_file_problem(args: Iterable[str]) -> str | None:
+    """One line naming a ``--params-file`` of ``args`` that is missing or not YAML, else None.
+
+    rcl parses these files inside ``rclpy.init`` and answers a bad one with a long traceback;
+    checking them first gives the user the file and the YAML error instead.
     """
-    rclpy.init(args=args)
+    import yaml
+    args = list(args)
+    for flag, path in zip(args, args[1:]):
+        if flag != '--params-file':
+            continue
+        try:
+            with open(path) as handle:
+                yaml.safe_load(handle)
+        except OSError as error:
+            return f'cannot read params file {path}: {error.strerror}'
+        except yaml.YAMLError as error:
+            mark = getattr(error, 'problem_mark', None)
+            where = f' (line {mark.line + 1}, column {mark.column + 1})' if mark else ''
+            problem = getattr(error, 'problem', None) or str(error).splitlines()[0]
+            return f'params file {path} is not valid YAML{where}: {problem}'
+    return None
+
+
+def unknown_overrides(node: Node) -> list[str]:
+    """Warnings for parameter overrides (YAML or ``-p``) that ``node`` never declared, each
+    naming the closest declared parameter. Warnings, not errors: ``/**`` files are shared."""
+    declared = set(node._parameters)  # rclpy keeps the declared parameters here
+    lines = []
+    for name in sorted(set(node._parameter_overrides) - declared - set(BUILTIN_PARAMETERS)):
+        if name.startswith('qos_overrides.'):
+            continue
+        close = difflib.get_close_matches(name, sorted(declared), n=1)
+        hint = f'; did you mean {close[0]}?' if close else ''
+        lines.append(f'parameter {name!r} is not a parameter of this node and is ignored{hint}')
+    return lines
+
+
+def configuration_error(error: Exception) -> str:
+    """The one-line message of a bad configuration (ValueError or rclpy's ParameterException)."""
+    if isinstance(error, InvalidParameterTypeException):
+        param = error.args[0] if error.args else None
+        name = getattr(param, 'name', '?')
+        got = getattr(getattr(param, 'type_', None), 'name', '?').lower()
+        expected = str(error.args[1]).lower() if len(error.args) > 1 else '?'
+        value = getattr(param, 'value', '?')
+        return f'parameter {name!r}: expected {expected}, got {got} ({value!r})'
+    return str(error)
+
+
+def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
+              on_shutdown: Callable[[Node], None] | None = None,
+              executor_class: Callable[[], object] = EventsExecutor) -> None:
+    """rclpy.init, spin one ``node_class`` until SIGINT/SIGTERM, clean up.
+
+    A bad configuration (a params file that is not YAML, a ValueError or a rejected parameter)
+    prints one line naming it and exits 1. ``on_shutdown(node)`` runs before the node is
+    destroyed (e.g. to write outputs). The EventsExecutor drives ROS-time timers from /clock as
+    the SingleThreadedExecutor does, at a lower CPU cost (see benchmarks/).
+    """
+    name = getattr(node_class, '__name__', 'node')
+    stop = StopRequest(name).install()
+    argv = sys.argv if args is None else args
+    problem = params_file_problem(argv)
+    if problem:
+        print(f'{name}: {problem}', file=sys.stderr)
+        raise SystemExit(1)
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     node = None
-    executor = EventsExecutor()
+    executor = executor_class()
     try:
         try:
             node = node_class()
         except (ValueError, ParameterException) as error:
-            name = getattr(node_class, '__name__', 'node')
-            rclpy.logging.get_logger(name).fatal(f'invalid configuration: {error}')
-            raise SystemExit(1) from error
+            print(f'{name}: invalid configuration: {configuration_error(error)}', file=sys.stderr)
+            raise SystemExit(1) from None
+        for line in unknown_overrides(node):
+            node.get_logger().warning(line)
         executor.add_node(node)
-        while rclpy.ok():
+        while not stop.requested and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_SLICE_S)
-    except (KeyboardInterrupt, ExternalShutdownException):
+    except ExternalShutdownException:
         pass
     finally:
+        stop.writing = True
         executor.shutdown()
         if node is not None:
             if on_shutdown is not None:

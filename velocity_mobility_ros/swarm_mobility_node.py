@@ -63,3 +63,7 @@ class SwarmMobilityNode(MobilityNodeBase):
 
 def main(args: list[str] | None = None) -> None:
     spin_node(SwarmMobilityNode, args)
+
+
+if __name__ == '__main__':
+    main()
