@@ -26,6 +26,7 @@ from typing import Optional
 
 import numpy as np
 
+from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import write_run_outputs
 from soliton_encirclement_ros.core.comms import TIME_EPS, ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
@@ -223,13 +224,18 @@ def main(argv=None) -> int:
         changes = {name: getattr(args, name) for name in _CLI_FIELDS
                    if getattr(args, name) is not None}
         scenario = Scenario.from_mapping({**base.__dict__, **changes})
-        result = simulate(scenario, args.engine)
-        summary = write_run_outputs(
-            args.out, result.metrics, result.agents,
-            {**scenario.as_dict(), 'engine': result.engine}, result.real_time_factor,
-            result.trajectories)
-    except ValueError as exc:
-        parser.error(str(exc))
+        choose_engine(scenario, args.engine)
+        problem = output_dir_problem(args.out, '--out')
+        if problem:
+            raise ValueError(problem)
+    except ValueError as exc:  # bad input: one line, before any simulation
+        print(f'batch_sim: error: {exc}', file=sys.stderr)
+        return 2
+    result = simulate(scenario, args.engine)
+    summary = write_run_outputs(
+        args.out, result.metrics, result.agents,
+        {**scenario.as_dict(), 'engine': result.engine}, result.real_time_factor,
+        result.trajectories)
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '

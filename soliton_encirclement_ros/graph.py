@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
+from .core.comms import check_loss
 from .core.scenario import initial_positions
 from .interface import RELIABLE, check_reliability
 
@@ -120,8 +121,7 @@ class SwarmPlan:
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
                 raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
-        if not 0.0 <= self.loss < 1.0:
-            raise ValueError(f'loss must be in [0, 1), got {self.loss!r}')
+        check_loss(self.loss)
         if self.positions and len(self.positions) != self.num_agents:
             raise ValueError(f'positions has {len(self.positions)} entries but num_agents is {self.num_agents}')
         if self.ids and (len(self.ids) != self.num_agents or len(set(self.ids)) != len(self.ids)

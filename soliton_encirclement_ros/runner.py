@@ -225,7 +225,8 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
             _interrupted(stop)
             wall = time.perf_counter() - wall_start
             sim_time = graph.sim_time
-            failure = graph.close() if not failure else (graph.close() and failure)
+            closing = graph.close()  # always: every node stops, the bag is closed
+            failure = failure or closing
         return _collect_process_outputs(metrics_dir / 'run', out_dir, plan, args,
                                         sim_time / wall if wall > 0 else None), failure
     finally:

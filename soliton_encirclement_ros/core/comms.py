@@ -48,3 +48,11 @@ class ImpairedChannel:
             arrival, msg = self._pending.popleft()
             out.append((msg, arrival))
         return out
+
+
+def check_loss(loss: float) -> float:
+    """``loss`` if it is a probability of dropping a message in [0, 1), else ``ValueError``
+    (1 would silence every link: not a simulation of a lossy one)."""
+    if not 0.0 <= loss < 1.0:
+        raise ValueError(f'loss must be a probability in [0, 1), got {loss}')
+    return loss

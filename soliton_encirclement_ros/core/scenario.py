@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import yaml
 
+from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.core.target_motion import (
     TARGET_MOTIONS, RandomHeading, Static, Waypoints)
@@ -94,8 +95,7 @@ class Scenario:
                 ('loss', 0.0, False), ('delay', 0.0, False),
                 ('altitude', -math.inf, False), ('omega_ref', -math.inf, False)):
             object.__setattr__(self, name, _number(name, getattr(self, name), minimum, strict))
-        if self.loss > 1.0:
-            raise ValueError(f'loss must be a probability in [0, 1], got {self.loss}')
+        check_loss(self.loss)
         if self.target_motion not in TARGET_MOTIONS:
             raise ValueError(f'target_motion must be one of {", ".join(TARGET_MOTIONS)}, '
                              f'got {self.target_motion!r}')
