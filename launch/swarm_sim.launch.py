@@ -7,12 +7,10 @@ The swarm mobility node simulates every vehicle and, with use_sim_time, publishe
 import os
 
 from ament_index_python.packages import get_package_share_directory
-from launch.conditions import IfCondition
-from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from soliton_encirclement_ros.graph import SwarmPlan, build_graph
-from soliton_encirclement_ros.launch_support import plan_launch_description
+from soliton_encirclement_ros.graph import SwarmPlan, build_graph, rviz_problem
+from soliton_encirclement_ros.launch_support import package_found, plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
@@ -39,8 +37,19 @@ def _specs(value):
     return build_graph(plan)
 
 
+def _wants_rviz(value):
+    return value['rviz'].lower() == 'true'
+
+
+def _rviz(value):
+    if not _wants_rviz(value):
+        return []
+    return [Node(package='rviz2', executable='rviz2',
+                 arguments=['-d', os.path.join(SHARE, 'config', 'swarm.rviz')],
+                 parameters=[{'use_sim_time': value['use_sim_time'].lower() == 'true'}])]
+
+
 def generate_launch_description():
-    rviz = Node(package='rviz2', executable='rviz2', arguments=['-d', os.path.join(SHARE, 'config', 'swarm.rviz')],
-                parameters=[{'use_sim_time': LaunchConfiguration('use_sim_time')}],
-                condition=IfCondition(LaunchConfiguration('rviz')))
-    return plan_launch_description(ARGUMENTS, _specs, rviz)
+    return plan_launch_description(
+        ARGUMENTS, _specs, extra=_rviz,
+        problem=lambda value: rviz_problem(_wants_rviz(value), package_found))

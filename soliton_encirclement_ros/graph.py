@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
@@ -214,6 +214,15 @@ def parse_origins(text: str, count: int) -> tuple[tuple[float, float, float], ..
         raise ValueError(f'origins: {count} vehicle(s) need {count} x,y,z entries, got '
                          f'{len(origins)} in {text!r}')
     return tuple(origins)
+
+
+def rviz_problem(requested: bool, package_found: Callable[[str], bool]) -> str | None:
+    """Why ``rviz:=true`` cannot be honoured (rviz2 not installed), or None. The launch files
+    then log this and shut down before starting any node, so nothing is left running."""
+    if requested and not package_found('rviz2'):
+        return ('rviz:=true but rviz2 is not installed (sudo apt install ros-$ROS_DISTRO-rviz2, '
+                'or launch without rviz:=true); starting nothing')
+    return None
 
 
 def in_namespace(specs: Sequence[NodeSpec], namespace: str) -> list[NodeSpec]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 from typing import Callable, Iterable, Mapping
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
+from ament_index_python.packages import get_package_prefix
+from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -20,17 +21,32 @@ def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node
             for spec in specs]
 
 
+def package_found(package: str) -> bool:
+    """Whether ``package`` is in the ament index (what launch_ros needs to start it)."""
+    try:
+        get_package_prefix(package)
+    except (LookupError, OSError):
+        return False
+    return True
+
+
 def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
                             specs: Callable[[dict[str, str]], list[NodeSpec]],
-                            *actions) -> LaunchDescription:
+                            extra: Callable[[dict[str, str]], list] = lambda values: [],
+                            problem: Callable[[dict[str, str]], str | None] = lambda values: None,
+                            ) -> LaunchDescription:
     """Declare ``arguments`` ({name: (default, description)}), then start the nodes that
-    ``specs(values)`` plans from the argument values; ``actions`` are appended as they are."""
+    ``specs(values)`` plans from the argument values, and the actions ``extra(values)``. When
+    ``problem(values)`` names one, it is logged and launch shuts down before starting anything."""
     def nodes(context):
-        return launch_nodes(specs({name: LaunchConfiguration(name).perform(context) for name in arguments}))
+        values = {name: LaunchConfiguration(name).perform(context) for name in arguments}
+        reason = problem(values)
+        if reason:
+            return [LogInfo(msg=f'error: {reason}'), Shutdown(reason=reason)]
+        return [*launch_nodes(specs(values)), *extra(values)]
 
     return LaunchDescription([
         *[DeclareLaunchArgument(name, default_value=default, description=description)
           for name, (default, description) in arguments.items()],
         OpaqueFunction(function=nodes),
-        *actions,
     ])

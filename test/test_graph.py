@@ -119,3 +119,11 @@ def test_px4_plans_hold_altitude_over_best_effort_swarm_topics():
 def test_bad_origins_are_named(text, count, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         parse_origins(text, count)
+
+
+def test_rviz_without_rviz2_is_refused_before_anything_starts():
+    from soliton_encirclement_ros.graph import rviz_problem
+    message = rviz_problem(True, lambda package: False)
+    assert 'rviz2 is not installed' in message and 'apt install ros-$ROS_DISTRO-rviz2' in message
+    assert rviz_problem(True, lambda package: package == 'rviz2') is None
+    assert rviz_problem(False, lambda package: False) is None

@@ -165,3 +165,15 @@ def test_an_unknown_parameter_is_named_with_the_closest_one(tmp_path):
     assert process.returncode == 0
     assert err.count("parameter 'max_acc_xyz' is not a parameter of this node and is ignored; "
                      'did you mean max_acc_xy?') == 1, err
+
+
+def test_params_files_are_checked_for_syntax_only(tmp_path):
+    from velocity_mobility_ros.spin import params_file_problem
+    tagged = tmp_path / 'launch_params.yaml'  # what launch_ros writes; rcl accepts it
+    tagged.write_text('/**:\n  ros__parameters:\n    names: !!python/tuple [a, b]\n')
+    assert params_file_problem(['x', '--params-file', str(tagged)]) is None
+    broken = tmp_path / 'broken.yaml'
+    broken.write_text('/**: {ros__parameters: {k_r: [1, 2}\n')
+    assert 'not valid YAML (line 1' in params_file_problem(['--params-file', str(broken)])
+    assert 'cannot read params file' in params_file_problem(['--params-file',
+                                                              str(tmp_path / 'missing.yaml')])

@@ -56,7 +56,8 @@ def params_file_problem(args: Iterable[str]) -> str | None:
     """One line naming a ``--params-file`` of ``args`` that is missing or not YAML, else None.
 
     rcl parses these files inside ``rclpy.init`` and answers a bad one with a long traceback;
-    checking them first gives the user the file and the YAML error instead.
+    checking them first gives the user the file and the YAML error instead. Only the syntax is
+    checked (``yaml.compose``): rcl accepts tags such as launch_ros's ``!!python/tuple``.
     """
     import yaml
     args = list(args)
@@ -65,7 +66,7 @@ def params_file_problem(args: Iterable[str]) -> str | None:
             continue
         try:
             with open(path) as handle:
-                yaml.safe_load(handle)
+                yaml.compose(handle, Loader=yaml.SafeLoader)
         except OSError as error:
             return f'cannot read params file {path}: {error.strerror}'
         except yaml.YAMLError as error:
