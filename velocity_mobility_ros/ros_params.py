@@ -34,13 +34,19 @@ class ParamSpec:
     type: Parameter.Type | None = None
 
     @property
+    def is_array(self) -> bool:
+        return isinstance(self.default, (list, tuple))
+
+    @property
     def param_type(self) -> Parameter.Type:
         return self.type or Parameter.Type.from_parameter_value(self.default)
 
     def descriptor(self) -> ParameterDescriptor:
+        # Scalars are typed here (type_problem), not by rclpy, whose message names type enums;
+        # arrays keep rclpy's static typing (an empty list would otherwise become bytes).
         desc = ParameterDescriptor(
             name=self.name, type=self.param_type.value, description=self.description,
-            read_only=self.read_only)
+            read_only=self.read_only, dynamic_typing=not self.is_array)
         if self.min is not None or self.max is not None:
             low = -math.inf if self.min is None else self.min
             high = math.inf if self.max is None else self.max
@@ -54,6 +60,29 @@ class ParamSpec:
         return desc
 
 
+_TYPE_WORDS = {
+    Parameter.Type.BOOL: 'bool', Parameter.Type.INTEGER: 'integer',
+    Parameter.Type.DOUBLE: 'double', Parameter.Type.STRING: 'string',
+    Parameter.Type.BYTE_ARRAY: 'byte array', Parameter.Type.BOOL_ARRAY: 'bool array',
+    Parameter.Type.INTEGER_ARRAY: 'integer array', Parameter.Type.DOUBLE_ARRAY: 'double array',
+    Parameter.Type.STRING_ARRAY: 'string array', Parameter.Type.NOT_SET: 'nothing'}
+# Widenings accepted (YAML and `ros2 param set` write 10 for 10.0).
+_ACCEPTED = {(Parameter.Type.DOUBLE, Parameter.Type.INTEGER),
+             (Parameter.Type.DOUBLE_ARRAY, Parameter.Type.INTEGER_ARRAY)}
+
+
+def type_problem(spec: ParamSpec, given: Parameter.Type) -> str | None:
+    """'parameter 'k_r': expected double, got string' when ``given`` does not fit ``spec``."""
+    expected = spec.param_type
+    if given == expected or (expected, given) in _ACCEPTED:
+        return None
+    if given == Parameter.Type.STRING_ARRAY and expected in (
+            Parameter.Type.INTEGER_ARRAY, Parameter.Type.DOUBLE_ARRAY):
+        return None  # an empty YAML list [] arrives as a string array
+    return (f'parameter {spec.name!r}: expected {_TYPE_WORDS[expected]}, '
+            f'got {_TYPE_WORDS.get(given, given.name.lower())}')
+
+
 def declare(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
     """Declare ``specs`` on ``node`` (overrides/YAML win over defaults); return their values.
 
@@ -61,22 +90,52 @@ def declare(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
     """
     specs = list(specs)
     for spec in specs:
-        empty = isinstance(spec.default, (list, tuple)) and not spec.default
-        node.declare_parameter(spec.name, spec.param_type if empty else spec.default,
-                               spec.descriptor())
+        if spec.is_array and not spec.default:
+            _declare_empty_array(node, spec)
+            continue
+        node.declare_parameter(spec.name, spec.default, spec.descriptor())
+        problem = type_problem(spec, node.get_parameter(spec.name).type_)
+        if problem:
+            raise ValueError(problem)
     return current_values(node, specs)
 
 
+def _declare_empty_array(node: Node, spec: ParamSpec) -> None:
+    """Declare an array whose default is empty with a typed empty value.
+
+    Declared by type alone it would stay unset, and rclpy then answers a whole GetParameters
+    request (what `ros2 param dump` sends) with nothing; declared with ``[]`` it would become a
+    byte array. rclpy's own declare step (``_declare_parameter_common``) is the only one that
+    takes an explicitly typed value.
+    """
+    descriptor = spec.descriptor()
+    if spec.name in node._parameter_overrides:
+        node.declare_parameter(spec.name, spec.param_type, descriptor)
+    else:
+        node._declare_parameter_common([Parameter(spec.name, spec.param_type, [])],
+                                       {spec.name: descriptor})
+
+
 def current_values(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
-    """Current values of declared ``specs``; arrays as lists, an unset array as its default."""
+    """Current values of declared ``specs``; arrays as lists, an unset array as its default,
+    integers given for doubles as floats."""
     values = {}
     for spec in specs:
         try:
             value = node.get_parameter(spec.name).value
         except ParameterUninitializedException:
             value = spec.default
-        values[spec.name] = _plain(value)
+        values[spec.name] = _as_spec_type(spec, _plain(value))
     return values
+
+
+def _as_spec_type(spec: ParamSpec, value: Any) -> Any:
+    if spec.param_type == Parameter.Type.DOUBLE and isinstance(value, int) \
+            and not isinstance(value, bool):
+        return float(value)
+    if spec.param_type == Parameter.Type.DOUBLE_ARRAY and isinstance(value, list):
+        return [float(v) for v in value]
+    return value
 
 
 def _plain(value: Any) -> Any:
@@ -96,8 +155,15 @@ def declare_validated(node: Node, specs: Sequence[ParamSpec],
     settings = validate(declare(node, specs))
     names = {spec.name for spec in specs}
 
+    by_name = {spec.name: spec for spec in specs}
+
     def check(params: list[Parameter]) -> SetParametersResult:
-        changed = {p.name: _plain(p.value) for p in params if p.name in names}
+        for p in params:
+            problem = p.name in by_name and type_problem(by_name[p.name], p.type_)
+            if problem:
+                return SetParametersResult(successful=False, reason=problem)
+        changed = {p.name: _as_spec_type(by_name[p.name], _plain(p.value))
+                   for p in params if p.name in names}
         if not changed:
             return SetParametersResult(successful=True)
         try:

@@ -27,20 +27,22 @@ from .markers import swarm_markers
 from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
-    ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', min=1e-6),
-    ParamSpec('metrics_period', 0.05, 'metrics computation and publication period [s]', min=1e-3),
+    ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', min=1e-6, read_only=True),
+    ParamSpec('metrics_period', 0.05, 'metrics computation and publication period [s]', min=1e-3, read_only=True),
     ParamSpec('agent_state_timeout', 0.0,
-              'an agent is live while its last state is at most this old [s]; 0 = 3 x metrics_period', min=0.0),
-    ParamSpec('marker_period', 0.5, 'RViz marker publication period [s]; 0 disables', min=0.0),
-    ParamSpec('trail_length', 60, 'positions kept per agent trail in the markers', min=0, max=100_000),
-    ParamSpec('world_frame', 'world', 'frame of the markers'),
-    ParamSpec('output_dir', '', 'directory for the run outputs (CSV, plots, summary.json) written on shutdown; empty = none'),
+              'an agent is live while its last state is at most this old [s]; 0 = 3 x metrics_period', min=0.0, read_only=True),
+    ParamSpec('marker_period', 0.5, 'RViz marker publication period [s]; 0 disables', min=0.0, read_only=True),
+    ParamSpec('trail_length', 60, 'positions kept per agent trail in the markers', min=0, max=100_000, read_only=True),
+    ParamSpec('world_frame', 'world', 'frame of the markers', read_only=True),
+    ParamSpec('output_dir', '', 'directory for the run outputs (CSV, plots, summary.json) written on shutdown; empty = none', read_only=True),
     SWARM_RELIABILITY_SPEC,
 ]
 
 
 class MetricsNode(Node):
-    """``subscribe_swarm=False``: states come through :meth:`receive_agent_state` instead."""
+    """Every parameter is read-only (periods and timeouts are fixed at start-up).
+
+    ``subscribe_swarm=False``: states come through :meth:`receive_agent_state` instead."""
 
     def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
         super().__init__('metrics', **kwargs)
