@@ -113,7 +113,8 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
     destroyed (e.g. to write outputs). The EventsExecutor drives ROS-time timers from /clock as
     the SingleThreadedExecutor does, at a lower CPU cost (see benchmarks/).
     """
-    name = getattr(node_class, '__name__', 'node')
+    name = getattr(node_class, '__name__', None) or getattr(
+        getattr(node_class, 'func', None), '__name__', 'node')  # a class or a partial of one
     stop = StopRequest(name).install()
     argv = sys.argv if args is None else args
     problem = params_file_problem(argv)

@@ -10,6 +10,7 @@ whatever ``use_sim_time`` says, so a stalled or absent ``/clock`` never stops th
 ``timestamp`` fields stay in ROS time (what PX4's uXRCE-DDS time sync expects). A ROS clock
 that does not advance for more than 1 s is reported once, naming ``/clock``.
 """
+import functools
 import importlib
 import math
 import re
@@ -21,8 +22,7 @@ from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 from rclpy.task import Future
@@ -34,6 +34,7 @@ from soliton_encirclement_ros.px4.frames import (OdometryFrameError, odometry_co
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
 from velocity_mobility_ros.messages import new_odometry
 from velocity_mobility_ros.ros_params import ParamSpec, declare_validated
+from velocity_mobility_ros.spin import spin_node
 
 PX4_MSGS_MISSING = (
     'px4_bridge_node: cannot import px4_msgs ({error}). Build PX4/px4_msgs at the branch that '
@@ -380,23 +381,9 @@ def main(args=None):
     except ImportError as error:
         print(PX4_MSGS_MISSING.format(error=error), file=sys.stderr)
         return 2
-    rclpy.init(args=args)
-    node = None
-    try:
-        try:
-            node = Px4BridgeNode(px4_msgs)
-        except (ValueError, ParameterException) as error:  # bad configuration: say which, stop
-            print(f'px4_bridge_node: {error}', file=sys.stderr)
-            return 1
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        # Ctrl-C / SIGTERM: rclpy's handler shuts the context down; when that lands while the
-        # executor waits, spin() raises ExternalShutdownException instead of returning.
-        pass
-    finally:
-        if node is not None:
-            node.destroy_node()
-        rclpy.try_shutdown()
+    # The engage service awaits PX4 in a coroutine: the SingleThreadedExecutor runs those.
+    spin_node(functools.partial(Px4BridgeNode, px4_msgs), args,
+              executor_class=SingleThreadedExecutor)
     return 0
 
 
