@@ -236,6 +236,23 @@ def _make_node(spec: NodeSpec, context: Context) -> Node:
         raise ValueError(f'{spec.full_name}: {error}') from None
 
 
+def check_plan(plan: SwarmPlan) -> None:
+    """Build every node of ``plan`` in a private context and destroy it again: ``ValueError``
+    names the first node that refuses its configuration or a parameter no node declares. What
+    ``--processes`` checks before it starts anything (each child alone could only warn)."""
+    context = Context()
+    rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
+    nodes: list[Node] = []
+    try:
+        for spec in build_graph(plan):
+            nodes.append(_make_node(spec, context))
+        check_unknown_parameters(nodes)
+    finally:
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown(context=context)
+
+
 def check_unknown_parameters(nodes: list[Node]) -> None:
     """A parameter given (YAML or -p) that no node of the graph declares is a mistake."""
     given: dict[str, str] = {}

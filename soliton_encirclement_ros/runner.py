@@ -204,8 +204,13 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
 
 def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
     """One process per node; returns (summary or None, failure naming the node or '')."""
+    from .inprocess import check_plan
     from .processes import ChildFailed, ProcessGraph
 
+    try:
+        check_plan(plan)
+    except ValueError as error:
+        raise StartupError(str(error)) from None
     metrics_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_metrics_'))
     plan = plan.with_changes(metrics_output_dir=str(metrics_dir / 'run'))
     failure = ''

@@ -154,3 +154,11 @@ def test_injected_failures_silence_agents_and_the_ring_recovers(tmp_path):
     assert min(live_counts) < 5 and live_counts[-1] >= 4
     summary = json.loads((out / 'summary.json').read_text())
     assert summary['final']['E_r'] < 0.05
+
+
+def test_processes_mode_rejects_an_unknown_parameter_before_starting(tmp_path, capsys):
+    unknown = tmp_path / 'unknown.yaml'
+    unknown.write_text('/**:\n  ros__parameters:\n    max_acc_xyz: 3.0\n')
+    code, out = run(tmp_path, '--processes', '--agents', '2', '--params-file', str(unknown))
+    err = capsys.readouterr().err
+    assert code == 2 and 'unknown parameter(s): max_acc_xyz' in err and not out.exists()
