@@ -38,6 +38,7 @@ from soliton_encirclement_ros.core.scenario import Scenario, initial_positions, 
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from velocity_mobility_ros.model import VehicleState, step
+from velocity_mobility_ros.validation import OneLineParser
 
 ENGINES = ('auto', 'vectorised', 'per-agent')
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
@@ -186,7 +187,7 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog='batch_sim', description='ROS-free soliton encirclement simulator (same controller '
         'code as agent_node). Options override --scenario, which overrides the defaults.')
     parser.add_argument('--scenario', help='scenario YAML (keys: the Scenario fields)')

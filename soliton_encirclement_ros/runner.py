@@ -23,6 +23,7 @@ from pathlib import Path
 import yaml
 
 from velocity_mobility_ros.spin import StopRequest
+from velocity_mobility_ros.validation import OneLineParser, number
 
 from .analysis.outputs import output_dir_problem
 from .graph import SwarmPlan, build_graph
@@ -30,12 +31,13 @@ from .core.metrics import METRIC_NAMES
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog='swarm_sim', description='Simulate N UAVs encircling a target through a real ROS 2 graph.')
     parser.add_argument('--agents', type=int, default=10, help='number of UAVs (default 10)')
-    parser.add_argument('--duration', type=float, default=60.0, help='simulated seconds (default 60)')
+    parser.add_argument('--duration', type=number(0, strict=True), default=60.0,
+                        help='simulated seconds (default 60)')
     parser.add_argument('--seed', type=int, default=0, help='seed of initial poses, target motion, failures')
-    parser.add_argument('--real-time-factor', type=float, default=0.0,
+    parser.add_argument('--real-time-factor', type=number(0), default=0.0,
                         help='sim seconds per wall second; 0 = as fast as possible (default)')
     parser.add_argument('--control-period', type=float, default=0.05, help='agent control period [s]')
     parser.add_argument('--odom-rate', type=float, default=50.0, help='odometry rate [Hz]')
@@ -57,8 +59,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
-    if not (math.isfinite(args.duration) and args.duration > 0):
-        raise ValueError(f'--duration must be > 0, got {args.duration}')
     for path in args.params_file:
         check_params_file(path)
     names = tuple(n.strip() for n in args.names.split(',') if n.strip())

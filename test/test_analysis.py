@@ -214,3 +214,16 @@ def test_agent_states_of_another_layout_version_are_one_clear_error(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'Traceback' not in result.stderr
     assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v2' in lines[0]
+
+
+@pytest.mark.parametrize('option, value, message', [
+    ('--state-timeout', '-1', 'argument --state-timeout: must be > 0, got -1'),
+    ('--max-frames', '-5', 'argument --max-frames: must be >= 0, got -5'),
+    ('--period', 'fast', "argument --period: expected a number, got 'fast'"),
+])
+def test_bad_option_values_are_one_line_and_exit_2(tmp_path, option, value, message):
+    bag = write_circle_bag(tmp_path / 'ok')
+    result = run_cli(str(bag), '--out', str(tmp_path / 'out'), option, value)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f'analyze_run: error: {message}'
+    assert not (tmp_path / 'out').exists()

@@ -66,10 +66,14 @@ def test_same_seed_gives_identical_metrics(tmp_path):
 @pytest.mark.parametrize('args, message', [
     (['--agents', '0'], 'num_agents must be an integer >= 1'),
     (['--agents', '2', '--names', 'a,a'], 'duplicate agent names: a'),
-    (['--duration', '-1'], '--duration must be > 0'),
+    (['--duration', '-1'], 'argument --duration: must be > 0, got -1'),
+    (['--real-time-factor', 'x'], "argument --real-time-factor: expected a number, got 'x'"),
 ])
 def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message):
-    code, out = run(tmp_path, *args)
+    try:
+        code, out = run(tmp_path, *args)
+    except SystemExit as exit_info:  # argparse's checks
+        code, out = exit_info.code, tmp_path / 'run'
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]

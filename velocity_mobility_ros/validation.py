@@ -1,6 +1,7 @@
 """Validation helpers shared by every settings object of both packages (no rclpy)."""
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 from typing import Any, Mapping, TypeVar
@@ -26,3 +27,28 @@ def from_mapping(cls: type[Settings], values: Mapping[str, Any], what: str = '')
     if unknown:
         raise ValueError(f'unknown {what}: {", ".join(unknown)} (known: {", ".join(sorted(known))})')
     return cls(**values)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (``prog: error: ...``) and exit 2."""
+
+    def error(self, message: str):
+        self.exit(2, f'{self.prog}: error: {message}\n')
+
+
+def number(low: float | None = None, strict: bool = False, integer: bool = False):
+    """An argparse ``type`` for a finite number with an optional lower bound (one rule per
+    option, shared by every CLI): ``number(0, strict=True)`` for "> 0"."""
+    def parse(text: str):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f'expected {"an integer" if integer else "a number"}, got {text!r}') from None
+        if not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f'must be finite, got {text}')
+        if low is not None and (value < low or (strict and value == low)):
+            raise argparse.ArgumentTypeError(f'must be {">" if strict else ">="} {low:g}, '
+                                             f'got {text}')
+        return value
+    return parse

@@ -32,6 +32,8 @@ from .recompute import (
     metric_times,
     recompute_metrics,
 )
+from velocity_mobility_ros.validation import OneLineParser, number
+
 from .report import write_run_outputs
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
@@ -102,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog='analyze_run', description=__doc__.split('\n')[0],
         epilog='Exit status: 0 done, 1 unusable input, 2 bad command line, '
                '3 truncated bag analysed in part.')
@@ -114,14 +116,15 @@ def _parser() -> argparse.ArgumentParser:
                              '(default %(default)s; the target topic is excluded)')
     parser.add_argument('--target-topic', default=DEFAULT_TARGET_TOPIC,
                         help='target odometry topic (default %(default)s)')
-    parser.add_argument('--radius', type=float, default=DEFAULT_RADIUS,
+    parser.add_argument('--radius', type=number(0, strict=True), default=DEFAULT_RADIUS,
                         help='desired encirclement radius R [m] (default %(default)s)')
-    parser.add_argument('--period', type=float, default=DEFAULT_PERIOD,
+    parser.add_argument('--period', type=number(0, strict=True), default=DEFAULT_PERIOD,
                         help='metrics time step [s] (default %(default)s)')
-    parser.add_argument('--state-timeout', type=float, default=DEFAULT_STATE_TIMEOUT,
+    parser.add_argument('--state-timeout', type=number(0, strict=True),
+                        default=DEFAULT_STATE_TIMEOUT,
                         help='an agent whose last /swarm/agent_states message is older than '
                              'this [s] is failed (default %(default)s)')
-    parser.add_argument('--max-frames', type=int, default=80,
+    parser.add_argument('--max-frames', type=number(0, integer=True), default=80,
                         help='animation frames, 0 for no animation (default %(default)s)')
     return parser
 
