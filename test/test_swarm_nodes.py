@@ -1,5 +1,6 @@
 """agent_node, target_node and metrics_node as real rclpy nodes on a simulated clock."""
 import math
+import time
 
 import numpy as np
 import pytest
@@ -162,6 +163,39 @@ def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
         assert harness.received['/swarm/metrics/G_max'][-1].data == pytest.approx(1.0, abs=1e-9)
         metrics, agents, _ = harness.nodes[0].series()
         assert set(agents[:, 0].astype(int)) == set(range(1, 7))
+    finally:
+        harness.close()
+
+
+def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
+    """metrics.csv and agents.csv grow on disk during the run (flushed within a second), so a
+    SIGKILL or an OOM kill loses at most the last second; plots and summary come at the end."""
+    out = tmp_path / 'metrics'
+    harness = Harness(lambda ctx: MetricsNode(context=ctx, namespace='/swarm', parameter_overrides=SIM + [
+        Parameter('output_dir', value=str(out))]))
+    try:
+        states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
+        target = harness.publisher(Float64MultiArray, '/target/state')
+        harness.settle()
+
+        def two_agents(now):
+            for i in (1, 2):
+                states.publish(agent_state_to_msg(AgentStateMsg(
+                    agent_id=i, seq=round(now * 100), stamp=now,
+                    position=np.array([20.0 * (3 - 2 * i), 0.0, 0.0]), velocity=np.zeros(3),
+                    u=0.0)))
+            target.publish(target_state_to_msg(now, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+
+        harness.advance(1.0, before_step=two_agents)
+        time.sleep(1.1)  # the flush period passes
+        harness.advance(0.1, before_step=two_agents)
+        rows = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1, ndmin=2)
+        assert len(rows) >= 18 and rows[-1, 0] > 0.9  # 20 Hz for 1 s, on disk already
+        agents = np.loadtxt(out / 'agents.csv', delimiter=',', skiprows=1, ndmin=2)
+        assert set(agents[:, 0].astype(int)) == {1, 2}
+        assert not (out / 'summary.json').exists()  # written on shutdown only
+        trace = harness.nodes[0].series()[2]['agent 1']
+        assert trace.shape[1] == 3
     finally:
         harness.close()
 

@@ -3,11 +3,16 @@
 Listens to ``/swarm/agent_states`` and ``/target/state``; every ``metrics_period`` it computes
 E_r, E_vr, rho, G_max and E_gap over the live agents (``core.metrics``) and publishes each on
 ``/swarm/metrics/<name>`` (std_msgs/Float64, plottable as is). It also publishes RViz markers
-on ``/swarm/markers`` and keeps the series, written with plots and a summary to ``output_dir`` on shutdown.
+on ``/swarm/markers``. ``metrics.csv`` and ``agents.csv`` are streamed into ``output_dir`` as the
+run goes (flushed every second, readable at any moment); plots and ``summary.json`` are added on
+shutdown. Memory stays bounded: the tables live on disk, the plotted traces are thinned.
 """
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections import deque
+from pathlib import Path
 
 import numpy as np
 from rclpy.node import Node
@@ -16,7 +21,8 @@ from visualization_msgs.msg import MarkerArray
 
 from velocity_mobility_ros.ros_params import ParamSpec, declare
 
-from ..analysis.report import write_run_outputs
+from ..analysis.report import AGENTS_HEADER, METRICS_HEADER, write_run_outputs
+from ..analysis.stream import CsvStream, DecimatingTrace
 from ..core.controller import AgentStateMsg
 from ..core.metrics import METRIC_NAMES, compute_metrics
 from ..core.identity import DuplicateIds
@@ -53,9 +59,15 @@ class MetricsNode(Node):
         self._agents: dict = {}           # id -> (AgentStateMsg, rx_ns)
         self._target = None               # TargetStateMsg
         self._trails: dict = {}           # id -> deque of (x, y)
-        self.metric_rows: list[list[float]] = []
-        self.agent_rows: list[list[float]] = []
-        self.trajectory_rows: list[tuple[str, float, float, float]] = []
+        # Rows go to disk as they come (readable during the run, bounded memory): into
+        # output_dir when given, else into a private directory removed with the node.
+        self._own_dir = None if self.config['output_dir'] else tempfile.mkdtemp(
+            prefix='metrics_node_')
+        rows_dir = Path(self.config['output_dir'] or self._own_dir)
+        rows_dir.mkdir(parents=True, exist_ok=True)
+        self._metric_rows = CsvStream(rows_dir / 'metrics.csv', METRICS_HEADER)
+        self._agent_rows = CsvStream(rows_dir / 'agents.csv', AGENTS_HEADER)
+        self._traces: dict[str, DecimatingTrace] = {}  # name -> bounded (t, x, y) for plots
         self._duplicates = DuplicateIds(self._timeout_ns * 1e-9)
         self._metric_pubs = {name: self.create_publisher(Float64, METRICS_TOPIC_PREFIX + name, 10)
                             for name in METRIC_NAMES}
@@ -124,13 +136,19 @@ class MetricsNode(Node):
                                   self._target.velocity, self.config['radius'])
         for name, value in zip(METRIC_NAMES, metrics):
             self._metric_pubs[name].publish(Float64(data=value))
-        self.metric_rows.append([now, *metrics])
+        self._metric_rows.append([now, *metrics])
+        self._agent_rows.append([[state.agent_id, now, state.u,
+                                  float(np.linalg.norm(state.velocity))] for state in live])
         for state in live:
-            self.agent_rows.append([state.agent_id, now, state.u, float(np.linalg.norm(state.velocity))])
-            self.trajectory_rows.append((f'agent {state.agent_id}', now, *map(float, state.position[:2])))
-            self._trails.setdefault(state.agent_id, deque(maxlen=max(self.config['trail_length'], 1))).append(
-                tuple(state.position[:2]))
-        self.trajectory_rows.append(('target', now, *map(float, self._target.position[:2])))
+            self._trace(f'agent {state.agent_id}', now, state.position)
+            self._trails.setdefault(state.agent_id, deque(
+                maxlen=max(self.config['trail_length'], 1))).append(tuple(state.position[:2]))
+        self._trace('target', now, self._target.position)
+
+    def _trace(self, name: str, now: float, position) -> None:
+        if name not in self._traces:
+            self._traces[name] = DecimatingTrace()
+        self._traces[name].append((now, float(position[0]), float(position[1])))
 
     def _publish_markers(self) -> None:
         if self._target is None:
@@ -144,13 +162,17 @@ class MetricsNode(Node):
             self.config['world_frame'], self.get_clock().now().to_msg()))
 
     def series(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(metrics (T,6), agents (K,4), trajectories {name: (T,3) t,x,y}) gathered so far."""
-        metrics = np.array(self.metric_rows, dtype=float).reshape(-1, 1 + len(METRIC_NAMES))
-        agents = np.array(self.agent_rows, dtype=float).reshape(-1, 4)
-        trajectories: dict[str, list] = {}
-        for name, t, x, y in self.trajectory_rows:
-            trajectories.setdefault(name, []).append((t, x, y))
-        return metrics, agents, {k: np.array(v) for k, v in trajectories.items()}
+        """(metrics (T, 1 + metrics), agents (K,4), trajectories {name: (T,3) t,x,y}) gathered
+        so far: the tables read back from the streamed files, the traces thinned to a bound."""
+        return (self._metric_rows.read(), self._agent_rows.read(),
+                {name: trace.array() for name, trace in self._traces.items()})
+
+    def destroy_node(self) -> None:
+        self._metric_rows.close()
+        self._agent_rows.close()
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
+        super().destroy_node()
 
     def save(self, output_dir: str, params: dict | None = None,
              real_time_factor: float | None = None) -> dict:

@@ -1,0 +1,29 @@
+"""Streamed outputs (no rclpy): whole rows on disk, the finished format, a bounded trace."""
+import numpy as np
+
+from soliton_encirclement_ros.analysis.report import AGENTS_HEADER, write_run_outputs
+from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
+
+
+def test_streamed_rows_read_back_as_the_finished_outputs_write_them(tmp_path):
+    stream = CsvStream(tmp_path / 'agents.csv', AGENTS_HEADER, flush_period=0.0)
+    rows = np.array([[1, 0.1, 0.123456789012, 2.5], [2, 0.1, -1e-12, 0.0]])
+    stream.append(rows)
+    assert (tmp_path / 'agents.csv').read_text().count('\n') == 3  # flushed, whole lines
+    back = stream.read()
+    np.testing.assert_allclose(back, rows, rtol=1e-8)
+    stream.close()
+    streamed = (tmp_path / 'agents.csv').read_text()
+    write_run_outputs(tmp_path / 'out', np.empty((0, 1 + len(__import__(
+        'soliton_encirclement_ros.core.metrics', fromlist=['x']).METRIC_NAMES))), back, {}, None)
+    assert (tmp_path / 'out' / 'agents.csv').read_text() == streamed
+
+
+def test_a_decimating_trace_stays_bounded_and_spans_the_run():
+    trace = DecimatingTrace(capacity=100)
+    for k in range(100_000):
+        trace.append((k * 0.05, float(k), 0.0))
+    rows = trace.array()
+    assert len(rows) < 100
+    assert rows[0, 0] == 0.0 and rows[-1, 0] > 0.95 * 99_999 * 0.05
+    assert np.allclose(np.diff(rows[:, 0]), np.diff(rows[:, 0])[0])  # evenly thinned
