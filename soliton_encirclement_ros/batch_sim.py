@@ -100,7 +100,7 @@ class VectorisedSwarm:
 class RunResult:
     """Everything a run produced, in the shapes ``write_run_outputs`` takes."""
 
-    metrics: np.ndarray        # (T, 6) timestamp, E_r, E_vr, rho, G_max, E_gap
+    metrics: np.ndarray        # (T, 7) timestamp, E_r, E_vr, rho, G_max, E_gap, d_min
     agents: np.ndarray         # (K, 4) node_id, timestamp, u, velocity_norm
     trajectories: dict         # name -> (T, 3) t, x, y
     engine: str

@@ -102,6 +102,8 @@ def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
     fmt = lambda t: 'never' if t is None else f'{t:.2f} s'  # noqa: E731
     print(f'  settled: E_gap < 0.05 from {fmt(settle["E_gap"])}, E_r < 0.01 from {fmt(settle["E_r"])}',
           file=stream)
+    closest = summary['closest']
+    print(f'  closest approach: d_min {closest["d_min"]:.3f} m at {closest["time"]:.2f} s', file=stream)
     print(f'  real-time factor {summary["real_time_factor"]:.2f}; outputs in {out_dir}', file=stream)
 
 
