@@ -33,6 +33,7 @@ from soliton_encirclement_ros.core.controller import (
     receive_target_state)
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
+from soliton_encirclement_ros.core.params import PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario, initial_positions, load_scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
@@ -204,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--failure-off-time', type=float, help='outage length [s] (default 8)')
     parser.add_argument('--loss', type=float, help='packet loss probability (default 0)')
     parser.add_argument('--delay', type=float, help='message delay [s] (default 0)')
+    parser.add_argument('--preset', choices=PRESETS, default='default',
+                        help="controller gains under the scenario's controller: overrides "
+                        "(default: the package defaults; reference: the original's gains)")
     parser.add_argument('--engine', choices=ENGINES, default='auto',
                         help='controller engine (default auto: vectorised when exact)')
     parser.add_argument('--out', required=True, help='output directory')
@@ -222,6 +226,7 @@ def main(argv=None) -> int:
         base = load_scenario(args.scenario) if args.scenario else Scenario()
         changes = {name: getattr(args, name) for name in _CLI_FIELDS
                    if getattr(args, name) is not None}
+        changes['controller'] = {**PRESETS[args.preset], **base.controller}
         scenario = Scenario.from_mapping({**base.__dict__, **changes})
         result = simulate(scenario, args.engine)
         summary = write_run_outputs(

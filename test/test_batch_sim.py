@@ -8,11 +8,14 @@ import pytest
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.batch_sim import choose_engine, main, simulate
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.params import REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
 
 
 def test_static_n10_meets_reference_acceptance():
-    result = simulate(Scenario(agents=10, seed=0, duration=120.0, control_period=0.01))
+    """The reference gains (the preset) reproduce the original's figures."""
+    result = simulate(Scenario(agents=10, seed=0, duration=120.0, control_period=0.01,
+                               controller=REFERENCE_GAINS))
     summary = summarise(result.metrics)
     assert result.engine == 'vectorised'
     assert result.metrics.shape == (12001, 7) and result.metrics[-1, 0] == pytest.approx(120.0)
