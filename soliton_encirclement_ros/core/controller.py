@@ -234,7 +234,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         _view(live.get(pred), theta_of.get(pred, np.nan)),
         _view(live.get(succ), theta_of.get(succ, np.nan)),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
-        *(_states(live.values()) if params.d_safe else ()))
+        *(_states(live.values()) if params.d_safe else ()), ring_size=len(live) + 1)
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,

@@ -56,29 +56,19 @@ def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp
     return np.where(np.isfinite(damped), damped, e_tau)
 
 
-def local_ring_size(gap_pred, gap_succ):
-    """``4*pi / (gap_pred + gap_succ)``: the ring size N that this agent's two gaps imply (N on
-    an evenly spaced ring); NaN when a gap is missing or both are 0."""
-    total = np.asarray(gap_pred, dtype=float) + np.asarray(gap_succ, dtype=float)
-    with np.errstate(invalid='ignore', divide='ignore'):
-        return np.where(total > DENOMINATOR_EPS, 4.0 * np.pi / np.where(total > 0, total, 1.0),
-                        np.nan)
+def omega_damping_gain(ring_size, params: ControllerParams):
+    """The angular-rate damping gain: ``k_omega_damp + k_omega_damp_n * ring_size``.
 
-
-def omega_damping_gain(gap_pred, gap_succ, params: ControllerParams):
-    """The angular-rate damping gain: ``k_omega_damp + k_omega_damp_n * n_local``.
-
-    ``n_local`` (:func:`local_ring_size`) grows like the stiffness of ``e_tau``, whose
-    sensitivity to the angles is ``1/(gap_pred + gap_succ)``, so the damping of a ring's stiff
-    (short-wave) modes keeps up with N; ``core.stability`` shows why this is needed for large
-    rings. Without both gaps the ``n_local`` part is 0. The gain is capped where the damping's
-    own decay of ``u`` (``k_e_tau*k_tau*gain``, with ``beta_u``) would make the explicit Euler
-    step of ``u`` oscillate (``control_period * total decay = EULER_DECAY_MAX``).
+    ``ring_size`` is the number of agents this agent hears, itself included (N). The
+    sensitivity of ``e_tau`` to the angles is ``1/(gap_pred + gap_succ)``, i.e. ``N/(4 pi)`` on
+    an even ring, so the stiffness of a ring's short-wave modes grows with N and their damping
+    has to keep up (``core.stability``). The gain is capped where the damping's own decay of
+    ``u`` (``k_e_tau*k_tau*gain`` on top of ``beta_u``) would make the explicit Euler step of
+    ``u`` oscillate (``control_period * decay = EULER_DECAY_MAX``).
     """
     p = params
-    n_local = local_ring_size(gap_pred, gap_succ)
-    gain = p.k_omega_damp + p.k_omega_damp_n * np.where(np.isfinite(n_local), n_local, 0.0)
-    if p.k_e_tau * p.k_tau > 0.0:
+    gain = p.k_omega_damp + p.k_omega_damp_n * np.asarray(ring_size, dtype=float)
+    if p.k_omega_damp_n and p.k_e_tau * p.k_tau > 0.0:
         cap = (EULER_DECAY_MAX / p.control_period - p.beta_u) / (p.k_e_tau * p.k_tau)
         gain = np.minimum(gain, max(cap, p.k_omega_damp))
     return gain
@@ -212,12 +202,14 @@ def fallback_command(target_velocity, target_age, position, params: ControllerPa
 
 def encirclement_step(u, position, velocity, prev_cmd, target_position, target_velocity,
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-                      params: ControllerParams, others_position=None, others_velocity=None):
+                      params: ControllerParams, others_position=None, others_velocity=None,
+                      ring_size=0):
     """Steps 4-9 of the control loop once the neighbours are chosen. Returns (u_new, u_ss, v_cmd).
 
     ``pred``/``succ`` are :class:`NeighbourView` of the chosen neighbours (NaN angle/position
     and zero ``u`` when missing). ``others_position``/``others_velocity`` (..., M, 3): the
-    states of every other live agent heard, for the ``d_safe`` repulsion (None: none). Elementwise over agents:
+    states of every other live agent heard, for the ``d_safe`` repulsion (None: none);
+    ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`). Elementwise over agents:
     one agent's result depends only on its own row.
     """
     r, e_r_hat, t_hat = polar_frame(position, target_position)
@@ -231,7 +223,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         e_tau, omega_self,
         angular_rate(pred.position, pred.velocity, target_position, target_velocity),
         angular_rate(succ.position, succ.velocity, target_position, target_velocity),
-        omega_damping_gain(gap_pred, gap_succ, params))
+        omega_damping_gain(ring_size, params))
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
     v_sep = separation_velocity(position, velocity, others_position, others_velocity, params)

@@ -1,8 +1,8 @@
 """Controller gains and timeouts of the soliton encirclement law: one validated object.
 
 Defaults are the reference configuration except two gains chosen with ``core.stability`` so
-that a ring of any size settles (``k_tau`` 0.3 instead of 0.2, and the damping
-``k_omega_damp_n`` that grows with the local ring size, 0 in the reference); the exact
+that a ring of any size settles (``k_tau`` 0.25 instead of 0.2, and the damping
+``k_omega_damp_n`` that grows with the number of agents heard, 0 in the reference); the exact
 reference gains are the ``reference`` preset (:data:`PRESETS`, ``config/reference.yaml``).
 Each field's metadata carries its description, unit
 and bounds: the one definition from which the agent node declares its ROS parameters (with
@@ -67,15 +67,14 @@ class ControllerParams:
     k_u_steepen: float = _param(0.3, 'KdV-like steepening -k u u_s; any sign, 0 disables', '1/s')
     kappa_u_disp: float = _param(0.05, 'KdV-like dispersion on u_sss; any sign, 0 disables',
                                  '1/s')
-    k_tau: float = _param(0.3, 'angular rate per unit u in the tangential velocity '
+    k_tau: float = _param(0.25, 'angular rate per unit u in the tangential velocity '
                           '(reference 0.2)', 'rad/s', low=0.0)
     r_min: float = _param(1.0, 'minimum radius r_eff = max(r, r_min) of the tangential mapping',
                           'm', low=0.0, strict=True)
     k_omega_damp: float = _param(0.1, 'damping of e_tau by the angular-rate difference to the '
                                  'neighbours; 0 disables', 's/rad', low=0.0)
-    k_omega_damp_n: float = _param(0.025, 'damping added per agent of local ring size '
-                                   '4 pi/(gap_pred + gap_succ) (N on an even ring): '
-                                   'k_omega_damp + k_omega_damp_n x N; 0 disables '
+    k_omega_damp_n: float = _param(0.025, 'damping added per agent heard (self included, N): '
+                                   'the gain is k_omega_damp + k_omega_damp_n x N; 0 disables '
                                    '(reference 0)', 's/rad', low=0.0)
     soft_limiter: bool = _param(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = _param(2.0, 'soft limiter scale of u', low=0.0, strict=True)

@@ -11,8 +11,7 @@ map of one control period of the batch simulator's timing:
 - ``e_tau`` about equal gaps ``2*pi/N`` is ``N/(4*pi)`` times the second difference of the
   angles, so its gain grows with N: the high modes of a large ring are stiff;
 - ``omega_self = k_tau*u`` (the previous command), ``omega_ref_local`` = the mean of the
-  neighbours' rates, with the damping gain ``law.omega_damping_gain`` of equal gaps
-  ``2*pi/N``; the cubic decay and the steepening vanish at ``u = 0``;
+  neighbours' rates, with the damping gain ``law.omega_damping_gain`` of N agents; the cubic decay and the steepening vanish at ``u = 0``;
 - ``u`` steps by explicit Euler, the command's angular rate is ``k_tau*u_new``, and the
   vehicle follows it through ``substeps`` first-order lag steps ``v += dt/tau*(v_cmd - v)``,
   ``p += dt*v`` (acceleration and speed limits are not active in the linear regime).
@@ -70,7 +69,7 @@ def mode_map(n: int, k: int, params: ControllerParams, tau: float = 1.0,
     e_eff = np.zeros(8, dtype=complex)
     e_eff[PHI] += -2.0 * stiffness
     e_eff[PHI0] += (succ + pred) * stiffness
-    damp = float(omega_damping_gain(2 * math.pi / n, 2 * math.pi / n, p))
+    damp = float(omega_damping_gain(n, p))
     if damp:
         e_eff[U] += -damp * p.k_tau        # omega_self = k_tau * u (the previous command)
         e_eff[W0] += damp * 0.5 * (succ + pred)
