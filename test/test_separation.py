@@ -1,24 +1,19 @@
 """d_min (closest two live agents) and the optional safety distance d_safe.
 
 The crossing scenarios start from hand-placed rings that the batch simulator's random placement
-does not produce, so they step the simulator's own swarm engines (``batch_sim.VectorisedSwarm``
-and ``PerAgentSwarm``, the agent node's code path) with the mobility model here.
+does not produce (``support.swarm_loop``: the simulator's own engines and mobility model).
 """
 import math
 
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.batch_sim import PerAgentSwarm, VectorisedSwarm
-from soliton_encirclement_ros.core.controller import TargetStateMsg
 from soliton_encirclement_ros.core.law import separation_velocity
 from soliton_encirclement_ros.core.metrics import compute_metrics, min_pair_distance
 from soliton_encirclement_ros.core.params import ControllerParams
-from velocity_mobility_ros.model import VehicleState, step
-from velocity_mobility_ros.params import VehicleParams
+from support.swarm_loop import ring, run_swarm
 
 R = 20.0
-D_SAFE = 4.0
 PERIOD = 0.05
 
 
@@ -40,101 +35,85 @@ def test_min_pair_distance_is_the_closest_pair():
 
 
 def test_separation_velocity_values():
-    params = ControllerParams(d_safe=4.0, v_safe=2.0)
-    me = np.array([0.0, 0.0, 0.0])
+    params = ControllerParams(d_safe=4.0, v_safe=2.0, t_safe=0.0)
+    me, still = np.zeros(3), np.zeros(3)
+
+    def sep(others, velocities=None, own=still, p=params, v_law=None):
+        others = np.asarray(others, dtype=float)
+        velocities = np.zeros_like(others) if velocities is None else velocities
+        return separation_velocity(me, own, others, velocities, p, v_law)
+
     # one agent 1 m away on +x: pushed along -x with 2 * (1 - 1/4) = 1.5 m/s
-    assert separation_velocity(me, [[1.0, 0.0, 0.0]], params) == pytest.approx([-1.5, 0.0])
+    assert sep([[1.0, 0.0, 0.0]]) == pytest.approx([-1.5, 0.0])
     # beyond d_safe, NaN rows (not heard) and exact overlap push nothing
-    assert separation_velocity(me, [[5.0, 0, 0], [np.nan] * 3, [0, 0, 0]], params) == \
-        pytest.approx([0.0, 0.0])
+    assert sep([[5.0, 0, 0], [np.nan] * 3, [0, 0, 0]]) == pytest.approx([0.0, 0.0])
     # two close agents on the same side: the sum is bounded to v_safe
-    v = separation_velocity(me, [[0.1, 0, 0], [0.1, 0.1, 0]], params)
-    assert math.hypot(*v) == pytest.approx(2.0)
+    assert math.hypot(*sep([[0.1, 0, 0], [0.1, 0.1, 0]])) == pytest.approx(2.0)
     # off (the reference): exactly zero whatever is near
-    assert np.all(separation_velocity(me, [[0.5, 0, 0]], ControllerParams()) == 0.0)
+    assert np.all(sep([[0.5, 0, 0]], p=ControllerParams()) == 0.0)
+    # look-ahead: 6 m away closing at 3 m/s counts as 6 - 1 * 3 = 3 m with t_safe = 1 s
+    ahead = params.with_changes(t_safe=1.0)
+    assert sep([[6.0, 0, 0]], [[-3.0, 0, 0]], p=ahead) == pytest.approx([-0.5, 0.0])
+    assert sep([[6.0, 0, 0]], [[3.0, 0, 0]], p=ahead) == pytest.approx([0.0, 0.0])  # opening
+    # the law's own velocity toward the agent is taken out in the same proportion (3/4 here)
+    v = sep([[1.0, 0.0, 0.0]], v_law=np.array([4.0, 1.0]))
+    assert v == pytest.approx([-1.5 - 0.75 * 4.0, 0.0])
+    assert sep([[1.0, 0.0, 0.0]], v_law=np.array([-4.0, 1.0])) == pytest.approx([-1.5, 0.0])
     # vectorised rows
-    rows = separation_velocity(np.zeros((2, 3)), [[[3.0, 0, 0]], [[0, -2.0, 0]]], params)
+    rows = separation_velocity(np.zeros((2, 3)), np.zeros((2, 3)),
+                               np.array([[[3.0, 0, 0]], [[0, -2.0, 0]]]), np.zeros((2, 1, 3)),
+                               params)
     assert rows == pytest.approx(np.array([[-0.5, 0.0], [0.0, 1.0]]))
 
 
-def _run(start, params, duration, target_velocity=lambda t: np.zeros(3),
-         down=None, engine='vectorised'):
-    """Step a swarm from ``start`` (N, 3) around a target at the origin; returns
-    (times, d_min over live agents, E_gap, final positions)."""
-    n = len(start)
-    vehicle = VehicleParams()
-    ids = np.arange(1, n + 1)
-    swarm = (VectorisedSwarm(ids, params, 0.0) if engine == 'vectorised'
-             else PerAgentSwarm(ids, params, 0.0, 0.0, 0))
-    bodies = VehicleState.at_rest(np.vstack((start, np.zeros(3))))
-    v_des = np.zeros((n + 1, 3))
-    times, d_min, e_gap = [], [], []
-    for k in range(int(round(duration / PERIOD)) + 1):
-        now = k * PERIOD
-        live = np.ones(n, dtype=bool) if down is None else ~down(now)
-        p, v = bodies.position[:n], bodies.velocity[:n]
-        msg = TargetStateMsg(now, bodies.position[n], bodies.velocity[n])
-        cmds, _ = swarm.tick(now, live, p, v, msg)
-        m = compute_metrics(p[live], v[live], bodies.position[n], bodies.velocity[n], R)
-        times.append(now), d_min.append(m.d_min), e_gap.append(m.E_gap)
-        v_des[:n] = np.where(live[:, None], cmds, 0.0)
-        v_des[n] = target_velocity(now)
-        for _ in range(round(PERIOD / vehicle.sim_dt)):
-            bodies = step(bodies, v_des, vehicle)
-    return np.array(times), np.array(d_min), np.array(e_gap), bodies.position[:n]
+def _inside(n=24):
+    """Agents on the wrong side of each other: a 24-ring and, inside it on every third ray at
+    half the radius, 8 more agents that fly out straight at the ring agents on those rays."""
+    outer = ring(n)
+    return np.vstack((outer, 0.5 * outer[::3]))
 
 
-def _ring(n, phase=0.0):
-    theta = phase + 2 * np.pi * np.arange(n) / n
-    return np.column_stack((R * np.cos(theta), R * np.sin(theta), np.zeros(n)))
+def _front_fails(n=24):
+    """Target at 5 m/s along +x (stopping at 45 s); uav1, at the front, fails at 30 s for 5 s:
+    the ring sweeps over it and it re-joins from inside, across the ring, toward its back."""
+    return dict(start=ring(n), duration=80.0,
+                target_velocity=lambda t: np.array([5.0 if t < 45.0 else 0.0, 0.0, 0.0]),
+                down=lambda t: np.array([30.0 <= t < 35.0] + [False] * (n - 1)))
 
 
-def _wrong_side_pairs():
-    """Four pairs, each an agent inside the circle and one outside, on (almost) one ray:
-    both close in on the same spot of the circle."""
-    rows = []
-    for theta in np.arange(4) * np.pi / 2:
-        rows.append([0.6 * R * math.cos(theta), 0.6 * R * math.sin(theta), 0.0])
-        rows.append([1.4 * R * math.cos(theta + 0.02), 1.4 * R * math.sin(theta + 0.02), 0.0])
-    return np.array(rows)
+def _reversal(n=24):
+    """Target at 6.5 m/s along +x, reversing to -x at 20 s, stopping at 30 s."""
+    return dict(start=ring(n), duration=60.0,
+                target_velocity=lambda t: np.array(
+                    [6.5 if t < 20.0 else -6.5 if t < 30.0 else 0.0, 0.0, 0.0]))
 
 
-def _failed_front_agent():
-    """Target moving +x at 5 m/s; uav1 (at the front) fails at 30 s for 6 s: the ring sweeps
-    over it and it re-joins from inside, across the ring, where uav5 flies."""
-    return dict(start=_ring(8), duration=70.0,
-                target_velocity=lambda t: np.array([5.0, 0.0, 0.0]),
-                down=lambda t: np.array([30.0 <= t < 36.0] + [False] * 7))
-
-
-def _reversal():
-    """Target at 6 m/s along +x, reversing to -x at 25 s."""
-    return dict(start=_ring(8), duration=60.0,
-                target_velocity=lambda t: np.array([6.0 if t < 25.0 else -6.0, 0.0, 0.0]))
-
-
+# name: (scenario, d_safe [m], whether the run without d_safe gets closer than 0.8 d_safe)
 CROSSINGS = {
-    'wrong side': dict(start=_wrong_side_pairs(), duration=60.0),
-    'failed agent re-joins across the ring': _failed_front_agent(),
-    'fast target reversal': _reversal(),
+    'wrong side': (dict(start=_inside(), duration=60.0), 4.0, True),
+    'failed agent re-joins across the ring': (_front_fails(), 3.0, True),
+    'fast target reversal': (_reversal(), 3.0, False),
 }
 
 
-@pytest.mark.parametrize('name', sorted(CROSSINGS))
+def _closest(run):
+    return float(np.nanmin(run.metrics[:, 5]))
+
+
+@pytest.mark.parametrize('name', list(CROSSINGS))
 def test_d_safe_keeps_agents_apart_and_the_ring_settles(name):
-    case = CROSSINGS[name]
-    times, d_min, e_gap, _ = _run(params=ControllerParams(control_period=PERIOD, d_safe=D_SAFE),
-                                  **case)
-    assert np.nanmin(d_min) > 0.8 * D_SAFE, (name, float(np.nanmin(d_min)))
-    assert e_gap[-1] < 0.05, (name, float(e_gap[-1]))
-    _, bare, _, _ = _run(params=ControllerParams(control_period=PERIOD), **case)
-    assert np.nanmin(bare) < np.nanmin(d_min)  # the scenario does bring agents close
+    case, d_safe, bare_too_close = CROSSINGS[name]
+    guarded = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=d_safe), **case)
+    assert _closest(guarded) > 0.8 * d_safe
+    assert guarded.metrics[-1, 4] < 0.05 and guarded.metrics[-1, 0] < 0.01  # E_gap, E_r
+    bare = run_swarm(params=ControllerParams(control_period=PERIOD), **case)
+    assert (_closest(bare) < 0.8 * d_safe) == bare_too_close
 
 
 def test_d_safe_gives_the_same_commands_on_both_engines():
-    case = dict(CROSSINGS['wrong side'], duration=6.0)
-    params = ControllerParams(control_period=PERIOD, d_safe=D_SAFE)
-    fast = _run(params=params, **case)
-    reference = _run(params=params, engine='per-agent', **case)
-    np.testing.assert_allclose(fast[3], reference[3], rtol=0, atol=1e-9)
-    np.testing.assert_allclose(fast[1], reference[1], rtol=0, atol=1e-9)
+    case = dict(start=_inside(), duration=4.0)
+    params = ControllerParams(control_period=PERIOD, d_safe=4.0)
+    fast = run_swarm(params=params, **case)
+    reference = run_swarm(params=params, engine='per-agent', **case)
+    np.testing.assert_allclose(fast.positions, reference.positions, rtol=0, atol=1e-9)
+    assert _closest(fast) > 0.0

@@ -138,7 +138,7 @@ def with_vertical(v_t, position, params: ControllerParams):
 
 
 def separation_velocity(position, velocity, others_position, others_velocity,
-                        params: ControllerParams):
+                        params: ControllerParams, v_law=None):
     """Repulsion (..., 2) of the optional safety distance ``d_safe`` (zero when it is 0).
 
     ``others_position``/``others_velocity`` (..., M, >=2) are the states of the other live
@@ -150,6 +150,10 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     contact. The look-ahead ``t_safe`` (about the vehicle's velocity lag) starts braking before
     a fast approach is inside ``d_safe``; ``t_safe = 0`` uses the plain distance. The sum is
     bounded to norm ``v_safe``. Two agents at the very same point push nothing (no direction).
+
+    With ``v_law`` (..., 2), the rest of the command, the result also takes out the part of
+    ``v_law`` that heads toward each such agent, in the same proportion ``min(1, 1 -
+    d_ahead/d_safe)`` (all of it at contact), so the law cannot out-vote the repulsion.
     """
     position = np.asarray(position, dtype=float)
     if params.d_safe == 0.0 or others_position is None:
@@ -169,7 +173,16 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     push = np.sum(unit * weight[..., None], axis=-2)
     norm = np.hypot(push[..., 0], push[..., 1])
     scale = np.where(norm > params.v_safe, params.v_safe / np.where(norm > 0.0, norm, 1.0), 1.0)
-    return push * scale[..., None]
+    push = push * scale[..., None]
+    if v_law is not None:  # remove the approach: sequentially, nearest agents last
+        v_law = np.asarray(v_law, dtype=float)[..., :2]
+        kept = v_law.copy()
+        for j in range(unit.shape[-2]):
+            e = unit[..., j, :]
+            toward = np.minimum(np.sum(kept * e, axis=-1), 0.0)
+            kept = kept - (weight[..., j] / params.v_safe)[..., None] * toward[..., None] * e
+        push = push + kept - v_law
+    return push
 
 
 def compose_command(v_rad, v_tau, target_velocity, position, params: ControllerParams,
@@ -226,7 +239,8 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         omega_damping_gain(ring_size, params))
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
-    v_sep = separation_velocity(position, velocity, others_position, others_velocity, params)
+    v_sep = separation_velocity(position, velocity, others_position, others_velocity, params,
+                                v_rad + v_tau + np.asarray(target_velocity, dtype=float)[..., :2])
     return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, position, params, v_sep)
 
 
