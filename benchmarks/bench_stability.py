@@ -9,6 +9,9 @@
         the same for N = 10 at P = 0.01 s, seeds 0-4, and the median
     .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
         moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s
+    .venv/bin/python benchmarks/bench_stability.py crossings
+        closest approach in the d_safe crossing scenarios of test/test_separation.py, with and
+        without d_safe
 
 Prints figures only; nothing here asserts.
 """
@@ -127,10 +130,28 @@ def moving(preset: str, seeds) -> None:
           f'E_gap = {statistics.median(m[1] for m in means):.4f} (<= 0.20)')
 
 
+def crossings() -> None:
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
+    from support.swarm_loop import run_swarm
+    from test_separation import CROSSINGS, PERIOD
+    print('| scenario | d_safe [m] | min d_min without d_safe [m] | with d_safe [m] (/ d_safe) '
+          '| final E_gap, E_r with d_safe |')
+    print('|---|---|---|---|---|')
+    for name, (case, d_safe, _) in CROSSINGS.items():
+        bare = run_swarm(params=ControllerParams(control_period=PERIOD), **case)
+        guarded = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=d_safe), **case)
+        closest = float(np.nanmin(guarded.metrics[:, 5]))
+        print(f'| {name} | {d_safe:g} | {np.nanmin(bare.metrics[:, 5]):.2f} | {closest:.2f} '
+              f'({closest / d_safe:.2f}) | {guarded.metrics[-1, 4]:.1e}, '
+              f'{guarded.metrics[-1, 0]:.1e} |', flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('what', choices=('growth', 'settle', 'n10', 'moving'))
+    parser.add_argument('what', choices=('growth', 'settle', 'n10', 'moving', 'crossings'))
     parser.add_argument('--preset', choices=PRESETS, default='default')
     parser.add_argument('--plot', help='growth: write the plot here')
     parser.add_argument('--agents', type=int, nargs='+', default=list(SETTLE_NS))
@@ -143,8 +164,10 @@ def main() -> None:
         settle(args.preset, args.agents, args.seeds, args.period)
     elif args.what == 'n10':
         n10(args.preset)
-    else:
+    elif args.what == 'moving':
         moving(args.preset, args.seeds)
+    else:
+        crossings()
 
 
 if __name__ == '__main__':
