@@ -46,8 +46,8 @@ def growth(plot: str | None) -> None:
             curves[preset, period, tau] = growth_curve(NS, params, tau)
     print('Largest growth rate [1/s] of the linearised ring (< 0: every mode decays); '
           'mode k and frequency [rad/s] at P = 0.01 s, tau 1 s')
-    print('| N | ' + ' | '.join(f'{p} P={pe:g} tau={t:g}' for p, pe, t in curves) + ' | default k, f '
-          '| reference k, f |')
+    print('| N | ' + ' | '.join(f'{p} P={pe:g} tau={t:g}' for p, pe, t in curves)
+          + ' | default k, f | reference k, f |')
     print('|---' * (len(curves) + 3) + '|')
     for n in TABLE_NS:
         worst = [ring_growth_rate(n, ControllerParams.preset(p, control_period=0.01))

@@ -174,7 +174,7 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     norm = np.hypot(push[..., 0], push[..., 1])
     scale = np.where(norm > params.v_safe, params.v_safe / np.where(norm > 0.0, norm, 1.0), 1.0)
     push = push * scale[..., None]
-    if v_law is not None:  # remove the approach: sequentially, nearest agents last
+    if v_law is not None:  # take out the approach, one agent after the other
         v_law = np.asarray(v_law, dtype=float)[..., :2]
         kept = v_law.copy()
         for j in range(unit.shape[-2]):
@@ -222,8 +222,9 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     ``pred``/``succ`` are :class:`NeighbourView` of the chosen neighbours (NaN angle/position
     and zero ``u`` when missing). ``others_position``/``others_velocity`` (..., M, 3): the
     states of every other live agent heard, for the ``d_safe`` repulsion (None: none);
-    ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`). Elementwise over agents:
-    one agent's result depends only on its own row.
+    ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`; 0:
+    ``k_omega_damp`` alone). Elementwise over agents: one agent's result depends only on its
+    own row.
     """
     r, e_r_hat, t_hat = polar_frame(position, target_position)
     v_rad = radial_velocity(r, e_r_hat, velocity, target_velocity, params)

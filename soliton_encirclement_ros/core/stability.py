@@ -11,7 +11,8 @@ map of one control period of the batch simulator's timing:
 - ``e_tau`` about equal gaps ``2*pi/N`` is ``N/(4*pi)`` times the second difference of the
   angles, so its gain grows with N: the high modes of a large ring are stiff;
 - ``omega_self = k_tau*u`` (the previous command), ``omega_ref_local`` = the mean of the
-  neighbours' rates, with the damping gain ``law.omega_damping_gain`` of N agents; the cubic decay and the steepening vanish at ``u = 0``;
+  neighbours' rates, with the damping gain ``law.omega_damping_gain`` of N agents; the
+  cubic decay and the steepening vanish at ``u = 0``;
 - ``u`` steps by explicit Euler, the command's angular rate is ``k_tau*u_new``, and the
   vehicle follows it through ``substeps`` first-order lag steps ``v += dt/tau*(v_cmd - v)``,
   ``p += dt*v`` (acceleration and speed limits are not active in the linear regime).
