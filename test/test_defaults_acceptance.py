@@ -5,14 +5,17 @@ seeds 0-2, P = 0.05 s), N = 10 settles at least as fast as with the reference ga
 moving target with failures is no worse. Each run is seconds on the vectorised engine; the
 figures themselves are printed by benchmarks/bench_stability.py.
 """
+import json
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from soliton_encirclement_ros.analysis.report import summarise
-from soliton_encirclement_ros.batch_sim import simulate
-from soliton_encirclement_ros.core.params import REFERENCE_GAINS
+from soliton_encirclement_ros.batch_sim import main, simulate
+from soliton_encirclement_ros.core.params import REFERENCE_GAINS, ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
 
 MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion='random',
@@ -52,3 +55,18 @@ def test_defaults_moving_target_with_failures_is_no_worse():
         means.append((np.nanmean(late[:, 1]), np.nanmean(late[:, 5])))
     assert statistics.median(m[0] for m in means) <= 0.072  # E_r; reference 0.0705
     assert statistics.median(m[1] for m in means) <= 0.20   # E_gap; reference 0.1957
+
+
+def test_reference_preset_file_cli_and_python_agree(tmp_path):
+    path = Path(__file__).parents[1] / 'config' / 'reference.yaml'
+    assert yaml.safe_load(path.read_text())['/**']['ros__parameters'] == REFERENCE_GAINS
+    reference = ControllerParams.preset('reference')
+    assert (reference.k_tau, reference.k_omega_damp_n) == (0.2, 0.0)
+    assert (ControllerParams().k_tau, ControllerParams().k_omega_damp_n) == (0.25, 0.025)
+    scenario = tmp_path / 's.yaml'
+    scenario.write_text('controller: {beta_u: 6.0}\n')
+    assert main(['--scenario', str(scenario), '--preset', 'reference', '--agents', '3',
+                 '--duration', '0.1', '--out', str(tmp_path / 'run')]) == 0
+    params = json.loads((tmp_path / 'run' / 'summary.json').read_text())['params']['controller']
+    assert params['k_tau'] == 0.2 and params['k_omega_damp_n'] == 0.0
+    assert params['beta_u'] == 6.0  # the scenario's overrides apply on top of the preset
