@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/bench_batch_sim.py speed        # sim-s per wall-s
     .venv/bin/python benchmarks/bench_batch_sim.py acceptance   # N=32 static, moving target
+        (with the reference gains, for parity; --preset default for the package defaults)
 
 Prints figures only; nothing here asserts on timing.
 """
@@ -11,6 +12,7 @@ import argparse
 
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.batch_sim import simulate
+from soliton_encirclement_ros.core.params import PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario
 
 SPEED_CASES = ((10, 20.0), (100, 10.0), (1000, 2.0))  # (agents, simulated seconds)
@@ -38,10 +40,11 @@ def speed(periods, engines) -> None:
                       f'{result.real_time_factor:.2f} |', flush=True)
 
 
-def acceptance(seeds) -> None:
+def acceptance(seeds, preset: str) -> None:
     for name, (scenario, limits) in ACCEPTANCE.items():
         for seed in seeds:
-            summary = summarise(simulate(scenario.with_changes(seed=seed)).metrics)
+            summary = summarise(simulate(scenario.with_changes(
+                seed=seed, controller=PRESETS[preset])).metrics)
             figures = []
             for key, limit in limits.items():
                 kind, metric = key.split()
@@ -58,11 +61,13 @@ def main() -> None:
     parser.add_argument('--periods', type=float, nargs='+', default=[0.01, 0.05])
     parser.add_argument('--engines', nargs='+', default=['vectorised', 'per-agent'])
     parser.add_argument('--seeds', type=int, nargs='+', default=[0])
+    parser.add_argument('--preset', choices=PRESETS, default='reference',
+                        help='acceptance: controller gains (default reference)')
     args = parser.parse_args()
     if args.what == 'speed':
         speed(args.periods, args.engines)
     else:
-        acceptance(args.seeds)
+        acceptance(args.seeds, args.preset)
 
 
 if __name__ == '__main__':

@@ -34,6 +34,7 @@ from soliton_encirclement_ros.core.controller import (
     receive_target_state)
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
+from soliton_encirclement_ros.core.params import PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario, initial_positions, load_scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
@@ -102,7 +103,7 @@ class VectorisedSwarm:
 class RunResult:
     """Everything a run produced, in the shapes ``write_run_outputs`` takes."""
 
-    metrics: np.ndarray        # (T, 6) timestamp, E_r, E_vr, rho, G_max, E_gap
+    metrics: np.ndarray        # (T, 7) timestamp, E_r, E_vr, rho, G_max, E_gap, d_min
     agents: np.ndarray         # (K, 4) node_id, timestamp, u, velocity_norm
     trajectories: dict         # name -> (T, 3) t, x, y
     engine: str
@@ -206,6 +207,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--failure-off-time', type=float, help='outage length [s] (default 8)')
     parser.add_argument('--loss', type=float, help='packet loss probability (default 0)')
     parser.add_argument('--delay', type=float, help='message delay [s] (default 0)')
+    parser.add_argument('--preset', choices=PRESETS, default='default',
+                        help="controller gains under the scenario's controller: overrides "
+                        "(default: the package defaults; reference: the original's gains)")
     parser.add_argument('--engine', choices=ENGINES, default='auto',
                         help='controller engine (default auto: vectorised when exact)')
     parser.add_argument('--out', required=True, help='output directory')
@@ -224,6 +228,7 @@ def main(argv=None) -> int:
         base = load_scenario(args.scenario) if args.scenario else Scenario()
         changes = {name: getattr(args, name) for name in _CLI_FIELDS
                    if getattr(args, name) is not None}
+        changes['controller'] = {**PRESETS[args.preset], **base.controller}
         scenario = Scenario.from_mapping({**base.__dict__, **changes})
         choose_engine(scenario, args.engine)
         problem = output_dir_problem(args.out, '--out')

@@ -111,6 +111,9 @@ def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
     settle = summary.get('settle_time') or {}
     print(f'  settled: E_gap < 0.05 from {_number(settle.get("E_gap"), 2, " s", "never")}, '
           f'E_r < 0.01 from {_number(settle.get("E_r"), 2, " s", "never")}', file=stream)
+    closest = summary.get('closest') or {}
+    print(f'  closest approach: d_min {_number(closest.get("d_min"), 3, " m")} at '
+          f'{_number(closest.get("time"), 2, " s")}', file=stream)
     print(f'  real-time factor {_number(summary.get("real_time_factor"), 2)}; outputs in '
           f'{out_dir}', file=stream)
 

@@ -99,9 +99,10 @@ def test_agents_exactly_on_the_circle_give_ideal_metrics(tmp_path, storage):
     bag = write_circle_bag(tmp_path / 'circle', storage)
     assert cli.main([str(bag), '--out', str(tmp_path / 'out'), '--max-frames', '5']) == 0
     metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
-    assert metrics.shape == (41, 6)  # 2 s at the default 0.05 s grid
+    assert metrics.shape == (41, 7)  # 2 s at the default 0.05 s grid
     np.testing.assert_allclose(metrics[:, 0], np.arange(41) * 0.05, atol=1e-9)
-    e_r, e_vr, rho, g_max, e_gap = metrics[:, 1:].T
+    e_r, e_vr, rho, g_max, e_gap, d_min = metrics[:, 1:].T
+    np.testing.assert_allclose(d_min, 2.0 * RADIUS * math.sin(math.pi / 6), atol=1e-6)
     np.testing.assert_allclose(e_r, 0.0, atol=1e-9)
     np.testing.assert_allclose(e_vr, 0.0, atol=1e-9)  # needs the body->world twist rotation
     np.testing.assert_allclose(rho, 0.0, atol=1e-9)
@@ -110,8 +111,9 @@ def test_agents_exactly_on_the_circle_give_ideal_metrics(tmp_path, storage):
     summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
     assert summary['final']['G_max'] == pytest.approx(1.0)
     assert summary['settle_time'] == {'E_gap': 0.0, 'E_r': 0.0}
+    assert summary['closest']['d_min'] == pytest.approx(RADIUS, abs=1e-6)
     assert summary['params']['agents'] == [f'uav{i}' for i in range(1, 7)]
-    for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'dashboard', 'trajectories'):
+    for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min', 'dashboard', 'trajectories'):
         assert (tmp_path / 'out' / f'{name}.png').stat().st_size > 1000
     assert (tmp_path / 'out' / cli.ANIMATION_FILE).read_bytes()[:6] == b'GIF89a'
     agents = np.loadtxt(tmp_path / 'out' / 'agents.csv', delimiter=',', skiprows=1)
@@ -200,8 +202,9 @@ def test_truncated_bag_is_analysed_up_to_the_cut(tmp_path):
     assert result.stderr.count('\n') == 1 and 'truncated bag' in result.stderr
     metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
     assert 5.0 < metrics[-1, 0] < 50.0  # part of the run, not all of it
-    np.testing.assert_allclose(metrics[:, 1:], np.tile([0, 0, 0, 1, 0], (len(metrics), 1)),
-                               atol=1e-9)
+    side = 2.0 * RADIUS * math.sin(math.pi / 5)  # 5 agents evenly on the circle
+    np.testing.assert_allclose(metrics[:, 1:], np.tile([0, 0, 0, 1, 0, side], (len(metrics), 1)),
+                               atol=1e-6)
     summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
     assert 'EndOfFile' in summary['params']['truncated']
 

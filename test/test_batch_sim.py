@@ -8,19 +8,26 @@ import pytest
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.batch_sim import choose_engine, main, simulate
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.params import REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
 
 
 def test_static_n10_meets_reference_acceptance():
-    result = simulate(Scenario(agents=10, seed=0, duration=120.0, control_period=0.01))
+    """The reference gains (the preset) reproduce the original's figures."""
+    result = simulate(Scenario(agents=10, seed=0, duration=120.0, control_period=0.01,
+                               controller=REFERENCE_GAINS))
     summary = summarise(result.metrics)
     assert result.engine == 'vectorised'
-    assert result.metrics.shape == (12001, 6) and result.metrics[-1, 0] == pytest.approx(120.0)
+    assert result.metrics.shape == (12001, 7) and result.metrics[-1, 0] == pytest.approx(120.0)
     assert summary['mean']['E_r'] <= 0.003
     assert summary['mean']['E_gap'] <= 0.035
     assert summary['mean']['G_max'] <= 1.09
     assert summary['settle_time']['E_gap'] <= 13.0
     assert summary['settle_time']['E_r'] <= 7.0
+    # today's figures exactly (README): the preset is the reference law, unchanged
+    assert summary['settle_time']['E_gap'] == pytest.approx(12.15)
+    assert summary['settle_time']['E_r'] == pytest.approx(6.14)
+    assert summary['mean']['E_gap'] == pytest.approx(0.0316, abs=5e-5)
 
 
 def test_vectorised_engine_equals_per_agent_controllers():
@@ -63,14 +70,14 @@ def test_cli_writes_outputs_and_summary(tmp_path):
     for name in ('metrics.csv', 'agents.csv', 'summary.json', 'trajectories.png',
                  *[f'{m}.png' for m in METRIC_NAMES]):
         assert (out / name).is_file(), name
-    assert (out / 'metrics.csv').read_text().splitlines()[0] == 'timestamp,E_r,E_vr,rho,G_max,E_gap'
+    assert (out / 'metrics.csv').read_text().splitlines()[0] == 'timestamp,E_r,E_vr,rho,G_max,E_gap,d_min'
     assert (out / 'agents.csv').read_text().splitlines()[0] == 'node_id,timestamp,u,velocity_norm'
     summary = json.loads((out / 'summary.json').read_text())
     assert set(summary) >= {'final', 'mean', 'settle_time', 'real_time_factor', 'params'}
     assert set(summary['final']) == set(METRIC_NAMES)
     assert summary['params']['radius'] == 15.0 and summary['params']['agents'] == 4
     rows = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
-    assert rows.shape == (41, 6) and math.isclose(rows[-1, 0], 2.0)
+    assert rows.shape == (41, 7) and math.isclose(rows[-1, 0], 2.0)
 
 
 def test_cli_scenario_file_with_overrides(tmp_path):

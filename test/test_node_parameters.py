@@ -1,6 +1,7 @@
 """Every node's parameters as `ros2 param` sees them: a dump returns every value, and every
 writable parameter either takes effect (validated by the start-up code) or is read-only."""
 import math
+from dataclasses import fields
 
 import pytest
 import rclpy
@@ -9,6 +10,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 
+from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -107,7 +109,7 @@ def test_every_writable_parameter_takes_effect_or_is_read_only(name, context):
             assert result.successful, (param, new, result.reason)
             assert settings_value(node, param) == new, param
             writable.append(param)
-        expected = {'agent': 27, 'target': 0, 'metrics': 0}  # agent: every controller field
+        expected = {'agent': len(fields(ControllerParams)), 'target': 0, 'metrics': 0}
         if name in expected:
             assert len(writable) == expected[name], writable
     finally:

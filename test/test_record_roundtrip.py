@@ -49,6 +49,8 @@ def test_recomputed_metrics_match_what_metrics_node_published(recorded):
     recomputed = metrics_from_bag(bag, times=times)
     for column, name in enumerate(METRIC_NAMES, start=1):
         error = np.abs(recomputed[:, column] - published[name][:, 1])
+        if name == 'd_min':  # metres: compared relative to the radius like E_r
+            error = error / 20.0
         settled = times > 8.0
         if name != 'E_vr':  # the radial speed swings fastest before the ring settles
             assert error.max() < 0.03, (name, error.max())

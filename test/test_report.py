@@ -11,12 +11,13 @@ from soliton_encirclement_ros.analysis.report import summarise, write_run_output
 NAN = math.nan
 
 
-def metrics_table(e_gap, e_r=None):
+def metrics_table(e_gap, e_r=None, d_min=None):
     e_gap = np.asarray(e_gap, dtype=float)
     e_r = np.zeros_like(e_gap) if e_r is None else np.asarray(e_r, dtype=float)
     t = 0.5 * np.arange(len(e_gap))
+    d_min = np.full_like(t, 3.0) if d_min is None else np.asarray(d_min, dtype=float)
     return np.column_stack((t, e_r, np.full_like(t, 0.2), np.full_like(t, 0.1),
-                            np.full_like(t, 1.5), e_gap))
+                            np.full_like(t, 1.5), e_gap, d_min))
 
 
 def test_settle_time_is_the_first_sample_after_the_last_violation():
@@ -37,7 +38,13 @@ def test_final_and_nan_ignoring_mean():
     assert summary['final']['E_gap'] == pytest.approx(0.2)
     assert summary['mean']['E_gap'] == pytest.approx(0.3)
     assert summary['mean']['G_max'] == pytest.approx(1.5)
-    assert set(summary['final']) == {'E_r', 'E_vr', 'rho', 'G_max', 'E_gap'}
+    assert set(summary['final']) == {'E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min'}
+
+
+def test_closest_approach_is_the_smallest_d_min_and_its_time():
+    summary = summarise(metrics_table([0.1] * 5, d_min=[4.0, NAN, 1.25, 1.25, 2.0]))
+    assert summary['closest'] == {'d_min': 1.25, 'time': 1.0}
+    assert all(math.isnan(v) for v in summarise(metrics_table([0.1], d_min=[NAN]))['closest'].values())
 
 
 def test_outputs_are_written_with_headers_and_summary(tmp_path):
@@ -49,11 +56,11 @@ def test_outputs_are_written_with_headers_and_summary(tmp_path):
                                 None, trajectories)
     out = tmp_path / 'out'
     lines = (out / 'metrics.csv').read_text().splitlines()
-    assert lines[0] == 'timestamp,E_r,E_vr,rho,G_max,E_gap'
+    assert lines[0] == 'timestamp,E_r,E_vr,rho,G_max,E_gap,d_min'
     np.testing.assert_allclose(np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1), metrics)
     assert (out / 'agents.csv').read_text().splitlines()[0] == 'node_id,timestamp,u,velocity_norm'
     np.testing.assert_allclose(np.loadtxt(out / 'agents.csv', delimiter=',', skiprows=1), agents)
-    for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'dashboard', 'trajectories'):
+    for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min', 'dashboard', 'trajectories'):
         assert (out / f'{name}.png').read_bytes()[:4] == b'\x89PNG'
     written = json.loads((out / 'summary.json').read_text())
     assert written == {**summary, 'real_time_factor': None}
@@ -61,7 +68,7 @@ def test_outputs_are_written_with_headers_and_summary(tmp_path):
     assert written['params'] == {'radius': 20.0, 'N': 2}
     assert sorted(p.name for p in out.iterdir()) == sorted(
         ['metrics.csv', 'agents.csv', 'summary.json', 'dashboard.png', 'trajectories.png']
-        + [f'{n}.png' for n in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap')])
+        + [f'{n}.png' for n in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min')])
 
 
 def test_nan_becomes_null_in_summary_json(tmp_path):
@@ -82,7 +89,7 @@ def test_an_error_leaves_no_partial_outputs(tmp_path, monkeypatch):
 
 
 def test_wrong_shapes_are_refused_by_name(tmp_path):
-    with pytest.raises(ValueError, match=r'metrics must be an array of shape \(N, 6\)'):
+    with pytest.raises(ValueError, match=r'metrics must be an array of shape \(N, 7\)'):
         write_run_outputs(tmp_path, np.zeros((3, 5)), np.empty((0, 4)), {}, 1.0)
     with pytest.raises(ValueError, match=r'agents must be an array of shape \(N, 4\)'):
         write_run_outputs(tmp_path, metrics_table([0.1]), np.zeros((2, 3)), {}, 1.0)

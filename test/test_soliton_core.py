@@ -19,7 +19,7 @@ from soliton_encirclement_ros.core.neighbours import (
     NO_NEIGHBOUR, apply_hysteresis, ring_neighbours, ring_neighbours_shared)
 from soliton_encirclement_ros.core.params import ControllerParams
 
-P = ControllerParams()
+P = ControllerParams.preset('reference')  # the hand-computed cases use the reference gains
 ORIGIN = np.zeros(3)
 
 

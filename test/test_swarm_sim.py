@@ -44,7 +44,7 @@ def test_outputs_are_written(ring):
     for name in ('metrics.csv', 'agents.csv', 'summary.json', 'trajectories.png', 'E_gap.png', 'E_r.png'):
         assert (ring / name).stat().st_size > 0, name
     header = (ring / 'metrics.csv').read_text().splitlines()[0]
-    assert header == 'timestamp,E_r,E_vr,rho,G_max,E_gap'
+    assert header == 'timestamp,E_r,E_vr,rho,G_max,E_gap,d_min'
     metrics = np.loadtxt(ring / 'metrics.csv', delimiter=',', skiprows=1)
     assert metrics[-1, 0] == pytest.approx(25.0, abs=0.06)
     assert np.all(np.diff(metrics[:, 0]) > 0)

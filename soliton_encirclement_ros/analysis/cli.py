@@ -145,7 +145,9 @@ def _summary_line(summary: dict) -> str:
     final = ', '.join(f'{name}={summary["final"][name]:.3g}' for name in METRIC_NAMES)
     settle = ', '.join(f'{name} settles at {"never" if t is None else f"{t:.2f} s"}'
                        for name, t in summary['settle_time'].items())
-    return f'final {final}; {settle}'
+    closest = summary['closest']
+    return (f'final {final}; {settle}; closest approach d_min={closest["d_min"]:.3g} m at '
+            f'{closest["time"]:.2f} s')
 
 
 if __name__ == '__main__':

@@ -18,6 +18,7 @@ METRIC_LABELS = {
     'rho': 'rho (order parameter)',
     'G_max': 'G_max (worst gap / ideal)',
     'E_gap': 'E_gap (gap RMS error)',
+    'd_min': 'd_min [m] (closest two agents)',
 }
 DPI = 100
 
@@ -32,12 +33,13 @@ def metric_plot(path: Path, series: dict[str, np.ndarray], name: str) -> None:
 
 
 def dashboard(path: Path, runs: dict[str, np.ndarray]) -> None:
-    """All five metrics in one figure; ``runs`` maps a label to a (T, 6) metrics array."""
+    """Every metric in one figure; ``runs`` maps a label to a (T, 1 + len(METRIC_NAMES)) array."""
     fig = Figure(figsize=(10, 8), dpi=DPI)
-    axes = fig.subplots(3, 2).ravel()
+    axes = fig.subplots((len(METRIC_NAMES) + 1) // 2, 2).ravel()
     for i, (ax, name) in enumerate(zip(axes, METRIC_NAMES)):
         _draw_series(ax, {label: m[:, [0, i + 1]] for label, m in runs.items()}, name)
-    axes[-1].set_axis_off()
+    for ax in axes[len(METRIC_NAMES):]:
+        ax.set_axis_off()
     fig.tight_layout()
     fig.savefig(path)
 

@@ -148,7 +148,7 @@ def liveness(run: RecordedRun, times: np.ndarray,
 
 def recompute_metrics(run: RecordedRun, times: np.ndarray, radius: float = DEFAULT_RADIUS,
                       state_timeout: float = DEFAULT_STATE_TIMEOUT) -> tuple[np.ndarray, np.ndarray]:
-    """Metrics (T, 6) ``timestamp,E_r,E_vr,rho,G_max,E_gap`` over the live agents at ``times``,
+    """Metrics (T, 7) ``timestamp,E_r,E_vr,rho,G_max,E_gap,d_min`` over the live agents at ``times``,
     and the (T, n_agents) liveness used."""
     if not radius > 0:
         raise RunDataError(f'--radius must be > 0 m, got {radius}')
@@ -169,7 +169,7 @@ def metrics_from_bag(path, *, radius: float = DEFAULT_RADIUS, period: float = DE
                      state_timeout: float = DEFAULT_STATE_TIMEOUT, times: np.ndarray | None = None,
                      agent_pattern: str = DEFAULT_AGENT_PATTERN,
                      target_topic: str = DEFAULT_TARGET_TOPIC) -> np.ndarray:
-    """Metrics (T, 6) recomputed from a bag, on a regular grid or at the given log ``times`` [s]
+    """Metrics (T, 7) recomputed from a bag, on a regular grid or at the given log ``times`` [s]
     (e.g. the times of :func:`published_metrics`, to compare with metrics_node)."""
     run = load_run(path, agent_pattern, target_topic)
     grid = metric_times(run, period) if times is None else np.asarray(times, dtype=float)

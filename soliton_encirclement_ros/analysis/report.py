@@ -1,6 +1,6 @@
 """Run outputs shared by the swarm runner and ``analyze_run``: CSV files, plots and summary.json.
 
-No rclpy. ``metrics`` arrays are (T, 6) with columns ``timestamp`` then the five metrics in
+No rclpy. ``metrics`` arrays are (T, 7) with columns ``timestamp`` then the six metrics in
 ``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4) ``node_id,timestamp,u,velocity_norm``.
 """
 from __future__ import annotations
@@ -34,8 +34,19 @@ def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) ->
     return float(timestamps[first_settled])
 
 
+def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
+    """``{'d_min': smallest d_min of the run [m], 'time': its first time [s]}`` (NaN ignored;
+    both NaN when no sample has two live agents)."""
+    values = np.asarray(d_min, dtype=float)
+    if not np.any(np.isfinite(values)):
+        return {'d_min': math.nan, 'time': math.nan}
+    k = int(np.nanargmin(values))
+    return {'d_min': float(values[k]), 'time': float(timestamps[k])}
+
+
 def summarise(metrics: np.ndarray) -> dict:
-    """Final value, NaN-ignoring mean and settle times of a (T, 6) metrics series."""
+    """Final value, NaN-ignoring mean and settle times of a (T, 7) metrics series, and the
+    closest approach of two agents (smallest ``d_min`` and its time)."""
     metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
     columns = {name: metrics[:, i + 1] for i, name in enumerate(METRIC_NAMES)}
     final = {name: float(col[-1]) if col.size else math.nan for name, col in columns.items()}
@@ -44,7 +55,8 @@ def summarise(metrics: np.ndarray) -> dict:
         name: settle_time(metrics[:, 0], columns[name], threshold)
         for name, threshold in SETTLE_THRESHOLDS.items()
     }
-    return {'final': final, 'mean': mean, 'settle_time': settle}
+    return {'final': final, 'mean': mean, 'settle_time': settle,
+            'closest': closest_approach(metrics[:, 0], columns['d_min'])}
 
 
 def write_run_outputs(

@@ -173,6 +173,13 @@ def _view(msg: Optional[AgentStateMsg], theta: float) -> NeighbourView:
     return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss)
 
 
+def _states(msgs) -> tuple[np.ndarray, np.ndarray]:
+    """Positions and velocities (M, 3) of agent states (the d_safe term's inputs)."""
+    msgs = list(msgs)
+    return (np.array([m.position for m in msgs]).reshape(-1, 3),
+            np.array([m.velocity for m in msgs]).reshape(-1, 3))
+
+
 def _as_id(value) -> Optional[int]:
     value = int(value)
     return None if value == NO_NEIGHBOUR else value
@@ -226,7 +233,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         target.omega_ref, theta_self,
         _view(live.get(pred), theta_of.get(pred, np.nan)),
         _view(live.get(succ), theta_of.get(succ, np.nan)),
-        lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params)
+        lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
+        *(_states(live.values()) if params.d_safe else ()), ring_size=len(live) + 1)
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,

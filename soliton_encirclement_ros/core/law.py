@@ -15,6 +15,7 @@ from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame, wr
 from soliton_encirclement_ros.core.params import ControllerParams
 
 DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
+EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
 
 
 def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerParams):
@@ -44,7 +45,7 @@ def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp
     marks a missing one). ``k_omega_damp = 0`` disables the term.
     """
     e_tau = np.asarray(e_tau, dtype=float)
-    if k_omega_damp == 0.0:
+    if np.all(np.asarray(k_omega_damp) == 0.0):
         return e_tau
     omega_pred = np.asarray(omega_pred, dtype=float)
     omega_succ = np.asarray(omega_succ, dtype=float)
@@ -53,6 +54,24 @@ def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp
                            np.where(np.isfinite(omega_succ), both, omega_pred), omega_succ)
     damped = e_tau - k_omega_damp * (np.asarray(omega_self, dtype=float) - omega_local)
     return np.where(np.isfinite(damped), damped, e_tau)
+
+
+def omega_damping_gain(ring_size, params: ControllerParams):
+    """The angular-rate damping gain: ``k_omega_damp + k_omega_damp_n * ring_size``.
+
+    ``ring_size`` is the number of agents this agent hears, itself included (N). The
+    sensitivity of ``e_tau`` to the angles is ``1/(gap_pred + gap_succ)``, i.e. ``N/(4 pi)`` on
+    an even ring, so the stiffness of a ring's short-wave modes grows with N and their damping
+    has to keep up (``core.stability``). The gain is capped where the damping's own decay of
+    ``u`` (``k_e_tau*k_tau*gain`` on top of ``beta_u``) would make the explicit Euler step of
+    ``u`` oscillate (``control_period * decay = EULER_DECAY_MAX``).
+    """
+    p = params
+    gain = p.k_omega_damp + p.k_omega_damp_n * np.asarray(ring_size, dtype=float)
+    if p.k_omega_damp_n and p.k_e_tau * p.k_tau > 0.0:
+        cap = (EULER_DECAY_MAX / p.control_period - p.beta_u) / (p.k_e_tau * p.k_tau)
+        gain = np.minimum(gain, max(cap, p.k_omega_damp))
+    return gain
 
 
 def limiter(u, params: ControllerParams):
@@ -118,13 +137,63 @@ def with_vertical(v_t, position, params: ControllerParams):
     return v
 
 
-def compose_command(v_rad, v_tau, target_velocity, position, params: ControllerParams):
-    """``v_cmd = v_rad + v_tau + v_T`` (falls back to v_T if non-finite), clamped to the limits.
+def separation_velocity(position, velocity, others_position, others_velocity,
+                        params: ControllerParams, v_law=None):
+    """Repulsion (..., 2) of the optional safety distance ``d_safe`` (zero when it is 0).
+
+    ``others_position``/``others_velocity`` (..., M, >=2) are the states of the other live
+    agents this agent hears (NaN rows: none); ``position``/``velocity`` its own. In the
+    horizontal plane, with ``d`` the distance to another agent and ``closing`` the speed at
+    which it shrinks, each agent whose look-ahead distance ``d_ahead = d - t_safe*closing``
+    (``closing`` counted when positive) is below ``d_safe`` pushes this agent straight away from
+    it with ``v_safe * min(1, 1 - d_ahead/d_safe)``: nothing at ``d_safe``, ``v_safe`` at
+    contact. The look-ahead ``t_safe`` (about the vehicle's velocity lag) starts braking before
+    a fast approach is inside ``d_safe``; ``t_safe = 0`` uses the plain distance. The sum is
+    bounded to norm ``v_safe``. Two agents at the very same point push nothing (no direction).
+
+    With ``v_law`` (..., 2), the rest of the command, the result also takes out the part of
+    ``v_law`` that heads toward each such agent, in the same proportion ``min(1, 1 -
+    d_ahead/d_safe)`` (all of it at contact), so the law cannot out-vote the repulsion.
+    """
+    position = np.asarray(position, dtype=float)
+    if params.d_safe == 0.0 or others_position is None:
+        return np.zeros(position.shape[:-1] + (2,))
+    away = position[..., None, :2] - np.asarray(others_position, dtype=float)[..., :2]
+    rel_v = (np.asarray(velocity, dtype=float)[..., None, :2]
+             - np.asarray(others_velocity, dtype=float)[..., :2])
+    d = np.hypot(away[..., 0], away[..., 1])
+    with np.errstate(invalid='ignore', divide='ignore'):
+        apart = d > DENOMINATOR_EPS
+        unit = np.where(apart[..., None], away / np.where(apart, d, 1.0)[..., None], 0.0)
+        closing = np.maximum(-np.sum(rel_v * unit, axis=-1), 0.0)
+        d_ahead = d - params.t_safe * np.where(np.isfinite(closing), closing, 0.0)
+        near = apart & (d_ahead < params.d_safe)
+        weight = np.where(near, params.v_safe * np.minimum(1.0, 1.0 - d_ahead / params.d_safe),
+                          0.0)
+    push = np.sum(unit * weight[..., None], axis=-2)
+    norm = np.hypot(push[..., 0], push[..., 1])
+    scale = np.where(norm > params.v_safe, params.v_safe / np.where(norm > 0.0, norm, 1.0), 1.0)
+    push = push * scale[..., None]
+    if v_law is not None:  # take out the approach, one agent after the other
+        v_law = np.asarray(v_law, dtype=float)[..., :2]
+        kept = v_law.copy()
+        for j in range(unit.shape[-2]):
+            e = unit[..., j, :]
+            toward = np.minimum(np.sum(kept * e, axis=-1), 0.0)
+            kept = kept - (weight[..., j] / params.v_safe)[..., None] * toward[..., None] * e
+        push = push + kept - v_law
+    return push
+
+
+def compose_command(v_rad, v_tau, target_velocity, position, params: ControllerParams,
+                    v_sep=0.0):
+    """``v_cmd = v_rad + v_tau + v_T + v_sep`` (falls back to v_T if non-finite), clamped to
+    the limits. ``v_sep`` is :func:`separation_velocity` (0 without a safety distance).
 
     The vertical part is :func:`vertical_velocity` of the agent's own ``position``.
     """
     v_t = with_vertical(target_velocity, position, params)
-    xy = np.asarray(v_rad) + np.asarray(v_tau) + v_t[..., :2]
+    xy = np.asarray(v_rad) + np.asarray(v_tau) + v_t[..., :2] + np.asarray(v_sep)
     cmd = np.concatenate((xy, v_t[..., 2:3]), axis=-1)
     cmd = np.where(np.all(np.isfinite(cmd), axis=-1, keepdims=True), cmd, v_t)
     return clamp_velocity(cmd, params.max_speed_xy, params.max_speed_z)
@@ -146,12 +215,16 @@ def fallback_command(target_velocity, target_age, position, params: ControllerPa
 
 def encirclement_step(u, position, velocity, prev_cmd, target_position, target_velocity,
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-                      params: ControllerParams):
+                      params: ControllerParams, others_position=None, others_velocity=None,
+                      ring_size=0):
     """Steps 4-9 of the control loop once the neighbours are chosen. Returns (u_new, u_ss, v_cmd).
 
     ``pred``/``succ`` are :class:`NeighbourView` of the chosen neighbours (NaN angle/position
-    and zero ``u`` when missing). Elementwise over agents: one agent's result depends only on
-    its own row.
+    and zero ``u`` when missing). ``others_position``/``others_velocity`` (..., M, 3): the
+    states of every other live agent heard, for the ``d_safe`` repulsion (None: none);
+    ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`; 0:
+    ``k_omega_damp`` alone). Elementwise over agents: one agent's result depends only on its
+    own row.
     """
     r, e_r_hat, t_hat = polar_frame(position, target_position)
     v_rad = radial_velocity(r, e_r_hat, velocity, target_velocity, params)
@@ -164,10 +237,12 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         e_tau, omega_self,
         angular_rate(pred.position, pred.velocity, target_position, target_velocity),
         angular_rate(succ.position, succ.velocity, target_position, target_velocity),
-        params.k_omega_damp)
+        omega_damping_gain(ring_size, params))
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
-    return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, position, params)
+    v_sep = separation_velocity(position, velocity, others_position, others_velocity, params,
+                                v_rad + v_tau + np.asarray(target_velocity, dtype=float)[..., :2])
+    return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, position, params, v_sep)
 
 
 class NeighbourView(NamedTuple):

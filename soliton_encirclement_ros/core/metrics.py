@@ -1,4 +1,4 @@
-"""Encirclement quality metrics (E_r, E_vr, rho, G_max, E_gap), computed in the XY plane.
+"""Encirclement quality metrics (E_r, E_vr, rho, G_max, E_gap, d_min), computed in the XY plane.
 
 Pure numpy; shared by the batch simulator, ``metrics_node`` and ``analyze_run`` so that all
 three report the same numbers for the same positions.
@@ -10,7 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 TWO_PI = 2.0 * np.pi
-METRIC_NAMES = ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap')
+METRIC_NAMES = ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min')
 
 
 class Metrics(NamedTuple):
@@ -19,6 +19,7 @@ class Metrics(NamedTuple):
     rho: float
     G_max: float
     E_gap: float
+    d_min: float  # smallest horizontal distance between two live agents [m]; NaN below two
 
 
 NAN_METRICS = Metrics(*([float('nan')] * len(METRIC_NAMES)))
@@ -38,6 +39,26 @@ def ring_gaps(theta: np.ndarray) -> np.ndarray:
     return np.diff(np.append(ordered, ordered[0] + TWO_PI))
 
 
+def min_pair_distance(xy: np.ndarray) -> float:
+    """Smallest Euclidean distance between two rows of ``xy`` (M, 2); NaN when M < 2.
+
+    Sort-and-sweep on x: offsets j = 1, 2, ... of the x-sorted rows are compared until every
+    pair j apart is further apart in x than the best distance found, so a ring costs a few
+    O(M) passes instead of the M^2/2 pairs.
+    """
+    p = np.asarray(xy, dtype=float)[:, :2]
+    if p.shape[0] < 2:
+        return float('nan')
+    p = p[np.argsort(p[:, 0], kind='stable')]
+    best = np.inf
+    for j in range(1, p.shape[0]):
+        dx = p[j:, 0] - p[:-j, 0]
+        if dx.min() >= best:
+            break
+        best = min(best, float(np.min(np.hypot(dx, p[j:, 1] - p[:-j, 1]))))
+    return float(best)
+
+
 def compute_metrics(
     positions: np.ndarray,
     velocities: np.ndarray,
@@ -47,7 +68,7 @@ def compute_metrics(
 ) -> Metrics:
     """Metrics over the M live agents given as rows of ``positions``/``velocities``.
 
-    Returns NaN for every metric when no agent is live.
+    Returns NaN for every metric when no agent is live; ``d_min`` is NaN with one live agent.
     """
     p = np.asarray(positions, dtype=float)
     m = p.shape[0] if p.ndim == 2 else 0
@@ -68,4 +89,5 @@ def compute_metrics(
         rho=float(np.abs(np.mean(np.exp(1j * theta)))),
         G_max=float(np.max(normalised_gaps)),
         E_gap=float(np.sqrt(np.mean((normalised_gaps - 1.0) ** 2))),
+        d_min=min_pair_distance(p),
     )

@@ -1,6 +1,10 @@
 """Controller gains and timeouts of the soliton encirclement law: one validated object.
 
-Defaults are the reference configuration. Each field's metadata carries its description, unit
+Defaults are the reference configuration except two gains chosen with ``core.stability`` so
+that a ring of any size settles (``k_tau`` 0.25 instead of 0.2, and the damping
+``k_omega_damp_n`` that grows with the number of agents heard, 0 in the reference); the exact
+reference gains are the ``reference`` preset (:data:`PRESETS`, ``config/reference.yaml``).
+Each field's metadata carries its description, unit
 and bounds: the one definition from which the agent node declares its ROS parameters (with
 descriptors and ranges) and by which the batch simulator and YAML files are validated. Bad
 values raise ``ValueError`` naming the field, the value and the rule.
@@ -32,6 +36,17 @@ def describe(f: dataclasses.Field) -> str:
     return f.metadata['description'] + (f' [{unit}]' if unit else '')
 
 
+# The reference experiment's gains (its published configuration), for parity runs: the
+# ``reference`` preset. ``config/reference.yaml`` is the same mapping as a ROS parameter file.
+REFERENCE_GAINS = {
+    'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5, 'k_e_tau': 25.0,
+    'kappa_u_diff': 0.1, 'k_u_steepen': 0.3, 'kappa_u_disp': 0.05, 'k_tau': 0.2, 'r_min': 1.0,
+    'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'soft_limiter': False, 'u_lim': 2.0,
+    'hysteresis': 0.05, 'd_safe': 0.0,
+}
+PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
+
+
 @dataclass(frozen=True)
 class ControllerParams:
     """Every gain and timeout of the reference agent control loop (SI units, radians)."""
@@ -52,14 +67,26 @@ class ControllerParams:
     k_u_steepen: float = _param(0.3, 'KdV-like steepening -k u u_s; any sign, 0 disables', '1/s')
     kappa_u_disp: float = _param(0.05, 'KdV-like dispersion on u_sss; any sign, 0 disables',
                                  '1/s')
-    k_tau: float = _param(0.2, 'angular rate per unit u in the tangential velocity', 'rad/s',
-                          low=0.0)
+    k_tau: float = _param(0.25, 'angular rate per unit u in the tangential velocity '
+                          '(reference 0.2)', 'rad/s', low=0.0)
     r_min: float = _param(1.0, 'minimum radius r_eff = max(r, r_min) of the tangential mapping',
                           'm', low=0.0, strict=True)
     k_omega_damp: float = _param(0.1, 'damping of e_tau by the angular-rate difference to the '
                                  'neighbours; 0 disables', 's/rad', low=0.0)
+    k_omega_damp_n: float = _param(0.025, 'damping added per agent heard (self included, N): '
+                                   'the gain is k_omega_damp + k_omega_damp_n x N; 0 disables '
+                                   '(reference 0)', 's/rad', low=0.0)
     soft_limiter: bool = _param(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = _param(2.0, 'soft limiter scale of u', low=0.0, strict=True)
+    d_safe: float = _param(0.0, 'safety distance: every live agent heard closer than this '
+                           '(horizontally, after the t_safe look-ahead) adds a repulsive '
+                           'velocity away from it; 0 = off', 'm', low=0.0)
+    v_safe: float = _param(10.0, 'largest repulsive speed of the d_safe term (at contact; it '
+                           'falls linearly to 0 at d_safe; the sum is bounded to this)', 'm/s',
+                           low=0.0, strict=True)
+    t_safe: float = _param(1.0, 'look-ahead of the d_safe term: the distance counted is the '
+                           'current one minus t_safe x the closing speed (about the vehicle '
+                           'velocity lag); 0 = the plain distance', 's', low=0.0)
     hysteresis: float = _param(0.05, 'keep a ring neighbour unless a candidate is closer by this',
                                'rad', low=0.0)
     control_period: float = _param(0.01, 'control tick and Euler step of u', 's', low=1e-3,
@@ -119,6 +146,14 @@ class ControllerParams:
     def altitude_hold(self) -> bool:
         """True when ``altitude`` is set (not NaN)."""
         return not math.isnan(self.altitude)
+
+    @classmethod
+    def preset(cls, name: str, **changes: Any) -> 'ControllerParams':
+        """The gains of preset ``name`` (:data:`PRESETS`: 'default' or 'reference'), with
+        ``changes`` applied."""
+        if name not in PRESETS:
+            raise ValueError(f'preset must be one of {", ".join(PRESETS)}, got {name!r}')
+        return cls.from_mapping({**PRESETS[name], **changes})
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> 'ControllerParams':

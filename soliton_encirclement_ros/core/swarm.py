@@ -143,11 +143,13 @@ class SwarmControllers:
 
         cand_pred, cand_succ = ring_neighbours_shared(own_ids, theta_self, self.ids[entries],
                                                       theta_all[entries])
+        ring_size = entries.size + 1 - entry[rows]  # agents heard, self included
         if entries.size:
             for k in np.flatnonzero(accept > a.delivered[entries].min()):
                 seen = entries[(a.delivered[entries] >= accept[k]) & (self.ids[entries] != own_ids[k])]
                 cand_pred[k], cand_succ[k] = ring_neighbours(own_ids[k], theta_self[k],
                                                              self.ids[seen], theta_all[seen])
+                ring_size[k] = seen.size + 1
 
         def visible(idx):
             return entry[idx] & (a.delivered[idx] >= accept)
@@ -163,10 +165,16 @@ class SwarmControllers:
         pred_view, pred_idx, pred_ok = self._neighbour(pred, visible, theta_all)
         succ_view = self._neighbour(succ, visible, theta_all)[0]
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
+        others = ()
+        if p.d_safe:  # every other live agent each row hears: (rows, N, 3), NaN where not
+            heard = (entry & (self.ids != own_ids[:, None])
+                     & (a.delivered >= accept[:, None]))[..., None]
+            others = (np.where(heard, a.position, np.nan), np.where(heard, a.velocity, np.nan))
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,
-            pred_view, succ_view, lambda_pred, self.lambdas[rows], p)
+            pred_view, succ_view, lambda_pred, self.lambdas[rows], p, *others,
+            ring_size=ring_size)
         self.u[rows], self.u_ss[rows] = u_new, u_ss
         self.pred[rows], self.succ[rows] = pred, succ
         self.prev_cmd[rows] = cmds[rows] = cmd

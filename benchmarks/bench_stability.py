@@ -1,0 +1,174 @@
+"""Ring stability and settling: the linear analysis and the simulated acceptance figures.
+
+    .venv/bin/python benchmarks/bench_stability.py growth [--plot docs/images/ring_stability.png]
+        largest growth rate of the linearised ring for N = 3..128, defaults vs reference gains
+        (P = 0.01 and 0.05 s, vehicle tau 1.0 s and 1.5 s), and the plot
+    .venv/bin/python benchmarks/bench_stability.py settle [--preset reference] [--agents ...]
+        "E_gap < 0.05 for good" per N and seed (batch_sim, static target, 120 s, P = 0.05 s)
+    .venv/bin/python benchmarks/bench_stability.py n10 [--preset reference]
+        the same for N = 10 at P = 0.01 s, seeds 0-4, and the median
+    .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
+        moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s
+    .venv/bin/python benchmarks/bench_stability.py crossings
+        closest approach in the d_safe crossing scenarios of test/test_separation.py, with and
+        without d_safe
+
+Prints figures only; nothing here asserts.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from soliton_encirclement_ros.analysis.report import summarise
+from soliton_encirclement_ros.batch_sim import simulate
+from soliton_encirclement_ros.core.params import PRESETS, ControllerParams
+from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.stability import growth_curve, ring_growth_rate
+
+NS = np.arange(3, 129)
+TABLE_NS = (3, 5, 8, 10, 16, 20, 32, 48, 64, 100, 128)
+SETTLE_NS = (3, 5, 8, 10, 16, 32, 64, 100)
+CONFIGS = ((0.01, 1.0), (0.05, 1.0), (0.05, 1.5))  # (control period, vehicle tau_xy)
+MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion='random',
+                  target_speed=5.0, target_period=1.0, target_boundary=20.0,
+                  failures_per_min=1.0, failure_off_time=8.0)
+
+
+def growth(plot: str | None) -> None:
+    curves = {}
+    for preset in ('default', 'reference'):
+        for period, tau in CONFIGS:
+            params = ControllerParams.preset(preset, control_period=period)
+            curves[preset, period, tau] = growth_curve(NS, params, tau)
+    print('Largest growth rate [1/s] of the linearised ring (< 0: every mode decays); '
+          'mode k and frequency [rad/s] at P = 0.01 s, tau 1 s')
+    print('| N | ' + ' | '.join(f'{p} P={pe:g} tau={t:g}' for p, pe, t in curves)
+          + ' | default k, f | reference k, f |')
+    print('|---' * (len(curves) + 3) + '|')
+    for n in TABLE_NS:
+        worst = [ring_growth_rate(n, ControllerParams.preset(p, control_period=0.01))
+                 for p in ('default', 'reference')]
+        print(f'| {n} | ' + ' | '.join(f'{c[n - 3]:+.3f}' for c in curves.values()) + ' | '
+              + ' | '.join(f'{w.mode}, {w.frequency:.2f}' for w in worst) + ' |')
+    for key, curve in curves.items():
+        unstable = NS[curve >= 0.0]
+        print(f'{key}: max {curve.max():+.4f}/s; unstable from N = '
+              f'{unstable.min() if unstable.size else "-"}')
+    if plot:
+        from matplotlib.figure import Figure
+        fig = Figure(figsize=(7, 4), dpi=100)
+        ax = fig.add_subplot()
+        styles = {'default': '-', 'reference': '--'}
+        colours = {c: f'C{i}' for i, c in enumerate(CONFIGS)}
+        for (preset, period, tau), curve in curves.items():
+            ax.plot(NS, curve, styles[preset], color=colours[period, tau],
+                    label=f'{preset}, P={period:g} s, tau={tau:g} s')
+        ax.axhline(0.0, color='k', lw=0.8)
+        ax.set_xscale('log')
+        ax.set_xticks(TABLE_NS, [str(n) for n in TABLE_NS])
+        ax.set_xlabel('agents N')
+        ax.set_ylabel('largest growth rate [1/s]')
+        ax.set_ylim(-0.45, 0.8)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize='small')
+        ax.set_title('Linearised evenly spaced ring (> 0: the ring never settles)')
+        fig.tight_layout()
+        fig.savefig(plot)
+        print(f'plot: {plot}')
+
+
+def _settle(scenario: Scenario) -> tuple[float | None, dict]:
+    summary = summarise(simulate(scenario).metrics)
+    return summary['settle_time']['E_gap'], summary
+
+
+def settle(preset: str, agents, seeds, period: float) -> None:
+    print(f'preset {preset}, P = {period:g} s, 120 s: "E_gap < 0.05 for good" [s] '
+          '(never = not settled), closest approach d_min [m]')
+    print('| N | ' + ' | '.join(f'seed {s}' for s in seeds) + ' | max | min d_min |')
+    print('|---' * (len(seeds) + 3) + '|')
+    for n in agents:
+        times, closest = [], []
+        for seed in seeds:
+            t, summary = _settle(Scenario(agents=n, seed=seed, control_period=period,
+                                          controller=PRESETS[preset]))
+            times.append(t)
+            closest.append(summary['closest']['d_min'])
+        worst = 'never' if None in times else f'{max(times):.2f}'
+        print(f'| {n} | ' + ' | '.join('never' if t is None else f'{t:.2f}' for t in times)
+              + f' | {worst} | {min(closest):.2f} |', flush=True)
+
+
+def n10(preset: str) -> None:
+    times = []
+    for seed in range(5):
+        t, _ = _settle(Scenario(agents=10, seed=seed, control_period=0.01,
+                                controller=PRESETS[preset]))
+        times.append(float('inf') if t is None else t)
+        print(f'N = 10, P = 0.01 s, preset {preset}, seed {seed}: E_gap < 0.05 from {t} s',
+              flush=True)
+    print(f'median over seeds 0-4: {statistics.median(times):.2f} s')
+
+
+def moving(preset: str, seeds) -> None:
+    means = []
+    for seed in seeds:
+        start = time.perf_counter()
+        metrics = simulate(MOVING.with_changes(seed=seed, controller=PRESETS[preset])).metrics
+        late = metrics[metrics[:, 0] >= 60.0]
+        e_r, e_gap = np.nanmean(late[:, 1]), np.nanmean(late[:, 5])
+        d_min = np.nanmin(metrics[:, 6])
+        means.append((e_r, e_gap))
+        print(f'moving target, preset {preset}, seed {seed}: mean over t >= 60 s E_r = {e_r:.4f}, '
+              f'E_gap = {e_gap:.4f}; min d_min = {d_min:.2f} m '
+              f'({time.perf_counter() - start:.0f} s wall)', flush=True)
+    print(f'median of seeds: E_r = {statistics.median(m[0] for m in means):.4f} (<= 0.072), '
+          f'E_gap = {statistics.median(m[1] for m in means):.4f} (<= 0.20)')
+
+
+def crossings() -> None:
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
+    from support.swarm_loop import run_swarm
+    from test_separation import CROSSINGS, PERIOD
+    print('| scenario | d_safe [m] | min d_min without d_safe [m] | with d_safe [m] (/ d_safe) '
+          '| final E_gap, E_r with d_safe |')
+    print('|---|---|---|---|---|')
+    for name, (case, d_safe, _) in CROSSINGS.items():
+        bare = run_swarm(params=ControllerParams(control_period=PERIOD), **case)
+        guarded = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=d_safe), **case)
+        closest = float(np.nanmin(guarded.metrics[:, 5]))
+        print(f'| {name} | {d_safe:g} | {np.nanmin(bare.metrics[:, 5]):.2f} | {closest:.2f} '
+              f'({closest / d_safe:.2f}) | {guarded.metrics[-1, 4]:.1e}, '
+              f'{guarded.metrics[-1, 0]:.1e} |', flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('what', choices=('growth', 'settle', 'n10', 'moving', 'crossings'))
+    parser.add_argument('--preset', choices=PRESETS, default='default')
+    parser.add_argument('--plot', help='growth: write the plot here')
+    parser.add_argument('--agents', type=int, nargs='+', default=list(SETTLE_NS))
+    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    parser.add_argument('--period', type=float, default=0.05)
+    args = parser.parse_args()
+    if args.what == 'growth':
+        growth(args.plot)
+    elif args.what == 'settle':
+        settle(args.preset, args.agents, args.seeds, args.period)
+    elif args.what == 'n10':
+        n10(args.preset)
+    elif args.what == 'moving':
+        moving(args.preset, args.seeds)
+    else:
+        crossings()
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,119 @@
+"""d_min (closest two live agents) and the optional safety distance d_safe.
+
+The crossing scenarios start from hand-placed rings that the batch simulator's random placement
+does not produce (``support.swarm_loop``: the simulator's own engines and mobility model).
+"""
+import math
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.core.law import separation_velocity
+from soliton_encirclement_ros.core.metrics import compute_metrics, min_pair_distance
+from soliton_encirclement_ros.core.params import ControllerParams
+from support.swarm_loop import ring, run_swarm
+
+R = 20.0
+PERIOD = 0.05
+
+
+def test_min_pair_distance_is_the_closest_pair():
+    rng = np.random.default_rng(1)
+    for m in (2, 3, 17, 200):
+        xy = rng.uniform(-30, 30, (m, 2))
+        brute = min(math.dist(a, b) for i, a in enumerate(xy) for b in xy[i + 1:])
+        assert min_pair_distance(xy) == pytest.approx(brute, rel=1e-12)
+    ring = R * np.column_stack((np.cos(np.arange(64) * 2 * np.pi / 64),
+                                np.sin(np.arange(64) * 2 * np.pi / 64)))
+    assert min_pair_distance(ring) == pytest.approx(2 * R * math.sin(math.pi / 64))
+    assert math.isnan(min_pair_distance(np.zeros((1, 2))))
+    assert math.isnan(compute_metrics(np.zeros((1, 3)), np.zeros((1, 3)), np.ones(3),
+                                      np.zeros(3), R).d_min)
+    # horizontal: a height difference does not count
+    assert compute_metrics([[0, 0, 0], [3, 4, 9]], np.zeros((2, 3)), [50, 0, 0], np.zeros(3),
+                           R).d_min == pytest.approx(5.0)
+
+
+def test_separation_velocity_values():
+    params = ControllerParams(d_safe=4.0, v_safe=2.0, t_safe=0.0)
+    me, still = np.zeros(3), np.zeros(3)
+
+    def sep(others, velocities=None, own=still, p=params, v_law=None):
+        others = np.asarray(others, dtype=float)
+        velocities = np.zeros_like(others) if velocities is None else velocities
+        return separation_velocity(me, own, others, velocities, p, v_law)
+
+    # one agent 1 m away on +x: pushed along -x with 2 * (1 - 1/4) = 1.5 m/s
+    assert sep([[1.0, 0.0, 0.0]]) == pytest.approx([-1.5, 0.0])
+    # beyond d_safe, NaN rows (not heard) and exact overlap push nothing
+    assert sep([[5.0, 0, 0], [np.nan] * 3, [0, 0, 0]]) == pytest.approx([0.0, 0.0])
+    # two close agents on the same side: the sum is bounded to v_safe
+    assert math.hypot(*sep([[0.1, 0, 0], [0.1, 0.1, 0]])) == pytest.approx(2.0)
+    # off (the reference): exactly zero whatever is near
+    assert np.all(sep([[0.5, 0, 0]], p=ControllerParams()) == 0.0)
+    # look-ahead: 6 m away closing at 3 m/s counts as 6 - 1 * 3 = 3 m with t_safe = 1 s
+    ahead = params.with_changes(t_safe=1.0)
+    assert sep([[6.0, 0, 0]], [[-3.0, 0, 0]], p=ahead) == pytest.approx([-0.5, 0.0])
+    assert sep([[6.0, 0, 0]], [[3.0, 0, 0]], p=ahead) == pytest.approx([0.0, 0.0])  # opening
+    # the law's own velocity toward the agent is taken out in the same proportion (3/4 here)
+    v = sep([[1.0, 0.0, 0.0]], v_law=np.array([4.0, 1.0]))
+    assert v == pytest.approx([-1.5 - 0.75 * 4.0, 0.0])
+    assert sep([[1.0, 0.0, 0.0]], v_law=np.array([-4.0, 1.0])) == pytest.approx([-1.5, 0.0])
+    # vectorised rows
+    rows = separation_velocity(np.zeros((2, 3)), np.zeros((2, 3)),
+                               np.array([[[3.0, 0, 0]], [[0, -2.0, 0]]]), np.zeros((2, 1, 3)),
+                               params)
+    assert rows == pytest.approx(np.array([[-0.5, 0.0], [0.0, 1.0]]))
+
+
+def _inside(n=24):
+    """Agents on the wrong side of each other: a 24-ring and, inside it on every third ray at
+    half the radius, 8 more agents that fly out straight at the ring agents on those rays."""
+    outer = ring(n)
+    return np.vstack((outer, 0.5 * outer[::3]))
+
+
+def _front_fails(n=24):
+    """Target at 5 m/s along +x (stopping at 45 s); uav1, at the front, fails at 30 s for 5 s:
+    the ring sweeps over it and it re-joins from inside, across the ring, toward its back."""
+    return dict(start=ring(n), duration=80.0,
+                target_velocity=lambda t: np.array([5.0 if t < 45.0 else 0.0, 0.0, 0.0]),
+                down=lambda t: np.array([30.0 <= t < 35.0] + [False] * (n - 1)))
+
+
+def _reversal(n=24):
+    """Target at 6.5 m/s along +x, reversing to -x at 20 s, stopping at 30 s."""
+    return dict(start=ring(n), duration=60.0,
+                target_velocity=lambda t: np.array(
+                    [6.5 if t < 20.0 else -6.5 if t < 30.0 else 0.0, 0.0, 0.0]))
+
+
+# name: (scenario, d_safe [m], whether the run without d_safe gets closer than 0.8 d_safe)
+CROSSINGS = {
+    'wrong side': (dict(start=_inside(), duration=60.0), 4.0, True),
+    'failed agent re-joins across the ring': (_front_fails(), 3.0, True),
+    'fast target reversal': (_reversal(), 3.0, False),
+}
+
+
+def _closest(run):
+    return float(np.nanmin(run.metrics[:, 5]))
+
+
+@pytest.mark.parametrize('name', list(CROSSINGS))
+def test_d_safe_keeps_agents_apart_and_the_ring_settles(name):
+    case, d_safe, bare_too_close = CROSSINGS[name]
+    guarded = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=d_safe), **case)
+    assert _closest(guarded) > 0.8 * d_safe
+    assert guarded.metrics[-1, 4] < 0.05 and guarded.metrics[-1, 0] < 0.01  # E_gap, E_r
+    bare = run_swarm(params=ControllerParams(control_period=PERIOD), **case)
+    assert (_closest(bare) < 0.8 * d_safe) == bare_too_close
+
+
+def test_d_safe_gives_the_same_commands_on_both_engines():
+    case = dict(start=_inside(), duration=4.0)
+    params = ControllerParams(control_period=PERIOD, d_safe=4.0)
+    fast = run_swarm(params=params, **case)
+    reference = run_swarm(params=params, engine='per-agent', **case)
+    np.testing.assert_allclose(fast.positions, reference.positions, rtol=0, atol=1e-9)
+    assert _closest(fast) > 0.0
