@@ -27,17 +27,26 @@ def odometry(t, xy, yaw, speed):
     sec, nsec = divmod(int(t * 1e9), 10**9)
     vector = T['geometry_msgs/msg/Vector3']
     return T['nav_msgs/msg/Odometry'](
-        header=T['std_msgs/msg/Header'](stamp=T['builtin_interfaces/msg/Time'](sec=sec, nanosec=nsec),
-                                        frame_id='world'),
+        header=T['std_msgs/msg/Header'](
+            stamp=T['builtin_interfaces/msg/Time'](sec=sec, nanosec=nsec), frame_id='world'
+        ),
         child_frame_id='base_link',
-        pose=T['geometry_msgs/msg/PoseWithCovariance'](pose=T['geometry_msgs/msg/Pose'](
-            position=T['geometry_msgs/msg/Point'](x=xy[0], y=xy[1], z=5.0),
-            orientation=T['geometry_msgs/msg/Quaternion'](x=0.0, y=0.0, z=math.sin(yaw / 2),
-                                                          w=math.cos(yaw / 2))),
-            covariance=np.zeros(36)),
-        twist=T['geometry_msgs/msg/TwistWithCovariance'](twist=T['geometry_msgs/msg/Twist'](
-            linear=vector(x=speed, y=0.0, z=0.0), angular=vector(x=0.0, y=0.0, z=0.0)),
-            covariance=np.zeros(36)))
+        pose=T['geometry_msgs/msg/PoseWithCovariance'](
+            pose=T['geometry_msgs/msg/Pose'](
+                position=T['geometry_msgs/msg/Point'](x=xy[0], y=xy[1], z=5.0),
+                orientation=T['geometry_msgs/msg/Quaternion'](
+                    x=0.0, y=0.0, z=math.sin(yaw / 2), w=math.cos(yaw / 2)
+                ),
+            ),
+            covariance=np.zeros(36),
+        ),
+        twist=T['geometry_msgs/msg/TwistWithCovariance'](
+            twist=T['geometry_msgs/msg/Twist'](
+                linear=vector(x=speed, y=0.0, z=0.0), angular=vector(x=0.0, y=0.0, z=0.0)
+            ),
+            covariance=np.zeros(36),
+        ),
+    )
 
 
 def write_bag(path, agents, duration, rate, storage):

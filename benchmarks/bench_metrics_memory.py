@@ -61,9 +61,11 @@ def main() -> None:
         if k in (round(60 / period), ticks):
             samples[round(now)] = rss_mb()
     first, last = samples[60], samples[round(args.seconds)]
-    print(f'metrics_node, N = {n}, {args.seconds:g} sim-s at {1 / period:g} Hz: RSS {first:.1f} MB '
-          f'at 60 s, {last:.1f} MB at {args.seconds:g} s: growth {last - first:+.1f} MB '
-          '(target < 15 MB)')
+    print(
+        f'metrics_node, N = {n}, {args.seconds:g} sim-s at {1 / period:g} Hz: RSS {first:.1f} MB '
+        f'at 60 s, {last:.1f} MB at {args.seconds:g} s: growth {last - first:+.1f} MB '
+        '(target < 15 MB)'
+    )
     node.destroy_node()
     rclpy.try_shutdown()
 

@@ -25,7 +25,11 @@ def run(command):
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_maxrss / 1024, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    return (
+        wall,
+        after.ru_maxrss / 1024,
+        (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
+    )
 
 
 def main():
@@ -35,19 +39,29 @@ def main():
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     common = ['--duration', str(args.duration), '--control-period', '0.05', '--seed', '0']
-    print(f'{"simulator":<10}{"N":>4}{"RTF":>8}{"wall s":>9}{"CPU s":>8}{"max RSS MB":>12}{"final E_gap":>13}')
+    print(
+        f'{"simulator":<10}{"N":>4}{"RTF":>8}{"wall s":>9}{"CPU s":>8}'
+        f'{"max RSS MB":>12}{"final E_gap":>13}'
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for n in args.agents:
             for name, command in (
-                    ('swarm_sim', [str(BIN / 'swarm_sim'), '--agents', str(n), '--no-progress', *common]),
-                    ('batch_sim', [str(BIN / 'batch_sim'), '--agents', str(n), *common])):
+                (
+                    'swarm_sim',
+                    [str(BIN / 'swarm_sim'), '--agents', str(n), '--no-progress', *common],
+                ),
+                ('batch_sim', [str(BIN / 'batch_sim'), '--agents', str(n), *common]),
+            ):
                 out = Path(tmp) / f'{name}_{n}'
                 wall, rss, cpu = run([*command, '--out', str(out)])
                 summary = json.loads((out / 'summary.json').read_text())
                 print(f'{name:<10}{n:>4}{summary["real_time_factor"]:>8.2f}{wall:>9.1f}{cpu:>8.1f}'
                       f'{rss:>12.0f}{summary["final"]["E_gap"]:>13.4f}', flush=True)
-    print('RTF = simulated seconds per wall second of the stepping loop (start-up and plots excluded);'
-          ' max RSS is the largest of the runs so far (getrusage of children).')
+    print(
+        'RTF = simulated seconds per wall second of the stepping loop '
+        '(start-up and plots excluded);'
+        ' max RSS is the largest of the runs so far (getrusage of children).'
+    )
 
 
 if __name__ == '__main__':

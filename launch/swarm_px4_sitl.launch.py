@@ -20,8 +20,11 @@ from soliton_encirclement_ros.launch_support import plan_launch_description
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
     'num_agents': ('3', 'number of PX4 SITL vehicles (px4_1..px4_N)'),
-    'origins': ('', "spawn positions 'x,y,z;x,y,z;...' (ENU, one per vehicle); empty = "
-                "instance i at (0, i * spawn_spacing, 0) as PX4's gz_multi_vehicle.sh places them"),
+    'origins': (
+        '',
+        "spawn positions 'x,y,z;x,y,z;...' (ENU, one per vehicle); empty = "
+        "instance i at (0, i * spawn_spacing, 0) as PX4's gz_multi_vehicle.sh places them",
+    ),
     'spawn_spacing': ('1.0', 'y spacing of the default origins [m] (gz_multi_vehicle.sh)'),
     'altitude': ('10.0', 'altitude hold of the agents [m, world ENU z]; nan = off'),
     'swarm_reliability': ('best_effort', 'QoS of the swarm topics'),

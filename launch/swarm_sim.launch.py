@@ -16,7 +16,10 @@ SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
     'num_agents': ('10', 'number of simulated UAVs'),
     'radius': ('20.0', 'encirclement radius R [m]'),
-    'params_file': (os.path.join(SHARE, 'config', 'swarm.yaml'), 'ROS 2 parameter YAML for every node'),
+    'params_file': (
+        os.path.join(SHARE, 'config', 'swarm.yaml'),
+        'ROS 2 parameter YAML for every node',
+    ),
     'use_sim_time': ('true', 'run on the simulated /clock published by the swarm mobility node'),
     'real_time_factor': ('1.0', 'sim seconds per wall second of the simulated clock'),
     'seed': ('0', 'seed of initial poses, target motion and failures'),
@@ -29,11 +32,16 @@ ARGUMENTS = {
 def _specs(value):
     params_file = value['params_file']
     plan = SwarmPlan(
-        num_agents=int(value['num_agents']), radius=float(value['radius']), seed=int(value['seed']),
+        num_agents=int(value['num_agents']),
+        radius=float(value['radius']),
+        seed=int(value['seed']),
         params_files=(params_file,) if params_file else (),
-        use_sim_time=value['use_sim_time'].lower() == 'true', clock_source='mobility',
+        use_sim_time=value['use_sim_time'].lower() == 'true',
+        clock_source='mobility',
         real_time_factor=float(value['real_time_factor']),
-        control_period=float(value['control_period']), target_motion=value['target_motion'])
+        control_period=float(value['control_period']),
+        target_motion=value['target_motion'],
+    )
     return build_graph(plan)
 
 

@@ -60,7 +60,9 @@ class PerAgentSwarm:
                 if not live[i]:
                     continue  # a failed agent ignores what reaches it
                 if isinstance(msg, TargetStateMsg):
-                    self.states[i] = receive_target_state(self.states[i], msg, arrival, self.params)
+                    self.states[i] = receive_target_state(
+                        self.states[i], msg, arrival, self.params
+                    )
                 else:
                     self.states[i] = receive_agent_state(self.states[i], msg, arrival, self.params)
         outgoing = [outgoing_state(self.states[j], positions[j], velocities[j], now)
@@ -195,7 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--agents', type=int, help='number of agents N (default 10)')
     parser.add_argument('--radius', type=float, help='encirclement radius R [m] (default 20)')
     parser.add_argument('--duration', type=float, help='simulated time [s] (default 120)')
-    parser.add_argument('--seed', type=int, help='RNG seed of placement, failures, loss (default 0)')
+    parser.add_argument(
+        '--seed', type=int, help='RNG seed of placement, failures, loss (default 0)'
+    )
     parser.add_argument('--control-period', type=float, help='control period P [s] (default 0.01)')
     parser.add_argument('--metrics-period', type=float, help='metrics period [s] (default P)')
     parser.add_argument('--telemetry-period', type=float,

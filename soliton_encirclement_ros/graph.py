@@ -57,7 +57,9 @@ class NodeSpec:
 def _yaml_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         value = list(value)
-    return yaml.safe_dump(value, default_flow_style=True, width=1 << 30).strip().removesuffix('\n...')
+    return (
+        yaml.safe_dump(value, default_flow_style=True, width=1 << 30).strip().removesuffix('\n...')
+    )
 
 
 @dataclass(frozen=True)
@@ -96,8 +98,14 @@ class SwarmPlan:
     def __post_init__(self) -> None:
         check_reliability(self.swarm_reliability)
         if not isinstance(self.altitude, (int, float)) or math.isinf(self.altitude):
-            raise ValueError(f'altitude must be a finite number or NaN (off), got {self.altitude!r}')
-        if isinstance(self.num_agents, bool) or not isinstance(self.num_agents, int) or self.num_agents < 1:
+            raise ValueError(
+                f'altitude must be a finite number or NaN (off), got {self.altitude!r}'
+            )
+        if (
+            isinstance(self.num_agents, bool)
+            or not isinstance(self.num_agents, int)
+            or self.num_agents < 1
+        ):
             raise ValueError(f'num_agents must be an integer >= 1, got {self.num_agents!r}')
         names = tuple(self.names) or tuple(f'uav{i}' for i in range(1, self.num_agents + 1))
         if len(names) != self.num_agents:
@@ -107,12 +115,16 @@ class SwarmPlan:
             raise ValueError(f'duplicate agent names: {", ".join(duplicates)}')
         bad = [n for n in names if not n or not (n[0].isalpha() and n.replace('_', 'a').isalnum())]
         if bad or 'target' in names:
-            raise ValueError(f'agent names must be ROS name tokens other than "target", got {bad or ["target"]}')
+            raise ValueError(
+                f'agent names must be ROS name tokens other than "target", got {bad or ["target"]}'
+            )
         object.__setattr__(self, 'names', names)
         for name, allowed in (('mode', MODES), ('target_motion', TARGET_MOTIONS),
                               ('clock_source', CLOCK_SOURCES)):
             if getattr(self, name) not in allowed:
-                raise ValueError(f'{name} must be one of {", ".join(allowed)}, got {getattr(self, name)!r}')
+                raise ValueError(
+                    f'{name} must be one of {", ".join(allowed)}, got {getattr(self, name)!r}'
+                )
         for name in ('radius', 'control_period', 'odom_rate'):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
@@ -123,10 +135,14 @@ class SwarmPlan:
                 raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
         check_loss(self.loss)
         if self.positions and len(self.positions) != self.num_agents:
-            raise ValueError(f'positions has {len(self.positions)} entries but num_agents is {self.num_agents}')
+            raise ValueError(
+                f'positions has {len(self.positions)} entries but num_agents is {self.num_agents}'
+            )
         if self.ids and (len(self.ids) != self.num_agents or len(set(self.ids)) != len(self.ids)
                          or min(self.ids) < 1):
-            raise ValueError(f'ids must be {self.num_agents} distinct integers >= 1, got {list(self.ids)}')
+            raise ValueError(
+                f'ids must be {self.num_agents} distinct integers >= 1, got {list(self.ids)}'
+            )
         if self.mode == 'px4':
             for name in ('px4_namespaces', 'px4_target_systems', 'px4_origins'):
                 if getattr(self, name) and len(getattr(self, name)) != self.num_agents:
@@ -154,35 +170,72 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
              else {'swarm_reliability': plan.swarm_reliability})
     nodes: list[NodeSpec] = []
     if plan.mode == 'sim':
-        nodes.append(NodeSpec(
-            'swarm_mobility_node', 'swarm_mobility', params_files=files,
-            parameters={**time, 'vehicle_names': list(plan.names),
-                        'initial_positions': [c for p in plan.initial_positions() for c in p],
-                        'odom_rate': plan.odom_rate,
-                        **({'publish_clock': True, 'real_time_factor': plan.real_time_factor or 1.0,
+        nodes.append(
+            NodeSpec(
+                'swarm_mobility_node',
+                'swarm_mobility',
+                params_files=files,
+                parameters={
+                    **time,
+                    'vehicle_names': list(plan.names),
+                    'initial_positions': [c for p in plan.initial_positions() for c in p],
+                    'odom_rate': plan.odom_rate,
+                    **(
+                        {
+                            'publish_clock': True,
+                            'real_time_factor': plan.real_time_factor or 1.0,
                             # every other node of the plan subscribes /clock: start when all are up
-                            'clock_subscribers': plan.num_agents + 2}
-                           if plan.clock_source == 'mobility' and plan.use_sim_time else {})}))
+                            'clock_subscribers': plan.num_agents + 2,
+                        }
+                        if plan.clock_source == 'mobility' and plan.use_sim_time
+                        else {}
+                    ),
+                },
+            )
+        )
     nodes.append(NodeSpec(
         'target_node', 'target', namespace='/target', params_files=files,
         parameters={**time, 'motion': plan.target_motion, 'seed': plan.seed,
                     'broadcast_period': plan.control_period, **swarm}))
     for index, (agent_id, name) in enumerate(zip(plan.agent_ids, plan.names)):
-        nodes.append(NodeSpec(
-            'agent_node', 'agent', namespace=f'/{name}', params_files=files,
-            parameters={**time, 'agent_id': agent_id, 'radius': plan.radius,
-                        'control_period': plan.control_period,
-                        'failures_per_min': plan.failures_per_min,
-                        'failure_off_time': plan.failure_off_time,
-                        'loss': plan.loss, 'delay': plan.delay,
-                        'seed': plan.seed, **swarm,
-                        **({} if math.isnan(plan.altitude) else {'altitude': float(plan.altitude)})}))
+        nodes.append(
+            NodeSpec(
+                'agent_node',
+                'agent',
+                namespace=f'/{name}',
+                params_files=files,
+                parameters={
+                    **time,
+                    'agent_id': agent_id,
+                    'radius': plan.radius,
+                    'control_period': plan.control_period,
+                    'failures_per_min': plan.failures_per_min,
+                    'failure_off_time': plan.failure_off_time,
+                    'loss': plan.loss,
+                    'delay': plan.delay,
+                    'seed': plan.seed,
+                    **swarm,
+                    **({} if math.isnan(plan.altitude) else {'altitude': float(plan.altitude)}),
+                },
+            )
+        )
         if plan.mode == 'px4':
             nodes.append(px4_bridge_spec(plan, index, name, files))
-    nodes.append(NodeSpec(
-        'metrics_node', 'metrics', namespace='/swarm', params_files=files,
-        parameters={**time, 'radius': plan.radius, 'metrics_period': plan.control_period, **swarm,
-                    **({'output_dir': plan.metrics_output_dir} if plan.metrics_output_dir else {})}))
+    nodes.append(
+        NodeSpec(
+            'metrics_node',
+            'metrics',
+            namespace='/swarm',
+            params_files=files,
+            parameters={
+                **time,
+                'radius': plan.radius,
+                'metrics_period': plan.control_period,
+                **swarm,
+                **({'output_dir': plan.metrics_output_dir} if plan.metrics_output_dir else {}),
+            },
+        )
+    )
     return nodes
 
 
@@ -190,7 +243,9 @@ def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]
     """The offboard bridge of agent ``index``: PX4 instance ``px4_<index+1>`` unless given."""
     px4_ns = plan.px4_namespaces[index] if plan.px4_namespaces else f'px4_{index + 1}'
     target_system = plan.px4_target_systems[index] if plan.px4_target_systems else index + 2
-    origin = {'origin_enu': [float(c) for c in plan.px4_origins[index]]} if plan.px4_origins else {}
+    origin = (
+        {'origin_enu': [float(c) for c in plan.px4_origins[index]]} if plan.px4_origins else {}
+    )
     return NodeSpec(
         'px4_bridge_node', 'px4_bridge', namespace=f'/{name}', params_files=tuple(files),
         parameters={'use_sim_time': plan.use_sim_time, 'px4_namespace': px4_ns,

@@ -73,9 +73,12 @@ class InProcessGraph:
             self._time_source.ros_time_is_active = True
             for node in [self.clock_node, *self.nodes]:
                 self._time_source.attach_clock(node.get_clock())
-            self._swarm_receivers = [n.receive_agent_state for n in self.nodes if type(n) in FANOUT_CLASSES]
-            self.clock_node.create_subscription(Float64MultiArray, AGENT_STATES_TOPIC, self._fan_out,
-                                               swarm_qos(RELIABLE))
+            self._swarm_receivers = [
+                n.receive_agent_state for n in self.nodes if type(n) in FANOUT_CLASSES
+            ]
+            self.clock_node.create_subscription(
+                Float64MultiArray, AGENT_STATES_TOPIC, self._fan_out, swarm_qos(RELIABLE)
+            )
             self.executor = EventsExecutor(context=self.context)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)
@@ -111,7 +114,9 @@ class InProcessGraph:
                       if pub.topic_name in subscribers]
         deadline = time.monotonic() + MATCH_TIMEOUT
         while time.monotonic() < deadline:
-            waiting = [p for p in publishers if p.get_subscription_count() < subscribers[p.topic_name]]
+            waiting = [
+                p for p in publishers if p.get_subscription_count() < subscribers[p.topic_name]
+            ]
             if not waiting:
                 return
             time.sleep(0.01)
@@ -169,7 +174,9 @@ class InProcessGraph:
         try:
             state = agent_state_from_msg(msg)
         except ValueError as error:
-            self.clock_node.get_logger().warning(f'ignoring agent state: {error}', throttle_duration_sec=5.0)
+            self.clock_node.get_logger().warning(
+                f'ignoring agent state: {error}', throttle_duration_sec=5.0
+            )
             return
         for receive in self._swarm_receivers:
             receive(state)
@@ -194,7 +201,9 @@ class InProcessGraph:
     def next_due_ns(self) -> int:
         """Sim time of the earliest timer due next: the clock jumps straight there."""
         waits = [t.time_until_next_call() for t in self._timers]
-        return self.sim_time_ns + max(1, min((w for w in waits if w is not None), default=CLOCK_STEP_NS))
+        return self.sim_time_ns + max(
+            1, min((w for w in waits if w is not None), default=CLOCK_STEP_NS)
+        )
 
     def run(self, duration: float, real_time_factor: float = 0.0,
             on_progress: Callable[[int], None] = lambda sim_time_ns: None,
@@ -219,7 +228,9 @@ class InProcessGraph:
         """Close the bag, destroy the nodes and the context; safe to call twice."""
         if self.recorder is not None:
             self.recorder.close()
-        for node in getattr(self, 'nodes', []) + ([self.clock_node] if hasattr(self, 'clock_node') else []):
+        for node in getattr(self, 'nodes', []) + (
+            [self.clock_node] if hasattr(self, 'clock_node') else []
+        ):
             node.destroy_node()
         self.nodes = []
         if hasattr(self, 'clock_node'):
@@ -263,5 +274,7 @@ def check_unknown_parameters(nodes: list[Node]) -> None:
         declared.update(node._parameters)
     unknown = sorted(set(given) - declared)
     if unknown:
-        raise ValueError('unknown parameter(s): ' + ', '.join(f'{name} (given to {given[name]})'
-                                                               for name in unknown))
+        raise ValueError(
+            'unknown parameter(s): '
+            + ', '.join(f'{name} (given to {given[name]})' for name in unknown)
+        )

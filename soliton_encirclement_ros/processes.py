@@ -79,9 +79,13 @@ class ProcessGraph:
         for spec in build_graph(plan):
             log = self._log_dir / f'{spec.full_name.strip("/").replace("/", "_")}.log'
             with open(log, 'w') as handle:
-                process = subprocess.Popen([executable_path(spec), *spec.ros_args()], stdout=handle,
-                                           stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                           start_new_session=True)
+                process = subprocess.Popen(
+                    [executable_path(spec), *spec.ros_args()],
+                    stdout=handle,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
             self.processes.append((spec, process, log))
 
     def _on_clock(self, msg: Clock) -> None:
@@ -94,7 +98,9 @@ class ProcessGraph:
     def _check_children(self) -> None:
         for spec, process, log in self.processes:
             if process.poll() is not None:
-                raise ChildFailed(f'{spec.full_name} exited with code {process.returncode}: {_last_line(log)}')
+                raise ChildFailed(
+                    f'{spec.full_name} exited with code {process.returncode}: {_last_line(log)}'
+                )
 
     def run(self, duration: float,
             on_progress: Callable[[int], None] = lambda sim_time_ns: None,
@@ -111,7 +117,9 @@ class ProcessGraph:
             if self.sim_time_ns > last_progress[1]:
                 last_progress = (now, self.sim_time_ns)
             elif self.sim_time_ns == 0 and now - started > STARTUP_TIMEOUT:
-                raise ChildFailed(f'no /clock within {STARTUP_TIMEOUT:.0f} s of starting the nodes')
+                raise ChildFailed(
+                    f'no /clock within {STARTUP_TIMEOUT:.0f} s of starting the nodes'
+                )
             elif self.sim_time_ns > 0 and now - last_progress[0] > STALL_TIMEOUT:
                 raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
             on_progress(self.sim_time_ns)

@@ -32,28 +32,48 @@ from .core.metrics import METRIC_NAMES
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = OneLineParser(
-        prog='swarm_sim', description='Simulate N UAVs encircling a target through a real ROS 2 graph.')
+        prog='swarm_sim',
+        description='Simulate N UAVs encircling a target through a real ROS 2 graph.',
+    )
     parser.add_argument('--agents', type=int, default=10, help='number of UAVs (default 10)')
     parser.add_argument('--duration', type=number(0, strict=True), default=60.0,
                         help='simulated seconds (default 60)')
-    parser.add_argument('--seed', type=int, default=0, help='seed of initial poses, target motion, failures')
+    parser.add_argument(
+        '--seed', type=int, default=0, help='seed of initial poses, target motion, failures'
+    )
     parser.add_argument('--real-time-factor', type=number(0), default=0.0,
                         help='sim seconds per wall second; 0 = as fast as possible (default)')
-    parser.add_argument('--control-period', type=float, default=0.05, help='agent control period [s]')
+    parser.add_argument(
+        '--control-period', type=float, default=0.05, help='agent control period [s]'
+    )
     parser.add_argument('--odom-rate', type=float, default=50.0, help='odometry rate [Hz]')
     parser.add_argument('--radius', type=float, default=20.0, help='encirclement radius R [m]')
-    parser.add_argument('--names', default='', help='comma-separated agent names (default uav1..uavN)')
-    parser.add_argument('--target-motion', default='static', choices=('static', 'random', 'waypoints'))
-    parser.add_argument('--failures-per-min', type=float, default=0.0, help='injected outages per agent-minute')
+    parser.add_argument(
+        '--names', default='', help='comma-separated agent names (default uav1..uavN)'
+    )
+    parser.add_argument(
+        '--target-motion', default='static', choices=('static', 'random', 'waypoints')
+    )
+    parser.add_argument(
+        '--failures-per-min', type=float, default=0.0, help='injected outages per agent-minute'
+    )
     parser.add_argument('--failure-off-time', type=float, default=8.0, help='outage duration [s]')
     parser.add_argument('--loss', type=float, default=0.0, help='swarm message loss probability')
     parser.add_argument('--delay', type=float, default=0.0, help='swarm message delay [s]')
     parser.add_argument('--params-file', action='append', default=[],
                         help='ROS 2 parameter YAML applied to every node (repeatable)')
-    parser.add_argument('--out', default='runs/latest', help='output directory (default runs/latest)')
-    parser.add_argument('--record', default='', metavar='BAG', help='record a rosbag2 into this new directory')
-    parser.add_argument('--storage', default='mcap', choices=('mcap', 'sqlite3'), help='bag storage')
-    parser.add_argument('--processes', action='store_true', help='one process per node, as ros2 launch does')
+    parser.add_argument(
+        '--out', default='runs/latest', help='output directory (default runs/latest)'
+    )
+    parser.add_argument(
+        '--record', default='', metavar='BAG', help='record a rosbag2 into this new directory'
+    )
+    parser.add_argument(
+        '--storage', default='mcap', choices=('mcap', 'sqlite3'), help='bag storage'
+    )
+    parser.add_argument(
+        '--processes', action='store_true', help='one process per node, as ros2 launch does'
+    )
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     return parser.parse_args(argv)
 
@@ -80,7 +100,9 @@ def check_params_file(path: str) -> None:
     except OSError as error:
         raise ValueError(f'cannot read params file {path}: {error.strerror}') from None
     except yaml.YAMLError as error:
-        raise ValueError(f'params file {path} is not valid YAML: {str(error).splitlines()[0]}') from None
+        raise ValueError(
+            f'params file {path} is not valid YAML: {str(error).splitlines()[0]}'
+        ) from None
     if not isinstance(content, dict) or not all(
             isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict)
             for section in content.values()):
@@ -88,11 +110,22 @@ def check_params_file(path: str) -> None:
 
 
 def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
-    return {'agents': plan.num_agents, 'names': list(plan.names), 'radius': plan.radius, 'seed': plan.seed,
-            'duration': args.duration, 'control_period': plan.control_period, 'odom_rate': plan.odom_rate,
-            'target_motion': plan.target_motion, 'failures_per_min': plan.failures_per_min,
-            'failure_off_time': plan.failure_off_time, 'loss': plan.loss, 'delay': plan.delay,
-            'params_files': list(plan.params_files), 'mode': 'processes' if args.processes else 'in-process'}
+    return {
+        'agents': plan.num_agents,
+        'names': list(plan.names),
+        'radius': plan.radius,
+        'seed': plan.seed,
+        'duration': args.duration,
+        'control_period': plan.control_period,
+        'odom_rate': plan.odom_rate,
+        'target_motion': plan.target_motion,
+        'failures_per_min': plan.failures_per_min,
+        'failure_off_time': plan.failure_off_time,
+        'loss': plan.loss,
+        'delay': plan.delay,
+        'params_files': list(plan.params_files),
+        'mode': 'processes' if args.processes else 'in-process',
+    }
 
 
 def _number(value, digits: int = 4, unit: str = '', none: str = 'n/a') -> str:
@@ -132,7 +165,10 @@ def main(argv=None) -> int:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return 2
     if args.record and Path(args.record).exists():
-        print(f'swarm_sim: error: --record {args.record} exists already; choose a new directory', file=sys.stderr)
+        print(
+            f'swarm_sim: error: --record {args.record} exists already; choose a new directory',
+            file=sys.stderr,
+        )
         return 2
     stop = StopRequest('swarm_sim').install()
     run = run_processes if args.processes else run_in_process

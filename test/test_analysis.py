@@ -24,14 +24,19 @@ RADIUS = 20.0
 TARGET = np.array([3.0, -2.0])
 OMEGA = 0.2  # rad/s around the target
 STORAGES = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
-ODOM, STATES, FLOAT = 'nav_msgs/msg/Odometry', 'std_msgs/msg/Float64MultiArray', 'std_msgs/msg/Float64'
+ODOM, STATES, FLOAT = (
+    'nav_msgs/msg/Odometry',
+    'std_msgs/msg/Float64MultiArray',
+    'std_msgs/msg/Float64',
+)
 
 
 def odometry(t, name, xy, yaw, forward_speed):
     """Odometry as a vehicle publishes it: pose in world, twist in the body frame."""
     sec, nsec = divmod(int(round(t * 1e9)), 10**9)
-    header = T['std_msgs/msg/Header'](stamp=T['builtin_interfaces/msg/Time'](sec=sec, nanosec=nsec),
-                                      frame_id='world')
+    header = T['std_msgs/msg/Header'](
+        stamp=T['builtin_interfaces/msg/Time'](sec=sec, nanosec=nsec), frame_id='world'
+    )
     pose = T['geometry_msgs/msg/Pose'](
         position=T['geometry_msgs/msg/Point'](x=float(xy[0]), y=float(xy[1]), z=5.0),
         orientation=T['geometry_msgs/msg/Quaternion'](x=0.0, y=0.0, z=math.sin(yaw / 2),

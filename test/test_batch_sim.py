@@ -70,7 +70,9 @@ def test_cli_writes_outputs_and_summary(tmp_path):
     for name in ('metrics.csv', 'agents.csv', 'summary.json', 'trajectories.png',
                  *[f'{m}.png' for m in METRIC_NAMES]):
         assert (out / name).is_file(), name
-    assert (out / 'metrics.csv').read_text().splitlines()[0] == 'timestamp,E_r,E_vr,rho,G_max,E_gap,d_min'
+    assert (out / 'metrics.csv').read_text().splitlines()[
+        0
+    ] == 'timestamp,E_r,E_vr,rho,G_max,E_gap,d_min'
     assert (out / 'agents.csv').read_text().splitlines()[0] == 'node_id,timestamp,u,velocity_norm'
     summary = json.loads((out / 'summary.json').read_text())
     assert set(summary) >= {'final', 'mean', 'settle_time', 'real_time_factor', 'params'}

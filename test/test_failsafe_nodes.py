@@ -12,8 +12,11 @@ from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
 from soliton_encirclement_ros.core.controller import AgentStateMsg
-from soliton_encirclement_ros.interface import (agent_state_from_msg, agent_state_to_msg,
-                                               target_state_to_msg)
+from soliton_encirclement_ros.interface import (
+    agent_state_from_msg,
+    agent_state_to_msg,
+    target_state_to_msg,
+)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -52,8 +55,13 @@ class Feeds:
 
 @pytest.fixture
 def agent():
-    harness = Harness(lambda ctx: AgentNode(context=ctx, namespace='/uav1', parameter_overrides=SIM + [
-        Parameter('control_period', value=PERIOD)]))
+    harness = Harness(
+        lambda ctx: AgentNode(
+            context=ctx,
+            namespace='/uav1',
+            parameter_overrides=SIM + [Parameter('control_period', value=PERIOD)],
+        )
+    )
     harness.record(Twist, '/uav1/cmd_vel')
     harness.record(Float64MultiArray, '/swarm/agent_states')
     harness.record(DiagnosticStatus, '/uav1/agent/status')
@@ -197,12 +205,23 @@ def test_metrics_node_reports_a_duplicate_id(capfd):
         harness.advance(0.5, before_step=publish)
     finally:
         harness.close()
-    assert capfd.readouterr().err.count('duplicate agent_id 3: broadcast by incarnations 1, 2') == 1
+    assert (
+        capfd.readouterr().err.count('duplicate agent_id 3: broadcast by incarnations 1, 2') == 1
+    )
 
 
 def test_follow_mode_stops_broadcasting_a_stale_track_and_resumes(capfd):
-    harness = Harness(lambda ctx: TargetNode(context=ctx, namespace='/target', parameter_overrides=SIM + [
-        Parameter('follow_topic', value='/tracked/odom'), Parameter('broadcast_period', value=0.05)]))
+    harness = Harness(
+        lambda ctx: TargetNode(
+            context=ctx,
+            namespace='/target',
+            parameter_overrides=SIM
+            + [
+                Parameter('follow_topic', value='/tracked/odom'),
+                Parameter('broadcast_period', value=0.05),
+            ],
+        )
+    )
     harness.record(Float64MultiArray, '/target/state')
     harness.record(Odometry, '/target/odom')
     tracked = harness.publisher(Odometry, '/tracked/odom')
@@ -237,8 +256,10 @@ def test_swarm_reliability_sets_the_qos_and_a_mismatch_is_reported(capfd):
         return AgentNode(context=ctx, namespace='/uav4', parameter_overrides=SIM + [
             Parameter('swarm_reliability', value='best_effort')])
 
-    harness = Harness(best_effort_agent,
-                      lambda ctx: MetricsNode(context=ctx, namespace='/swarm', parameter_overrides=SIM))
+    harness = Harness(
+        best_effort_agent,
+        lambda ctx: MetricsNode(context=ctx, namespace='/swarm', parameter_overrides=SIM),
+    )
     try:
         harness.settle(1.5)
         offered = harness.driver.get_publishers_info_by_topic('/swarm/agent_states')

@@ -38,14 +38,22 @@ def test_parameters_and_files_flow_to_every_node():
     assert all(s.params_files == ('/tmp/p.yaml',) for s in specs)
     assert all(s.parameters['use_sim_time'] is False for s in specs)
     agent = by_executable(specs, 'agent_node')[0]
-    expected = {'radius': 35.0, 'control_period': 0.02, 'failures_per_min': 1.5, 'loss': 0.1, 'delay': 0.02}
+    expected = {
+        'radius': 35.0,
+        'control_period': 0.02,
+        'failures_per_min': 1.5,
+        'loss': 0.1,
+        'delay': 0.02,
+    }
     assert {k: agent.parameters[k] for k in expected} == expected
     assert by_executable(specs, 'metrics_node')[0].parameters['radius'] == 35.0
     assert by_executable(specs, 'target_node')[0].parameters['broadcast_period'] == 0.02
 
 
 def test_ros_args_are_the_command_line_of_a_ros2_run():
-    spec = by_executable(build_graph(SwarmPlan(num_agents=1, params_files=('/p.yaml',))), 'agent_node')[0]
+    spec = by_executable(
+        build_graph(SwarmPlan(num_agents=1, params_files=('/p.yaml',))), 'agent_node'
+    )[0]
     args = spec.ros_args()
     assert args[:5] == ['--ros-args', '-r', '__node:=agent', '-r', '__ns:=/uav1']
     assert args[5:7] == ['--params-file', '/p.yaml']
@@ -56,7 +64,10 @@ def test_mobility_publishes_the_clock_only_when_it_owns_it():
     def mobility(**kw):
         return by_executable(build_graph(SwarmPlan(num_agents=1, **kw)), 'swarm_mobility_node')[0]
     assert 'publish_clock' not in mobility(clock_source='runner').parameters
-    assert mobility(clock_source='mobility', real_time_factor=2.0).parameters['real_time_factor'] == 2.0
+    assert (
+        mobility(clock_source='mobility', real_time_factor=2.0).parameters['real_time_factor']
+        == 2.0
+    )
     assert 'publish_clock' not in mobility(clock_source='mobility', use_sim_time=False).parameters
 
 
@@ -91,7 +102,9 @@ def test_single_agent_plan_keeps_an_explicit_id():
     ({'num_agents': 2, 'ids': (1, 1)}, 'ids must be 2 distinct integers'),
 ])
 def test_bad_plans_are_rejected_with_the_reason(kwargs, message):
-    with pytest.raises(ValueError, match=message.replace('[', r'\[').replace(')', r'\)').replace('(', r'\(')):
+    with pytest.raises(
+        ValueError, match=message.replace('[', r'\[').replace(')', r'\)').replace('(', r'\(')
+    ):
         SwarmPlan(**kwargs)
 
 

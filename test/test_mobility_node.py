@@ -187,8 +187,9 @@ def test_ramp_rate_saturation_and_sim_time_stamps(graph_factory):
     assert odom[-1].child_frame_id == 'ramp/base_link'
 
 
-def test_a_clock_that_jumps_several_steps_is_integrated_and_a_huge_jump_is_not(graph_factory,
-                                                                                 capfd):
+def test_a_clock_that_jumps_several_steps_is_integrated_and_a_huge_jump_is_not(
+    graph_factory, capfd
+):
     """An external /clock at 20 Hz (5 sim_dt per message): the ramp still reaches 4 m/s^2."""
     g = graph_factory('jumps', tau_xy=0.0, tau_z=0.0, odom_rate=100.0, cmd_timeout=0.0)
     odom = g.collect(Odometry, '/jumps/odom')
@@ -340,7 +341,9 @@ class MobilityProcess:
         exe = Path(sys.executable).parent / 'mobility_node'
         command = [str(exe)] if exe.exists() else [sys.executable, '-m',
                                                    'velocity_mobility_ros.mobility_node']
-        self.proc = subprocess.Popen(command + ['--ros-args', '-r', f'__ns:=/{self.ns}', *self.ros_args])
+        self.proc = subprocess.Popen(
+            command + ['--ros-args', '-r', f'__ns:=/{self.ns}', *self.ros_args]
+        )
         self.node = rclpy.create_node(f'{self.ns}_driver')
         self.executor = SingleThreadedExecutor()
         self.executor.add_node(self.node)

@@ -284,7 +284,10 @@ def test_lost_and_temporarily_rejected_requests_are_retried(ros):
     assert spin_until(ros, lambda: operator.odoms)
     response = call_engage(ros, operator)  # called as soon as the bridge hears PX4
     assert response.success, response.message
-    mode, arm = VehicleCommand.VEHICLE_CMD_DO_SET_MODE, VehicleCommand.VEHICLE_CMD_COMPONENT_ARM_DISARM
+    mode, arm = (
+        VehicleCommand.VEHICLE_CMD_DO_SET_MODE,
+        VehicleCommand.VEHICLE_CMD_COMPONENT_ARM_DISARM,
+    )
     assert [c for c, _ in fake.received] == [mode, mode, mode, arm]
     assert fake.received[-1] == (arm, VehicleStatus.NAVIGATION_STATE_OFFBOARD)
 

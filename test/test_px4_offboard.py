@@ -221,8 +221,9 @@ def test_acks_addressed_to_another_sender_are_ignored():
     seq.on_command_ack(2.05, VEHICLE_CMD_DO_SET_MODE, DENIED, 1, 1, source=ME)
     assert feed(seq, 2.1, POSCTL, DISARMED).outcome is None
     seq.on_command_ack(2.15, VEHICLE_CMD_DO_SET_MODE, DENIED, *ME, source=ME)
-    assert 'PX4 refused DO_SET_MODE (176): DENIED' in feed(seq, 2.2, POSCTL,
-                                                              DISARMED).outcome.message
+    assert (
+        'PX4 refused DO_SET_MODE (176): DENIED' in feed(seq, 2.2, POSCTL, DISARMED).outcome.message
+    )
 
 
 def test_stale_px4_odometry_holds_while_active_and_recovers():

@@ -23,8 +23,23 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 def recorded(request, tmp_path_factory):
     base = tmp_path_factory.mktemp(f'rec_{request.param}')
     bag = base / 'bag'
-    code = runner.main(['--agents', '4', '--duration', '12', '--seed', '2', '--no-progress',
-                        '--out', str(base / 'run'), '--record', str(bag), '--storage', request.param])
+    code = runner.main(
+        [
+            '--agents',
+            '4',
+            '--duration',
+            '12',
+            '--seed',
+            '2',
+            '--no-progress',
+            '--out',
+            str(base / 'run'),
+            '--record',
+            str(bag),
+            '--storage',
+            request.param,
+        ]
+    )
     assert code == 0
     return request.param, bag, base / 'run'
 
@@ -68,6 +83,8 @@ def test_analyze_run_reports_the_run_the_runner_reported(recorded, tmp_path):
     simulated = json.loads((run / 'summary.json').read_text())
     for name in ('E_r', 'E_gap', 'G_max', 'rho'):
         assert analysed['final'][name] == pytest.approx(simulated['final'][name], abs=0.01)
-    assert analysed['settle_time']['E_gap'] == pytest.approx(simulated['settle_time']['E_gap'], abs=0.5)
+    assert analysed['settle_time']['E_gap'] == pytest.approx(
+        simulated['settle_time']['E_gap'], abs=0.5
+    )
     for name in ('metrics.csv', 'dashboard.png', 'trajectories.png', 'encirclement.gif'):
         assert (out / name).stat().st_size > 0

@@ -44,7 +44,9 @@ def test_final_and_nan_ignoring_mean():
 def test_closest_approach_is_the_smallest_d_min_and_its_time():
     summary = summarise(metrics_table([0.1] * 5, d_min=[4.0, NAN, 1.25, 1.25, 2.0]))
     assert summary['closest'] == {'d_min': 1.25, 'time': 1.0}
-    assert all(math.isnan(v) for v in summarise(metrics_table([0.1], d_min=[NAN]))['closest'].values())
+    assert all(
+        math.isnan(v) for v in summarise(metrics_table([0.1], d_min=[NAN]))['closest'].values()
+    )
 
 
 def test_outputs_are_written_with_headers_and_summary(tmp_path):

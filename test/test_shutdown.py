@@ -152,8 +152,12 @@ def write_marker(tmp_path):
 def test_a_malformed_params_file_is_one_line_naming_the_file(tmp_path):
     bad = tmp_path / 'bad.yaml'
     bad.write_text('/**:\n  ros__parameters:\n    k_r: [1, 2\n')
-    result = subprocess.run([str(BIN / 'agent_node'), '--ros-args', '-r', '__ns:=/uav1',
-                             '--params-file', str(bad)], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [str(BIN / 'agent_node'), '--ros-args', '-r', '__ns:=/uav1', '--params-file', str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and str(bad) in lines[0] and 'not valid YAML (line' in lines[0], lines
@@ -175,5 +179,6 @@ def test_params_files_are_checked_for_syntax_only(tmp_path):
     broken = tmp_path / 'broken.yaml'
     broken.write_text('/**: {ros__parameters: {k_r: [1, 2}\n')
     assert 'not valid YAML (line 1' in params_file_problem(['--params-file', str(broken)])
-    assert 'cannot read params file' in params_file_problem(['--params-file',
-                                                              str(tmp_path / 'missing.yaml')])
+    assert 'cannot read params file' in params_file_problem(
+        ['--params-file', str(tmp_path / 'missing.yaml')]
+    )

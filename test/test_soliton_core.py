@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 from soliton_encirclement_ros.core.controller import (
     AgentStateMsg, TargetStateMsg, control_step, initial_state, outgoing_state,
     receive_agent_state, receive_target_state)
-from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame, target_angle, wrap_2pi
+from soliton_encirclement_ros.core.geometry import (
+    angular_rate,
+    polar_frame,
+    target_angle,
+    wrap_2pi,
+)
 from soliton_encirclement_ros.core.law import (
     clamp_velocity, compose_command, damped_spacing_error, limiter, radial_velocity,
     soliton_update, spacing_error, tangential_velocity)
@@ -339,4 +344,6 @@ def test_outage_process_starts_its_checks_at_the_first_update_on_a_wall_clock():
     shifted = OutageProcess(failures_per_min=600.0, off_time=0.5, seed=3, agent_id=2)
     sim.update(0.05)
     shifted.update(1000.05)
-    assert [sim.update(0.05 + 0.1 * k) for k in range(50)] == [shifted.update(1000.05 + 0.1 * k) for k in range(50)]
+    assert [sim.update(0.05 + 0.1 * k) for k in range(50)] == [
+        shifted.update(1000.05 + 0.1 * k) for k in range(50)
+    ]

@@ -13,8 +13,12 @@ from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool
 
 from soliton_encirclement_ros.core.controller import AgentStateMsg
-from soliton_encirclement_ros.interface import (agent_state_from_msg, agent_state_to_msg,
-                                               target_state_from_msg, target_state_to_msg)
+from soliton_encirclement_ros.interface import (
+    agent_state_from_msg,
+    agent_state_to_msg,
+    target_state_from_msg,
+    target_state_to_msg,
+)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -25,8 +29,13 @@ from support.harness import SIM, Harness
 
 @pytest.fixture
 def agent_harness():
-    harness = Harness(lambda ctx: AgentNode(context=ctx, namespace='/uav1',
-                                            parameter_overrides=SIM + [Parameter('control_period', value=0.05)]))
+    harness = Harness(
+        lambda ctx: AgentNode(
+            context=ctx,
+            namespace='/uav1',
+            parameter_overrides=SIM + [Parameter('control_period', value=0.05)],
+        )
+    )
     harness.record(Twist, '/uav1/cmd_vel')
     harness.record(Float64MultiArray, '/swarm/agent_states')
     odom = harness.publisher(Odometry, '/uav1/odom')
@@ -37,9 +46,18 @@ def agent_harness():
 
     def feed(now):
         stamp = Time(nanoseconds=round(now * 1e9)).to_msg()
-        odom.publish(to_odometry([25.0, 0.0, 0.0], [0.0, 0.0, 0.0], 0.0, stamp, 'world', 'uav1/base_link'))
-        other = AgentStateMsg(agent_id=2, seq=next(seq), stamp=now, position=np.array([-20.0, 0.0, 0.0]),
-                              velocity=np.zeros(3), u=0.0, u_ss=0.0)
+        odom.publish(
+            to_odometry([25.0, 0.0, 0.0], [0.0, 0.0, 0.0], 0.0, stamp, 'world', 'uav1/base_link')
+        )
+        other = AgentStateMsg(
+            agent_id=2,
+            seq=next(seq),
+            stamp=now,
+            position=np.array([-20.0, 0.0, 0.0]),
+            velocity=np.zeros(3),
+            u=0.0,
+            u_ss=0.0,
+        )
         states.publish(agent_state_to_msg(other))
         target.publish(target_state_to_msg(now, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
 
@@ -49,7 +67,11 @@ def agent_harness():
 
 
 def own_states(harness):
-    return [s for s in map(agent_state_from_msg, harness.received['/swarm/agent_states']) if s.agent_id == 1]
+    return [
+        s
+        for s in map(agent_state_from_msg, harness.received['/swarm/agent_states'])
+        if s.agent_id == 1
+    ]
 
 
 def test_agent_commands_the_radial_pd_correction_and_broadcasts_its_state(agent_harness):
@@ -104,8 +126,18 @@ def test_malformed_states_are_ignored_and_bad_gains_rejected(agent_harness):
 
 
 def test_random_target_moves_at_its_speed_and_broadcasts_state():
-    harness = Harness(lambda ctx: TargetNode(context=ctx, namespace='/target', parameter_overrides=SIM + [
-        Parameter('motion', value='random'), Parameter('speed', value=3.0), Parameter('seed', value=4)]))
+    harness = Harness(
+        lambda ctx: TargetNode(
+            context=ctx,
+            namespace='/target',
+            parameter_overrides=SIM
+            + [
+                Parameter('motion', value='random'),
+                Parameter('speed', value=3.0),
+                Parameter('seed', value=4),
+            ],
+        )
+    )
     try:
         harness.record(Odometry, '/target/odom')
         harness.record(Float64MultiArray, '/target/state')
@@ -115,7 +147,11 @@ def test_random_target_moves_at_its_speed_and_broadcasts_state():
         assert len(states) == pytest.approx(6.0 / 0.05, abs=2)
         speeds = [np.linalg.norm(s.velocity[:2]) for s in states]
         assert max(speeds) <= 3.0 + 1e-9 and max(speeds) > 2.0  # tracks 3 m/s through a 1 s lag
-        headings = {round(math.atan2(s.velocity[1], s.velocity[0]), 1) for s in states if np.linalg.norm(s.velocity) > 1}
+        headings = {
+            round(math.atan2(s.velocity[1], s.velocity[0]), 1)
+            for s in states
+            if np.linalg.norm(s.velocity) > 1
+        }
         assert len(headings) > 3  # a new random heading every second
         assert np.linalg.norm(states[-1].position[:2]) > 1.0
         odom = harness.received['/target/odom'][-1]
@@ -138,7 +174,9 @@ def test_unreachable_waypoint_time_is_a_startup_error():
 
 
 def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
-    harness = Harness(lambda ctx: MetricsNode(context=ctx, namespace='/swarm', parameter_overrides=SIM))
+    harness = Harness(
+        lambda ctx: MetricsNode(context=ctx, namespace='/swarm', parameter_overrides=SIM)
+    )
     try:
         for name in ('E_r', 'E_gap', 'rho', 'G_max'):
             harness.record(Float64, f'/swarm/metrics/{name}')
@@ -151,9 +189,19 @@ def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
             k = next(seq)
             for i in range(6):
                 angle = 2 * math.pi * i / 6 + 0.3
-                states.publish(agent_state_to_msg(AgentStateMsg(
-                    agent_id=i + 1, seq=k, stamp=now, position=np.array([5 + 20 * math.cos(angle), 20 * math.sin(angle), 0]),
-                    velocity=np.zeros(3), u=0.0, u_ss=0.0)))
+                states.publish(
+                    agent_state_to_msg(
+                        AgentStateMsg(
+                            agent_id=i + 1,
+                            seq=k,
+                            stamp=now,
+                            position=np.array([5 + 20 * math.cos(angle), 20 * math.sin(angle), 0]),
+                            velocity=np.zeros(3),
+                            u=0.0,
+                            u_ss=0.0,
+                        )
+                    )
+                )
             target.publish(target_state_to_msg(now, [5.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
 
         harness.advance(0.5, before_step=ring)
@@ -171,8 +219,13 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
     """metrics.csv and agents.csv grow on disk during the run (flushed within a second), so a
     SIGKILL or an OOM kill loses at most the last second; plots and summary come at the end."""
     out = tmp_path / 'metrics'
-    harness = Harness(lambda ctx: MetricsNode(context=ctx, namespace='/swarm', parameter_overrides=SIM + [
-        Parameter('output_dir', value=str(out))]))
+    harness = Harness(
+        lambda ctx: MetricsNode(
+            context=ctx,
+            namespace='/swarm',
+            parameter_overrides=SIM + [Parameter('output_dir', value=str(out))],
+        )
+    )
     try:
         states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
         target = harness.publisher(Float64MultiArray, '/target/state')
@@ -201,8 +254,13 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
 
 
 def test_target_follows_an_external_odometry_topic():
-    harness = Harness(lambda ctx: TargetNode(context=ctx, namespace='/target', parameter_overrides=SIM + [
-        Parameter('follow_topic', value='/tracked/odom')]))
+    harness = Harness(
+        lambda ctx: TargetNode(
+            context=ctx,
+            namespace='/target',
+            parameter_overrides=SIM + [Parameter('follow_topic', value='/tracked/odom')],
+        )
+    )
     try:
         harness.record(Float64MultiArray, '/target/state')
         tracked = harness.publisher(Odometry, '/tracked/odom')

@@ -1,10 +1,12 @@
-"""swarm_sim end to end with real rclpy: the ring forms, runs are reproducible, bad starts fail cleanly.
+"""swarm_sim end to end with real rclpy: the ring forms, runs are reproducible, bad starts fail
+cleanly.
 
 Thresholds come from the ROS-free batch simulator on the same scenario (5 agents, seed 1,
 control period 0.05 s, 25 s): final E_gap 0.0011, E_r 6e-7, E_gap settles (< 0.05 for good)
 at 9.8 s and E_r (< 0.01) at 6.5 s, run-mean E_gap 0.108. The ROS graph delivers messages one
 tick later than the batch model only through odometry, so it must land close to those numbers.
 """
+
 import json
 import subprocess
 import sys
@@ -23,7 +25,9 @@ def run(tmp_path, *args, name='run'):
 
 @pytest.fixture(scope='module')
 def ring(tmp_path_factory):
-    code, out = run(tmp_path_factory.mktemp('ring'), '--agents', '5', '--duration', '25', '--seed', '1')
+    code, out = run(
+        tmp_path_factory.mktemp('ring'), '--agents', '5', '--duration', '25', '--seed', '1'
+    )
     assert code == 0
     return out
 
@@ -41,7 +45,14 @@ def test_the_ros_graph_forms_the_ring_like_the_batch_simulator(ring):
 
 
 def test_outputs_are_written(ring):
-    for name in ('metrics.csv', 'agents.csv', 'summary.json', 'trajectories.png', 'E_gap.png', 'E_r.png'):
+    for name in (
+        'metrics.csv',
+        'agents.csv',
+        'summary.json',
+        'trajectories.png',
+        'E_gap.png',
+        'E_r.png',
+    ):
         assert (ring / name).stat().st_size > 0, name
     header = (ring / 'metrics.csv').read_text().splitlines()[0]
     assert header == 'timestamp,E_r,E_vr,rho,G_max,E_gap,d_min'
@@ -110,9 +121,25 @@ def test_params_file_values_reach_the_nodes(tmp_path):
 
 def test_sigint_still_writes_the_outputs_gathered_so_far(tmp_path):
     out = tmp_path / 'interrupted'
-    proc = subprocess.Popen([sys.executable, '-m', 'soliton_encirclement_ros.runner', '--agents', '3',
-                             '--duration', '600', '--real-time-factor', '1', '--no-progress', '--out', str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            '-m',
+            'soliton_encirclement_ros.runner',
+            '--agents',
+            '3',
+            '--duration',
+            '600',
+            '--real-time-factor',
+            '1',
+            '--no-progress',
+            '--out',
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         import time
         deadline = time.monotonic() + 60

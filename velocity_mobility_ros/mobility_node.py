@@ -238,7 +238,7 @@ class MobilityNodeBase(Node):
         self._has_next[due] = False
 
     def _now(self) -> Time:
-        """The simulation time: this node's own when it publishes the clock, else the node clock."""
+        """The simulation time: this node's own when it publishes the clock, else the node's."""
         if self._clock_pub is not None:
             return Time(nanoseconds=self._sim_time_ns, clock_type=ClockType.ROS_TIME)
         return self.get_clock().now()

@@ -25,7 +25,9 @@ def from_mapping(cls: type[Settings], values: Mapping[str, Any], what: str = '')
     known = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - known)
     if unknown:
-        raise ValueError(f'unknown {what}: {", ".join(unknown)} (known: {", ".join(sorted(known))})')
+        raise ValueError(
+            f'unknown {what}: {", ".join(unknown)} (known: {", ".join(sorted(known))})'
+        )
     return cls(**values)
 
 

@@ -1,6 +1,7 @@
 """Metric time series recomputed from the topics of a recorded run, with the core metric functions.
 
-Only standard topics and types are used (the topic table in README.md): agent odometry found by pattern,
+Only standard topics and types are used (the topic table in README.md): agent odometry found by
+pattern,
 the target's odometry, and optionally ``/swarm/agent_states`` for liveness. At each time of a
 regular grid, every agent's position and world-frame velocity is its latest odometry at or
 before that time. With ``/swarm/agent_states`` in the bag, an agent is live while its last state
@@ -8,6 +9,7 @@ before that time. With ``/swarm/agent_states`` in the bag, an agent is live whil
 odometry is live. All times are log times in seconds (the recorder's clock: sim time in
 simulation). No rclpy.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,7 +43,7 @@ class RunDataError(ValueError):
 
 @dataclass
 class Track:
-    """Odometry samples of one body: times (N,) [s], positions and world-frame velocities (N, 3)."""
+    """Odometry samples of one body: times (N,) [s], positions and world velocities (N, 3)."""
     t: np.ndarray
     position: np.ndarray
     velocity: np.ndarray
@@ -101,7 +103,9 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
                 odometry[topic].append(_odometry_row(log_time, msg))
         truncated, topics = bag.truncated, bag.topics
     rows = {topic: np.asarray(r, dtype=float).reshape(-1, 11) for topic, r in odometry.items()}
-    state_rows = np.asarray(states, dtype=float).reshape(-1, len(STATE_COLUMNS)) if states else None
+    state_rows = (
+        np.asarray(states, dtype=float).reshape(-1, len(STATE_COLUMNS)) if states else None
+    )
     if relative_time:
         tables = [r for r in [*rows.values(), state_rows] if r is not None and len(r)]
         origin = min((r[:, 0].min() for r in tables), default=0.0)
@@ -146,9 +150,14 @@ def liveness(run: RecordedRun, times: np.ndarray,
     return live
 
 
-def recompute_metrics(run: RecordedRun, times: np.ndarray, radius: float = DEFAULT_RADIUS,
-                      state_timeout: float = DEFAULT_STATE_TIMEOUT) -> tuple[np.ndarray, np.ndarray]:
-    """Metrics (T, 7) ``timestamp,E_r,E_vr,rho,G_max,E_gap,d_min`` over the live agents at ``times``,
+def recompute_metrics(
+    run: RecordedRun,
+    times: np.ndarray,
+    radius: float = DEFAULT_RADIUS,
+    state_timeout: float = DEFAULT_STATE_TIMEOUT,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Metrics (T, 7) ``timestamp,E_r,E_vr,rho,G_max,E_gap,d_min`` over the live agents at
+    ``times``,
     and the (T, n_agents) liveness used."""
     if not radius > 0:
         raise RunDataError(f'--radius must be > 0 m, got {radius}')
@@ -193,7 +202,9 @@ def agent_rows(run: RecordedRun) -> np.ndarray:
     else from odometry with ``u`` unknown (NaN)."""
     if run.states is not None:
         s = run.states
-        return np.column_stack((s[:, _ID], s[:, 0], s[:, _U], np.linalg.norm(s[:, _VELOCITY], axis=1)))
+        return np.column_stack(
+            (s[:, _ID], s[:, 0], s[:, _U], np.linalg.norm(s[:, _VELOCITY], axis=1))
+        )
     blocks = [np.column_stack((np.full(len(track.t), run.agent_ids.get(name, j + 1)), track.t,
                                np.full(len(track.t), np.nan),
                                np.linalg.norm(track.velocity, axis=1)))

@@ -1,8 +1,10 @@
 """Run outputs shared by the swarm runner and ``analyze_run``: CSV files, plots and summary.json.
 
 No rclpy. ``metrics`` arrays are (T, 7) with columns ``timestamp`` then the six metrics in
-``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4) ``node_id,timestamp,u,velocity_norm``.
+``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4)
+``node_id,timestamp,u,velocity_norm``.
 """
+
 from __future__ import annotations
 
 import json

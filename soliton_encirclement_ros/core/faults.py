@@ -2,10 +2,12 @@
 
 Every ``check_period`` s a working agent fails with probability ``1 - exp(-lambda*dt)``,
 ``lambda = failures_per_min/60``; a failed agent recovers ``off_time`` s after failing and
-draws nothing while failed (nor at the check where it comes back). The agent node uses one :class:`OutageProcess`; the batch
+draws nothing while failed (nor at the check where it comes back). The agent node uses one
+:class:`OutageProcess`; the batch
 simulator uses :class:`SwarmOutages` (one process per agent, same seeds, same draws), so a
 ROS run and a batch run with the same seed fail the same agents at the same times.
 """
+
 from __future__ import annotations
 
 import math
@@ -44,7 +46,7 @@ class OutageProcess:
         self.failed_at = math.nan
 
     def update(self, now: float) -> bool:
-        """Run the checks due up to ``now`` (non-decreasing) and return whether the agent is failed.
+        """Run the checks due up to ``now`` (non-decreasing); return whether the agent is failed.
 
         The check grid starts at the multiple of ``check_period`` at or before the first ``now``:
         0 for a simulation (as in the batch simulator), the start time on a wall clock.
@@ -79,4 +81,3 @@ class SwarmOutages:
             self.failed = np.fromiter((p.update(now) for p in self.processes), dtype=bool,
                                       count=len(self.processes))
         return self.failed
-

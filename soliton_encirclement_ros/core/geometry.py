@@ -31,7 +31,10 @@ def polar_frame(position, target_position):
     ``r`` has the leading shape; ``e_r_hat`` (radial, outward) and ``t_hat`` (tangent,
     counter-clockwise) have shape (..., 2) and are zero where r < ``R_EPS``.
     """
-    rel = np.asarray(position, dtype=float)[..., :2] - np.asarray(target_position, dtype=float)[..., :2]
+    rel = (
+        np.asarray(position, dtype=float)[..., :2]
+        - np.asarray(target_position, dtype=float)[..., :2]
+    )
     r = np.hypot(rel[..., 0], rel[..., 1])
     safe = r >= R_EPS
     with np.errstate(invalid='ignore', divide='ignore'):
@@ -42,8 +45,14 @@ def polar_frame(position, target_position):
 
 def angular_rate(position, velocity, target_position, target_velocity):
     """Angular rate(s) about the target, ((p - pT) x (v - vT))_z / r^2; NaN where r < R_EPS."""
-    rel = np.asarray(position, dtype=float)[..., :2] - np.asarray(target_position, dtype=float)[..., :2]
-    rel_v = np.asarray(velocity, dtype=float)[..., :2] - np.asarray(target_velocity, dtype=float)[..., :2]
+    rel = (
+        np.asarray(position, dtype=float)[..., :2]
+        - np.asarray(target_position, dtype=float)[..., :2]
+    )
+    rel_v = (
+        np.asarray(velocity, dtype=float)[..., :2]
+        - np.asarray(target_velocity, dtype=float)[..., :2]
+    )
     r2 = rel[..., 0] ** 2 + rel[..., 1] ** 2
     cross = rel[..., 0] * rel_v[..., 1] - rel[..., 1] * rel_v[..., 0]
     with np.errstate(invalid='ignore', divide='ignore'):

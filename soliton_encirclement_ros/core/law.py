@@ -19,8 +19,11 @@ EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain
 
 
 def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerParams):
-    """Radial PD term (..., 2): ``(-K_R*(r - R) - K_DR*v_r) * e_r_hat``, v_r relative to the target."""
-    rel_v = np.asarray(velocity, dtype=float)[..., :2] - np.asarray(target_velocity, dtype=float)[..., :2]
+    """Radial PD term (..., 2): ``(-K_R*(r - R) - K_DR*v_r) * e_r_hat``, v_r relative to target."""
+    rel_v = (
+        np.asarray(velocity, dtype=float)[..., :2]
+        - np.asarray(target_velocity, dtype=float)[..., :2]
+    )
     v_r = np.sum(rel_v * e_r_hat, axis=-1)
     v_r_corr = -params.k_r * (np.asarray(r) - params.radius) - params.k_dr * v_r
     return v_r_corr[..., None] * e_r_hat
@@ -31,15 +34,20 @@ def spacing_error(gap_pred, gap_succ, lambda_pred=1.0, lambda_self=1.0):
 
     ``e_tau = (l_pred*gap_succ - l_self*gap_pred) / (l_pred*gap_succ + l_self*gap_pred)``.
     """
-    num = lambda_pred * np.asarray(gap_succ, dtype=float) - lambda_self * np.asarray(gap_pred, dtype=float)
-    den = lambda_pred * np.asarray(gap_succ, dtype=float) + lambda_self * np.asarray(gap_pred, dtype=float)
+    num = lambda_pred * np.asarray(gap_succ, dtype=float) - lambda_self * np.asarray(
+        gap_pred, dtype=float
+    )
+    den = lambda_pred * np.asarray(gap_succ, dtype=float) + lambda_self * np.asarray(
+        gap_pred, dtype=float
+    )
     with np.errstate(invalid='ignore', divide='ignore'):
         e = num / np.where(den > DENOMINATOR_EPS, den, 1.0)
     return np.where((den > DENOMINATOR_EPS) & np.isfinite(e), e, 0.0)
 
 
 def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp: float):
-    """``e_tau - K_OMEGA_DAMP*(omega_self - omega_ref_local)``, or ``e_tau`` if anything is missing.
+    """``e_tau - K_OMEGA_DAMP*(omega_self - omega_ref_local)``, or ``e_tau`` if anything is
+    missing.
 
     ``omega_ref_local`` is the mean of the neighbours' angular rates, or whichever exists (NaN
     marks a missing one). ``k_omega_damp = 0`` disables the term.
@@ -123,7 +131,7 @@ def clamp_velocity(v, max_speed_xy: float, max_speed_z: float):
 
 
 def vertical_velocity(z, target_vz, params: ControllerParams):
-    """The vertical command: the target's ``vz``, plus ``k_z (altitude - z)`` with altitude hold."""
+    """The vertical command: the target's ``vz``, plus ``k_z (altitude - z)`` when holding."""
     target_vz = np.asarray(target_vz, dtype=float)
     if not params.altitude_hold:
         return target_vz
@@ -231,7 +239,10 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     gap_pred = wrap_2pi(np.asarray(theta_self) - pred.theta)
     gap_succ = wrap_2pi(succ.theta - np.asarray(theta_self))
     e_tau = spacing_error(gap_pred, gap_succ, lambda_pred, lambda_self)
-    rel_cmd = np.asarray(prev_cmd, dtype=float)[..., :2] - np.asarray(target_velocity, dtype=float)[..., :2]
+    rel_cmd = (
+        np.asarray(prev_cmd, dtype=float)[..., :2]
+        - np.asarray(target_velocity, dtype=float)[..., :2]
+    )
     omega_self = np.sum(rel_cmd * t_hat, axis=-1) / effective_radius(r, params)
     e_tau_eff = damped_spacing_error(
         e_tau, omega_self,

@@ -128,7 +128,9 @@ class ControllerParams:
             object.__setattr__(self, f.name, value)
             low, strict, high = f.metadata['low'], f.metadata['strict'], f.metadata['high']
             if low is not None and (value < low or (strict and value == low)):
-                raise ValueError(f'{f.name} must be {">" if strict else ">="} {low:g}, got {value}')
+                raise ValueError(
+                    f'{f.name} must be {">" if strict else ">="} {low:g}, got {value}'
+                )
             if high is not None and value > high:
                 raise ValueError(f'{f.name} must be <= {high:g}, got {value}')
 

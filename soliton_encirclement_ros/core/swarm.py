@@ -113,7 +113,7 @@ class SwarmControllers:
 
     def step(self, live: np.ndarray, positions: np.ndarray, velocities: np.ndarray,
              now: float) -> np.ndarray:
-        """``control_step`` for every live agent; returns the commands (N, 3) (zero rows if failed)."""
+        """``control_step`` for every live agent; the commands (N, 3) (zero rows if failed)."""
         p = self.params
         cmds = np.zeros_like(self.prev_cmd)
         self.seq[live] += 1
@@ -129,7 +129,9 @@ class SwarmControllers:
         target_position = self.target_position[rows]
         target_velocity = self.target_velocity[rows]
         shared_target = target_position[0]
-        if not np.array_equal(target_position, np.broadcast_to(shared_target, target_position.shape)):
+        if not np.array_equal(
+            target_position, np.broadcast_to(shared_target, target_position.shape)
+        ):
             raise RuntimeError('receivers with a live target disagree on it: the vectorised '
                                'swarm needs no loss and outages longer than the timeouts')
         a = self.agents
@@ -146,7 +148,9 @@ class SwarmControllers:
         ring_size = entries.size + 1 - entry[rows]  # agents heard, self included
         if entries.size:
             for k in np.flatnonzero(accept > a.delivered[entries].min()):
-                seen = entries[(a.delivered[entries] >= accept[k]) & (self.ids[entries] != own_ids[k])]
+                seen = entries[
+                    (a.delivered[entries] >= accept[k]) & (self.ids[entries] != own_ids[k])
+                ]
                 cand_pred[k], cand_succ[k] = ring_neighbours(own_ids[k], theta_self[k],
                                                              self.ids[seen], theta_all[seen])
                 ring_size[k] = seen.size + 1

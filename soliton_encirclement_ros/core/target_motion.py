@@ -107,7 +107,9 @@ class Waypoints:
                 if dist > self.speed * dt * (1.0 + 1e-9):
                     raise ValueError(
                         f'waypoint {k} {pts[k].tolist()} cannot be reached at t={times[k]:g} s: '
-                        f'{dist:g} m in {dt:g} s needs {dist / dt:g} m/s > speed {self.speed:g} m/s')
+                        f'{dist:g} m in {dt:g} s needs {dist / dt:g} m/s > speed '
+                        f'{self.speed:g} m/s'
+                    )
             self.arrival_times = times
 
     def reference(self, t: float) -> tuple[np.ndarray, np.ndarray]:

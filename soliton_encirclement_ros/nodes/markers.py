@@ -38,7 +38,9 @@ def swarm_markers(agents: Mapping[int, tuple[np.ndarray, bool]], target_position
     """Live agents blue, failed ones grey, the target red, the desired circle green."""
     markers = []
     for agent_id, (position, live) in sorted(agents.items()):
-        sphere = _marker('agents', agent_id, Marker.SPHERE, frame, stamp, 1.0, LIVE if live else FAILED)
+        sphere = _marker(
+            'agents', agent_id, Marker.SPHERE, frame, stamp, 1.0, LIVE if live else FAILED
+        )
         sphere.pose.position = _point(position)
         markers.append(sphere)
         trail = trails.get(agent_id, ())
@@ -51,7 +53,15 @@ def swarm_markers(agents: Mapping[int, tuple[np.ndarray, bool]], target_position
     markers.append(target)
     circle = _marker('desired_circle', 0, Marker.LINE_STRIP, frame, stamp, 0.1, CIRCLE)
     angles = np.linspace(0.0, 2.0 * np.pi, CIRCLE_SEGMENTS + 1)
-    circle.points = [_point((target_position[0] + radius * np.cos(a), target_position[1] + radius * np.sin(a),
-                             target_position[2])) for a in angles]
+    circle.points = [
+        _point(
+            (
+                target_position[0] + radius * np.cos(a),
+                target_position[1] + radius * np.sin(a),
+                target_position[2],
+            )
+        )
+        for a in angles
+    ]
     markers.append(circle)
     return MarkerArray(markers=markers)

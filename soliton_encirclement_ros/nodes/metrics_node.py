@@ -34,13 +34,43 @@ from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
     ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', min=1e-6, read_only=True),
-    ParamSpec('metrics_period', 0.05, 'metrics computation and publication period [s]', min=1e-3, read_only=True),
-    ParamSpec('agent_state_timeout', 0.0,
-              'an agent is live while its last state is at most this old [s]; 0 = 3 x metrics_period', min=0.0, read_only=True),
-    ParamSpec('marker_period', 0.5, 'RViz marker publication period [s]; 0 disables', min=0.0, read_only=True),
-    ParamSpec('trail_length', 60, 'positions kept per agent trail in the markers', min=0, max=100_000, read_only=True),
+    ParamSpec(
+        'metrics_period',
+        0.05,
+        'metrics computation and publication period [s]',
+        min=1e-3,
+        read_only=True,
+    ),
+    ParamSpec(
+        'agent_state_timeout',
+        0.0,
+        'an agent is live while its last state is at most this old [s]; 0 = 3 x metrics_period',
+        min=0.0,
+        read_only=True,
+    ),
+    ParamSpec(
+        'marker_period',
+        0.5,
+        'RViz marker publication period [s]; 0 disables',
+        min=0.0,
+        read_only=True,
+    ),
+    ParamSpec(
+        'trail_length',
+        60,
+        'positions kept per agent trail in the markers',
+        min=0,
+        max=100_000,
+        read_only=True,
+    ),
     ParamSpec('world_frame', 'world', 'frame of the markers', read_only=True),
-    ParamSpec('output_dir', '', 'directory for the run outputs (CSV, plots, summary.json) written on shutdown; empty = none', read_only=True),
+    ParamSpec(
+        'output_dir',
+        '',
+        'directory for the run outputs (CSV streamed during the run, plots and summary.json '
+        'on shutdown); empty = none',
+        read_only=True,
+    ),
     SWARM_RELIABILITY_SPEC,
 ]
 
@@ -69,8 +99,10 @@ class MetricsNode(Node):
         self._agent_rows = CsvStream(rows_dir / 'agents.csv', AGENTS_HEADER)
         self._traces: dict[str, DecimatingTrace] = {}  # name -> bounded (t, x, y) for plots
         self._duplicates = DuplicateIds(self._timeout_ns * 1e-9)
-        self._metric_pubs = {name: self.create_publisher(Float64, METRICS_TOPIC_PREFIX + name, 10)
-                            for name in METRIC_NAMES}
+        self._metric_pubs = {
+            name: self.create_publisher(Float64, METRICS_TOPIC_PREFIX + name, 10)
+            for name in METRIC_NAMES
+        }
         self._marker_pub = self.create_publisher(MarkerArray, MARKERS_TOPIC, 10)
         reliability = reliability_of(self.config)
         if subscribe_swarm:
@@ -178,8 +210,14 @@ class MetricsNode(Node):
              real_time_factor: float | None = None) -> dict:
         """Write the run outputs (CSV, plots, summary.json) of the series gathered so far."""
         metrics, agents, trajectories = self.series()
-        return write_run_outputs(output_dir, metrics, agents, params or {'radius': self.config['radius']},
-                                 real_time_factor, trajectories)
+        return write_run_outputs(
+            output_dir,
+            metrics,
+            agents,
+            params or {'radius': self.config['radius']},
+            real_time_factor,
+            trajectories,
+        )
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:

@@ -27,24 +27,96 @@ from .swarm_topics import SWARM_RELIABILITY_SPEC, create_swarm_publisher, reliab
 from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
-    ParamSpec('motion', 'static', f'target motion model: {", ".join(TARGET_MOTIONS)}', read_only=True),
-    ParamSpec('speed', 5.0, 'target speed of the random and waypoint models [m/s]', min=1e-6, read_only=True),
-    ParamSpec('motion_period', 1.0, 'heading change period of the random model [s]', min=1e-3, read_only=True),
-    ParamSpec('boundary', 20.0, 'random model steers back to the origin beyond |x| or |y| this [m]', min=1e-6, read_only=True),
+    ParamSpec(
+        'motion', 'static', f'target motion model: {", ".join(TARGET_MOTIONS)}', read_only=True
+    ),
+    ParamSpec(
+        'speed',
+        5.0,
+        'target speed of the random and waypoint models [m/s]',
+        min=1e-6,
+        read_only=True,
+    ),
+    ParamSpec(
+        'motion_period',
+        1.0,
+        'heading change period of the random model [s]',
+        min=1e-3,
+        read_only=True,
+    ),
+    ParamSpec(
+        'boundary',
+        20.0,
+        'random model steers back to the origin beyond |x| or |y| this [m]',
+        min=1e-6,
+        read_only=True,
+    ),
     ParamSpec('seed', 0, 'seed of the random model', min=0, max=2**31 - 1, read_only=True),
-    ParamSpec('waypoints', [], 'waypoints as a flat list x1, y1, z1, x2, ... [m]', type=Parameter.Type.DOUBLE_ARRAY, read_only=True),
-    ParamSpec('arrival_times', [], 'optional arrival time per waypoint [s]; unreachable times are an error',
-              type=Parameter.Type.DOUBLE_ARRAY, read_only=True),
-    ParamSpec('initial_position', [0.0, 0.0, 0.0], 'initial position [x, y, z] [m] (waypoints: the first one)', read_only=True),
-    ParamSpec('omega_ref', 0.0, 'swarm spin reference broadcast to the agents [rad/s]', read_only=True),
-    ParamSpec('lambda_ids', [], 'agent ids with a spacing weight', type=Parameter.Type.INTEGER_ARRAY, read_only=True),
-    ParamSpec('lambda_values', [], 'spacing weight of each agent in lambda_ids (arc j -> succ(j))',
-              type=Parameter.Type.DOUBLE_ARRAY, read_only=True),
-    ParamSpec('broadcast_period', 0.05, 'period of /target/state and /target/odom [s]', min=1e-3, read_only=True),
-    ParamSpec('sim_dt', VehicleParams().sim_dt, 'integration step of the simulated target [s]', min=1e-4, read_only=True),
-    ParamSpec('follow_topic', '', 'nav_msgs/Odometry of a tracked real target; empty = simulate', read_only=True),
-    ParamSpec('follow_timeout', 0.5, 'follow mode: stop broadcasting when the tracked odometry '
-              'is older than this [s] (the agents then see the target as lost)', min=1e-3, read_only=True),
+    ParamSpec(
+        'waypoints',
+        [],
+        'waypoints as a flat list x1, y1, z1, x2, ... [m]',
+        type=Parameter.Type.DOUBLE_ARRAY,
+        read_only=True,
+    ),
+    ParamSpec(
+        'arrival_times',
+        [],
+        'optional arrival time per waypoint [s]; unreachable times are an error',
+        type=Parameter.Type.DOUBLE_ARRAY,
+        read_only=True,
+    ),
+    ParamSpec(
+        'initial_position',
+        [0.0, 0.0, 0.0],
+        'initial position [x, y, z] [m] (waypoints: the first one)',
+        read_only=True,
+    ),
+    ParamSpec(
+        'omega_ref', 0.0, 'swarm spin reference broadcast to the agents [rad/s]', read_only=True
+    ),
+    ParamSpec(
+        'lambda_ids',
+        [],
+        'agent ids with a spacing weight',
+        type=Parameter.Type.INTEGER_ARRAY,
+        read_only=True,
+    ),
+    ParamSpec(
+        'lambda_values',
+        [],
+        'spacing weight of each agent in lambda_ids (arc j -> succ(j))',
+        type=Parameter.Type.DOUBLE_ARRAY,
+        read_only=True,
+    ),
+    ParamSpec(
+        'broadcast_period',
+        0.05,
+        'period of /target/state and /target/odom [s]',
+        min=1e-3,
+        read_only=True,
+    ),
+    ParamSpec(
+        'sim_dt',
+        VehicleParams().sim_dt,
+        'integration step of the simulated target [s]',
+        min=1e-4,
+        read_only=True,
+    ),
+    ParamSpec(
+        'follow_topic',
+        '',
+        'nav_msgs/Odometry of a tracked real target; empty = simulate',
+        read_only=True,
+    ),
+    ParamSpec(
+        'follow_timeout',
+        0.5,
+        'follow mode: stop broadcasting when the tracked odometry '
+        'is older than this [s] (the agents then see the target as lost)',
+        min=1e-3,
+        read_only=True,
+    ),
     ParamSpec('world_frame', 'world', 'header.frame_id of /target/odom', read_only=True),
     SWARM_RELIABILITY_SPEC,
 ]
@@ -57,9 +129,13 @@ class TargetNode(Node):
         super().__init__('target', **kwargs)
         config = declare(self, SPECS)
         if len(config['lambda_ids']) != len(config['lambda_values']):
-            raise ValueError(f'lambda_ids has {len(config["lambda_ids"])} entries but lambda_values '
-                             f'has {len(config["lambda_values"])}')
-        self._lambdas = dict(zip(map(int, config['lambda_ids']), map(float, config['lambda_values'])))
+            raise ValueError(
+                f'lambda_ids has {len(config["lambda_ids"])} entries but lambda_values '
+                f'has {len(config["lambda_values"])}'
+            )
+        self._lambdas = dict(
+            zip(map(int, config['lambda_ids']), map(float, config['lambda_values']))
+        )
         self._omega_ref = config['omega_ref']
         self._frame = config['world_frame']
         period = config['broadcast_period']
@@ -75,12 +151,24 @@ class TargetNode(Node):
             self.create_subscription(Odometry, config['follow_topic'], self._on_tracked, 10)
         else:
             scenario = Scenario(
-                target_motion=config['motion'], target_speed=config['speed'],
-                target_period=config['motion_period'], target_boundary=config['boundary'],
-                seed=config['seed'], arrival_times=config['arrival_times'] or None,
-                **({'waypoints': np.reshape(config['waypoints'], (-1, 3)).tolist()} if config['waypoints'] else {}))
+                target_motion=config['motion'],
+                target_speed=config['speed'],
+                target_period=config['motion_period'],
+                target_boundary=config['boundary'],
+                seed=config['seed'],
+                arrival_times=config['arrival_times'] or None,
+                **(
+                    {'waypoints': np.reshape(config['waypoints'], (-1, 3)).tolist()}
+                    if config['waypoints']
+                    else {}
+                ),
+            )
             self._motion = scenario.target_model()
-            start = scenario.target_start() if config['motion'] == 'waypoints' else config['initial_position']
+            start = (
+                scenario.target_start()
+                if config['motion'] == 'waypoints'
+                else config['initial_position']
+            )
             self._vehicle_state = VehicleState.at_rest(np.reshape(start, (1, 3)))
             self._sim_time = None
         self.create_timer(period, self._on_tick)
@@ -89,10 +177,12 @@ class TargetNode(Node):
         try:
             self._tracked = (Time.from_msg(msg.header.stamp).nanoseconds, odometry_to_arrays(msg))
         except ValueError as error:
-            self.get_logger().warning(f'ignoring tracked target odometry: {error}', throttle_duration_sec=5.0)
+            self.get_logger().warning(
+                f'ignoring tracked target odometry: {error}', throttle_duration_sec=5.0
+            )
 
     def _fresh_track(self, now_ns: int):
-        """(position, velocity, yaw) of a track at most ``follow_timeout`` old, else None (logged)."""
+        """(position, velocity, yaw) of a track at most ``follow_timeout`` old, else None."""
         age_ns = None if self._tracked is None else now_ns - self._tracked[0]
         lost = age_ns is None or age_ns > self._follow_timeout_ns
         if lost and not self._track_lost and self._tracked is not None:
@@ -117,12 +207,14 @@ class TargetNode(Node):
             state = self._vehicle_state
             position, velocity, yaw = state.position[0], state.velocity[0], float(state.yaw[0])
         stamp = now.to_msg()
-        self._odom_pub.publish(to_odometry(position, velocity, yaw, stamp, self._frame, 'target/base_link'))
+        self._odom_pub.publish(
+            to_odometry(position, velocity, yaw, stamp, self._frame, 'target/base_link')
+        )
         self._state_pub.publish(target_state_to_msg(now.nanoseconds * 1e-9, position, velocity,
                                                     self._omega_ref, self._lambdas))
 
     def _simulate(self, now: float) -> None:
-        """Advance the simulated target to ``now`` in sim_dt steps (the first tick only starts it)."""
+        """Advance the simulated target to ``now`` in sim_dt steps (the first tick starts it)."""
         if self._sim_time is None:
             self._sim_time = now
         dt = self._vehicle.sim_dt

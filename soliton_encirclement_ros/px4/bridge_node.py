@@ -300,8 +300,9 @@ class Px4BridgeNode(Node):
 
     # ---- callbacks ----------------------------------------------------------------------
     def _on_cmd_vel(self, msg):
-        reason = self._seq.on_cmd_vel(self._steady_now(), (msg.linear.x, msg.linear.y, msg.linear.z),
-                                      msg.angular.z)
+        reason = self._seq.on_cmd_vel(
+            self._steady_now(), (msg.linear.x, msg.linear.y, msg.linear.z), msg.angular.z
+        )
         if reason:
             self.get_logger().warning(reason, throttle_duration_sec=1.0)
 

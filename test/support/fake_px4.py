@@ -44,7 +44,10 @@ class FakePx4(Node):
         self.arming_state = status.ARMING_STATE_DISARMED if arming_state is None else arming_state
         self.user_intention = self.nav_state
         self.refuse_arm, self.drop_mode_requests = refuse_arm, drop_mode_requests
-        self.temporarily_reject, self.offboard_loss_timeout = temporarily_reject, offboard_loss_timeout
+        self.temporarily_reject, self.offboard_loss_timeout = (
+            temporarily_reject,
+            offboard_loss_timeout,
+        )
         self.q_ned = list(q_ned)
         self.received, self.commands, self.setpoints, self.heartbeats = [], [], [], []
         self.heartbeat_times = []
@@ -141,4 +144,6 @@ class FakePx4(Node):
         self._ack_pub.publish(ack)
 
     def landed_commands(self):
-        return [m for m in self.commands if m.command == self.m['VehicleCommand'].VEHICLE_CMD_NAV_LAND]
+        return [
+            m for m in self.commands if m.command == self.m['VehicleCommand'].VEHICLE_CMD_NAV_LAND
+        ]
