@@ -177,6 +177,8 @@ def main(argv=None) -> int:
     except StartupError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return 2
+    finally:
+        stop.ignore_from_now()
     if summary is not None:
         print_summary(summary, out_dir)
     if failure:

@@ -47,6 +47,14 @@ class StopRequest:
     def set(self) -> None:
         self._event.set()
 
+    @staticmethod
+    def ignore_from_now() -> None:
+        """Ignore SIGINT/SIGTERM for the rest of the process: the work is done, and a signal
+        in the interpreter's own shutdown (which restores default handlers) must not turn a
+        clean exit into death by signal."""
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
+
     @property
     def requested(self) -> bool:
         return self._event.is_set()
@@ -145,3 +153,4 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
                 on_shutdown(node)
             node.destroy_node()
         rclpy.try_shutdown()
+        stop.ignore_from_now()

@@ -1,9 +1,9 @@
-"""metrics_node: the five encirclement metrics from the swarm's broadcasts, live.
+"""metrics_node: the encirclement metrics (METRIC_NAMES) from the swarm's broadcasts, live.
 
 Listens to ``/swarm/agent_states`` and ``/target/state``; every ``metrics_period`` it computes
-E_r, E_vr, rho, G_max and E_gap over the live agents (``core.metrics``) and publishes each on
-``/swarm/metrics/<name>`` (std_msgs/Float64, plottable as is). It also publishes RViz markers
-on ``/swarm/markers``. ``metrics.csv`` and ``agents.csv`` are streamed into ``output_dir`` as the
+E_r, E_vr, rho, G_max, E_gap and d_min over the live agents (``core.metrics``) and publishes
+each on ``/swarm/metrics/<name>`` (std_msgs/Float64, plottable as is). It also publishes RViz
+markers on ``/swarm/markers``. ``metrics.csv`` and ``agents.csv`` are streamed into ``output_dir`` as the
 run goes (flushed every second, readable at any moment); plots and ``summary.json`` are added on
 shutdown. Memory stays bounded: the tables live on disk, the plotted traces are thinned.
 """

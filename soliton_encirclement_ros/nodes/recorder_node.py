@@ -9,9 +9,7 @@ The command-line options set the defaults of the read-only parameters ``output``
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 import time
 
 import rclpy
@@ -20,6 +18,8 @@ from rclpy.clock import Clock
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+
+from velocity_mobility_ros.spin import StopRequest
 
 from ..recording import DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS, BagRecorder
 
@@ -63,27 +63,27 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
 def main(args=None) -> int:
     argv = sys.argv if args is None else args
     options = _arguments(rclpy.utilities.remove_ros_args(argv)[1:])
-    # Our own handlers only set a flag: the message being written completes, then the bag is
+    # The handlers only set a flag: the message being written completes, then the bag is
     # closed while the node (and its logger) is still valid.
+    stop = StopRequest('run_recorder').install()
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
     node = None
     try:
         node = RecorderNode(options.output, options.regex, options.storage)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        while not stop.is_set():
+        while not stop.requested:
             executor.spin_once(timeout_sec=SPIN_TIMEOUT)
     except (ValueError, FileExistsError) as err:
         print(f'run_recorder: error: {err}', file=sys.stderr)
         return 1
     finally:
+        stop.writing = True
         if node is not None:
             node.recorder.close()
             node.destroy_node()
         rclpy.try_shutdown()
+        stop.ignore_from_now()
     return 0
 
 
