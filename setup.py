@@ -28,7 +28,7 @@ setup(
     extras_require={
         'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
                        'mcap-ros2-support', 'pillow', 'tqdm'],
-        'test': ['pytest', 'hypothesis', 'ros-ament-flake8'],
+        'test': ['pytest', 'hypothesis', 'ros-ament-flake8', 'flake8'],
     },
     entry_points={
         'console_scripts': [

@@ -3,8 +3,8 @@
 from pathlib import Path
 
 import pytest
+from ament_flake8 import main as ament_flake8
 
-ament_flake8 = pytest.importorskip('ament_flake8.main', reason='ament_flake8 is not installed')
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ['soliton_encirclement_ros', 'velocity_mobility_ros', 'test', 'launch', 'benchmarks']
 
