@@ -36,20 +36,26 @@ STALL_TIMEOUT = 30.0     # wall s without clock progress before giving up
 
 
 def executable_path(spec: NodeSpec) -> str:
-    """The node's console script: beside this Python (pip/venv) or in the ament prefix (colcon)."""
-    local = Path(sys.executable).parent / spec.executable
+    """The node's console script (see :func:`find_executable`)."""
+    return find_executable(spec.executable, spec.package)
+
+
+def find_executable(executable: str, package: str = 'soliton_encirclement_ros') -> str:
+    """A console script of ``package``: beside this Python (pip/venv), in the ament prefix
+    (colcon: ``<prefix>/lib/<package>/``) or on PATH; ``FileNotFoundError`` otherwise."""
+    local = Path(sys.executable).parent / executable
     if local.exists():
         return str(local)
     try:
         from ament_index_python.packages import get_package_prefix
-        candidate = Path(get_package_prefix(spec.package)) / 'lib' / spec.package / spec.executable
+        candidate = Path(get_package_prefix(package)) / 'lib' / package / executable
         if candidate.exists():
             return str(candidate)
     except (ImportError, LookupError):
         pass
-    found = shutil.which(spec.executable)
+    found = shutil.which(executable)
     if found is None:
-        raise FileNotFoundError(f'executable {spec.executable} of {spec.package} not found')
+        raise FileNotFoundError(f'executable {executable} of {package} not found')
     return found
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.graph import SwarmPlan, build_graph
+from soliton_encirclement_ros.processes import executable_path
 from support import netns
 
 SKIP = netns.unavailable_reason()
@@ -65,7 +66,7 @@ def ros_env():
 
 
 def command(spec):
-    return [str(Path(sys.executable).with_name(spec.executable)), *spec.ros_args()]
+    return [executable_path(spec), *spec.ros_args()]
 
 
 def gaps(latest):

@@ -4,13 +4,13 @@ behind when one dies; bad input is one line."""
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-BIN = Path(sys.executable).parent
+from soliton_encirclement_ros.processes import find_executable
+
 NODES = [
     ('agent_node', ['--ros-args', '-r', '__ns:=/uav1']),
     ('target_node', []),
@@ -23,7 +23,7 @@ UNCLEAN = ('Traceback', 'FATAL', 'Exception in', 'RuntimeError', 'RCLError')
 
 
 def start(executable, args, tmp_path):
-    command = [str(BIN / executable), *[a.replace('{tmp}', str(tmp_path)) for a in args]]
+    command = [find_executable(executable), *[a.replace('{tmp}', str(tmp_path)) for a in args]]
     return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=tmp_path)
 
@@ -90,7 +90,7 @@ def test_an_unusable_out_is_one_line_before_any_simulation(tmp_path):
     blocker.write_text('not a directory')
     for program in ('swarm_sim', 'batch_sim'):
         started = time.monotonic()
-        result = subprocess.run([str(BIN / program), '--out', str(blocker / 'run'),
+        result = subprocess.run([find_executable(program), '--out', str(blocker / 'run'),
                                  '--duration', '600'], capture_output=True, text=True,
                                 timeout=120)
         assert result.returncode == 2, result.stderr
@@ -163,7 +163,8 @@ def test_a_malformed_params_file_is_one_line_naming_the_file(tmp_path):
     bad = tmp_path / 'bad.yaml'
     bad.write_text('/**:\n  ros__parameters:\n    k_r: [1, 2\n')
     result = subprocess.run(
-        [str(BIN / 'agent_node'), '--ros-args', '-r', '__ns:=/uav1', '--params-file', str(bad)],
+        [find_executable('agent_node'), '--ros-args', '-r', '__ns:=/uav1',
+         '--params-file', str(bad)],
         capture_output=True,
         text=True,
         timeout=60,
