@@ -90,9 +90,6 @@ class Layout:
     def label(self) -> str:
         return f'{self.name}.v{self.version}:' + ','.join(self.fields + self.pairs)
 
-    def index(self, field: str) -> int:
-        return self.fields.index(field)
-
     def check_label(self, msg) -> None:
         """``ValueError`` if ``msg`` carries another layout's label (an unlabelled one passes)."""
         dims = msg.layout.dim

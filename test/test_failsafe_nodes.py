@@ -7,7 +7,7 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import ReliabilityPolicy
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
@@ -279,4 +279,3 @@ def test_swarm_reliability_sets_the_qos_and_a_mismatch_is_reported(capfd):
                       parameter_overrides=[Parameter('swarm_reliability', value='radio')])
     finally:
         rclpy.try_shutdown(context=context)
-    assert QoSProfile  # imported for the profile type of the assertions above
