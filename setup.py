@@ -28,7 +28,11 @@ setup(
     extras_require={
         'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
                        'mcap-ros2-support', 'pillow', 'tqdm'],
-        'test': ['pytest', 'hypothesis', 'ros-ament-flake8', 'flake8'],
+        # The linters and the flake8 plugins a ROS install gives ament_flake8 (its rosdep keys).
+        'test': ['pytest', 'hypothesis', 'ros-ament-flake8', 'ros-ament-pep257', 'flake8',
+                 'flake8-blind-except', 'flake8-builtins', 'flake8-class-newline',
+                 'flake8-comprehensions', 'flake8-deprecated', 'flake8-docstrings',
+                 'flake8-import-order', 'flake8-quotes'],
     },
     entry_points={
         'console_scripts': [

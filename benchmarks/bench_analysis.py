@@ -1,4 +1,5 @@
-"""Benchmark analyze_run on a 10-agent, 300 s run with 50 Hz odometry (issue #5).
+"""
+Benchmark analyze_run on a 10-agent, 300 s run with 50 Hz odometry (issue #5).
 
     python benchmarks/bench_analysis.py [--agents 10] [--duration 300] [--rate 50] [--storage mcap]
 
@@ -8,13 +9,13 @@ whole ``analyze_run`` command. Prints the figures; asserts nothing.
 """
 import argparse
 import math
+from pathlib import Path
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import get_typestore, Stores
 
 from soliton_encirclement_ros.analysis import cli
 from soliton_encirclement_ros.analysis.recompute import load_run, metric_times, recompute_metrics

@@ -1,4 +1,5 @@
-"""Batch simulator speed and the reference acceptance figures.
+"""
+Batch simulator speed and the reference acceptance figures.
 
     .venv/bin/python benchmarks/bench_batch_sim.py speed        # sim-s per wall-s
     .venv/bin/python benchmarks/bench_batch_sim.py acceptance   # N=32 static, moving target

@@ -1,4 +1,5 @@
-"""metrics_node memory over a long run: RSS growth over 900 sim-s at N = 10 (target < 15 MB).
+"""
+metrics_node memory over a long run: RSS growth over 900 sim-s at N = 10 (target < 15 MB).
 
     .venv/bin/python benchmarks/bench_metrics_memory.py [--seconds 900] [--agents 10]
 

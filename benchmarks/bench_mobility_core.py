@@ -1,4 +1,7 @@
-"""Time of one vectorised mobility step for N vehicles. Prints figures; asserts nothing.
+"""
+Time of one vectorised mobility step for N vehicles.
+
+Prints figures; asserts nothing.
 
     .venv/bin/python benchmarks/bench_mobility_core.py [--sizes 1 100 1000 10000]
 
@@ -12,7 +15,7 @@ import timeit
 
 import numpy as np
 
-from velocity_mobility_ros.model import VehicleState, step
+from velocity_mobility_ros.model import step, VehicleState
 from velocity_mobility_ros.params import VehicleParams
 
 CONFIGS = {

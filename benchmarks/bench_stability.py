@@ -1,4 +1,5 @@
-"""Ring stability and settling: the linear analysis and the simulated acceptance figures.
+"""
+Ring stability and settling: the linear analysis and the simulated acceptance figures.
 
     .venv/bin/python benchmarks/bench_stability.py growth [--plot docs/images/ring_stability.png]
         largest growth rate of the linearised ring for N = 3..128, defaults vs reference gains
@@ -25,7 +26,7 @@ import numpy as np
 
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.batch_sim import simulate
-from soliton_encirclement_ros.core.params import PRESETS, ControllerParams
+from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.stability import growth_curve, ring_growth_rate
 
@@ -131,11 +132,12 @@ def moving(preset: str, seeds) -> None:
 
 
 def crossings() -> None:
-    import sys
     from pathlib import Path
+    import sys
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
-    from support.swarm_loop import run_swarm
     from test_separation import CROSSINGS, PERIOD
+
+    from support.swarm_loop import run_swarm
     print('| scenario | d_safe [m] | min d_min without d_safe [m] | with d_safe [m] (/ d_safe) '
           '| final E_gap, E_r with d_safe |')
     print('|---|---|---|---|---|')

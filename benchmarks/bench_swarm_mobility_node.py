@@ -1,4 +1,5 @@
-"""CPU share of swarm_mobility_node simulating N vehicles with odometry at R Hz in real time.
+"""
+CPU share of swarm_mobility_node simulating N vehicles with odometry at R Hz in real time.
 
 Starts ``swarm_mobility_node`` as its own process (default 100 vehicles, odom 50 Hz, sim_dt
 0.01 s), drives every vehicle with a 10 Hz cmd_vel stream from this process, subscribes to all
@@ -13,26 +14,26 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-import rclpy
-import yaml
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+import yaml
 
 from velocity_mobility_ros.mobility_node import SIM_QOS
 
 
 def process_cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, from /proc/<pid>/stat."""
+    """Utime + stime of a process, from /proc/<pid>/stat."""
     fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 

@@ -1,6 +1,9 @@
-"""Real-time factor of the swarm simulation through ROS 2 (swarm_sim, in-process lock-step)
-and of the ROS-free batch simulator, on the same scenarios: N = 4, 10, 32 agents, control
-period 0.05 s, mobility 0.01 s, odometry 50 Hz, 60 sim-s. Prints figures; asserts nothing.
+"""
+Real-time factor of the swarm simulation through ROS 2 and of the batch simulator.
+
+The ROS 2 one is swarm_sim's in-process lock-step; both run the same scenarios: N =
+4, 10, 32 agents, control period 0.05 s, mobility 0.01 s, odometry 50 Hz, 60 sim-s. Prints figures;
+asserts nothing.
 
     .venv/bin/python benchmarks/bench_swarm_sim.py [--agents 4 10 32] [--duration 60]
 
@@ -9,12 +12,12 @@ Each run is its own process, so peak memory (max RSS) is per run.
 import argparse
 import json
 import os
+from pathlib import Path
 import resource
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 BIN = Path(sys.executable).parent
 

@@ -1,4 +1,5 @@
-"""One agent's controller, e.g. on a companion computer next to its vehicle driver.
+"""
+One agent's controller, e.g. on a companion computer next to its vehicle driver.
 
     ros2 launch soliton_encirclement_ros agent.launch.py agent_name:=uav3 agent_id:=3
 
@@ -6,7 +7,7 @@ The controller reads <agent_name>/odom and writes <agent_name>/cmd_vel; it meets
 the swarm on /swarm/agent_states and the target on /target/state, best effort by default (a
 radio link between hosts): the target and metrics hosts must use the same swarm_reliability.
 """
-from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace
+from soliton_encirclement_ros.graph import build_graph, in_namespace, SwarmPlan
 from soliton_encirclement_ros.launch_support import plan_launch_description
 
 ARGUMENTS = {

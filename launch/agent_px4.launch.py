@@ -1,4 +1,5 @@
-"""One agent's controller plus the PX4 offboard bridge, for one real vehicle.
+"""
+One agent's controller plus the PX4 offboard bridge, for one real vehicle.
 
     ros2 launch soliton_encirclement_ros agent_px4.launch.py agent_name:=uav1 agent_id:=1 \
         px4_namespace:='' target_system:=1 origin:='0,0,0'
@@ -13,7 +14,7 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace, parse_origins
+from soliton_encirclement_ros.graph import build_graph, in_namespace, parse_origins, SwarmPlan
 from soliton_encirclement_ros.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')

@@ -1,7 +1,8 @@
-"""Start one mobility_node in a vehicle namespace with the default (reference) parameters.
+"""
+Start one mobility_node in a vehicle namespace with the default (reference) parameters.
 
-    ros2 launch soliton_encirclement_ros mobility.launch.py namespace:=uav1 \
-        params_file:=/path/to/mobility.yaml use_sim_time:=false
+ros2 launch soliton_encirclement_ros mobility.launch.py namespace:=uav1 \
+    params_file:=/path/to/mobility.yaml use_sim_time:=false
 """
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument

@@ -1,4 +1,5 @@
-"""N agents against N PX4 SITL instances px4_1..px4_N (MAV_SYS_ID 2..N+1), plus target and metrics.
+"""
+N agents against N PX4 SITL instances px4_1..px4_N (MAV_SYS_ID 2..N+1), plus target and metrics.
 
     ros2 launch soliton_encirclement_ros swarm_px4_sitl.launch.py num_agents:=3
     ros2 launch soliton_encirclement_ros swarm_px4_sitl.launch.py num_agents:=3 \
@@ -14,7 +15,7 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.graph import SwarmPlan, build_graph, parse_origins
+from soliton_encirclement_ros.graph import build_graph, parse_origins, SwarmPlan
 from soliton_encirclement_ros.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')

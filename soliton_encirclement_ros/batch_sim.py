@@ -1,4 +1,5 @@
-"""ROS-free batch simulator: target, velocity mobility and every agent's controller, lock-step.
+"""
+ROS-free batch simulator: target, velocity mobility and every agent's controller, lock-step.
 
 Timing (the ROS graph mirrors it): the mobility model steps every ``sim_dt`` (0.01 s). Every
 control period P, each working agent broadcasts its state, then computes its command from
@@ -18,27 +19,27 @@ same broadcasts (no loss). ``auto`` picks the vectorised one whenever that is ex
 from __future__ import annotations
 
 import argparse
-import sys
-import time
 from collections import deque
 from dataclasses import dataclass
+import sys
+import time
 from typing import Optional
 
 import numpy as np
 
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import write_run_outputs
-from soliton_encirclement_ros.core.comms import TIME_EPS, ImpairedChannel
+from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
-    TargetStateMsg, control_step, initial_state, outgoing_state, receive_agent_state,
-    receive_target_state)
+    control_step, initial_state, outgoing_state, receive_agent_state, receive_target_state,
+    TargetStateMsg)
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.params import PRESETS
-from soliton_encirclement_ros.core.scenario import Scenario, initial_positions, load_scenario
+from soliton_encirclement_ros.core.scenario import initial_positions, load_scenario, Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
-from velocity_mobility_ros.model import VehicleState, step
+from velocity_mobility_ros.model import step, VehicleState
 from velocity_mobility_ros.validation import OneLineParser
 
 ENGINES = ('auto', 'vectorised', 'per-agent')
@@ -119,7 +120,7 @@ class RunResult:
 
 
 def choose_engine(scenario: Scenario, engine: str = 'auto') -> str:
-    """The engine to use; asking for 'vectorised' where it is not exact is an error."""
+    """Return the engine to use; asking for 'vectorised' where it is not exact is an error."""
     if engine not in ENGINES:
         raise ValueError(f'engine must be one of {", ".join(ENGINES)}, got {engine!r}')
     exact = vectorisable(scenario.controller_params(), scenario.loss, scenario.delay,

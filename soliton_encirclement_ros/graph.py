@@ -1,4 +1,5 @@
-"""The node graph of a swarm run, as one pure function (no rclpy, no launch).
+"""
+The node graph of a swarm run, as one pure function (no rclpy, no launch).
 
 ``build_graph(SwarmPlan)`` returns the list of nodes to start: package, executable, name,
 namespace, parameters and remappings. The launch files, the ``swarm_sim`` runner (in one
@@ -8,15 +9,15 @@ one description of which nodes exist and how they are wired.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
+import math
 from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
 from .core.comms import check_loss
 from .core.scenario import initial_positions
-from .interface import RELIABLE, check_reliability
+from .interface import check_reliability, RELIABLE
 
 PACKAGE = 'soliton_encirclement_ros'
 MODES = ('sim', 'px4')
@@ -64,7 +65,8 @@ def _yaml_value(value: Any) -> str:
 
 @dataclass(frozen=True)
 class SwarmPlan:
-    """Everything that decides the node graph of one swarm run.
+    """
+    Everything that decides the node graph of one swarm run.
 
     ``names`` defaults to ``uav1..uavN``; agent ids are 1..N in that order. Initial poses are
     drawn from ``seed`` as in the reference scenario unless ``positions`` gives them.
@@ -162,7 +164,7 @@ class SwarmPlan:
 
 
 def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
-    """The nodes of ``plan``, in start order (simulation before controllers)."""
+    """Return the nodes of ``plan``, in start order (simulation before controllers)."""
     files = tuple(plan.params_files)
     time = {'use_sim_time': plan.use_sim_time}
     # Given only when not the default, so a lock-stepped plan's node commands stay as they were.
@@ -240,7 +242,11 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
 
 
 def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]) -> NodeSpec:
-    """The offboard bridge of agent ``index``: PX4 instance ``px4_<index+1>`` unless given."""
+    """
+    Return the offboard bridge of agent ``index``.
+
+    PX4 instance ``px4_<index+1>`` unless given.
+    """
     px4_ns = plan.px4_namespaces[index] if plan.px4_namespaces else f'px4_{index + 1}'
     target_system = plan.px4_target_systems[index] if plan.px4_target_systems else index + 2
     origin = (
@@ -272,8 +278,12 @@ def parse_origins(text: str, count: int) -> tuple[tuple[float, float, float], ..
 
 
 def rviz_problem(requested: bool, package_found: Callable[[str], bool]) -> str | None:
-    """Why ``rviz:=true`` cannot be honoured (rviz2 not installed), or None. The launch files
-    then log this and shut down before starting any node, so nothing is left running."""
+    """
+    Why ``rviz:=true`` cannot be honoured (rviz2 not installed), or None.
+
+    The launch files then log this and shut down before starting any node, so nothing is left
+    running.
+    """
     if requested and not package_found('rviz2'):
         return ('rviz:=true but rviz2 is not installed (sudo apt install ros-$ROS_DISTRO-rviz2, '
                 'or launch without rviz:=true); starting nothing')
@@ -281,5 +291,5 @@ def rviz_problem(requested: bool, package_found: Callable[[str], bool]) -> str |
 
 
 def in_namespace(specs: Sequence[NodeSpec], namespace: str) -> list[NodeSpec]:
-    """The nodes of one vehicle (e.g. ``/uav1``): what a companion computer runs."""
+    """Return the nodes of one vehicle (e.g. ``/uav1``): what a companion computer runs."""
     return [spec for spec in specs if spec.namespace == namespace]

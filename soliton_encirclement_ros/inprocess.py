@@ -1,4 +1,5 @@
-"""The swarm graph in one process, stepped in lock-step on a simulated clock.
+"""
+The swarm graph in one process, stepped in lock-step on a simulated clock.
 
 All nodes share one rclpy context and one EventsExecutor. The runner's own node publishes
 ``/clock``; after each clock step the executor runs until the graph is quiescent: every timer
@@ -26,8 +27,8 @@ from std_msgs.msg import Float64MultiArray
 
 from velocity_mobility_ros.swarm_mobility_node import SwarmMobilityNode
 
-from .graph import NodeSpec, SwarmPlan, build_graph
-from .interface import AGENT_STATES_TOPIC, RELIABLE, agent_state_from_msg, swarm_qos
+from .graph import build_graph, NodeSpec, SwarmPlan
+from .interface import agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos
 from .nodes.agent_node import AgentNode
 from .nodes.metrics_node import MetricsNode
 from .nodes.target_node import TargetNode
@@ -100,7 +101,7 @@ class InProcessGraph:
         return self.sim_time_ns * 1e-9
 
     def _subscriber_counts(self) -> dict[str, int]:
-        """Number of in-graph subscriptions per topic."""
+        """Count the in-graph subscriptions per topic."""
         counts: dict[str, int] = {}
         for node in [self.clock_node, *self.nodes]:
             for sub in node.subscriptions:
@@ -182,7 +183,8 @@ class InProcessGraph:
             receive(state)
 
     def step(self) -> None:
-        """Set every node's clock to the current sim time and run everything due.
+        """
+        Set every node's clock to the current sim time and run everything due.
 
         The clocks are set directly (one synchronous call instead of a /clock delivery per
         node); /clock is still published every CLOCK_PUBLISH_PERIOD_NS for tools outside.
@@ -208,8 +210,11 @@ class InProcessGraph:
     def run(self, duration: float, real_time_factor: float = 0.0,
             on_progress: Callable[[int], None] = lambda sim_time_ns: None,
             should_stop: Callable[[], bool] = lambda: False) -> None:
-        """Advance the clock to ``duration`` s (or until ``should_stop()``); ``real_time_factor``
-        0 runs unpaced."""
+        """
+        Advance the clock to ``duration`` s (or until ``should_stop()``).
+
+        ``real_time_factor`` 0 runs unpaced.
+        """
         end_ns = round(duration * 1e9)
         wall_start = time.perf_counter()
         start_ns = self.sim_time_ns
@@ -248,9 +253,13 @@ def _make_node(spec: NodeSpec, context: Context) -> Node:
 
 
 def check_plan(plan: SwarmPlan) -> None:
-    """Build every node of ``plan`` in a private context and destroy it again: ``ValueError``
-    names the first node that refuses its configuration or a parameter no node declares. What
-    ``--processes`` checks before it starts anything (each child alone could only warn)."""
+    """
+    Build every node of ``plan`` in a private context and destroy it again.
+
+    ``ValueError`` names the first node that refuses its configuration or a parameter no node
+    declares. What ``--processes`` checks before it starts anything (each child alone could only
+    warn).
+    """
     context = Context()
     rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
     nodes: list[Node] = []
@@ -265,7 +274,7 @@ def check_plan(plan: SwarmPlan) -> None:
 
 
 def check_unknown_parameters(nodes: list[Node]) -> None:
-    """A parameter given (YAML or -p) that no node of the graph declares is a mistake."""
+    """Reject a parameter given (YAML or -p) that no node of the graph declares."""
     given: dict[str, str] = {}
     declared: set[str] = set()
     for node in nodes:

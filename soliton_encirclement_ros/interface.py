@@ -1,4 +1,5 @@
-"""The swarm's wire interface, defined once: topic names, QoS, and the state layouts.
+"""
+The swarm's wire interface, defined once: topic names, QoS, and the state layouts.
 
 Every node, the in-process fan-out, the recorder and the analysis use this module, and nothing
 else, to name a swarm topic, choose its QoS or read and write a swarm message.
@@ -21,8 +22,8 @@ simulator and the analysis can use the layouts without a ROS install.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+import math
 from typing import Mapping
 
 import numpy as np
@@ -57,7 +58,11 @@ SWARM_RELIABILITY_DESCRIPTION = (
 
 
 def swarm_qos(reliability: str, topic: str = AGENT_STATES_TOPIC):
-    """The QoS profile of a swarm topic for ``reliability`` ('reliable' or 'best_effort')."""
+    """
+    Return the QoS profile of a swarm topic for ``reliability``.
+
+    ``reliability`` is 'reliable' or 'best_effort'.
+    """
     from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
     check_reliability(reliability)
     if reliability == BEST_EFFORT:
@@ -119,7 +124,7 @@ def _with_layout(data: list[float], layout: Layout):
 
 
 def agent_state_values(state: AgentStateMsg) -> list[float]:
-    """The wire values of an agent state, in :data:`AGENT_STATE` order."""
+    """Return the wire values of an agent state, in :data:`AGENT_STATE` order."""
     return [float(state.agent_id), float(state.incarnation), float(state.seq), state.stamp,
             *map(float, state.position), *map(float, state.velocity), state.u, state.u_ss]
 
@@ -130,8 +135,11 @@ def agent_state_to_msg(state: AgentStateMsg):
 
 
 def agent_state_array(msg) -> np.ndarray:
-    """The values of an agent state message in :data:`AGENT_STATE` order (label and size
-    checked, values not): for bulk readers such as the analysis."""
+    """
+    Return the values of an agent state message in :data:`AGENT_STATE` order.
+
+    The label and size are checked, the values not: for bulk readers such as the analysis.
+    """
     AGENT_STATE.check_label(msg)
     values = np.asarray(msg.data, dtype=float)
     if values.size != _AGENT_SIZE:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Mapping
 
-from launch import LaunchDescription
 from ament_index_python.packages import get_package_prefix
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -35,9 +35,13 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
                             extra: Callable[[dict[str, str]], list] = lambda values: [],
                             problem: Callable[[dict[str, str]], str | None] = lambda values: None,
                             ) -> LaunchDescription:
-    """Declare ``arguments`` ({name: (default, description)}), then start the nodes that
-    ``specs(values)`` plans from the argument values, and the actions ``extra(values)``. When
-    ``problem(values)`` names one, it is logged and launch shuts down before starting anything."""
+    """
+    Declare ``arguments`` ({name: (default, description)}) and start the planned nodes.
+
+    Then start the nodes that ``specs(values)`` plans from the
+    argument values, and the actions ``extra(values)``. When ``problem(values)`` names one, it is
+    logged and launch shuts down before starting anything.
+    """
     def nodes(context):
         values = {name: LaunchConfiguration(name).perform(context) for name in arguments}
         reason = problem(values)

@@ -1,4 +1,5 @@
-"""The swarm graph with one OS process per node, as ``ros2 launch`` starts it.
+"""
+The swarm graph with one OS process per node, as ``ros2 launch`` starts it.
 
 Each node of ``graph.build_graph`` runs its own console script with the plan's ``--ros-args``,
 in a process group of its own (a terminal Ctrl-C reaches only this runner, which then stops the
@@ -10,13 +11,13 @@ then SIGTERM and SIGKILL after a grace period.
 """
 from __future__ import annotations
 
+from pathlib import Path
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Callable
 
 import rclpy
@@ -28,7 +29,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 
-from .graph import NodeSpec, SwarmPlan, build_graph
+from .graph import build_graph, NodeSpec, SwarmPlan
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
 STOP_TIMEOUT = 10.0      # wall s a node gets to exit after SIGINT, then after SIGTERM
@@ -36,13 +37,17 @@ STALL_TIMEOUT = 30.0     # wall s without clock progress before giving up
 
 
 def executable_path(spec: NodeSpec) -> str:
-    """The node's console script (see :func:`find_executable`)."""
+    """Return the node's console script (see :func:`find_executable`)."""
     return find_executable(spec.executable, spec.package)
 
 
 def find_executable(executable: str, package: str = 'soliton_encirclement_ros') -> str:
-    """A console script of ``package``: beside this Python (pip/venv), in the ament prefix
-    (colcon: ``<prefix>/lib/<package>/``) or on PATH; ``FileNotFoundError`` otherwise."""
+    """
+    Return a console script of ``package``.
+
+    Beside this Python (pip/venv), in the ament prefix (colcon: ``<prefix>/lib/<package>/``) or on
+    PATH; ``FileNotFoundError`` otherwise.
+    """
     local = Path(sys.executable).parent / executable
     if local.exists():
         return str(local)
@@ -60,6 +65,8 @@ def find_executable(executable: str, package: str = 'soliton_encirclement_ros') 
 
 
 class ProcessGraph:
+    """One process per node of a plan, in process groups of their own, with their logs."""
+
     def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap') -> None:
         self._log_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_logs_'))
         self.processes: list[tuple[NodeSpec, subprocess.Popen, Path]] = []
@@ -131,8 +138,11 @@ class ProcessGraph:
             on_progress(self.sim_time_ns)
 
     def close(self) -> str:
-        """Stop every node (SIGINT, then SIGTERM, then SIGKILL), close the bag; returns what
-        went wrong ('' if every node stopped on SIGINT). Safe to call twice."""
+        """
+        Stop every node (SIGINT, then SIGTERM, then SIGKILL), close the bag.
+
+        Returns what went wrong ('' if every node stopped on SIGINT). Safe to call twice.
+        """
         failure = ''
         for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
             running = [(spec, process, log) for spec, process, log in self.processes

@@ -1,4 +1,5 @@
-"""Record live topics into a rosbag2 (MCAP by default, sqlite3 optional) from an rclpy node.
+"""
+Record live topics into a rosbag2 (MCAP by default, sqlite3 optional) from an rclpy node.
 
 Messages arrive serialized (``raw=True`` subscriptions) and go straight into the bag with the
 ``rosbags`` writer: no deserialization on the recording path. Type names, message definitions
@@ -8,28 +9,23 @@ of a message is the recording node's clock at receipt (sim time under ``use_sim_
 """
 from __future__ import annotations
 
-import importlib
-import re
-import threading
 from contextlib import contextmanager
 from functools import partial
+import importlib
 from pathlib import Path
+import re
+import threading
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.interfaces import (
-    Qos,
-    QosDurability,
-    QosHistory,
-    QosLiveliness,
-    QosReliability,
-    QosTime,
-)
+    Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
 from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import get_typestore, Stores
 
-from .interface import (AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC,
-                        METRICS_TOPIC_PREFIX, TARGET_STATE_TOPIC)
+from .interface import (
+    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC, METRICS_TOPIC_PREFIX,
+    TARGET_STATE_TOPIC)
 
 # Every agent's odometry and commands (the target's odometry included), the swarm topics,
 # the metrics and the clock: built from the interface's names.
@@ -44,8 +40,10 @@ TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 
 
 class BagRecorder:
-    """Subscribe to the topics of ``node``'s graph whose name matches ``topics_regex``
-    (``re.search``, like ``ros2 bag record -e``) and write them to a new bag at ``bag_path``.
+    """
+    Record the topics of ``node``'s graph whose name matches ``topics_regex`` into a new bag.
+
+    Matching is ``re.search``, like ``ros2 bag record -e``; the bag is written at ``bag_path``.
 
     Call :meth:`discover` periodically to pick up new topics and :meth:`close` once at the end
     (also safe from a signal handler or a ``finally``). ``qos`` overrides the subscription QoS;
@@ -108,8 +106,12 @@ class BagRecorder:
         return added
 
     def close(self) -> None:
-        """Flush the storage and write metadata.yaml. Idempotent. Called while this thread is
-        inside the writer (a signal handler interrupting a callback), it closes right after."""
+        """
+        Flush the storage and write metadata.yaml.
+
+        Idempotent. Called while this thread is inside the writer (a signal handler interrupting a
+        callback), it closes right after.
+        """
         if self._lock_owner == threading.get_ident():
             self._close_pending = True
             return

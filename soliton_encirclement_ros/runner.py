@@ -1,4 +1,5 @@
-"""swarm_sim: run the swarm graph of ``graph.build_graph`` on a simulated clock.
+"""
+swarm_sim: run the swarm graph of ``graph.build_graph`` on a simulated clock.
 
 In-process (default): every node of the plan lives in this process, on one executor, talking
 over real DDS (so ``ros2 topic echo`` or a recorder elsewhere on the machine sees every
@@ -10,24 +11,24 @@ determines the run. ``--processes`` starts each node as its own process instead,
 from __future__ import annotations
 
 import argparse
+from contextlib import contextmanager
 import json
 import math
 import os
+from pathlib import Path
 import shutil
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
-from pathlib import Path
 
 import yaml
 
 from velocity_mobility_ros.spin import StopRequest
-from velocity_mobility_ros.validation import OneLineParser, number
+from velocity_mobility_ros.validation import number, OneLineParser
 
 from .analysis.outputs import output_dir_problem
-from .graph import SwarmPlan, build_graph
 from .core.metrics import METRIC_NAMES
+from .graph import build_graph, SwarmPlan
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -93,7 +94,7 @@ def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
 
 
 def check_params_file(path: str) -> None:
-    """A parameter file must exist and be ROS 2 YAML: {node: {ros__parameters: {...}}}."""
+    """Check that a parameter file exists and is ROS 2 YAML: {node: {ros__parameters: {...}}}."""
     try:
         with open(path) as handle:
             content = yaml.safe_load(handle)
@@ -129,7 +130,7 @@ def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
 
 
 def _number(value, digits: int = 4, unit: str = '', none: str = 'n/a') -> str:
-    """A metric for the summary table; None or NaN (nothing measured) prints ``none``."""
+    """Format a metric for the summary table; None or NaN (nothing measured) prints ``none``."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return none
     return f'{value:.{digits}f}{unit}'
@@ -193,7 +194,7 @@ def main(argv=None) -> int:
 
 @contextmanager
 def progress_bar(duration: float, enabled: bool):
-    """A progress callback taking the sim time in ns: a tqdm bar on stderr, or nothing."""
+    """Return a progress callback taking the sim time in ns: a tqdm bar on stderr, or nothing."""
     if not enabled:
         yield lambda sim_time_ns: None
         return
@@ -217,8 +218,8 @@ def _interrupted(stop: StopRequest) -> None:
 
 def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
     """Run in this process; returns (summary or None, failure '')."""
-    from .inprocess import InProcessGraph
     from .analysis.report import write_run_outputs
+    from .inprocess import InProcessGraph
 
     try:
         graph = InProcessGraph(plan, record=args.record, storage=args.storage)

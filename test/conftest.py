@@ -1,4 +1,5 @@
-"""Test-wide ROS environment.
+"""
+Test-wide ROS environment.
 
 DDS discovery stays on loopback. An exported ``ROS_DOMAIN_ID`` is kept as it is (every module
 then shares it). Otherwise every test module gets a DDS domain of its own that no other test run

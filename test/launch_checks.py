@@ -1,15 +1,18 @@
-"""Shared by the launch_pytest tests: can launch_ros start this package's nodes here?"""
+"""Check, for the launch_pytest tests, whether launch_ros can start this package's nodes."""
 import os
 
 PACKAGE = 'soliton_encirclement_ros'
 
 
 def not_installed_reason(executables):
-    """Why launch_ros cannot start these nodes here, or None. It runs
-    <prefix>/lib/<package>/<executable> from the ament index; without it the include fails inside
-    the launch service and launch_pytest waits for ReadyToTest forever. (A skipif mark, not a
-    module-level skip: launch_testing's collection hook imports the module and turns a
-    module-level skip into 'found no collectors'.)"""
+    """
+    Why launch_ros cannot start these nodes here, or None.
+
+    It runs <prefix>/lib/<package>/<executable> from the ament index; without it the include fails
+    inside the launch service and launch_pytest waits for ReadyToTest forever. (A skipif mark, not
+    a module-level skip: launch_testing's collection hook imports the module and turns a
+    module-level skip into 'found no collectors'.)
+    """
     from ament_index_python.packages import get_package_prefix
     try:
         prefix = get_package_prefix(PACKAGE)

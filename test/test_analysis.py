@@ -1,5 +1,8 @@
-"""analyze_run and the analysis library on bags written here with rosbags' own Writer (an
-independent writer: no code of ours on the writing side), in both storage formats."""
+"""
+Test analyze_run and the analysis library on bags written here with rosbags' own Writer.
+
+An independent writer (no code of ours on the writing side), in both storage formats.
+"""
 import json
 import math
 import subprocess
@@ -8,15 +11,11 @@ import sys
 import numpy as np
 import pytest
 from rosbags.rosbag2 import StoragePlugin, Writer
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import get_typestore, Stores
 
 from soliton_encirclement_ros.analysis import cli
 from soliton_encirclement_ros.analysis.recompute import (
-    load_run,
-    metrics_from_bag,
-    published_metrics,
-    world_velocity,
-)
+    load_run, metrics_from_bag, published_metrics, world_velocity)
 
 TS = get_typestore(Stores.ROS2_KILTED)
 T = TS.types
@@ -66,9 +65,13 @@ def agent_state(agent_id, seq, t, xy, velocity, label=STATE_LABEL):
 
 def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, failed_after=None,
                      state_label=STATE_LABEL):
-    """``agents`` vehicles uav1.. on the desired circle at equal angles, turning around a still
-    target, plus /swarm/agent_states. With ``failed_after`` an extra vehicle uav<agents+1> sits on
-    the target and stops sending states at that time (it keeps publishing odometry)."""
+    """
+    ``agents`` vehicles uav1..
+
+    on the desired circle at equal angles, turning around a still target, plus /swarm/agent_states.
+    With ``failed_after`` an extra vehicle uav<agents+1> sits on the target and stops sending
+    states at that time (it keeps publishing odometry).
+    """
     with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
         connections = {}
 

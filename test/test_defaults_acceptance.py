@@ -1,4 +1,5 @@
-"""Acceptance of the shipped defaults (issue 13) and of the reference preset, in batch_sim.
+"""
+Acceptance of the shipped defaults (issue 13) and of the reference preset, in batch_sim.
 
 The defaults settle a static ring of every size listed (E_gap < 0.05 for good within 120 s,
 seeds 0-2, P = 0.05 s), N = 10 settles at least as fast as with the reference gains, and the
@@ -6,8 +7,8 @@ moving target with failures is no worse. Each run is seconds on the vectorised e
 figures themselves are printed by benchmarks/bench_stability.py.
 """
 import json
-import statistics
 from pathlib import Path
+import statistics
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ import yaml
 
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.batch_sim import main, simulate
-from soliton_encirclement_ros.core.params import REFERENCE_GAINS, ControllerParams
+from soliton_encirclement_ros.core.params import ControllerParams, REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
 
 MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion='random',

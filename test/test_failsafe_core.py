@@ -1,13 +1,16 @@
-"""The fail-safe rules of one agent, pure (no rclpy): stale odometry, a lost target, future
-stamps, restarted senders, duplicate ids and altitude hold."""
+"""
+The fail-safe rules of one agent, pure (no rclpy).
+
+Stale odometry, a lost target, future stamps, restarted senders, duplicate ids and altitude hold.
+"""
 import math
 
 import numpy as np
 import pytest
 
 from soliton_encirclement_ros.core.controller import (
-    BLIND, OK, STARTING, TARGET_LOST, AgentStateMsg, TargetStateMsg, agent_tick,
-    future_stamp_reason, initial_state, receive_agent_state, receive_target_state)
+    agent_tick, AgentStateMsg, BLIND, future_stamp_reason, initial_state, OK, receive_agent_state,
+    receive_target_state, STARTING, TARGET_LOST, TargetStateMsg)
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
 from soliton_encirclement_ros.core.law import vertical_velocity
 from soliton_encirclement_ros.core.params import ControllerParams
@@ -27,8 +30,12 @@ def neighbour(seq, incarnation=1, stamp=0.0):
 
 
 def run(state, t0, t1, odom_until=math.inf, target_until=math.inf, params=P):
-    """Tick from t0 to t1 with odometry (fresh until ``odom_until``, then frozen) and the
-    target heard every tick until ``target_until``; returns the ticks."""
+    """
+    Tick from t0 to t1 with odometry and the target.
+
+    Odometry is fresh until ``odom_until``, then frozen; the target is heard every tick until
+    ``target_until``; returns the ticks.
+    """
     ticks, odometry = [], None
     for k in range(round((t1 - t0) / params.control_period)):
         now = t0 + k * params.control_period

@@ -1,11 +1,14 @@
-"""The fail-safe rules through real rclpy nodes on a simulated clock: what is published (no
-broadcast, zero velocity, ~/status) and what is logged, once per episode."""
-import numpy as np
-import pytest
-import rclpy
+"""
+The fail-safe rules through real rclpy nodes on a simulated clock.
+
+What is published (no broadcast, zero velocity, ~/status) and what is logged, once per episode.
+"""
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+import numpy as np
+import pytest
+import rclpy
 from rclpy.parameter import Parameter
 from rclpy.qos import ReliabilityPolicy
 from rclpy.time import Time
@@ -13,14 +16,11 @@ from std_msgs.msg import Float64MultiArray
 
 from soliton_encirclement_ros.core.controller import AgentStateMsg
 from soliton_encirclement_ros.interface import (
-    agent_state_from_msg,
-    agent_state_to_msg,
-    target_state_to_msg,
-)
+    agent_state_from_msg, agent_state_to_msg, target_state_to_msg)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
-from support.harness import SIM, Harness
+from support.harness import Harness, SIM
 from velocity_mobility_ros.messages import to_odometry
 
 PERIOD = 0.05
@@ -273,7 +273,7 @@ def test_swarm_reliability_sets_the_qos_and_a_mismatch_is_reported(capfd):
     context = rclpy.Context()
     rclpy.init(context=context)
     try:
-        with pytest.raises(ValueError, match="swarm_reliability must be one of reliable, "
+        with pytest.raises(ValueError, match='swarm_reliability must be one of reliable, '
                                              "best_effort, got 'radio'"):
             AgentNode(context=context, namespace='/uav5',
                       parameter_overrides=[Parameter('swarm_reliability', value='radio')])

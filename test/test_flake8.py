@@ -1,17 +1,26 @@
-"""Code style the ament way, as `ros2 pkg create` generates the test (ament_flake8, line length
-99; the configuration is setup.cfg's [flake8] section)."""
+"""Code style the ament way, as `ros2 pkg create` generates the test (ament_flake8)."""
+from importlib.metadata import entry_points
 from pathlib import Path
 
-import pytest
 from ament_flake8 import main as ament_flake8
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ['soliton_encirclement_ros', 'velocity_mobility_ros', 'test', 'launch', 'benchmarks']
+# The flake8 plugins a ROS install's ament_flake8 depends on, by the codes they add.
+ROS_PLUGIN_CODES = {'A00', 'B90', 'C4', 'CNL', 'D', 'D001', 'I', 'Q0'}
+
+
+def test_the_plugins_of_a_ros_install_are_loaded():
+    codes = {ep.name for ep in entry_points(group='flake8.extension')}
+    missing = sorted(c for c in ROS_PLUGIN_CODES if not any(k.startswith(c) for k in codes))
+    assert not missing, f'flake8 plugins missing for codes {missing}: the lint would check less'
 
 
 @pytest.mark.flake8
 @pytest.mark.linter
 def test_flake8():
+    # setup.cfg's [flake8] is ament_flake8.ini plus application-import-names.
     rc, errors = ament_flake8.main_with_errors(
         argv=['--config', str(ROOT / 'setup.cfg'), *[str(ROOT / p) for p in SOURCES]])
     assert rc == 0, f'Found {len(errors)} code style errors / warnings:\n' + '\n'.join(errors)

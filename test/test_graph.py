@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from soliton_encirclement_ros.graph import SwarmPlan, build_graph, in_namespace, parse_origins
+from soliton_encirclement_ros.graph import build_graph, in_namespace, parse_origins, SwarmPlan
 
 
 def by_executable(specs, executable):

@@ -1,29 +1,28 @@
-"""launch_pytest: start mobility_node from launch/mobility.launch.py and check its odometry.
+"""
+launch_pytest: start mobility_node from launch/mobility.launch.py and check its odometry.
 
 Needs a ROS 2 install with launch_pytest/launch_ros and this package built with colcon (the
 launch file finds the executable through the ament index); skipped on pip-only machines.
 """
-import time
 from pathlib import Path
+import time
 
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
 import pytest
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+
+from launch_checks import not_installed_reason
+from velocity_mobility_ros.mobility_node import SIM_QOS
 
 launch_pytest = pytest.importorskip(
     'launch_pytest', reason='launch_pytest is not installed (pip-only ROS 2): needs a ROS 2 '
     'install with launch_pytest and launch_ros')
 launch_ros = pytest.importorskip('launch_ros', reason='launch_ros is not installed')
+launch = pytest.importorskip('launch', reason='launch is not installed')
+PythonLaunchDescriptionSource = launch.launch_description_sources.PythonLaunchDescriptionSource
 
-import rclpy  # noqa: E402
-from geometry_msgs.msg import Twist  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-
-from velocity_mobility_ros.mobility_node import SIM_QOS  # noqa: E402
-
-from launch_checks import not_installed_reason  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 NAMESPACE = 'launch_uav'
@@ -35,8 +34,8 @@ pytestmark = pytest.mark.skipif(NOT_INSTALLED is not None, reason=NOT_INSTALLED 
 
 @launch_pytest.fixture
 def mobility_launch():
-    return LaunchDescription([
-        IncludeLaunchDescription(
+    return launch.LaunchDescription([
+        launch.actions.IncludeLaunchDescription(
             PythonLaunchDescriptionSource(str(REPO / 'launch' / 'mobility.launch.py')),
             launch_arguments={'namespace': NAMESPACE,
                               'params_file': str(REPO / 'config' / 'mobility.yaml')}.items()),

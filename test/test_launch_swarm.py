@@ -1,26 +1,26 @@
-"""swarm_sim.launch.py with 4 agents forms the ring (launch_pytest; skipped where it is missing).
+"""
+swarm_sim.launch.py with 4 agents forms the ring (launch_pytest; skipped where it is missing).
 
 pip-only machines have no launch/launch_ros/launch_pytest; a ROS 2 workspace has them, and
 there this test starts the real launch file and watches /swarm/metrics/E_gap.
 """
-import time
 from pathlib import Path
+import time
 
 import pytest
+import rclpy
+from rclpy.node import Node
+from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64
+
+from launch_checks import not_installed_reason
 
 launch_pytest = pytest.importorskip(
     'launch_pytest', reason='launch_pytest is not installed (a ROS 2 workspace provides it)')
 pytest.importorskip('launch_ros', reason='launch_ros is not installed')
+launch = pytest.importorskip('launch', reason='launch is not installed')
+PythonLaunchDescriptionSource = launch.launch_description_sources.PythonLaunchDescriptionSource
 
-import rclpy  # noqa: E402
-from launch import LaunchDescription  # noqa: E402
-from launch.actions import IncludeLaunchDescription  # noqa: E402
-from launch.launch_description_sources import PythonLaunchDescriptionSource  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rosgraph_msgs.msg import Clock  # noqa: E402
-from std_msgs.msg import Float64  # noqa: E402
-
-from launch_checks import not_installed_reason  # noqa: E402
 
 LAUNCH_FILE = Path(__file__).resolve().parent.parent / 'launch' / 'swarm_sim.launch.py'
 
@@ -32,8 +32,8 @@ pytestmark = pytest.mark.skipif(NOT_INSTALLED is not None, reason=NOT_INSTALLED 
 
 @launch_pytest.fixture
 def swarm():
-    return LaunchDescription([
-        IncludeLaunchDescription(
+    return launch.LaunchDescription([
+        launch.actions.IncludeLaunchDescription(
             PythonLaunchDescriptionSource(str(LAUNCH_FILE)),
             launch_arguments={'num_agents': '4', 'seed': '1', 'real_time_factor': '3.0'}.items()),
         launch_pytest.actions.ReadyToTest(),

@@ -1,13 +1,17 @@
-"""Unit tests of the vectorised mobility core: the reference's worked values, the reference step
-re-implemented literally (scalar, per vehicle) as an oracle, and each extension."""
+"""
+Unit tests of the vectorised mobility core.
+
+The reference's worked values, the reference step re-implemented literally (scalar, per vehicle) as
+an oracle, and each extension.
+"""
 import math
 
 import numpy as np
 import pytest
 
-from velocity_mobility_ros.model import (VehicleState, apply_acceleration_limits,
-                                         apply_velocity_limits, body_to_world,
-                                         integrate_position, step, wrap_angle, world_to_body)
+from velocity_mobility_ros.model import (
+    apply_acceleration_limits, apply_velocity_limits, body_to_world, integrate_position, step,
+    VehicleState, world_to_body, wrap_angle)
 from velocity_mobility_ros.params import VehicleParams
 
 
@@ -33,7 +37,7 @@ def test_worked_functions_are_vectorised():
 
 def reference_step(p, v, v_des, dt, max_speed_xy, max_speed_z, max_acc_xy, max_acc_z,
                    tau_xy=None, tau_z=None):
-    """The reference update step for one vehicle, written literally from the spec."""
+    """Return the reference update step for one vehicle, written literally from the spec."""
     p, v, v_des = list(p), list(v), list(v_des)
     if tau_xy is None and tau_z is None:
         v = list(apply_acceleration_limits(v, v_des, dt, max_acc_xy, max_acc_z))

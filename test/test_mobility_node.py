@@ -1,27 +1,31 @@
-"""mobility_node with real rclpy: message conversions, in-process runs on a test-driven /clock,
-and the console script in a real ROS graph driven by a Twist publisher."""
+"""
+mobility_node with real rclpy.
+
+Message conversions, in-process runs on a test-driven /clock, and the console script in a real ROS
+graph driven by a Twist publisher.
+"""
 import math
+from pathlib import Path
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import numpy as np
-import pytest
-import rclpy
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
+import numpy as np
+import pytest
+import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt32MultiArray
 from transforms3d.euler import euler2quat
 
-from velocity_mobility_ros.messages import (odometry_to_arrays, to_odometry, twist_to_arrays,
-                                            twist_values)
-from velocity_mobility_ros.mobility_node import COUNTER_QOS, SIM_QOS, MobilityNode
+from velocity_mobility_ros.messages import (
+    odometry_to_arrays, to_odometry, twist_to_arrays, twist_values)
+from velocity_mobility_ros.mobility_node import COUNTER_QOS, MobilityNode, SIM_QOS
 from velocity_mobility_ros.params import VehicleParams
 
 REPO = Path(__file__).resolve().parents[1]
@@ -87,7 +91,8 @@ def ros():
 
 
 class SimGraph:
-    """Node under test + a driver node on one executor; the test owns /clock.
+    """
+    Node under test + a driver node on one executor; the test owns /clock.
 
     ``tick`` advances sim time by one ``sim_dt`` and spins until the node has stepped, so the
     node runs in lock-step with the test.
@@ -254,7 +259,7 @@ def test_runtime_parameter_changes_are_validated(graph_factory):
     assert not result.successful
     assert 'tau_xy must be > sim_dt (0.01)' in result.reason and '0.005' in result.reason
     [result] = node.set_parameters([Parameter('heading_mode', value='sideways')])
-    assert not result.successful and "heading_mode must be one of command, velocity, got " \
+    assert not result.successful and 'heading_mode must be one of command, velocity, got ' \
         "'sideways'" in result.reason
     [result] = node.set_parameters([Parameter('max_speed_xy', value=-1.0)])
     assert not result.successful and 'max_speed_xy out of range' in result.reason
@@ -330,8 +335,12 @@ def test_yaml_config_loads_the_reference_values(ros):
 # --- the console script in a real ROS graph (wall clock) --------------------------------------
 
 class MobilityProcess:
-    """The mobility_node console script in namespace ``ns`` plus a driver node collecting its
-    odometry; leaving the block sends SIGINT and records the exit code."""
+    """
+    The mobility_node console script in namespace ``ns``, with a driver node.
+
+    The driver node collects its odometry; leaving the block sends SIGINT and records the exit
+    code.
+    """
 
     def __init__(self, ns, *ros_args):
         self.ns, self.ros_args = ns, list(ros_args)

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from velocity_mobility_ros.params import InterfaceParams, VehicleParams, split_node_params
+from velocity_mobility_ros.params import InterfaceParams, split_node_params, VehicleParams
 
 
 def test_defaults_are_the_reference_scenario_with_extensions_off():
@@ -44,7 +44,7 @@ def test_other_invalid_values_name_the_parameter():
         VehicleParams(sim_dt=0.0, tau_xy=0.0, tau_z=0.0)
     with pytest.raises(ValueError, match=r'^max_yaw_rate must be > 0, got 0.0'):
         VehicleParams(max_yaw_rate=0.0)
-    with pytest.raises(ValueError, match=r"^heading_mode must be one of command, velocity, "
+    with pytest.raises(ValueError, match=r'^heading_mode must be one of command, velocity, '
                                          r"got 'sideways'"):
         VehicleParams(heading_mode='sideways')
     with pytest.raises(ValueError, match=r"^max_acc_xy must be a number, got '4'"):

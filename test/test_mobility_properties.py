@@ -1,12 +1,12 @@
 """Property tests (hypothesis) of the mobility core over random limits, states and commands."""
 import math
 
-import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+import numpy as np
 
-from velocity_mobility_ros.model import VehicleState, step
+from velocity_mobility_ros.model import step, VehicleState
 from velocity_mobility_ros.params import VehicleParams
 
 TOL = 1e-9

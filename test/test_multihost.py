@@ -1,21 +1,25 @@
-"""The swarm across emulated hosts: a ground station (mobility, target, metrics) and three
-companion computers (one agent_node each) in Linux network namespaces joined by veth pairs and a
-bridge, with default DDS discovery (multicast on the emulated LAN, no shared memory) and
-best-effort swarm topics. The ring forms; cutting one host's link makes that agent hold (zero
-velocity) within target_timeout + 1 s while the other two re-space; restoring the link brings
-it back into a ring of three. Skips where namespaces cannot be made (not root, no iproute2)."""
+"""
+The swarm across emulated hosts.
+
+A ground station (mobility, target, metrics) and three companion computers (one agent_node each) in
+Linux network namespaces joined by veth pairs and a bridge, with default DDS discovery (multicast
+on the emulated LAN, no shared memory) and best-effort swarm topics. The ring forms; cutting one
+host's link makes that agent hold (zero velocity) within target_timeout + 1 s while the other two
+re-space; restoring the link brings it back into a ring of three. Skips where namespaces cannot be
+made (not root, no iproute2).
+"""
 import json
 import math
 import os
+from pathlib import Path
 import sys
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.graph import SwarmPlan, build_graph
+from soliton_encirclement_ros.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.processes import executable_path
 from support import netns
 

@@ -1,11 +1,15 @@
-"""Every node's parameters as `ros2 param` sees them: a dump returns every value, and every
-writable parameter either takes effect (validated by the start-up code) or is read-only."""
-import math
+"""
+Every node's parameters as `ros2 param` sees them.
+
+A dump returns every value, and every writable parameter either takes effect (validated by the
+start-up code) or is read-only.
+"""
 from dataclasses import fields
+import math
 
 import pytest
-import rclpy
 from rcl_interfaces.msg import ParameterType
+import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
@@ -61,7 +65,11 @@ def test_a_parameter_dump_returns_every_value(name, context):
 
 
 def changed_value(value, descriptor):
-    """A different value inside the declared range (or a sensible one where there is none)."""
+    """
+    Return a different value inside the declared range.
+
+    Where there is no range, a sensible one.
+    """
     if isinstance(value, bool):
         return not value
     if isinstance(value, str):

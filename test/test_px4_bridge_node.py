@@ -1,22 +1,26 @@
-"""px4_bridge_node: topic naming, settings, the missing-px4_msgs exit, and (where px4_msgs is
-built) real rclpy against a small fake autopilot that answers like PX4's uXRCE-DDS client."""
+"""
+px4_bridge_node.
+
+Topic naming, settings, the missing-px4_msgs exit, and (where px4_msgs is built) real rclpy against
+a small fake autopilot that answers like PX4's uXRCE-DDS client.
+"""
 import importlib.util
 import math
+from pathlib import Path
 import selectors
 import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-import numpy as np
-import pytest
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+import numpy as np
+import pytest
 from transforms3d.euler import euler2quat
 
-from soliton_encirclement_ros.px4.bridge_node import (PARAMS, BridgeSettings, fill_enu_odometry,
-                                                      px4_topic)
+from soliton_encirclement_ros.px4.bridge_node import (
+    BridgeSettings, fill_enu_odometry, PARAMS, px4_topic)
 from soliton_encirclement_ros.px4.frames import q_ned_frd_to_enu_flu, vehicle_odometry_to_enu
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
@@ -130,7 +134,7 @@ def make_graph(ros, bridge_params=(), **fake_options):
     from rclpy.parameter import Parameter
     from std_srvs.srv import Trigger
 
-    from soliton_encirclement_ros.px4.bridge_node import Px4BridgeNode, load_px4_msgs
+    from soliton_encirclement_ros.px4.bridge_node import load_px4_msgs, Px4BridgeNode
     from support.fake_px4 import FakePx4
 
     fake = FakePx4('px4_1', q_ned=FAKE_Q_NED.tolist(), **fake_options)
@@ -222,8 +226,11 @@ def test_bridge_odometry_engage_gate_and_velocity_stream(ros):
 
 @px4
 def test_a_restarted_bridge_never_flies_px4_back_in_offboard_by_itself(ros, capfd):
-    """PX4 was flying offboard, lost the heartbeat (Hold) and keeps OFFBOARD as the user's
-    intention: the new bridge's heartbeat brings it back to OFFBOARD, but nothing moves."""
+    """
+    PX4 was flying offboard, lost the heartbeat (Hold) and keeps OFFBOARD as the user's intention.
+
+    The new bridge's heartbeat brings it back to OFFBOARD, but nothing moves.
+    """
     from px4_msgs.msg import VehicleStatus
     fake, bridge, operator = make_graph(
         ros, nav_state=VehicleStatus.NAVIGATION_STATE_OFFBOARD,
@@ -313,8 +320,12 @@ def bridge_command():
 
 @px4
 def test_node_process_stops_cleanly_on_sigint():
-    """Exit 0 without a traceback. Whether rclpy's spin() returns or raises
-    ExternalShutdownException on SIGINT is a race; main() must accept both."""
+    """
+    Exit 0 without a traceback.
+
+    Whether rclpy's spin() returns or raises ExternalShutdownException on SIGINT is a race; main()
+    must accept both.
+    """
     proc = subprocess.Popen(bridge_command() + ['--ros-args', '-r', '__ns:=/uav9'],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

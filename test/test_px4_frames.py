@@ -1,14 +1,14 @@
 """PX4 <-> ROS frame conversions: known vectors, full attitudes (not only yaw), round trips."""
-import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import numpy as np
+import pytest
 from transforms3d.euler import euler2quat, quat2euler
 from transforms3d.quaternions import quat2mat
 
 from soliton_encirclement_ros.px4 import frames
 from soliton_encirclement_ros.px4.frames import (
-    OdometryFrameError, enu_to_ned, flu_to_frd, frd_to_flu, ned_to_enu, q_enu_flu_to_ned_frd,
+    enu_to_ned, flu_to_frd, frd_to_flu, ned_to_enu, OdometryFrameError, q_enu_flu_to_ned_frd,
     q_ned_frd_to_enu_flu, vehicle_odometry_to_enu, wrap_angle, yaw_enu_to_ned, yaw_ned_to_enu,
     yaw_rate_enu_to_ned)
 
@@ -90,9 +90,10 @@ def test_level_attitude_yaw_matches_yaw_conversion(yaw_enu):
 
 
 def _odom(**overrides):
-    fields = dict(pose_frame=frames.POSE_FRAME_NED, position=[1.0, 2.0, -3.0],
-                  q=euler2quat(0.2, -0.1, 0.7, 'sxyz'), velocity_frame=frames.VELOCITY_FRAME_NED,
-                  velocity=[0.5, -1.0, 0.25], angular_velocity=[0.1, 0.2, 0.3])
+    fields = {'pose_frame': frames.POSE_FRAME_NED, 'position': [1.0, 2.0, -3.0],
+              'q': euler2quat(0.2, -0.1, 0.7, 'sxyz'),
+              'velocity_frame': frames.VELOCITY_FRAME_NED,
+              'velocity': [0.5, -1.0, 0.25], 'angular_velocity': [0.1, 0.2, 0.3]}
     fields.update(overrides)
     return fields
 
@@ -125,15 +126,15 @@ def test_odometry_origin_offset_and_frd_pose_frame():
 
 
 @pytest.mark.parametrize('overrides, match', [
-    (dict(velocity_frame=frames.VELOCITY_FRAME_UNKNOWN), r'velocity_frame=0 \(UNKNOWN\)'),
-    (dict(velocity_frame=frames.VELOCITY_FRAME_FRD), r'velocity_frame=2 \(FRD\).*pose_frame=1'),
-    (dict(velocity_frame=9), r'velocity_frame=9'),
-    (dict(pose_frame=frames.POSE_FRAME_UNKNOWN), r'pose_frame=0 \(UNKNOWN\)'),
-    (dict(position=[np.nan, 0.0, 0.0]), r'position is invalid'),
-    (dict(q=[np.nan, 0.0, 0.0, 0.0]), r'q is invalid'),
-    (dict(q=[2.0, 0.0, 0.0, 0.0]), r'q is not a unit quaternion'),
-    (dict(velocity=[0.0, np.inf, 0.0]), r'velocity is invalid'),
-    (dict(angular_velocity=[0.0, 0.0]), r'angular_velocity must have 3 values'),
+    ({'velocity_frame': frames.VELOCITY_FRAME_UNKNOWN}, r'velocity_frame=0 \(UNKNOWN\)'),
+    ({'velocity_frame': frames.VELOCITY_FRAME_FRD}, r'velocity_frame=2 \(FRD\).*pose_frame=1'),
+    ({'velocity_frame': 9}, r'velocity_frame=9'),
+    ({'pose_frame': frames.POSE_FRAME_UNKNOWN}, r'pose_frame=0 \(UNKNOWN\)'),
+    ({'position': [np.nan, 0.0, 0.0]}, r'position is invalid'),
+    ({'q': [np.nan, 0.0, 0.0, 0.0]}, r'q is invalid'),
+    ({'q': [2.0, 0.0, 0.0, 0.0]}, r'q is not a unit quaternion'),
+    ({'velocity': [0.0, np.inf, 0.0]}, r'velocity is invalid'),
+    ({'angular_velocity': [0.0, 0.0]}, r'angular_velocity must have 3 values'),
 ])
 def test_odometry_rejects_unknown_frames_and_invalid_values(overrides, match):
     with pytest.raises(OdometryFrameError, match=match):

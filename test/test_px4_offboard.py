@@ -1,18 +1,22 @@
-"""The offboard sequencer as a pure object (runs in CI without px4_msgs): the engage gate,
-PX4 found in OFFBOARD, leaving OFFBOARD, warmup from PX4's feedback, retried temporary
-rejections, stale odometry, land_after, a wrong target_system, a refused ARM, the NaN guard."""
+"""
+The offboard sequencer as a pure object (runs in CI without px4_msgs).
+
+The engage gate, PX4 found in OFFBOARD, leaving OFFBOARD, warmup from PX4's feedback, retried
+temporary rejections, stale odometry, land_after, a wrong target_system, a refused ARM, the NaN
+guard.
+"""
 import math
 
-import numpy as np
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+import numpy as np
+import pytest
 
 from soliton_encirclement_ros.px4.offboard import (
-    ARMING_STATE_ARMED, ARMING_STATE_DISARMED, NAVIGATION_STATE_OFFBOARD,
-    PX4_CUSTOM_MAIN_MODE_AUTO, PX4_CUSTOM_SUB_MODE_AUTO_LOITER, VEHICLE_CMD_COMPONENT_ARM_DISARM,
-    VEHICLE_CMD_DO_SET_MODE, VEHICLE_CMD_NAV_LAND, VEHICLE_CMD_RESULT_ACCEPTED,
-    VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED, OffboardConfig, OffboardSequencer, Phase)
+    ARMING_STATE_ARMED, ARMING_STATE_DISARMED, NAVIGATION_STATE_OFFBOARD, OffboardConfig,
+    OffboardSequencer, Phase, PX4_CUSTOM_MAIN_MODE_AUTO, PX4_CUSTOM_SUB_MODE_AUTO_LOITER,
+    VEHICLE_CMD_COMPONENT_ARM_DISARM, VEHICLE_CMD_DO_SET_MODE, VEHICLE_CMD_NAV_LAND,
+    VEHICLE_CMD_RESULT_ACCEPTED, VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED)
 
 POSCTL, AUTO_LOITER, DENIED = 2, 4, 2
 OFFBOARD, ARMED, DISARMED = NAVIGATION_STATE_OFFBOARD, ARMING_STATE_ARMED, ARMING_STATE_DISARMED
@@ -22,7 +26,7 @@ ME = (255, 191)
 
 
 def linked(now=0.0, nav=POSCTL, arming=DISARMED, config=CFG, system_id=1):
-    """A sequencer that streamed since t=0 and has heard a healthy vehicle since t=0."""
+    """Return a sequencer that streamed since t=0 and has heard a healthy vehicle since t=0."""
     seq = OffboardSequencer(config, target_system=1)
     seq.tick(0.0)
     seq.setpoint(0.0)
@@ -42,7 +46,7 @@ def feed(seq, now, nav, arming, system_id=1, cmd=None):
 
 
 def engaged(now=2.0):
-    """An ACTIVE sequencer (the operator engaged, PX4 confirmed OFFBOARD and ARMED)."""
+    """Return an ACTIVE sequencer (the operator engaged, PX4 confirmed OFFBOARD and ARMED)."""
     seq = linked(now, OFFBOARD, ARMED)
     assert seq.request_engage(now) is None
     assert feed(seq, now, OFFBOARD, ARMED).outcome.success

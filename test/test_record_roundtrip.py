@@ -1,4 +1,5 @@
-"""A simulation recorded with swarm_sim --record, then analysed from the bag alone.
+"""
+A simulation recorded with swarm_sim --record, then analysed from the bag alone.
 
 metrics_node computes each sample from the agents' broadcasts, which carry positions one
 control tick plus up to one odometry period old (0.05-0.07 s at 0.05 s control and 50 Hz

@@ -1,5 +1,9 @@
-"""run_recorder as a separate process on a real DDS graph: Ctrl-C (SIGINT) or SIGTERM closes the
-bag, which then holds every message published before the signal."""
+"""
+run_recorder as a separate process on a real DDS graph.
+
+Ctrl-C (SIGINT) or SIGTERM closes the bag, which then holds every message published before the
+signal.
+"""
 import os
 import shutil
 import signal

@@ -1,23 +1,27 @@
-"""BagRecorder with real rclpy/DDS: messages published in-process are recorded and read back
-with two independent readers (rosbags and mcap-ros2-support)."""
+"""
+BagRecorder with real rclpy/DDS.
+
+Messages published in-process are recorded and read back with two independent readers (rosbags and
+mcap-ros2-support).
+"""
 import time
 
-import pytest
-import rclpy
-import yaml
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Twist
 from mcap.reader import make_reader
 from mcap_ros2.decoder import DecoderFactory
 from nav_msgs.msg import Odometry
+import pytest
+import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.highlevel import AnyReader
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64
+import yaml
 
-from soliton_encirclement_ros.recording import DEFAULT_TOPICS_REGEX, BagRecorder
+from soliton_encirclement_ros.recording import BagRecorder, DEFAULT_TOPICS_REGEX
 
 SIM_START = 100.0
 COUNT = 25

@@ -1,4 +1,5 @@
-"""d_min (closest two live agents) and the optional safety distance d_safe.
+"""
+d_min (closest two live agents) and the optional safety distance d_safe.
 
 The crossing scenarios start from hand-placed rings that the batch simulator's random placement
 does not produce (``support.swarm_loop``: the simulator's own engines and mobility model).
@@ -67,30 +68,37 @@ def test_separation_velocity_values():
 
 
 def _inside(n=24):
-    """Agents on the wrong side of each other: a 24-ring and, inside it on every third ray at
-    half the radius, 8 more agents that fly out straight at the ring agents on those rays."""
+    """
+    Agents on the wrong side of each other.
+
+    A 24-ring and, inside it on every third ray at half the radius, 8 more agents that fly out
+    straight at the ring agents on those rays.
+    """
     outer = ring(n)
     return np.vstack((outer, 0.5 * outer[::3]))
 
 
 def _front_fails(n=24):
-    """Target at 5 m/s along +x (stopping at 45 s); uav1, at the front, fails at 30 s for 5 s:
-    the ring sweeps over it and it re-joins from inside, across the ring, toward its back."""
-    return dict(start=ring(n), duration=80.0,
-                target_velocity=lambda t: np.array([5.0 if t < 45.0 else 0.0, 0.0, 0.0]),
-                down=lambda t: np.array([30.0 <= t < 35.0] + [False] * (n - 1)))
+    """
+    Target at 5 m/s along +x (stopping at 45 s); uav1, at the front, fails at 30 s for 5 s.
+
+    The ring sweeps over it and it re-joins from inside, across the ring, toward its back.
+    """
+    return {'start': ring(n), 'duration': 80.0,
+            'target_velocity': lambda t: np.array([5.0 if t < 45.0 else 0.0, 0.0, 0.0]),
+            'down': lambda t: np.array([30.0 <= t < 35.0] + [False] * (n - 1))}
 
 
 def _reversal(n=24):
     """Target at 6.5 m/s along +x, reversing to -x at 20 s, stopping at 30 s."""
-    return dict(start=ring(n), duration=60.0,
-                target_velocity=lambda t: np.array(
-                    [6.5 if t < 20.0 else -6.5 if t < 30.0 else 0.0, 0.0, 0.0]))
+    return {'start': ring(n), 'duration': 60.0,
+            'target_velocity': lambda t: np.array(
+                [6.5 if t < 20.0 else -6.5 if t < 30.0 else 0.0, 0.0, 0.0])}
 
 
 # name: (scenario, d_safe [m], whether the run without d_safe gets closer than 0.8 d_safe)
 CROSSINGS = {
-    'wrong side': (dict(start=_inside(), duration=60.0), 4.0, True),
+    'wrong side': ({'start': _inside(), 'duration': 60.0}, 4.0, True),
     'failed agent re-joins across the ring': (_front_fails(), 3.0, True),
     'fast target reversal': (_reversal(), 3.0, False),
 }
@@ -111,7 +119,7 @@ def test_d_safe_keeps_agents_apart_and_the_ring_settles(name):
 
 
 def test_d_safe_gives_the_same_commands_on_both_engines():
-    case = dict(start=_inside(), duration=4.0)
+    case = {'start': _inside(), 'duration': 4.0}
     params = ControllerParams(control_period=PERIOD, d_safe=4.0)
     fast = run_swarm(params=params, **case)
     reference = run_swarm(params=params, engine='per-agent', **case)

@@ -1,11 +1,15 @@
-"""Every executable as a user runs it: SIGINT/SIGTERM end it with exit 0, no traceback and no
-FATAL line; swarm_sim keeps its outputs through a second Ctrl-C; --processes never leaves a node
-behind when one dies; bad input is one line."""
+"""
+Every executable as a user runs it.
+
+SIGINT/SIGTERM end it with exit 0, no traceback and no FATAL line; swarm_sim keeps its outputs
+through a second Ctrl-C; --processes never leaves a node behind when one dies; bad input is one
+line.
+"""
 import os
+from pathlib import Path
 import signal
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -113,8 +117,12 @@ def running_with(marker):
 
 
 def test_processes_mode_stops_every_node_when_one_dies(tmp_path):
-    """A node killed mid-run (as the OOM killer would): the runner stops every other node,
-    keeps the metrics gathered so far and exits 1 naming the node."""
+    """
+    A node killed mid-run (as the OOM killer would).
+
+    The runner stops every other node, keeps the metrics gathered so far and exits 1 naming the
+    node.
+    """
     marker = write_marker(tmp_path)
     process = swarm_sim(tmp_path, '--processes', '--agents', '2', '--duration', '300',
                         '--params-file', str(marker))

@@ -2,26 +2,22 @@
 import dataclasses
 import math
 
-import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+import numpy as np
+import pytest
 
 from soliton_encirclement_ros.core.controller import (
-    AgentStateMsg, TargetStateMsg, control_step, initial_state, outgoing_state,
-    receive_agent_state, receive_target_state)
+    AgentStateMsg, control_step, initial_state, outgoing_state, receive_agent_state,
+    receive_target_state, TargetStateMsg)
 from soliton_encirclement_ros.core.geometry import (
-    angular_rate,
-    polar_frame,
-    target_angle,
-    wrap_2pi,
-)
+    angular_rate, polar_frame, target_angle, wrap_2pi)
 from soliton_encirclement_ros.core.law import (
     clamp_velocity, compose_command, damped_spacing_error, limiter, radial_velocity,
     soliton_update, spacing_error, tangential_velocity)
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.neighbours import (
-    NO_NEIGHBOUR, apply_hysteresis, ring_neighbours, ring_neighbours_shared)
+    apply_hysteresis, NO_NEIGHBOUR, ring_neighbours, ring_neighbours_shared)
 from soliton_encirclement_ros.core.params import ControllerParams
 
 P = ControllerParams.preset('reference')  # the hand-computed cases use the reference gains

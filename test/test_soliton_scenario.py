@@ -6,7 +6,7 @@ import pytest
 
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.faults import OutageProcess, SwarmOutages
-from soliton_encirclement_ros.core.scenario import Scenario, initial_positions, load_scenario
+from soliton_encirclement_ros.core.scenario import initial_positions, load_scenario, Scenario
 from soliton_encirclement_ros.core.target_motion import RandomHeading, Static, Waypoints
 
 

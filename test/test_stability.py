@@ -43,8 +43,12 @@ def _mode_amplitude(positions, k):
 @pytest.mark.parametrize('params, expected_sign', [(REFERENCE, 1), (DEFAULTS, -1)],
                          ids=['reference', 'defaults'])
 def test_linear_growth_matches_the_simulator(params, expected_sign):
-    """A perfect 32-ring with 1 mrad in mode 11 grows or decays in the batch simulator's
-    engine at the rate the linearisation predicts."""
+    """
+    Mode growth in the simulator matches the linearisation.
+
+    A perfect 32-ring with 1 mrad in mode 11 grows or decays in the batch simulator's engine at
+    the rate the linearisation predicts.
+    """
     n, k, period = 32, 11, 0.05
     params = params.with_changes(control_period=period)
     start = ring(n, phase=1e-3 * np.cos(2 * np.pi * k * np.arange(n) / n))

@@ -1,20 +1,23 @@
-"""swarm_mobility_node with real rclpy on a test-driven /clock: vehicles move independently on
-their own namespaced topics, exactly like separate mobility_nodes."""
+"""
+swarm_mobility_node with real rclpy on a test-driven /clock.
+
+Vehicles move independently on their own namespaced topics, exactly like separate mobility_nodes.
+"""
 import math
 from pathlib import Path
 
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
 import rclpy
-from geometry_msgs.msg import Twist
-from nav_msgs.msg import Odometry
 from rclpy.parameter import Parameter
 from std_msgs.msg import UInt32MultiArray
 from test_mobility_node import SimGraph, twist, velocities
 
 from velocity_mobility_ros.messages import odometry_to_arrays
 from velocity_mobility_ros.mobility_node import COUNTER_QOS
-from velocity_mobility_ros.swarm_mobility_node import SwarmMobilityNode, swarm_initial_state
+from velocity_mobility_ros.swarm_mobility_node import swarm_initial_state, SwarmMobilityNode
 
 SWARM_YAML = Path(__file__).resolve().parents[1] / 'config' / 'swarm_mobility.yaml'
 

@@ -2,11 +2,11 @@
 import math
 import time
 
+from geometry_msgs.msg import Twist
+from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
 import rclpy
-from geometry_msgs.msg import Twist
-from nav_msgs.msg import Odometry
 from rclpy.parameter import Parameter
 from rclpy.time import Time
 from std_msgs.msg import Float64, Float64MultiArray
@@ -14,17 +14,12 @@ from std_srvs.srv import SetBool
 
 from soliton_encirclement_ros.core.controller import AgentStateMsg
 from soliton_encirclement_ros.interface import (
-    agent_state_from_msg,
-    agent_state_to_msg,
-    target_state_from_msg,
-    target_state_to_msg,
-)
+    agent_state_from_msg, agent_state_to_msg, target_state_from_msg, target_state_to_msg)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
+from support.harness import Harness, SIM
 from velocity_mobility_ros.messages import to_odometry
-
-from support.harness import SIM, Harness
 
 
 @pytest.fixture
@@ -216,8 +211,12 @@ def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
 
 
 def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
-    """metrics.csv and agents.csv grow on disk during the run (flushed within a second), so a
-    SIGKILL or an OOM kill loses at most the last second; plots and summary come at the end."""
+    """
+    Check that metrics.csv and agents.csv grow on disk during the run.
+
+    They are flushed within a second, so a SIGKILL or an OOM kill loses at most the last second;
+    plots and summary come at the end.
+    """
     out = tmp_path / 'metrics'
     harness = Harness(
         lambda ctx: MetricsNode(

@@ -1,5 +1,7 @@
-"""swarm_sim end to end with real rclpy: the ring forms, runs are reproducible, bad starts fail
-cleanly.
+"""
+swarm_sim end to end with real rclpy.
+
+The ring forms, runs are reproducible, bad starts fail cleanly.
 
 Thresholds come from the ROS-free batch simulator on the same scenario (5 agents, seed 1,
 control period 0.05 s, 25 s): final E_gap 0.0011, E_r 6e-7, E_gap settles (< 0.05 for good)

@@ -1,4 +1,5 @@
-"""The one place that converts velocity commands and odometry between messages and arrays.
+"""
+The one place that converts velocity commands and odometry between messages and arrays.
 
 Conventions (REP-103/REP-105): world frame ENU, body frame FLU. ``nav_msgs/Odometry`` carries
 the pose in ``header.frame_id`` (world) and the twist in ``child_frame_id`` (body).
@@ -8,10 +9,10 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
+import numpy as np
 from numpy.typing import ArrayLike
 from transforms3d.euler import euler2quat, quat2euler
 from transforms3d.quaternions import quat2mat
@@ -22,7 +23,8 @@ TWIST_FIELDS = ('linear.x', 'linear.y', 'linear.z', 'angular.x', 'angular.y', 'a
 
 
 def twist_values(msg: Twist | TwistStamped) -> tuple[float, ...]:
-    """The six twist fields (linear xyz, angular xyz) of a Twist or TwistStamped.
+    """
+    Return the six twist fields (linear xyz, angular xyz) of a Twist or TwistStamped.
 
     Raises ``ValueError`` naming the first non-finite field, e.g. ``linear.y is nan``.
     """
@@ -36,7 +38,7 @@ def twist_values(msg: Twist | TwistStamped) -> tuple[float, ...]:
 
 
 def twist_to_arrays(msg: Twist | TwistStamped) -> tuple[np.ndarray, np.ndarray]:
-    """Validated (linear (3,), angular (3,)) of a Twist or TwistStamped."""
+    """Return the validated (linear (3,), angular (3,)) of a Twist or TwistStamped."""
     values = twist_values(msg)
     return np.array(values[:3]), np.array(values[3:])
 
@@ -50,7 +52,7 @@ def write_twist(msg: Twist | TwistStamped, linear_out: np.ndarray,
 
 
 def new_odometry(frame_id: str, child_frame_id: str) -> Odometry:
-    """An empty Odometry with its frames set, to be filled by :func:`fill_odometry`."""
+    """Return an empty Odometry with its frames set, to be filled by :func:`fill_odometry`."""
     msg = Odometry()
     msg.header.frame_id = frame_id
     msg.child_frame_id = child_frame_id
@@ -59,7 +61,8 @@ def new_odometry(frame_id: str, child_frame_id: str) -> Odometry:
 
 def fill_odometry(msgs: Sequence[Odometry], position: ArrayLike, velocity: ArrayLike,
                   yaw: ArrayLike, stamp: Time, yaw_rate: ArrayLike | None = None) -> None:
-    """Fill one Odometry per vehicle in place from world-frame arrays.
+    """
+    Fill one Odometry per vehicle in place from world-frame arrays.
 
     ``position``/``velocity`` (N, 3) world ENU, ``yaw``/``yaw_rate`` (N,). The orientation is
     the yaw-only quaternion; the twist is rotated into the child (body FLU) frame.
@@ -89,7 +92,8 @@ def to_odometry(position: ArrayLike, velocity: ArrayLike, yaw: float, stamp: Tim
 
 
 def odometry_to_arrays(msg: Odometry) -> tuple[np.ndarray, np.ndarray, float]:
-    """(position (3,), world-frame velocity (3,), yaw) of an Odometry.
+    """
+    (position (3,), world-frame velocity (3,), yaw) of an Odometry.
 
     The child-frame twist is rotated by the full orientation, so odometry with roll and pitch
     (e.g. from PX4) converts correctly. Raises ``ValueError`` naming a non-finite field.

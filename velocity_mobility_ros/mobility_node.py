@@ -1,4 +1,5 @@
-"""``mobility_node``: one simulated vehicle driven by ``cmd_vel``, publishing ``odom``.
+"""
+``mobility_node``: one simulated vehicle driven by ``cmd_vel``, publishing ``odom``.
 
 :class:`MobilityNodeBase` is the shared ROS shell of the mobility nodes: it owns the vehicle
 parameters, one timer at ``sim_dt`` on the node clock (so ``use_sim_time`` + ``/clock`` drive
@@ -8,13 +9,13 @@ the command timeout and the odometry publishers. Subclasses only say which vehic
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+import math
 from typing import Any, Callable
 
-import numpy as np
 from geometry_msgs.msg import Twist, TwistStamped
 from nav_msgs.msg import Odometry
+import numpy as np
 from rclpy.clock import Clock, ClockType
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
@@ -24,9 +25,9 @@ from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
 from velocity_mobility_ros.messages import fill_odometry, new_odometry, write_twist
-from velocity_mobility_ros.model import VehicleState, body_to_world, step
-from velocity_mobility_ros.params import InterfaceParams, VehicleParams, split_node_params
-from velocity_mobility_ros.ros_params import ParamSpec, declare, declare_validated
+from velocity_mobility_ros.model import body_to_world, step, VehicleState
+from velocity_mobility_ros.params import InterfaceParams, split_node_params, VehicleParams
+from velocity_mobility_ros.ros_params import declare, declare_validated, ParamSpec
 from velocity_mobility_ros.spin import spin_node
 
 SIM_QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE)
@@ -169,18 +170,21 @@ class MobilityNodeBase(Node):
 
     @property
     def state(self) -> VehicleState:
-        """Current simulated state of all vehicles (read-only use)."""
+        """Return the current simulated state of all vehicles (read-only use)."""
         return self._state
 
     @property
     def steps(self) -> int:
-        """Simulation steps taken since start."""
+        """Return the simulation steps taken since start."""
         return self._steps
 
     @property
     def command_velocity(self) -> np.ndarray:
-        """Newest valid linear commands (N, 3), in the cmd_frame (in force from the next step);
-        zeros after a timeout."""
+        """
+        Newest valid linear commands (N, 3), in the cmd_frame (in force from the next step).
+
+        Zeros after a timeout.
+        """
         return np.where(self._has_next[:, None], self._next_linear, self._cmd_linear)
 
     @property
@@ -238,7 +242,11 @@ class MobilityNodeBase(Node):
         self._has_next[due] = False
 
     def _now(self) -> Time:
-        """The simulation time: this node's own when it publishes the clock, else the node's."""
+        """
+        Return the simulation time.
+
+        This node's own when it publishes the clock, else the node's.
+        """
         if self._clock_pub is not None:
             return Time(nanoseconds=self._sim_time_ns, clock_type=ClockType.ROS_TIME)
         return self.get_clock().now()
@@ -278,7 +286,7 @@ class MobilityNodeBase(Node):
         self._step_to(now_ns, self._steps_due(now_ns))
 
     def _clock_ready(self) -> bool:
-        """The clock starts once ``clock_subscribers`` subscriptions are matched (logged)."""
+        """Start the clock once ``clock_subscribers`` subscriptions are matched (logged)."""
         if self._clock_waits_for <= 0:
             return True
         if self._clock_pub.get_subscription_count() < self._clock_waits_for:
@@ -291,11 +299,15 @@ class MobilityNodeBase(Node):
         return True
 
     def _steps_due(self, now_ns: int) -> int:
-        """Steps to take at this timer callback: one, plus the steps the clock has run ahead of
-        this node's own sim time (a jump of k sim_dt: an external /clock, a bag replay, load).
-        Timer callbacks that are merely early or late by less than half a step take exactly one
-        step, so lock-stepped runs are unchanged. A jump beyond MAX_CATCH_UP_STEPS is not
-        integrated: one warning, and the node's time resets to the clock."""
+        """
+        Count the steps to take at this timer callback.
+
+        One, plus the steps the clock has run ahead of this node's own sim time (a jump of k
+        sim_dt: an external /clock, a bag replay, load). Timer callbacks that are merely early or
+        late by less than half a step take exactly one step, so lock-stepped runs are unchanged. A
+        jump beyond MAX_CATCH_UP_STEPS is not integrated: one warning, and the node's time resets
+        to the clock.
+        """
         dt_ns = round(self._vehicle.sim_dt * 1e9)
         if self._last_step_ns is None:
             self._last_step_ns = now_ns
@@ -318,7 +330,7 @@ class MobilityNodeBase(Node):
         return 1 + extra
 
     def _step_to(self, now_ns: int, steps: int) -> None:
-        """``steps`` steps of sim_dt ending at ``now_ns``; odometry stamped ``now_ns``."""
+        """Return ``steps`` steps of sim_dt ending at ``now_ns``; odometry stamped ``now_ns``."""
         if steps <= 0:
             return
         dt_ns = round(self._vehicle.sim_dt * 1e9)

@@ -1,4 +1,5 @@
-"""Vectorised velocity mobility model (no rclpy): one call steps 1 or 10,000 vehicles.
+"""
+Vectorised velocity mobility model (no rclpy): one call steps 1 or 10,000 vehicles.
 
 Semantics of one ``sim_dt`` step, per vehicle (the reference model, see
 ``/work/shared/reference/velocity_mobility.md``):
@@ -65,7 +66,8 @@ def wrap_angle(angle: ArrayLike) -> np.ndarray:
 
 
 def saturate(vec: ArrayLike, limit_xy: ArrayLike, limit_z: ArrayLike) -> np.ndarray:
-    """Scale the xy part of ``vec`` (..., 3) to norm <= ``limit_xy`` and clamp z to +-``limit_z``.
+    """
+    Scale the xy part of ``vec`` (..., 3) to norm <= ``limit_xy`` and clamp z to +-``limit_z``.
 
     Limits are scalars or arrays broadcasting against ``vec[..., 0]``.
     """
@@ -80,8 +82,12 @@ def saturate(vec: ArrayLike, limit_xy: ArrayLike, limit_z: ArrayLike) -> np.ndar
 
 def apply_acceleration_limits(velocity: ArrayLike, desired_velocity: ArrayLike, dt: float,
                               max_acc_xy: float, max_acc_z: float) -> np.ndarray:
-    """Reference acceleration-limited step: move ``velocity`` toward ``desired_velocity`` by at
-    most ``max_acc_xy*dt`` (xy norm) and ``max_acc_z*dt`` (z)."""
+    """
+    Take the reference acceleration-limited step.
+
+    Move ``velocity`` toward ``desired_velocity`` by at most ``max_acc_xy*dt`` (xy norm) and
+    ``max_acc_z*dt`` (z).
+    """
     v = np.asarray(velocity, dtype=float)
     return v + saturate(np.asarray(desired_velocity, dtype=float) - v,
                         max_acc_xy * dt, max_acc_z * dt)
@@ -89,12 +95,16 @@ def apply_acceleration_limits(velocity: ArrayLike, desired_velocity: ArrayLike, 
 
 def apply_velocity_limits(velocity: ArrayLike, max_speed_xy: float,
                           max_speed_z: float) -> np.ndarray:
-    """Reference speed saturation: xy norm <= ``max_speed_xy``, abs(z) <= ``max_speed_z``."""
+    """
+    Apply the reference speed saturation.
+
+    The xy norm <= ``max_speed_xy``, abs(z) <= ``max_speed_z``.
+    """
     return saturate(velocity, max_speed_xy, max_speed_z)
 
 
 def integrate_position(position: ArrayLike, velocity: ArrayLike, dt: float) -> np.ndarray:
-    """Reference explicit Euler position update ``p + v*dt``."""
+    """Take the reference explicit Euler position update ``p + v*dt``."""
     return np.asarray(position, dtype=float) + np.asarray(velocity, dtype=float) * dt
 
 
@@ -153,7 +163,8 @@ def _heading(state: VehicleState, velocity: np.ndarray, params: VehicleParams,
 
 def step(state: VehicleState, v_des: ArrayLike, params: VehicleParams,
          yaw_rate_cmd: ArrayLike | None = None) -> VehicleState:
-    """Advance N vehicles by one ``params.sim_dt``; pure, returns a new state.
+    """
+    Advance N vehicles by one ``params.sim_dt``; pure, returns a new state.
 
     ``v_des`` (N, 3) is the desired world-frame velocity; ``yaw_rate_cmd`` (N,) the commanded
     yaw rate, used in the 'command' heading mode (None = 0).

@@ -1,4 +1,5 @@
-"""Vehicle limits and node I/O settings: one validated object each (no rclpy).
+"""
+Vehicle limits and node I/O settings: one validated object each (no rclpy).
 
 Every constant of the velocity mobility model lives in :class:`VehicleParams`; the node-side
 settings that are not physics (odometry rate, command timeout, frames) live in
@@ -24,7 +25,8 @@ def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
 
 @dataclass(frozen=True)
 class VehicleParams:
-    """Physical limits of one vehicle type (SI units, ENU).
+    """
+    Physical limits of one vehicle type (SI units, ENU).
 
     Defaults are the reference scenario: sim_dt 0.01 s, speeds 10/5 m/s, accelerations
     4/5 m/s^2, tau 1.0/1.2 s. Every extension is off by default (``0`` = off / same as the
@@ -81,7 +83,7 @@ class VehicleParams:
         return from_mapping(cls, values)
 
     def with_changes(self, **changes: Any) -> 'VehicleParams':
-        """Validated copy with ``changes`` applied."""
+        """Return a validated copy with ``changes`` applied."""
         return from_mapping(type(self), {**dataclasses.asdict(self), **changes})
 
 
@@ -109,7 +111,11 @@ class InterfaceParams:
             raise ValueError(f'world_frame must be a non-empty string, got {self.world_frame!r}')
 
     def odom_decimation(self, sim_dt: float) -> int:
-        """Steps between odometry messages: ``round(1 / (odom_rate * sim_dt))``, at least 1."""
+        """
+        Return steps between odometry messages.
+
+        ``round(1 / (odom_rate * sim_dt))``, at least 1.
+        """
         decimation = round(1.0 / (self.odom_rate * sim_dt))
         if decimation < 1:
             raise ValueError(
@@ -124,7 +130,8 @@ class InterfaceParams:
 
 
 def split_node_params(values: Mapping[str, Any]) -> tuple[VehicleParams, InterfaceParams]:
-    """Validate a mobility node's flat parameter mapping into (vehicle, interface) objects.
+    """
+    Validate a mobility node's flat parameter mapping into (vehicle, interface) objects.
 
     Names belonging to neither object raise. The odometry decimation is checked against the
     vehicle's ``sim_dt``.

@@ -1,4 +1,5 @@
-"""Declare node parameters from a spec table and validate changes with a pure function.
+"""
+Declare node parameters from a spec table and validate changes with a pure function.
 
 A node lists its parameters as :class:`ParamSpec` rows (name, default, description, range,
 read-only). :func:`declare_validated` declares them with full descriptors, builds the node's
@@ -8,12 +9,12 @@ rejection reason) and hands every accepted change to ``apply``.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+import math
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
-from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
-                                SetParametersResult)
+from rcl_interfaces.msg import (
+    FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult)
 from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -23,15 +24,15 @@ Settings = TypeVar('Settings')
 
 @dataclass(frozen=True)
 class ParamSpec:
-    """One parameter: its default fixes the type unless ``type`` is given (needed for ``[]``)."""
+    """One parameter: its default fixes its type unless ``value_type`` is given (for ``[]``)."""
 
     name: str
     default: Any
     description: str
-    min: float | None = None
-    max: float | None = None
+    low: float | None = None
+    high: float | None = None
     read_only: bool = False
-    type: Parameter.Type | None = None
+    value_type: Parameter.Type | None = None
 
     @property
     def is_array(self) -> bool:
@@ -39,7 +40,7 @@ class ParamSpec:
 
     @property
     def param_type(self) -> Parameter.Type:
-        return self.type or Parameter.Type.from_parameter_value(self.default)
+        return self.value_type or Parameter.Type.from_parameter_value(self.default)
 
     def descriptor(self) -> ParameterDescriptor:
         # Scalars are typed here (type_problem), not by rclpy, whose message names type enums;
@@ -47,9 +48,9 @@ class ParamSpec:
         desc = ParameterDescriptor(
             name=self.name, type=self.param_type.value, description=self.description,
             read_only=self.read_only, dynamic_typing=not self.is_array)
-        if self.min is not None or self.max is not None:
-            low = -math.inf if self.min is None else self.min
-            high = math.inf if self.max is None else self.max
+        if self.low is not None or self.high is not None:
+            low = -math.inf if self.low is None else self.low
+            high = math.inf if self.high is None else self.high
             if self.param_type == Parameter.Type.DOUBLE:
                 desc.floating_point_range = [
                     FloatingPointRange(from_value=float(low), to_value=float(high))]
@@ -84,7 +85,8 @@ def type_problem(spec: ParamSpec, given: Parameter.Type) -> str | None:
 
 
 def declare(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
-    """Declare ``specs`` on ``node`` (overrides/YAML win over defaults); return their values.
+    """
+    Declare ``specs`` on ``node`` (overrides/YAML win over defaults); return their values.
 
     Raises rclpy's ``InvalidParameterValueException`` when an override is outside its range.
     """
@@ -101,7 +103,8 @@ def declare(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
 
 
 def _declare_empty_array(node: Node, spec: ParamSpec) -> None:
-    """Declare an array whose default is empty with a typed empty value.
+    """
+    Declare an array whose default is empty with a typed empty value.
 
     Declared by type alone it would stay unset, and rclpy then answers a whole GetParameters
     request (what `ros2 param dump` sends) with nothing; declared with ``[]`` it would become a
@@ -117,8 +120,11 @@ def _declare_empty_array(node: Node, spec: ParamSpec) -> None:
 
 
 def current_values(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
-    """Current values of declared ``specs``; arrays as lists, an unset array as its default,
-    integers given for doubles as floats."""
+    """
+    Return the current values of declared ``specs``.
+
+    Arrays as lists, an unset array as its default, integers given for doubles as floats.
+    """
     values = {}
     for spec in specs:
         try:
@@ -146,7 +152,8 @@ def _plain(value: Any) -> Any:
 def declare_validated(node: Node, specs: Sequence[ParamSpec],
                       validate: Callable[[Mapping[str, Any]], Settings],
                       apply: Callable[[Settings], None]) -> Settings:
-    """Declare ``specs``, return ``validate(values)`` and keep it valid at run time.
+    """
+    Declare ``specs``, return ``validate(values)`` and keep it valid at run time.
 
     A ``ValueError`` from ``validate`` at start-up propagates (the node cannot start with a
     bad configuration); at run time it rejects the change with its message as the reason.

@@ -1,4 +1,5 @@
-"""The one entry-point helper of every node executable: init, build, spin, clean shutdown.
+"""
+The one entry-point helper of every node executable: init, build, spin, clean shutdown.
 
 SIGINT and SIGTERM only set a flag (:class:`StopRequest`); the main loop notices it between
 executor turns, so an interrupt never surfaces inside a callback as a traceback, and shutdown
@@ -44,14 +45,14 @@ class StopRequest:
             print(f'{self.name}: writing outputs, please wait', file=sys.stderr, flush=True)
         self._event.set()
 
-    def set(self) -> None:
-        self._event.set()
-
     @staticmethod
     def ignore_from_now() -> None:
-        """Ignore SIGINT/SIGTERM for the rest of the process: the work is done, and a signal
-        in the interpreter's own shutdown (which restores default handlers) must not turn a
-        clean exit into death by signal."""
+        """
+        Ignore SIGINT/SIGTERM for the rest of the process.
+
+        The work is done, and a signal in the interpreter's own shutdown (which restores default
+        handlers) must not turn a clean exit into death by signal.
+        """
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_IGN)
 
@@ -61,7 +62,8 @@ class StopRequest:
 
 
 def params_file_problem(args: Iterable[str]) -> str | None:
-    """One line naming a ``--params-file`` of ``args`` that is missing or not YAML, else None.
+    """
+    One line naming a ``--params-file`` of ``args`` that is missing or not YAML, else None.
 
     rcl parses these files inside ``rclpy.init`` and answers a bad one with a long traceback;
     checking them first gives the user the file and the YAML error instead. Only the syntax is
@@ -86,8 +88,12 @@ def params_file_problem(args: Iterable[str]) -> str | None:
 
 
 def unknown_overrides(node: Node) -> list[str]:
-    """Warnings for parameter overrides (YAML or ``-p``) that ``node`` never declared, each
-    naming the closest declared parameter. Warnings, not errors: ``/**`` files are shared."""
+    """
+    Return warnings for parameter overrides (YAML or ``-p``) that ``node`` never declared.
+
+    Each names the closest declared parameter.
+    Warnings, not errors: ``/**`` files are shared.
+    """
     declared = set(node._parameters)  # rclpy keeps the declared parameters here
     lines = []
     for name in sorted(set(node._parameter_overrides) - declared - set(BUILTIN_PARAMETERS)):
@@ -100,7 +106,11 @@ def unknown_overrides(node: Node) -> list[str]:
 
 
 def configuration_error(error: Exception) -> str:
-    """The one-line message of a bad configuration (ValueError or rclpy's ParameterException)."""
+    """
+    Return the one-line message of a bad configuration.
+
+    The error is a ValueError or rclpy's ParameterException.
+    """
     if isinstance(error, InvalidParameterTypeException):
         param = error.args[0] if error.args else None
         name = getattr(param, 'name', '?')
@@ -114,7 +124,8 @@ def configuration_error(error: Exception) -> str:
 def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
               on_shutdown: Callable[[Node], None] | None = None,
               executor_class: Callable[[], object] = EventsExecutor) -> None:
-    """rclpy.init, spin one ``node_class`` until SIGINT/SIGTERM, clean up.
+    """
+    rclpy.init, spin one ``node_class`` until SIGINT/SIGTERM, clean up.
 
     A bad configuration (a params file that is not YAML, a ValueError or a rejected parameter)
     prints one line naming it and exits 1. ``on_shutdown(node)`` runs before the node is

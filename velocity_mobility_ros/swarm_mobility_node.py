@@ -1,4 +1,5 @@
-"""``swarm_mobility_node``: many simulated vehicles in one node, one vectorised step per tick.
+"""
+``swarm_mobility_node``: many simulated vehicles in one node, one vectorised step per tick.
 
 Each vehicle keeps its own ``/<name>/cmd_vel`` and ``/<name>/odom`` topics and
 ``<name>/base_link`` frame, exactly as a ``mobility_node`` in namespace ``<name>`` would.
@@ -11,24 +12,24 @@ import numpy as np
 from rclpy.parameter import Parameter
 
 from velocity_mobility_ros.mobility_node import MobilityNodeBase, VehicleIO
-from velocity_mobility_ros.spin import spin_node
 from velocity_mobility_ros.model import VehicleState
-from velocity_mobility_ros.ros_params import ParamSpec, declare
+from velocity_mobility_ros.ros_params import declare, ParamSpec
+from velocity_mobility_ros.spin import spin_node
 
 SWARM_PARAMS = (
     ParamSpec('vehicle_names', [], 'Vehicle names; each gets /<name>/cmd_vel, /<name>/odom and '
-              'frame <name>/base_link', read_only=True, type=Parameter.Type.STRING_ARRAY),
+              'frame <name>/base_link', read_only=True, value_type=Parameter.Type.STRING_ARRAY),
     ParamSpec('initial_positions', [], 'Initial positions, flat [x1, y1, z1, x2, ...] in '
               'vehicle_names order [m]; empty = all at the origin', read_only=True,
-              type=Parameter.Type.DOUBLE_ARRAY),
+              value_type=Parameter.Type.DOUBLE_ARRAY),
     ParamSpec('initial_yaws', [], 'Initial yaws [rad] in vehicle_names order; empty = all 0',
-              read_only=True, type=Parameter.Type.DOUBLE_ARRAY),
+              read_only=True, value_type=Parameter.Type.DOUBLE_ARRAY),
 )
 
 
 def swarm_initial_state(names: Sequence[str], initial_positions: Sequence[float],
                         initial_yaws: Sequence[float]) -> VehicleState:
-    """Validated initial state of the named vehicles from the flat pose parameters."""
+    """Return the validated initial state of the named vehicles from the flat pose parameters."""
     n = len(names)
     if n == 0:
         raise ValueError('vehicle_names must list at least one vehicle, got []')

@@ -39,8 +39,11 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def number(low: float | None = None, strict: bool = False, integer: bool = False):
-    """An argparse ``type`` for a finite number with an optional lower bound (one rule per
-    option, shared by every CLI): ``number(0, strict=True)`` for "> 0"."""
+    """
+    Return an argparse ``type`` for a finite number with an optional lower bound.
+
+    One rule per option, shared by every CLI: ``number(0, strict=True)`` for "> 0".
+    """
     def parse(text: str):
         try:
             value = int(text) if integer else float(text)

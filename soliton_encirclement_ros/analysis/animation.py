@@ -1,4 +1,5 @@
-"""Animated GIF of an encirclement: agents (failed ones greyed out), target, desired circle.
+"""
+Animated GIF of an encirclement: agents (failed ones greyed out), target, desired circle.
 
 Frames are subsampled to at most ``max_frames`` so the file stays small; the static
 background is rendered once with matplotlib (Agg) and pillow writes the GIF. No rclpy.
@@ -7,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+import numpy as np
 from PIL import Image
 
 LIVE_COLOUR = 'tab:blue'
@@ -19,8 +20,12 @@ FAILED_COLOUR = '0.75'
 def write_animation(path: Path, times: np.ndarray, agent_xy: np.ndarray, live: np.ndarray,
                     target_xy: np.ndarray, radius: float, max_frames: int = 80,
                     fps: int = 10) -> int:
-    """Write a GIF; ``agent_xy`` (T, n, 2) with NaN where an agent has no position yet,
-    ``live`` (T, n) bool, ``target_xy`` (T, 2). Returns the number of frames written."""
+    """
+    Write a GIF of a run.
+
+    ``agent_xy`` (T, n, 2) with NaN where an agent has no position yet, ``live`` (T, n) bool,
+    ``target_xy`` (T, 2). Returns the number of frames written.
+    """
     frames = np.unique(np.linspace(0, len(times) - 1, min(max_frames, len(times))).astype(int))
     finite = np.concatenate([agent_xy.reshape(-1, 2), target_xy])
     finite = finite[np.isfinite(finite).all(axis=1)]

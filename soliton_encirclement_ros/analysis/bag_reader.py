@@ -1,4 +1,5 @@
-"""Read rosbag2 bags (MCAP or sqlite3, ours or ``ros2 bag record``'s) message by message.
+"""
+Read rosbag2 bags (MCAP or sqlite3, ours or ``ros2 bag record``'s) message by message.
 
 Uses ``rosbags``' AnyReader (message definitions from the bag, ROS 2 Kilted typestore for bags
 without them). A bag cut short (a recorder killed before closing: no MCAP footer or no
@@ -16,7 +17,7 @@ from mcap.records import Channel, Schema
 from mcap.stream_reader import StreamReader
 from mcap_ros2.decoder import DecoderFactory
 from rosbags.highlevel import AnyReader
-from rosbags.typesys import Stores, get_typestore
+from rosbags.typesys import get_typestore, Stores
 
 DEFAULT_TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 
@@ -26,8 +27,12 @@ class BagError(Exception):
 
 
 class Bag:
-    """An opened bag: ``topics`` maps topic name to message type; iterate with
-    :meth:`messages`; ``truncated`` is None or why reading stopped before the end."""
+    """
+    An opened bag.
+
+    ``topics`` maps topic name to message type; iterate with :meth:`messages`; ``truncated`` is
+    None or why reading stopped before the end.
+    """
 
     def __init__(self, path):
         self.path = Path(path)
@@ -60,9 +65,12 @@ class Bag:
         self.close()
 
     def messages(self, topics: Iterable[str]) -> Iterator[tuple[str, int, object]]:
-        """``(topic, log_time_ns, message)`` for the given topics, in log-time order for an
-        indexed bag (file order for a streamed one). Stops quietly at unreadable data, noting
-        it in :attr:`truncated`."""
+        """
+        ``(topic, log_time_ns, message)`` for the given topics.
+
+        In log-time order for an indexed bag (file order for a streamed one). Stops quietly at
+        unreadable data, noting it in :attr:`truncated`.
+        """
         wanted = set(topics)
         try:
             if self._reader is not None:

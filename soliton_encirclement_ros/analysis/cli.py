@@ -1,4 +1,5 @@
-"""``analyze_run``: metrics, plots, trajectories, animation and summary of recorded runs.
+"""
+``analyze_run``: metrics, plots, trajectories, animation and summary of recorded runs.
 
     analyze_run BAG [BAG2] --out DIR [--agent-pattern REGEX] [--target-topic T] [--radius R]
 
@@ -11,30 +12,21 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
+import sys
 
 import numpy as np
 
-from ..core.metrics import METRIC_NAMES
+from velocity_mobility_ros.validation import number, OneLineParser
+
 from . import plots
 from .animation import write_animation
 from .bag_reader import BagError
 from .recompute import (
-    DEFAULT_AGENT_PATTERN,
-    DEFAULT_PERIOD,
-    DEFAULT_RADIUS,
-    DEFAULT_STATE_TIMEOUT,
-    DEFAULT_TARGET_TOPIC,
-    RunDataError,
-    agent_rows,
-    load_run,
-    metric_times,
-    recompute_metrics,
-)
-from velocity_mobility_ros.validation import OneLineParser, number
-
+    agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
+    DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
 from .report import write_run_outputs
+from ..core.metrics import METRIC_NAMES
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
 ANIMATION_FILE = 'encirclement.gif'
@@ -44,8 +36,11 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
                 target_topic: str = DEFAULT_TARGET_TOPIC, radius: float = DEFAULT_RADIUS,
                 period: float = DEFAULT_PERIOD, state_timeout: float = DEFAULT_STATE_TIMEOUT,
                 max_frames: int = 80) -> tuple[np.ndarray, dict, str | None]:
-    """Write every output of one bag into ``out_dir``; return (metrics, summary, truncated).
-    Times are seconds since the first message of the bag."""
+    """
+    Write every output of one bag into ``out_dir``; return (metrics, summary, truncated).
+
+    Times are seconds since the first message of the bag.
+    """
     run = load_run(bag, agent_pattern, target_topic, relative_time=True)
     times = metric_times(run, period)
     metrics, live = recompute_metrics(run, times, radius, state_timeout)

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
+import tempfile
 
 
 def output_dir_problem(path, option: str = '--out') -> str | None:
-    """One line saying why ``path`` cannot receive outputs, or None; nothing is left behind.
+    """
+    One line saying why ``path`` cannot receive outputs, or None; nothing is left behind.
 
     A probe is written where the outputs will go (in ``path`` if it exists, else in its nearest
     existing parent, where the writers would create it), so permissions, a file in the way or a

@@ -1,4 +1,5 @@
-"""Static figures of a run: metric curves (one run or several overlaid), dashboard, trajectories.
+"""
+Static figures of a run: metric curves (one run or several overlaid), dashboard, trajectories.
 
 Uses matplotlib's object API (no pyplot state), so it is safe off the main thread and needs no
 display. Each ``runs``/``series`` mapping is keyed by a label; an empty label draws no legend.
@@ -7,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 from matplotlib.figure import Figure
+import numpy as np
 
 from ..core.metrics import METRIC_NAMES
 
@@ -45,8 +46,11 @@ def dashboard(path: Path, runs: dict[str, np.ndarray]) -> None:
 
 
 def trajectory_plot(path: Path, trajectories: dict[str, np.ndarray], radius: float | None) -> None:
-    """XY paths; key ``'target'`` drawn as the target, with the desired circle of ``radius``
-    around its last position when both are known."""
+    """
+    XY paths; key ``'target'`` drawn as the target.
+
+    With the desired circle of ``radius`` around its last position when both are known.
+    """
     fig = Figure(figsize=(6, 6), dpi=DPI)
     ax = fig.add_subplot()
     for name, track in trajectories.items():

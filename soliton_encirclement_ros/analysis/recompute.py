@@ -1,4 +1,5 @@
-"""Metric time series recomputed from the topics of a recorded run, with the core metric functions.
+"""
+Metric time series recomputed from the topics of a recorded run, with the core metric functions.
 
 Only standard topics and types are used (the topic table in README.md): agent odometry found by
 pattern,
@@ -12,15 +13,15 @@ simulation). No rclpy.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
+import re
 
 import numpy as np
 
-from ..core.metrics import METRIC_NAMES, compute_metrics
-from ..interface import (AGENT_STATE, AGENT_STATES_TOPIC, METRICS_TOPIC_PREFIX,
-                         TARGET_ODOM_TOPIC, agent_state_array)
 from .bag_reader import Bag
+from ..core.metrics import compute_metrics, METRIC_NAMES
+from ..interface import (
+    AGENT_STATE, agent_state_array, AGENT_STATES_TOPIC, METRICS_TOPIC_PREFIX, TARGET_ODOM_TOPIC)
 
 DEFAULT_AGENT_PATTERN = r'^/(?P<name>[^/]+)/odom$'
 DEFAULT_TARGET_TOPIC = TARGET_ODOM_TOPIC
@@ -44,6 +45,7 @@ class RunDataError(ValueError):
 @dataclass
 class Track:
     """Odometry samples of one body: times (N,) [s], positions and world velocities (N, 3)."""
+
     t: np.ndarray
     position: np.ndarray
     velocity: np.ndarray
@@ -58,7 +60,12 @@ class Track:
 
 @dataclass
 class RecordedRun:
-    """The parts of a bag the analysis uses. ``states`` columns are :data:`STATE_COLUMNS`."""
+    """
+    The parts of a bag the analysis uses.
+
+    ``states`` columns are :data:`STATE_COLUMNS`.
+    """
+
     path: str
     topics: dict[str, str]
     agents: dict[str, Track]
@@ -70,7 +77,8 @@ class RecordedRun:
 
 def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
              target_topic: str = DEFAULT_TARGET_TOPIC, relative_time: bool = False) -> RecordedRun:
-    """Read agent and target odometry and agent states from a bag.
+    """
+    Read agent and target odometry and agent states from a bag.
 
     ``agent_pattern`` selects agent odometry topics (``re.search``; the group ``name``, else the
     first group, else the topic is the agent's name); the target topic is never an agent.
@@ -123,8 +131,12 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
 
 
 def metric_times(run: RecordedRun, period: float = DEFAULT_PERIOD) -> np.ndarray:
-    """Regular grid from the first time the target and an agent both have odometry to the last
-    odometry sample."""
+    """
+    Return the analysis time grid.
+
+    A regular grid from the first time the target and an agent both have odometry to the last
+    odometry sample.
+    """
     if not period > 0:
         raise RunDataError(f'metrics period must be > 0 s, got {period}')
     start = max(run.target.t[0], min(track.t[0] for track in run.agents.values()))
@@ -156,9 +168,11 @@ def recompute_metrics(
     radius: float = DEFAULT_RADIUS,
     state_timeout: float = DEFAULT_STATE_TIMEOUT,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Metrics (T, 7) ``timestamp,E_r,E_vr,rho,G_max,E_gap,d_min`` over the live agents at
-    ``times``,
-    and the (T, n_agents) liveness used."""
+    """
+    Metrics (T, 7) ``timestamp,E_r,E_vr,rho,G_max,E_gap,d_min`` over the live agents at ``times``.
+
+    And the (T, n_agents) liveness used.
+    """
     if not radius > 0:
         raise RunDataError(f'--radius must be > 0 m, got {radius}')
     live = liveness(run, times, state_timeout)
@@ -178,16 +192,22 @@ def metrics_from_bag(path, *, radius: float = DEFAULT_RADIUS, period: float = DE
                      state_timeout: float = DEFAULT_STATE_TIMEOUT, times: np.ndarray | None = None,
                      agent_pattern: str = DEFAULT_AGENT_PATTERN,
                      target_topic: str = DEFAULT_TARGET_TOPIC) -> np.ndarray:
-    """Metrics (T, 7) recomputed from a bag, on a regular grid or at the given log ``times`` [s]
-    (e.g. the times of :func:`published_metrics`, to compare with metrics_node)."""
+    """
+    Recompute the metrics (T, 7) from a bag, on a regular grid or at the log ``times`` [s].
+
+    ``times`` may be e.g. the times of :func:`published_metrics`, to compare with metrics_node.
+    """
     run = load_run(path, agent_pattern, target_topic)
     grid = metric_times(run, period) if times is None else np.asarray(times, dtype=float)
     return recompute_metrics(run, grid, radius, state_timeout)[0]
 
 
 def published_metrics(path) -> dict[str, np.ndarray]:
-    """The ``/swarm/metrics/<name>`` series recorded in a bag: name -> (N, 2) rows
-    ``log_time [s], value``."""
+    """
+    Return the ``/swarm/metrics/<name>`` series recorded in a bag.
+
+    Name -> (N, 2) rows ``log_time [s], value``.
+    """
     with Bag(path) as bag:
         series: dict[str, list] = {}
         for topic, log_time, msg in bag.messages(
@@ -198,8 +218,11 @@ def published_metrics(path) -> dict[str, np.ndarray]:
 
 
 def agent_rows(run: RecordedRun) -> np.ndarray:
-    """(K, 4) ``node_id,timestamp,u,velocity_norm``: from agent states when recorded (log time),
-    else from odometry with ``u`` unknown (NaN)."""
+    """
+    (K, 4) ``node_id,timestamp,u,velocity_norm``.
+
+    From agent states when recorded (log time), else from odometry with ``u`` unknown (NaN).
+    """
     if run.states is not None:
         s = run.states
         return np.column_stack(
@@ -244,8 +267,12 @@ def _agent_name(match: re.Match, topic: str) -> str:
 
 
 def _agent_ids(agents: dict[str, Track], states: np.ndarray | None) -> dict[str, int]:
-    """Agent id per name: trailing digits of the name (uav3 -> 3); a state id no name claims
-    goes to the unclaimed agent nearest to that state's first position."""
+    """
+    Agent id per name.
+
+    Trailing digits of the name (uav3 -> 3); a state id no name claims goes to the unclaimed agent
+    nearest to that state's first position.
+    """
     ids = {name: int(m.group()) for name in agents if (m := re.search(r'\d+$', name))}
     if states is None:
         return ids

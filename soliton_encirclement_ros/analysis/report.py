@@ -1,4 +1,5 @@
-"""Run outputs shared by the swarm runner and ``analyze_run``: CSV files, plots and summary.json.
+"""
+Run outputs shared by the swarm runner and ``analyze_run``: CSV files, plots and summary.json.
 
 No rclpy. ``metrics`` arrays are (T, 7) with columns ``timestamp`` then the six metrics in
 ``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4)
@@ -10,14 +11,14 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 import shutil
 import tempfile
-from pathlib import Path
 
 import numpy as np
 
-from ..core.metrics import METRIC_NAMES
 from . import plots
+from ..core.metrics import METRIC_NAMES
 
 METRICS_HEADER = ('timestamp',) + METRIC_NAMES
 AGENTS_HEADER = ('node_id', 'timestamp', 'u', 'velocity_norm')
@@ -26,8 +27,11 @@ SETTLE_THRESHOLDS = {'E_gap': 0.05, 'E_r': 0.01}
 
 
 def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
-    """Time of the first sample after the last one at or above ``threshold`` (NaN counts as
-    above); the first timestamp if none is; None if the last sample is."""
+    """
+    Time of the first sample after the last one at or above ``threshold`` (NaN counts as above).
+
+    The first timestamp if none is; None if the last sample is.
+    """
     violating = ~(np.asarray(values, dtype=float) < threshold)
     if violating.size == 0 or violating[-1]:
         return None
@@ -37,8 +41,11 @@ def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) ->
 
 
 def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
-    """``{'d_min': smallest d_min of the run [m], 'time': its first time [s]}`` (NaN ignored;
-    both NaN when no sample has two live agents)."""
+    """
+    ``{'d_min': smallest d_min of the run [m], 'time'.
+
+    Its first time [s]}`` (NaN ignored; both NaN when no sample has two live agents).
+    """
     values = np.asarray(d_min, dtype=float)
     if not np.any(np.isfinite(values)):
         return {'d_min': math.nan, 'time': math.nan}
@@ -47,8 +54,12 @@ def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
 
 
 def summarise(metrics: np.ndarray) -> dict:
-    """Final value, NaN-ignoring mean and settle times of a (T, 7) metrics series, and the
-    closest approach of two agents (smallest ``d_min`` and its time)."""
+    """
+    Summarise a (T, 7) metrics series.
+
+    Final value, NaN-ignoring mean and settle times of each metric, and the closest approach of
+    two agents (smallest ``d_min`` and its time).
+    """
     metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
     columns = {name: metrics[:, i + 1] for i, name in enumerate(METRIC_NAMES)}
     final = {name: float(col[-1]) if col.size else math.nan for name, col in columns.items()}
@@ -69,8 +80,11 @@ def write_run_outputs(
     real_time_factor: float | None,
     trajectories: dict[str, np.ndarray] | None = None,
 ) -> dict:
-    """Write metrics.csv, agents.csv, one PNG per metric, dashboard.png, trajectories.png
-    (when ``trajectories`` is given) and summary.json into ``out_dir``; return the summary.
+    """
+    Write a run's outputs into ``out_dir`` and return its summary.
+
+    The outputs: metrics.csv, agents.csv, one PNG per metric, dashboard.png, trajectories.png
+    (when ``trajectories`` is given) and summary.json.
 
     ``trajectories`` maps a name to (T, 3) rows ``t,x,y``; the key ``'target'`` is drawn as the
     target, and ``params['radius']`` (if present) as the desired circle around its last position.

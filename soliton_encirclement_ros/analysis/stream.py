@@ -1,5 +1,7 @@
-"""Outputs written as a run goes, so a crash, an OOM kill or a second Ctrl-C never loses them,
-and memory stays bounded however long the run is (no rclpy).
+"""
+Outputs written as a run goes, so a crash, an OOM kill or a second Ctrl-C never loses them.
+
+And memory stays bounded however long the run is (no rclpy).
 
 :class:`CsvStream` appends rows in the format of the finished outputs (``report``), flushing at
 least every ``flush_period`` s of wall time; the file always holds the header and whole rows.
@@ -7,8 +9,8 @@ least every ``flush_period`` s of wall time; the file always holds the header an
 """
 from __future__ import annotations
 
-import time
 from pathlib import Path
+import time
 
 import numpy as np
 
@@ -50,8 +52,12 @@ class CsvStream:
 
 
 class DecimatingTrace:
-    """At most ``capacity`` rows: when full, every other row is dropped and only every
-    ``stride``-th new row is kept from then on, so the trace spans the whole run evenly."""
+    """
+    At most ``capacity`` rows.
+
+    When full, every other row is dropped and only every ``stride``-th new row is kept from then
+    on, so the trace spans the whole run evenly.
+    """
 
     def __init__(self, capacity: int = 4000) -> None:
         self.capacity = max(2, int(capacity))

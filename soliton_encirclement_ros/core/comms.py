@@ -1,4 +1,5 @@
-"""Communication impairments for experiments: seeded packet loss and delay, applied on receive.
+"""
+Communication impairments for experiments: seeded packet loss and delay, applied on receive.
 
 A receiver owns one :class:`ImpairedChannel`. Each incoming message is passed to
 ``receive(msg, rx_time)``: it is dropped with probability ``loss``, otherwise it becomes
@@ -8,8 +9,8 @@ With the defaults (no loss, no delay) a message is due as soon as it is received
 """
 from __future__ import annotations
 
-import math
 from collections import deque
+import math
 from typing import Any, Optional
 
 import numpy as np
@@ -51,8 +52,11 @@ class ImpairedChannel:
 
 
 def check_loss(loss: float) -> float:
-    """``loss`` if it is a probability of dropping a message in [0, 1), else ``ValueError``
-    (1 would silence every link: not a simulation of a lossy one)."""
+    """
+    Return ``loss`` if it is a probability of dropping a message in [0, 1).
+
+    Else ``ValueError``: 1 would silence every link, not simulate a lossy one.
+    """
     if not 0.0 <= loss < 1.0:
         raise ValueError(f'loss must be a probability in [0, 1), got {loss}')
     return loss

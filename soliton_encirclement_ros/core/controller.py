@@ -1,4 +1,5 @@
-"""One agent's soliton encirclement controller: explicit state, messages, pure step.
+"""
+One agent's soliton encirclement controller: explicit state, messages, pure step.
 
 Per control tick an agent (the ROS ``agent_node`` or the batch simulator) does::
 
@@ -21,9 +22,9 @@ import numpy as np
 
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    MISSING_NEIGHBOUR, NeighbourView, encirclement_step, fallback_command)
+    encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView)
 from soliton_encirclement_ros.core.neighbours import (
-    NO_NEIGHBOUR, apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, ring_neighbours)
+    apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, NO_NEIGHBOUR, ring_neighbours)
 from soliton_encirclement_ros.core.params import ControllerParams
 
 
@@ -37,8 +38,12 @@ def _vector3(name: str, value) -> np.ndarray:
 
 @dataclass(frozen=True)
 class AgentStateMsg:
-    """An agent's broadcast: id, sequence number, sender stamp [s], world-frame state, ``u``,
-    ``u_ss`` and the sender's incarnation."""
+    """
+    An agent's broadcast.
+
+    Id, sequence number, sender stamp [s], world-frame state, ``u``, ``u_ss`` and the sender's
+    incarnation.
+    """
 
     agent_id: int
     seq: int
@@ -59,7 +64,8 @@ class AgentStateMsg:
 
 @dataclass(frozen=True)
 class TargetStateMsg:
-    """The target's broadcast: stamp, world-frame state, spin reference and arc weights.
+    """
+    The target's broadcast: stamp, world-frame state, spin reference and arc weights.
 
     ``lambdas`` maps an agent id j to the spacing weight of arc j -> succ(j) (1.0 if absent).
     """
@@ -79,7 +85,8 @@ class TargetStateMsg:
 
 @dataclass(frozen=True)
 class ControllerState:
-    """Everything one agent's controller remembers between ticks.
+    """
+    Everything one agent's controller remembers between ticks.
 
     ``neighbours`` maps agent id -> (last AgentStateMsg, receive time); ``target`` is
     (last TargetStateMsg, receive time) or None; ``prev_cmd`` the last command (world frame).
@@ -99,13 +106,14 @@ class ControllerState:
 
 
 def initial_state(agent_id: int, incarnation: int = 0) -> ControllerState:
-    """A fresh controller: u = 0, no neighbours, no target, sequence number 0."""
+    """Return a fresh controller: u = 0, no neighbours, no target, sequence number 0."""
     return ControllerState(agent_id=int(agent_id), incarnation=int(incarnation))
 
 
 def future_stamp_reason(kind: str, stamp: float, now: float,
                         params: ControllerParams) -> Optional[str]:
-    """Why a ``kind`` state stamped ``stamp`` must be rejected at ``now``, or None if it is fine.
+    """
+    Why a ``kind`` state stamped ``stamp`` must be rejected at ``now``, or None if it is fine.
 
     A state stamped more than ``max_future_stamp`` ahead of the receiver's clock comes from a
     skewed or restarted clock; cached, it would make every later real state look old.
@@ -119,7 +127,8 @@ def future_stamp_reason(kind: str, stamp: float, now: float,
 
 def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
                         rx_time: float, params: ControllerParams) -> ControllerState:
-    """Cache a neighbour's broadcast with its receive time.
+    """
+    Cache a neighbour's broadcast with its receive time.
 
     Own messages are dropped, and so are messages not newer (by ``seq``) than the cached one
     of the same incarnation while that one is live. A new incarnation (the sender restarted) or
@@ -140,7 +149,8 @@ def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
 
 def receive_target_state(state: ControllerState, msg: TargetStateMsg,
                          rx_time: float, params: ControllerParams) -> ControllerState:
-    """Cache the target's broadcast with its receive time.
+    """
+    Cache the target's broadcast with its receive time.
 
     A stamp older than the cached one is dropped while the cached state is live; once it has
     expired (``target_liveness``) any stamp is accepted, so a target that restarted or whose
@@ -154,7 +164,11 @@ def receive_target_state(state: ControllerState, msg: TargetStateMsg,
 
 def outgoing_state(state: ControllerState, own_position, own_velocity,
                    now: float) -> AgentStateMsg:
-    """The AgentState to broadcast at this tick (before ``control_step``): seq = ``state.seq``."""
+    """
+    Return the AgentState to broadcast at this tick (before ``control_step``).
+
+    Seq = ``state.seq``.
+    """
     return AgentStateMsg(agent_id=state.agent_id, seq=state.seq, stamp=float(now),
                          position=own_position, velocity=own_velocity,
                          u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
@@ -162,7 +176,11 @@ def outgoing_state(state: ControllerState, own_position, own_velocity,
 
 def live_neighbours(state: ControllerState, now: float,
                     params: ControllerParams) -> dict[int, AgentStateMsg]:
-    """The cached agent states that are live at ``now`` (``now - rx_time <= agent_timeout``)."""
+    """
+    Return the cached agent states that are live at ``now``.
+
+    Live: ``now - rx_time <= agent_timeout``.
+    """
     return {i: msg for i, (msg, rx) in state.neighbours.items()
             if is_alive(rx, now, params.agent_timeout)}
 
@@ -187,7 +205,8 @@ def _as_id(value) -> Optional[int]:
 
 def control_step(state: ControllerState, own_position, own_velocity, now: float,
                  params: ControllerParams) -> tuple[ControllerState, np.ndarray]:
-    """One control tick from this agent's own odometry and cached messages.
+    """
+    One control tick from this agent's own odometry and cached messages.
 
     Returns (new state, v_cmd): the desired world-frame velocity (3,), clamped to
     ``max_speed_xy``/``max_speed_z``. Without a live target the command is the last known
@@ -279,7 +298,8 @@ class Tick(NamedTuple):
 
 def agent_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]], now: float,
                params: ControllerParams) -> Tick:
-    """One control tick from the newest own odometry ``(stamp, position, velocity)`` or None.
+    """
+    One control tick from the newest own odometry ``(stamp, position, velocity)`` or None.
 
     - Odometry older than ``odom_timeout`` (or none ``odom_timeout`` after the first tick):
       blind. No broadcast (neighbours drop this agent after their liveness timeout) and a zero

@@ -1,4 +1,5 @@
-"""Failure injection: a per-agent Poisson outage process with a seeded RNG.
+"""
+Failure injection: a per-agent Poisson outage process with a seeded RNG.
 
 Every ``check_period`` s a working agent fails with probability ``1 - exp(-lambda*dt)``,
 ``lambda = failures_per_min/60``; a failed agent recovers ``off_time`` s after failing and
@@ -24,7 +25,11 @@ def seed_sequence(seed: Optional[int], agent_id: int, stream: int):
 
 
 class OutageProcess:
-    """One agent's outage process. ``update(now)`` advances it and returns ``failed``."""
+    """
+    One agent's outage process.
+
+    ``update(now)`` advances it and returns ``failed``.
+    """
 
     def __init__(self, failures_per_min: float = 1.0, off_time: float = 8.0,
                  check_period: float = 0.1, seed: Optional[int] = None, agent_id: int = 0):
@@ -46,7 +51,8 @@ class OutageProcess:
         self.failed_at = math.nan
 
     def update(self, now: float) -> bool:
-        """Run the checks due up to ``now`` (non-decreasing); return whether the agent is failed.
+        """
+        Run the checks due up to ``now`` (non-decreasing); return whether the agent is failed.
 
         The check grid starts at the multiple of ``check_period`` at or before the first ``now``:
         0 for a simulation (as in the batch simulator), the start time on a wall clock.
@@ -66,7 +72,11 @@ class OutageProcess:
 
 
 class SwarmOutages:
-    """The outage processes of many agents, stepped together. ``update(now) -> failed (N,)``."""
+    """
+    The outage processes of many agents, stepped together.
+
+    ``update(now) -> failed (N,)``.
+    """
 
     def __init__(self, agent_ids: Sequence[int], failures_per_min: float = 1.0,
                  off_time: float = 8.0, check_period: float = 0.1,

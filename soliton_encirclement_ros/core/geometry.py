@@ -1,4 +1,5 @@
-"""Target-centric polar geometry in the horizontal plane (pure numpy, any leading shape).
+"""
+Target-centric polar geometry in the horizontal plane (pure numpy, any leading shape).
 
 Angles are measured counter-clockwise from ENU x and wrapped to [0, 2*pi). The unit vectors
 are zero at the target itself (r below ``R_EPS``), so every law built on them degrades to
@@ -26,7 +27,8 @@ def target_angle(position, target_position):
 
 
 def polar_frame(position, target_position):
-    """(r, e_r_hat, t_hat) of ``position`` about ``target_position`` in the XY plane.
+    """
+    (r, e_r_hat, t_hat) of ``position`` about ``target_position`` in the XY plane.
 
     ``r`` has the leading shape; ``e_r_hat`` (radial, outward) and ``t_hat`` (tangent,
     counter-clockwise) have shape (..., 2) and are zero where r < ``R_EPS``.

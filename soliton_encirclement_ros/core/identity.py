@@ -1,4 +1,5 @@
-"""Duplicate agent ids: one ``agent_id`` heard from two incarnations at once (pure, no rclpy).
+"""
+Duplicate agent ids: one ``agent_id`` heard from two incarnations at once (pure, no rclpy).
 
 Every agent draws a random incarnation number when its process starts and broadcasts it with
 each state. A listener that hears one id from two incarnations within its liveness window knows
@@ -14,7 +15,11 @@ INCARNATION_MAX = 2 ** 31  # exactly representable in the float64 wire format
 
 
 def new_incarnation() -> int:
-    """A random incarnation number in [1, 2**31), from the OS: never seeded, never repeated."""
+    """
+    Return a random incarnation number in [1, 2**31), from the OS.
+
+    Never seeded, never repeated.
+    """
     return random.SystemRandom().randrange(1, INCARNATION_MAX)
 
 

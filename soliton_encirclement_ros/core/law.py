@@ -1,4 +1,5 @@
-"""The soliton encirclement control law, term by term (pure numpy, elementwise over agents).
+"""
+The soliton encirclement control law, term by term (pure numpy, elementwise over agents).
 
 Every function takes scalars or arrays with any leading shape (one agent, or N agents in the
 batch simulator) and returns the same shape; vectors are (..., 2) in the XY plane or (..., 3).
@@ -30,7 +31,8 @@ def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerPar
 
 
 def spacing_error(gap_pred, gap_succ, lambda_pred=1.0, lambda_self=1.0):
-    """Lambda-weighted spacing error in [-1, 1]; 0 when a gap is missing (NaN) or degenerate.
+    """
+    Lambda-weighted spacing error in [-1, 1]; 0 when a gap is missing (NaN) or degenerate.
 
     ``e_tau = (l_pred*gap_succ - l_self*gap_pred) / (l_pred*gap_succ + l_self*gap_pred)``.
     """
@@ -46,8 +48,8 @@ def spacing_error(gap_pred, gap_succ, lambda_pred=1.0, lambda_self=1.0):
 
 
 def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp: float):
-    """``e_tau - K_OMEGA_DAMP*(omega_self - omega_ref_local)``, or ``e_tau`` if anything is
-    missing.
+    """
+    ``e_tau - K_OMEGA_DAMP*(omega_self - omega_ref_local)``, or ``e_tau`` if anything is missing.
 
     ``omega_ref_local`` is the mean of the neighbours' angular rates, or whichever exists (NaN
     marks a missing one). ``k_omega_damp = 0`` disables the term.
@@ -65,7 +67,8 @@ def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp
 
 
 def omega_damping_gain(ring_size, params: ControllerParams):
-    """The angular-rate damping gain: ``k_omega_damp + k_omega_damp_n * ring_size``.
+    """
+    Return the angular-rate damping gain: ``k_omega_damp + k_omega_damp_n * ring_size``.
 
     ``ring_size`` is the number of agents this agent hears, itself included (N). The
     sensitivity of ``e_tau`` to the angles is ``1/(gap_pred + gap_succ)``, i.e. ``N/(4 pi)`` on
@@ -91,7 +94,10 @@ def limiter(u, params: ControllerParams):
 
 
 def soliton_update(u, u_pred, u_succ, u_ss_pred, u_ss_succ, e_tau_eff, params: ControllerParams):
-    """One explicit Euler step of ``u`` (dt = control_period). Returns (u_new, u_ss).
+    """
+    One explicit Euler step of ``u`` (dt = control_period).
+
+    Returns (u_new, u_ss).
 
     ``du = C*u_s - BETA*u - ALPHA*g(u) + K_E_TAU*e_tau_eff + KAPPA_DIFF*u_ss
     - K_STEEPEN*u*u_s + KAPPA_DISP*u_sss`` with ``u_s = u_succ - u_pred``,
@@ -131,7 +137,11 @@ def clamp_velocity(v, max_speed_xy: float, max_speed_z: float):
 
 
 def vertical_velocity(z, target_vz, params: ControllerParams):
-    """The vertical command: the target's ``vz``, plus ``k_z (altitude - z)`` when holding."""
+    """
+    Return the vertical command.
+
+    The target's ``vz``, plus ``k_z (altitude - z)`` when holding.
+    """
     target_vz = np.asarray(target_vz, dtype=float)
     if not params.altitude_hold:
         return target_vz
@@ -147,7 +157,8 @@ def with_vertical(v_t, position, params: ControllerParams):
 
 def separation_velocity(position, velocity, others_position, others_velocity,
                         params: ControllerParams, v_law=None):
-    """Repulsion (..., 2) of the optional safety distance ``d_safe`` (zero when it is 0).
+    """
+    Repulsion (..., 2) of the optional safety distance ``d_safe`` (zero when it is 0).
 
     ``others_position``/``others_velocity`` (..., M, >=2) are the states of the other live
     agents this agent hears (NaN rows: none); ``position``/``velocity`` its own. In the
@@ -195,8 +206,11 @@ def separation_velocity(position, velocity, others_position, others_velocity,
 
 def compose_command(v_rad, v_tau, target_velocity, position, params: ControllerParams,
                     v_sep=0.0):
-    """``v_cmd = v_rad + v_tau + v_T + v_sep`` (falls back to v_T if non-finite), clamped to
-    the limits. ``v_sep`` is :func:`separation_velocity` (0 without a safety distance).
+    """
+    Compose ``v_cmd = v_rad + v_tau + v_T + v_sep``.
+
+    It falls back to v_T if non-finite and is clamped to the limits. ``v_sep`` is
+    :func:`separation_velocity` (0 without a safety distance).
 
     The vertical part is :func:`vertical_velocity` of the agent's own ``position``.
     """
@@ -208,7 +222,8 @@ def compose_command(v_rad, v_tau, target_velocity, position, params: ControllerP
 
 
 def fallback_command(target_velocity, target_age, position, params: ControllerParams):
-    """Command without a live target (clamped).
+    """
+    Command without a live target (clamped).
 
     Up to ``target_timeout`` since the target was last heard (``target_age``, inf if never):
     the last known target velocity (zero if none), with altitude hold. Past it: zero (hold).
@@ -225,7 +240,10 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
                       params: ControllerParams, others_position=None, others_velocity=None,
                       ring_size=0):
-    """Steps 4-9 of the control loop once the neighbours are chosen. Returns (u_new, u_ss, v_cmd).
+    """
+    Return steps 4-9 of the control loop once the neighbours are chosen.
+
+    Returns (u_new, u_ss, v_cmd).
 
     ``pred``/``succ`` are :class:`NeighbourView` of the chosen neighbours (NaN angle/position
     and zero ``u`` when missing). ``others_position``/``others_velocity`` (..., M, 3): the

@@ -1,4 +1,5 @@
-"""Encirclement quality metrics (E_r, E_vr, rho, G_max, E_gap, d_min), computed in the XY plane.
+"""
+Encirclement quality metrics (E_r, E_vr, rho, G_max, E_gap, d_min), computed in the XY plane.
 
 Pure numpy; shared by the batch simulator, ``metrics_node`` and ``analyze_run`` so that all
 three report the same numbers for the same positions.
@@ -40,7 +41,8 @@ def ring_gaps(theta: np.ndarray) -> np.ndarray:
 
 
 def min_pair_distance(xy: np.ndarray) -> float:
-    """Smallest Euclidean distance between two rows of ``xy`` (M, 2); NaN when M < 2.
+    """
+    Smallest Euclidean distance between two rows of ``xy`` (M, 2); NaN when M < 2.
 
     Sort-and-sweep on x: offsets j = 1, 2, ... of the x-sorted rows are compared until every
     pair j apart is further apart in x than the best distance found, so a ring costs a few
@@ -66,7 +68,8 @@ def compute_metrics(
     target_velocity: np.ndarray,
     radius: float,
 ) -> Metrics:
-    """Metrics over the M live agents given as rows of ``positions``/``velocities``.
+    """
+    Metrics over the M live agents given as rows of ``positions``/``velocities``.
 
     Returns NaN for every metric when no agent is live; ``d_min`` is NaN with one live agent.
     """

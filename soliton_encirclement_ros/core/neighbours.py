@@ -1,4 +1,5 @@
-"""Ring neighbour selection about the target: ring order, hysteresis, liveness.
+"""
+Ring neighbour selection about the target: ring order, hysteresis, liveness.
 
 The ring is every live agent, self included, sorted by (theta, id); the predecessor is the
 previous entry and the successor the next. With exactly one other agent it is both. Ids are
@@ -14,12 +15,13 @@ NO_NEIGHBOUR = -1
 
 
 def is_alive(rx_time, now: float, timeout: float):
-    """True where a state received at ``rx_time`` is still live at ``now``."""
+    """Return True where a state received at ``rx_time`` is still live at ``now``."""
     return np.asarray(now - np.asarray(rx_time, dtype=float)) <= timeout
 
 
 def ring_neighbours(own_id: int, own_theta: float, ids, thetas) -> tuple[int, int]:
-    """(pred, succ) of one agent among the other live agents ``ids`` at angles ``thetas``.
+    """
+    (pred, succ) of one agent among the other live agents ``ids`` at angles ``thetas``.
 
     ``ids`` must not contain ``own_id``. Returns ``(NO_NEIGHBOUR, NO_NEIGHBOUR)`` when alone.
     """
@@ -36,7 +38,8 @@ def ring_neighbours(own_id: int, own_theta: float, ids, thetas) -> tuple[int, in
 
 
 def ring_neighbours_shared(own_ids, own_thetas, ids, thetas):
-    """Vectorised :func:`ring_neighbours` for many agents sharing one set of live states.
+    """
+    Vectorised :func:`ring_neighbours` for many agents sharing one set of live states.
 
     ``own_ids``/``own_thetas`` (N,) are the agents asking (current odometry); ``ids``/``thetas``
     (M,) the live states they all see, which may include each asker's own (older) state: it is
@@ -76,7 +79,8 @@ def ring_neighbours_shared(own_ids, own_thetas, ids, thetas):
 
 def apply_hysteresis(cand_pred, cand_succ, cand_gap_pred, cand_gap_succ,
                      cur_pred, cur_succ, cur_gap_pred, cur_gap_succ, hysteresis: float):
-    """Keep the current neighbours unless the candidates are closer by more than ``hysteresis``.
+    """
+    Keep the current neighbours unless the candidates are closer by more than ``hysteresis``.
 
     Elementwise over any shape. ``cur_gap_*`` is NaN where the current neighbour is missing
     or not live: then the candidate is taken. The candidates are also taken on both sides when

@@ -1,4 +1,5 @@
-"""Controller gains and timeouts of the soliton encirclement law: one validated object.
+"""
+Controller gains and timeouts of the soliton encirclement law: one validated object.
 
 Defaults are the reference configuration except two gains chosen with ``core.stability`` so
 that a ring of any size settles (``k_tau`` 0.25 instead of 0.2, and the damping
@@ -12,8 +13,8 @@ values raise ``ValueError`` naming the field, the value and the rule.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
+import math
 from typing import Any, Mapping
 
 from velocity_mobility_ros.validation import finite_float, from_mapping
@@ -24,7 +25,7 @@ TARGET_TIMEOUT_PERIODS = 5.0  # auto target_state_timeout, in control periods
 
 def _param(default, description: str, unit: str = '', low: float | None = None,
            strict: bool = False, high: float | None = None, nan_ok: bool = False):
-    """A field with its description, unit and bounds (``low``, strict or not; ``high``)."""
+    """Return a field with its description, unit and bounds (``low``, strict or not; ``high``)."""
     return field(default=default, metadata={
         'description': description, 'unit': unit, 'low': low, 'strict': strict, 'high': high,
         'nan_ok': nan_ok})
@@ -136,23 +137,26 @@ class ControllerParams:
 
     @property
     def agent_timeout(self) -> float:
-        """Resolved agent state liveness [s] (``agent_state_timeout`` or 3 x control_period)."""
+        """Return the agent state liveness [s] (``agent_state_timeout`` or 3 periods)."""
         return self.agent_state_timeout or AGENT_TIMEOUT_PERIODS * self.control_period
 
     @property
     def target_liveness(self) -> float:
-        """Resolved target state liveness [s] (``target_state_timeout`` or 5 x control_period)."""
+        """Return the target-state liveness [s] (``target_state_timeout`` or 5 periods)."""
         return self.target_state_timeout or TARGET_TIMEOUT_PERIODS * self.control_period
 
     @property
     def altitude_hold(self) -> bool:
-        """True when ``altitude`` is set (not NaN)."""
+        """Return whether ``altitude`` is set (not NaN)."""
         return not math.isnan(self.altitude)
 
     @classmethod
     def preset(cls, name: str, **changes: Any) -> 'ControllerParams':
-        """The gains of preset ``name`` (:data:`PRESETS`: 'default' or 'reference'), with
-        ``changes`` applied."""
+        """
+        Return the gains of preset ``name`` with ``changes`` applied.
+
+        The presets are :data:`PRESETS`: 'default' or 'reference'.
+        """
         if name not in PRESETS:
             raise ValueError(f'preset must be one of {", ".join(PRESETS)}, got {name!r}')
         return cls.from_mapping({**PRESETS[name], **changes})
@@ -163,7 +167,7 @@ class ControllerParams:
         return from_mapping(cls, values)
 
     def with_changes(self, **changes: Any) -> 'ControllerParams':
-        """Validated copy with ``changes`` applied."""
+        """Return a validated copy with ``changes`` applied."""
         return self.from_mapping({**dataclasses.asdict(self), **changes})
 
     def as_dict(self) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Encirclement scenarios: one validated dataclass, YAML loading, initial placement.
+"""
+Encirclement scenarios: one validated dataclass, YAML loading, initial placement.
 
 A scenario names everything a run needs besides the gains: swarm size and radius, seed,
 duration, control/metrics timing, target motion, failures and communication impairments.
@@ -8,8 +9,8 @@ go through :class:`ControllerParams` and ``VehicleParams``. Unknown keys are err
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
+import math
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
@@ -19,7 +20,7 @@ import yaml
 from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.core.target_motion import (
-    TARGET_MOTIONS, RandomHeading, Static, Waypoints)
+    RandomHeading, Static, TARGET_MOTIONS, Waypoints)
 from velocity_mobility_ros.params import VehicleParams
 from velocity_mobility_ros.validation import from_mapping
 
@@ -29,9 +30,11 @@ TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
 
 def initial_positions(n: int, radius: float, seed: Optional[int],
                       center=(0.0, 0.0, 0.0), altitude: float = 0.0) -> np.ndarray:
-    """Reference placement (n, 3): theta ~ U[0, 2pi), x = a*R*cos, y = b*R*sin, a, b ~ U[0.8, 1.2].
+    """
+    Return the reference placement (n, 3).
 
-    Seeded with ``seed``; angles first, then a, then b. z = ``center`` z + ``altitude``.
+    theta ~ U[0, 2pi), x = a*R*cos, y = b*R*sin, a, b ~ U[0.8, 1.2]. Seeded with ``seed``;
+    angles first, then a, then b. z = ``center`` z + ``altitude``.
     """
     rng = np.random.default_rng(seed)
     theta = rng.uniform(0.0, 2.0 * math.pi, n)
@@ -54,7 +57,11 @@ def _number(name: str, value: Any, minimum: float, strict: bool) -> float:
 
 @dataclass(frozen=True)
 class Scenario:
-    """One encirclement run. Defaults: the reference static scenario (N=10, R=20 m, 120 s)."""
+    """
+    One encirclement run.
+
+    Defaults: the reference static scenario (N=10, R=20 m, 120 s).
+    """
 
     agents: int = 10
     radius: float = 20.0
@@ -116,8 +123,12 @@ class Scenario:
                                  f'({sim_dt:g} s), got {period:g}')
 
     def controller_params(self) -> ControllerParams:
-        """Gains: the ``controller`` overrides, with radius, control_period and speed limits
-        taken from the scenario and vehicle so that they cannot disagree."""
+        """
+        Gains: the ``controller`` overrides, with radius.
+
+        Control_period and speed limits taken from the scenario and vehicle so that they cannot
+        disagree.
+        """
         vehicle = self.vehicle_params()
         overrides = dict(self.controller)
         for name in ('radius', 'control_period', 'max_speed_xy', 'max_speed_z'):
@@ -132,7 +143,7 @@ class Scenario:
         return VehicleParams.from_mapping(dict(self.vehicle))
 
     def target_model(self):
-        """A fresh target motion model (the random one seeded from the scenario seed)."""
+        """Return a fresh target motion model (the random one seeded from the scenario seed)."""
         if self.target_motion == 'static':
             return Static()
         if self.target_motion == 'random':

@@ -1,4 +1,5 @@
-"""Linear stability of the evenly spaced ring under the soliton law (pure numpy).
+"""
+Linear stability of the evenly spaced ring under the soliton law (pure numpy).
 
 The equilibrium: N agents at radius R, angles ``2*pi*i/N`` around a static target, at rest,
 ``u = 0``, ``omega_ref = 0``. Linearised about it the radial loop decouples from the ring
@@ -47,7 +48,8 @@ class ModeGrowth(NamedTuple):
 
 def mode_map(n: int, k: int, params: ControllerParams, tau: float = 1.0,
              sim_dt: float = 0.01) -> np.ndarray:
-    """The (8, 8) complex map of one control period for ring mode ``k`` of ``n`` agents.
+    """
+    Return the (8, 8) complex map of one control period for ring mode ``k`` of ``n`` agents.
 
     ``tau`` is the vehicle's horizontal velocity time constant [s] and ``sim_dt`` its
     integration step [s]; the control period is ``params.control_period``.
@@ -113,7 +115,11 @@ def mode_growth(n: int, k: int, params: ControllerParams, tau: float = 1.0,
 
 def ring_growth_rate(n: int, params: ControllerParams, tau: float = 1.0,
                      sim_dt: float = 0.01) -> ModeGrowth:
-    """The largest growth rate over modes 1..n-1 of the ``n``-ring (< 0: every mode decays)."""
+    """
+    Return the largest growth rate over modes 1..n-1 of the ``n``-ring.
+
+    Below 0, every mode decays.
+    """
     worst = ModeGrowth(-math.inf, 0, 0.0)
     for k in range(1, n // 2 + 1):   # mode n-k is the complex conjugate of mode k
         rate, freq = mode_growth(n, k, params, tau, sim_dt)

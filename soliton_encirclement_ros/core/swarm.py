@@ -1,4 +1,5 @@
-"""Vectorised controllers of a whole swarm for the batch simulator.
+"""
+Vectorised controllers of a whole swarm for the batch simulator.
 
 :class:`SwarmControllers` holds the per-agent controller state of N agents as arrays and steps
 every live agent at once with the same law (``law.encirclement_step``) and the same neighbour
@@ -18,9 +19,9 @@ import math
 import numpy as np
 
 from soliton_encirclement_ros.core.geometry import target_angle
-from soliton_encirclement_ros.core.law import NeighbourView, encirclement_step, fallback_command
+from soliton_encirclement_ros.core.law import encirclement_step, fallback_command, NeighbourView
 from soliton_encirclement_ros.core.neighbours import (
-    NO_NEIGHBOUR, apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, ring_neighbours,
+    apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, NO_NEIGHBOUR, ring_neighbours,
     ring_neighbours_shared)
 from soliton_encirclement_ros.core.params import ControllerParams
 
@@ -90,7 +91,7 @@ class SwarmControllers:
                             rx_time, now)
 
     def deliver_target(self, msg, rx_time, receivers: np.ndarray):
-        """A TargetStateMsg taken in by the agents where ``receivers`` (bool, N) is true."""
+        """Deliver a TargetStateMsg to the agents where ``receivers`` (bool, N) is true."""
         self.target_has[receivers] = True
         self.target_rx[receivers] = rx_time
         self.target_position[receivers] = msg.position
@@ -102,7 +103,7 @@ class SwarmControllers:
                 self.lambdas[self.index_of[agent_id]] = weight
 
     def _neighbour(self, chosen, visible, theta_all):
-        """NeighbourView rows of the chosen neighbour ids (NO_NEIGHBOUR -> missing)."""
+        """Return the NeighbourView rows of the chosen neighbour ids (NO_NEIGHBOUR -> missing)."""
         idx = np.where(chosen != NO_NEIGHBOUR, self.index_of[np.maximum(chosen, 0)], 0)
         ok = (chosen != NO_NEIGHBOUR) & visible(idx)
         a = self.agents

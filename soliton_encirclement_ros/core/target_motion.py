@@ -1,4 +1,5 @@
-"""Target motion models: the desired (horizontal) velocity of the target at (t, position).
+"""
+Target motion models: the desired (horizontal) velocity of the target at (t, position).
 
 The target then moves through the same velocity mobility model as the agents. Each model has
 ``desired_velocity(t, position) -> (3,)``; calls must come with non-decreasing ``t`` (the
@@ -38,7 +39,8 @@ class Static:
 
 
 class RandomHeading:
-    """Every ``period`` s a new uniformly random horizontal heading at ``speed`` m/s.
+    """
+    Every ``period`` s a new uniformly random horizontal heading at ``speed`` m/s.
 
     At a heading change, if |x| or |y| exceeds ``boundary`` m the heading points back at the
     origin instead. The first heading is drawn at the first call.
@@ -68,7 +70,8 @@ class RandomHeading:
 
 
 class Waypoints:
-    """A polyline of XY(Z) waypoints, optionally with arrival times.
+    """
+    A polyline of XY(Z) waypoints, optionally with arrival times.
 
     Without ``arrival_times`` the target heads for each waypoint in turn at ``speed`` and stops
     at the last one (slowing down proportionally within ``speed/POSITION_GAIN`` of it). With
@@ -113,7 +116,7 @@ class Waypoints:
             self.arrival_times = times
 
     def reference(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        """Timed mode: (reference position, feed-forward velocity) at ``t``."""
+        """Return the timed mode's (reference position, feed-forward velocity) at ``t``."""
         times, pts = self.arrival_times, self.points
         if t <= times[0]:
             return pts[0].copy(), np.zeros(3)

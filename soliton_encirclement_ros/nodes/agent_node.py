@@ -1,4 +1,5 @@
-"""agent_node: one UAV's soliton encirclement controller, a thin shell over ``core.controller``.
+"""
+agent_node: one UAV's soliton encirclement controller, a thin shell over ``core.controller``.
 
 Subscribes to its own ``odom``, the target's ``/target/state`` and the swarm's
 ``/swarm/agent_states``; every ``control_period`` it broadcasts its own state and publishes
@@ -15,34 +16,34 @@ and at 1 Hz.
 """
 from __future__ import annotations
 
+from collections import deque
 import dataclasses
 import math
-from collections import deque
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+import rclpy
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
 from velocity_mobility_ros.messages import odometry_to_arrays
-from velocity_mobility_ros.ros_params import ParamSpec, declare, declare_validated
+from velocity_mobility_ros.ros_params import declare, declare_validated, ParamSpec
 from velocity_mobility_ros.spin import spin_node
 
+from .swarm_topics import (
+    create_swarm_publisher, create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
 from ..core.comms import ImpairedChannel
-from ..core.controller import (BLIND, FAILED, OK, STARTING, TARGET_LOST, AgentStateMsg, Status,
-                               agent_tick, future_stamp_reason, initial_state,
-                               receive_agent_state, receive_target_state)
+from ..core.controller import (
+    agent_tick, AgentStateMsg, BLIND, FAILED, future_stamp_reason, initial_state, OK,
+    receive_agent_state, receive_target_state, STARTING, Status, TARGET_LOST)
 from ..core.faults import OutageProcess
 from ..core.identity import DuplicateIds, new_incarnation
 from ..core.params import ControllerParams, describe
-from ..interface import (AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC,
-                         AGENT_STATUS_TOPIC, TARGET_STATE_TOPIC, agent_state_from_msg,
-                         agent_state_to_msg, target_state_from_msg)
-from .swarm_topics import (SWARM_RELIABILITY_SPEC, create_swarm_publisher,
-                           create_swarm_subscription, reliability_of)
+from ..interface import (
+    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
+    AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
 
 # Messages that arrived within this much of the current tick wait for the next tick.
 THIS_TICK = 1e-6
@@ -56,32 +57,36 @@ def controller_specs() -> list[ParamSpec]:
     """One parameter per ControllerParams field: default, description and range from the core."""
     defaults = ControllerParams()
     return [ParamSpec(f.name, getattr(defaults, f.name), describe(f),
-                      min=f.metadata['low'], max=f.metadata['high'])
+                      low=f.metadata['low'], high=f.metadata['high'])
             for f in dataclasses.fields(ControllerParams)]
 
 
 NODE_SPECS = [
     ParamSpec('agent_id', 0, 'integer id of this agent in the swarm (0 = digits of the namespace)',
-              min=0, max=1_000_000, read_only=True),
+              low=0, high=1_000_000, read_only=True),
     ParamSpec('failures_per_min', 0.0, 'Poisson failure rate of injected outages [1/min]; '
-              '0 disables', min=0.0, read_only=True),
-    ParamSpec('failure_off_time', 8.0, 'duration of an injected outage [s]', min=0.0,
+              '0 disables', low=0.0, read_only=True),
+    ParamSpec('failure_off_time', 8.0, 'duration of an injected outage [s]', low=0.0,
               read_only=True),
-    ParamSpec('failure_check_period', 0.1, 'period of the failure draw [s]', min=1e-3,
+    ParamSpec('failure_check_period', 0.1, 'period of the failure draw [s]', low=1e-3,
               read_only=True),
     ParamSpec('loss', 0.0, 'probability of dropping a received swarm/target message',
-              min=0.0, max=0.999, read_only=True),
+              low=0.0, high=0.999, read_only=True),
     ParamSpec('delay', 0.0, 'extra delay applied to received swarm/target messages [s]',
-              min=0.0, read_only=True),
+              low=0.0, read_only=True),
     ParamSpec('seed', 0, 'swarm seed of the failure and impairment draws (combined with '
-              'agent_id)', min=0, max=2**31 - 1, read_only=True),
+              'agent_id)', low=0, high=2**31 - 1, read_only=True),
     SWARM_RELIABILITY_SPEC,
 ]
 
 
 class AgentNode(Node):
-    """``subscribe_swarm=False`` leaves the swarm topic to a caller that decodes each state once
-    and hands it to :meth:`receive_agent_state` (the in-process runner's shared subscription)."""
+    """
+    One agent's soliton encirclement controller.
+
+    ``subscribe_swarm=False`` leaves the swarm topic to a caller that decodes each state once
+    and hands it to :meth:`receive_agent_state` (the in-process runner's shared subscription).
+    """
 
     def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
         super().__init__('agent', **kwargs)

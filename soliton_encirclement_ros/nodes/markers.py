@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import numpy as np
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Point
+import numpy as np
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 

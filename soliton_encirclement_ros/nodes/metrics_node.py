@@ -1,4 +1,5 @@
-"""metrics_node: the encirclement metrics (METRIC_NAMES) from the swarm's broadcasts, live.
+"""
+metrics_node: the encirclement metrics (METRIC_NAMES) from the swarm's broadcasts, live.
 
 Listens to ``/swarm/agent_states`` and ``/target/state``; every ``metrics_period`` it computes
 E_r, E_vr, rho, G_max, E_gap and d_min over the live agents (``core.metrics``) and publishes
@@ -10,58 +11,59 @@ plotted traces are thinned.
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections import deque
 from pathlib import Path
+import shutil
+import tempfile
 
 import numpy as np
 from rclpy.node import Node
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
-from velocity_mobility_ros.ros_params import ParamSpec, declare
+from velocity_mobility_ros.ros_params import declare, ParamSpec
+from velocity_mobility_ros.spin import spin_node
 
+from .markers import swarm_markers
+from .swarm_topics import create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC
 from ..analysis.report import AGENTS_HEADER, METRICS_HEADER, write_run_outputs
 from ..analysis.stream import CsvStream, DecimatingTrace
 from ..core.controller import AgentStateMsg
-from ..core.metrics import METRIC_NAMES, compute_metrics
 from ..core.identity import DuplicateIds
-from ..interface import (AGENT_STATES_TOPIC, MARKERS_TOPIC, METRICS_TOPIC_PREFIX,
-                         TARGET_STATE_TOPIC, agent_state_from_msg, target_state_from_msg)
-from .swarm_topics import SWARM_RELIABILITY_SPEC, create_swarm_subscription, reliability_of
-from .markers import swarm_markers
-from velocity_mobility_ros.spin import spin_node
+from ..core.metrics import compute_metrics, METRIC_NAMES
+from ..interface import (
+    agent_state_from_msg, AGENT_STATES_TOPIC, MARKERS_TOPIC, METRICS_TOPIC_PREFIX,
+    target_state_from_msg, TARGET_STATE_TOPIC)
 
 SPECS = [
-    ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', min=1e-6, read_only=True),
+    ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', low=1e-6, read_only=True),
     ParamSpec(
         'metrics_period',
         0.05,
         'metrics computation and publication period [s]',
-        min=1e-3,
+        low=1e-3,
         read_only=True,
     ),
     ParamSpec(
         'agent_state_timeout',
         0.0,
         'an agent is live while its last state is at most this old [s]; 0 = 3 x metrics_period',
-        min=0.0,
+        low=0.0,
         read_only=True,
     ),
     ParamSpec(
         'marker_period',
         0.5,
         'RViz marker publication period [s]; 0 disables',
-        min=0.0,
+        low=0.0,
         read_only=True,
     ),
     ParamSpec(
         'trail_length',
         60,
         'positions kept per agent trail in the markers',
-        min=0,
-        max=100_000,
+        low=0,
+        high=100_000,
         read_only=True,
     ),
     ParamSpec('world_frame', 'world', 'frame of the markers', read_only=True),
@@ -77,9 +79,11 @@ SPECS = [
 
 
 class MetricsNode(Node):
-    """Every parameter is read-only (periods and timeouts are fixed at start-up).
+    """
+    Every parameter is read-only (periods and timeouts are fixed at start-up).
 
-    ``subscribe_swarm=False``: states come through :meth:`receive_agent_state` instead."""
+    ``subscribe_swarm=False``: states come through :meth:`receive_agent_state` instead.
+    """
 
     def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
         super().__init__('metrics', **kwargs)
@@ -195,8 +199,11 @@ class MetricsNode(Node):
             self.config['world_frame'], self.get_clock().now().to_msg()))
 
     def series(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-        """(metrics (T, 1 + metrics), agents (K,4), trajectories {name: (T,3) t,x,y}) gathered
-        so far: the tables read back from the streamed files, the traces thinned to a bound."""
+        """
+        (metrics (T, 1 + metrics), agents (K,4), trajectories {name: (T,3) t,x,y}) gathered so far.
+
+        The tables read back from the streamed files, the traces thinned to a bound.
+        """
         return (self._metric_rows.read(), self._agent_rows.read(),
                 {name: trace.array() for name, trace in self._traces.items()})
 

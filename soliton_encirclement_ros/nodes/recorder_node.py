@@ -1,5 +1,8 @@
-"""``run_recorder``: record the swarm's topics from a live graph into a rosbag2 (pip-only machines'
-``ros2 bag record -e``). Ctrl-C or SIGTERM closes the bag, keeping every message received.
+"""
+``run_recorder``.
+
+Record the swarm's topics from a live graph into a rosbag2 (pip-only machines' ``ros2 bag record
+-e``). Ctrl-C or SIGTERM closes the bag, keeping every message received.
 
     run_recorder -o runs/flight1 [-e REGEX] [-s mcap|sqlite3] [--ros-args -p discovery_period:=0.5]
 
@@ -12,8 +15,8 @@ import argparse
 import sys
 import time
 
-import rclpy
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+import rclpy
 from rclpy.clock import Clock
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -21,7 +24,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from velocity_mobility_ros.spin import StopRequest
 
-from ..recording import DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS, BagRecorder
+from ..recording import BagRecorder, DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS
 
 SPIN_TIMEOUT = 0.1  # s between checks for a stop signal
 

@@ -1,4 +1,5 @@
-"""The swarm topics as every node opens them: QoS from ``swarm_reliability``, loud mismatches.
+"""
+The swarm topics as every node opens them: QoS from ``swarm_reliability``, loud mismatches.
 
 A best_effort publisher never reaches a reliable subscriber, and DDS says nothing about it. A
 subscription made here logs one warning per incompatible publisher it discovers (rclpy's
@@ -12,15 +13,14 @@ from rclpy.qos import ReliabilityPolicy
 
 from velocity_mobility_ros.ros_params import ParamSpec
 
-from ..interface import (RELIABLE, SWARM_RELIABILITY_DESCRIPTION, check_reliability,
-                         swarm_qos)
+from ..interface import check_reliability, RELIABLE, swarm_qos, SWARM_RELIABILITY_DESCRIPTION
 
 SWARM_RELIABILITY_SPEC = ParamSpec('swarm_reliability', RELIABLE, SWARM_RELIABILITY_DESCRIPTION,
                                    read_only=True)
 
 
 def reliability_of(config: dict) -> str:
-    """The validated ``swarm_reliability`` of a node's declared configuration."""
+    """Return the validated ``swarm_reliability`` of a node's declared configuration."""
     return check_reliability(config['swarm_reliability'])
 
 
@@ -29,7 +29,7 @@ def create_swarm_publisher(node: Node, msg_type, topic: str, reliability: str):
 
 
 def create_swarm_subscription(node: Node, msg_type, topic: str, callback, reliability: str):
-    """A subscription with the swarm QoS that warns about publishers it can never hear."""
+    """Return a subscription with the swarm QoS that warns about publishers it can never hear."""
     def on_incompatible(event) -> None:
         offered = [f'{info.node_namespace.rstrip("/")}/{info.node_name} '
                    f'({_reliability_name(info.qos_profile.reliability)})'

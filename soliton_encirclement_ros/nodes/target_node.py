@@ -1,4 +1,5 @@
-"""target_node: the encircled target, simulated or following a tracked real target.
+"""
+target_node: the encircled target, simulated or following a tracked real target.
 
 Simulated: a motion model (``core.target_motion``) gives the desired velocity and the target
 moves through the same velocity mobility model as the UAVs. Tracked: ``follow_topic`` names an
@@ -8,23 +9,23 @@ external nav_msgs/Odometry whose pose and velocity are republished. Either way, 
 """
 from __future__ import annotations
 
-import numpy as np
 from nav_msgs.msg import Odometry
+import numpy as np
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
 from velocity_mobility_ros.messages import odometry_to_arrays, to_odometry
-from velocity_mobility_ros.model import VehicleState, step
+from velocity_mobility_ros.model import step, VehicleState
 from velocity_mobility_ros.params import VehicleParams
-from velocity_mobility_ros.ros_params import ParamSpec, declare
+from velocity_mobility_ros.ros_params import declare, ParamSpec
+from velocity_mobility_ros.spin import spin_node
 
+from .swarm_topics import create_swarm_publisher, reliability_of, SWARM_RELIABILITY_SPEC
 from ..core.scenario import Scenario
 from ..core.target_motion import TARGET_MOTIONS
-from ..interface import TARGET_STATE_TOPIC, target_state_to_msg
-from .swarm_topics import SWARM_RELIABILITY_SPEC, create_swarm_publisher, reliability_of
-from velocity_mobility_ros.spin import spin_node
+from ..interface import target_state_to_msg, TARGET_STATE_TOPIC
 
 SPECS = [
     ParamSpec(
@@ -34,36 +35,36 @@ SPECS = [
         'speed',
         5.0,
         'target speed of the random and waypoint models [m/s]',
-        min=1e-6,
+        low=1e-6,
         read_only=True,
     ),
     ParamSpec(
         'motion_period',
         1.0,
         'heading change period of the random model [s]',
-        min=1e-3,
+        low=1e-3,
         read_only=True,
     ),
     ParamSpec(
         'boundary',
         20.0,
         'random model steers back to the origin beyond |x| or |y| this [m]',
-        min=1e-6,
+        low=1e-6,
         read_only=True,
     ),
-    ParamSpec('seed', 0, 'seed of the random model', min=0, max=2**31 - 1, read_only=True),
+    ParamSpec('seed', 0, 'seed of the random model', low=0, high=2**31 - 1, read_only=True),
     ParamSpec(
         'waypoints',
         [],
         'waypoints as a flat list x1, y1, z1, x2, ... [m]',
-        type=Parameter.Type.DOUBLE_ARRAY,
+        value_type=Parameter.Type.DOUBLE_ARRAY,
         read_only=True,
     ),
     ParamSpec(
         'arrival_times',
         [],
         'optional arrival time per waypoint [s]; unreachable times are an error',
-        type=Parameter.Type.DOUBLE_ARRAY,
+        value_type=Parameter.Type.DOUBLE_ARRAY,
         read_only=True,
     ),
     ParamSpec(
@@ -79,28 +80,28 @@ SPECS = [
         'lambda_ids',
         [],
         'agent ids with a spacing weight',
-        type=Parameter.Type.INTEGER_ARRAY,
+        value_type=Parameter.Type.INTEGER_ARRAY,
         read_only=True,
     ),
     ParamSpec(
         'lambda_values',
         [],
         'spacing weight of each agent in lambda_ids (arc j -> succ(j))',
-        type=Parameter.Type.DOUBLE_ARRAY,
+        value_type=Parameter.Type.DOUBLE_ARRAY,
         read_only=True,
     ),
     ParamSpec(
         'broadcast_period',
         0.05,
         'period of /target/state and /target/odom [s]',
-        min=1e-3,
+        low=1e-3,
         read_only=True,
     ),
     ParamSpec(
         'sim_dt',
         VehicleParams().sim_dt,
         'integration step of the simulated target [s]',
-        min=1e-4,
+        low=1e-4,
         read_only=True,
     ),
     ParamSpec(
@@ -114,7 +115,7 @@ SPECS = [
         0.5,
         'follow mode: stop broadcasting when the tracked odometry '
         'is older than this [s] (the agents then see the target as lost)',
-        min=1e-3,
+        low=1e-3,
         read_only=True,
     ),
     ParamSpec('world_frame', 'world', 'header.frame_id of /target/odom', read_only=True),

@@ -1,4 +1,5 @@
-"""px4_bridge_node: the standard vehicle interface (``cmd_vel`` in, ``odom`` out) on top of PX4.
+"""
+px4_bridge_node: the standard vehicle interface (``cmd_vel`` in, ``odom`` out) on top of PX4.
 
 A thin rclpy shell around :mod:`.frames` and :mod:`.offboard`. It runs in the vehicle's
 namespace (e.g. ``/uav1``) so ``cmd_vel`` and ``odom`` are relative names, and talks to PX4's
@@ -10,30 +11,30 @@ whatever ``use_sim_time`` says, so a stalled or absent ``/clock`` never stops th
 ``timestamp`` fields stay in ROS time (what PX4's uXRCE-DDS time sync expects). A ROS clock
 that does not advance for more than 1 s is reported once, naming ``/clock``.
 """
+from dataclasses import dataclass
 import functools
 import importlib
 import math
 import re
 import sys
-from dataclasses import dataclass
 
-import rclpy
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+import rclpy
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
 from soliton_encirclement_ros.px4 import offboard
-from soliton_encirclement_ros.px4.frames import (OdometryFrameError, odometry_covariances,
-                                                 sample_stamp_ns, vehicle_odometry_to_enu)
+from soliton_encirclement_ros.px4.frames import (
+    odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
 from velocity_mobility_ros.messages import new_odometry
-from velocity_mobility_ros.ros_params import ParamSpec, declare_validated
+from velocity_mobility_ros.ros_params import declare_validated, ParamSpec
 from velocity_mobility_ros.spin import spin_node
 
 PX4_MSGS_MISSING = (
@@ -73,32 +74,32 @@ PARAMS = (
               "'px4_1' for /px4_1/fmu/... (PX4 SITL instance 1, UXRCE_DDS_NS)", read_only=True),
     ParamSpec('target_system', 1, 'MAVLink system id of the autopilot (MAV_SYS_ID; SITL '
               'instance N has N+1); PX4 ignores commands not addressed to it or to 0',
-              min=0, max=255),
+              low=0, high=255),
     ParamSpec('message_version_suffix', 'auto', "'auto': append _v<MESSAGE_VERSION> of the built "
-              "px4_msgs to versioned topics, as PX4 >= 1.16 does (e.g. vehicle_status_v1); "
+              'px4_msgs to versioned topics, as PX4 >= 1.16 does (e.g. vehicle_status_v1); '
               "'none': no suffix (PX4 <= 1.15)", read_only=True),
-    ParamSpec('setpoint_rate', 20.0, 'TrajectorySetpoint publishing rate [Hz]', min=10.0,
-              max=250.0, read_only=True),
+    ParamSpec('setpoint_rate', 20.0, 'TrajectorySetpoint publishing rate [Hz]', low=10.0,
+              high=250.0, read_only=True),
     ParamSpec('heartbeat_rate', 10.0, 'OffboardControlMode heartbeat and sequencing rate [Hz]',
-              min=10.0, max=250.0, read_only=True),
+              low=10.0, high=250.0, read_only=True),
     ParamSpec('cmd_timeout', 0.5, 'cmd_vel older than this commands zero velocity (hover) [s]',
-              min=0.05, max=10.0),
+              low=0.05, high=10.0),
     ParamSpec('warmup', 1.0, 'heartbeat streaming before the offboard mode request [s]',
-              min=0.1, max=10.0),
+              low=0.1, high=10.0),
     ParamSpec('confirm_timeout', 5.0, 'time for PX4 to confirm OFFBOARD and ARMED [s]',
-              min=0.5, max=60.0),
+              low=0.5, high=60.0),
     ParamSpec('command_retry', 1.0, 'resend an unconfirmed vehicle command after [s]',
-              min=0.1, max=10.0),
+              low=0.1, high=10.0),
     ParamSpec('status_timeout', 2.0, 'vehicle_status/odometry older than this is stale: zero '
-              'velocity while engaged, engage refused [s]', min=0.2, max=30.0),
+              'velocity while engaged, engage refused [s]', low=0.2, high=30.0),
     ParamSpec('land_after', 10.0, 'cmd_vel silent this long while engaged sends NAV_LAND and '
               'returns to idle (a dead agent lands instead of hovering in the ring) [s]; '
-              '0 = never', min=0.0, max=600.0),
+              '0 = never', low=0.0, high=600.0),
     ParamSpec('source_system', 255, 'MAVLink system id this bridge sends commands as (not a '
               "vehicle's: PX4 SITL instance N is N+1); acks addressed elsewhere are ignored",
-              min=1, max=255, read_only=True),
+              low=1, high=255, read_only=True),
     ParamSpec('source_component', 191, 'MAVLink component id this bridge sends commands as '
-              '(191 = MAV_COMP_ID_ONBOARD_COMPUTER)', min=1, max=255, read_only=True),
+              '(191 = MAV_COMP_ID_ONBOARD_COMPUTER)', low=1, high=255, read_only=True),
     ParamSpec('world_frame_id', 'world', 'odom header.frame_id (shared ENU world frame)',
               read_only=True),
     ParamSpec('child_frame_id', '', "odom child_frame_id; '' = <node namespace>/base_link",
@@ -111,6 +112,7 @@ PARAMS = (
 @dataclass(frozen=True)
 class BridgeSettings:
     """Validated bridge parameters (see ``PARAMS``)."""
+
     px4_namespace: str
     target_system: int
     source_system: int
@@ -160,14 +162,18 @@ def px4_topic(px4_namespace, direction, name, message_version=0):
 
 
 def load_px4_msgs():
-    """The px4_msgs message classes by name; ``ImportError`` when px4_msgs is not built."""
+    """Return the px4_msgs message classes by name; ``ImportError`` when px4_msgs is not built."""
     module = importlib.import_module('px4_msgs.msg')
     return {name: getattr(module, name) for name in PX4_MESSAGE_TYPES}
 
 
 def check_px4_constants(px4_msgs):
-    """``ValueError`` naming any MAVLink number of the sequencer that the built px4_msgs
-    defines differently (a px4_msgs of another PX4 release)."""
+    """
+    Check the MAVLink numbers the sequencer uses against the built px4_msgs.
+
+    Raises ``ValueError`` naming any number that px4_msgs defines differently (a px4_msgs of
+    another PX4 release).
+    """
     wrong = [f'{type_name}.{name} = {getattr(px4_msgs[type_name], name)} (expected {value})'
              for type_name, name, value in PX4_CONSTANTS
              if getattr(px4_msgs[type_name], name, value) != value]
@@ -176,8 +182,11 @@ def check_px4_constants(px4_msgs):
 
 
 def fill_enu_odometry(msg, odom, stamp, covariances=None):
-    """Write an :class:`~.frames.EnuOdometry` (full attitude) into a nav_msgs/Odometry, with
-    ``covariances`` (pose, twist: 36 values each) when given."""
+    """
+    Write an :class:`~.frames.EnuOdometry` (full attitude) into a nav_msgs/Odometry.
+
+    With ``covariances`` (pose, twist: 36 values each) when given.
+    """
     pose, twist = msg.pose.pose, msg.twist.twist
     msg.header.stamp = stamp
     if covariances is not None:

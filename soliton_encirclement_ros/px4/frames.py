@@ -1,4 +1,5 @@
-"""PX4 <-> ROS frame conversions (pure: numpy and transforms3d, no rclpy, no px4_msgs).
+"""
+PX4 <-> ROS frame conversions (pure: numpy and transforms3d, no rclpy, no px4_msgs).
 
 PX4 works in NED (world) and FRD (body); ROS (REP-103) in ENU (world) and FLU (body).
 Both changes of axes are proper rotations and their own inverses:
@@ -34,12 +35,20 @@ _WORLD_VELOCITY_FRAME_OF_POSE = {POSE_FRAME_NED: VELOCITY_FRAME_NED,
 
 
 def enu_to_ned(v):
-    """World vector(s) ENU -> NED: (x, y, z) -> (y, x, -z). Works on (3,) or (N, 3)."""
+    """
+    World vector(s) ENU -> NED: (x, y, z) -> (y, x, -z).
+
+    Works on (3,) or (N, 3).
+    """
     return np.asarray(v, dtype=float) @ NED_TO_ENU.T
 
 
 def ned_to_enu(v):
-    """World vector(s) NED -> ENU: (x, y, z) -> (y, x, -z). Works on (3,) or (N, 3)."""
+    """
+    World vector(s) NED -> ENU: (x, y, z) -> (y, x, -z).
+
+    Works on (3,) or (N, 3).
+    """
     return np.asarray(v, dtype=float) @ NED_TO_ENU.T
 
 
@@ -74,7 +83,7 @@ def yaw_rate_enu_to_ned(rate_enu):
 
 
 def _canonical(q):
-    """Unit quaternion with w >= 0 (q and -q are the same attitude)."""
+    """Return the unit quaternion with w >= 0 (q and -q are the same attitude)."""
     q = np.asarray(q, dtype=float)
     q = q / np.linalg.norm(q)
     return -q if q[0] < 0.0 else q
@@ -99,6 +108,7 @@ class OdometryFrameError(ValueError):
 @dataclass(frozen=True)
 class EnuOdometry:
     """Vehicle state the ROS way: pose in the world ENU frame, twist in the body FLU frame."""
+
     position: np.ndarray          # (3,) m, world ENU
     orientation: np.ndarray       # (4,) (w, x, y, z), body FLU -> world ENU
     linear_velocity: np.ndarray   # (3,) m/s, body FLU
@@ -117,7 +127,8 @@ def _finite_vector(name, value, size):
 
 def vehicle_odometry_to_enu(pose_frame, position, q, velocity_frame, velocity, angular_velocity,
                             origin_enu=(0.0, 0.0, 0.0)):
-    """Convert the fields of a px4_msgs/VehicleOdometry into an :class:`EnuOdometry`.
+    """
+    Convert the fields of a px4_msgs/VehicleOdometry into an :class:`EnuOdometry`.
 
     ``origin_enu`` is where this vehicle's PX4 local origin lies in the shared ROS world frame
     (each PX4 starts its own local frame where its estimator initialised). Accepts pose frames
@@ -165,7 +176,8 @@ def _variance_matrix(variance):
 
 def odometry_covariances(position_variance, orientation_variance, velocity_variance,
                          velocity_frame, orientation_enu_flu):
-    """nav_msgs/Odometry covariances (row-major 36 each) from PX4's VehicleOdometry variances.
+    """
+    nav_msgs/Odometry covariances (row-major 36 each) from PX4's VehicleOdometry variances.
 
     Pose: the position variance (world NED axes) permuted to ENU (x and y swap; a sign does not
     change a variance); the attitude variance (about the body FRD axes, the same as FLU's up to
@@ -188,9 +200,13 @@ def odometry_covariances(position_variance, orientation_variance, velocity_varia
 
 
 def sample_stamp_ns(receive_ns, timestamp_us, timestamp_sample_us):
-    """ROS time [ns] of a PX4 sample: the receive time less the sample's age on PX4's clock
-    (``timestamp - timestamp_sample``), so no PX4/ROS clock offset enters. A missing or
-    inconsistent ``timestamp_sample`` gives the receive time."""
+    """
+    ROS time [ns] of a PX4 sample.
+
+    The receive time less the sample's age on PX4's clock (``timestamp - timestamp_sample``), so no
+    PX4/ROS clock offset enters. A missing or inconsistent ``timestamp_sample`` gives the receive
+    time.
+    """
     age_us = int(timestamp_us) - int(timestamp_sample_us)
     if timestamp_sample_us <= 0 or not 0 <= age_us < 1_000_000 or receive_ns < age_us * 1000:
         return int(receive_ns)  # (a ROS clock still at 0: no /clock yet)

@@ -1,4 +1,5 @@
-"""PX4 offboard sequencing as a pure object (no rclpy, no px4_msgs).
+"""
+PX4 offboard sequencing as a pure object (no rclpy, no px4_msgs).
 
 The bridge node feeds it what it hears (``cmd_vel``, ``vehicle_status``, ``vehicle_command_ack``,
 odometry arrival), with times in seconds of a steady clock (never the simulation clock: the
@@ -59,6 +60,7 @@ class Phase(Enum):
 @dataclass(frozen=True)
 class OffboardConfig:
     """Timing of the sequence, in seconds (validated on construction)."""
+
     cmd_timeout: float = 0.5      # cmd_vel older than this -> zero velocity (hover)
     warmup: float = 1.0           # PX4 hears the stream this long before DO_SET_MODE
     confirm_timeout: float = 5.0  # from request to confirmed OFFBOARD + ARMED
@@ -79,6 +81,7 @@ class OffboardConfig:
 @dataclass(frozen=True)
 class VehicleCommandRequest:
     """A px4_msgs/VehicleCommand to send (the node fills the ids and the timestamp)."""
+
     command: int
     param1: float = 0.0
     param2: float = 0.0
@@ -88,6 +91,7 @@ class VehicleCommandRequest:
 @dataclass(frozen=True)
 class VelocitySetpoint:
     """TrajectorySetpoint content: NED velocity and yaw rate; position/yaw are left NaN."""
+
     velocity_ned: tuple
     yawspeed: float
     held: bool                   # True when this is zero velocity instead of cmd_vel
@@ -97,6 +101,7 @@ class VelocitySetpoint:
 @dataclass(frozen=True)
 class Outcome:
     """End of an engage request: success, or failure with the reason."""
+
     success: bool
     message: str
 
@@ -112,6 +117,7 @@ class TickOutput:
 @dataclass
 class _Pending:
     """Command sent and not yet confirmed."""
+
     request: VehicleCommandRequest
     sent_at: float
 
@@ -121,7 +127,8 @@ def _nav_name(nav):
 
 
 class OffboardSequencer:
-    """The offboard sequence for one vehicle; times are steady-clock seconds.
+    """
+    The offboard sequence for one vehicle; times are steady-clock seconds.
 
     ``target_system`` is the MAVLink system id the bridge commands; vehicle_status reports the
     id PX4 really has, and a mismatch is named in the warnings and in engage failures.
@@ -148,7 +155,11 @@ class OffboardSequencer:
 
     # ---- inputs -------------------------------------------------------------------------
     def on_cmd_vel(self, now, linear_enu, yaw_rate_enu):
-        """World-frame (ENU) velocity command. Returns None, or the reason it was rejected."""
+        """
+        World-frame (ENU) velocity command.
+
+        Returns None, or the reason it was rejected.
+        """
         linear = np.asarray(linear_enu, dtype=float).reshape(-1)
         bad = [f'linear.{axis}={value}' for axis, value in zip('xyz', linear)
                if not np.isfinite(value)]
@@ -174,9 +185,13 @@ class OffboardSequencer:
 
     def on_command_ack(self, now, command, result, target_system=None, target_component=None,
                        source=(None, None)):
-        """A vehicle_command_ack. Acks addressed to another sender (``target_system`` /
-        ``target_component`` not ours, ``source``) are ignored. TEMPORARILY_REJECTED is
-        retried; any other refusal of the pending command ends the engage request."""
+        """
+        Return a vehicle_command_ack.
+
+        Acks addressed to another sender (``target_system`` / ``target_component`` not ours,
+        ``source``) are ignored. TEMPORARILY_REJECTED is retried; any other refusal of the pending
+        command ends the engage request.
+        """
         ours_system, ours_component = source
         if ((ours_system is not None and target_system is not None
              and target_system != ours_system)
@@ -196,7 +211,11 @@ class OffboardSequencer:
 
     # ---- operator requests ----------------------------------------------------------------
     def request_engage(self, now):
-        """Start the offboard + arm sequence. Returns None, or why it cannot start."""
+        """
+        Start the offboard + arm sequence.
+
+        Returns None, or why it cannot start.
+        """
         if self.phase is not Phase.IDLE:
             return f'an engage request is already {self.phase.value}'
         problem = self._link_problem(now) or self._system_id_problem()
@@ -219,7 +238,7 @@ class OffboardSequencer:
 
     # ---- outputs ----------------------------------------------------------------------------
     def setpoint(self, now):
-        """The velocity setpoint to stream now (always finite)."""
+        """Return the velocity setpoint to stream now (always finite)."""
         if self._stream_start is None:
             self._stream_start = now
         reason = self._hold_reason(now)

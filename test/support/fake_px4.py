@@ -1,5 +1,8 @@
-"""A PX4 stand-in for bridge tests (needs a built px4_msgs): what PX4's uXRCE-DDS client
-publishes, and how PX4's commander answers offboard requests, by the documented rules.
+"""
+A PX4 stand-in for bridge tests (needs a built px4_msgs).
+
+What PX4's uXRCE-DDS client publishes, and how PX4's commander answers offboard requests, by the
+documented rules.
 
 - ``vehicle_odometry`` (NED, with ``timestamp_sample`` and variances) and ``vehicle_status``
   (``nav_state``, ``arming_state``, ``system_id``) at 50 Hz, best effort, transient local.
@@ -33,8 +36,9 @@ class FakePx4(Node):
                  drop_mode_requests=0, temporarily_reject=0, offboard_loss_timeout=0.5,
                  nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0)):
         super().__init__('fake_px4')
-        from px4_msgs.msg import (OffboardControlMode, TrajectorySetpoint, VehicleCommand,
-                                  VehicleCommandAck, VehicleOdometry, VehicleStatus)
+        from px4_msgs.msg import (
+            OffboardControlMode, TrajectorySetpoint, VehicleCommand, VehicleCommandAck,
+            VehicleOdometry, VehicleStatus)
         self.m = {cls.__name__: cls for cls in (OffboardControlMode, TrajectorySetpoint,
                                                 VehicleCommand, VehicleCommandAck,
                                                 VehicleOdometry, VehicleStatus)}

@@ -1,5 +1,9 @@
-"""A test driver for real rclpy nodes on a simulated clock: owns /clock, records topics,
-publishes inputs and runs callbacks until the graph is idle (no sleeps between steps)."""
+"""
+A test driver for real rclpy nodes on a simulated clock.
+
+Owns /clock, records topics, publishes inputs and runs callbacks until the graph is idle (no sleeps
+between steps).
+"""
 import time
 
 import rclpy

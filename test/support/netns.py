@@ -1,5 +1,8 @@
-"""Emulated hosts for multi-host tests: Linux network namespaces joined by veth pairs and a
-bridge, with private addresses that exist only inside the namespaces made here.
+"""
+Emulated hosts for multi-host tests.
+
+Linux network namespaces joined by veth pairs and a bridge, with private addresses that exist only
+inside the namespaces made here.
 
 Topology: a "ground station" namespace holds the bridge ``br0`` (10.231.0.1/24); every other
 host is a namespace with one veth (10.231.0.<10 + k>/24) whose peer sits in the ground station,

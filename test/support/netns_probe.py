@@ -1,4 +1,5 @@
-"""A listener run inside an emulated host (network namespace): prints one JSON line per message.
+"""
+A listener run inside an emulated host (network namespace): prints one JSON line per message.
 
     python netns_probe.py TOPIC:TYPE [TOPIC:TYPE ...]
 
@@ -9,10 +10,10 @@ import signal
 import sys
 import time
 
-import rclpy
 from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+import rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.signals import SignalHandlerOptions

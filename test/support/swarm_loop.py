@@ -1,7 +1,11 @@
-"""A batch-simulator loop from hand-placed starts: the simulator's own swarm engines
-(``batch_sim.VectorisedSwarm`` / ``PerAgentSwarm``, the agent node's code path) and mobility
-model, with the target's velocity and the outages given as functions of time. For scenarios
-that ``batch_sim``'s random placement does not produce (a perturbed perfect ring, crossings)."""
+"""
+A batch-simulator loop from hand-placed starts.
+
+The simulator's own swarm engines (``batch_sim.VectorisedSwarm`` / ``PerAgentSwarm``, the agent
+node's code path) and mobility model, with the target's velocity and the outages given as functions
+of time. For scenarios that ``batch_sim``'s random placement does not produce (a perturbed perfect
+ring, crossings).
+"""
 from typing import Callable, NamedTuple, Optional
 
 import numpy as np
@@ -10,7 +14,7 @@ from soliton_encirclement_ros.batch_sim import PerAgentSwarm, VectorisedSwarm
 from soliton_encirclement_ros.core.controller import TargetStateMsg
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.params import ControllerParams
-from velocity_mobility_ros.model import VehicleState, step
+from velocity_mobility_ros.model import step, VehicleState
 from velocity_mobility_ros.params import VehicleParams
 
 
@@ -25,8 +29,12 @@ def run_swarm(start, params: ControllerParams, duration: float,
               target_velocity: Callable[[float], np.ndarray] = lambda t: np.zeros(3),
               down: Optional[Callable[[float], np.ndarray]] = None,
               engine: str = 'vectorised') -> Run:
-    """Step agents from ``start`` (N, 3) at rest around a target at rest at the origin, every
-    ``params.control_period``, for ``duration`` s; ``down(t)`` (N bool) marks failed agents."""
+    """
+    Step agents from ``start`` (N, 3) at rest around a target at rest at the origin.
+
+    They step every ``params.control_period``, for ``duration`` s; ``down(t)`` (N bool) marks
+    failed agents.
+    """
     start = np.asarray(start, dtype=float)
     n, period = len(start), params.control_period
     vehicle = VehicleParams()
