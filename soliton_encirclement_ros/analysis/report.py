@@ -42,9 +42,10 @@ def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) ->
 
 def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
     """
-    ``{'d_min': smallest d_min of the run [m], 'time'.
+    Return the closest approach of two agents in a run.
 
-    Its first time [s]}`` (NaN ignored; both NaN when no sample has two live agents).
+    ``{'d_min': smallest d_min of the run [m], 'time': its first time [s]}`` (NaN ignored; both
+    NaN when no sample has two live agents).
     """
     values = np.asarray(d_min, dtype=float)
     if not np.any(np.isfinite(values)):
