@@ -27,7 +27,7 @@ setup(
     license='Apache-2.0',
     extras_require={
         'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
-                       'mcap-ros2-support', 'pillow', 'tqdm'],
+                       'mcap-ros2-support', 'pillow', 'tqdm', 'dask[distributed]'],
         # The linters and the flake8 plugins a ROS install gives ament_flake8 (its rosdep keys).
         'test': ['pytest', 'hypothesis', 'ros-ament-flake8', 'ros-ament-pep257', 'flake8',
                  'flake8-blind-except', 'flake8-builtins', 'flake8-class-newline',
@@ -42,6 +42,7 @@ setup(
             'target_node = soliton_encirclement_ros.nodes.target_node:main',
             'metrics_node = soliton_encirclement_ros.nodes.metrics_node:main',
             'run_recorder = soliton_encirclement_ros.nodes.recorder_node:main',
+            'sweep_sim = soliton_encirclement_ros.sim.sweep:main',
             'swarm_sim = soliton_encirclement_ros.runner:main',
             'batch_sim = soliton_encirclement_ros.batch_sim:main',
             'analyze_run = soliton_encirclement_ros.analysis.cli:main',

@@ -1,0 +1,104 @@
+"""
+Figures of a parameter sweep: a heatmap over two grid parameters, box plots, settle-time CDFs.
+
+Drawn from ``runs.csv`` rows and ``summary.csv`` rows (see ``sim.sweep``) with matplotlib's
+object API, like :mod:`.plots`.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from matplotlib.figure import Figure
+import numpy as np
+
+from .plots import DPI, METRIC_LABELS
+
+
+def write_sweep_plots(out: Path, spec, rows: list[dict], summary: list[dict]) -> list[str]:
+    """Write the sweep's PNGs into ``out``; return their file names."""
+    metric, x, y = spec.plot['metric'], spec.plot['x'], spec.plot['y']
+    ok = [r for r in rows if not r['error']]
+    written = []
+    if x is not None and y is not None:
+        written.append(heatmap(out / f'heatmap_{metric}.png', summary, metric, x, y,
+                               spec.grid[x], spec.grid[y]))
+    written.append(boxplot(out / f'box_{metric}.png', ok, metric, x,
+                           spec.grid[x] if x else [None]))
+    written.append(settle_cdf(out / 'settle_cdf.png', ok, x, spec.grid[x] if x else [None]))
+    return written
+
+
+def _label(value) -> str:
+    return f'{value:g}' if isinstance(value, float) else str(value)
+
+
+def _cell(value) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def heatmap(path: Path, summary: list[dict], metric: str, x: str, y: str, xs, ys) -> str:
+    """Draw the median final ``metric`` over seeds for every (x, y) grid value pair."""
+    grid = np.full((len(ys), len(xs)), np.nan)
+    for row in summary:
+        if row[x] in xs and row[y] in ys:
+            value = row[f'final_{metric}_median']
+            if np.isnan(grid[ys.index(row[y]), xs.index(row[x])]):
+                grid[ys.index(row[y]), xs.index(row[x])] = value
+    fig = Figure(figsize=(1.2 * len(xs) + 3, 0.8 * len(ys) + 2.2), dpi=DPI)
+    ax = fig.add_subplot()
+    image = ax.imshow(grid, origin='lower', aspect='auto', cmap='viridis')
+    ax.set_xticks(range(len(xs)), [_label(v) for v in xs])
+    ax.set_yticks(range(len(ys)), [_label(v) for v in ys])
+    ax.set_xlabel(x)
+    ax.set_ylabel(y)
+    for (i, j), value in np.ndenumerate(grid):
+        ax.text(j, i, 'n/a' if math.isnan(value) else f'{value:.3g}', ha='center',
+                va='center', color='w', fontsize=8)
+    fig.colorbar(image, ax=ax, label=f'final {METRIC_LABELS[metric]}, median over seeds')
+    fig.tight_layout()
+    fig.savefig(path)
+    return path.name
+
+
+def _by_value(rows: list[dict], x, values) -> list[list[dict]]:
+    if x is None:
+        return [rows]
+    return [[r for r in rows if r[x] == _cell(v)] for v in values]
+
+
+def boxplot(path: Path, rows: list[dict], metric: str, x, values) -> str:
+    """Draw the final ``metric`` over seeds (and the other grid parameters) per ``x`` value."""
+    groups = _by_value(rows, x, values)
+    data = [np.array([r[f'final_{metric}'] for r in g], dtype=float) for g in groups]
+    data = [d[np.isfinite(d)] for d in data]
+    fig = Figure(figsize=(max(4.0, 0.9 * len(data) + 2), 3.4), dpi=DPI)
+    ax = fig.add_subplot()
+    ax.boxplot(data, tick_labels=[_label(v) for v in values] if x else ['all runs'])
+    ax.set_xlabel(x or '')
+    ax.set_ylabel(f'final {METRIC_LABELS[metric]}')
+    fig.tight_layout()
+    fig.savefig(path)
+    return path.name
+
+
+def settle_cdf(path: Path, rows: list[dict], x, values) -> str:
+    """Draw the fraction of runs settled (E_gap) by each time, a curve per value of ``x``."""
+    fig = Figure(figsize=(6, 3.4), dpi=DPI)
+    ax = fig.add_subplot()
+    for value, group in zip(values, _by_value(rows, x, values)):
+        times = np.sort(np.array([r['settle_E_gap'] for r in group], dtype=float))
+        settled = times[np.isfinite(times)]
+        if not group:
+            continue
+        fraction = np.arange(1, settled.size + 1) / len(group)
+        label = f'{x} = {_label(value)}' if x else 'all runs'
+        ax.step(np.concatenate(([0.0], settled)), np.concatenate(([0.0], fraction)),
+                where='post', label=f'{label} ({settled.size}/{len(group)} settled)')
+    ax.set_xlabel('settle time of E_gap [s]')
+    ax.set_ylabel('fraction of runs settled')
+    ax.set_ylim(0.0, 1.02)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    return path.name

@@ -1,0 +1,1 @@
+"""Simulation drivers: parameter sweeps (``sweep_sim``)."""

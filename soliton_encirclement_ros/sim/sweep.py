@@ -1,0 +1,575 @@
+"""
+``sweep_sim``: Monte-Carlo parameter sweeps, many runs stepped together, on every core.
+
+    sweep_sim SPEC.yaml --out DIR [--workers K] [--scheduler ADDRESS] [--resume]
+
+SPEC::
+
+    scenario: {agents: 10, duration: 60.0, target_motion: static}   # or a scenario YAML path
+    grid: {k_r: [0.5, 1.0, 2.0], failures_per_min: [0.0, 1.0]}     # {} = one grid point
+    seeds: 20                                                      # a count, or a list
+    plot: {metric: E_gap, x: k_r, y: failures_per_min}             # optional
+    preset: default                                                # optional, as batch_sim's
+
+A grid name is a scenario field, a vehicle limit or a controller gain, looked up in that order.
+Every run is checked before any work. Runs that may share a numpy step
+(:func:`~soliton_encirclement_ros.core.batch_engine.group_key`) go in chunks to a local
+process pool, or with ``--scheduler`` to a Dask distributed cluster; each run's row equals
+``batch_sim --seed K`` on the same scenario. ``runs.csv`` gets each finished run at once, so
+Ctrl-C or a crash keeps them and ``--resume`` skips them.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import difflib
+import itertools
+import json
+import math
+import multiprocessing
+import os
+from pathlib import Path
+import platform
+import signal
+import sys
+import time
+import traceback
+from typing import Any, Iterable, Iterator, Mapping, Optional
+
+import numpy as np
+import yaml
+
+from soliton_encirclement_ros.analysis.outputs import output_dir_problem
+from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS, summarise
+from soliton_encirclement_ros.core import batch_engine
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
+from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
+from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.validation import number, OneLineParser
+
+RUNS_FILE, SUMMARY_FILE, SPEC_FILE = 'runs.csv', 'summary.csv', 'sweep.json'
+SPEC_KEYS = ('scenario', 'grid', 'seeds', 'plot', 'preset')
+# Scenario fields a grid may not set: the seed has its own key, the nested mappings are
+# reached through their own field names.
+NOT_GRID = ('seed', 'controller', 'vehicle')
+# Largest R * N^2 of one chunk of the receiver x sender engine; above it, runs go one by one
+# through batch_sim's own engines (O(N log N) per tick for lossless large swarms).
+CHUNK_BUDGET = 10_000
+SINGLE_RUN_AGENTS = 64
+RESULT_COLUMNS = ([f'final_{m}' for m in METRIC_NAMES] + [f'mean_{m}' for m in METRIC_NAMES]
+                  + [f'settle_{m}' for m in SETTLE_THRESHOLDS] + ['d_min', 'd_min_time'])
+
+
+class SpecError(ValueError):
+    """A bad sweep spec: the message is one line for the user."""
+
+
+# --- the spec -----------------------------------------------------------------------------
+
+def _fields(cls) -> list[str]:
+    return list(cls.__dataclass_fields__)
+
+
+SCENARIO_FIELDS = [f for f in _fields(Scenario) if f not in NOT_GRID]
+VEHICLE_FIELDS = _fields(VehicleParams)
+CONTROLLER_FIELDS = _fields(ControllerParams)
+
+
+def parameter_home(name: str) -> str:
+    """Return where grid parameter ``name`` goes: 'scenario', 'vehicle' or 'controller'."""
+    for home, names in (('scenario', SCENARIO_FIELDS), ('vehicle', VEHICLE_FIELDS),
+                        ('controller', CONTROLLER_FIELDS)):
+        if name in names:
+            return home
+    known = SCENARIO_FIELDS + VEHICLE_FIELDS + CONTROLLER_FIELDS
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f' (did you mean {close[0]}?)' if close else ''
+    raise SpecError(f'grid: unknown parameter {name!r}{hint}; a grid parameter is a scenario '
+                    'field, a vehicle limit or a controller gain')
+
+
+def with_values(base: Mapping[str, Any], values: Mapping[str, Any]) -> dict:
+    """Return the scenario mapping ``base`` with the grid ``values`` put where they belong."""
+    out = {**base, 'controller': dict(base.get('controller', {})),
+           'vehicle': dict(base.get('vehicle', {}))}
+    for name, value in values.items():
+        home = parameter_home(name)
+        if home == 'scenario':
+            out[name] = value
+        else:
+            out[home][name] = value
+    return out
+
+
+class Spec:
+    """A validated sweep: its base scenario mapping, grid, seeds and plot choice."""
+
+    def __init__(self, raw: Any, origin: Path) -> None:
+        if not isinstance(raw, Mapping):
+            raise SpecError(f'a sweep spec must be a mapping with keys {", ".join(SPEC_KEYS)}')
+        unknown = sorted(set(raw) - set(SPEC_KEYS))
+        if unknown:
+            raise SpecError(f'unknown spec key(s) {", ".join(unknown)} '
+                            f'(known: {", ".join(SPEC_KEYS)})')
+        self.raw = dict(raw)
+        scenario = raw.get('scenario', {})
+        if isinstance(scenario, str):
+            path = Path(scenario)
+            path = path if path.is_absolute() else origin.parent / path
+            try:
+                base = load_scenario(path)
+            except ValueError as exc:
+                raise SpecError(f'scenario: {exc}') from None
+        elif isinstance(scenario, Mapping):
+            try:
+                base = Scenario.from_mapping(scenario)
+            except ValueError as exc:
+                raise SpecError(f'scenario: {exc}') from None
+        else:
+            raise SpecError(f'scenario must be a mapping or a YAML path, got {scenario!r}')
+        preset = raw.get('preset', 'default')
+        if preset not in PRESETS:
+            raise SpecError(f'preset must be one of {", ".join(PRESETS)}, got {preset!r}')
+        base_map = {k: getattr(base, k) for k in base.__dataclass_fields__}
+        base_map['controller'] = {**PRESETS[preset], **base.controller}
+        base_map['vehicle'] = dict(base.vehicle)
+        self.base = base_map
+        grid = raw.get('grid') or {}
+        if not isinstance(grid, Mapping):
+            raise SpecError(f'grid must be a mapping of parameter: [values], got {grid!r}')
+        self.grid: dict[str, list] = {}
+        for name, values in grid.items():
+            if name in NOT_GRID:
+                raise SpecError(f'grid: {name} cannot be a grid parameter '
+                                + ('(use seeds)' if name == 'seed' else '(name the field)'))
+            parameter_home(name)
+            if not isinstance(values, list) or not values:
+                raise SpecError(f'grid: {name} must be a non-empty list of values, '
+                                f'got {values!r}')
+            self.grid[name] = values
+        self.seeds = _seeds(raw.get('seeds', 1))
+        self.plot = self._plot(raw.get('plot') or {})
+
+    def _plot(self, plot: Any) -> dict:
+        if not isinstance(plot, Mapping):
+            raise SpecError(f'plot must be a mapping {{metric, x, y}}, got {plot!r}')
+        unknown = sorted(set(plot) - {'metric', 'x', 'y'})
+        if unknown:
+            raise SpecError(f'plot: unknown key(s) {", ".join(unknown)} (known: metric, x, y)')
+        names = list(self.grid)
+        out = {'metric': plot.get('metric', 'E_gap'),
+               'x': plot.get('x', names[0] if names else None),
+               'y': plot.get('y', names[1] if len(names) > 1 else None)}
+        if out['metric'] not in METRIC_NAMES:
+            raise SpecError(f'plot: metric must be one of {", ".join(METRIC_NAMES)}, '
+                            f'got {out["metric"]!r}')
+        for axis in ('x', 'y'):
+            if out[axis] is not None and out[axis] not in self.grid:
+                raise SpecError(f'plot: {axis} must be a grid parameter '
+                                f'({", ".join(names) or "the grid is empty"}), '
+                                f'got {out[axis]!r}')
+        return out
+
+    def points(self) -> list[dict]:
+        """Return every grid point ({name: value}), in grid order."""
+        names = list(self.grid)
+        return [dict(zip(names, combo))
+                for combo in itertools.product(*(self.grid[n] for n in names))]
+
+    def runs(self) -> list['Run']:
+        """Return every run, validated: ``SpecError`` naming the first bad one."""
+        runs = []
+        for point in self.points():
+            mapping = with_values(self.base, point)
+            for seed in self.seeds:
+                try:
+                    scenario = Scenario.from_mapping({**mapping, 'seed': seed})
+                except ValueError as exc:
+                    where = ', '.join(f'{k}={v!r}' for k, v in point.items()) or 'scenario'
+                    raise SpecError(f'{where}: {exc}') from None
+                runs.append(Run(point, seed, scenario))
+        return runs
+
+
+def _seeds(value: Any) -> list[int]:
+    if isinstance(value, bool):
+        raise SpecError(f'seeds must be a count or a list of integers >= 0, got {value!r}')
+    if isinstance(value, int):
+        if value < 1:
+            raise SpecError(f'seeds must be a count >= 1 or a list, got {value}')
+        return list(range(value))
+    if (isinstance(value, list) and value
+            and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)):
+        if len(set(value)) != len(value):
+            raise SpecError(f'seeds lists a seed twice: {value}')
+        return list(value)
+    raise SpecError(f'seeds must be a count or a list of integers >= 0, got {value!r}')
+
+
+def load_spec(path) -> Spec:
+    """Read and validate a sweep spec file."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise SpecError(f'cannot read {path}: {exc.strerror or exc}') from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f'{path} is not valid YAML: {str(exc).splitlines()[0]}') from None
+    return Spec(raw, path)
+
+
+class Run:
+    """One run of the sweep: its grid point, seed and scenario."""
+
+    def __init__(self, point: dict, seed: int, scenario: Scenario) -> None:
+        self.point, self.seed, self.scenario = point, seed, scenario
+
+    def key(self) -> tuple:
+        return (_key(self.point), self.seed)
+
+
+def _key(point: Mapping[str, Any]) -> str:
+    return json.dumps(point, sort_keys=True)
+
+
+# --- the work -----------------------------------------------------------------------------
+
+def chunks(runs: list[Run], workers: int) -> list[list[Run]]:
+    """
+    Split ``runs`` into chunks that one numpy step advances together.
+
+    Runs of one :func:`batch_engine.group_key` share a chunk, at most ``CHUNK_BUDGET / N^2``
+    of them, and a group is cut so that every worker gets work. Large swarms go one by one.
+    """
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(batch_engine.group_key(run.scenario), []).append(run)
+    out = []
+    for members in groups.values():
+        n = members[0].scenario.agents
+        size = 1 if n > SINGLE_RUN_AGENTS else max(1, CHUNK_BUDGET // (n * n))
+        share = math.ceil(len(members) / max(1, workers))
+        size = max(1, min(size, share))
+        out += [members[k:k + size] for k in range(0, len(members), size)]
+    return out
+
+
+def run_chunk(scenarios: list[dict]) -> list[dict]:
+    """
+    Simulate runs (scenario mappings) together; a result row per run.
+
+    A chunk that raises is run again one run at a time, so a run that fails is recorded with
+    its error and the others are not lost. Runs in the worker process, also on a Dask worker.
+    """
+    start = time.perf_counter()
+    try:
+        built = [Scenario.from_mapping(s) for s in scenarios]
+        series = _simulate(built)
+        wall = (time.perf_counter() - start) / len(scenarios)
+        return [_row(m, wall) for m in series]
+    except Exception:  # noqa: B902 - a failing chunk is isolated run by run below
+        if len(scenarios) == 1:
+            return [{'error': traceback.format_exc(limit=1).strip().splitlines()[-1]}]
+        return [row for s in scenarios for row in run_chunk([s])]
+
+
+def _simulate(scenarios: list[Scenario]) -> list[np.ndarray]:
+    if len(scenarios) == 1 and scenarios[0].agents > SINGLE_RUN_AGENTS:
+        from soliton_encirclement_ros.batch_sim import simulate
+        return [simulate(scenarios[0]).metrics]
+    return batch_engine.simulate_runs(scenarios).metrics
+
+
+def _row(metrics: np.ndarray, wall: float) -> dict:
+    s = summarise(metrics)
+    row = {f'final_{m}': s['final'][m] for m in METRIC_NAMES}
+    row.update({f'mean_{m}': s['mean'][m] for m in METRIC_NAMES})
+    row.update({f'settle_{m}': s['settle_time'][m] for m in SETTLE_THRESHOLDS})
+    row.update({'d_min': s['closest']['d_min'], 'd_min_time': s['closest']['time'],
+                'wall_time': wall, 'error': ''})
+    return row
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
+
+
+def local_results(work: list[list[Run]], workers: int,
+                  should_stop=lambda: False) -> Iterator[tuple[list[Run], list]]:
+    """Yield (chunk, rows) as a local process pool finishes them, until ``should_stop()``."""
+    if workers == 1:
+        for chunk in work:
+            if should_stop():
+                return
+            yield chunk, run_chunk([r.scenario.__dict__ for r in chunk])
+        return
+    pool = multiprocessing.get_context('fork').Pool(workers, initializer=_ignore_interrupts)
+    try:
+        jobs = [(chunk, pool.apply_async(run_chunk, ([r.scenario.__dict__ for r in chunk],)))
+                for chunk in work]
+        pending = list(jobs)
+        while pending and not should_stop():
+            for job in [j for j in pending if j[1].ready()]:
+                pending.remove(job)
+                yield job[0], job[1].get()
+            time.sleep(0.05)
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def dask_results(work: list[list[Run]], address: str,
+                 should_stop=lambda: False) -> Iterator[tuple[list[Run], list]]:
+    """Yield (chunk, rows) as the Dask cluster at ``address`` finishes them."""
+    from dask.distributed import Client
+    client = Client(address, timeout='10s')
+    try:
+        pending = {client.submit(run_chunk, [r.scenario.__dict__ for r in chunk], pure=False):
+                   chunk for chunk in work}
+        while pending and not should_stop():
+            for future in [f for f in pending if f.done()]:
+                yield pending.pop(future), future.result()
+            time.sleep(0.05)
+        client.cancel(list(pending))
+    finally:
+        client.close()
+
+
+# --- the outputs --------------------------------------------------------------------------
+
+def runs_header(spec: Spec) -> list[str]:
+    return list(spec.grid) + ['seed'] + RESULT_COLUMNS + ['wall_time', 'error']
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ''
+    if isinstance(value, float):
+        return repr(value)
+    return str(value) if not isinstance(value, (list, dict)) else json.dumps(value)
+
+
+class RunsFile:
+    """``runs.csv``, appended and flushed a row per finished run."""
+
+    def __init__(self, path: Path, header: list[str], resume: bool) -> None:
+        self.path, self.header = path, header
+        self._grid_names = header[:header.index('seed')]
+        self.done: dict[tuple, dict] = {}
+        if resume and path.exists():
+            with path.open(newline='') as f:
+                reader = csv.DictReader(f)
+                if reader.fieldnames != header:
+                    raise SpecError(f'--resume: {path} has other columns than this spec gives')
+                rows = [r for r in reader if not r['error']]  # failed runs are tried again
+            for row in rows:
+                self.done[(_key(self._point(row)), int(row['seed']))] = row
+        self._file = path.open('w', newline='')
+        self._writer = csv.writer(self._file)
+        self._writer.writerow(header)
+        for row in self.done.values():
+            self._writer.writerow([row[h] for h in header])
+        self._file.flush()
+
+    def _point(self, row: Mapping[str, str]) -> dict:
+        return {name: yaml.safe_load(row[name]) for name in self._grid_names}
+
+    def add(self, run: Run, result: Mapping[str, Any]) -> None:
+        values = {**run.point, 'seed': run.seed, **result}
+        self._writer.writerow([_cell(values.get(h)) for h in self.header])
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def read_runs(path: Path) -> list[dict]:
+    """Return the rows of a ``runs.csv`` with numbers as floats (empty cells NaN)."""
+    with path.open(newline='') as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        for name in RESULT_COLUMNS + ['wall_time']:
+            row[name] = float(row[name]) if row[name] else math.nan
+    return rows
+
+
+def summary_rows(spec: Spec, rows: list[dict]) -> list[dict]:
+    """One row per grid point: runs, errors, and median and IQR over seeds of every result."""
+    out = []
+    for point in spec.points():
+        key = {name: _cell(value) for name, value in point.items()}
+        mine = [r for r in rows if all(r[n] == v for n, v in key.items())]
+        ok = [r for r in mine if not r['error']]
+        row = {**point, 'runs': len(ok), 'errors': len(mine) - len(ok)}
+        for name in RESULT_COLUMNS:
+            values = np.array([r[name] for r in ok], dtype=float)
+            finite = values[np.isfinite(values)]
+            if finite.size:
+                q1, median, q3 = np.percentile(finite, [25, 50, 75])
+            else:
+                q1 = median = q3 = math.nan
+            row[f'{name}_median'] = median
+            row[f'{name}_iqr'] = q3 - q1
+            if name.startswith('settle_'):
+                row[f'{name}_settled'] = finite.size
+        out.append(row)
+    return out
+
+
+def write_summary(path: Path, rows: list[dict]) -> None:
+    if not rows:
+        return
+    header = list(rows[0])
+    with path.open('w', newline='') as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow([_cell(row[h]) for h in header])
+
+
+def print_table(spec: Spec, rows: list[dict], metric: str) -> None:
+    names = list(spec.grid)
+    cols = names + ['runs', f'final_{metric} median', f'final_{metric} IQR',
+                    'settle_E_gap median', 'd_min median']
+    table = [[_fmt(r[n]) for n in names] + [
+        str(r['runs']), _fmt(r[f'final_{metric}_median']), _fmt(r[f'final_{metric}_iqr']),
+        _fmt(r['settle_E_gap_median']), _fmt(r['d_min_median'])] for r in rows]
+    widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(cols)]
+    print('  '.join(c.rjust(w) for c, w in zip(cols, widths)))
+    for t in table:
+        print('  '.join(c.rjust(w) for c, w in zip(t, widths)))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return 'none' if math.isnan(value) else f'{value:.4g}'
+    return str(value)
+
+
+# --- the command --------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog='sweep_sim', description='Monte-Carlo sweeps of the soliton encirclement: every '
+        'grid point x seed, runs of one shape stepped together, on all cores or a Dask cluster.')
+    parser.add_argument('spec', help='sweep spec YAML (scenario, grid, seeds, plot, preset)')
+    parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--workers', type=number(1, integer=True), default=None,
+                        help='local worker processes (default: every core)')
+    parser.add_argument('--scheduler', default=None,
+                        help='Dask distributed scheduler address (e.g. tcp://host:8786)')
+    parser.add_argument('--resume', action='store_true',
+                        help='keep the finished runs in --out and run only the others')
+    parser.add_argument('--no-plots', action='store_true', help='skip the PNG plots')
+    return parser
+
+
+def main(argv: Optional[Iterable[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    out = Path(args.out)
+    try:
+        spec = load_spec(args.spec)
+        runs = spec.runs()
+        problem = output_dir_problem(out, '--out')
+        if problem:
+            raise SpecError(problem)
+        if (out / RUNS_FILE).exists() and not args.resume:
+            raise SpecError(f'--out {out} already holds a sweep ({RUNS_FILE}); '
+                            'add --resume to finish it, or choose another --out')
+        if args.resume and (out / SPEC_FILE).exists():
+            previous = json.loads((out / SPEC_FILE).read_text()).get('spec')
+            if previous != spec.raw:
+                raise SpecError(f"--resume: {out / SPEC_FILE} is another sweep's spec")
+        if args.scheduler:
+            import dask.distributed  # noqa: F401 - fail here, not after the local checks
+    except SpecError as exc:
+        print(f'sweep_sim: error: {exc}', file=sys.stderr)
+        return 2
+    except ImportError as exc:
+        print(f'sweep_sim: error: --scheduler needs Dask distributed ({exc.name} is not '
+              'installed): pip install "dask[distributed]"', file=sys.stderr)
+        return 2
+    return _sweep(spec, runs, out, args)
+
+
+def _sweep(spec: Spec, runs: list[Run], out: Path, args) -> int:
+    from tqdm import tqdm
+
+    from velocity_mobility_ros.spin import StopRequest
+    out.mkdir(parents=True, exist_ok=True)
+    workers = args.workers or os.cpu_count() or 1
+    runs_file = RunsFile(out / RUNS_FILE, runs_header(spec), args.resume)
+    todo = [r for r in runs if r.key() not in runs_file.done]
+    started = time.time()
+    _write_spec(out, spec, args, len(runs), None, started)
+    work = chunks(todo, 1 if args.scheduler else workers)
+    stop = StopRequest('sweep_sim').install()
+    errors = finished = 0
+    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), unit='run', desc='sweep_sim',
+               file=sys.stderr, dynamic_ncols=True)
+    cpu_start = time.process_time()
+    should_stop = (lambda: stop.requested)
+    results = (dask_results(work, args.scheduler, should_stop) if args.scheduler
+               else local_results(work, workers, should_stop))
+    try:
+        for chunk, rows in results:
+            for run, row in zip(chunk, rows):
+                runs_file.add(run, row)
+                errors += bool(row.get('error'))
+                finished += 1
+            bar.update(len(chunk))
+            if stop.requested:
+                break
+    finally:
+        stop.writing = True
+        results.close()
+        runs_file.close()
+        bar.close()
+    interrupted = stop.requested or finished < len(todo)
+    rows = read_runs(out / RUNS_FILE)
+    summary = summary_rows(spec, rows)
+    write_summary(out / SUMMARY_FILE, summary)
+    if not args.no_plots:
+        from soliton_encirclement_ros.analysis.sweep_plots import write_sweep_plots
+        write_sweep_plots(out, spec, rows, summary)
+    totals = {'runs': len(runs), 'finished': len(rows), 'errors': sum(bool(r['error'])
+                                                                      for r in rows),
+              'this_session': {'runs': finished, 'errors': errors,
+                               'wall_time': time.time() - started,
+                               'parent_cpu_time': time.process_time() - cpu_start,
+                               'chunks': len(work), 'workers': workers,
+                               'scheduler': args.scheduler},
+              'interrupted': interrupted}
+    _write_spec(out, spec, args, len(runs), totals, started)
+    print_table(spec, summary, spec.plot['metric'])
+    print(f'sweep_sim: {len(rows)}/{len(runs)} runs in {out} ({totals["errors"]} failed); '
+          f'{finished} this session in {time.time() - started:.1f} s'
+          + ('; interrupted: --resume finishes it' if interrupted else ''))
+    StopRequest.ignore_from_now()
+    return 130 if interrupted else (1 if totals['errors'] else 0)
+
+
+def _write_spec(out: Path, spec: Spec, args, total: int, totals: Optional[dict],
+                started: float) -> None:
+    import importlib.metadata as md
+    versions = {'python': platform.python_version(), 'numpy': np.__version__}
+    for package in ('soliton_encirclement_ros', 'dask', 'distributed'):
+        try:
+            versions[package] = md.version(package)
+        except md.PackageNotFoundError:
+            pass
+    doc = {'spec': spec.raw, 'spec_file': str(Path(args.spec).absolute()), 'runs': total,
+           'started': time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(started)),
+           'versions': versions, 'totals': totals}
+    tmp = out / (SPEC_FILE + '.tmp')
+    tmp.write_text(json.dumps(doc, indent=2, default=str))
+    tmp.replace(out / SPEC_FILE)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

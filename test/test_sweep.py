@@ -1,0 +1,221 @@
+"""
+sweep_sim: runs stepped together equal batch_sim, on a pool and on Dask; outputs, errors, resume.
+
+No rclpy here except where the CLI is started as a user would start it.
+"""
+import csv
+import json
+import math
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS
+from soliton_encirclement_ros.batch_sim import main as batch_sim_main, simulate
+from soliton_encirclement_ros.core.batch_engine import simulate_runs
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim.sweep import main, RESULT_COLUMNS, run_chunk
+
+# Failures with outages shorter than the liveness timeouts, loss, delay and a moving target:
+# everything that makes receivers disagree, so nothing here can hold by accident.
+IMPAIRED = {'agents': 6, 'duration': 12.0, 'control_period': 0.05, 'target_motion': 'random',
+            'failures_per_min': 8.0, 'failure_off_time': 0.1, 'loss': 0.2, 'delay': 0.05}
+SWEEP = Path(sys.executable).parent / 'sweep_sim'
+
+
+def _write_spec(path: Path, **spec) -> Path:
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def _rows(out: Path) -> list[dict]:
+    with (out / 'runs.csv').open(newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def _results(row: dict) -> np.ndarray:
+    return np.array([float(row[c]) if row[c] else math.nan for c in RESULT_COLUMNS])
+
+
+def test_the_run_axis_engine_equals_the_per_agent_controllers():
+    """Every metric at every tick, with loss, delay, short outages and a moving target."""
+    scenarios = [Scenario.from_mapping({**IMPAIRED, 'seed': s}) for s in (0, 1, 2)]
+    together = simulate_runs(scenarios).metrics
+    assert sum(np.isnan(m[:, 1:]).any() for m in together) == 0
+    for scenario, batch in zip(scenarios, together):
+        reference = simulate(scenario, 'per-agent')
+        assert reference.engine == 'per-agent'
+        np.testing.assert_allclose(batch, reference.metrics, rtol=0, atol=1e-9)
+    # A run's result does not depend on the runs stepped with it.
+    alone = simulate_runs(scenarios[1:2]).metrics[0]
+    np.testing.assert_array_equal(alone, together[1])
+
+
+def test_sweep_rows_equal_batch_sim_runs_of_the_same_scenario(tmp_path):
+    scenario_file = tmp_path / 'scenario.yaml'
+    scenario_file.write_text(yaml.safe_dump(IMPAIRED))
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario='scenario.yaml',
+                       grid={'k_r': [0.5, 1.5]}, seeds=[3, 4], plot={'metric': 'E_r'})
+    assert main([str(spec), '--out', str(tmp_path / 'sweep'), '--workers', '2',
+                 '--no-plots']) == 0
+    rows = _rows(tmp_path / 'sweep')
+    assert [(r['k_r'], r['seed']) for r in sorted(rows, key=lambda r: (r['k_r'], r['seed']))] \
+        == [('0.5', '3'), ('0.5', '4'), ('1.5', '3'), ('1.5', '4')]
+    for k_r in (0.5, 1.5):
+        for seed in (3, 4):
+            out = tmp_path / f'batch_{k_r}_{seed}'
+            scenario_file.write_text(yaml.safe_dump({**IMPAIRED, 'controller': {'k_r': k_r}}))
+            assert batch_sim_main(['--scenario', str(scenario_file), '--seed', str(seed),
+                                   '--out', str(out)]) == 0
+            summary = json.loads((out / 'summary.json').read_text())
+            expected = ([summary['final'][m] for m in METRIC_NAMES]
+                        + [summary['mean'][m] for m in METRIC_NAMES]
+                        + [summary['settle_time'][m] for m in SETTLE_THRESHOLDS]
+                        + [summary['closest']['d_min'], summary['closest']['time']])
+            expected = np.array([math.nan if v is None else v for v in expected], dtype=float)
+            [row] = [r for r in rows if float(r['k_r']) == k_r and int(r['seed']) == seed]
+            np.testing.assert_allclose(_results(row), expected, rtol=0, atol=1e-9)
+    assert float(rows[0]['final_E_gap']) != float(rows[1]['final_E_gap'])  # seeds differ
+
+
+def test_a_run_that_raises_is_recorded_and_the_others_are_kept():
+    good = Scenario.from_mapping({**IMPAIRED, 'duration': 2.0}).__dict__
+    bad = {**good, 'agents': 0}
+    rows = run_chunk([good, bad, good])
+    assert [bool(r['error']) for r in rows] == [False, True, False]
+    assert 'agents must be an integer >= 1' in rows[1]['error']
+    assert rows[0]['final_E_gap'] == rows[2]['final_E_gap']
+
+
+def test_outputs_summary_and_plots(tmp_path):
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={**IMPAIRED, 'duration': 4.0},
+                       grid={'k_r': [0.5, 1.0], 'loss': [0.0, 0.3]}, seeds=3,
+                       plot={'metric': 'E_gap', 'x': 'k_r', 'y': 'loss'})
+    out = tmp_path / 'out'
+    assert main([str(spec), '--out', str(out)]) == 0
+    rows = _rows(out)
+    assert len(rows) == 12 and not any(r['error'] for r in rows)
+    with (out / 'summary.csv').open(newline='') as f:
+        summary = list(csv.DictReader(f))
+    assert [(s['k_r'], s['loss'], s['runs']) for s in summary] == [
+        ('0.5', '0.0', '3'), ('0.5', '0.3', '3'), ('1.0', '0.0', '3'), ('1.0', '0.3', '3')]
+    finals = [float(r['final_E_gap']) for r in rows if r['k_r'] == '1.0' and r['loss'] == '0.3']
+    q1, median, q3 = np.percentile(finals, [25, 50, 75])
+    assert float(summary[3]['final_E_gap_median']) == pytest.approx(median, abs=1e-12)
+    assert float(summary[3]['final_E_gap_iqr']) == pytest.approx(q3 - q1, abs=1e-12)
+    for name in ('heatmap_E_gap.png', 'box_E_gap.png', 'settle_cdf.png'):
+        assert (out / name).read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
+    meta = json.loads((out / 'sweep.json').read_text())
+    assert meta['spec']['grid'] == {'k_r': [0.5, 1.0], 'loss': [0.0, 0.3]}
+    assert meta['totals']['finished'] == 12 and meta['totals']['errors'] == 0
+    assert meta['versions']['numpy'] == np.__version__
+
+
+@pytest.mark.parametrize('spec, message', [
+    ({'grid': {'k_rr': [1.0]}}, "unknown parameter 'k_rr' (did you mean k_r?)"),
+    ({'grid': {'k_r': [-1.0]}}, 'k_r=-1.0: k_r must be'),
+    ({'grid': {'max_speed_xy': ['fast']}}, "max_speed_xy='fast'"),
+    ({'grid': {'seed': [1]}}, 'seed cannot be a grid parameter (use seeds)'),
+    ({'seeds': 0}, 'seeds must be a count >= 1'),
+    ({'scenario': {'agents': 0}}, 'scenario: agents must be an integer >= 1'),
+    ({'grid': {'k_r': [1.0]}, 'plot': {'x': 'loss'}}, 'plot: x must be a grid parameter'),
+    ({'grids': {}}, 'unknown spec key(s) grids'),
+])
+def test_bad_specs_are_one_line_and_exit_2_before_any_work(tmp_path, capsys, spec, message):
+    path = _write_spec(tmp_path / 'spec.yaml', **spec)
+    out = tmp_path / 'out'
+    assert main([str(path), '--out', str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('sweep_sim: error: ') and err.count('\n') == 1 and message in err
+    assert not out.exists()
+
+
+def test_an_unusable_out_or_a_finished_sweep_is_refused(tmp_path, capsys):
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 0.5})
+    blocker = tmp_path / 'file'
+    blocker.write_text('')
+    assert main([str(spec), '--out', str(blocker)]) == 2
+    assert 'exists and is not a directory' in capsys.readouterr().err
+    out = tmp_path / 'out'
+    assert main([str(spec), '--out', str(out), '--no-plots']) == 0
+    capsys.readouterr()
+    assert main([str(spec), '--out', str(out)]) == 2
+    assert 'already holds a sweep' in capsys.readouterr().err
+
+
+def test_resume_runs_only_what_is_missing_and_gives_the_same_rows(tmp_path):
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={**IMPAIRED, 'duration': 3.0},
+                       grid={'loss': [0.0, 0.2]}, seeds=3)
+    full, part = tmp_path / 'full', tmp_path / 'part'
+    assert main([str(spec), '--out', str(full), '--no-plots']) == 0
+    assert main([str(spec), '--out', str(part), '--no-plots']) == 0
+    lines = (part / 'runs.csv').read_text().splitlines()
+    (part / 'runs.csv').write_text('\n'.join(lines[:3]) + '\n')  # as if stopped after two runs
+    assert main([str(spec), '--out', str(part), '--no-plots', '--resume']) == 0
+    meta = json.loads((part / 'sweep.json').read_text())
+    assert meta['totals']['this_session']['runs'] == 4
+
+    def key(rows):
+        return sorted(tuple(r[c] for c in ['loss', 'seed'] + RESULT_COLUMNS) for r in rows)
+    assert key(_rows(part)) == key(_rows(full))
+
+
+def test_ctrl_c_keeps_the_finished_runs_and_resume_completes_them(tmp_path):
+    # 40 gains: 40 groups, so 40 chunks finishing one after another.
+    gains = [round(0.5 + 0.05 * k, 2) for k in range(40)]
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 8, 'duration': 40.0, 'control_period': 0.05},
+                       grid={'k_r': gains})
+    out = tmp_path / 'out'
+    cmd = [str(SWEEP), str(spec), '--out', str(out), '--workers', '1', '--no-plots']
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline:
+            if (out / 'runs.csv').exists() and len(_rows(out)) >= 1:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert 'Traceback' not in stderr and 'interrupted: --resume finishes it' in stdout
+    kept = _rows(out)
+    assert 1 <= len(kept) < 40 and (out / 'summary.csv').exists()
+    assert json.loads((out / 'sweep.json').read_text())['totals']['interrupted'] is True
+    done = subprocess.run(cmd + ['--resume'], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    rows = _rows(out)
+    assert sorted(float(r['k_r']) for r in rows) == gains
+    assert all(r in rows for r in kept)
+
+
+def test_a_dask_cluster_gives_the_local_results(tmp_path):
+    distributed = pytest.importorskip('dask.distributed', reason='dask[distributed] missing')
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={**IMPAIRED, 'duration': 3.0},
+                       grid={'k_r': [0.5, 1.0]}, seeds=3)
+    assert main([str(spec), '--out', str(tmp_path / 'local'), '--no-plots']) == 0
+    env_before = dict(os.environ)
+    try:  # a cluster on loopback only, started and stopped by this test
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      host='127.0.0.1', dashboard_address=None) as cluster:
+            assert main([str(spec), '--out', str(tmp_path / 'dask'), '--no-plots',
+                         '--scheduler', cluster.scheduler_address]) == 0
+    finally:  # LocalCluster exports thread limits (OMP_NUM_THREADS, ...): not for later tests
+        os.environ.clear()
+        os.environ.update(env_before)
+
+    def key(rows):
+        return sorted(tuple(r[c] for c in ['k_r', 'seed'] + RESULT_COLUMNS) for r in rows)
+    assert key(_rows(tmp_path / 'dask')) == key(_rows(tmp_path / 'local'))
+    meta = json.loads((tmp_path / 'dask' / 'sweep.json').read_text())
+    assert meta['totals']['this_session']['scheduler'].startswith('tcp://127.0.0.1:')
