@@ -243,11 +243,13 @@ class BatchControllers:
         own = get(positions)
         entry = get(self.has) & (now - get(self.rx) <= p.agent_timeout)  # (M, N)
         nb_pos = get(self.position)
-        rel = nb_pos[..., :2] - t_pos[:, None, :2]
-        # target_angle's arithmetic, with the entries not heard kept finite (fast np.mod).
-        theta = np.mod(np.where(entry, np.arctan2(rel[..., 1], rel[..., 0]), 0.0), TWO_PI)
+        dx = nb_pos[..., 0] - t_pos[:, 0, None]
+        dy = nb_pos[..., 1] - t_pos[:, 1, None]
+        # target_angle's result bit for bit: np.mod(a, 2 pi) of a in (-2 pi, 2 pi) is
+        # a + 2 pi where a < 0, else a (fmod is exact there); entries not heard read 0.
+        theta = _wrap_once(np.where(entry, np.arctan2(dy, dx), 0.0))
         theta_self = target_angle(own, t_pos)
-        key = np.mod(theta - theta_self[:, None], TWO_PI)
+        key = _wrap_once(theta - theta_self[:, None])
         # Ring order (theta, id): an equal angle with a lower id comes before self.
         tie = key == 0.0
         if tie.any():
@@ -275,14 +277,20 @@ class BatchControllers:
             p.hysteresis)
         nb_vel = get(self.velocity)
 
+        nb_u, nb_u_ss = get(self.nb_u), get(self.nb_u_ss)
+
         def view(idx):
-            ok = (idx != NO_NEIGHBOUR) & pick(entry, idx)
+            at = np.maximum(idx, 0)
+            ok = (idx != NO_NEIGHBOUR) & entry[rows, at]
+            if ok.all():
+                return NeighbourView(theta[rows, at], nb_pos[rows, at], nb_vel[rows, at],
+                                     nb_u[rows, at], nb_u_ss[rows, at]), ok
             return NeighbourView(
-                np.where(ok, pick(theta, idx), np.nan),
-                np.where(ok[:, None], pick(nb_pos, idx), np.nan),
-                np.where(ok[:, None], pick(nb_vel, idx), np.nan),
-                np.where(ok, pick(get(self.nb_u), idx), 0.0),
-                np.where(ok, pick(get(self.nb_u_ss), idx), 0.0)), ok
+                np.where(ok, theta[rows, at], np.nan),
+                np.where(ok[:, None], nb_pos[rows, at], np.nan),
+                np.where(ok[:, None], nb_vel[rows, at], np.nan),
+                np.where(ok, nb_u[rows, at], 0.0),
+                np.where(ok, nb_u_ss[rows, at], 0.0)), ok
 
         pred_view, pred_ok = view(pred)
         succ_view = view(succ)[0]
@@ -304,6 +312,11 @@ class BatchControllers:
         return cmds, self.u
 
 
+def _wrap_once(angle: np.ndarray) -> np.ndarray:
+    """Return ``np.mod(angle, 2 pi)`` for angles in (-2 pi, 2 pi), without np.mod's cost."""
+    return np.where(angle < 0.0, angle + TWO_PI, angle)
+
+
 def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):
     """
     ``compute_metrics`` of R runs at once: (R, 6) ``E_r, E_vr, rho, G_max, E_gap, d_min``.
@@ -323,7 +336,8 @@ def batch_metrics(positions, velocities, live, target_position, target_velocity,
         e_r = np.sqrt(np.sum(np.where(live, (dist / radius[:, None] - 1.0) ** 2, 0.0), axis=1)
                       / m)
         e_vr = np.sqrt(np.sum(np.where(live, v_r ** 2, 0.0), axis=1) / m)
-        rho = np.abs(np.sum(np.where(live, np.exp(1j * theta), 0.0), axis=1) / m)
+        rho = np.hypot(np.sum(np.where(live, np.cos(theta), 0.0), axis=1),
+                       np.sum(np.where(live, np.sin(theta), 0.0), axis=1)) / m
         ordered = np.sort(np.where(live, theta, np.inf), axis=1)
         first = ordered[:, :1]
         last_index = np.maximum(m - 1, 0)
