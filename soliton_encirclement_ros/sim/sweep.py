@@ -485,8 +485,7 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             previous = json.loads((out / SPEC_FILE).read_text()).get('spec')
             if previous != spec.raw:
                 raise SpecError(f"--resume: {out / SPEC_FILE} is another sweep's spec")
-        if args.scheduler:
-            import dask.distributed  # noqa: F401 - fail here, not after the local checks
+        cluster_threads = _cluster_threads(args.scheduler) if args.scheduler else None
     except SpecError as exc:
         print(f'sweep_sim: error: {exc}', file=sys.stderr)
         return 2
@@ -494,20 +493,33 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         print(f'sweep_sim: error: --scheduler needs Dask distributed ({exc.name} is not '
               'installed): pip install "dask[distributed]"', file=sys.stderr)
         return 2
-    return _sweep(spec, runs, out, args)
+    return _sweep(spec, runs, out, args, cluster_threads)
 
 
-def _sweep(spec: Spec, runs: list[Run], out: Path, args) -> int:
+def _cluster_threads(address: str) -> int:
+    """Return the worker threads of the Dask cluster at ``address``; ``SpecError`` if none."""
+    from dask.distributed import Client
+    try:
+        with Client(address, timeout='10s') as client:
+            threads = sum(client.nthreads().values())
+    except (OSError, TimeoutError) as exc:
+        raise SpecError(f'--scheduler {address}: cannot reach a Dask scheduler ({exc})') from None
+    if not threads:
+        raise SpecError(f'--scheduler {address}: the cluster has no workers')
+    return threads
+
+
+def _sweep(spec: Spec, runs: list[Run], out: Path, args, cluster_threads=None) -> int:
     from tqdm import tqdm
 
     from velocity_mobility_ros.spin import StopRequest
     out.mkdir(parents=True, exist_ok=True)
-    workers = args.workers or os.cpu_count() or 1
+    workers = cluster_threads or args.workers or os.cpu_count() or 1
     runs_file = RunsFile(out / RUNS_FILE, runs_header(spec), args.resume)
     todo = [r for r in runs if r.key() not in runs_file.done]
     started = time.time()
     _write_spec(out, spec, args, len(runs), None, started)
-    work = chunks(todo, 1 if args.scheduler else workers)
+    work = chunks(todo, workers)
     stop = StopRequest('sweep_sim').install()
     errors = finished = 0
     bar = tqdm(total=len(runs), initial=len(runs) - len(todo), unit='run', desc='sweep_sim',
