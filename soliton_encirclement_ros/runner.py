@@ -21,10 +21,9 @@ import sys
 import tempfile
 import time
 
-import yaml
 
 from velocity_mobility_ros.spin import StopRequest
-from velocity_mobility_ros.validation import number, OneLineParser
+from velocity_mobility_ros.validation import number, OneLineParser, read_yaml
 
 from .analysis.outputs import output_dir_problem
 from .core.metrics import METRIC_NAMES
@@ -95,15 +94,7 @@ def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
 
 def check_params_file(path: str) -> None:
     """Check that a parameter file exists and is ROS 2 YAML: {node: {ros__parameters: {...}}}."""
-    try:
-        with open(path) as handle:
-            content = yaml.safe_load(handle)
-    except OSError as error:
-        raise ValueError(f'cannot read params file {path}: {error.strerror}') from None
-    except yaml.YAMLError as error:
-        raise ValueError(
-            f'params file {path} is not valid YAML: {str(error).splitlines()[0]}'
-        ) from None
+    content = read_yaml(path, 'params file')
     if not isinstance(content, dict) or not all(
             isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict)
             for section in content.values()):

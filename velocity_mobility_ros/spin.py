@@ -22,6 +22,8 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from velocity_mobility_ros.validation import read_yaml
+
 SPIN_SLICE_S = 0.2  # how soon the main loop notices a stop request
 # Parameters every node has without declaring them in its spec table.
 BUILTIN_PARAMETERS = ('use_sim_time', 'start_type_description_service')
@@ -69,21 +71,14 @@ def params_file_problem(args: Iterable[str]) -> str | None:
     checking them first gives the user the file and the YAML error instead. Only the syntax is
     checked (``yaml.compose``): rcl accepts tags such as launch_ros's ``!!python/tuple``.
     """
-    import yaml
     args = list(args)
     for flag, path in zip(args, args[1:]):
         if flag != '--params-file':
             continue
         try:
-            with open(path) as handle:
-                yaml.compose(handle, Loader=yaml.SafeLoader)
-        except OSError as error:
-            return f'cannot read params file {path}: {error.strerror}'
-        except yaml.YAMLError as error:
-            mark = getattr(error, 'problem_mark', None)
-            where = f' (line {mark.line + 1}, column {mark.column + 1})' if mark else ''
-            problem = getattr(error, 'problem', None) or str(error).splitlines()[0]
-            return f'params file {path} is not valid YAML{where}: {problem}'
+            read_yaml(path, 'params file', syntax_only=True)
+        except ValueError as error:
+            return str(error)
     return None
 
 

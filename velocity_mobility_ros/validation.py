@@ -6,6 +6,8 @@ import dataclasses
 import math
 from typing import Any, Mapping, TypeVar
 
+import yaml
+
 Settings = TypeVar('Settings')
 
 
@@ -29,6 +31,29 @@ def from_mapping(cls: type[Settings], values: Mapping[str, Any], what: str = '')
             f'unknown {what}: {", ".join(unknown)} (known: {", ".join(sorted(known))})'
         )
     return cls(**values)
+
+
+def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
+    """
+    Return the YAML document in file ``path`` (``what`` names it in errors).
+
+    ``ValueError`` in one line: 'cannot read <what> <path>: <reason>' or '<what> <path> is not
+    valid YAML (line L, column C): <problem>'. ``syntax_only`` composes the document without
+    constructing it (tags such as launch_ros's ``!!python/tuple`` pass) and returns None.
+    """
+    try:
+        with open(path) as handle:
+            if syntax_only:
+                yaml.compose(handle, Loader=yaml.SafeLoader)
+                return None
+            return yaml.safe_load(handle)
+    except OSError as error:
+        raise ValueError(f'cannot read {what} {path}: {error.strerror or error}') from None
+    except yaml.YAMLError as error:
+        mark = getattr(error, 'problem_mark', None)
+        where = f' (line {mark.line + 1}, column {mark.column + 1})' if mark else ''
+        problem = getattr(error, 'problem', None) or str(error).splitlines()[0]
+        raise ValueError(f'{what} {path} is not valid YAML{where}: {problem}') from None
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -11,18 +11,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 import math
-from pathlib import Path
 from typing import Any, Mapping, Optional
 
 import numpy as np
-import yaml
 
 from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.core.target_motion import (
     RandomHeading, Static, TARGET_MOTIONS, Waypoints)
 from velocity_mobility_ros.params import VehicleParams
-from velocity_mobility_ros.validation import from_mapping
+from velocity_mobility_ros.validation import from_mapping, read_yaml
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
 TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
@@ -184,13 +182,7 @@ class Scenario:
 
 def load_scenario(path) -> Scenario:
     """Read a scenario YAML file (a flat mapping of :class:`Scenario` fields)."""
-    path = Path(path)
-    try:
-        values = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ValueError(f'cannot read scenario {path}: {exc.strerror}') from None
-    except yaml.YAMLError as exc:
-        raise ValueError(f'scenario {path} is not valid YAML: {exc}') from None
+    values = read_yaml(path, 'scenario')
     try:
         return Scenario.from_mapping(values or {})
     except (TypeError, ValueError) as exc:

@@ -46,7 +46,7 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
 from velocity_mobility_ros.params import VehicleParams
-from velocity_mobility_ros.validation import number, OneLineParser
+from velocity_mobility_ros.validation import number, OneLineParser, read_yaml
 
 RUNS_FILE, SUMMARY_FILE, SPEC_FILE = 'runs.csv', 'summary.csv', 'sweep.json'
 SPEC_KEYS = ('scenario', 'grid', 'seeds', 'plot', 'preset')
@@ -209,14 +209,11 @@ def _seeds(value: Any) -> list[int]:
 
 def load_spec(path) -> Spec:
     """Read and validate a sweep spec file."""
-    path = Path(path)
     try:
-        raw = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise SpecError(f'cannot read {path}: {exc.strerror or exc}') from None
-    except yaml.YAMLError as exc:
-        raise SpecError(f'{path} is not valid YAML: {str(exc).splitlines()[0]}') from None
-    return Spec(raw, path)
+        raw = read_yaml(path, 'sweep spec')
+    except ValueError as exc:
+        raise SpecError(str(exc)) from None
+    return Spec(raw, Path(path))
 
 
 class Run:
