@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 
 from soliton_encirclement_ros.analysis.report import summarise
-from soliton_encirclement_ros.batch_sim import simulate
 from soliton_encirclement_ros.core.params import PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim.batch_sim import simulate
 
 SPEED_CASES = ((10, 20.0), (100, 10.0), (1000, 2.0))  # (agents, simulated seconds)
 ACCEPTANCE = {

@@ -25,10 +25,10 @@ import time
 import numpy as np
 
 from soliton_encirclement_ros.analysis.report import summarise
-from soliton_encirclement_ros.batch_sim import simulate
 from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.stability import growth_curve, ring_growth_rate
+from soliton_encirclement_ros.sim.batch_sim import simulate
 
 NS = np.arange(3, 129)
 TABLE_NS = (3, 5, 8, 10, 16, 20, 32, 48, 64, 100, 128)

@@ -7,8 +7,8 @@ The controller reads <agent_name>/odom and writes <agent_name>/cmd_vel; it meets
 the swarm on /swarm/agent_states and the target on /target/state, best effort by default (a
 radio link between hosts): the target and metrics hosts must use the same swarm_reliability.
 """
-from soliton_encirclement_ros.graph import build_graph, in_namespace, SwarmPlan
-from soliton_encirclement_ros.launch_support import plan_launch_description
+from soliton_encirclement_ros.bringup.graph import build_graph, in_namespace, SwarmPlan
+from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 ARGUMENTS = {
     'agent_name': ('uav1', 'vehicle name and namespace'),

@@ -15,8 +15,8 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.graph import build_graph, parse_origins, SwarmPlan
-from soliton_encirclement_ros.launch_support import plan_launch_description
+from soliton_encirclement_ros.bringup.graph import build_graph, parse_origins, SwarmPlan
+from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {

@@ -1,5 +1,5 @@
 """
-N simulated UAVs encircling a target: the graph of soliton_encirclement_ros.graph.
+N simulated UAVs encircling a target: the graph of soliton_encirclement_ros.bringup.graph.
 
     ros2 launch soliton_encirclement_ros swarm_sim.launch.py num_agents:=10 rviz:=true
 
@@ -10,8 +10,8 @@ import os
 from ament_index_python.packages import get_package_share_directory
 from launch_ros.actions import Node
 
-from soliton_encirclement_ros.graph import build_graph, rviz_problem, SwarmPlan
-from soliton_encirclement_ros.launch_support import package_found, plan_launch_description
+from soliton_encirclement_ros.bringup.graph import build_graph, rviz_problem, SwarmPlan
+from soliton_encirclement_ros.bringup.launch_support import package_found, plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {

@@ -3,4 +3,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -q test "$@"
+exec .venv/bin/python -m pytest -q "$@"  # testpaths (setup.cfg): test/

@@ -28,7 +28,7 @@ from typing import Mapping
 
 import numpy as np
 
-from .core.controller import AgentStateMsg, TargetStateMsg
+from soliton_encirclement_ros.core.controller import AgentStateMsg, TargetStateMsg
 
 # --- topics -----------------------------------------------------------------------------------
 AGENT_STATES_TOPIC = '/swarm/agent_states'

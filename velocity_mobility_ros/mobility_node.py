@@ -24,8 +24,9 @@ from rclpy.time import Time
 from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
+from velocity_mobility_ros.geometry import body_to_world
 from velocity_mobility_ros.messages import fill_odometry, new_odometry, write_twist
-from velocity_mobility_ros.model import body_to_world, step, VehicleState
+from velocity_mobility_ros.model import step, VehicleState
 from velocity_mobility_ros.params import InterfaceParams, split_node_params, VehicleParams
 from velocity_mobility_ros.ros_params import declare, declare_validated, ParamSpec
 from velocity_mobility_ros.spin import spin_node

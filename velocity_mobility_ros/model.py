@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from velocity_mobility_ros.geometry import saturate, wrap_angle
 from velocity_mobility_ros.params import VehicleParams
 
 # Below this horizontal speed [m/s] the 'velocity' heading mode holds the current yaw, since
@@ -60,26 +61,6 @@ class VehicleState:
         return self.position.shape[0]
 
 
-def wrap_angle(angle: ArrayLike) -> np.ndarray:
-    """Angle(s) wrapped to [-pi, pi)."""
-    return np.remainder(np.asarray(angle, dtype=float) + np.pi, 2.0 * np.pi) - np.pi
-
-
-def saturate(vec: ArrayLike, limit_xy: ArrayLike, limit_z: ArrayLike) -> np.ndarray:
-    """
-    Scale the xy part of ``vec`` (..., 3) to norm <= ``limit_xy`` and clamp z to +-``limit_z``.
-
-    Limits are scalars or arrays broadcasting against ``vec[..., 0]``.
-    """
-    vec = np.asarray(vec, dtype=float)
-    out = np.empty_like(vec)
-    norm = np.hypot(vec[..., 0], vec[..., 1])
-    scale = np.minimum(1.0, limit_xy / np.maximum(norm, 1e-300))
-    np.multiply(vec[..., :2], scale[..., None], out=out[..., :2])
-    np.clip(vec[..., 2], -limit_z, limit_z, out=out[..., 2])
-    return out
-
-
 def apply_acceleration_limits(velocity: ArrayLike, desired_velocity: ArrayLike, dt: float,
                               max_acc_xy: float, max_acc_z: float) -> np.ndarray:
     """
@@ -106,22 +87,6 @@ def apply_velocity_limits(velocity: ArrayLike, max_speed_xy: float,
 def integrate_position(position: ArrayLike, velocity: ArrayLike, dt: float) -> np.ndarray:
     """Take the reference explicit Euler position update ``p + v*dt``."""
     return np.asarray(position, dtype=float) + np.asarray(velocity, dtype=float) * dt
-
-
-def body_to_world(v_body: ArrayLike, yaw: ArrayLike) -> np.ndarray:
-    """Rotate body (FLU) vectors (..., 3) into the world (ENU) frame by ``yaw`` (...)."""
-    v = np.asarray(v_body, dtype=float)
-    c, s = np.cos(yaw), np.sin(yaw)
-    out = np.empty(np.broadcast_shapes(v.shape, np.shape(c) + (3,)))
-    out[..., 0] = c * v[..., 0] - s * v[..., 1]
-    out[..., 1] = s * v[..., 0] + c * v[..., 1]
-    out[..., 2] = v[..., 2]
-    return out
-
-
-def world_to_body(v_world: ArrayLike, yaw: ArrayLike) -> np.ndarray:
-    """Rotate world (ENU) vectors (..., 3) into the body (FLU) frame of heading ``yaw``."""
-    return body_to_world(v_world, -np.asarray(yaw, dtype=float))
 
 
 def _change_limits(v: np.ndarray, v_des: np.ndarray, params: VehicleParams):

@@ -1,7 +1,7 @@
 """
 The one entry-point helper of every node executable: init, build, spin, clean shutdown.
 
-SIGINT and SIGTERM only set a flag (:class:`StopRequest`); the main loop notices it between
+SIGINT and SIGTERM only set a flag (``signals.StopRequest``); the main loop notices it between
 executor turns, so an interrupt never surfaces inside a callback as a traceback, and shutdown
 work (writing outputs, closing a bag) runs while the node and its logger are still valid. rclpy
 is initialised without its own signal handlers for the same reason. A second signal while the
@@ -10,9 +10,7 @@ outputs are being written only prints "writing outputs, please wait".
 from __future__ import annotations
 
 import difflib
-import signal
 import sys
-import threading
 from typing import Callable, Iterable
 
 import rclpy
@@ -22,45 +20,12 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from velocity_mobility_ros.signals import StopRequest
 from velocity_mobility_ros.validation import read_yaml
 
 SPIN_SLICE_S = 0.2  # how soon the main loop notices a stop request
 # Parameters every node has without declaring them in its spec table.
 BUILTIN_PARAMETERS = ('use_sim_time', 'start_type_description_service')
-
-
-class StopRequest:
-    """SIGINT/SIGTERM handlers that only record the request (safe at any point of a callback)."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._event = threading.Event()
-        self.writing = False
-
-    def install(self) -> 'StopRequest':
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, self._handle)
-        return self
-
-    def _handle(self, signum, frame) -> None:
-        if self.writing:
-            print(f'{self.name}: writing outputs, please wait', file=sys.stderr, flush=True)
-        self._event.set()
-
-    @staticmethod
-    def ignore_from_now() -> None:
-        """
-        Ignore SIGINT/SIGTERM for the rest of the process.
-
-        The work is done, and a signal in the interpreter's own shutdown (which restores default
-        handlers) must not turn a clean exit into death by signal.
-        """
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(signum, signal.SIG_IGN)
-
-    @property
-    def requested(self) -> bool:
-        return self._event.is_set()
 
 
 def params_file_problem(args: Iterable[str]) -> str | None:

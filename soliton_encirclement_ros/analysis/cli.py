@@ -17,16 +17,15 @@ import sys
 
 import numpy as np
 
-from velocity_mobility_ros.validation import number, OneLineParser
-
-from . import plots
-from .animation import write_animation
-from .bag_reader import BagError
-from .recompute import (
+from soliton_encirclement_ros.analysis import plots
+from soliton_encirclement_ros.analysis.animation import write_animation
+from soliton_encirclement_ros.analysis.bag_reader import BagError
+from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
-from .report import write_run_outputs
-from ..core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.analysis.report import write_run_outputs
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from velocity_mobility_ros.validation import number, OneLineParser
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
 ANIMATION_FILE = 'encirclement.gif'

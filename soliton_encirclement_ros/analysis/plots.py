@@ -11,7 +11,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 import numpy as np
 
-from ..core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 
 METRIC_LABELS = {
     'E_r': 'E_r (radial error / R)',

@@ -18,9 +18,9 @@ import re
 
 import numpy as np
 
-from .bag_reader import Bag
-from ..core.metrics import compute_metrics, METRIC_NAMES
-from ..interface import (
+from soliton_encirclement_ros.analysis.bag_reader import Bag
+from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
+from soliton_encirclement_ros.interface import (
     AGENT_STATE, agent_state_array, AGENT_STATES_TOPIC, METRICS_TOPIC_PREFIX, TARGET_ODOM_TOPIC)
 
 DEFAULT_AGENT_PATTERN = r'^/(?P<name>[^/]+)/odom$'

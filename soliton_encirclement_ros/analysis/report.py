@@ -17,8 +17,8 @@ import tempfile
 
 import numpy as np
 
-from . import plots
-from ..core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.analysis import plots
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 
 METRICS_HEADER = ('timestamp',) + METRIC_NAMES
 AGENTS_HEADER = ('node_id', 'timestamp', 'u', 'velocity_norm')

@@ -12,7 +12,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 import numpy as np
 
-from .plots import DPI, METRIC_LABELS
+from soliton_encirclement_ros.analysis.plots import DPI, METRIC_LABELS
 
 
 def write_sweep_plots(out: Path, spec, rows: list[dict], summary: list[dict]) -> list[str]:

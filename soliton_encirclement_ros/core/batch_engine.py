@@ -24,10 +24,10 @@ from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
 from soliton_encirclement_ros.core.faults import FAULT_STREAM, seed_sequence
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import encirclement_step, fallback_command, NeighbourView
-from soliton_encirclement_ros.core.metrics import TWO_PI
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, NO_NEIGHBOUR)
 from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
+from velocity_mobility_ros.geometry import TWO_PI, wrap_2pi
 from velocity_mobility_ros.model import step, VehicleState
 
 # Scenario fields that may differ between the runs of one batch.
@@ -332,7 +332,7 @@ def batch_metrics(positions, velocities, live, target_position, target_velocity,
         e_hat = np.where(dist[..., None] > 1e-9, rel / dist[..., None], 0.0)
         v_rel = velocities[..., :2] - target_velocity[:, None, :2]
         v_r = np.sum(v_rel * e_hat, axis=-1)
-        theta = np.mod(np.arctan2(rel[..., 1], rel[..., 0]), TWO_PI)
+        theta = wrap_2pi(np.arctan2(rel[..., 1], rel[..., 0]))
         e_r = np.sqrt(np.sum(np.where(live, (dist / radius[:, None] - 1.0) ** 2, 0.0), axis=1)
                       / m)
         e_vr = np.sqrt(np.sum(np.where(live, v_r ** 2, 0.0), axis=1) / m)

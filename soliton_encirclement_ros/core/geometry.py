@@ -9,14 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from soliton_encirclement_ros.core.metrics import TWO_PI
+from velocity_mobility_ros.geometry import wrap_2pi
 
 R_EPS = 1e-9  # below this distance [m] the direction to the target is undefined
-
-
-def wrap_2pi(angle):
-    """Angle(s) wrapped to [0, 2*pi)."""
-    return np.mod(angle, TWO_PI)
 
 
 def target_angle(position, target_position):

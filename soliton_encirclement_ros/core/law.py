@@ -12,8 +12,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame, wrap_2pi
+from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame
 from soliton_encirclement_ros.core.params import ControllerParams
+from velocity_mobility_ros.geometry import saturate, wrap_2pi
 
 DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
@@ -129,11 +130,7 @@ def tangential_velocity(u, r, t_hat, omega_ref, params: ControllerParams):
 
 def clamp_velocity(v, max_speed_xy: float, max_speed_z: float):
     """Scale the XY part down to norm ``max_speed_xy`` and clip z to +-``max_speed_z``."""
-    v = np.asarray(v, dtype=float)
-    norm = np.hypot(v[..., 0], v[..., 1])
-    scale = np.where(norm > max_speed_xy, max_speed_xy / np.where(norm > 0.0, norm, 1.0), 1.0)
-    return np.concatenate((v[..., :2] * scale[..., None],
-                           np.clip(v[..., 2:3], -max_speed_z, max_speed_z)), axis=-1)
+    return saturate(v, max_speed_xy, max_speed_z)
 
 
 def vertical_velocity(z, target_vz, params: ControllerParams):

@@ -10,7 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-TWO_PI = 2.0 * np.pi
+from velocity_mobility_ros.geometry import TWO_PI, wrap_2pi
+
 METRIC_NAMES = ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min')
 
 
@@ -24,12 +25,6 @@ class Metrics(NamedTuple):
 
 
 NAN_METRICS = Metrics(*([float('nan')] * len(METRIC_NAMES)))
-
-
-def target_angles(positions: np.ndarray, target_position: np.ndarray) -> np.ndarray:
-    """Target-centric angles of ``positions`` (M, >=2), wrapped to [0, 2*pi)."""
-    rel = np.asarray(positions, dtype=float)[:, :2] - np.asarray(target_position, dtype=float)[:2]
-    return np.mod(np.arctan2(rel[:, 1], rel[:, 0]), TWO_PI)
 
 
 def ring_gaps(theta: np.ndarray) -> np.ndarray:
@@ -84,7 +79,7 @@ def compute_metrics(
         e_hat = np.where(r[:, None] > 1e-9, rel / r[:, None], 0.0)
     v_rel = v[:, :2] - np.asarray(target_velocity, dtype=float)[:2]
     v_r = np.einsum('ij,ij->i', v_rel, e_hat)
-    theta = np.mod(np.arctan2(rel[:, 1], rel[:, 0]), TWO_PI)
+    theta = wrap_2pi(np.arctan2(rel[:, 1], rel[:, 0]))
     normalised_gaps = ring_gaps(theta) / (TWO_PI / m)
     return Metrics(
         E_r=float(np.sqrt(np.mean((r / radius - 1.0) ** 2))),

@@ -28,22 +28,21 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
+from soliton_encirclement_ros.core.comms import ImpairedChannel
+from soliton_encirclement_ros.core.controller import (
+    agent_tick, AgentStateMsg, BLIND, FAILED, future_stamp_reason, initial_state, OK,
+    receive_agent_state, receive_target_state, STARTING, Status, TARGET_LOST)
+from soliton_encirclement_ros.core.faults import OutageProcess
+from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
+from soliton_encirclement_ros.core.params import ControllerParams, describe
+from soliton_encirclement_ros.interface import (
+    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
+    AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
+from soliton_encirclement_ros.nodes.swarm_topics import (
+    create_swarm_publisher, create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
 from velocity_mobility_ros.messages import odometry_to_arrays
 from velocity_mobility_ros.ros_params import declare, declare_validated, ParamSpec
 from velocity_mobility_ros.spin import spin_node
-
-from .swarm_topics import (
-    create_swarm_publisher, create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
-from ..core.comms import ImpairedChannel
-from ..core.controller import (
-    agent_tick, AgentStateMsg, BLIND, FAILED, future_stamp_reason, initial_state, OK,
-    receive_agent_state, receive_target_state, STARTING, Status, TARGET_LOST)
-from ..core.faults import OutageProcess
-from ..core.identity import DuplicateIds, new_incarnation
-from ..core.params import ControllerParams, describe
-from ..interface import (
-    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
-    AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
 
 # Messages that arrived within this much of the current tick wait for the next tick.
 THIS_TICK = 1e-6

@@ -21,19 +21,20 @@ from rclpy.node import Node
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
-from velocity_mobility_ros.ros_params import declare, ParamSpec
-from velocity_mobility_ros.spin import spin_node
-
-from .markers import swarm_markers
-from .swarm_topics import create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC
-from ..analysis.report import AGENTS_HEADER, METRICS_HEADER, write_run_outputs
-from ..analysis.stream import CsvStream, DecimatingTrace
-from ..core.controller import AgentStateMsg
-from ..core.identity import DuplicateIds
-from ..core.metrics import compute_metrics, METRIC_NAMES
-from ..interface import (
+from soliton_encirclement_ros.analysis.report import (
+    AGENTS_HEADER, METRICS_HEADER, write_run_outputs)
+from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
+from soliton_encirclement_ros.core.controller import AgentStateMsg
+from soliton_encirclement_ros.core.identity import DuplicateIds
+from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
+from soliton_encirclement_ros.interface import (
     agent_state_from_msg, AGENT_STATES_TOPIC, MARKERS_TOPIC, METRICS_TOPIC_PREFIX,
     target_state_from_msg, TARGET_STATE_TOPIC)
+from soliton_encirclement_ros.nodes.markers import swarm_markers
+from soliton_encirclement_ros.nodes.swarm_topics import (
+    create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
+from velocity_mobility_ros.ros_params import declare, ParamSpec
+from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
     ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', low=1e-6, read_only=True),

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from transforms3d.quaternions import mat2quat, qmult, quat2mat
 
+from velocity_mobility_ros.geometry import wrap_angle
+
 # Axis changes (each is a proper rotation and its own inverse).
 NED_TO_ENU = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
 FRD_TO_FLU = np.diag([1.0, -1.0, -1.0])
@@ -60,11 +62,6 @@ def flu_to_frd(v):
 def frd_to_flu(v):
     """Body vector(s) FRD -> FLU: (x, y, z) -> (x, -y, -z)."""
     return np.asarray(v, dtype=float) @ FRD_TO_FLU.T
-
-
-def wrap_angle(a):
-    """Wrap angle(s) to [-pi, pi)."""
-    return (np.asarray(a, dtype=float) + np.pi) % (2.0 * np.pi) - np.pi
 
 
 def yaw_enu_to_ned(yaw_enu):

@@ -273,7 +273,7 @@ def run_chunk(scenarios: list[dict]) -> list[dict]:
 
 def _simulate(scenarios: list[Scenario]) -> list[np.ndarray]:
     if len(scenarios) == 1 and scenarios[0].agents > SINGLE_RUN_AGENTS:
-        from soliton_encirclement_ros.batch_sim import simulate
+        from soliton_encirclement_ros.sim.batch_sim import simulate
         return [simulate(scenarios[0]).metrics]
     return batch_engine.simulate_runs(scenarios).metrics
 
@@ -301,7 +301,9 @@ def local_results(work: list[list[Run]], workers: int,
                 return
             yield chunk, run_chunk([r.scenario.__dict__ for r in chunk])
         return
-    pool = multiprocessing.get_context('fork').Pool(workers, initializer=_ignore_interrupts)
+    # spawn, not fork: the caller may have threads (tqdm's monitor, rclpy, a test runner's DDS
+    # participants), and a forked child can inherit a lock one of them held, and hang.
+    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=_ignore_interrupts)
     try:
         jobs = [(chunk, pool.apply_async(run_chunk, ([r.scenario.__dict__ for r in chunk],)))
                 for chunk in work]
@@ -509,7 +511,7 @@ def _cluster_threads(address: str) -> int:
 def _sweep(spec: Spec, runs: list[Run], out: Path, args, cluster_threads=None) -> int:
     from tqdm import tqdm
 
-    from velocity_mobility_ros.spin import StopRequest
+    from velocity_mobility_ros.signals import StopRequest
     out.mkdir(parents=True, exist_ok=True)
     workers = cluster_threads or args.workers or os.cpu_count() or 1
     runs_file = RunsFile(out / RUNS_FILE, runs_header(spec), args.resume)

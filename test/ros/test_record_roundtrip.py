@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import yaml
 
-from soliton_encirclement_ros import runner
 from soliton_encirclement_ros.analysis.recompute import metrics_from_bag, published_metrics
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.sim import runner
 
 
 @pytest.fixture(scope='module', params=['mcap', 'sqlite3'])

@@ -24,7 +24,7 @@ launch = pytest.importorskip('launch', reason='launch is not installed')
 PythonLaunchDescriptionSource = launch.launch_description_sources.PythonLaunchDescriptionSource
 
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NAMESPACE = 'launch_uav'
 
 

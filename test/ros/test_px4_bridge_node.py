@@ -362,7 +362,7 @@ def test_node_process_names_a_bad_parameter_and_exits_1():
 
 def test_shipped_yaml_declares_every_parameter_with_valid_values():
     import yaml
-    path = Path(__file__).resolve().parents[1] / 'config' / 'px4_bridge.yaml'
+    path = Path(__file__).resolve().parents[2] / 'config' / 'px4_bridge.yaml'
     values = yaml.safe_load(path.read_text())['/**/px4_bridge']['ros__parameters']
     assert set(values) == set(DEFAULTS)
     assert values == DEFAULTS

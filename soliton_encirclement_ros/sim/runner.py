@@ -21,13 +21,11 @@ import sys
 import tempfile
 import time
 
-
-from velocity_mobility_ros.spin import StopRequest
+from soliton_encirclement_ros.analysis.outputs import output_dir_problem
+from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from velocity_mobility_ros.signals import StopRequest
 from velocity_mobility_ros.validation import number, OneLineParser, read_yaml
-
-from .analysis.outputs import output_dir_problem
-from .core.metrics import METRIC_NAMES
-from .graph import build_graph, SwarmPlan
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -209,8 +207,8 @@ def _interrupted(stop: StopRequest) -> None:
 
 def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
     """Run in this process; returns (summary or None, failure '')."""
-    from .analysis.report import write_run_outputs
-    from .inprocess import InProcessGraph
+    from soliton_encirclement_ros.analysis.report import write_run_outputs
+    from soliton_encirclement_ros.sim.inprocess import InProcessGraph
 
     try:
         graph = InProcessGraph(plan, record=args.record, storage=args.storage)
@@ -237,8 +235,8 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
 
 def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
     """One process per node; returns (summary or None, failure naming the node or '')."""
-    from .inprocess import check_plan
-    from .processes import ChildFailed, ProcessGraph
+    from soliton_encirclement_ros.sim.inprocess import check_plan
+    from soliton_encirclement_ros.sim.processes import ChildFailed, ProcessGraph
 
     try:
         check_plan(plan)

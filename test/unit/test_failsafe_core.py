@@ -177,8 +177,8 @@ def test_the_new_parameters_are_validated_by_name():
 
 
 def test_batch_ring_forms_at_the_hold_altitude():
-    from soliton_encirclement_ros.batch_sim import simulate
     from soliton_encirclement_ros.core.scenario import Scenario
+    from soliton_encirclement_ros.sim.batch_sim import simulate
     result = simulate(Scenario(agents=6, duration=40.0, control_period=0.05, radius=10.0,
                                controller={'altitude': 12.0}))
     assert result.metrics[-1, 5] < 0.05 and result.metrics[-1, 1] < 0.01  # E_gap, E_r

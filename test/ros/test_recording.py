@@ -21,7 +21,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64
 import yaml
 
-from soliton_encirclement_ros.recording import BagRecorder, DEFAULT_TOPICS_REGEX
+from soliton_encirclement_ros.recording.recorder import BagRecorder, DEFAULT_TOPICS_REGEX
 
 SIM_START = 100.0
 COUNT = 25

@@ -18,10 +18,11 @@ import pytest
 import yaml
 
 from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS
-from soliton_encirclement_ros.batch_sim import main as batch_sim_main, simulate
 from soliton_encirclement_ros.core.batch_engine import simulate_runs
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim.batch_sim import main as batch_sim_main
+from soliton_encirclement_ros.sim.batch_sim import simulate
 from soliton_encirclement_ros.sim.sweep import main, RESULT_COLUMNS, run_chunk
 
 # Failures with outages shorter than the liveness timeouts, loss, delay and a moving target:

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros import runner
+from soliton_encirclement_ros.sim import runner
 
 
 def run(tmp_path, *args, name='run'):
@@ -127,7 +127,7 @@ def test_sigint_still_writes_the_outputs_gathered_so_far(tmp_path):
         [
             sys.executable,
             '-m',
-            'soliton_encirclement_ros.runner',
+            'soliton_encirclement_ros.sim.runner',
             '--agents',
             '3',
             '--duration',

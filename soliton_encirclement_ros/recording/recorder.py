@@ -23,7 +23,7 @@ from rosbags.interfaces import (
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import get_typestore, Stores
 
-from .interface import (
+from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC, METRICS_TOPIC_PREFIX,
     TARGET_STATE_TOPIC)
 

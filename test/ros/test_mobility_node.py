@@ -28,7 +28,7 @@ from velocity_mobility_ros.messages import (
 from velocity_mobility_ros.mobility_node import COUNTER_QOS, MobilityNode, SIM_QOS
 from velocity_mobility_ros.params import VehicleParams
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MOBILITY_YAML = REPO / 'config' / 'mobility.yaml'
 
 

@@ -19,7 +19,7 @@ from velocity_mobility_ros.messages import odometry_to_arrays
 from velocity_mobility_ros.mobility_node import COUNTER_QOS
 from velocity_mobility_ros.swarm_mobility_node import swarm_initial_state, SwarmMobilityNode
 
-SWARM_YAML = Path(__file__).resolve().parents[1] / 'config' / 'swarm_mobility.yaml'
+SWARM_YAML = Path(__file__).resolve().parents[2] / 'config' / 'swarm_mobility.yaml'
 
 
 @pytest.fixture(scope='module')

@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from soliton_encirclement_ros.analysis.report import summarise
-from soliton_encirclement_ros.batch_sim import main, simulate
 from soliton_encirclement_ros.core.params import ControllerParams, REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim.batch_sim import main, simulate
 
 MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion='random',
                   target_speed=5.0, target_period=1.0, target_boundary=20.0,
@@ -59,7 +59,7 @@ def test_defaults_moving_target_with_failures_is_no_worse():
 
 
 def test_reference_preset_file_cli_and_python_agree(tmp_path):
-    path = Path(__file__).parents[1] / 'config' / 'reference.yaml'
+    path = Path(__file__).parents[2] / 'config' / 'reference.yaml'
     assert yaml.safe_load(path.read_text())['/**']['ros__parameters'] == REFERENCE_GAINS
     reference = ControllerParams.preset('reference')
     assert (reference.k_tau, reference.k_omega_damp_n) == (0.2, 0.0)

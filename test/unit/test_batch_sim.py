@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.analysis.report import summarise
-from soliton_encirclement_ros.batch_sim import choose_engine, main, simulate
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.params import REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim.batch_sim import choose_engine, main, simulate
 
 
 def test_static_n10_meets_reference_acceptance():

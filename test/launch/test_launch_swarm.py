@@ -22,7 +22,7 @@ launch = pytest.importorskip('launch', reason='launch is not installed')
 PythonLaunchDescriptionSource = launch.launch_description_sources.PythonLaunchDescriptionSource
 
 
-LAUNCH_FILE = Path(__file__).resolve().parent.parent / 'launch' / 'swarm_sim.launch.py'
+LAUNCH_FILE = Path(__file__).resolve().parents[2] / 'launch' / 'swarm_sim.launch.py'
 
 
 NOT_INSTALLED = not_installed_reason(

@@ -29,7 +29,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 
-from .graph import build_graph, NodeSpec, SwarmPlan
+from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
 STOP_TIMEOUT = 10.0      # wall s a node gets to exit after SIGINT, then after SIGTERM
@@ -80,7 +80,7 @@ class ProcessGraph:
         self.executor.add_node(self.node)
         self.recorder = None
         if record:
-            from .recording import BagRecorder
+            from soliton_encirclement_ros.recording.recorder import BagRecorder
             self.recorder = BagRecorder(self.node, record, storage=storage)
         try:
             self._start(plan)

@@ -25,13 +25,13 @@ from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 
+from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
+from soliton_encirclement_ros.interface import (
+    agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos)
+from soliton_encirclement_ros.nodes.agent_node import AgentNode
+from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
+from soliton_encirclement_ros.nodes.target_node import TargetNode
 from velocity_mobility_ros.swarm_mobility_node import SwarmMobilityNode
-
-from .graph import build_graph, NodeSpec, SwarmPlan
-from .interface import agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos
-from .nodes.agent_node import AgentNode
-from .nodes.metrics_node import MetricsNode
-from .nodes.target_node import TargetNode
 
 NODE_CLASSES = {
     'swarm_mobility_node': SwarmMobilityNode,
@@ -87,7 +87,7 @@ class InProcessGraph:
             self._owed = self._delivered = 0
             self._wait_for_matching()
             if record:
-                from .recording import BagRecorder
+                from soliton_encirclement_ros.recording.recorder import BagRecorder
                 self.recorder = BagRecorder(self.clock_node, record, storage=storage)
                 self.recorder.discover()
                 self._wait_for_matching()

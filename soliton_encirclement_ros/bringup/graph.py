@@ -15,9 +15,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
-from .core.comms import check_loss
-from .core.scenario import initial_positions
-from .interface import check_reliability, RELIABLE
+from soliton_encirclement_ros.core.comms import check_loss
+from soliton_encirclement_ros.core.scenario import initial_positions
+from soliton_encirclement_ros.interface import check_reliability, RELIABLE
 
 PACKAGE = 'soliton_encirclement_ros'
 MODES = ('sim', 'px4')

@@ -135,7 +135,7 @@ def test_scenario_validation_and_yaml(tmp_path):
 
 def test_shipped_scenarios_load():
     from pathlib import Path
-    files = sorted((Path(__file__).parents[1] / 'config' / 'scenarios').glob('*.yaml'))
+    files = sorted((Path(__file__).parents[2] / 'config' / 'scenarios').glob('*.yaml'))
     assert files
     for path in files:
         load_scenario(path)

@@ -3,7 +3,8 @@ import re
 
 import pytest
 
-from soliton_encirclement_ros.graph import build_graph, in_namespace, parse_origins, SwarmPlan
+from soliton_encirclement_ros.bringup.graph import (
+    build_graph, in_namespace, parse_origins, SwarmPlan)
 
 
 def by_executable(specs, executable):
@@ -135,7 +136,7 @@ def test_bad_origins_are_named(text, count, message):
 
 
 def test_rviz_without_rviz2_is_refused_before_anything_starts():
-    from soliton_encirclement_ros.graph import rviz_problem
+    from soliton_encirclement_ros.bringup.graph import rviz_problem
     message = rviz_problem(True, lambda package: False)
     assert 'rviz2 is not installed' in message and 'apt install ros-$ROS_DISTRO-rviz2' in message
     assert rviz_problem(True, lambda package: package == 'rviz2') is None

@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from velocity_mobility_ros.geometry import body_to_world, world_to_body, wrap_angle
 from velocity_mobility_ros.model import (
-    apply_acceleration_limits, apply_velocity_limits, body_to_world, integrate_position, step,
-    VehicleState, world_to_body, wrap_angle)
+    apply_acceleration_limits, apply_velocity_limits, integrate_position, step, VehicleState)
 from velocity_mobility_ros.params import VehicleParams
 
 

@@ -9,7 +9,7 @@ from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutd
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from .graph import NodeSpec
+from soliton_encirclement_ros.bringup.graph import NodeSpec
 
 
 def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node]:

@@ -19,8 +19,8 @@ import time
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.graph import build_graph, SwarmPlan
-from soliton_encirclement_ros.processes import executable_path
+from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
+from soliton_encirclement_ros.sim.processes import executable_path
 from support import netns
 
 SKIP = netns.unavailable_reason()
@@ -30,7 +30,7 @@ AGENTS = ('uav1', 'uav2', 'uav3')
 RADIUS = 5.0
 TARGET_TIMEOUT = 1.0
 ODOM_TIMEOUT = 0.5
-PROBE = Path(__file__).resolve().parent / 'support' / 'netns_probe.py'
+PROBE = Path(__file__).resolve().parents[1] / 'support' / 'netns_probe.py'
 
 
 class Lines:
