@@ -19,8 +19,7 @@ from soliton_encirclement_ros.interface import (
     agent_state_from_msg, agent_state_to_msg, target_state_to_msg)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
-from soliton_encirclement_ros.nodes.target_node import TargetNode
-from support.harness import Harness, SIM
+from support.harness import Harness, SIM, target_harness
 from velocity_mobility_ros.messages import to_odometry
 
 PERIOD = 0.05
@@ -211,17 +210,7 @@ def test_metrics_node_reports_a_duplicate_id(capfd):
 
 
 def test_follow_mode_stops_broadcasting_a_stale_track_and_resumes(capfd):
-    harness = Harness(
-        lambda ctx: TargetNode(
-            context=ctx,
-            namespace='/target',
-            parameter_overrides=SIM
-            + [
-                Parameter('follow_topic', value='/tracked/odom'),
-                Parameter('broadcast_period', value=0.05),
-            ],
-        )
-    )
+    harness = target_harness(follow_topic='/tracked/odom', broadcast_period=0.05)
     harness.record(Float64MultiArray, '/target/state')
     harness.record(Odometry, '/target/odom')
     tracked = harness.publisher(Odometry, '/tracked/odom')

@@ -18,7 +18,7 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
-from support.harness import Harness, SIM
+from support.harness import Harness, SIM, target_harness
 from velocity_mobility_ros.messages import to_odometry
 
 
@@ -121,18 +121,7 @@ def test_malformed_states_are_ignored_and_bad_gains_rejected(agent_harness):
 
 
 def test_random_target_moves_at_its_speed_and_broadcasts_state():
-    harness = Harness(
-        lambda ctx: TargetNode(
-            context=ctx,
-            namespace='/target',
-            parameter_overrides=SIM
-            + [
-                Parameter('motion', value='random'),
-                Parameter('speed', value=3.0),
-                Parameter('seed', value=4),
-            ],
-        )
-    )
+    harness = target_harness(motion='random', speed=3.0, seed=4)
     try:
         harness.record(Odometry, '/target/odom')
         harness.record(Float64MultiArray, '/target/state')
@@ -253,13 +242,7 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
 
 
 def test_target_follows_an_external_odometry_topic():
-    harness = Harness(
-        lambda ctx: TargetNode(
-            context=ctx,
-            namespace='/target',
-            parameter_overrides=SIM + [Parameter('follow_topic', value='/tracked/odom')],
-        )
-    )
+    harness = target_harness(follow_topic='/tracked/odom')
     try:
         harness.record(Float64MultiArray, '/target/state')
         tracked = harness.publisher(Odometry, '/tracked/odom')

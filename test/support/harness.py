@@ -69,3 +69,11 @@ class Harness:
         for node in [self.driver, *self.nodes]:
             node.destroy_node()
         rclpy.try_shutdown(context=self.context)
+
+
+def target_harness(**parameters) -> Harness:
+    """Return a Harness around a simulated-time ``/target`` TargetNode with ``parameters``."""
+    from soliton_encirclement_ros.nodes.target_node import TargetNode
+    overrides = SIM + [Parameter(name, value=value) for name, value in parameters.items()]
+    return Harness(lambda ctx: TargetNode(context=ctx, namespace='/target',
+                                          parameter_overrides=overrides))
