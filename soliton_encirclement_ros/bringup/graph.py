@@ -17,11 +17,11 @@ import yaml
 
 from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.scenario import initial_positions
+from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from soliton_encirclement_ros.interface import check_reliability, RELIABLE
 
 PACKAGE = 'soliton_encirclement_ros'
 MODES = ('sim', 'px4')
-TARGET_MOTIONS = ('static', 'random', 'waypoints')
 CLOCK_SOURCES = ('runner', 'mobility')
 
 

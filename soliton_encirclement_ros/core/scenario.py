@@ -17,8 +17,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.params import ControllerParams
-from soliton_encirclement_ros.core.target_motion import (
-    RandomHeading, Static, TARGET_MOTIONS, Waypoints)
+from soliton_encirclement_ros.core.target_motion import make_target_motion
 from velocity_mobility_ros.params import VehicleParams
 from velocity_mobility_ros.validation import from_mapping, read_yaml
 
@@ -101,9 +100,6 @@ class Scenario:
                 ('altitude', -math.inf, False), ('omega_ref', -math.inf, False)):
             object.__setattr__(self, name, _number(name, getattr(self, name), minimum, strict))
         check_loss(self.loss)
-        if self.target_motion not in TARGET_MOTIONS:
-            raise ValueError(f'target_motion must be one of {", ".join(TARGET_MOTIONS)}, '
-                             f'got {self.target_motion!r}')
         object.__setattr__(self, 'waypoints', tuple(tuple(p) for p in self.waypoints))
         if self.arrival_times is not None:
             object.__setattr__(self, 'arrival_times', tuple(self.arrival_times))
@@ -142,13 +138,11 @@ class Scenario:
 
     def target_model(self):
         """Return a fresh target motion model (the random one seeded from the scenario seed)."""
-        if self.target_motion == 'static':
-            return Static()
-        if self.target_motion == 'random':
-            seed = None if self.seed is None else [self.seed, 0, TARGET_MOTION_STREAM]
-            return RandomHeading(self.target_speed, self.target_period, self.target_boundary,
-                                 seed)
-        return Waypoints(self.waypoints, self.arrival_times, self.target_speed)
+        seed = None if self.seed is None else [self.seed, 0, TARGET_MOTION_STREAM]
+        return make_target_motion(
+            self.target_motion, speed=self.target_speed, period=self.target_period,
+            boundary=self.target_boundary, waypoints=self.waypoints,
+            arrival_times=self.arrival_times, seed=seed)
 
     def target_start(self) -> np.ndarray:
         """Where the target starts: the origin, or the first waypoint."""

@@ -9,7 +9,7 @@ random model keeps its current heading as state). Models are ROS-free and shared
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 import numpy as np
 
@@ -29,6 +29,13 @@ def _positive(name: str, value: float) -> float:
 def _limit_xy(v: np.ndarray, speed: float) -> np.ndarray:
     norm = math.hypot(v[0], v[1])
     return v * (speed / norm) if norm > speed else v
+
+
+class TargetMotion(Protocol):
+    """What every target motion model offers (calls with non-decreasing ``t``)."""
+
+    def desired_velocity(self, t: float, position) -> np.ndarray:
+        """Return the desired world-frame velocity (3,) at time ``t`` [s] and ``position``."""
 
 
 class Static:
@@ -142,4 +149,21 @@ class Waypoints:
         return _limit_xy(POSITION_GAIN * error, self.speed)
 
 
-TARGET_MOTIONS = ('static', 'random', 'waypoints')
+# The one registry of motion models: name -> factory taking the settings a model may use
+# (speed, period, boundary, waypoints, arrival_times, seed). Names are derived from it.
+TARGET_MOTION_MODELS: Mapping[str, Callable[..., TargetMotion]] = {
+    'static': lambda **_: Static(),
+    'random': lambda speed, period, boundary, seed, **_: RandomHeading(
+        speed, period, boundary, seed),
+    'waypoints': lambda waypoints, arrival_times, speed, **_: Waypoints(
+        waypoints, arrival_times, speed),
+}
+TARGET_MOTIONS = tuple(TARGET_MOTION_MODELS)
+
+
+def make_target_motion(name: str, **settings) -> TargetMotion:
+    """Return a new ``name`` model from :data:`TARGET_MOTION_MODELS`; ``ValueError`` if unknown."""
+    if name not in TARGET_MOTION_MODELS:
+        raise ValueError(f'target_motion must be one of {", ".join(TARGET_MOTIONS)}, '
+                         f'got {name!r}')
+    return TARGET_MOTION_MODELS[name](**settings)

@@ -23,7 +23,7 @@ from collections import deque
 from dataclasses import dataclass
 import sys
 import time
-from typing import Optional
+from typing import Callable, Optional, Protocol
 
 import numpy as np
 
@@ -42,8 +42,15 @@ from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from velocity_mobility_ros.model import step, VehicleState
 from velocity_mobility_ros.validation import OneLineParser
 
-ENGINES = ('auto', 'vectorised', 'per-agent')
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
+
+
+class SwarmEngine(Protocol):
+    """What an engine does each control tick: deliveries, broadcasts, then every command."""
+
+    def tick(self, now: float, live: np.ndarray, positions: np.ndarray,
+             velocities: np.ndarray, target_msg: TargetStateMsg) -> tuple[np.ndarray, np.ndarray]:
+        """Return the commands (N, 3) of the working agents (zero rows if failed) and u (N,)."""
 
 
 class PerAgentSwarm:
@@ -102,6 +109,15 @@ class VectorisedSwarm:
         return c.step(live, positions, velocities, now), c.u
 
 
+# The one registry of engines: name -> factory(agent ids, gains, scenario).
+SWARM_ENGINES: dict[str, Callable[..., SwarmEngine]] = {
+    'vectorised': lambda ids, params, scenario: VectorisedSwarm(ids, params, scenario.delay),
+    'per-agent': lambda ids, params, scenario: PerAgentSwarm(
+        ids, params, scenario.loss, scenario.delay, scenario.seed),
+}
+ENGINES = ('auto',) + tuple(SWARM_ENGINES)
+
+
 @dataclass
 class RunResult:
     """Everything a run produced, in the shapes ``write_run_outputs`` takes."""
@@ -144,8 +160,7 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     start = initial_positions(n, scenario.radius, scenario.seed, target_start, scenario.altitude)
     bodies = VehicleState.at_rest(np.vstack((start, target_start)))
     target_model = scenario.target_model()
-    swarm = (VectorisedSwarm(ids, params, scenario.delay) if engine == 'vectorised'
-             else PerAgentSwarm(ids, params, scenario.loss, scenario.delay, scenario.seed))
+    swarm = SWARM_ENGINES[engine](ids, params, scenario)
     outages = SwarmOutages(ids, scenario.failures_per_min, scenario.failure_off_time,
                            scenario.failure_check_period, scenario.seed)
     steps_per_tick = round(period / vehicle.sim_dt)

@@ -24,6 +24,7 @@ import time
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from velocity_mobility_ros.signals import StopRequest
 from velocity_mobility_ros.validation import number, OneLineParser, read_yaml
 
@@ -50,7 +51,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         '--names', default='', help='comma-separated agent names (default uav1..uavN)'
     )
     parser.add_argument(
-        '--target-motion', default='static', choices=('static', 'random', 'waypoints')
+        '--target-motion', default='static', choices=TARGET_MOTIONS
     )
     parser.add_argument(
         '--failures-per-min', type=float, default=0.0, help='injected outages per agent-minute'
