@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from velocity_mobility_ros.validation import finite_float, from_mapping
+from velocity_mobility_ros.validation import bounded, from_mapping
 
 HEADING_MODES = ('command', 'velocity')
 CMD_FRAMES = ('world', 'body')
@@ -51,14 +51,9 @@ class VehicleParams:
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             if field.name != 'heading_mode':
-                value = finite_float(field.name, getattr(self, field.name))
-                object.__setattr__(self, field.name, value)
-                if value < 0.0:
-                    raise ValueError(f'{field.name} must be >= 0, got {value}')
-        if self.sim_dt <= 0.0:
-            raise ValueError(f'sim_dt must be > 0, got {self.sim_dt}')
-        if self.max_yaw_rate <= 0.0:
-            raise ValueError(f'max_yaw_rate must be > 0, got {self.max_yaw_rate}')
+                strict = field.name in ('sim_dt', 'max_yaw_rate')
+                object.__setattr__(self, field.name, bounded(
+                    field.name, getattr(self, field.name), 0.0, strict=strict))
         for name in ('tau_xy', 'tau_z'):
             tau = getattr(self, name)
             if 0.0 < tau <= self.sim_dt:
@@ -98,12 +93,10 @@ class InterfaceParams:
     world_frame: str = 'world'    # header.frame_id of the odometry
 
     def __post_init__(self) -> None:
-        for name in ('odom_rate', 'cmd_timeout'):
-            object.__setattr__(self, name, finite_float(name, getattr(self, name)))
-        if self.odom_rate <= 0.0:
-            raise ValueError(f'odom_rate must be > 0, got {self.odom_rate}')
-        if self.cmd_timeout < 0.0:
-            raise ValueError(f'cmd_timeout must be >= 0 (0 = off), got {self.cmd_timeout}')
+        object.__setattr__(self, 'odom_rate', bounded('odom_rate', self.odom_rate, 0.0,
+                                                      strict=True))
+        object.__setattr__(self, 'cmd_timeout', bounded('cmd_timeout (0 = off)',
+                                                        self.cmd_timeout, 0.0))
         _check_choice('cmd_frame', self.cmd_frame, CMD_FRAMES)
         if not isinstance(self.cmd_vel_stamped, bool):
             raise ValueError(f'cmd_vel_stamped must be a bool, got {self.cmd_vel_stamped!r}')

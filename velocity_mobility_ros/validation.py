@@ -13,12 +13,38 @@ Settings = TypeVar('Settings')
 
 def finite_float(name: str, value: Any) -> float:
     """``value`` as a float; ``ValueError`` naming ``name`` if it is not a finite number."""
+    return bounded(name, value)
+
+
+def bounded(name: str, value: Any, low: float | None = None, high: float | None = None,
+            strict: bool = False, high_strict: bool = False) -> float:
+    """
+    Return ``value`` as a finite float within the bounds: the one check of a bounded number.
+
+    ``ValueError`` names the rule: '<name> must be a number, got ...', '... must be finite',
+    '... must be > 0, got -1.0' (``strict``: the low bound excluded), '... must be < 1, got 1.0'
+    (``high_strict``). Every settings object, scenario, CLI option and node parameter of both
+    packages checks its numbers through this.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f'{name} must be a number, got {value!r}')
     value = float(value)
-    if not math.isfinite(value):
-        raise ValueError(f'{name} must be finite, got {value}')
+    rule = broken_rule(value, low, high, strict, high_strict)
+    if rule:
+        raise ValueError(f'{name} {rule}, got {value}')
     return value
+
+
+def broken_rule(value: float, low: float | None = None, high: float | None = None,
+                strict: bool = False, high_strict: bool = False) -> str | None:
+    """Return the rule ``value`` breaks ('must be finite', 'must be > 0', ...), or None."""
+    if not math.isfinite(value):
+        return 'must be finite'
+    if low is not None and (value < low or (strict and value == low)):
+        return f'must be {">" if strict else ">="} {low:g}'
+    if high is not None and (value > high or (high_strict and value == high)):
+        return f'must be {"<" if high_strict else "<="} {high:g}'
+    return None
 
 
 def from_mapping(cls: type[Settings], values: Mapping[str, Any], what: str = '') -> Settings:
@@ -75,10 +101,8 @@ def number(low: float | None = None, strict: bool = False, integer: bool = False
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f'expected {"an integer" if integer else "a number"}, got {text!r}') from None
-        if not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f'must be finite, got {text}')
-        if low is not None and (value < low or (strict and value == low)):
-            raise argparse.ArgumentTypeError(f'must be {">" if strict else ">="} {low:g}, '
-                                             f'got {text}')
+        rule = broken_rule(value, low, strict=strict)
+        if rule:  # the option's name comes from argparse
+            raise argparse.ArgumentTypeError(f'{rule}, got {text}')
         return value
     return parse

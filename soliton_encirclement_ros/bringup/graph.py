@@ -19,6 +19,7 @@ from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.scenario import initial_positions
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from soliton_encirclement_ros.interface import check_reliability, RELIABLE
+from velocity_mobility_ros.validation import bounded
 
 PACKAGE = 'soliton_encirclement_ros'
 MODES = ('sim', 'px4')
@@ -128,13 +129,9 @@ class SwarmPlan:
                     f'{name} must be one of {", ".join(allowed)}, got {getattr(self, name)!r}'
                 )
         for name in ('radius', 'control_period', 'odom_rate'):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-                raise ValueError(f'{name} must be a finite number > 0, got {value!r}')
+            bounded(name, getattr(self, name), 0.0, strict=True)
         for name in ('failures_per_min', 'failure_off_time', 'delay', 'real_time_factor'):
-            value = getattr(self, name)
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-                raise ValueError(f'{name} must be a finite number >= 0, got {value!r}')
+            bounded(name, getattr(self, name), 0.0)
         check_loss(self.loss)
         if self.positions and len(self.positions) != self.num_agents:
             raise ValueError(

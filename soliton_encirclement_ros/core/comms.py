@@ -10,12 +10,12 @@ With the defaults (no loss, no delay) a message is due as soon as it is received
 from __future__ import annotations
 
 from collections import deque
-import math
 from typing import Any, Optional
 
 import numpy as np
 
 from soliton_encirclement_ros.core.faults import seed_sequence
+from velocity_mobility_ros.validation import bounded, broken_rule
 
 COMMS_STREAM = 2  # RNG stream id of the loss draws (see faults.seed_sequence)
 TIME_EPS = 1e-9   # arrival times within this of ``now`` count as arrived
@@ -26,13 +26,8 @@ class ImpairedChannel:
 
     def __init__(self, loss: float = 0.0, delay: float = 0.0, seed: Optional[int] = None,
                  agent_id: int = 0):
-        loss, delay = float(loss), float(delay)
-        if not math.isfinite(loss) or not 0.0 <= loss <= 1.0:
-            raise ValueError(f'loss must be a probability in [0, 1], got {loss}')
-        if not math.isfinite(delay) or delay < 0.0:
-            raise ValueError(f'delay must be finite and >= 0 s, got {delay}')
-        self.loss = loss
-        self.delay = delay
+        self.loss = check_loss(loss)
+        self.delay = bounded('delay', delay, 0.0)
         self._rng = np.random.default_rng(seed_sequence(seed, agent_id, COMMS_STREAM))
         self._pending: deque[tuple[float, Any]] = deque()
 
@@ -57,6 +52,7 @@ def check_loss(loss: float) -> float:
 
     Else ``ValueError``: 1 would silence every link, not simulate a lossy one.
     """
-    if not 0.0 <= loss < 1.0:
-        raise ValueError(f'loss must be a probability in [0, 1), got {loss}')
-    return loss
+    if isinstance(loss, bool) or not isinstance(loss, (int, float)) or broken_rule(
+            float(loss), 0.0, 1.0, high_strict=True):
+        raise ValueError(f'loss must be a probability in [0, 1), got {loss!r}')
+    return float(loss)

@@ -16,6 +16,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from velocity_mobility_ros.validation import bounded
+
 FAULT_STREAM = 1  # RNG stream id of the outage process (see seed_sequence)
 
 
@@ -33,16 +35,9 @@ class OutageProcess:
 
     def __init__(self, failures_per_min: float = 1.0, off_time: float = 8.0,
                  check_period: float = 0.1, seed: Optional[int] = None, agent_id: int = 0):
-        for name, value, strict in (('failures_per_min', failures_per_min, False),
-                                    ('off_time', off_time, False),
-                                    ('check_period', check_period, True)):
-            value = float(value)
-            if not math.isfinite(value) or value < 0.0 or (strict and value == 0.0):
-                raise ValueError(f'{name} must be finite and {">" if strict else ">="} 0, '
-                                 f'got {value}')
-        self.failures_per_min = float(failures_per_min)
-        self.off_time = float(off_time)
-        self.check_period = float(check_period)
+        self.failures_per_min = bounded('failures_per_min', failures_per_min, 0.0)
+        self.off_time = bounded('off_time', off_time, 0.0)
+        self.check_period = bounded('check_period', check_period, 0.0, strict=True)
         self.probability = 1.0 - math.exp(-self.failures_per_min / 60.0 * self.check_period)
         self._rng = np.random.default_rng(seed_sequence(seed, agent_id, FAULT_STREAM))
         self._origin = None       # checks run at origin + k*check_period, k = 1, 2, ...

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import math
 from typing import Any, Mapping
 
-from velocity_mobility_ros.validation import finite_float, from_mapping
+from velocity_mobility_ros.validation import bounded, from_mapping
 
 AGENT_TIMEOUT_PERIODS = 3.0   # auto agent_state_timeout, in control periods
 TARGET_TIMEOUT_PERIODS = 5.0  # auto target_state_timeout, in control periods
@@ -125,15 +125,8 @@ class ControllerParams:
                 continue
             if f.metadata['nan_ok'] and isinstance(value, float) and math.isnan(value):
                 continue
-            value = finite_float(f.name, value)
-            object.__setattr__(self, f.name, value)
-            low, strict, high = f.metadata['low'], f.metadata['strict'], f.metadata['high']
-            if low is not None and (value < low or (strict and value == low)):
-                raise ValueError(
-                    f'{f.name} must be {">" if strict else ">="} {low:g}, got {value}'
-                )
-            if high is not None and value > high:
-                raise ValueError(f'{f.name} must be <= {high:g}, got {value}')
+            object.__setattr__(self, f.name, bounded(
+                f.name, value, f.metadata['low'], f.metadata['high'], f.metadata['strict']))
 
     @property
     def agent_timeout(self) -> float:

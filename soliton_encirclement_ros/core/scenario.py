@@ -19,7 +19,7 @@ from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.core.target_motion import make_target_motion
 from velocity_mobility_ros.params import VehicleParams
-from velocity_mobility_ros.validation import from_mapping, read_yaml
+from velocity_mobility_ros.validation import bounded, from_mapping, read_yaml
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
 TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
@@ -40,16 +40,6 @@ def initial_positions(n: int, radius: float, seed: Optional[int],
     c = np.asarray(center, dtype=float)
     return np.column_stack((c[0] + a * radius * np.cos(theta), c[1] + b * radius * np.sin(theta),
                             np.full(n, c[2] + altitude)))
-
-
-def _number(name: str, value: Any, minimum: float, strict: bool) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f'{name} must be a number, got {value!r}')
-    value = float(value)
-    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-        raise ValueError(f'{name} must be finite and {">" if strict else ">="} {minimum:g}, '
-                         f'got {value}')
-    return value
 
 
 @dataclass(frozen=True)
@@ -98,12 +88,13 @@ class Scenario:
                 ('failure_off_time', 0.0, False), ('failure_check_period', 0.0, True),
                 ('loss', 0.0, False), ('delay', 0.0, False),
                 ('altitude', -math.inf, False), ('omega_ref', -math.inf, False)):
-            object.__setattr__(self, name, _number(name, getattr(self, name), minimum, strict))
+            object.__setattr__(self, name,
+                               bounded(name, getattr(self, name), minimum, strict=strict))
         check_loss(self.loss)
         object.__setattr__(self, 'waypoints', tuple(tuple(p) for p in self.waypoints))
         if self.arrival_times is not None:
             object.__setattr__(self, 'arrival_times', tuple(self.arrival_times))
-        object.__setattr__(self, 'lambdas', {int(k): _number(f'lambdas[{k}]', v, 0.0, True)
+        object.__setattr__(self, 'lambdas', {int(k): bounded(f'lambdas[{k}]', v, 0.0, strict=True)
                                              for k, v in dict(self.lambdas).items()})
         # Build once so that bad gains, limits or waypoints fail here, naming the field.
         self.controller_params()

@@ -13,6 +13,8 @@ from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 import numpy as np
 
+from velocity_mobility_ros.validation import bounded
+
 # Waypoint following: proportional gain on the position error [1/s] and the distance [m]
 # within which a waypoint counts as reached (untimed mode).
 POSITION_GAIN = 1.0
@@ -20,10 +22,7 @@ ARRIVAL_RADIUS = 0.5
 
 
 def _positive(name: str, value: float) -> float:
-    value = float(value)
-    if not math.isfinite(value) or value <= 0.0:
-        raise ValueError(f'{name} must be finite and > 0, got {value}')
-    return value
+    return bounded(name, value, 0.0, strict=True)
 
 
 def _limit_xy(v: np.ndarray, speed: float) -> np.ndarray:

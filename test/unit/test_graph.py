@@ -97,7 +97,7 @@ def test_single_agent_plan_keeps_an_explicit_id():
     ({'num_agents': 2, 'names': ('a',)}, 'names has 1 entries'),
     ({'num_agents': 1, 'names': ('9lives',)}, 'ROS name tokens'),
     ({'num_agents': 1, 'names': ('target',)}, 'ROS name tokens'),
-    ({'radius': -1.0}, 'radius must be a finite number > 0'),
+    ({'radius': -1.0}, 'radius must be > 0, got -1.0'),
     ({'loss': 1.0}, 'loss must be a probability in [0, 1)'),
     ({'target_motion': 'orbit'}, 'target_motion must be one of'),
     ({'num_agents': 2, 'ids': (1, 1)}, 'ids must be 2 distinct integers'),

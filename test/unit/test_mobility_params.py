@@ -85,7 +85,7 @@ def test_interface_params_validation():
         InterfaceParams(odom_rate=0.0)
     with pytest.raises(ValueError, match=r'^odom_rate must be finite, got nan'):
         InterfaceParams(odom_rate=math.nan)
-    with pytest.raises(ValueError, match=r'^cmd_timeout must be >= 0 \(0 = off\), got -1.0'):
+    with pytest.raises(ValueError, match=r'^cmd_timeout \(0 = off\) must be >= 0, got -1.0'):
         InterfaceParams(cmd_timeout=-1.0)
     with pytest.raises(ValueError, match=r"^cmd_frame must be one of world, body, got 'map'"):
         InterfaceParams(cmd_frame='map')
