@@ -388,5 +388,9 @@ def main(args: list[str] | None = None) -> None:
     spin_node(MobilityNode, args)
 
 
+# Everything mobility_node declares, in order (the README table comes from it).
+PARAMETERS = (*MOBILITY_PARAMS, *MobilityNode.POSE_PARAMS, *CLOCK_PARAMS)
+
+
 if __name__ == '__main__':
     main()

@@ -33,6 +33,7 @@ class ParamSpec:
     high: float | None = None
     read_only: bool = False
     value_type: Parameter.Type | None = None
+    strict: bool = False  # ``low`` itself excluded (checked by the settings; ROS ranges include)
 
     @property
     def is_array(self) -> bool:
@@ -186,3 +187,35 @@ def declare_validated(node: Node, specs: Sequence[ParamSpec],
     node.add_on_set_parameters_callback(check)
     node.add_post_set_parameters_callback(apply_changes)
     return settings
+
+
+def markdown_table(specs: Iterable[ParamSpec]) -> str:
+    """Return the README table of ``specs``: name, default, range and description, one row each."""
+    rows = ['| parameter | default | range | description |', '|---|---|---|---|']
+    for spec in specs:
+        name = f'`{spec.name}`' + (' (read-only)' if spec.read_only else '')
+        if spec.low is not None and spec.high is not None:
+            bounds = f'{_cell(spec.low)} – {_cell(spec.high)}'
+            if spec.strict:
+                bounds = f'> {_cell(spec.low)}, ≤ {_cell(spec.high)}'
+        elif spec.low is not None:
+            bounds = f'{">" if spec.strict else "≥"} {_cell(spec.low)}'
+        elif spec.high is not None:
+            bounds = f'≤ {_cell(spec.high)}'
+        else:
+            bounds = ''
+        description = spec.description.replace('|', '\\|')
+        rows.append(f'| {name} | {_cell(spec.default)} | {bounds} | {description} |')
+    return '\n'.join(rows) + '\n'
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, bool):
+        return f'{value}'.lower()
+    if isinstance(value, float):
+        return 'NaN' if math.isnan(value) else repr(value)
+    if isinstance(value, str):
+        return f"`'{value}'`" if value else "`''`"
+    if isinstance(value, (list, tuple)):
+        return '[' + ', '.join(_cell(v) for v in value) + ']'
+    return str(value)

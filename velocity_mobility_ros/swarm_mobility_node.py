@@ -11,7 +11,8 @@ from typing import Any, Sequence
 import numpy as np
 from rclpy.parameter import Parameter
 
-from velocity_mobility_ros.mobility_node import MobilityNodeBase, VehicleIO
+from velocity_mobility_ros.mobility_node import (
+    CLOCK_PARAMS, MOBILITY_PARAMS, MobilityNodeBase, VehicleIO)
 from velocity_mobility_ros.model import VehicleState
 from velocity_mobility_ros.ros_params import declare, ParamSpec
 from velocity_mobility_ros.spin import spin_node
@@ -25,6 +26,8 @@ SWARM_PARAMS = (
     ParamSpec('initial_yaws', [], 'Initial yaws [rad] in vehicle_names order; empty = all 0',
               read_only=True, value_type=Parameter.Type.DOUBLE_ARRAY),
 )
+# Everything swarm_mobility_node declares, in order (the README table comes from it).
+PARAMETERS = (*MOBILITY_PARAMS, *SWARM_PARAMS, *CLOCK_PARAMS)
 
 
 def swarm_initial_state(names: Sequence[str], initial_positions: Sequence[float],

@@ -56,7 +56,8 @@ def controller_specs() -> list[ParamSpec]:
     """One parameter per ControllerParams field: default, description and range from the core."""
     defaults = ControllerParams()
     return [ParamSpec(f.name, getattr(defaults, f.name), describe(f),
-                      low=f.metadata['low'], high=f.metadata['high'])
+                      low=f.metadata['low'], high=f.metadata['high'],
+                      strict=f.metadata['strict'])
             for f in dataclasses.fields(ControllerParams)]
 
 
@@ -77,6 +78,8 @@ NODE_SPECS = [
               'agent_id)', low=0, high=2**31 - 1, read_only=True),
     SWARM_RELIABILITY_SPEC,
 ]
+# Everything agent_node declares, in order (the README's table is generated from it).
+PARAMETERS = (*controller_specs(), *NODE_SPECS)
 
 
 class AgentNode(Node):

@@ -77,6 +77,7 @@ SPECS = [
     ),
     SWARM_RELIABILITY_SPEC,
 ]
+PARAMETERS = tuple(SPECS)  # everything metrics_node declares (the README table comes from it)
 
 
 class MetricsNode(Node):

@@ -121,6 +121,7 @@ SPECS = [
     ParamSpec('world_frame', 'world', 'header.frame_id of /target/odom', read_only=True),
     SWARM_RELIABILITY_SPEC,
 ]
+PARAMETERS = tuple(SPECS)  # everything target_node declares (the README table comes from it)
 
 
 class TargetNode(Node):

@@ -107,6 +107,7 @@ PARAMS = (
     ParamSpec('origin_enu', [0.0, 0.0, 0.0], "position [m] of this PX4's local origin in the "
               'world ENU frame (each PX4 starts its local frame where it initialised)'),
 )
+PARAMETERS = PARAMS  # everything px4_bridge_node declares (the README table comes from it)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,83 @@
+"""
+Write (or check) the README's parameter tables from the nodes' own parameter specs.
+
+    .venv/bin/python scripts/readme_parameters.py          # rewrite the tables in README.md
+    .venv/bin/python scripts/readme_parameters.py --check  # exit 1 if README.md is stale
+
+Each table sits between ``<!-- parameters: NODE -->`` and ``<!-- end parameters -->``; its
+rows come from the ParamSpec lists the node declares (description, unit and bounds live there
+and, for the controller gains, in ``ControllerParams``' field metadata), so the README cannot
+drift from the code. ``test/ros/test_readme_parameters.py`` runs the check.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+import re
+import sys
+
+README = Path(__file__).resolve().parents[1] / 'README.md'
+BLOCK = re.compile(
+    r'(<!-- parameters: (?P<node>\w+) -->\n)(?P<table>.*?)(<!-- end parameters -->)', re.S)
+
+
+def node_parameters() -> dict:
+    """Return every node's parameter specs, in declaration order, by executable name."""
+    from soliton_encirclement_ros.nodes import agent_node, metrics_node, target_node
+    from soliton_encirclement_ros.px4 import bridge_node
+    from velocity_mobility_ros import mobility_node, swarm_mobility_node
+    return {
+        'mobility_node': mobility_node.PARAMETERS,
+        'swarm_mobility_node': swarm_mobility_node.PARAMETERS,
+        'agent_node': agent_node.PARAMETERS,
+        'target_node': target_node.PARAMETERS,
+        'metrics_node': metrics_node.PARAMETERS,
+        'px4_bridge_node': bridge_node.PARAMETERS,
+    }
+
+
+def blocks() -> dict:
+    """Return the README's tables by block name: the nodes' specs, shared ones once."""
+    from velocity_mobility_ros import mobility_node, swarm_mobility_node
+    nodes = node_parameters()
+    return {
+        'vehicle': mobility_node.MOBILITY_PARAMS,
+        'mobility_node': mobility_node.MobilityNode.POSE_PARAMS,
+        'swarm_mobility_node': swarm_mobility_node.SWARM_PARAMS,
+        'clock': mobility_node.CLOCK_PARAMS,
+        **{name: nodes[name] for name in ('agent_node', 'target_node', 'metrics_node',
+                                          'px4_bridge_node')},
+    }
+
+
+def render(text: str) -> str:
+    """Return ``text`` with every parameter block regenerated."""
+    from velocity_mobility_ros.ros_params import markdown_table
+    tables = blocks()
+
+    def table(match: re.Match) -> str:
+        node = match.group('node')
+        if node not in tables:
+            raise SystemExit(f'README.md names no known node in a parameters block: {node}')
+        return match.group(1) + markdown_table(tables[node]) + match.group(4)
+    return BLOCK.sub(table, text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
+    parser.add_argument('--check', action='store_true', help='only check; exit 1 if stale')
+    args = parser.parse_args(argv)
+    text = README.read_text()
+    new = render(text)
+    if args.check:
+        if new != text:
+            print('README.md parameter tables are stale: run scripts/readme_parameters.py',
+                  file=sys.stderr)
+            return 1
+        return 0
+    README.write_text(new)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
