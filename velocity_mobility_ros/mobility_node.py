@@ -24,6 +24,7 @@ from rclpy.time import Time
 from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
+from velocity_mobility_ros.commands import CommandBuffer
 from velocity_mobility_ros.geometry import body_to_world
 from velocity_mobility_ros.messages import fill_odometry, new_odometry, write_twist
 from velocity_mobility_ros.model import step, VehicleState
@@ -118,19 +119,8 @@ class MobilityNodeBase(Node):
         self._state = state
         self._decimation = self._interface.odom_decimation(self._vehicle.sim_dt)
         self._steps = 0
-        # Persistent commands (world or body frame, as cmd_frame says) and their receipt times.
-        self._cmd_linear = np.zeros((n, 3))
-        self._cmd_angular = np.zeros((n, 3))
-        # The newest command, in force from the first step after the instant it arrived: a
-        # step never depends on whether a command of the same instant was delivered before it.
-        self._next_linear = np.zeros((n, 3))
-        self._next_angular = np.zeros((n, 3))
-        self._next_time_ns = np.zeros(n, dtype=np.int64)
-        self._has_next = np.zeros(n, dtype=bool)
-        self._cmd_time_ns = np.zeros(n, dtype=np.int64)
-        self._cmd_live = np.zeros(n, dtype=bool)  # a command in force, subject to the timeout
-        self._cmd_timed_out = np.zeros(n, dtype=bool)
-        self._rejected = np.zeros(n, dtype=np.uint32)
+        # Commands (world or body frame, as cmd_frame says), their timing and timeout.
+        self._commands = CommandBuffer(n)
 
         msg_type = TwistStamped if self._interface.cmd_vel_stamped else Twist
         self._cmd_subs = [
@@ -186,12 +176,12 @@ class MobilityNodeBase(Node):
 
         Zeros after a timeout.
         """
-        return np.where(self._has_next[:, None], self._next_linear, self._cmd_linear)
+        return self._commands.newest_linear
 
     @property
     def rejected_commands(self) -> np.ndarray:
         """Rejected (non-finite) commands per vehicle, in vehicle order."""
-        return self._rejected.copy()
+        return self._commands.rejected.copy()
 
     def _apply_params(self, settings: tuple[VehicleParams, InterfaceParams]) -> None:
         self._vehicle, self._interface = settings
@@ -212,35 +202,21 @@ class MobilityNodeBase(Node):
         return warn
 
     def _command_callback(self, index: int) -> Callable[[Twist | TwistStamped], None]:
-        linear, angular = self._next_linear[index], self._next_angular[index]
+        linear, angular = np.zeros(3), np.zeros(3)
 
         def on_command(msg: Twist | TwistStamped) -> None:
-            now_ns = self._now().nanoseconds
-            if self._has_next[index] and self._next_time_ns[index] < now_ns:
-                self._promote(index)
             try:
                 write_twist(msg, linear, angular)
             except ValueError as error:
-                self._rejected[index] += 1
+                count = self._commands.reject(index)
                 self._publish_rejected()
                 self.get_logger().warning(
                     f'{self._names[index]}: rejected cmd_vel ({error}); the last valid command '
-                    f'stays in force ({self._rejected[index]} rejected so far)',
-                    throttle_duration_sec=1.0)
+                    f'stays in force ({count} rejected so far)', throttle_duration_sec=1.0)
                 return
-            if self._cmd_timed_out[index]:
-                self._cmd_timed_out[index] = False
+            if self._commands.receive(index, linear, angular, self._now().nanoseconds):
                 self.get_logger().info(f'{self._names[index]}: cmd_vel resumed')
-            self._cmd_time_ns[index] = self._next_time_ns[index] = now_ns
-            self._has_next[index] = True
-            self._cmd_live[index] = True
         return on_command
-
-    def _promote(self, due: np.ndarray | int) -> None:
-        """Put the newest commands of the ``due`` vehicles (mask or index) in force."""
-        self._cmd_linear[due] = self._next_linear[due]
-        self._cmd_angular[due] = self._next_angular[due]
-        self._has_next[due] = False
 
     def _now(self) -> Time:
         """
@@ -256,24 +232,8 @@ class MobilityNodeBase(Node):
         msg = UInt32MultiArray()
         msg.layout.dim = [MultiArrayDimension(
             label='vehicle', size=len(self._names), stride=len(self._names))]
-        msg.data = self._rejected.tolist()
+        msg.data = self._commands.rejected.tolist()
         self._rejected_pub.publish(msg)
-
-    def _expire_commands(self, now_ns: int) -> None:
-        """Zero the commands of vehicles without a valid one for cmd_timeout (logged once)."""
-        timeout_ns = int(self._interface.cmd_timeout * 1e9)
-        if timeout_ns <= 0 or not self._cmd_live.any():
-            return
-        expired = self._cmd_live & (now_ns - self._cmd_time_ns > timeout_ns)
-        for index in np.flatnonzero(expired):
-            self._cmd_linear[index] = 0.0
-            self._cmd_angular[index] = 0.0
-            self._has_next[index] = False
-            self._cmd_live[index] = False
-            self._cmd_timed_out[index] = True
-            self.get_logger().warning(
-                f'{self._names[index]}: no valid cmd_vel for {self._interface.cmd_timeout} s; '
-                'braking to a hover')
 
     def _tick(self) -> None:
         if self._clock_pub is not None:
@@ -331,19 +291,22 @@ class MobilityNodeBase(Node):
         return 1 + extra
 
     def _step_to(self, now_ns: int, steps: int) -> None:
-        """Return ``steps`` steps of sim_dt ending at ``now_ns``; odometry stamped ``now_ns``."""
+        """Take ``steps`` steps of sim_dt ending at ``now_ns``; odometry stamped ``now_ns``."""
         if steps <= 0:
             return
         dt_ns = round(self._vehicle.sim_dt * 1e9)
         odometry_due = False
         for k in range(steps - 1, -1, -1):
             t_ns = now_ns - k * dt_ns
-            self._promote(self._has_next & (self._next_time_ns < t_ns))
-            self._expire_commands(t_ns)
-            v_des = self._cmd_linear
+            commands = self._commands
+            for index in commands.advance(t_ns, int(self._interface.cmd_timeout * 1e9)):
+                self.get_logger().warning(
+                    f'{self._names[index]}: no valid cmd_vel for {self._interface.cmd_timeout} '
+                    's; braking to a hover')
+            v_des = commands.linear
             if self._interface.cmd_frame == 'body':
                 v_des = body_to_world(v_des, self._state.yaw)
-            self._state = step(self._state, v_des, self._vehicle, self._cmd_angular[:, 2])
+            self._state = step(self._state, v_des, self._vehicle, commands.angular[:, 2])
             self._steps += 1
             odometry_due |= self._steps % self._decimation == 0
         if odometry_due:
