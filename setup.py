@@ -36,8 +36,8 @@ setup(
     },
     entry_points={
         'console_scripts': [
-            'mobility_node = velocity_mobility_ros.mobility_node:main',
-            'swarm_mobility_node = velocity_mobility_ros.swarm_mobility_node:main',
+            'mobility_node = velocity_mobility_ros.nodes.mobility_node:main',
+            'swarm_mobility_node = velocity_mobility_ros.nodes.swarm_mobility_node:main',
             'agent_node = soliton_encirclement_ros.nodes.agent_node:main',
             'target_node = soliton_encirclement_ros.nodes.target_node:main',
             'metrics_node = soliton_encirclement_ros.nodes.metrics_node:main',

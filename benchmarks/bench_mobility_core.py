@@ -15,8 +15,8 @@ import timeit
 
 import numpy as np
 
-from velocity_mobility_ros.model import step, VehicleState
-from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.core.model import step, VehicleState
+from velocity_mobility_ros.core.params import VehicleParams
 
 CONFIGS = {
     'defaults (reference)': VehicleParams(),

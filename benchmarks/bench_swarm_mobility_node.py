@@ -29,7 +29,7 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 import yaml
 
-from velocity_mobility_ros.mobility_node import SIM_QOS
+from velocity_mobility_ros.nodes.mobility_node import SIM_QOS
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -60,7 +60,7 @@ def main() -> None:
     write_params(params_file, names, args.odom_rate, args.sim_dt)
     exe = shutil.which('swarm_mobility_node', path=str(Path(sys.executable).parent))
     command = ([exe] if exe else [sys.executable, '-m',
-                                  'velocity_mobility_ros.swarm_mobility_node'])
+                                  'velocity_mobility_ros.nodes.swarm_mobility_node'])
     node_proc = subprocess.Popen(command + ['--ros-args', '--params-file', str(params_file)])
 
     rclpy.init()

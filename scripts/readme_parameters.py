@@ -25,7 +25,7 @@ def node_parameters() -> dict:
     """Return every node's parameter specs, in declaration order, by executable name."""
     from soliton_encirclement_ros.nodes import agent_node, metrics_node, target_node
     from soliton_encirclement_ros.px4 import bridge_node
-    from velocity_mobility_ros import mobility_node, swarm_mobility_node
+    from velocity_mobility_ros.nodes import mobility_node, swarm_mobility_node
     return {
         'mobility_node': mobility_node.PARAMETERS,
         'swarm_mobility_node': swarm_mobility_node.PARAMETERS,
@@ -38,7 +38,7 @@ def node_parameters() -> dict:
 
 def blocks() -> dict:
     """Return the README's tables by block name: the nodes' specs, shared ones once."""
-    from velocity_mobility_ros import mobility_node, swarm_mobility_node
+    from velocity_mobility_ros.nodes import mobility_node, swarm_mobility_node
     nodes = node_parameters()
     return {
         'vehicle': mobility_node.MOBILITY_PARAMS,

@@ -27,8 +27,8 @@ from soliton_encirclement_ros.core.law import encirclement_step, fallback_comman
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, NO_NEIGHBOUR)
 from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
-from velocity_mobility_ros.geometry import TWO_PI, wrap_2pi
-from velocity_mobility_ros.model import step, VehicleState
+from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi
+from velocity_mobility_ros.core.model import step, VehicleState
 
 # Scenario fields that may differ between the runs of one batch.
 PER_RUN_FIELDS = ('seed', 'failures_per_min', 'failure_off_time', 'failure_check_period',

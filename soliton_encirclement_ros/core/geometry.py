@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from velocity_mobility_ros.geometry import wrap_2pi
+from velocity_mobility_ros.core.geometry import wrap_2pi
 
 R_EPS = 1e-9  # below this distance [m] the direction to the target is undefined
 

@@ -14,7 +14,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame
 from soliton_encirclement_ros.core.params import ControllerParams
-from velocity_mobility_ros.geometry import saturate, wrap_2pi
+from velocity_mobility_ros.core.geometry import saturate, wrap_2pi
 
 DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from velocity_mobility_ros.geometry import TWO_PI, wrap_2pi
+from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi
 
 METRIC_NAMES = ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min')
 

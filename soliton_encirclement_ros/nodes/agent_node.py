@@ -40,7 +40,7 @@ from soliton_encirclement_ros.interface import (
     AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.nodes.swarm_topics import (
     create_swarm_publisher, create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
-from velocity_mobility_ros.messages import odometry_to_arrays
+from velocity_mobility_ros.nodes.messages import odometry_to_arrays
 from velocity_mobility_ros.ros_params import declare, declare_validated, ParamSpec
 from velocity_mobility_ros.spin import spin_node
 

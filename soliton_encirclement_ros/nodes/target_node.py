@@ -21,9 +21,9 @@ from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from soliton_encirclement_ros.interface import target_state_to_msg, TARGET_STATE_TOPIC
 from soliton_encirclement_ros.nodes.swarm_topics import (
     create_swarm_publisher, reliability_of, SWARM_RELIABILITY_SPEC)
-from velocity_mobility_ros.messages import odometry_to_arrays, to_odometry
-from velocity_mobility_ros.model import step, VehicleState
-from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.core.model import step, VehicleState
+from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.nodes.messages import odometry_to_arrays, to_odometry
 from velocity_mobility_ros.ros_params import declare, ParamSpec
 from velocity_mobility_ros.spin import spin_node
 

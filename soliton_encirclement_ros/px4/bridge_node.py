@@ -33,7 +33,7 @@ from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
-from velocity_mobility_ros.messages import new_odometry
+from velocity_mobility_ros.nodes.messages import new_odometry
 from velocity_mobility_ros.ros_params import declare_validated, ParamSpec
 from velocity_mobility_ros.spin import spin_node
 

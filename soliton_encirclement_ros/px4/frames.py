@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from transforms3d.quaternions import mat2quat, qmult, quat2mat
 
-from velocity_mobility_ros.geometry import wrap_angle
+from velocity_mobility_ros.core.geometry import wrap_angle
 
 # Axis changes (each is a proper rotation and its own inverse).
 NED_TO_ENU = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])

@@ -39,7 +39,7 @@ from soliton_encirclement_ros.core.params import PRESETS
 from soliton_encirclement_ros.core.scenario import initial_positions, load_scenario, Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
-from velocity_mobility_ros.model import step, VehicleState
+from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.validation import OneLineParser
 
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents

@@ -31,7 +31,7 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
-from velocity_mobility_ros.swarm_mobility_node import SwarmMobilityNode
+from velocity_mobility_ros.nodes.swarm_mobility_node import SwarmMobilityNode
 
 NODE_CLASSES = {
     'swarm_mobility_node': SwarmMobilityNode,

@@ -45,7 +45,7 @@ from soliton_encirclement_ros.core import batch_engine
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
-from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.core.params import VehicleParams
 from velocity_mobility_ros.validation import number, OneLineParser, read_yaml
 
 RUNS_FILE, SUMMARY_FILE, SPEC_FILE = 'runs.csv', 'summary.csv', 'sweep.json'

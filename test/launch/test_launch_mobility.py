@@ -14,7 +14,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 
 from launch_checks import not_installed_reason
-from velocity_mobility_ros.mobility_node import SIM_QOS
+from velocity_mobility_ros.nodes.mobility_node import SIM_QOS
 
 launch_pytest = pytest.importorskip(
     'launch_pytest', reason='launch_pytest is not installed (pip-only ROS 2): needs a ROS 2 '

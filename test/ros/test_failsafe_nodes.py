@@ -20,7 +20,7 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from support.harness import Harness, SIM, target_harness
-from velocity_mobility_ros.messages import to_odometry
+from velocity_mobility_ros.nodes.messages import to_odometry
 
 PERIOD = 0.05
 TARGET_V = (1.0, 0.0, 0.0)

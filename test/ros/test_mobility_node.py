@@ -23,10 +23,10 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt32MultiArray
 from transforms3d.euler import euler2quat
 
-from velocity_mobility_ros.messages import (
+from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.nodes.messages import (
     odometry_to_arrays, to_odometry, twist_to_arrays, twist_values)
-from velocity_mobility_ros.mobility_node import COUNTER_QOS, MobilityNode, SIM_QOS
-from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.nodes.mobility_node import COUNTER_QOS, MobilityNode, SIM_QOS
 
 REPO = Path(__file__).resolve().parents[2]
 MOBILITY_YAML = REPO / 'config' / 'mobility.yaml'
@@ -349,7 +349,7 @@ class MobilityProcess:
     def __enter__(self):
         exe = Path(sys.executable).parent / 'mobility_node'
         command = [str(exe)] if exe.exists() else [sys.executable, '-m',
-                                                   'velocity_mobility_ros.mobility_node']
+                                                   'velocity_mobility_ros.nodes.mobility_node']
         self.proc = subprocess.Popen(
             command + ['--ros-args', '-r', f'__ns:=/{self.ns}', *self.ros_args]
         )

@@ -18,8 +18,8 @@ from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
-from velocity_mobility_ros.mobility_node import MobilityNode
-from velocity_mobility_ros.swarm_mobility_node import SwarmMobilityNode
+from velocity_mobility_ros.nodes.mobility_node import MobilityNode
+from velocity_mobility_ros.nodes.swarm_mobility_node import SwarmMobilityNode
 
 NODES = {
     'agent': lambda ctx: AgentNode(context=ctx, namespace='/uav1'),

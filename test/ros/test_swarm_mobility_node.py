@@ -15,9 +15,9 @@ from rclpy.parameter import Parameter
 from std_msgs.msg import UInt32MultiArray
 from test_mobility_node import SimGraph, twist, velocities
 
-from velocity_mobility_ros.messages import odometry_to_arrays
-from velocity_mobility_ros.mobility_node import COUNTER_QOS
-from velocity_mobility_ros.swarm_mobility_node import swarm_initial_state, SwarmMobilityNode
+from velocity_mobility_ros.nodes.messages import odometry_to_arrays
+from velocity_mobility_ros.nodes.mobility_node import COUNTER_QOS
+from velocity_mobility_ros.nodes.swarm_mobility_node import swarm_initial_state, SwarmMobilityNode
 
 SWARM_YAML = Path(__file__).resolve().parents[2] / 'config' / 'swarm_mobility.yaml'
 

@@ -19,7 +19,7 @@ from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
 from support.harness import Harness, SIM, target_harness
-from velocity_mobility_ros.messages import to_odometry
+from velocity_mobility_ros.nodes.messages import to_odometry
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from soliton_encirclement_ros.core.controller import TargetStateMsg
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.sim.batch_sim import PerAgentSwarm, VectorisedSwarm
-from velocity_mobility_ros.model import step, VehicleState
-from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.core.model import step, VehicleState
+from velocity_mobility_ros.core.params import VehicleParams
 
 
 class Run(NamedTuple):

@@ -1,7 +1,7 @@
 """The command buffer of the mobility nodes, pure: when a command takes effect, the timeout."""
 import numpy as np
 
-from velocity_mobility_ros.commands import CommandBuffer
+from velocity_mobility_ros.core.commands import CommandBuffer
 
 MS = 1_000_000  # ns
 

@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from velocity_mobility_ros.geometry import body_to_world, world_to_body, wrap_angle
-from velocity_mobility_ros.model import (
+from velocity_mobility_ros.core.geometry import body_to_world, world_to_body, wrap_angle
+from velocity_mobility_ros.core.model import (
     apply_acceleration_limits, apply_velocity_limits, integrate_position, step, VehicleState)
-from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.core.params import VehicleParams
 
 
 def test_reference_worked_values():

@@ -6,8 +6,8 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 import numpy as np
 
-from velocity_mobility_ros.model import step, VehicleState
-from velocity_mobility_ros.params import VehicleParams
+from velocity_mobility_ros.core.model import step, VehicleState
+from velocity_mobility_ros.core.params import VehicleParams
 
 TOL = 1e-9
 N = 4

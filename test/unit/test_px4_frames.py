@@ -11,7 +11,7 @@ from soliton_encirclement_ros.px4.frames import (
     enu_to_ned, flu_to_frd, frd_to_flu, ned_to_enu, OdometryFrameError, q_enu_flu_to_ned_frd,
     q_ned_frd_to_enu_flu, vehicle_odometry_to_enu, yaw_enu_to_ned, yaw_ned_to_enu,
     yaw_rate_enu_to_ned)
-from velocity_mobility_ros.geometry import wrap_angle
+from velocity_mobility_ros.core.geometry import wrap_angle
 
 finite = st.floats(-1e3, 1e3, allow_nan=False)
 vectors = st.tuples(finite, finite, finite).map(np.array)

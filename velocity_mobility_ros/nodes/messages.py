@@ -17,7 +17,7 @@ from numpy.typing import ArrayLike
 from transforms3d.euler import euler2quat, quat2euler
 from transforms3d.quaternions import quat2mat
 
-from velocity_mobility_ros.geometry import world_to_body
+from velocity_mobility_ros.core.geometry import world_to_body
 
 TWIST_FIELDS = ('linear.x', 'linear.y', 'linear.z', 'angular.x', 'angular.y', 'angular.z')
 

@@ -11,9 +11,9 @@ from typing import Any, Sequence
 import numpy as np
 from rclpy.parameter import Parameter
 
-from velocity_mobility_ros.mobility_node import (
+from velocity_mobility_ros.core.model import VehicleState
+from velocity_mobility_ros.nodes.mobility_node import (
     CLOCK_PARAMS, MOBILITY_PARAMS, MobilityNodeBase, VehicleIO)
-from velocity_mobility_ros.model import VehicleState
 from velocity_mobility_ros.ros_params import declare, ParamSpec
 from velocity_mobility_ros.spin import spin_node
 
