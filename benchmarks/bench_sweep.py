@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import argparse
 import os
-from pathlib import Path
 import resource
 import subprocess
-import sys
 import tempfile
 import time
 
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim.executables import find_executable
 from soliton_encirclement_ros.sim.sweep import chunks, Run, run_chunk
 
 
@@ -42,7 +41,7 @@ def sweep_throughput(agents: int, duration: float, runs: int, workers: int = 1) 
 
 def batch_sim_throughput(agents: int, duration: float, seeds: int) -> tuple:
     """Return (agent-s per CPU-s, CPU s per run) of one ``batch_sim`` process per run."""
-    exe = Path(sys.executable).parent / 'batch_sim'
+    exe = find_executable('batch_sim')
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as out:
         for seed in range(seeds):

@@ -15,7 +15,6 @@ from pathlib import Path
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from typing import Callable
@@ -30,6 +29,7 @@ from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
+from soliton_encirclement_ros.sim.executables import find_executable
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
 STOP_TIMEOUT = 10.0      # wall s a node gets to exit after SIGINT, then after SIGTERM
@@ -39,29 +39,6 @@ STALL_TIMEOUT = 30.0     # wall s without clock progress before giving up
 def executable_path(spec: NodeSpec) -> str:
     """Return the node's console script (see :func:`find_executable`)."""
     return find_executable(spec.executable, spec.package)
-
-
-def find_executable(executable: str, package: str = 'soliton_encirclement_ros') -> str:
-    """
-    Return a console script of ``package``.
-
-    Beside this Python (pip/venv), in the ament prefix (colcon: ``<prefix>/lib/<package>/``) or on
-    PATH; ``FileNotFoundError`` otherwise.
-    """
-    local = Path(sys.executable).parent / executable
-    if local.exists():
-        return str(local)
-    try:
-        from ament_index_python.packages import get_package_prefix
-        candidate = Path(get_package_prefix(package)) / 'lib' / package / executable
-        if candidate.exists():
-            return str(candidate)
-    except (ImportError, LookupError):
-        pass
-    found = shutil.which(executable)
-    if found is None:
-        raise FileNotFoundError(f'executable {executable} of {package} not found')
-    return found
 
 
 class ProcessGraph:

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from soliton_encirclement_ros.sim.processes import find_executable
+from soliton_encirclement_ros.sim.executables import find_executable
 
 NODES = [
     ('agent_node', ['--ros-args', '-r', '__ns:=/uav1']),

@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
@@ -23,13 +22,13 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.batch_sim import main as batch_sim_main
 from soliton_encirclement_ros.sim.batch_sim import simulate
+from soliton_encirclement_ros.sim.executables import find_executable
 from soliton_encirclement_ros.sim.sweep import main, RESULT_COLUMNS, run_chunk
 
 # Failures with outages shorter than the liveness timeouts, loss, delay and a moving target:
 # everything that makes receivers disagree, so nothing here can hold by accident.
 IMPAIRED = {'agents': 6, 'duration': 12.0, 'control_period': 0.05, 'target_motion': 'random',
             'failures_per_min': 8.0, 'failure_off_time': 0.1, 'loss': 0.2, 'delay': 0.05}
-SWEEP = Path(sys.executable).parent / 'sweep_sim'
 
 
 def _write_spec(path: Path, **spec) -> Path:
@@ -176,7 +175,9 @@ def test_ctrl_c_keeps_the_finished_runs_and_resume_completes_them(tmp_path):
                        scenario={'agents': 8, 'duration': 40.0, 'control_period': 0.05},
                        grid={'k_r': gains})
     out = tmp_path / 'out'
-    cmd = [str(SWEEP), str(spec), '--out', str(out), '--workers', '1', '--no-plots']
+    # Beside Python (pip) or in the ament prefix (colcon test), as the runner finds nodes.
+    cmd = [find_executable('sweep_sim'), str(spec), '--out', str(out), '--workers', '1',
+           '--no-plots']
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120.0
