@@ -19,7 +19,7 @@ from soliton_encirclement_ros.interface import (
     agent_state_from_msg, agent_state_to_msg, target_state_to_msg)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
-from support.harness import Harness, SIM, target_harness
+from support.harness import agent_node_harness, Harness, SIM, target_node_harness
 from velocity_mobility_ros.nodes.messages import to_odometry
 
 PERIOD = 0.05
@@ -54,13 +54,7 @@ class Feeds:
 
 @pytest.fixture
 def agent():
-    harness = Harness(
-        lambda ctx: AgentNode(
-            context=ctx,
-            namespace='/uav1',
-            parameter_overrides=SIM + [Parameter('control_period', value=PERIOD)],
-        )
-    )
+    harness = agent_node_harness(control_period=PERIOD)
     harness.record(Twist, '/uav1/cmd_vel')
     harness.record(Float64MultiArray, '/swarm/agent_states')
     harness.record(DiagnosticStatus, '/uav1/agent/status')
@@ -210,7 +204,7 @@ def test_metrics_node_reports_a_duplicate_id(capfd):
 
 
 def test_follow_mode_stops_broadcasting_a_stale_track_and_resumes(capfd):
-    harness = target_harness(follow_topic='/tracked/odom', broadcast_period=0.05)
+    harness = target_node_harness(follow_topic='/tracked/odom', broadcast_period=0.05)
     harness.record(Float64MultiArray, '/target/state')
     harness.record(Odometry, '/target/odom')
     tracked = harness.publisher(Odometry, '/tracked/odom')

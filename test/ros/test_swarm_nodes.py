@@ -15,22 +15,15 @@ from std_srvs.srv import SetBool
 from soliton_encirclement_ros.core.controller import AgentStateMsg
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, agent_state_to_msg, target_state_from_msg, target_state_to_msg)
-from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
-from support.harness import Harness, SIM, target_harness
+from support.harness import agent_node_harness, Harness, SIM, target_node_harness
 from velocity_mobility_ros.nodes.messages import to_odometry
 
 
 @pytest.fixture
 def agent_harness():
-    harness = Harness(
-        lambda ctx: AgentNode(
-            context=ctx,
-            namespace='/uav1',
-            parameter_overrides=SIM + [Parameter('control_period', value=0.05)],
-        )
-    )
+    harness = agent_node_harness(control_period=0.05)
     harness.record(Twist, '/uav1/cmd_vel')
     harness.record(Float64MultiArray, '/swarm/agent_states')
     odom = harness.publisher(Odometry, '/uav1/odom')
@@ -121,7 +114,7 @@ def test_malformed_states_are_ignored_and_bad_gains_rejected(agent_harness):
 
 
 def test_random_target_moves_at_its_speed_and_broadcasts_state():
-    harness = target_harness(motion='random', speed=3.0, seed=4)
+    harness = target_node_harness(motion='random', speed=3.0, seed=4)
     try:
         harness.record(Odometry, '/target/odom')
         harness.record(Float64MultiArray, '/target/state')
@@ -242,7 +235,7 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
 
 
 def test_target_follows_an_external_odometry_topic():
-    harness = target_harness(follow_topic='/tracked/odom')
+    harness = target_node_harness(follow_topic='/tracked/odom')
     try:
         harness.record(Float64MultiArray, '/target/state')
         tracked = harness.publisher(Odometry, '/tracked/odom')

@@ -71,9 +71,19 @@ class Harness:
         rclpy.try_shutdown(context=self.context)
 
 
-def target_harness(**parameters) -> Harness:
+def target_node_harness(**parameters) -> Harness:
     """Return a Harness around a simulated-time ``/target`` TargetNode with ``parameters``."""
     from soliton_encirclement_ros.nodes.target_node import TargetNode
+    return _node_harness(TargetNode, '/target', parameters)
+
+
+def agent_node_harness(namespace: str = '/uav1', **parameters) -> Harness:
+    """Return a Harness around a simulated-time AgentNode in ``namespace`` with ``parameters``."""
+    from soliton_encirclement_ros.nodes.agent_node import AgentNode
+    return _node_harness(AgentNode, namespace, parameters)
+
+
+def _node_harness(node_class, namespace: str, parameters) -> Harness:
     overrides = SIM + [Parameter(name, value=value) for name, value in parameters.items()]
-    return Harness(lambda ctx: TargetNode(context=ctx, namespace='/target',
+    return Harness(lambda ctx: node_class(context=ctx, namespace=namespace,
                                           parameter_overrides=overrides))
