@@ -8,7 +8,8 @@ PACKAGE = 'soliton_encirclement_ros'
 setup(
     name=PACKAGE,
     version='0.1.0',
-    packages=find_packages(include=['velocity_mobility_ros*', 'soliton_encirclement_ros*']),
+    packages=find_packages(include=['ros_support*', 'velocity_mobility_ros*',
+                                    'soliton_encirclement_ros*']),
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),

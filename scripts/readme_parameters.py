@@ -52,7 +52,7 @@ def blocks() -> dict:
 
 def render(text: str) -> str:
     """Return ``text`` with every parameter block regenerated."""
-    from velocity_mobility_ros.ros_params import markdown_table
+    from ros_support.params import markdown_table
     tables = blocks()
 
     def table(match: re.Match) -> str:

@@ -17,6 +17,7 @@ import sys
 
 import numpy as np
 
+from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis import plots
 from soliton_encirclement_ros.analysis.animation import write_animation
 from soliton_encirclement_ros.analysis.bag_reader import BagError
@@ -25,7 +26,6 @@ from soliton_encirclement_ros.analysis.recompute import (
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
 from soliton_encirclement_ros.analysis.report import write_run_outputs
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
-from velocity_mobility_ros.validation import number, OneLineParser
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
 ANIMATION_FILE = 'encirclement.gif'

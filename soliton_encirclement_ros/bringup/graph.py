@@ -15,11 +15,11 @@ from typing import Any, Callable, Mapping, Sequence
 
 import yaml
 
+from ros_support.validation import bounded
 from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.scenario import initial_positions
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from soliton_encirclement_ros.interface import check_reliability, RELIABLE
-from velocity_mobility_ros.validation import bounded
 
 PACKAGE = 'soliton_encirclement_ros'
 MODES = ('sim', 'px4')

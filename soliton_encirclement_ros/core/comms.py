@@ -14,8 +14,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from ros_support.validation import bounded, broken_rule
 from soliton_encirclement_ros.core.faults import seed_sequence
-from velocity_mobility_ros.validation import bounded, broken_rule
 
 COMMS_STREAM = 2  # RNG stream id of the loss draws (see faults.seed_sequence)
 TIME_EPS = 1e-9   # arrival times within this of ``now`` count as arrived

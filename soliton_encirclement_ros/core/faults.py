@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from velocity_mobility_ros.validation import bounded
+from ros_support.validation import bounded
 
 FAULT_STREAM = 1  # RNG stream id of the outage process (see seed_sequence)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import math
 from typing import Any, Mapping
 
-from velocity_mobility_ros.validation import bounded, from_mapping
+from ros_support.validation import bounded, from_mapping
 
 AGENT_TIMEOUT_PERIODS = 3.0   # auto agent_state_timeout, in control periods
 TARGET_TIMEOUT_PERIODS = 5.0  # auto target_state_timeout, in control periods

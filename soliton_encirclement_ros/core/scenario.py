@@ -15,11 +15,11 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from ros_support.validation import bounded, from_mapping, read_yaml
 from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.core.target_motion import make_target_motion
 from velocity_mobility_ros.core.params import VehicleParams
-from velocity_mobility_ros.validation import bounded, from_mapping, read_yaml
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
 TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading

@@ -13,7 +13,7 @@ from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 import numpy as np
 
-from velocity_mobility_ros.validation import bounded
+from ros_support.validation import bounded
 
 # Waypoint following: proportional gain on the position error [1/s] and the distance [m]
 # within which a waypoint counts as reached (untimed mode).

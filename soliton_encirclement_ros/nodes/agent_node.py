@@ -28,6 +28,8 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
+from ros_support.params import declare, declare_validated, ParamSpec
+from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
     agent_tick, AgentStateMsg, BLIND, FAILED, future_stamp_reason, initial_state, OK,
@@ -41,8 +43,6 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.swarm_topics import (
     create_swarm_publisher, create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays
-from velocity_mobility_ros.ros_params import declare, declare_validated, ParamSpec
-from velocity_mobility_ros.spin import spin_node
 
 # Messages that arrived within this much of the current tick wait for the next tick.
 THIS_TICK = 1e-6

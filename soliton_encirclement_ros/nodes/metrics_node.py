@@ -21,6 +21,8 @@ from rclpy.node import Node
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
+from ros_support.params import declare, ParamSpec
+from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
     AGENTS_HEADER, METRICS_HEADER, write_run_outputs)
 from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
@@ -33,8 +35,6 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.markers import swarm_markers
 from soliton_encirclement_ros.nodes.swarm_topics import (
     create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
-from velocity_mobility_ros.ros_params import declare, ParamSpec
-from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
     ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', low=1e-6, read_only=True),

@@ -22,9 +22,9 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from ros_support.signals import StopRequest
 from soliton_encirclement_ros.recording.recorder import (
     BagRecorder, DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS)
-from velocity_mobility_ros.signals import StopRequest
 
 SPIN_TIMEOUT = 0.1  # s between checks for a stop signal
 

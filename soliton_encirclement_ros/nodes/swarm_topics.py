@@ -11,9 +11,9 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import ReliabilityPolicy
 
+from ros_support.params import ParamSpec
 from soliton_encirclement_ros.interface import (
     check_reliability, RELIABLE, swarm_qos, SWARM_RELIABILITY_DESCRIPTION)
-from velocity_mobility_ros.ros_params import ParamSpec
 
 SWARM_RELIABILITY_SPEC = ParamSpec('swarm_reliability', RELIABLE, SWARM_RELIABILITY_DESCRIPTION,
                                    read_only=True)

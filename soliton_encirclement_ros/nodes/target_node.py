@@ -16,6 +16,8 @@ from rclpy.parameter import Parameter
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
+from ros_support.params import declare, ParamSpec
+from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from soliton_encirclement_ros.interface import target_state_to_msg, TARGET_STATE_TOPIC
@@ -24,8 +26,6 @@ from soliton_encirclement_ros.nodes.swarm_topics import (
 from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.params import VehicleParams
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays, to_odometry
-from velocity_mobility_ros.ros_params import declare, ParamSpec
-from velocity_mobility_ros.spin import spin_node
 
 SPECS = [
     ParamSpec(

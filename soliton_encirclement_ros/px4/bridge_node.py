@@ -29,13 +29,13 @@ from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, Reliab
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
+from ros_support.params import declare_validated, ParamSpec
+from ros_support.spin import spin_node
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
 from velocity_mobility_ros.nodes.messages import new_odometry
-from velocity_mobility_ros.ros_params import declare_validated, ParamSpec
-from velocity_mobility_ros.spin import spin_node
 
 PX4_MSGS_MISSING = (
     'px4_bridge_node: cannot import px4_msgs ({error}). Build PX4/px4_msgs at the branch that '

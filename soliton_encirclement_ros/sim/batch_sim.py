@@ -27,6 +27,7 @@ from typing import Callable, Optional, Protocol
 
 import numpy as np
 
+from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import write_run_outputs
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
@@ -40,7 +41,6 @@ from soliton_encirclement_ros.core.scenario import initial_positions, load_scena
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.validation import OneLineParser
 
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
 

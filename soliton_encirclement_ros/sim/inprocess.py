@@ -54,7 +54,7 @@ class InProcessGraph:
 
     def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap') -> None:
         self.context = Context()
-        # The runner owns SIGINT/SIGTERM (velocity_mobility_ros.spin.StopRequest): an interrupt
+        # The runner owns SIGINT/SIGTERM (ros_support.spin.StopRequest): an interrupt
         # never surfaces inside a node's callback.
         rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.nodes: list[Node] = []

@@ -21,12 +21,12 @@ import sys
 import tempfile
 import time
 
+from ros_support.signals import StopRequest
+from ros_support.validation import number, OneLineParser, read_yaml
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
-from velocity_mobility_ros.signals import StopRequest
-from velocity_mobility_ros.validation import number, OneLineParser, read_yaml
 
 
 def parse_args(argv=None) -> argparse.Namespace:

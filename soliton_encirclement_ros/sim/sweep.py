@@ -39,6 +39,7 @@ from typing import Any, Iterable, Iterator, Mapping, Optional
 import numpy as np
 import yaml
 
+from ros_support.validation import number, OneLineParser, read_yaml
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS, summarise
 from soliton_encirclement_ros.core import batch_engine
@@ -46,7 +47,6 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
 from velocity_mobility_ros.core.params import VehicleParams
-from velocity_mobility_ros.validation import number, OneLineParser, read_yaml
 
 RUNS_FILE, SUMMARY_FILE, SPEC_FILE = 'runs.csv', 'summary.csv', 'sweep.json'
 SPEC_KEYS = ('scenario', 'grid', 'seeds', 'plot', 'preset')
@@ -511,7 +511,7 @@ def _cluster_threads(address: str) -> int:
 def _sweep(spec: Spec, runs: list[Run], out: Path, args, cluster_threads=None) -> int:
     from tqdm import tqdm
 
-    from velocity_mobility_ros.signals import StopRequest
+    from ros_support.signals import StopRequest
     out.mkdir(parents=True, exist_ok=True)
     workers = cluster_threads or args.workers or os.cpu_count() or 1
     runs_file = RunsFile(out / RUNS_FILE, runs_header(spec), args.resume)

@@ -5,12 +5,12 @@ from pathlib import Path
 import rclpy
 from rclpy.context import Context
 
+from ros_support.spin import BUILTIN_PARAMETERS
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
 from velocity_mobility_ros.nodes.mobility_node import MobilityNode
 from velocity_mobility_ros.nodes.swarm_mobility_node import SwarmMobilityNode
-from velocity_mobility_ros.spin import BUILTIN_PARAMETERS
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location('readme_parameters',

@@ -191,7 +191,7 @@ def test_an_unknown_parameter_is_named_with_the_closest_one(tmp_path):
 
 
 def test_params_files_are_checked_for_syntax_only(tmp_path):
-    from velocity_mobility_ros.spin import params_file_problem
+    from ros_support.spin import params_file_problem
     tagged = tmp_path / 'launch_params.yaml'  # what launch_ros writes; rcl accepts it
     tagged.write_text('/**:\n  ros__parameters:\n    names: !!python/tuple [a, b]\n')
     assert params_file_problem(['x', '--params-file', str(tagged)]) is None

@@ -6,8 +6,8 @@ from ament_flake8 import main as ament_flake8
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ['soliton_encirclement_ros', 'velocity_mobility_ros', 'test', 'launch', 'benchmarks',
-           'scripts']
+SOURCES = ['ros_support', 'soliton_encirclement_ros', 'velocity_mobility_ros', 'test', 'launch',
+           'benchmarks', 'scripts']
 # The flake8 plugins a ROS install's ament_flake8 depends on, by the codes they add.
 ROS_PLUGIN_CODES = {'A00', 'B90', 'C4', 'CNL', 'D', 'D001', 'I', 'Q0'}
 

@@ -5,8 +5,8 @@ from ament_pep257.main import main
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ['soliton_encirclement_ros', 'velocity_mobility_ros', 'test', 'launch', 'benchmarks',
-           'scripts']
+SOURCES = ['ros_support', 'soliton_encirclement_ros', 'velocity_mobility_ros', 'test', 'launch',
+           'benchmarks', 'scripts']
 
 
 @pytest.mark.linter

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from velocity_mobility_ros.validation import bounded, from_mapping
+from ros_support.validation import bounded, from_mapping
 
 HEADING_MODES = ('command', 'velocity')
 CMD_FRAMES = ('world', 'body')

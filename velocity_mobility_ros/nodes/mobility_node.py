@@ -24,13 +24,13 @@ from rclpy.time import Time
 from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
+from ros_support.params import declare, declare_validated, ParamSpec
+from ros_support.spin import spin_node
 from velocity_mobility_ros.core.commands import CommandBuffer
 from velocity_mobility_ros.core.geometry import body_to_world
 from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.params import InterfaceParams, split_node_params, VehicleParams
 from velocity_mobility_ros.nodes.messages import fill_odometry, new_odometry, write_twist
-from velocity_mobility_ros.ros_params import declare, declare_validated, ParamSpec
-from velocity_mobility_ros.spin import spin_node
 
 SIM_QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE)
 # Late joiners (e.g. `ros2 topic echo`) still get the current rejected-command counts.

@@ -11,11 +11,11 @@ from typing import Any, Sequence
 import numpy as np
 from rclpy.parameter import Parameter
 
+from ros_support.params import declare, ParamSpec
+from ros_support.spin import spin_node
 from velocity_mobility_ros.core.model import VehicleState
 from velocity_mobility_ros.nodes.mobility_node import (
     CLOCK_PARAMS, MOBILITY_PARAMS, MobilityNodeBase, VehicleIO)
-from velocity_mobility_ros.ros_params import declare, ParamSpec
-from velocity_mobility_ros.spin import spin_node
 
 SWARM_PARAMS = (
     ParamSpec('vehicle_names', [], 'Vehicle names; each gets /<name>/cmd_vel, /<name>/odom and '

@@ -20,8 +20,8 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from velocity_mobility_ros.signals import StopRequest
-from velocity_mobility_ros.validation import read_yaml
+from ros_support.signals import StopRequest
+from ros_support.validation import read_yaml
 
 SPIN_SLICE_S = 0.2  # how soon the main loop notices a stop request
 # Parameters every node has without declaring them in its spec table.
