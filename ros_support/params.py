@@ -19,6 +19,8 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from ros_support.settings import default_of, describe, settings_fields
+
 Settings = TypeVar('Settings')
 
 
@@ -60,6 +62,28 @@ class ParamSpec:
                 desc.integer_range = [IntegerRange(from_value=int(low), to_value=int(high))]
                 desc.additional_constraints = f'{low} <= {self.name} <= {high}'
         return desc
+
+
+def specs_of(cls: type, names: Iterable[str] | None = None, read_only: bool = False,
+             rename: Mapping[str, str] | None = None) -> list[ParamSpec]:
+    """
+    Return one parameter per settings field of ``cls`` (``ros_support.settings.setting``).
+
+    Default, description, unit, range and read-only come from the field, so the node declares
+    exactly what the core validates. ``read_only`` makes every one read-only; ``rename`` maps a
+    field to another parameter name.
+    """
+    rename = rename or {}
+    specs = []
+    for f in settings_fields(cls, names):
+        meta = f.metadata
+        description = describe(f)
+        if meta['choices']:
+            description += f' (one of: {", ".join(meta["choices"])})'
+        specs.append(ParamSpec(rename.get(f.name, f.name), default_of(f), description,
+                               low=meta['low'], high=meta['high'],
+                               read_only=read_only or meta['read_only'], strict=meta['strict']))
+    return specs
 
 
 _TYPE_WORDS = {

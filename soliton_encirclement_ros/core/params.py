@@ -13,28 +13,15 @@ values raise ``ValueError`` naming the field, the value and the rule.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import math
 from typing import Any, Mapping
 
-from ros_support.validation import bounded, from_mapping
+from ros_support.settings import check_fields, setting
+from ros_support.validation import from_mapping
 
 AGENT_TIMEOUT_PERIODS = 3.0   # auto agent_state_timeout, in control periods
 TARGET_TIMEOUT_PERIODS = 5.0  # auto target_state_timeout, in control periods
-
-
-def _param(default, description: str, unit: str = '', low: float | None = None,
-           strict: bool = False, high: float | None = None, nan_ok: bool = False):
-    """Return a field with its description, unit and bounds (``low``, strict or not; ``high``)."""
-    return field(default=default, metadata={
-        'description': description, 'unit': unit, 'low': low, 'strict': strict, 'high': high,
-        'nan_ok': nan_ok})
-
-
-def describe(f: dataclasses.Field) -> str:
-    """One-line description with unit, e.g. 'radial proportional gain [1/s]'."""
-    unit = f.metadata.get('unit')
-    return f.metadata['description'] + (f' [{unit}]' if unit else '')
 
 
 # The reference experiment's gains (its published configuration), for parity runs: the
@@ -52,81 +39,72 @@ PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
 class ControllerParams:
     """Every gain and timeout of the reference agent control loop (SI units, radians)."""
 
-    radius: float = _param(20.0, 'desired encirclement radius R', 'm', low=0.0, strict=True)
-    k_r: float = _param(1.0, 'radial proportional gain: v_r = -k_r (r - R) - k_dr v_r', '1/s',
-                        low=0.0)
-    k_dr: float = _param(0.5, 'radial damping gain on the radial speed relative to the target',
+    radius: float = setting(20.0, 'desired encirclement radius R', 'm', low=0.0, strict=True)
+    k_r: float = setting(1.0, 'radial proportional gain: v_r = -k_r (r - R) - k_dr v_r', '1/s',
                          low=0.0)
-    c_coupling: float = _param(2.0, 'soliton transport term C (u_succ - u_pred) in du/dt', '1/s',
-                               low=0.0)
-    beta_u: float = _param(7.0, 'linear decay of u in du/dt', '1/s', low=0.0)
-    alpha_u: float = _param(0.5, 'cubic (or soft-limited) decay of u in du/dt', '1/s', low=0.0)
-    k_e_tau: float = _param(25.0, 'drive of u by the lambda-weighted spacing error e_tau', '1/s',
-                            low=0.0)
-    kappa_u_diff: float = _param(0.1, '1-hop diffusion of u (u_succ - 2u + u_pred); 0 disables',
-                                 '1/s', low=0.0)
-    k_u_steepen: float = _param(0.3, 'KdV-like steepening -k u u_s; any sign, 0 disables', '1/s')
-    kappa_u_disp: float = _param(0.05, 'KdV-like dispersion on u_sss; any sign, 0 disables',
-                                 '1/s')
-    k_tau: float = _param(0.25, 'angular rate per unit u in the tangential velocity '
-                          '(reference 0.2)', 'rad/s', low=0.0)
-    r_min: float = _param(1.0, 'minimum radius r_eff = max(r, r_min) of the tangential mapping',
-                          'm', low=0.0, strict=True)
-    k_omega_damp: float = _param(0.1, 'damping of e_tau by the angular-rate difference to the '
-                                 'neighbours; 0 disables', 's/rad', low=0.0)
-    k_omega_damp_n: float = _param(0.025, 'damping added per agent heard (self included, N): '
-                                   'the gain is k_omega_damp + k_omega_damp_n x N; 0 disables '
-                                   '(reference 0)', 's/rad', low=0.0)
-    soft_limiter: bool = _param(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
-    u_lim: float = _param(2.0, 'soft limiter scale of u', low=0.0, strict=True)
-    d_safe: float = _param(0.0, 'safety distance: every live agent heard closer than this '
-                           '(horizontally, after the t_safe look-ahead) adds a repulsive '
-                           'velocity away from it; 0 = off', 'm', low=0.0)
-    v_safe: float = _param(10.0, 'largest repulsive speed of the d_safe term (at contact; it '
-                           'falls linearly to 0 at d_safe; the sum is bounded to this)', 'm/s',
-                           low=0.0, strict=True)
-    t_safe: float = _param(1.0, 'look-ahead of the d_safe term: the distance counted is the '
-                           'current one minus t_safe x the closing speed (about the vehicle '
-                           'velocity lag); 0 = the plain distance', 's', low=0.0)
-    hysteresis: float = _param(0.05, 'keep a ring neighbour unless a candidate is closer by this',
-                               'rad', low=0.0)
-    control_period: float = _param(0.01, 'control tick and Euler step of u', 's', low=1e-3,
-                                   high=1.0)
-    agent_state_timeout: float = _param(0.0, 'a neighbour is live while its last state is at '
-                                        'most this old; 0 = 3 x control_period', 's', low=0.0)
-    target_state_timeout: float = _param(0.0, 'the target state is live while at most this old; '
-                                         'then the agent flies its last velocity; '
-                                         '0 = 5 x control_period', 's', low=0.0)
-    target_timeout: float = _param(1.0, 'after this long without a live target state the agent '
-                                   'commands zero velocity (hold) until it is heard again', 's',
-                                   low=0.0, strict=True)
-    odom_timeout: float = _param(0.5, 'odometry older than this makes the agent blind: it stops '
-                                 'broadcasting and commands zero velocity', 's', low=0.0,
-                                 strict=True)
-    max_future_stamp: float = _param(0.5, 'agent and target states stamped further ahead of '
-                                     "this agent's clock are rejected", 's', low=0.0)
-    prune_expired: bool = _param(True, 'drop expired agent states from the cache')
-    max_speed_xy: float = _param(10.0, 'command clamp, horizontal norm (the vehicle limit)',
+    k_dr: float = setting(0.5, 'radial damping gain on the radial speed relative to the target',
+                          low=0.0)
+    c_coupling: float = setting(2.0, 'soliton transport term C (u_succ - u_pred) in du/dt', '1/s',
+                                low=0.0)
+    beta_u: float = setting(7.0, 'linear decay of u in du/dt', '1/s', low=0.0)
+    alpha_u: float = setting(0.5, 'cubic (or soft-limited) decay of u in du/dt', '1/s', low=0.0)
+    k_e_tau: float = setting(25.0, 'drive of u by the lambda-weighted spacing error e_tau', '1/s',
+                             low=0.0)
+    kappa_u_diff: float = setting(0.1, '1-hop diffusion of u (u_succ - 2u + u_pred); 0 disables',
+                                  '1/s', low=0.0)
+    k_u_steepen: float = setting(0.3, 'KdV-like steepening -k u u_s; any sign, 0 disables', '1/s')
+    kappa_u_disp: float = setting(0.05, 'KdV-like dispersion on u_sss; any sign, 0 disables',
+                                  '1/s')
+    k_tau: float = setting(0.25, 'angular rate per unit u in the tangential velocity '
+                           '(reference 0.2)', 'rad/s', low=0.0)
+    r_min: float = setting(1.0, 'minimum radius r_eff = max(r, r_min) of the tangential mapping',
+                           'm', low=0.0, strict=True)
+    k_omega_damp: float = setting(0.1, 'damping of e_tau by the angular-rate difference to the '
+                                  'neighbours; 0 disables', 's/rad', low=0.0)
+    k_omega_damp_n: float = setting(0.025, 'damping added per agent heard (self included, N): '
+                                    'the gain is k_omega_damp + k_omega_damp_n x N; 0 disables '
+                                    '(reference 0)', 's/rad', low=0.0)
+    soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
+    u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
+    d_safe: float = setting(0.0, 'safety distance: every live agent heard closer than this '
+                            '(horizontally, after the t_safe look-ahead) adds a repulsive '
+                            'velocity away from it; 0 = off', 'm', low=0.0)
+    v_safe: float = setting(10.0, 'largest repulsive speed of the d_safe term (at contact; it '
+                            'falls linearly to 0 at d_safe; the sum is bounded to this)', 'm/s',
+                            low=0.0, strict=True)
+    t_safe: float = setting(1.0, 'look-ahead of the d_safe term: the distance counted is the '
+                            'current one minus t_safe x the closing speed (about the vehicle '
+                            'velocity lag); 0 = the plain distance', 's', low=0.0)
+    hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this',
+                                'rad', low=0.0)
+    control_period: float = setting(0.01, 'control tick and Euler step of u', 's', low=1e-3,
+                                    high=1.0)
+    agent_state_timeout: float = setting(0.0, 'a neighbour is live while its last state is at '
+                                         'most this old; 0 = 3 x control_period', 's', low=0.0)
+    target_state_timeout: float = setting(0.0, 'the target state is live while at most this old; '
+                                          'then the agent flies its last velocity; '
+                                          '0 = 5 x control_period', 's', low=0.0)
+    target_timeout: float = setting(1.0, 'after this long without a live target state the agent '
+                                    'commands zero velocity (hold) until it is heard again', 's',
+                                    low=0.0, strict=True)
+    odom_timeout: float = setting(0.5, 'odometry older than this makes the agent blind: it stops '
+                                  'broadcasting and commands zero velocity', 's', low=0.0,
+                                  strict=True)
+    max_future_stamp: float = setting(0.5, 'agent and target states stamped further ahead of '
+                                      "this agent's clock are rejected", 's', low=0.0)
+    prune_expired: bool = setting(True, 'drop expired agent states from the cache')
+    max_speed_xy: float = setting(10.0, 'command clamp, horizontal norm (the vehicle limit)',
+                                  'm/s', low=0.0, strict=True)
+    max_speed_z: float = setting(5.0, 'command clamp, absolute vertical (the vehicle limit)',
                                  'm/s', low=0.0, strict=True)
-    max_speed_z: float = _param(5.0, 'command clamp, absolute vertical (the vehicle limit)',
-                                'm/s', low=0.0, strict=True)
-    altitude: float = _param(math.nan, 'altitude hold: world ENU z the agent climbs or descends '
-                             "to; NaN = off (vertical command = the target's)", 'm',
-                             nan_ok=True)
-    k_z: float = _param(1.0, 'altitude hold gain: vz = k_z (altitude - z) + target vz', '1/s',
-                        low=0.0)
+    altitude: float = setting(math.nan, 'altitude hold: world ENU z the agent climbs or descends '
+                              "to; NaN = off (vertical command = the target's)", 'm',
+                              nan_ok=True)
+    k_z: float = setting(1.0, 'altitude hold gain: vz = k_z (altitude - z) + target vz', '1/s',
+                         low=0.0)
 
     def __post_init__(self) -> None:
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if isinstance(f.default, bool):
-                if not isinstance(value, bool):
-                    raise ValueError(f'{f.name} must be a bool, got {value!r}')
-                continue
-            if f.metadata['nan_ok'] and isinstance(value, float) and math.isnan(value):
-                continue
-            object.__setattr__(self, f.name, bounded(
-                f.name, value, f.metadata['low'], f.metadata['high'], f.metadata['strict']))
+        check_fields(self)
 
     @property
     def agent_timeout(self) -> float:

@@ -15,10 +15,10 @@ from typing import Any, Mapping, Optional
 
 import numpy as np
 
+from ros_support.settings import check_fields, setting
 from ros_support.validation import bounded, from_mapping, read_yaml
-from soliton_encirclement_ros.core.comms import check_loss
 from soliton_encirclement_ros.core.params import ControllerParams
-from soliton_encirclement_ros.core.target_motion import make_target_motion
+from soliton_encirclement_ros.core.target_motion import make_target_motion, TARGET_MOTIONS
 from velocity_mobility_ros.core.params import VehicleParams
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
@@ -50,47 +50,41 @@ class Scenario:
     Defaults: the reference static scenario (N=10, R=20 m, 120 s).
     """
 
-    agents: int = 10
-    radius: float = 20.0
-    seed: Optional[int] = 0
-    duration: float = 120.0
-    control_period: float = 0.01
-    metrics_period: float = 0.0        # 0 = every control tick
-    telemetry_period: float = 0.1      # agents.csv row period per agent [s]
-    altitude: float = 0.0              # agents' start height above the target [m]
-    target_motion: str = 'static'      # static | random | waypoints
-    target_speed: float = 5.0          # random: speed; waypoints: speed limit [m/s]
-    target_period: float = 1.0         # random: heading change period [s]
-    target_boundary: float = 20.0      # random: steer home beyond |x| or |y| of this [m]
+    agents: int = setting(10, 'number of agents N', low=1)
+    radius: float = setting(20.0, 'encirclement radius R', 'm', 0.0, strict=True)
+    seed: Optional[int] = setting(0, 'seed of the initial placement, target motion, failures '
+                                  'and loss (null = unseeded)', low=0, high=2**31 - 1,
+                                  optional=True)
+    duration: float = setting(120.0, 'simulated time', 's', 0.0, strict=True)
+    control_period: float = setting(0.01, 'control period P: agents and target broadcast and the '
+                                    'agents command every P', 's', 1e-3, 1.0)
+    metrics_period: float = setting(0.0, 'metrics period; 0 = every control tick', 's', 0.0)
+    telemetry_period: float = setting(0.1, 'agents.csv row period per agent', 's', 0.0,
+                                      strict=True)
+    altitude: float = setting(0.0, "agents' start height above the target", 'm')
+    target_motion: str = setting('static', 'target motion model', choices=TARGET_MOTIONS)
+    target_speed: float = setting(5.0, 'target speed (random) or speed limit (waypoints)', 'm/s',
+                                  0.0, strict=True)
+    target_period: float = setting(1.0, 'heading change period of the random target', 's', 0.0,
+                                   strict=True)
+    target_boundary: float = setting(20.0, 'the random target steers home beyond |x| or |y| of '
+                                     'this', 'm', 0.0, strict=True)
     waypoints: tuple = ((0.0, 0.0), (40.0, 0.0), (40.0, 40.0), (0.0, 40.0), (0.0, 0.0))
     arrival_times: Optional[tuple] = None
-    omega_ref: float = 0.0             # swarm spin reference broadcast by the target [rad/s]
+    omega_ref: float = setting(0.0, 'swarm spin reference broadcast by the target', 'rad/s')
     lambdas: Mapping[int, float] = field(default_factory=dict)  # arc weights by agent id
-    failures_per_min: float = 0.0
-    failure_off_time: float = 8.0
-    failure_check_period: float = 0.1
-    loss: float = 0.0
-    delay: float = 0.0
+    failures_per_min: float = setting(0.0, 'Poisson rate of injected outages per agent', '1/min',
+                                      0.0)
+    failure_off_time: float = setting(8.0, 'length of an injected outage', 's', 0.0)
+    failure_check_period: float = setting(0.1, 'period of the failure draw', 's', 1e-3)
+    loss: float = setting(0.0, 'probability that a received swarm or target message is lost',
+                          low=0.0, high=1.0, high_strict=True, rule='a probability in [0, 1)')
+    delay: float = setting(0.0, 'delay of every swarm and target message', 's', 0.0)
     controller: Mapping[str, Any] = field(default_factory=dict)  # ControllerParams overrides
     vehicle: Mapping[str, Any] = field(default_factory=dict)     # VehicleParams overrides
 
     def __post_init__(self) -> None:
-        if isinstance(self.agents, bool) or not isinstance(self.agents, int) or self.agents < 1:
-            raise ValueError(f'agents must be an integer >= 1, got {self.agents!r}')
-        if self.seed is not None and (isinstance(self.seed, bool)
-                                      or not isinstance(self.seed, int) or self.seed < 0):
-            raise ValueError(f'seed must be an integer >= 0 or null, got {self.seed!r}')
-        for name, minimum, strict in (
-                ('radius', 0.0, True), ('duration', 0.0, True), ('control_period', 0.0, True),
-                ('metrics_period', 0.0, False), ('telemetry_period', 0.0, True),
-                ('target_speed', 0.0, True), ('target_period', 0.0, True),
-                ('target_boundary', 0.0, True), ('failures_per_min', 0.0, False),
-                ('failure_off_time', 0.0, False), ('failure_check_period', 0.0, True),
-                ('loss', 0.0, False), ('delay', 0.0, False),
-                ('altitude', -math.inf, False), ('omega_ref', -math.inf, False)):
-            object.__setattr__(self, name,
-                               bounded(name, getattr(self, name), minimum, strict=strict))
-        check_loss(self.loss)
+        check_fields(self)
         object.__setattr__(self, 'waypoints', tuple(tuple(p) for p in self.waypoints))
         if self.arrival_times is not None:
             object.__setattr__(self, 'arrival_times', tuple(self.arrival_times))

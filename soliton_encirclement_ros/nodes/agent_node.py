@@ -17,7 +17,6 @@ and at 1 Hz.
 from __future__ import annotations
 
 from collections import deque
-import dataclasses
 import math
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -28,7 +27,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
-from ros_support.params import declare, declare_validated, ParamSpec
+from ros_support.params import declare, declare_validated, ParamSpec, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
@@ -36,7 +35,7 @@ from soliton_encirclement_ros.core.controller import (
     receive_agent_state, receive_target_state, STARTING, Status, TARGET_LOST)
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
-from soliton_encirclement_ros.core.params import ControllerParams, describe
+from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
     AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
@@ -52,15 +51,8 @@ STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
                  FAILED: DiagnosticStatus.ERROR}
 
 
-def controller_specs() -> list[ParamSpec]:
-    """One parameter per ControllerParams field: default, description and range from the core."""
-    defaults = ControllerParams()
-    return [ParamSpec(f.name, getattr(defaults, f.name), describe(f),
-                      low=f.metadata['low'], high=f.metadata['high'],
-                      strict=f.metadata['strict'])
-            for f in dataclasses.fields(ControllerParams)]
-
-
+# One parameter per ControllerParams field: default, description and range from the core.
+CONTROLLER_SPECS = specs_of(ControllerParams)
 NODE_SPECS = [
     ParamSpec('agent_id', 0, 'integer id of this agent in the swarm (0 = digits of the namespace)',
               low=0, high=1_000_000, read_only=True),
@@ -79,7 +71,7 @@ NODE_SPECS = [
     SWARM_RELIABILITY_SPEC,
 ]
 # Everything agent_node declares, in order (the README's table is generated from it).
-PARAMETERS = (*controller_specs(), *NODE_SPECS)
+PARAMETERS = (*CONTROLLER_SPECS, *NODE_SPECS)
 
 
 class AgentNode(Node):
@@ -92,7 +84,7 @@ class AgentNode(Node):
 
     def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
         super().__init__('agent', **kwargs)
-        self._params = declare_validated(self, controller_specs(), ControllerParams.from_mapping,
+        self._params = declare_validated(self, CONTROLLER_SPECS, ControllerParams.from_mapping,
                                          self._set_params)
         config = declare(self, NODE_SPECS)
         reliability = reliability_of(config)

@@ -36,10 +36,9 @@ from soliton_encirclement_ros.core.controller import (
     TargetStateMsg)
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
-from soliton_encirclement_ros.core.params import PRESETS
-from soliton_encirclement_ros.core.scenario import initial_positions, load_scenario, Scenario
+from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
-from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
+from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 from velocity_mobility_ros.core.model import step, VehicleState
 
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
@@ -208,48 +207,19 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog='batch_sim', description='ROS-free soliton encirclement simulator (same controller '
-        'code as agent_node). Options override --scenario, which overrides the defaults.')
-    parser.add_argument('--scenario', help='scenario YAML (keys: the Scenario fields)')
-    parser.add_argument('--agents', type=int, help='number of agents N (default 10)')
-    parser.add_argument('--radius', type=float, help='encirclement radius R [m] (default 20)')
-    parser.add_argument('--duration', type=float, help='simulated time [s] (default 120)')
-    parser.add_argument(
-        '--seed', type=int, help='RNG seed of placement, failures, loss (default 0)'
-    )
-    parser.add_argument('--control-period', type=float, help='control period P [s] (default 0.01)')
-    parser.add_argument('--metrics-period', type=float, help='metrics period [s] (default P)')
-    parser.add_argument('--telemetry-period', type=float,
-                        help='agents.csv period [s] (default 0.1)')
-    parser.add_argument('--target-motion', choices=TARGET_MOTIONS, help='default static')
-    parser.add_argument('--target-speed', type=float, help='target speed [m/s] (default 5)')
-    parser.add_argument('--failures-per-min', type=float,
-                        help='Poisson failure rate per agent (default 0)')
-    parser.add_argument('--failure-off-time', type=float, help='outage length [s] (default 8)')
-    parser.add_argument('--loss', type=float, help='packet loss probability (default 0)')
-    parser.add_argument('--delay', type=float, help='message delay [s] (default 0)')
-    parser.add_argument('--preset', choices=PRESETS, default='default',
-                        help="controller gains under the scenario's controller: overrides "
-                        "(default: the package defaults; reference: the original's gains)")
+        'code as agent_node). The scenario options are those of swarm_sim.')
+    add_scenario_options(parser)
     parser.add_argument('--engine', choices=ENGINES, default='auto',
                         help='controller engine (default auto: vectorised when exact)')
     parser.add_argument('--out', required=True, help='output directory')
     return parser
 
 
-_CLI_FIELDS = ('agents', 'radius', 'duration', 'seed', 'control_period', 'metrics_period',
-               'telemetry_period', 'target_motion', 'target_speed', 'failures_per_min',
-               'failure_off_time', 'loss', 'delay')
-
-
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        base = load_scenario(args.scenario) if args.scenario else Scenario()
-        changes = {name: getattr(args, name) for name in _CLI_FIELDS
-                   if getattr(args, name) is not None}
-        changes['controller'] = {**PRESETS[args.preset], **base.controller}
-        scenario = Scenario.from_mapping({**base.__dict__, **changes})
+        scenario = scenario_from_args(args)
         choose_engine(scenario, args.engine)
         problem = output_dir_problem(args.out, '--out')
         if problem:

@@ -92,9 +92,11 @@ def test_cli_scenario_file_with_overrides(tmp_path):
 
 
 @pytest.mark.parametrize('args, message', [
-    (['--agents', '0'], 'agents must be an integer >= 1, got 0'),
-    (['--loss', '1.5'], r'loss must be a probability in \[0, 1\), got 1.5'),
-    (['--loss', '1.0'], r'loss must be a probability in \[0, 1\), got 1.0'),
+    (['--agents', '0'], 'argument --agents: must be an integer >= 1, got 0'),
+    (['--loss', '1.5'], r'argument --loss: must be a probability in \[0, 1\), got 1.5'),
+    (['--loss', '1.0'], r'argument --loss: must be a probability in \[0, 1\), got 1.0'),
+    (['--seed', '1.5'], "argument --seed: expected an integer, got '1.5'"),
+    (['--radius', 'nan'], 'argument --radius: must be finite, got nan'),
     (['--control-period', '0.015'], 'control_period must be a multiple'),
     (['--target-motion', 'orbit'], "invalid choice: 'orbit'"),
 ])
@@ -104,7 +106,8 @@ def test_cli_rejects_bad_arguments(tmp_path, capsys, args, message):
     except SystemExit as exit_info:  # argparse's own checks (choices, types)
         code = exit_info.code
     assert code == 2
-    assert __import__('re').search(message, capsys.readouterr().err)
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and __import__('re').search(message, err[0])
     assert not (tmp_path / 'x' / 'summary.json').exists()
 
 

@@ -40,10 +40,15 @@ def test_tau_must_exceed_sim_dt_when_set():
 
 
 def test_other_invalid_values_name_the_parameter():
-    with pytest.raises(ValueError, match=r'^sim_dt must be > 0, got 0.0'):
+    # The ranges a node declares are the core's (one definition, in the field metadata).
+    with pytest.raises(ValueError, match=r'^sim_dt must be >= 0.0001, got 0.0'):
         VehicleParams(sim_dt=0.0, tau_xy=0.0, tau_z=0.0)
-    with pytest.raises(ValueError, match=r'^max_yaw_rate must be > 0, got 0.0'):
+    with pytest.raises(ValueError, match=r'^max_yaw_rate must be >= 0.001, got 0.0'):
         VehicleParams(max_yaw_rate=0.0)
+    with pytest.raises(ValueError, match=r'^max_speed_xy must be <= 100, got 101.0'):
+        VehicleParams(max_speed_xy=101)
+    with pytest.raises(ValueError, match=r'^odom_rate must be <= 10000, got 20000.0'):
+        InterfaceParams(odom_rate=20000)
     with pytest.raises(ValueError, match=r'^heading_mode must be one of command, velocity, '
                                          r"got 'sideways'"):
         VehicleParams(heading_mode='sideways')
@@ -81,11 +86,11 @@ def test_interface_params_validation():
     assert InterfaceParams(odom_rate=30.0).odom_decimation(0.01) == 3
     with pytest.raises(ValueError, match=r'^odom_rate must be < 2/sim_dt .*got 250.0'):
         InterfaceParams(odom_rate=250.0).odom_decimation(0.01)
-    with pytest.raises(ValueError, match=r'^odom_rate must be > 0, got 0.0'):
+    with pytest.raises(ValueError, match=r'^odom_rate must be >= 0.01, got 0.0'):
         InterfaceParams(odom_rate=0.0)
     with pytest.raises(ValueError, match=r'^odom_rate must be finite, got nan'):
         InterfaceParams(odom_rate=math.nan)
-    with pytest.raises(ValueError, match=r'^cmd_timeout \(0 = off\) must be >= 0, got -1.0'):
+    with pytest.raises(ValueError, match=r'^cmd_timeout must be >= 0, got -1.0'):
         InterfaceParams(cmd_timeout=-1.0)
     with pytest.raises(ValueError, match=r"^cmd_frame must be one of world, body, got 'map'"):
         InterfaceParams(cmd_frame='map')

@@ -12,15 +12,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ros_support.validation import bounded, from_mapping
+from ros_support.settings import check_fields, setting
+from ros_support.validation import from_mapping
 
 HEADING_MODES = ('command', 'velocity')
 CMD_FRAMES = ('world', 'body')
-
-
-def _check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f'{name} must be one of {", ".join(choices)}, got {value!r}')
 
 
 @dataclass(frozen=True)
@@ -33,34 +29,44 @@ class VehicleParams:
     acceleration limit), so the defaults reproduce the reference model exactly.
     """
 
-    max_speed_xy: float = 10.0
-    max_speed_z: float = 5.0
-    max_acc_xy: float = 4.0
-    max_acc_z: float = 5.0
-    max_dec_xy: float = 0.0   # braking limit; 0 = same as max_acc_xy
-    max_dec_z: float = 0.0    # braking limit; 0 = same as max_acc_z
-    max_jerk_xy: float = 0.0  # 0 = no jerk limit
-    max_jerk_z: float = 0.0   # 0 = no jerk limit
-    tau_xy: float = 1.0       # first-order time constant; 0 = acceleration-limited step
-    tau_z: float = 1.2        # first-order time constant; 0 = acceleration-limited step
-    sim_dt: float = 0.01      # integration step, s
-    heading_mode: str = 'command'  # 'command': yaw follows angular.z; 'velocity': faces travel
-    max_yaw_rate: float = 1.5  # rad/s
-    max_yaw_acc: float = 0.0   # rad/s^2; 0 = no yaw acceleration limit
+    max_speed_xy: float = setting(10.0, 'Bound on the horizontal speed (xy norm)', 'm/s', 0.0,
+                                  100.0)
+    max_speed_z: float = setting(5.0, 'Bound on the vertical speed abs(vz)', 'm/s', 0.0, 100.0)
+    max_acc_xy: float = setting(4.0, 'Bound on the horizontal acceleration (xy norm)', 'm/s^2',
+                                0.0, 100.0)
+    max_acc_z: float = setting(5.0, 'Bound on the vertical acceleration abs(az)', 'm/s^2', 0.0,
+                               100.0)
+    max_dec_xy: float = setting(0.0, 'Horizontal braking limit, used when the commanded '
+                                'horizontal speed is below the current one; 0 = same as '
+                                'max_acc_xy', 'm/s^2', 0.0, 100.0)
+    max_dec_z: float = setting(0.0, 'Vertical braking limit, used when the commanded abs(vz) is '
+                               'below the current one; 0 = same as max_acc_z', 'm/s^2', 0.0,
+                               100.0)
+    max_jerk_xy: float = setting(0.0, 'Bound on the change of horizontal acceleration; 0 = off',
+                                 'm/s^3', 0.0, 1000.0)
+    max_jerk_z: float = setting(0.0, 'Bound on the change of vertical acceleration; 0 = off',
+                                'm/s^3', 0.0, 1000.0)
+    tau_xy: float = setting(1.0, 'First-order velocity time constant, horizontal; must exceed '
+                            'sim_dt; 0 = acceleration-limited step', 's', 0.0, 60.0)
+    tau_z: float = setting(1.2, 'First-order velocity time constant, vertical; must exceed '
+                           'sim_dt; 0 = acceleration-limited step', 's', 0.0, 60.0)
+    sim_dt: float = setting(0.01, 'Integration step (a node steps on a timer of this period on '
+                            'its clock)', 's', 1e-4, 1.0, read_only=True)
+    heading_mode: str = setting('command', "'command': yaw follows the command's angular.z; "
+                                "'velocity': yaw turns to face the horizontal velocity",
+                                choices=HEADING_MODES)
+    max_yaw_rate: float = setting(1.5, 'Bound on abs(yaw rate)', 'rad/s', 1e-3, 100.0)
+    max_yaw_acc: float = setting(0.0, 'Bound on abs(yaw acceleration); 0 = off', 'rad/s^2', 0.0,
+                                 1000.0)
 
     def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            if field.name != 'heading_mode':
-                strict = field.name in ('sim_dt', 'max_yaw_rate')
-                object.__setattr__(self, field.name, bounded(
-                    field.name, getattr(self, field.name), 0.0, strict=strict))
+        check_fields(self)
         for name in ('tau_xy', 'tau_z'):
             tau = getattr(self, name)
             if 0.0 < tau <= self.sim_dt:
                 raise ValueError(
                     f'{name} must be > sim_dt ({self.sim_dt}) when set (0 = off): an Euler step '
                     f'of at least tau overshoots, got {tau}')
-        _check_choice('heading_mode', self.heading_mode, HEADING_MODES)
 
     @property
     def brake_xy(self) -> float:
@@ -86,20 +92,18 @@ class VehicleParams:
 class InterfaceParams:
     """Node-side settings of a mobility node that are not vehicle physics."""
 
-    odom_rate: float = 50.0       # Hz; odometry is published every odom_decimation steps
-    cmd_timeout: float = 0.5      # s without a valid command before braking to hover; 0 = off
-    cmd_frame: str = 'world'      # 'world' (ENU) or 'body' (FLU)
-    cmd_vel_stamped: bool = False  # subscribe geometry_msgs/TwistStamped instead of Twist
-    world_frame: str = 'world'    # header.frame_id of the odometry
+    odom_rate: float = setting(50.0, 'Odometry rate: odom is published every '
+                               'round(1/(odom_rate*sim_dt)) steps', 'Hz', 0.01, 10000.0)
+    cmd_timeout: float = setting(0.5, 'Time (node clock) without a valid command before the '
+                                 'vehicle brakes to a hover; 0 = never', 's', 0.0, 3600.0)
+    cmd_frame: str = setting('world', "Frame of cmd_vel: 'world' (ENU) or 'body' (FLU, rotated "
+                             'by the current yaw every step)', choices=CMD_FRAMES)
+    cmd_vel_stamped: bool = setting(False, 'Subscribe to geometry_msgs/TwistStamped instead of '
+                                    'Twist', read_only=True)
+    world_frame: str = setting('world', 'header.frame_id of the odometry')
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, 'odom_rate', bounded('odom_rate', self.odom_rate, 0.0,
-                                                      strict=True))
-        object.__setattr__(self, 'cmd_timeout', bounded('cmd_timeout (0 = off)',
-                                                        self.cmd_timeout, 0.0))
-        _check_choice('cmd_frame', self.cmd_frame, CMD_FRAMES)
-        if not isinstance(self.cmd_vel_stamped, bool):
-            raise ValueError(f'cmd_vel_stamped must be a bool, got {self.cmd_vel_stamped!r}')
+        check_fields(self)
         if not isinstance(self.world_frame, str) or not self.world_frame:
             raise ValueError(f'world_frame must be a non-empty string, got {self.world_frame!r}')
 

@@ -24,7 +24,7 @@ from rclpy.time import Time
 from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
-from ros_support.params import declare, declare_validated, ParamSpec
+from ros_support.params import declare, declare_validated, ParamSpec, specs_of
 from ros_support.spin import spin_node
 from velocity_mobility_ros.core.commands import CommandBuffer
 from velocity_mobility_ros.core.geometry import body_to_world
@@ -38,49 +38,9 @@ COUNTER_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
                          durability=QoSDurabilityPolicy.TRANSIENT_LOCAL)
 
 
-_DEFAULT_VEHICLE = VehicleParams()
-_DEFAULT_INTERFACE = InterfaceParams()
-
-
-def _limit(name: str, description: str, high: float, read_only: bool = False) -> ParamSpec:
-    return ParamSpec(name, getattr(_DEFAULT_VEHICLE, name), description, 0.0, high, read_only)
-
-
-# Parameters common to mobility_node and swarm_mobility_node; their names are a stable API.
-MOBILITY_PARAMS: tuple[ParamSpec, ...] = (
-    _limit('max_speed_xy', 'Bound on the horizontal speed (xy norm) [m/s]', 100.0),
-    _limit('max_speed_z', 'Bound on the vertical speed abs(vz) [m/s]', 100.0),
-    _limit('max_acc_xy', 'Bound on the horizontal acceleration (xy norm) [m/s^2]', 100.0),
-    _limit('max_acc_z', 'Bound on the vertical acceleration abs(az) [m/s^2]', 100.0),
-    _limit('max_dec_xy', 'Horizontal braking limit, used when the commanded horizontal speed '
-           'is below the current one [m/s^2]; 0 = same as max_acc_xy', 100.0),
-    _limit('max_dec_z', 'Vertical braking limit, used when the commanded abs(vz) is below the '
-           'current one [m/s^2]; 0 = same as max_acc_z', 100.0),
-    _limit('max_jerk_xy', 'Bound on the change of horizontal acceleration [m/s^3]; 0 = off',
-           1000.0),
-    _limit('max_jerk_z', 'Bound on the change of vertical acceleration [m/s^3]; 0 = off',
-           1000.0),
-    _limit('tau_xy', 'First-order velocity time constant, horizontal [s]; must exceed sim_dt; '
-           '0 = acceleration-limited step', 60.0),
-    _limit('tau_z', 'First-order velocity time constant, vertical [s]; must exceed sim_dt; '
-           '0 = acceleration-limited step', 60.0),
-    ParamSpec('sim_dt', _DEFAULT_VEHICLE.sim_dt, 'Integration step [s] (timer period on the '
-              'node clock)', 1e-4, 1.0, read_only=True),
-    ParamSpec('heading_mode', _DEFAULT_VEHICLE.heading_mode, "'command': yaw follows the "
-              "command's angular.z; 'velocity': yaw turns to face the horizontal velocity"),
-    ParamSpec('max_yaw_rate', _DEFAULT_VEHICLE.max_yaw_rate, 'Bound on abs(yaw rate) [rad/s]',
-              1e-3, 100.0),
-    _limit('max_yaw_acc', 'Bound on abs(yaw acceleration) [rad/s^2]; 0 = off', 1000.0),
-    ParamSpec('odom_rate', _DEFAULT_INTERFACE.odom_rate, 'Odometry rate [Hz]: odom is published '
-              'every round(1/(odom_rate*sim_dt)) steps', 0.01, 10000.0),
-    ParamSpec('cmd_timeout', _DEFAULT_INTERFACE.cmd_timeout, 'Seconds (node clock) without a '
-              'valid command before the vehicle brakes to a hover; 0 = never', 0.0, 3600.0),
-    ParamSpec('cmd_frame', _DEFAULT_INTERFACE.cmd_frame, "Frame of cmd_vel: 'world' (ENU) or "
-              "'body' (FLU, rotated by the current yaw every step)"),
-    ParamSpec('cmd_vel_stamped', _DEFAULT_INTERFACE.cmd_vel_stamped, 'Subscribe to '
-              'geometry_msgs/TwistStamped instead of Twist', read_only=True),
-    ParamSpec('world_frame', _DEFAULT_INTERFACE.world_frame, 'header.frame_id of the odometry'),
-)
+# Parameters common to mobility_node and swarm_mobility_node, one per VehicleParams and
+# InterfaceParams field (description, unit, range from the core); their names are a stable API.
+MOBILITY_PARAMS: tuple[ParamSpec, ...] = (*specs_of(VehicleParams), *specs_of(InterfaceParams))
 
 # Only for the node that is the simulation's clock (swarm_sim --processes, swarm_sim.launch.py).
 CLOCK_PARAMS = (

@@ -1,0 +1,46 @@
+"""
+The scenario options that ``swarm_sim`` and ``batch_sim`` share, derived from :class:`Scenario`.
+
+Both simulators take the same ``--scenario FILE``, the same ``--preset`` and one option per
+scalar scenario field (``--agents``, ``--control-period``, ``--target-motion``, ...), with the
+field's description, unit, default and rule. Options override the file, which overrides the
+scenario defaults, so a scenario file runs unchanged in both.
+"""
+from __future__ import annotations
+
+import argparse
+
+from ros_support.settings import add_options, given_options
+from soliton_encirclement_ros.core.params import PRESETS
+from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
+
+# Every scalar field of Scenario; waypoints, arrival times, lambdas, gains and vehicle limits
+# come from a scenario file (or, for swarm_sim, also from ROS parameter files).
+SCENARIO_OPTIONS = (
+    'agents', 'radius', 'seed', 'duration', 'control_period', 'metrics_period',
+    'telemetry_period', 'altitude', 'target_motion', 'target_speed', 'target_period',
+    'target_boundary', 'omega_ref', 'failures_per_min', 'failure_off_time',
+    'failure_check_period', 'loss', 'delay')
+
+
+def add_scenario_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--scenario``, ``--preset`` and one option per scalar scenario field."""
+    group = parser.add_argument_group(
+        'scenario', 'what is simulated; options override --scenario, which overrides the '
+        'defaults')
+    group.add_argument('--scenario', metavar='FILE',
+                       help='scenario YAML: a mapping of these fields plus waypoints, '
+                       'arrival_times, lambdas, controller: and vehicle: overrides')
+    group.add_argument('--preset', choices=tuple(PRESETS), default=None,
+                       help="controller gains under the scenario's controller: overrides "
+                       "(default: the package defaults; reference: the original's gains)")
+    add_options(group, Scenario, SCENARIO_OPTIONS)
+
+
+def scenario_from_args(args: argparse.Namespace) -> Scenario:
+    """Return the scenario the options describe; ``ValueError`` naming what is wrong."""
+    base = load_scenario(args.scenario) if args.scenario else Scenario()
+    changes = given_options(args, Scenario, SCENARIO_OPTIONS)
+    if args.preset:
+        changes['controller'] = {**PRESETS[args.preset], **base.controller}
+    return base.with_changes(**changes) if changes else base
