@@ -7,7 +7,8 @@ The controller reads <agent_name>/odom and writes <agent_name>/cmd_vel; it meets
 the swarm on /swarm/agent_states and the target on /target/state, best effort by default (a
 radio link between hosts): the target and metrics hosts must use the same swarm_reliability.
 """
-from soliton_encirclement_ros.bringup.graph import build_graph, in_namespace, SwarmPlan
+from soliton_encirclement_ros.bringup.graph import (
+    build_graph, in_namespace, live_scenario, SwarmPlan)
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 ARGUMENTS = {
@@ -23,12 +24,13 @@ ARGUMENTS = {
 
 
 def _specs(value):
-    plan = SwarmPlan(num_agents=1, names=(value['agent_name'],), ids=(int(value['agent_id']),),
-                     radius=float(value['radius']),
+    scenario = live_scenario(agents=1, radius=float(value['radius']),
+                             altitude_hold=float(value['altitude']))
+    plan = SwarmPlan(scenario=scenario,
+                     names=(value['agent_name'],), ids=(int(value['agent_id']),),
                      params_files=(value['params_file'],) if value['params_file'] else (),
                      use_sim_time=value['use_sim_time'].lower() == 'true',
-                     swarm_reliability=value['swarm_reliability'],
-                     altitude=float(value['altitude']))
+                     swarm_reliability=value['swarm_reliability'])
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
 

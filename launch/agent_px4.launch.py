@@ -15,7 +15,7 @@ import os
 from ament_index_python.packages import get_package_share_directory
 
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, parse_origins, SwarmPlan)
+    build_graph, in_namespace, live_scenario, parse_origins, SwarmPlan)
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -33,13 +33,15 @@ ARGUMENTS = {
 
 
 def _specs(value):
-    plan = SwarmPlan(num_agents=1, names=(value['agent_name'],), ids=(int(value['agent_id']),),
-                     mode='px4', use_sim_time=False, radius=float(value['radius']),
+    scenario = live_scenario(agents=1, radius=float(value['radius']),
+                             altitude_hold=float(value['altitude']))
+    plan = SwarmPlan(scenario=scenario,
+                     names=(value['agent_name'],), ids=(int(value['agent_id']),),
+                     mode='px4', use_sim_time=False,
                      params_files=(value['params_file'],) if value['params_file'] else (),
                      px4_namespaces=(value['px4_namespace'],),
                      px4_target_systems=(int(value['target_system']),),
                      px4_origins=(parse_origins(value['origin'], 1)[0],),
-                     altitude=float(value['altitude']),
                      swarm_reliability=value['swarm_reliability'])
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 

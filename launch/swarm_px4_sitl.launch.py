@@ -15,7 +15,8 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.bringup.graph import build_graph, parse_origins, SwarmPlan
+from soliton_encirclement_ros.bringup.graph import (
+    build_graph, live_scenario, parse_origins, SwarmPlan)
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -41,9 +42,11 @@ def _specs(value):
     spacing = float(value['spawn_spacing'])
     origins = (parse_origins(value['origins'], n) if value['origins']
                else tuple((0.0, (i + 1) * spacing, 0.0) for i in range(n)))
-    plan = SwarmPlan(num_agents=n, mode='px4', radius=float(value['radius']),
-                     target_motion=value['target_motion'], px4_origins=origins,
-                     altitude=float(value['altitude']),
+    scenario = live_scenario(agents=n, radius=float(value['radius']),
+                             target_motion=value['target_motion'],
+                             altitude_hold=float(value['altitude']))
+    plan = SwarmPlan(scenario=scenario,
+                     mode='px4', px4_origins=origins,
                      swarm_reliability=value['swarm_reliability'],
                      use_sim_time=value['use_sim_time'].lower() == 'true',
                      params_files=(value['params_file'],) if value['params_file'] else ())

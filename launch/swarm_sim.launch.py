@@ -10,7 +10,8 @@ import os
 from ament_index_python.packages import get_package_share_directory
 from launch_ros.actions import Node
 
-from soliton_encirclement_ros.bringup.graph import build_graph, rviz_problem, SwarmPlan
+from soliton_encirclement_ros.bringup.graph import (
+    build_graph, live_scenario, rviz_problem, SwarmPlan)
 from soliton_encirclement_ros.bringup.launch_support import package_found, plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -33,15 +34,14 @@ ARGUMENTS = {
 def _specs(value):
     params_file = value['params_file']
     plan = SwarmPlan(
-        num_agents=int(value['num_agents']),
-        radius=float(value['radius']),
-        seed=int(value['seed']),
+        scenario=live_scenario(
+            agents=int(value['num_agents']), radius=float(value['radius']),
+            seed=int(value['seed']), control_period=float(value['control_period']),
+            target_motion=value['target_motion']),
         params_files=(params_file,) if params_file else (),
         use_sim_time=value['use_sim_time'].lower() == 'true',
         clock_source='mobility',
         real_time_factor=float(value['real_time_factor']),
-        control_period=float(value['control_period']),
-        target_motion=value['target_motion'],
     )
     return build_graph(plan)
 

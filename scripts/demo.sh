@@ -8,6 +8,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 rm -rf runs/demo-bag
-.venv/bin/swarm_sim --agents 10 --duration 60 --seed 0 --out runs/demo --record runs/demo-bag "$@"
+.venv/bin/swarm_sim --agents 10 --duration 60 --control-period 0.05 --seed 0 --out runs/demo --record runs/demo-bag "$@"
 .venv/bin/analyze_run runs/demo-bag --out runs/demo-analysis
 echo "plots and summary: runs/demo   bag: runs/demo-bag   analysis and animation: runs/demo-analysis"

@@ -16,9 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import yaml
 
 from ros_support.validation import bounded
-from soliton_encirclement_ros.core.comms import check_loss
-from soliton_encirclement_ros.core.scenario import initial_positions
-from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
+from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
 from soliton_encirclement_ros.interface import check_reliability, RELIABLE
 
 PACKAGE = 'soliton_encirclement_ros'
@@ -64,31 +62,44 @@ def _yaml_value(value: Any) -> str:
     )
 
 
+# Real-time graphs (the launch files, vehicles on radio links) broadcast at 20 Hz by default.
+LIVE_CONTROL_PERIOD = 0.05
+
+
+def live_scenario(altitude_hold: float = math.nan, **fields: Any) -> Scenario:
+    """
+    Return a scenario for a real-time graph: the given fields, control period 20 Hz.
+
+    ``altitude_hold`` (world ENU z [m]; NaN = off) becomes the agents' ``altitude`` gain only
+    when set, so that a parameter file can still set it otherwise.
+    """
+    if not isinstance(altitude_hold, (int, float)) or math.isinf(altitude_hold):
+        raise ValueError(f'altitude must be a finite number or NaN (off), got {altitude_hold!r}')
+    if not math.isnan(altitude_hold):
+        fields['controller'] = {**fields.get('controller', {}), 'altitude': float(altitude_hold)}
+    return Scenario(**{'control_period': LIVE_CONTROL_PERIOD, **fields})
+
+
 @dataclass(frozen=True)
 class SwarmPlan:
     """
-    Everything that decides the node graph of one swarm run.
+    Everything that decides the node graph of one swarm run: a scenario and how it is run.
 
-    ``names`` defaults to ``uav1..uavN``; agent ids are 1..N in that order. Initial poses are
-    drawn from ``seed`` as in the reference scenario unless ``positions`` gives them.
+    The :class:`Scenario` says what is simulated, exactly as ``batch_sim`` reads it (swarm
+    size, radius, seed, timing, target motion, failures, impairments, gains, vehicle limits);
+    the other fields say how the ROS graph runs it. ``names`` defaults to ``uav1..uavN``; agent
+    ids are 1..N in that order. Initial poses are the scenario's placement unless
+    ``positions`` gives them.
     """
 
-    num_agents: int = 10
+    scenario: Scenario = field(default_factory=Scenario)
     names: tuple[str, ...] = ()
-    radius: float = 20.0
-    seed: int = 0
     mode: str = 'sim'
     params_files: tuple[str, ...] = ()
     use_sim_time: bool = True
     clock_source: str = 'runner'
     real_time_factor: float = 1.0
-    control_period: float = 0.05
     odom_rate: float = 50.0
-    target_motion: str = 'static'
-    failures_per_min: float = 0.0
-    failure_off_time: float = 8.0
-    loss: float = 0.0
-    delay: float = 0.0
     positions: tuple[tuple[float, float, float], ...] = ()
     ids: tuple[int, ...] = ()
     px4_namespaces: tuple[str, ...] = ()
@@ -96,68 +107,95 @@ class SwarmPlan:
     px4_origins: tuple[tuple[float, float, float], ...] = ()
     metrics_output_dir: str = ''
     swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
-    altitude: float = math.nan          # agents' altitude hold [m, world ENU z]; NaN = off
 
     def __post_init__(self) -> None:
+        if not isinstance(self.scenario, Scenario):
+            raise ValueError(f'scenario must be a Scenario, got {type(self.scenario).__name__}')
+        if self.scenario.seed is None:
+            raise ValueError('seed must be an integer for a ROS graph (its nodes take an '
+                             'integer seed), got null')
         check_reliability(self.swarm_reliability)
-        if not isinstance(self.altitude, (int, float)) or math.isinf(self.altitude):
-            raise ValueError(
-                f'altitude must be a finite number or NaN (off), got {self.altitude!r}'
-            )
-        if (
-            isinstance(self.num_agents, bool)
-            or not isinstance(self.num_agents, int)
-            or self.num_agents < 1
-        ):
-            raise ValueError(f'num_agents must be an integer >= 1, got {self.num_agents!r}')
-        names = tuple(self.names) or tuple(f'uav{i}' for i in range(1, self.num_agents + 1))
-        if len(names) != self.num_agents:
-            raise ValueError(f'names has {len(names)} entries but num_agents is {self.num_agents}')
-        duplicates = sorted({n for n in names if names.count(n) > 1})
+        n = self.num_agents
+        names = tuple(self.names) or tuple(f'uav{i}' for i in range(1, n + 1))
+        if len(names) != n:
+            raise ValueError(f'names has {len(names)} entries but agents is {n}')
+        duplicates = sorted({name for name in names if names.count(name) > 1})
         if duplicates:
             raise ValueError(f'duplicate agent names: {", ".join(duplicates)}')
-        bad = [n for n in names if not n or not (n[0].isalpha() and n.replace('_', 'a').isalnum())]
+        bad = [name for name in names
+               if not name or not (name[0].isalpha() and name.replace('_', 'a').isalnum())]
         if bad or 'target' in names:
             raise ValueError(
                 f'agent names must be ROS name tokens other than "target", got {bad or ["target"]}'
             )
         object.__setattr__(self, 'names', names)
-        for name, allowed in (('mode', MODES), ('target_motion', TARGET_MOTIONS),
-                              ('clock_source', CLOCK_SOURCES)):
+        for name, allowed in (('mode', MODES), ('clock_source', CLOCK_SOURCES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(
                     f'{name} must be one of {", ".join(allowed)}, got {getattr(self, name)!r}'
                 )
-        for name in ('radius', 'control_period', 'odom_rate'):
-            bounded(name, getattr(self, name), 0.0, strict=True)
-        for name in ('failures_per_min', 'failure_off_time', 'delay', 'real_time_factor'):
-            bounded(name, getattr(self, name), 0.0)
-        check_loss(self.loss)
-        if self.positions and len(self.positions) != self.num_agents:
-            raise ValueError(
-                f'positions has {len(self.positions)} entries but num_agents is {self.num_agents}'
-            )
-        if self.ids and (len(self.ids) != self.num_agents or len(set(self.ids)) != len(self.ids)
+        bounded('odom_rate', self.odom_rate, 0.0, strict=True)
+        bounded('real_time_factor', self.real_time_factor, 0.0)
+        if self.positions and len(self.positions) != n:
+            raise ValueError(f'positions has {len(self.positions)} entries but agents is {n}')
+        if self.ids and (len(self.ids) != n or len(set(self.ids)) != len(self.ids)
                          or min(self.ids) < 1):
-            raise ValueError(
-                f'ids must be {self.num_agents} distinct integers >= 1, got {list(self.ids)}'
-            )
+            raise ValueError(f'ids must be {n} distinct integers >= 1, got {list(self.ids)}')
         if self.mode == 'px4':
             for name in ('px4_namespaces', 'px4_target_systems', 'px4_origins'):
-                if getattr(self, name) and len(getattr(self, name)) != self.num_agents:
-                    raise ValueError(f'{name} needs one entry per agent ({self.num_agents})')
+                if getattr(self, name) and len(getattr(self, name)) != n:
+                    raise ValueError(f'{name} needs one entry per agent ({n})')
+
+    # The scenario's fields the graph reads most, by their scenario names.
+    num_agents = property(lambda self: self.scenario.agents)
+    radius = property(lambda self: self.scenario.radius)
+    seed = property(lambda self: self.scenario.seed)
+    control_period = property(lambda self: self.scenario.control_period)
+    target_motion = property(lambda self: self.scenario.target_motion)
 
     @property
     def agent_ids(self) -> tuple[int, ...]:
         return tuple(self.ids) or tuple(range(1, self.num_agents + 1))
 
     def initial_positions(self) -> list[list[float]]:
+        """Return the agents' start positions: ``positions``, or the scenario's placement."""
         if self.positions:
             return [list(map(float, p)) for p in self.positions]
-        return initial_positions(self.num_agents, self.radius, self.seed).tolist()
+        s = self.scenario
+        return initial_positions(s.agents, s.radius, s.seed, s.target_start(), s.altitude).tolist()
 
     def with_changes(self, **changes: Any) -> 'SwarmPlan':
         return dataclasses.replace(self, **changes)
+
+
+def _changed(scenario: Scenario, names: Mapping[str, str]) -> dict[str, Any]:
+    """Return the scenario fields that differ from the defaults, under their node names."""
+    defaults = Scenario()
+    return {node_name: getattr(scenario, name) for name, node_name in names.items()
+            if getattr(scenario, name) != getattr(defaults, name)}
+
+
+def target_parameters(scenario: Scenario) -> dict[str, Any]:
+    """
+    Return the target_node parameters that carry the scenario's target.
+
+    Fields left at their defaults are not given, so that a parameter file still sets them.
+    """
+    params = {'motion': scenario.target_motion, 'seed': scenario.seed,
+              'broadcast_period': scenario.control_period,
+              **_changed(scenario, {'target_speed': 'speed', 'target_period': 'motion_period',
+                                    'target_boundary': 'boundary', 'omega_ref': 'omega_ref'})}
+    if scenario.target_motion == 'waypoints':
+        params['waypoints'] = [float(c) for p in scenario.waypoints
+                               for c in (tuple(p) + (0.0,) * 3)[:3]]
+        if scenario.arrival_times is not None:
+            params['arrival_times'] = [float(t) for t in scenario.arrival_times]
+    if scenario.lambdas:
+        params['lambda_ids'] = list(scenario.lambdas)
+        params['lambda_values'] = list(scenario.lambdas.values())
+    if 'sim_dt' in scenario.vehicle:
+        params['sim_dt'] = float(scenario.vehicle['sim_dt'])
+    return params
 
 
 def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
@@ -179,6 +217,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
                     'vehicle_names': list(plan.names),
                     'initial_positions': [c for p in plan.initial_positions() for c in p],
                     'odom_rate': plan.odom_rate,
+                    **dict(plan.scenario.vehicle),
                     **(
                         {
                             'publish_clock': True,
@@ -194,8 +233,8 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
         )
     nodes.append(NodeSpec(
         'target_node', 'target', namespace='/target', params_files=files,
-        parameters={**time, 'motion': plan.target_motion, 'seed': plan.seed,
-                    'broadcast_period': plan.control_period, **swarm}))
+        parameters={**time, **target_parameters(plan.scenario), **swarm}))
+    scenario = plan.scenario
     for index, (agent_id, name) in enumerate(zip(plan.agent_ids, plan.names)):
         nodes.append(
             NodeSpec(
@@ -206,15 +245,19 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
                 parameters={
                     **time,
                     'agent_id': agent_id,
-                    'radius': plan.radius,
-                    'control_period': plan.control_period,
-                    'failures_per_min': plan.failures_per_min,
-                    'failure_off_time': plan.failure_off_time,
-                    'loss': plan.loss,
-                    'delay': plan.delay,
-                    'seed': plan.seed,
+                    **dict(scenario.controller),
+                    # the command clamp is the vehicle's limit, as in Scenario.controller_params
+                    **{k: v for k, v in scenario.vehicle.items()
+                       if k in ('max_speed_xy', 'max_speed_z')},
+                    'radius': scenario.radius,
+                    'control_period': scenario.control_period,
+                    'failures_per_min': scenario.failures_per_min,
+                    'failure_off_time': scenario.failure_off_time,
+                    'loss': scenario.loss,
+                    'delay': scenario.delay,
+                    'seed': scenario.seed,
+                    **_changed(scenario, {'failure_check_period': 'failure_check_period'}),
                     **swarm,
-                    **({} if math.isnan(plan.altitude) else {'altitude': float(plan.altitude)}),
                 },
             )
         )
@@ -228,8 +271,8 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
             params_files=files,
             parameters={
                 **time,
-                'radius': plan.radius,
-                'metrics_period': plan.control_period,
+                'radius': scenario.radius,
+                'metrics_period': scenario.metrics_period or scenario.control_period,
                 **swarm,
                 **({'output_dir': plan.metrics_output_dir} if plan.metrics_output_dir else {}),
             },

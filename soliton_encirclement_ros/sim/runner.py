@@ -26,53 +26,34 @@ from ros_support.validation import number, OneLineParser, read_yaml
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
-from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
+from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = OneLineParser(
         prog='swarm_sim',
-        description='Simulate N UAVs encircling a target through a real ROS 2 graph.',
+        description='Simulate N UAVs encircling a target through a real ROS 2 graph. The '
+        'scenario options are those of batch_sim, so a --scenario file runs unchanged in both.',
     )
-    parser.add_argument('--agents', type=int, default=10, help='number of UAVs (default 10)')
-    parser.add_argument('--duration', type=number(0, strict=True), default=60.0,
-                        help='simulated seconds (default 60)')
-    parser.add_argument(
-        '--seed', type=int, default=0, help='seed of initial poses, target motion, failures'
-    )
-    parser.add_argument('--real-time-factor', type=number(0), default=0.0,
-                        help='sim seconds per wall second; 0 = as fast as possible (default)')
-    parser.add_argument(
-        '--control-period', type=float, default=0.05, help='agent control period [s]'
-    )
-    parser.add_argument('--odom-rate', type=float, default=50.0, help='odometry rate [Hz]')
-    parser.add_argument('--radius', type=float, default=20.0, help='encirclement radius R [m]')
-    parser.add_argument(
-        '--names', default='', help='comma-separated agent names (default uav1..uavN)'
-    )
-    parser.add_argument(
-        '--target-motion', default='static', choices=TARGET_MOTIONS
-    )
-    parser.add_argument(
-        '--failures-per-min', type=float, default=0.0, help='injected outages per agent-minute'
-    )
-    parser.add_argument('--failure-off-time', type=float, default=8.0, help='outage duration [s]')
-    parser.add_argument('--loss', type=float, default=0.0, help='swarm message loss probability')
-    parser.add_argument('--delay', type=float, default=0.0, help='swarm message delay [s]')
-    parser.add_argument('--params-file', action='append', default=[],
-                        help='ROS 2 parameter YAML applied to every node (repeatable)')
-    parser.add_argument(
-        '--out', default='runs/latest', help='output directory (default runs/latest)'
-    )
-    parser.add_argument(
-        '--record', default='', metavar='BAG', help='record a rosbag2 into this new directory'
-    )
-    parser.add_argument(
-        '--storage', default='mcap', choices=('mcap', 'sqlite3'), help='bag storage'
-    )
-    parser.add_argument(
-        '--processes', action='store_true', help='one process per node, as ros2 launch does'
-    )
+    add_scenario_options(parser)
+    ros = parser.add_argument_group('ROS graph', 'how the scenario is run')
+    ros.add_argument('--real-time-factor', type=number(0), default=0.0,
+                     help='sim seconds per wall second; 0 = as fast as possible (default)')
+    ros.add_argument('--odom-rate', type=number(0, strict=True), default=50.0,
+                     help='odometry rate [Hz] (default 50)')
+    ros.add_argument('--names', default='',
+                     help='comma-separated agent names (default uav1..uavN)')
+    ros.add_argument('--params-file', action='append', default=[],
+                     help='ROS 2 parameter YAML applied to every node (repeatable); the '
+                     'fields the scenario sets win over it')
+    ros.add_argument('--processes', action='store_true',
+                     help='one process per node, as ros2 launch does')
+    parser.add_argument('--out', default='runs/latest',
+                        help='output directory (default runs/latest)')
+    parser.add_argument('--record', default='', metavar='BAG',
+                        help='record a rosbag2 into this new directory')
+    parser.add_argument('--storage', default='mcap', choices=('mcap', 'sqlite3'),
+                        help='bag storage')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     return parser.parse_args(argv)
 
@@ -82,13 +63,11 @@ def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
         check_params_file(path)
     names = tuple(n.strip() for n in args.names.split(',') if n.strip())
     return SwarmPlan(
-        num_agents=args.agents, names=names, radius=args.radius, seed=args.seed,
+        scenario=scenario_from_args(args), names=names,
         params_files=tuple(os.path.abspath(p) for p in args.params_file),
         clock_source='mobility' if args.processes else 'runner',
         real_time_factor=(args.real_time_factor or 1.0) if args.processes else 0.0,
-        control_period=args.control_period, odom_rate=args.odom_rate,
-        target_motion=args.target_motion, failures_per_min=args.failures_per_min,
-        failure_off_time=args.failure_off_time, loss=args.loss, delay=args.delay)
+        odom_rate=args.odom_rate)
 
 
 def check_params_file(path: str) -> None:
@@ -101,19 +80,11 @@ def check_params_file(path: str) -> None:
 
 
 def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
+    """Return the run's parameters for summary.json: the scenario's, then the graph's."""
     return {
-        'agents': plan.num_agents,
+        **plan.scenario.as_dict(),
         'names': list(plan.names),
-        'radius': plan.radius,
-        'seed': plan.seed,
-        'duration': args.duration,
-        'control_period': plan.control_period,
         'odom_rate': plan.odom_rate,
-        'target_motion': plan.target_motion,
-        'failures_per_min': plan.failures_per_min,
-        'failure_off_time': plan.failure_off_time,
-        'loss': plan.loss,
-        'delay': plan.delay,
         'params_files': list(plan.params_files),
         'mode': 'processes' if args.processes else 'in-process',
     }
@@ -217,8 +188,8 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         raise StartupError(str(error)) from None
     wall_start = time.perf_counter()
     try:
-        with progress_bar(args.duration, not args.no_progress) as on_progress:
-            graph.run(args.duration, args.real_time_factor, on_progress,
+        with progress_bar(plan.scenario.duration, not args.no_progress) as on_progress:
+            graph.run(plan.scenario.duration, args.real_time_factor, on_progress,
                       should_stop=lambda: stop.requested)
     finally:
         stop.writing = True
@@ -253,8 +224,8 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
             raise StartupError(str(error)) from None
         wall_start = time.perf_counter()
         try:
-            with progress_bar(args.duration, not args.no_progress) as on_progress:
-                graph.run(args.duration, on_progress, should_stop=lambda: stop.requested)
+            with progress_bar(plan.scenario.duration, not args.no_progress) as on_progress:
+                graph.run(plan.scenario.duration, on_progress, should_stop=lambda: stop.requested)
         except ChildFailed as error:
             failure = str(error)
         finally:

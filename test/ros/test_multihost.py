@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
+from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.processes import executable_path
 from support import netns
 
@@ -90,9 +91,9 @@ def hosts():
 
 
 def test_ring_survives_a_lost_link_and_the_agent_rejoins(hosts):
-    plan = SwarmPlan(num_agents=3, radius=RADIUS, use_sim_time=False, control_period=0.05,
-                     swarm_reliability='best_effort', positions=((6.0, 1.0, 0.0),
-                                                                 (5.0, 3.0, 0.0), (4.0, 5.0, 0.0)))
+    plan = SwarmPlan(scenario=Scenario(agents=3, radius=RADIUS, control_period=0.05),
+                     use_sim_time=False, swarm_reliability='best_effort',
+                     positions=((6.0, 1.0, 0.0), (5.0, 3.0, 0.0), (4.0, 5.0, 0.0)))
     env = ros_env()
     for spec in build_graph(plan):
         host = spec.namespace.strip('/') if spec.executable == 'agent_node' else 'gs'

@@ -28,6 +28,8 @@ def recorded(request, tmp_path_factory):
         [
             '--agents',
             '4',
+            '--control-period',
+            '0.05',
             '--duration',
             '12',
             '--seed',

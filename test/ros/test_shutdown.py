@@ -60,7 +60,8 @@ def test_metrics_node_writes_its_outputs_on_sigterm(tmp_path):
 
 
 def swarm_sim(tmp_path, *args):
-    return start('swarm_sim', ['--no-progress', '--out', str(tmp_path / 'out'), *args], tmp_path)
+    return start('swarm_sim', ['--no-progress', '--control-period', '0.05', '--out',
+                               str(tmp_path / 'out'), *args], tmp_path)
 
 
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])

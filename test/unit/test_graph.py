@@ -1,10 +1,21 @@
 """The node-graph plan: one pure function shared by launch files and swarm_sim."""
+import dataclasses
 import re
 
+import numpy as np
 import pytest
 
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, parse_origins, SwarmPlan)
+    build_graph, in_namespace, LIVE_CONTROL_PERIOD, live_scenario, parse_origins, SwarmPlan)
+from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
+
+SCENARIO_FIELDS = {f.name for f in dataclasses.fields(Scenario)}
+
+
+def plan(**kwargs):
+    """Return a SwarmPlan: the Scenario fields among ``kwargs`` make its scenario."""
+    scenario = {k: kwargs.pop(k) for k in list(kwargs) if k in SCENARIO_FIELDS}
+    return SwarmPlan(scenario=Scenario(**scenario), **kwargs)
 
 
 def by_executable(specs, executable):
@@ -12,7 +23,7 @@ def by_executable(specs, executable):
 
 
 def test_sim_graph_has_mobility_target_n_agents_and_metrics():
-    specs = build_graph(SwarmPlan(num_agents=5, seed=3))
+    specs = build_graph(plan(agents=5, seed=3))
     assert [s.executable for s in specs] == (
         ['swarm_mobility_node', 'target_node'] + ['agent_node'] * 5 + ['metrics_node'])
     agents = by_executable(specs, 'agent_node')
@@ -25,17 +36,17 @@ def test_sim_graph_has_mobility_target_n_agents_and_metrics():
 
 
 def test_initial_poses_are_seeded_and_follow_the_reference_placement():
-    first = SwarmPlan(num_agents=8, seed=7).initial_positions()
-    assert first == SwarmPlan(num_agents=8, seed=7).initial_positions()
-    assert first != SwarmPlan(num_agents=8, seed=8).initial_positions()
+    first = plan(agents=8, seed=7).initial_positions()
+    assert first == plan(agents=8, seed=7).initial_positions()
+    assert first != plan(agents=8, seed=8).initial_positions()
     for x, y, _ in first:  # x = a R cos, y = b R sin with a, b in [0.8, 1.2]
         assert 0.8 * 20 - 1e-9 <= (x * x + y * y) ** 0.5 <= 1.2 * 20 + 1e-9
 
 
 def test_parameters_and_files_flow_to_every_node():
-    plan = SwarmPlan(num_agents=2, radius=35.0, control_period=0.02, failures_per_min=1.5,
-                     loss=0.1, delay=0.02, params_files=('/tmp/p.yaml',), use_sim_time=False)
-    specs = build_graph(plan)
+    swarm = plan(agents=2, radius=35.0, control_period=0.02, failures_per_min=1.5,
+                 loss=0.1, delay=0.02, params_files=('/tmp/p.yaml',), use_sim_time=False)
+    specs = build_graph(swarm)
     assert all(s.params_files == ('/tmp/p.yaml',) for s in specs)
     assert all(s.parameters['use_sim_time'] is False for s in specs)
     agent = by_executable(specs, 'agent_node')[0]
@@ -53,7 +64,7 @@ def test_parameters_and_files_flow_to_every_node():
 
 def test_ros_args_are_the_command_line_of_a_ros2_run():
     spec = by_executable(
-        build_graph(SwarmPlan(num_agents=1, params_files=('/p.yaml',))), 'agent_node'
+        build_graph(plan(agents=1, params_files=('/p.yaml',))), 'agent_node'
     )[0]
     args = spec.ros_args()
     assert args[:5] == ['--ros-args', '-r', '__node:=agent', '-r', '__ns:=/uav1']
@@ -63,7 +74,7 @@ def test_ros_args_are_the_command_line_of_a_ros2_run():
 
 def test_mobility_publishes_the_clock_only_when_it_owns_it():
     def mobility(**kw):
-        return by_executable(build_graph(SwarmPlan(num_agents=1, **kw)), 'swarm_mobility_node')[0]
+        return by_executable(build_graph(plan(agents=1, **kw)), 'swarm_mobility_node')[0]
     assert 'publish_clock' not in mobility(clock_source='runner').parameters
     assert (
         mobility(clock_source='mobility', real_time_factor=2.0).parameters['real_time_factor']
@@ -73,8 +84,8 @@ def test_mobility_publishes_the_clock_only_when_it_owns_it():
 
 
 def test_px4_mode_pairs_each_agent_with_a_bridge_and_no_simulated_vehicles():
-    plan = SwarmPlan(num_agents=3, mode='px4', px4_origins=((0, 0, 0), (0, 3, 0), (0, 6, 0)))
-    specs = build_graph(plan)
+    swarm = plan(agents=3, mode='px4', px4_origins=((0, 0, 0), (0, 3, 0), (0, 6, 0)))
+    specs = build_graph(swarm)
     assert not by_executable(specs, 'swarm_mobility_node')
     bridges = by_executable(specs, 'px4_bridge_node')
     assert [b.namespace for b in bridges] == ['/uav1', '/uav2', '/uav3']
@@ -86,33 +97,35 @@ def test_px4_mode_pairs_each_agent_with_a_bridge_and_no_simulated_vehicles():
 
 
 def test_single_agent_plan_keeps_an_explicit_id():
-    specs = build_graph(SwarmPlan(num_agents=1, names=('scout',), ids=(7,)))
+    specs = build_graph(plan(agents=1, names=('scout',), ids=(7,)))
     agent = by_executable(specs, 'agent_node')[0]
     assert agent.namespace == '/scout' and agent.parameters['agent_id'] == 7
 
 
 @pytest.mark.parametrize('kwargs, message', [
-    ({'num_agents': 0}, 'num_agents must be an integer >= 1'),
-    ({'num_agents': 2, 'names': ('a', 'a')}, 'duplicate agent names: a'),
-    ({'num_agents': 2, 'names': ('a',)}, 'names has 1 entries'),
-    ({'num_agents': 1, 'names': ('9lives',)}, 'ROS name tokens'),
-    ({'num_agents': 1, 'names': ('target',)}, 'ROS name tokens'),
+    ({'agents': 0}, 'agents must be an integer >= 1'),
+    ({'agents': 2, 'names': ('a', 'a')}, 'duplicate agent names: a'),
+    ({'agents': 2, 'names': ('a',)}, 'names has 1 entries but agents is 2'),
+    ({'agents': 1, 'names': ('9lives',)}, 'ROS name tokens'),
+    ({'agents': 1, 'names': ('target',)}, 'ROS name tokens'),
+    ({'seed': None}, 'seed must be an integer for a ROS graph'),
+    ({'odom_rate': 0.0}, 'odom_rate must be > 0'),
     ({'radius': -1.0}, 'radius must be > 0, got -1.0'),
     ({'loss': 1.0}, 'loss must be a probability in [0, 1)'),
     ({'target_motion': 'orbit'}, 'target_motion must be one of'),
-    ({'num_agents': 2, 'ids': (1, 1)}, 'ids must be 2 distinct integers'),
+    ({'agents': 2, 'ids': (1, 1)}, 'ids must be 2 distinct integers'),
 ])
 def test_bad_plans_are_rejected_with_the_reason(kwargs, message):
     with pytest.raises(
         ValueError, match=message.replace('[', r'\[').replace(')', r'\)').replace('(', r'\(')
     ):
-        SwarmPlan(**kwargs)
+        plan(**kwargs)
 
 
 def test_px4_plans_hold_altitude_over_best_effort_swarm_topics():
-    plan = SwarmPlan(num_agents=2, mode='px4', altitude=10.0, swarm_reliability='best_effort',
-                     px4_origins=parse_origins('0,1,0;0,2,0', 2))
-    specs = build_graph(plan)
+    swarm = SwarmPlan(scenario=live_scenario(agents=2, altitude_hold=10.0), mode='px4',
+                      swarm_reliability='best_effort', px4_origins=parse_origins('0,1,0;0,2,0', 2))
+    specs = build_graph(swarm)
     agents = by_executable(specs, 'agent_node')
     assert [a.parameters['altitude'] for a in agents] == [10.0, 10.0]
     assert {s.parameters.get('swarm_reliability') for s in specs
@@ -120,7 +133,7 @@ def test_px4_plans_hold_altitude_over_best_effort_swarm_topics():
     assert [b.parameters['origin_enu'] for b in by_executable(specs, 'px4_bridge_node')] == [
         [0.0, 1.0, 0.0], [0.0, 2.0, 0.0]]
     # the simulation's default plan gives neither, so lock-stepped runs are unchanged
-    sim = build_graph(SwarmPlan(num_agents=2))
+    sim = build_graph(plan(agents=2))
     assert not any('altitude' in s.parameters or 'swarm_reliability' in s.parameters
                    for s in sim)
 
@@ -141,3 +154,47 @@ def test_rviz_without_rviz2_is_refused_before_anything_starts():
     assert 'rviz2 is not installed' in message and 'apt install ros-$ROS_DISTRO-rviz2' in message
     assert rviz_problem(True, lambda package: package == 'rviz2') is None
     assert rviz_problem(False, lambda package: False) is None
+
+
+def test_the_scenario_reaches_the_nodes_that_run_it():
+    """What batch_sim reads from a scenario, the ROS graph's nodes are given."""
+    scenario = Scenario(
+        agents=3, seed=4, control_period=0.02, metrics_period=0.1, altitude=2.0,
+        target_motion='waypoints', target_speed=3.0, waypoints=((5.0, 0.0), (30.0, 0.0)),
+        arrival_times=(0.0, 10.0), omega_ref=0.2, lambdas={1: 2.0, 3: 0.5},
+        failure_check_period=0.2, controller={'k_r': 2.0, 'k_tau': 0.3},
+        vehicle={'max_speed_xy': 6.0, 'max_acc_xy': 2.0})
+    specs = build_graph(SwarmPlan(scenario=scenario))
+    mobility = by_executable(specs, 'swarm_mobility_node')[0].parameters
+    assert (mobility['max_speed_xy'], mobility['max_acc_xy']) == (6.0, 2.0)
+    # the scenario's placement: around the first waypoint, at the start height
+    expected = initial_positions(3, 20.0, 4, (5.0, 0.0, 0.0), 2.0)
+    assert np.array(mobility['initial_positions']).reshape(3, 3).tolist() == expected.tolist()
+    target = by_executable(specs, 'target_node')[0].parameters
+    assert target['motion'] == 'waypoints' and target['speed'] == 3.0
+    assert target['waypoints'] == [5.0, 0.0, 0.0, 30.0, 0.0, 0.0]
+    assert target['arrival_times'] == [0.0, 10.0] and target['omega_ref'] == 0.2
+    assert (target['lambda_ids'], target['lambda_values']) == ([1, 3], [2.0, 0.5])
+    assert target['broadcast_period'] == 0.02 and target['seed'] == 4
+    agent = by_executable(specs, 'agent_node')[0].parameters
+    assert (agent['k_r'], agent['k_tau'], agent['max_speed_xy']) == (2.0, 0.3, 6.0)
+    assert agent['failure_check_period'] == 0.2 and agent['control_period'] == 0.02
+    assert by_executable(specs, 'metrics_node')[0].parameters['metrics_period'] == 0.1
+
+
+def test_fields_left_at_their_defaults_leave_parameter_files_in_charge():
+    specs = build_graph(SwarmPlan())
+    target = by_executable(specs, 'target_node')[0].parameters
+    assert not {'speed', 'motion_period', 'boundary', 'waypoints', 'lambda_ids'} & set(target)
+    agent = by_executable(specs, 'agent_node')[0].parameters
+    assert not {'k_r', 'failure_check_period', 'max_speed_xy'} & set(agent)
+    mobility = by_executable(specs, 'swarm_mobility_node')[0].parameters
+    assert 'max_speed_xy' not in mobility
+
+
+def test_live_scenarios_broadcast_at_20_hz_and_hold_altitude_only_when_asked():
+    assert live_scenario(agents=1).control_period == LIVE_CONTROL_PERIOD == 0.05
+    assert live_scenario(agents=1, altitude_hold=float('nan')).controller == {}
+    assert live_scenario(agents=1, altitude_hold=3.0).controller == {'altitude': 3.0}
+    with pytest.raises(ValueError, match='altitude must be a finite number or NaN'):
+        live_scenario(agents=1, altitude_hold=float('inf'))
