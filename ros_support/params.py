@@ -36,6 +36,7 @@ class ParamSpec:
     read_only: bool = False
     value_type: Parameter.Type | None = None
     strict: bool = False  # ``low`` itself excluded (checked by the settings; ROS ranges include)
+    high_strict: bool = False  # ``high`` itself excluded (likewise)
 
     @property
     def is_array(self) -> bool:
@@ -80,12 +81,18 @@ def specs_of(cls: type, names: Iterable[str] | None = None, read_only: bool = Fa
         description = describe(f)
         if meta['choices']:
             description += f' (one of: {", ".join(meta["choices"])})'
-        specs.append(ParamSpec(rename.get(f.name, f.name), default_of(f), description,
+        default = default_of(f)
+        specs.append(ParamSpec(rename.get(f.name, f.name),
+                               list(default) if meta['array'] else default, description,
                                low=meta['low'], high=meta['high'],
-                               read_only=read_only or meta['read_only'], strict=meta['strict']))
+                               read_only=read_only or meta['read_only'], strict=meta['strict'],
+                               high_strict=meta['high_strict'],
+                               value_type=_ARRAY_TYPES.get(meta['array'])))
     return specs
 
 
+_ARRAY_TYPES = {'double': Parameter.Type.DOUBLE_ARRAY, 'integer': Parameter.Type.INTEGER_ARRAY,
+                'string': Parameter.Type.STRING_ARRAY}
 _TYPE_WORDS = {
     Parameter.Type.BOOL: 'bool', Parameter.Type.INTEGER: 'integer',
     Parameter.Type.DOUBLE: 'double', Parameter.Type.STRING: 'string',
@@ -218,16 +225,12 @@ def markdown_table(specs: Iterable[ParamSpec]) -> str:
     rows = ['| parameter | default | range | description |', '|---|---|---|---|']
     for spec in specs:
         name = f'`{spec.name}`' + (' (read-only)' if spec.read_only else '')
-        if spec.low is not None and spec.high is not None:
+        low = spec.low is not None and f'{">" if spec.strict else "≥"} {_cell(spec.low)}'
+        high = spec.high is not None and f'{"<" if spec.high_strict else "≤"} {_cell(spec.high)}'
+        if low and high and not spec.strict and not spec.high_strict:
             bounds = f'{_cell(spec.low)} – {_cell(spec.high)}'
-            if spec.strict:
-                bounds = f'> {_cell(spec.low)}, ≤ {_cell(spec.high)}'
-        elif spec.low is not None:
-            bounds = f'{">" if spec.strict else "≥"} {_cell(spec.low)}'
-        elif spec.high is not None:
-            bounds = f'≤ {_cell(spec.high)}'
         else:
-            bounds = ''
+            bounds = ', '.join(b for b in (low, high) if b)
         description = spec.description.replace('|', '\\|')
         rows.append(f'| {name} | {_cell(spec.default)} | {bounds} | {description} |')
     return '\n'.join(rows) + '\n'

@@ -19,28 +19,44 @@ import dataclasses
 import math
 from typing import Any, Iterable, Sequence
 
-from ros_support.validation import broken_rule
+from ros_support.validation import bounded, broken_rule
 
 
 def setting(default: Any = dataclasses.MISSING, description: str = '', unit: str = '',
             low: float | None = None, high: float | None = None, strict: bool = False,
             high_strict: bool = False, nan_ok: bool = False, choices: Sequence[str] = (),
             read_only: bool = False, optional: bool = False, rule: str = '',
-            default_factory: Any = dataclasses.MISSING):
+            array: str = '', default_factory: Any = dataclasses.MISSING):
     """
     Return a dataclass field with its description, unit and rules in the metadata.
 
     ``low``/``high`` bound a number (``strict``/``high_strict`` exclude the bound itself),
     ``nan_ok`` lets NaN mean "off", ``optional`` lets None mean "not set", ``choices`` lists a
     string's allowed values, ``read_only`` says a node reads it once at start-up, and ``rule``
-    words the bounds for the error ('a probability in [0, 1)').
+    words the bounds for the error ('a probability in [0, 1)'), ``array`` names the element
+    type of a list ('double', 'integer', 'string'; its ROS parameter type when it is empty).
     """
     metadata = {'description': description, 'unit': unit, 'low': low, 'high': high,
                 'strict': strict, 'high_strict': high_strict, 'nan_ok': nan_ok,
                 'choices': tuple(choices), 'read_only': read_only, 'optional': optional,
-                'rule': rule}
+                'rule': rule, 'array': array}
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def same_as(cls: type, name: str, **changes: Any):
+    """
+    Return a field defined like ``cls``'s field ``name``, with ``changes`` to its rules.
+
+    For a setting that means the same in two places (a scenario's ``loss`` and an agent
+    node's ``loss``): the description, unit, bounds and default are written once.
+    """
+    f = next(f for f in dataclasses.fields(cls) if f.name == name)
+    metadata = {**f.metadata, **{k: v for k, v in changes.items() if k != 'default'}}
+    default = changes.get('default', f.default)
+    if f.default_factory is not dataclasses.MISSING and 'default' not in changes:
+        return dataclasses.field(default_factory=f.default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -77,6 +93,18 @@ def check_value(f: dataclasses.Field, value: Any, name: str = '') -> Any:
         return value
     if meta['optional'] and value is None:
         return value
+    if meta['array']:
+        if isinstance(value, (str, bytes)) or not hasattr(value, '__iter__'):
+            raise ValueError(f'{name} must be a list of {meta["array"]}s, got {value!r}')
+        if meta['array'] == 'double':
+            return [bounded(f'{name}[{i}]', v) for i, v in enumerate(value)]
+        if meta['array'] == 'integer':
+            bad = [v for v in value if isinstance(v, bool) or not isinstance(v, int)]
+            if bad:
+                raise ValueError(f'{name} must be a list of integers, got {bad[0]!r} in it')
+        return list(value)
+    if isinstance(default, str) and not isinstance(value, str):
+        raise ValueError(f'{name} must be a string, got {value!r}')
     number = (int, float) if isinstance(default, float) else int
     if isinstance(default, (int, float)) and not isinstance(default, bool):
         if meta['nan_ok'] and isinstance(value, float) and math.isnan(value):

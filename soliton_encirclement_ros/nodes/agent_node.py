@@ -27,7 +27,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
-from ros_support.params import declare, declare_validated, ParamSpec, specs_of
+from ros_support.params import declare, declare_validated, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
@@ -39,8 +39,9 @@ from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
     AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
+from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import (
-    create_swarm_publisher, create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
+    create_swarm_publisher, create_swarm_subscription)
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays
 
 # Messages that arrived within this much of the current tick wait for the next tick.
@@ -53,23 +54,7 @@ STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
 
 # One parameter per ControllerParams field: default, description and range from the core.
 CONTROLLER_SPECS = specs_of(ControllerParams)
-NODE_SPECS = [
-    ParamSpec('agent_id', 0, 'integer id of this agent in the swarm (0 = digits of the namespace)',
-              low=0, high=1_000_000, read_only=True),
-    ParamSpec('failures_per_min', 0.0, 'Poisson failure rate of injected outages [1/min]; '
-              '0 disables', low=0.0, read_only=True),
-    ParamSpec('failure_off_time', 8.0, 'duration of an injected outage [s]', low=0.0,
-              read_only=True),
-    ParamSpec('failure_check_period', 0.1, 'period of the failure draw [s]', low=1e-3,
-              read_only=True),
-    ParamSpec('loss', 0.0, 'probability of dropping a received swarm/target message',
-              low=0.0, high=0.999, read_only=True),
-    ParamSpec('delay', 0.0, 'extra delay applied to received swarm/target messages [s]',
-              low=0.0, read_only=True),
-    ParamSpec('seed', 0, 'swarm seed of the failure and impairment draws (combined with '
-              'agent_id)', low=0, high=2**31 - 1, read_only=True),
-    SWARM_RELIABILITY_SPEC,
-]
+NODE_SPECS = specs_of(AgentSettings)
 # Everything agent_node declares, in order (the README's table is generated from it).
 PARAMETERS = (*CONTROLLER_SPECS, *NODE_SPECS)
 
@@ -86,14 +71,13 @@ class AgentNode(Node):
         super().__init__('agent', **kwargs)
         self._params = declare_validated(self, CONTROLLER_SPECS, ControllerParams.from_mapping,
                                          self._set_params)
-        config = declare(self, NODE_SPECS)
-        reliability = reliability_of(config)
-        self.agent_id = config['agent_id'] or _id_from_namespace(self.get_namespace())
+        settings = AgentSettings.from_mapping(declare(self, NODE_SPECS))
+        reliability = settings.swarm_reliability
+        self.agent_id = settings.agent_id or _id_from_namespace(self.get_namespace())
         self.incarnation = new_incarnation()
-        self._outage = OutageProcess(config['failures_per_min'], config['failure_off_time'],
-                                     config['failure_check_period'], config['seed'],
-                                     self.agent_id)
-        self._channel = ImpairedChannel(config['loss'], config['delay'], config['seed'],
+        self._outage = OutageProcess(settings.failures_per_min, settings.failure_off_time,
+                                     settings.failure_check_period, settings.seed, self.agent_id)
+        self._channel = ImpairedChannel(settings.loss, settings.delay, settings.seed,
                                         self.agent_id)
         self._state = initial_state(self.agent_id, self.incarnation)
         self._odometry: deque = deque(maxlen=8)  # (stamp_ns, position, velocity)

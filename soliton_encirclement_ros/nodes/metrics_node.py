@@ -21,7 +21,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
-from ros_support.params import declare, ParamSpec
+from ros_support.params import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
     AGENTS_HEADER, METRICS_HEADER, write_run_outputs)
@@ -33,50 +33,10 @@ from soliton_encirclement_ros.interface import (
     agent_state_from_msg, AGENT_STATES_TOPIC, MARKERS_TOPIC, METRICS_TOPIC_PREFIX,
     target_state_from_msg, TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.nodes.markers import swarm_markers
-from soliton_encirclement_ros.nodes.swarm_topics import (
-    create_swarm_subscription, reliability_of, SWARM_RELIABILITY_SPEC)
+from soliton_encirclement_ros.nodes.settings import MetricsSettings
+from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_subscription
 
-SPECS = [
-    ParamSpec('radius', 20.0, 'desired encirclement radius R [m]', low=1e-6, read_only=True),
-    ParamSpec(
-        'metrics_period',
-        0.05,
-        'metrics computation and publication period [s]',
-        low=1e-3,
-        read_only=True,
-    ),
-    ParamSpec(
-        'agent_state_timeout',
-        0.0,
-        'an agent is live while its last state is at most this old [s]; 0 = 3 x metrics_period',
-        low=0.0,
-        read_only=True,
-    ),
-    ParamSpec(
-        'marker_period',
-        0.5,
-        'RViz marker publication period [s]; 0 disables',
-        low=0.0,
-        read_only=True,
-    ),
-    ParamSpec(
-        'trail_length',
-        60,
-        'positions kept per agent trail in the markers',
-        low=0,
-        high=100_000,
-        read_only=True,
-    ),
-    ParamSpec('world_frame', 'world', 'frame of the markers', read_only=True),
-    ParamSpec(
-        'output_dir',
-        '',
-        'directory for the run outputs (CSV streamed during the run, plots and summary.json '
-        'on shutdown); empty = none',
-        read_only=True,
-    ),
-    SWARM_RELIABILITY_SPEC,
-]
+SPECS = specs_of(MetricsSettings)
 PARAMETERS = tuple(SPECS)  # everything metrics_node declares (the README table comes from it)
 
 
@@ -89,18 +49,17 @@ class MetricsNode(Node):
 
     def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
         super().__init__('metrics', **kwargs)
-        self.config = declare(self, SPECS)
-        period = self.config['metrics_period']
-        self._timeout_ns = int((self.config['agent_state_timeout'] or 3.0 * period) * 1e9)
+        self.settings = MetricsSettings.from_mapping(declare(self, SPECS))
+        self._timeout_ns = int(self.settings.agent_timeout * 1e9)
         self._pending: list = []          # (rx_ns, kind, state) not yet in effect
         self._agents: dict = {}           # id -> (AgentStateMsg, rx_ns)
         self._target = None               # TargetStateMsg
         self._trails: dict = {}           # id -> deque of (x, y)
         # Rows go to disk as they come (readable during the run, bounded memory): into
         # output_dir when given, else into a private directory removed with the node.
-        self._own_dir = None if self.config['output_dir'] else tempfile.mkdtemp(
+        self._own_dir = None if self.settings.output_dir else tempfile.mkdtemp(
             prefix='metrics_node_')
-        rows_dir = Path(self.config['output_dir'] or self._own_dir)
+        rows_dir = Path(self.settings.output_dir or self._own_dir)
         rows_dir.mkdir(parents=True, exist_ok=True)
         self._metric_rows = CsvStream(rows_dir / 'metrics.csv', METRICS_HEADER)
         self._agent_rows = CsvStream(rows_dir / 'agents.csv', AGENTS_HEADER)
@@ -111,15 +70,15 @@ class MetricsNode(Node):
             for name in METRIC_NAMES
         }
         self._marker_pub = self.create_publisher(MarkerArray, MARKERS_TOPIC, 10)
-        reliability = reliability_of(self.config)
+        reliability = self.settings.swarm_reliability
         if subscribe_swarm:
             create_swarm_subscription(self, Float64MultiArray, AGENT_STATES_TOPIC,
                                       self._on_agent_state, reliability)
         create_swarm_subscription(self, Float64MultiArray, TARGET_STATE_TOPIC,
                                   self._on_target_state, reliability)
-        self.create_timer(period, self._on_tick)
-        if self.config['marker_period'] > 0:
-            self.create_timer(self.config['marker_period'], self._publish_markers)
+        self.create_timer(self.settings.metrics_period, self._on_tick)
+        if self.settings.marker_period > 0:
+            self.create_timer(self.settings.marker_period, self._publish_markers)
 
     def _now_ns(self) -> int:
         return self.get_clock().now().nanoseconds
@@ -172,7 +131,7 @@ class MetricsNode(Node):
         positions = np.array([s.position for s in live])
         velocities = np.array([s.velocity for s in live])
         metrics = compute_metrics(positions, velocities, self._target.position,
-                                  self._target.velocity, self.config['radius'])
+                                  self._target.velocity, self.settings.radius)
         for name, value in zip(METRIC_NAMES, metrics):
             self._metric_pubs[name].publish(Float64(data=value))
         self._metric_rows.append([now, *metrics])
@@ -181,7 +140,7 @@ class MetricsNode(Node):
         for state in live:
             self._trace(f'agent {state.agent_id}', now, state.position)
             self._trails.setdefault(state.agent_id, deque(
-                maxlen=max(self.config['trail_length'], 1))).append(tuple(state.position[:2]))
+                maxlen=max(self.settings.trail_length, 1))).append(tuple(state.position[:2]))
         self._trace('target', now, self._target.position)
 
     def _trace(self, name: str, now: float, position) -> None:
@@ -197,8 +156,8 @@ class MetricsNode(Node):
         agents = {agent_id: (state.position, agent_id in live_ids)
                   for agent_id, (state, _) in self._agents.items()}
         self._marker_pub.publish(swarm_markers(
-            agents, self._target.position, self.config['radius'], self._trails,
-            self.config['world_frame'], self.get_clock().now().to_msg()))
+            agents, self._target.position, self.settings.radius, self._trails,
+            self.settings.world_frame, self.get_clock().now().to_msg()))
 
     def series(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """
@@ -224,15 +183,15 @@ class MetricsNode(Node):
             output_dir,
             metrics,
             agents,
-            params or {'radius': self.config['radius']},
+            params or {'radius': self.settings.radius},
             real_time_factor,
             trajectories,
         )
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:
-    if node.config['output_dir']:
-        node.save(node.config['output_dir'])
+    if node.settings.output_dir:
+        node.save(node.settings.output_dir)
 
 
 def main(args=None) -> None:

@@ -11,17 +11,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
 from rclpy.qos import ReliabilityPolicy
 
-from ros_support.params import ParamSpec
-from soliton_encirclement_ros.interface import (
-    check_reliability, RELIABLE, swarm_qos, SWARM_RELIABILITY_DESCRIPTION)
-
-SWARM_RELIABILITY_SPEC = ParamSpec('swarm_reliability', RELIABLE, SWARM_RELIABILITY_DESCRIPTION,
-                                   read_only=True)
-
-
-def reliability_of(config: dict) -> str:
-    """Return the validated ``swarm_reliability`` of a node's declared configuration."""
-    return check_reliability(config['swarm_reliability'])
+from soliton_encirclement_ros.interface import RELIABLE, swarm_qos
 
 
 def create_swarm_publisher(node: Node, msg_type, topic: str, reliability: str):

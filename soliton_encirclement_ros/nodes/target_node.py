@@ -12,115 +12,19 @@ from __future__ import annotations
 from nav_msgs.msg import Odometry
 import numpy as np
 from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
-from ros_support.params import declare, ParamSpec
+from ros_support.params import declare, specs_of
 from ros_support.spin import spin_node
-from soliton_encirclement_ros.core.scenario import Scenario
-from soliton_encirclement_ros.core.target_motion import TARGET_MOTIONS
 from soliton_encirclement_ros.interface import target_state_to_msg, TARGET_STATE_TOPIC
-from soliton_encirclement_ros.nodes.swarm_topics import (
-    create_swarm_publisher, reliability_of, SWARM_RELIABILITY_SPEC)
+from soliton_encirclement_ros.nodes.settings import TargetSettings
+from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_publisher
 from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.params import VehicleParams
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays, to_odometry
 
-SPECS = [
-    ParamSpec(
-        'motion', 'static', f'target motion model: {", ".join(TARGET_MOTIONS)}', read_only=True
-    ),
-    ParamSpec(
-        'speed',
-        5.0,
-        'target speed of the random and waypoint models [m/s]',
-        low=1e-6,
-        read_only=True,
-    ),
-    ParamSpec(
-        'motion_period',
-        1.0,
-        'heading change period of the random model [s]',
-        low=1e-3,
-        read_only=True,
-    ),
-    ParamSpec(
-        'boundary',
-        20.0,
-        'random model steers back to the origin beyond |x| or |y| this [m]',
-        low=1e-6,
-        read_only=True,
-    ),
-    ParamSpec('seed', 0, 'seed of the random model', low=0, high=2**31 - 1, read_only=True),
-    ParamSpec(
-        'waypoints',
-        [],
-        'waypoints as a flat list x1, y1, z1, x2, ... [m]',
-        value_type=Parameter.Type.DOUBLE_ARRAY,
-        read_only=True,
-    ),
-    ParamSpec(
-        'arrival_times',
-        [],
-        'optional arrival time per waypoint [s]; unreachable times are an error',
-        value_type=Parameter.Type.DOUBLE_ARRAY,
-        read_only=True,
-    ),
-    ParamSpec(
-        'initial_position',
-        [0.0, 0.0, 0.0],
-        'initial position [x, y, z] [m] (waypoints: the first one)',
-        read_only=True,
-    ),
-    ParamSpec(
-        'omega_ref', 0.0, 'swarm spin reference broadcast to the agents [rad/s]', read_only=True
-    ),
-    ParamSpec(
-        'lambda_ids',
-        [],
-        'agent ids with a spacing weight',
-        value_type=Parameter.Type.INTEGER_ARRAY,
-        read_only=True,
-    ),
-    ParamSpec(
-        'lambda_values',
-        [],
-        'spacing weight of each agent in lambda_ids (arc j -> succ(j))',
-        value_type=Parameter.Type.DOUBLE_ARRAY,
-        read_only=True,
-    ),
-    ParamSpec(
-        'broadcast_period',
-        0.05,
-        'period of /target/state and /target/odom [s]',
-        low=1e-3,
-        read_only=True,
-    ),
-    ParamSpec(
-        'sim_dt',
-        VehicleParams().sim_dt,
-        'integration step of the simulated target [s]',
-        low=1e-4,
-        read_only=True,
-    ),
-    ParamSpec(
-        'follow_topic',
-        '',
-        'nav_msgs/Odometry of a tracked real target; empty = simulate',
-        read_only=True,
-    ),
-    ParamSpec(
-        'follow_timeout',
-        0.5,
-        'follow mode: stop broadcasting when the tracked odometry '
-        'is older than this [s] (the agents then see the target as lost)',
-        low=1e-3,
-        read_only=True,
-    ),
-    ParamSpec('world_frame', 'world', 'header.frame_id of /target/odom', read_only=True),
-    SWARM_RELIABILITY_SPEC,
-]
+SPECS = specs_of(TargetSettings)
 PARAMETERS = tuple(SPECS)  # everything target_node declares (the README table comes from it)
 
 
@@ -129,51 +33,25 @@ class TargetNode(Node):
 
     def __init__(self, **kwargs) -> None:
         super().__init__('target', **kwargs)
-        config = declare(self, SPECS)
-        if len(config['lambda_ids']) != len(config['lambda_values']):
-            raise ValueError(
-                f'lambda_ids has {len(config["lambda_ids"])} entries but lambda_values '
-                f'has {len(config["lambda_values"])}'
-            )
-        self._lambdas = dict(
-            zip(map(int, config['lambda_ids']), map(float, config['lambda_values']))
-        )
-        self._omega_ref = config['omega_ref']
-        self._frame = config['world_frame']
-        period = config['broadcast_period']
-        self._vehicle = VehicleParams(sim_dt=config['sim_dt'])
+        settings = TargetSettings.from_mapping(declare(self, SPECS))
+        self._lambdas = settings.lambdas
+        self._omega_ref = settings.omega_ref
+        self._frame = settings.world_frame
+        self._vehicle = VehicleParams(sim_dt=settings.sim_dt)
         self._odom_pub = self.create_publisher(Odometry, 'odom', 10)
         self._state_pub = create_swarm_publisher(self, Float64MultiArray, TARGET_STATE_TOPIC,
-                                                 reliability_of(config))
+                                                 settings.swarm_reliability)
         self._tracked = None  # (stamp_ns, (position, velocity, yaw)) of the tracked target
-        self._follow_timeout_ns = int(config['follow_timeout'] * 1e9)
+        self._follow_timeout_ns = int(settings.follow_timeout * 1e9)
         self._track_lost = False
-        if config['follow_topic']:
+        if settings.follow_topic:
             self._motion = None
-            self.create_subscription(Odometry, config['follow_topic'], self._on_tracked, 10)
+            self.create_subscription(Odometry, settings.follow_topic, self._on_tracked, 10)
         else:
-            scenario = Scenario(
-                target_motion=config['motion'],
-                target_speed=config['speed'],
-                target_period=config['motion_period'],
-                target_boundary=config['boundary'],
-                seed=config['seed'],
-                arrival_times=config['arrival_times'] or None,
-                **(
-                    {'waypoints': np.reshape(config['waypoints'], (-1, 3)).tolist()}
-                    if config['waypoints']
-                    else {}
-                ),
-            )
-            self._motion = scenario.target_model()
-            start = (
-                scenario.target_start()
-                if config['motion'] == 'waypoints'
-                else config['initial_position']
-            )
-            self._vehicle_state = VehicleState.at_rest(np.reshape(start, (1, 3)))
+            self._motion = settings.motion_scenario().target_model()
+            self._vehicle_state = VehicleState.at_rest(np.reshape(settings.start(), (1, 3)))
             self._sim_time = None
-        self.create_timer(period, self._on_tick)
+        self.create_timer(settings.broadcast_period, self._on_tick)
 
     def _on_tracked(self, msg: Odometry) -> None:
         try:

@@ -1,0 +1,153 @@
+"""
+Typed, validated settings of the agent, target and metrics nodes (no rclpy).
+
+Each node declares one ROS parameter per field (``ros_support.params.specs_of``) and builds its
+settings object from the declared values, so a node reads ``settings.loss``, never
+``config['loss']``. A field that means what a scenario field means is defined by it
+(``same_as``): its description, unit, bounds and default are written once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from ros_support.settings import check_fields, same_as, setting
+from ros_support.validation import from_mapping
+from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.interface import (
+    RELIABLE, SWARM_RELIABILITIES, SWARM_RELIABILITY_DESCRIPTION)
+from velocity_mobility_ros.core.params import VehicleParams
+
+
+def swarm_reliability_setting():
+    """Return the ``swarm_reliability`` field every swarm node has."""
+    return setting(RELIABLE, SWARM_RELIABILITY_DESCRIPTION, choices=SWARM_RELIABILITIES,
+                   read_only=True)
+
+
+class _Settings:
+    """Build from a node's declared parameter values; unknown names raise."""
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]):
+        return from_mapping(cls, values)
+
+
+@dataclass(frozen=True)
+class AgentSettings(_Settings):
+    """agent_node's settings besides the controller gains (those are ControllerParams)."""
+
+    agent_id: int = setting(0, 'integer id of this agent in the swarm (0 = digits of the '
+                            'namespace)', low=0, high=1_000_000, read_only=True)
+    failures_per_min: float = same_as(Scenario, 'failures_per_min', read_only=True)
+    failure_off_time: float = same_as(Scenario, 'failure_off_time', read_only=True)
+    failure_check_period: float = same_as(Scenario, 'failure_check_period', read_only=True)
+    loss: float = same_as(Scenario, 'loss', read_only=True)
+    delay: float = same_as(Scenario, 'delay', read_only=True)
+    seed: int = same_as(Scenario, 'seed', optional=False, read_only=True,
+                        description='swarm seed of the failure and impairment draws (combined '
+                        'with agent_id)')
+    swarm_reliability: str = swarm_reliability_setting()
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class TargetSettings(_Settings):
+    """target_node's settings: the simulated motion or the tracked target, and the broadcast."""
+
+    motion: str = same_as(Scenario, 'target_motion', read_only=True)
+    speed: float = same_as(Scenario, 'target_speed', read_only=True)
+    motion_period: float = same_as(Scenario, 'target_period', read_only=True)
+    boundary: float = same_as(Scenario, 'target_boundary', read_only=True)
+    seed: int = setting(0, 'seed of the random model', low=0, high=2**31 - 1, read_only=True)
+    waypoints: list = setting(description='waypoints as a flat list x1, y1, z1, x2, ...',
+                              unit='m', array='double', read_only=True, default_factory=list)
+    arrival_times: list = setting(description='optional arrival time per waypoint; '
+                                  'unreachable times are an error', unit='s', array='double',
+                                  read_only=True, default_factory=list)
+    initial_position: list = setting(description='initial position [x, y, z] (waypoints: the '
+                                     'first one)', unit='m', array='double', read_only=True,
+                                     default_factory=lambda: [0.0, 0.0, 0.0])
+    omega_ref: float = same_as(Scenario, 'omega_ref', read_only=True)
+    lambda_ids: list = setting(description='agent ids with a spacing weight', array='integer',
+                               read_only=True, default_factory=list)
+    lambda_values: list = setting(description='spacing weight of each agent in lambda_ids (arc '
+                                  'j -> succ(j))', array='double', read_only=True,
+                                  default_factory=list)
+    broadcast_period: float = setting(0.05, 'period of /target/state and /target/odom', 's',
+                                      1e-3, read_only=True)
+    sim_dt: float = same_as(VehicleParams, 'sim_dt',
+                            description='integration step of the simulated target')
+    follow_topic: str = setting('', 'nav_msgs/Odometry of a tracked real target; empty = '
+                                'simulate', read_only=True)
+    follow_timeout: float = setting(0.5, 'follow mode: stop broadcasting when the tracked '
+                                    'odometry is older than this (the agents then see the '
+                                    'target as lost)', 's', 1e-3, read_only=True)
+    world_frame: str = setting('world', 'header.frame_id of /target/odom', read_only=True)
+    swarm_reliability: str = swarm_reliability_setting()
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if len(self.lambda_ids) != len(self.lambda_values):
+            raise ValueError(f'lambda_ids has {len(self.lambda_ids)} entries but lambda_values '
+                             f'has {len(self.lambda_values)}')
+        if len(self.waypoints) % 3:
+            raise ValueError(f'waypoints must be x, y, z triples, got {len(self.waypoints)} '
+                             'numbers')
+        if len(self.initial_position) != 3:
+            raise ValueError(f'initial_position must be [x, y, z], got {self.initial_position}')
+        if not self.follow_topic:
+            self.motion_scenario()  # bad waypoints or arrival times fail at start-up
+
+    @property
+    def lambdas(self) -> dict[int, float]:
+        return dict(zip(map(int, self.lambda_ids), map(float, self.lambda_values)))
+
+    def motion_scenario(self) -> Scenario:
+        """Return the scenario whose ``target_model()`` this target flies."""
+        return Scenario(
+            target_motion=self.motion, target_speed=self.speed, target_period=self.motion_period,
+            target_boundary=self.boundary, seed=self.seed,
+            arrival_times=self.arrival_times or None,
+            **({'waypoints': np.reshape(self.waypoints, (-1, 3)).tolist()}
+               if self.waypoints else {}))
+
+    def start(self) -> np.ndarray:
+        """Where the simulated target starts: the first waypoint, or ``initial_position``."""
+        if self.motion == 'waypoints':
+            return self.motion_scenario().target_start()
+        return np.array(self.initial_position, dtype=float)
+
+
+@dataclass(frozen=True)
+class MetricsSettings(_Settings):
+    """metrics_node's settings."""
+
+    radius: float = same_as(Scenario, 'radius', read_only=True,
+                            description='desired encirclement radius R')
+    metrics_period: float = setting(0.05, 'metrics computation and publication period', 's',
+                                    1e-3, read_only=True)
+    agent_state_timeout: float = setting(0.0, 'an agent is live while its last state is at most '
+                                         'this old; 0 = 3 x metrics_period', 's', 0.0,
+                                         read_only=True)
+    marker_period: float = setting(0.5, 'RViz marker publication period; 0 disables', 's', 0.0,
+                                   read_only=True)
+    trail_length: int = setting(60, 'positions kept per agent trail in the markers', low=0,
+                                high=100_000, read_only=True)
+    world_frame: str = setting('world', 'frame of the markers', read_only=True)
+    output_dir: str = setting('', 'directory for the run outputs (CSV streamed during the run, '
+                              'plots and summary.json on shutdown); empty = none',
+                              read_only=True)
+    swarm_reliability: str = swarm_reliability_setting()
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+    @property
+    def agent_timeout(self) -> float:
+        """Return how long an agent stays live after its last state [s]."""
+        return self.agent_state_timeout or 3.0 * self.metrics_period
