@@ -37,7 +37,7 @@ def speed(periods, engines) -> None:
                     continue
                 result = simulate(Scenario(agents=agents, duration=duration,
                                            control_period=period), engine)
-                print(f'| {agents} | {period:g} | {result.engine} | '
+                print(f'| {agents} | {period:g} | {result.params["engine"]} | '
                       f'{result.real_time_factor:.2f} |', flush=True)
 
 

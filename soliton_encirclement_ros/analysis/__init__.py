@@ -5,7 +5,7 @@ Run analysis: metrics recomputed from any recorded bag, published series, output
 """
 from soliton_encirclement_ros.analysis.recompute import (
     load_run, metrics_from_bag, published_metrics, recompute_metrics, RunDataError)
-from soliton_encirclement_ros.analysis.report import summarise, write_run_outputs
+from soliton_encirclement_ros.analysis.report import RunResult, summarise, write_run_outputs
 
 __all__ = ['load_run', 'metrics_from_bag', 'published_metrics', 'recompute_metrics',
-           'RunDataError', 'summarise', 'write_run_outputs']
+           'RunDataError', 'RunResult', 'summarise', 'write_run_outputs']

@@ -24,7 +24,7 @@ from soliton_encirclement_ros.analysis.bag_reader import BagError
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
-from soliton_encirclement_ros.analysis.report import write_run_outputs
+from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
@@ -52,7 +52,7 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
         'liveness_from_agent_states': run.states is not None, 'agents': list(run.agents),
         'agent_ids': run.agent_ids, 'truncated': run.truncated,
     }
-    summary = write_run_outputs(out_dir, metrics, agent_rows(run), params, None, trajectories)
+    summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories))
     if max_frames > 0:
         agent_xy = np.stack([_positions_or_nan(track, times) for track in run.agents.values()],
                             axis=1)

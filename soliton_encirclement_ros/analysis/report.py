@@ -1,5 +1,8 @@
 """
-Run outputs shared by the swarm runner and ``analyze_run``: CSV files, plots and summary.json.
+One run's record and its outputs: CSV files, plots and summary.json.
+
+:class:`RunResult` is what every producer of a run hands :func:`write_run_outputs`: batch_sim,
+swarm_sim in one process, metrics_node (swarm_sim --processes, ros2 launch) and analyze_run.
 
 No rclpy. ``metrics`` arrays are (T, 7) with columns ``timestamp`` then the six metrics in
 ``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4)
@@ -8,6 +11,7 @@ No rclpy. ``metrics`` arrays are (T, 7) with columns ``timestamp`` then the six 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import json
 import math
 import os
@@ -24,6 +28,27 @@ METRICS_HEADER = ('timestamp',) + METRIC_NAMES
 AGENTS_HEADER = ('node_id', 'timestamp', 'u', 'velocity_norm')
 # A metric has settled once it stays below its threshold until the end of the run.
 SETTLE_THRESHOLDS = {'E_gap': 0.05, 'E_r': 0.01}
+
+
+@dataclass
+class RunResult:
+    """
+    Everything one run produced, whichever simulator or recording it came from.
+
+    ``metrics`` (T, 7): timestamp then the six metrics; ``agents`` (K, 4): node_id, timestamp,
+    u, velocity_norm; ``params``: what was run (the scenario, the engine, the bag...);
+    ``trajectories``: name -> (T, 3) rows t, x, y, ``'target'`` drawn as the target;
+    ``real_time_factor``: sim seconds per wall second, None when not measured.
+    """
+
+    metrics: np.ndarray
+    agents: np.ndarray
+    params: dict
+    trajectories: dict[str, np.ndarray] | None = None
+    real_time_factor: float | None = None
+    sim_time: float | None = None
+    wall_time: float | None = None
+    final_positions: np.ndarray | None = None  # (N + 1, 3) agents then target, world ENU [m]
 
 
 def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
@@ -73,25 +98,19 @@ def summarise(metrics: np.ndarray) -> dict:
             'closest': closest_approach(metrics[:, 0], columns['d_min'])}
 
 
-def write_run_outputs(
-    out_dir,
-    metrics: np.ndarray,
-    agents: np.ndarray,
-    params: dict,
-    real_time_factor: float | None,
-    trajectories: dict[str, np.ndarray] | None = None,
-) -> dict:
+def write_run_outputs(out_dir, result: RunResult) -> dict:
     """
     Write a run's outputs into ``out_dir`` and return its summary.
 
     The outputs: metrics.csv, agents.csv, one PNG per metric, dashboard.png, trajectories.png
-    (when ``trajectories`` is given) and summary.json.
+    (when the result has trajectories, with ``params['radius']``, if present, drawn as the
+    desired circle around the target's last position) and summary.json.
 
-    ``trajectories`` maps a name to (T, 3) rows ``t,x,y``; the key ``'target'`` is drawn as the
-    target, and ``params['radius']`` (if present) as the desired circle around its last position.
     Files are written into a temporary directory first and moved into place only when all of
     them succeeded, so an error never leaves partial outputs behind.
     """
+    metrics, agents, params = result.metrics, result.agents, result.params
+    trajectories, real_time_factor = result.trajectories, result.real_time_factor
     metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
     agents = _checked_table(agents, len(AGENTS_HEADER), 'agents')
     out_dir = Path(out_dir)

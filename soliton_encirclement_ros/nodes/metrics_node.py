@@ -24,7 +24,7 @@ from visualization_msgs.msg import MarkerArray
 from ros_support.params import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
-    AGENTS_HEADER, METRICS_HEADER, write_run_outputs)
+    AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs)
 from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
 from soliton_encirclement_ros.core.controller import AgentStateMsg
 from soliton_encirclement_ros.core.identity import DuplicateIds
@@ -175,18 +175,11 @@ class MetricsNode(Node):
             shutil.rmtree(self._own_dir, ignore_errors=True)
         super().destroy_node()
 
-    def save(self, output_dir: str, params: dict | None = None,
-             real_time_factor: float | None = None) -> dict:
+    def save(self, output_dir: str) -> dict:
         """Write the run outputs (CSV, plots, summary.json) of the series gathered so far."""
         metrics, agents, trajectories = self.series()
-        return write_run_outputs(
-            output_dir,
-            metrics,
-            agents,
-            params or {'radius': self.settings.radius},
-            real_time_factor,
-            trajectories,
-        )
+        return write_run_outputs(output_dir, RunResult(
+            metrics, agents, {'radius': self.settings.radius}, trajectories))
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:

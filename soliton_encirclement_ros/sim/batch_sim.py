@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 from collections import deque
-from dataclasses import dataclass
+import math
 import sys
 import time
 from typing import Callable, Optional, Protocol
@@ -29,7 +29,7 @@ import numpy as np
 
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
-from soliton_encirclement_ros.analysis.report import write_run_outputs
+from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
     control_step, initial_state, outgoing_state, receive_agent_state, receive_target_state,
@@ -117,23 +117,6 @@ SWARM_ENGINES: dict[str, Callable[..., SwarmEngine]] = {
 ENGINES = ('auto',) + tuple(SWARM_ENGINES)
 
 
-@dataclass
-class RunResult:
-    """Everything a run produced, in the shapes ``write_run_outputs`` takes."""
-
-    metrics: np.ndarray        # (T, 7) timestamp, E_r, E_vr, rho, G_max, E_gap, d_min
-    agents: np.ndarray         # (K, 4) node_id, timestamp, u, velocity_norm
-    trajectories: dict         # name -> (T, 3) t, x, y
-    engine: str
-    sim_time: float
-    wall_time: float
-    final_positions: np.ndarray = None  # (N + 1, 3) agents then target, world ENU [m]
-
-    @property
-    def real_time_factor(self) -> float:
-        return self.sim_time / self.wall_time if self.wall_time > 0 else float('inf')
-
-
 def choose_engine(scenario: Scenario, engine: str = 'auto') -> str:
     """Return the engine to use; asking for 'vectorised' where it is not exact is an error."""
     if engine not in ENGINES:
@@ -200,8 +183,11 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     times = np.arange(len(trace_rows)) * telemetry_every * period
     names = [f'uav{i}' for i in ids[:traced]] + ['target']
     trajectories = {name: np.column_stack((times, trace[:, j])) for j, name in enumerate(names)}
-    return RunResult(np.array(metrics_rows), np.vstack(agent_rows), trajectories, engine,
-                     ticks * period, wall, bodies.position.copy())
+    sim_time = ticks * period
+    return RunResult(np.array(metrics_rows), np.vstack(agent_rows),
+                     {**scenario.as_dict(), 'engine': engine}, trajectories,
+                     sim_time / wall if wall > 0 else math.inf, sim_time, wall,
+                     bodies.position.copy())
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -228,14 +214,11 @@ def main(argv=None) -> int:
         print(f'batch_sim: error: {exc}', file=sys.stderr)
         return 2
     result = simulate(scenario, args.engine)
-    summary = write_run_outputs(
-        args.out, result.metrics, result.agents,
-        {**scenario.as_dict(), 'engine': result.engine}, result.real_time_factor,
-        result.trajectories)
+    summary = write_run_outputs(args.out, result)
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '
-          f'{result.engine}); final {final}; outputs in {args.out}')
+          f'{result.params["engine"]}); final {final}; outputs in {args.out}')
     return 0
 
 

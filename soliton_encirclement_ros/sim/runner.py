@@ -179,7 +179,7 @@ def _interrupted(stop: StopRequest) -> None:
 
 def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
     """Run in this process; returns (summary or None, failure '')."""
-    from soliton_encirclement_ros.analysis.report import write_run_outputs
+    from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
     from soliton_encirclement_ros.sim.inprocess import InProcessGraph
 
     try:
@@ -200,9 +200,9 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         graph.close()
     if len(metrics) == 0:
         return None, ''
-    params = plan_summary(plan, args)
-    return write_run_outputs(out_dir, metrics, agents, params,
-                             sim_time / wall if wall > 0 else math.nan, trajectories), ''
+    result = RunResult(metrics, agents, plan_summary(plan, args), trajectories,
+                       sim_time / wall if wall > 0 else None, sim_time, wall)
+    return write_run_outputs(out_dir, result), ''
 
 
 def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.analysis import report
-from soliton_encirclement_ros.analysis.report import summarise, write_run_outputs
+from soliton_encirclement_ros.analysis.report import RunResult, summarise, write_run_outputs
 
 NAN = math.nan
 
@@ -54,8 +54,8 @@ def test_outputs_are_written_with_headers_and_summary(tmp_path):
     agents = np.array([[1, 0.0, 0.5, 2.0], [2, 0.0, 0.4, 1.0]])
     trajectories = {'uav1': np.array([[0, 20, 0], [1, 0, 20]]),
                     'target': np.array([[0, 0, 0], [1, 0.5, 0]])}
-    summary = write_run_outputs(tmp_path / 'out', metrics, agents, {'radius': 20.0, 'N': 2},
-                                None, trajectories)
+    summary = write_run_outputs(tmp_path / 'out', RunResult(
+        metrics, agents, {'radius': 20.0, 'N': 2}, trajectories))
     out = tmp_path / 'out'
     lines = (out / 'metrics.csv').read_text().splitlines()
     assert lines[0] == 'timestamp,E_r,E_vr,rho,G_max,E_gap,d_min'
@@ -74,7 +74,8 @@ def test_outputs_are_written_with_headers_and_summary(tmp_path):
 
 
 def test_nan_becomes_null_in_summary_json(tmp_path):
-    write_run_outputs(tmp_path, metrics_table([NAN, NAN]), np.empty((0, 4)), {}, 1.7)
+    write_run_outputs(tmp_path, RunResult(metrics_table([NAN, NAN]), np.empty((0, 4)), {},
+                                          real_time_factor=1.7))
     written = json.loads((tmp_path / 'summary.json').read_text())
     assert written['final']['E_gap'] is None and written['mean']['E_gap'] is None
     assert written['real_time_factor'] == 1.7
@@ -86,12 +87,12 @@ def test_an_error_leaves_no_partial_outputs(tmp_path, monkeypatch):
         raise RuntimeError('disk full')
     monkeypatch.setattr(report.plots, 'dashboard', broken_dashboard)
     with pytest.raises(RuntimeError, match='disk full'):
-        write_run_outputs(tmp_path / 'out', metrics_table([0.1]), np.empty((0, 4)), {}, 1.0)
+        write_run_outputs(tmp_path / 'out', RunResult(metrics_table([0.1]), np.empty((0, 4)), {}))
     assert list((tmp_path / 'out').iterdir()) == []
 
 
 def test_wrong_shapes_are_refused_by_name(tmp_path):
     with pytest.raises(ValueError, match=r'metrics must be an array of shape \(N, 7\)'):
-        write_run_outputs(tmp_path, np.zeros((3, 5)), np.empty((0, 4)), {}, 1.0)
+        write_run_outputs(tmp_path, RunResult(np.zeros((3, 5)), np.empty((0, 4)), {}))
     with pytest.raises(ValueError, match=r'agents must be an array of shape \(N, 4\)'):
-        write_run_outputs(tmp_path, metrics_table([0.1]), np.zeros((2, 3)), {}, 1.0)
+        write_run_outputs(tmp_path, RunResult(metrics_table([0.1]), np.zeros((2, 3)), {}))

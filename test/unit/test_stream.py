@@ -1,7 +1,8 @@
 """Streamed outputs (no rclpy): whole rows on disk, the finished format, a bounded trace."""
 import numpy as np
 
-from soliton_encirclement_ros.analysis.report import AGENTS_HEADER, write_run_outputs
+from soliton_encirclement_ros.analysis.report import (
+    AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs)
 from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
 
 
@@ -14,8 +15,7 @@ def test_streamed_rows_read_back_as_the_finished_outputs_write_them(tmp_path):
     np.testing.assert_allclose(back, rows, rtol=1e-8)
     stream.close()
     streamed = (tmp_path / 'agents.csv').read_text()
-    write_run_outputs(tmp_path / 'out', np.empty((0, 1 + len(__import__(
-        'soliton_encirclement_ros.core.metrics', fromlist=['x']).METRIC_NAMES))), back, {}, None)
+    write_run_outputs(tmp_path / 'out', RunResult(np.empty((0, len(METRICS_HEADER))), back, {}))
     assert (tmp_path / 'out' / 'agents.csv').read_text() == streamed
 
 

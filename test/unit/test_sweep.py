@@ -52,7 +52,7 @@ def test_the_run_axis_engine_equals_the_per_agent_controllers():
     assert sum(np.isnan(m[:, 1:]).any() for m in together) == 0
     for scenario, batch in zip(scenarios, together):
         reference = simulate(scenario, 'per-agent')
-        assert reference.engine == 'per-agent'
+        assert reference.params['engine'] == 'per-agent'
         np.testing.assert_allclose(batch, reference.metrics, rtol=0, atol=1e-9)
     # A run's result does not depend on the runs stepped with it.
     alone = simulate_runs(scenarios[1:2]).metrics[0]
