@@ -19,7 +19,7 @@ import dataclasses
 import math
 from typing import Any, Iterable, Sequence
 
-from ros_support.validation import bounded, broken_rule
+from ros_support.validation import bounded, broken_rule, number
 
 
 def setting(default: Any = dataclasses.MISSING, description: str = '', unit: str = '',
@@ -168,19 +168,8 @@ def add_options(parser: argparse.ArgumentParser, cls: type,
 
 
 def _option_type(f: dataclasses.Field):
-    integer = isinstance(default_of(f), int)
-
-    def parse(text: str):
-        try:
-            value = int(text) if integer else float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f'expected {"an integer" if integer else "a number"}, got {text!r}') from None
-        try:  # the option's name comes from argparse
-            return check_value(f, value, name='value')
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error).removeprefix('value ')) from None
-    return parse
+    return number(integer=isinstance(default_of(f), int),
+                  check=lambda value: check_value(f, value, name='value'))
 
 
 def given_options(args: argparse.Namespace, cls: type,

@@ -89,11 +89,14 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f'{self.prog}: error: {message}\n')
 
 
-def number(low: float | None = None, strict: bool = False, integer: bool = False):
+def number(low: float | None = None, strict: bool = False, integer: bool = False,
+           check=None):
     """
     Return an argparse ``type`` for a finite number with an optional lower bound.
 
-    One rule per option, shared by every CLI: ``number(0, strict=True)`` for "> 0".
+    One rule per option, shared by every CLI: ``number(0, strict=True)`` for "> 0". ``check``
+    (value -> value, ``ValueError`` '<name> must be ...') replaces the bound with a settings
+    field's own rule.
     """
     def parse(text: str):
         try:
@@ -101,6 +104,11 @@ def number(low: float | None = None, strict: bool = False, integer: bool = False
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f'expected {"an integer" if integer else "a number"}, got {text!r}') from None
+        if check is not None:
+            try:
+                return check(value)
+            except ValueError as error:  # the option's name comes from argparse
+                raise argparse.ArgumentTypeError(str(error).split(' ', 1)[1]) from None
         rule = broken_rule(value, low, strict=strict)
         if rule:  # the option's name comes from argparse
             raise argparse.ArgumentTypeError(f'{rule}, got {text}')
