@@ -23,6 +23,7 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import UInt32MultiArray
 from transforms3d.euler import euler2quat
 
+from support.harness import spin_until
 from velocity_mobility_ros.core.params import VehicleParams
 from velocity_mobility_ros.nodes.messages import (
     odometry_to_arrays, to_odometry, twist_to_arrays, twist_values)
@@ -110,10 +111,7 @@ class SimGraph:
         self.spin_until(lambda: self.clock.get_subscription_count() > 0)
 
     def spin_until(self, condition, timeout=10.0):
-        deadline = time.monotonic() + timeout
-        while not condition():
-            assert time.monotonic() < deadline, 'condition not met in time'
-            self.executor.spin_once(timeout_sec=0.01)
+        assert spin_until(self.executor, condition, timeout, period=0.01), 'not met in time'
 
     def publisher(self, msg_type, topic):
         pub = self.driver.create_publisher(msg_type, topic, SIM_QOS)
@@ -360,9 +358,7 @@ class MobilityProcess:
         return self
 
     def spin_until(self, condition, timeout=20.0):
-        deadline = time.monotonic() + timeout
-        while not condition() and time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.05)
+        spin_until(self.executor, condition, timeout, period=0.05)
 
     def __exit__(self, *exc):
         self.proc.send_signal(signal.SIGINT)

@@ -22,6 +22,7 @@ from transforms3d.euler import euler2quat
 from soliton_encirclement_ros.px4.bridge_node import (
     BridgeSettings, fill_enu_odometry, PARAMS, px4_topic)
 from soliton_encirclement_ros.px4.frames import q_ned_frd_to_enu_flu, vehicle_odometry_to_enu
+from support.harness import spin_for, spin_until
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
 DEFAULTS = {spec.name: spec.default for spec in PARAMS}
@@ -96,24 +97,6 @@ def test_missing_px4_msgs_exits_with_one_actionable_line():
 px4 = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
     'px4_msgs is not importable: build PX4/px4_msgs (matching the PX4 version) '
     'in a colcon workspace and source it'))
-
-
-def spin_until(executor, predicate, timeout=10.0):
-    """Spin until predicate() holds; False if the deadline passes first."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            return False
-        executor.spin_once(timeout_sec=0.02)
-    return True
-
-
-def spin_for(executor, seconds, each=None):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if each is not None:
-            each()
-        executor.spin_once(timeout_sec=0.02)
 
 
 @pytest.fixture

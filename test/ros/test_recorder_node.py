@@ -18,6 +18,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosbags.highlevel import AnyReader
 from std_msgs.msg import Float64, Float64MultiArray
 
+from support.harness import spin_until
+
 COUNT = 30
 WAIT = 20.0  # upper bound for process start-up and DDS discovery
 
@@ -40,13 +42,6 @@ def publisher_node():
     rclpy.shutdown()
 
 
-def spin_until(executor, condition):
-    deadline = time.monotonic() + WAIT
-    while not condition() and time.monotonic() < deadline:
-        executor.spin_once(timeout_sec=0.05)
-    return condition()
-
-
 @pytest.mark.parametrize('stop_signal', [signal.SIGINT, signal.SIGTERM])
 def test_signal_closes_a_readable_bag_with_every_message(publisher_node, tmp_path, stop_signal):
     node, executor = publisher_node
@@ -59,8 +54,9 @@ def test_signal_closes_a_readable_bag_with_every_message(publisher_node, tmp_pat
         recorder_command('-o', str(bag), '--ros-args', '-p', 'discovery_period:=0.2'),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        assert spin_until(executor, lambda: metric.get_subscription_count() > 0
-                          and states.get_subscription_count() > 0), 'recorder never subscribed'
+        subscribed = spin_until(executor, lambda: metric.get_subscription_count() > 0
+                                and states.get_subscription_count() > 0, WAIT)
+        assert subscribed, 'recorder never subscribed'
         for i in range(COUNT):
             metric.publish(Float64(data=float(i)))
             states.publish(Float64MultiArray(data=[1.0, float(i)] + [0.0] * 9))

@@ -4,7 +4,6 @@ BagRecorder with real rclpy/DDS.
 Messages published in-process are recorded and read back with two independent readers (rosbags and
 mcap-ros2-support).
 """
-import time
 
 from builtin_interfaces.msg import Time
 from geometry_msgs.msg import Twist
@@ -22,6 +21,7 @@ from std_msgs.msg import Float64
 import yaml
 
 from soliton_encirclement_ros.recording.recorder import BagRecorder, DEFAULT_TOPICS_REGEX
+from support.harness import spin_until
 
 SIM_START = 100.0
 COUNT = 25
@@ -42,15 +42,6 @@ def graph():
     publisher_node.destroy_node()
     recorder_node.destroy_node()
     rclpy.shutdown()
-
-
-def spin_until(executor, condition, recorder=None):
-    deadline = time.monotonic() + WAIT
-    while not condition() and time.monotonic() < deadline:
-        if recorder is not None:
-            recorder.discover()
-        executor.spin_once(timeout_sec=0.02)
-    return condition()
 
 
 def odometry(i):
@@ -74,7 +65,8 @@ def record_some(graph, bag, storage):
     ignored = pub_node.create_publisher(Float64, '/uav1/battery', 10)
     recorder = BagRecorder(rec_node, bag, storage=storage)
     recorded = {'/clock', '/uav1/odom', '/uav1/cmd_vel', '/swarm/metrics/E_r'}
-    assert spin_until(executor, lambda: set(recorder.topics) == recorded, recorder)
+    assert spin_until(executor, lambda: set(recorder.topics) == recorded, WAIT,
+                      each=recorder.discover)
     assert spin_until(executor, lambda: all(
         p.get_subscription_count() for p in (clock, odom, cmd, metric)))
     clock.publish(Clock(clock=Time(sec=int(SIM_START))))

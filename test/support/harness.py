@@ -1,8 +1,10 @@
 """
-A test driver for real rclpy nodes on a simulated clock.
+The tests' one way to drive real rclpy nodes.
 
-Owns /clock, records topics, publishes inputs and runs callbacks until the graph is idle (no sleeps
-between steps).
+``Harness`` owns /clock on a simulated clock, records topics, publishes inputs and runs
+callbacks until the graph is idle (no sleeps between steps). ``spin_until``/``spin_for`` spin
+an executor on wall time, for graphs that are not on a simulated clock (processes, DDS
+discovery, an autopilot stand-in).
 """
 import time
 
@@ -14,6 +16,23 @@ from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 
 SIM = [Parameter('use_sim_time', value=True)]
+
+
+def spin_until(executor, condition, timeout=10.0, each=None, period=0.02) -> bool:
+    """Spin until ``condition()`` holds (True) or ``timeout`` s pass (False); ``each()`` a turn."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        if each is not None:
+            each()
+        executor.spin_once(timeout_sec=period)
+    return True
+
+
+def spin_for(executor, seconds, each=None, period=0.02) -> None:
+    """Spin for ``seconds`` of wall time, calling ``each()`` every turn."""
+    spin_until(executor, lambda: False, seconds, each, period)
 
 
 class Harness:
