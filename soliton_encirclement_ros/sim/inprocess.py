@@ -1,12 +1,12 @@
 """
 The swarm graph in one process, stepped in lock-step on a simulated clock.
 
-All nodes share one rclpy context and one EventsExecutor. The runner's own node publishes
-``/clock``; after each clock step the executor runs until the graph is quiescent: every timer
-due at that time has fired and every message published inside the graph has reached each of
-its in-graph subscriptions (publishes and deliveries are counted), before the clock moves on.
-Nodes apply messages at their next tick, so the order of callbacks within one step does not
-matter and a run is a function of its seed.
+All nodes share one rclpy context and one EventsExecutor, stepped by the lock-step core
+(``sim.lockstep.LockStep``): after each clock step the executor runs until the graph is
+quiescent (every timer due at that time has fired and every message published inside the graph
+has reached each of its in-graph subscriptions) before the clock moves on. The runner's own
+node publishes ``/clock`` for tools outside. Nodes apply messages at their next tick, so the
+order of callbacks within one step does not matter and a run is a function of its seed.
 """
 from __future__ import annotations
 
@@ -20,8 +20,6 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
-from rclpy.time import Time
-from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 
@@ -31,6 +29,7 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
+from soliton_encirclement_ros.sim.lockstep import LockStep
 from velocity_mobility_ros.nodes.swarm_mobility_node import SwarmMobilityNode
 
 NODE_CLASSES = {
@@ -41,10 +40,8 @@ NODE_CLASSES = {
 }
 # Nodes whose swarm-state subscription the graph replaces with one shared, decode-once one.
 FANOUT_CLASSES = (AgentNode, MetricsNode)
-CLOCK_STEP_NS = 10_000_000   # clock step when no timer is pending
 CLOCK_PUBLISH_PERIOD_NS = 10_000_000  # /clock for tools outside the process (100 Hz sim time)
 MATCH_TIMEOUT = 20.0         # s to wait for every in-graph publisher to see its subscribers
-QUEUE_WAIT = 0.0005          # s an executor turn may wait for an event still being posted
 STALL_TIMEOUT = 10.0         # s of wall time without reaching quiescence before giving up
 RECORDER_DISCOVERY_PERIOD_NS = 1_000_000_000
 
@@ -59,7 +56,6 @@ class InProcessGraph:
         rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.nodes: list[Node] = []
         self.recorder = None
-        self.sim_time_ns = 0
         self._next_clock_publish_ns = 0
         self._next_discovery_ns = 0
         try:
@@ -70,10 +66,6 @@ class InProcessGraph:
             self.clock_node = Node('swarm_sim', context=self.context,
                                    parameter_overrides=[Parameter('use_sim_time', value=True)])
             self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
-            self._time_source = TimeSource()
-            self._time_source.ros_time_is_active = True
-            for node in [self.clock_node, *self.nodes]:
-                self._time_source.attach_clock(node.get_clock())
             self._swarm_receivers = [
                 n.receive_agent_state for n in self.nodes if type(n) in FANOUT_CLASSES
             ]
@@ -83,92 +75,26 @@ class InProcessGraph:
             self.executor = EventsExecutor(context=self.context)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)
-            self._timers = [timer for node in self.nodes for timer in node.timers]
-            self._owed = self._delivered = 0
-            self._wait_for_matching()
+            self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],
+                                     STALL_TIMEOUT)
+            self.lockstep.wait_for_matching(MATCH_TIMEOUT)
             if record:
                 from soliton_encirclement_ros.recording.recorder import BagRecorder
                 self.recorder = BagRecorder(self.clock_node, record, storage=storage)
                 self.recorder.discover()
-                self._wait_for_matching()
-            self._instrument()
+                self.lockstep.wait_for_matching(MATCH_TIMEOUT)
+            self.lockstep.instrument()
         except BaseException:
             self.close()
             raise
 
     @property
+    def sim_time_ns(self) -> int:
+        return self.lockstep.now_ns
+
+    @property
     def sim_time(self) -> float:
         return self.sim_time_ns * 1e-9
-
-    def _subscriber_counts(self) -> dict[str, int]:
-        """Count the in-graph subscriptions per topic."""
-        counts: dict[str, int] = {}
-        for node in [self.clock_node, *self.nodes]:
-            for sub in node.subscriptions:
-                counts[sub.topic_name] = counts.get(sub.topic_name, 0) + 1
-        return counts
-
-    def _wait_for_matching(self) -> None:
-        """Block until every publisher sees all in-graph subscriptions of its topic."""
-        subscribers = self._subscriber_counts()
-        publishers = [pub for node in [self.clock_node, *self.nodes] for pub in node.publishers
-                      if pub.topic_name in subscribers]
-        deadline = time.monotonic() + MATCH_TIMEOUT
-        while time.monotonic() < deadline:
-            waiting = [
-                p for p in publishers if p.get_subscription_count() < subscribers[p.topic_name]
-            ]
-            if not waiting:
-                return
-            time.sleep(0.01)
-        raise RuntimeError(f'DDS discovery incomplete after {MATCH_TIMEOUT} s for '
-                           f'{sorted({p.topic_name for p in waiting})}')
-
-    def _instrument(self) -> None:
-        """Count in-graph deliveries: each publish owes one callback per in-graph subscription."""
-        self._subscribers = self._subscriber_counts()
-        for node in [self.clock_node, *self.nodes]:
-            for sub in node.subscriptions:
-                if not getattr(sub.callback, 'counted', False):
-                    sub.callback = self._counted_callback(sub.callback)
-            for pub in node.publishers:
-                if not getattr(pub.publish, 'counted', False):
-                    pub.publish = self._counted_publish(pub)
-
-    def _counted_callback(self, callback):
-        def counted(msg):
-            self._delivered += 1
-            callback(msg)
-        counted.counted = True
-        return counted
-
-    def _counted_publish(self, pub):
-        publish = pub.publish
-
-        def counted(msg):
-            self._owed += self._subscribers.get(pub.topic_name, 0)
-            publish(msg)
-        counted.counted = True
-        return counted
-
-    def _quiescent(self) -> bool:
-        """Every in-graph message handled and no timer due at the current time."""
-        if self._delivered < self._owed:
-            return False
-        for timer in self._timers:
-            remaining = timer.time_until_next_call()
-            if remaining is not None and remaining <= 0:
-                return False
-        return True
-
-    def drain(self) -> None:
-        """Run callbacks until the graph is quiescent at the current time."""
-        deadline = time.monotonic() + STALL_TIMEOUT
-        while not self._quiescent():
-            self.executor.spin_once(timeout_sec=QUEUE_WAIT)
-            if time.monotonic() > deadline:
-                raise RuntimeError(f'lock-step stalled at t={self.sim_time:.2f} s: '
-                                   f'{self._owed - self._delivered} message(s) undelivered')
 
     def _fan_out(self, msg: Float64MultiArray) -> None:
         """One subscription for all in-process agents and the metrics node: decode once."""
@@ -186,26 +112,17 @@ class InProcessGraph:
         """
         Set every node's clock to the current sim time and run everything due.
 
-        The clocks are set directly (one synchronous call instead of a /clock delivery per
-        node); /clock is still published every CLOCK_PUBLISH_PERIOD_NS for tools outside.
+        /clock is published every CLOCK_PUBLISH_PERIOD_NS for tools outside.
         """
-        clock = Clock(clock=Time(nanoseconds=self.sim_time_ns).to_msg())
-        self._time_source.clock_callback(clock)
+        clock = self.lockstep.set_time(self.sim_time_ns)
         if self.sim_time_ns >= self._next_clock_publish_ns:
             self._clock_pub.publish(clock)
             self._next_clock_publish_ns += CLOCK_PUBLISH_PERIOD_NS
-        self.drain()
+        self.lockstep.drain()
         if self.recorder is not None and self.sim_time_ns >= self._next_discovery_ns:
             self._next_discovery_ns += RECORDER_DISCOVERY_PERIOD_NS
             if self.recorder.discover():
-                self._instrument()
-
-    def next_due_ns(self) -> int:
-        """Sim time of the earliest timer due next: the clock jumps straight there."""
-        waits = [t.time_until_next_call() for t in self._timers]
-        return self.sim_time_ns + max(
-            1, min((w for w in waits if w is not None), default=CLOCK_STEP_NS)
-        )
+                self.lockstep.instrument()
 
     def run(self, duration: float, real_time_factor: float = 0.0,
             on_progress: Callable[[int], None] = lambda sim_time_ns: None,
@@ -220,7 +137,7 @@ class InProcessGraph:
         start_ns = self.sim_time_ns
         self.step()
         while self.sim_time_ns < end_ns and not should_stop():
-            self.sim_time_ns = min(self.next_due_ns(), end_ns)
+            self.lockstep.now_ns = min(self.lockstep.next_due_ns(), end_ns)
             self.step()
             if real_time_factor > 0:
                 ahead = (self.sim_time_ns - start_ns) * 1e-9 / real_time_factor - (

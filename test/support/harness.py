@@ -9,11 +9,12 @@ discovery, an autopilot stand-in).
 import time
 
 import rclpy
-from rclpy.executors import SingleThreadedExecutor, TimeoutException
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
+
+from soliton_encirclement_ros.sim.lockstep import LockStep
 
 SIM = [Parameter('use_sim_time', value=True)]
 
@@ -36,53 +37,60 @@ def spin_for(executor, seconds, each=None, period=0.02) -> None:
 
 
 class Harness:
-    """A driver node that owns /clock, records topics and publishes test inputs."""
+    """
+    A driver node that owns the simulated clock, records topics and publishes test inputs.
+
+    The nodes are stepped by swarm_sim's own lock-step core (``sim.lockstep.LockStep``):
+    ``advance`` sets every clock and runs until every due timer has fired and every message
+    published in the graph has been delivered.
+    """
 
     def __init__(self, *nodes):
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.nodes = [factory(self.context) for factory in nodes]
         self.driver = Node('driver', context=self.context, parameter_overrides=SIM)
-        self.clock = self.driver.create_publisher(Clock, '/clock', 10)
+        self.clock = self.driver.create_publisher(Clock, '/clock', 10)  # for tools outside
         self.executor = SingleThreadedExecutor(context=self.context)
         for node in [self.driver, *self.nodes]:
             self.executor.add_node(node)
+        self.lockstep = LockStep(self.executor, [self.driver, *self.nodes])
         self.received = {}
-        self.now_ns = 0
+
+    @property
+    def now_ns(self) -> int:
+        return self.lockstep.now_ns
 
     def record(self, msg_type, topic):
         self.received[topic] = []
         self.driver.create_subscription(msg_type, topic, self.received[topic].append, 100)
+        self.lockstep.instrument()
 
     def publisher(self, msg_type, topic):
-        return self.driver.create_publisher(msg_type, topic, 100)
+        publisher = self.driver.create_publisher(msg_type, topic, 100)
+        self.lockstep.instrument()
+        return publisher
 
     def settle(self, seconds=0.5):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            self.executor.spin_once(timeout_sec=0.01)
+        """Let DDS discovery match the graph (incompatible QoS never does), then spin a while."""
+        self.lockstep.instrument()
+        try:
+            self.lockstep.wait_for_matching(timeout=max(seconds, 5.0))
+        except RuntimeError:
+            pass  # a publisher the test made incompatible on purpose
+        spin_for(self.executor, seconds)
 
     def drain(self):
-        """Run callbacks until none is ready (DDS delivers synchronously within a process)."""
-        while True:
-            ran = 0
-            while True:  # a zero-timeout wait ends after each batch of ready entities
-                try:
-                    handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=0.0)
-                except TimeoutException:
-                    break
-                handler()
-                ran += 1
-            if not ran:
-                return
+        """Run callbacks until every message published in the graph has been delivered."""
+        self.lockstep.drain()
 
     def advance(self, seconds, step=0.01, before_step=None):
         for _ in range(round(seconds / step)):
-            self.now_ns += round(step * 1e9)
+            now_ns = self.now_ns + round(step * 1e9)
             if before_step:
-                before_step(self.now_ns * 1e-9)
-            self.clock.publish(Clock(clock=Time(nanoseconds=self.now_ns).to_msg()))
-            self.drain()
+                before_step(now_ns * 1e-9)
+            self.lockstep.set_time(now_ns)
+            self.lockstep.drain()
 
     def close(self):
         for node in [self.driver, *self.nodes]:

@@ -20,8 +20,8 @@ PURE_MODULES = ['ros_support.validation', 'ros_support.signals',
                 'soliton_encirclement_ros.interface', 'soliton_encirclement_ros.bringup.graph',
                 'soliton_encirclement_ros.px4.frames', 'soliton_encirclement_ros.px4.offboard',
                 'soliton_encirclement_ros.nodes.settings', 'ros_support.settings']
-# The two sim modules that run a ROS graph; the runner imports them only when it starts one.
-SHELL_MODULES = {'soliton_encirclement_ros.sim.inprocess',
+# The sim modules that run a ROS graph; the runner imports them only when it starts one.
+SHELL_MODULES = {'soliton_encirclement_ros.sim.inprocess', 'soliton_encirclement_ros.sim.lockstep',
                  'soliton_encirclement_ros.sim.processes'}
 
 
