@@ -11,7 +11,8 @@ whatever ``use_sim_time`` says, so a stalled or absent ``/clock`` never stops th
 ``timestamp`` fields stay in ROS time (what PX4's uXRCE-DDS time sync expects). A ROS clock
 that does not advance for more than 1 s is reported once, naming ``/clock``.
 """
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 import functools
 import importlib
 import math
@@ -29,8 +30,10 @@ from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, Reliab
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from ros_support.params import declare_validated, ParamSpec
+from ros_support.params import declare_validated, specs_of
+from ros_support.settings import check_fields, setting
 from ros_support.spin import spin_node
+from ros_support.validation import from_mapping
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
@@ -69,90 +72,67 @@ PX4_IN_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=Histo
                         depth=1)
 PX4_OUT_QOS = qos_profile_sensor_data
 
-PARAMS = (
-    ParamSpec('px4_namespace', '', "PX4 uXRCE-DDS namespace: '' for instance 0 (/fmu/...), "
-              "'px4_1' for /px4_1/fmu/... (PX4 SITL instance 1, UXRCE_DDS_NS)", read_only=True),
-    ParamSpec('target_system', 1, 'MAVLink system id of the autopilot (MAV_SYS_ID; SITL '
-              'instance N has N+1); PX4 ignores commands not addressed to it or to 0',
-              low=0, high=255),
-    ParamSpec('message_version_suffix', 'auto', "'auto': append _v<MESSAGE_VERSION> of the built "
-              'px4_msgs to versioned topics, as PX4 >= 1.16 does (e.g. vehicle_status_v1); '
-              "'none': no suffix (PX4 <= 1.15)", read_only=True),
-    ParamSpec('setpoint_rate', 20.0, 'TrajectorySetpoint publishing rate [Hz]', low=10.0,
-              high=250.0, read_only=True),
-    ParamSpec('heartbeat_rate', 10.0, 'OffboardControlMode heartbeat and sequencing rate [Hz]',
-              low=10.0, high=250.0, read_only=True),
-    ParamSpec('cmd_timeout', 0.5, 'cmd_vel older than this commands zero velocity (hover) [s]',
-              low=0.05, high=10.0),
-    ParamSpec('warmup', 1.0, 'heartbeat streaming before the offboard mode request [s]',
-              low=0.1, high=10.0),
-    ParamSpec('confirm_timeout', 5.0, 'time for PX4 to confirm OFFBOARD and ARMED [s]',
-              low=0.5, high=60.0),
-    ParamSpec('command_retry', 1.0, 'resend an unconfirmed vehicle command after [s]',
-              low=0.1, high=10.0),
-    ParamSpec('status_timeout', 2.0, 'vehicle_status/odometry older than this is stale: zero '
-              'velocity while engaged, engage refused [s]', low=0.2, high=30.0),
-    ParamSpec('land_after', 10.0, 'cmd_vel silent this long while engaged sends NAV_LAND and '
-              'returns to idle (a dead agent lands instead of hovering in the ring) [s]; '
-              '0 = never', low=0.0, high=600.0),
-    ParamSpec('source_system', 255, 'MAVLink system id this bridge sends commands as (not a '
-              "vehicle's: PX4 SITL instance N is N+1); acks addressed elsewhere are ignored",
-              low=1, high=255, read_only=True),
-    ParamSpec('source_component', 191, 'MAVLink component id this bridge sends commands as '
-              '(191 = MAV_COMP_ID_ONBOARD_COMPUTER)', low=1, high=255, read_only=True),
-    ParamSpec('world_frame_id', 'world', 'odom header.frame_id (shared ENU world frame)',
-              read_only=True),
-    ParamSpec('child_frame_id', '', "odom child_frame_id; '' = <node namespace>/base_link",
-              read_only=True),
-    ParamSpec('origin_enu', [0.0, 0.0, 0.0], "position [m] of this PX4's local origin in the "
-              'world ENU frame (each PX4 starts its local frame where it initialised)'),
-)
-PARAMETERS = PARAMS  # everything px4_bridge_node declares (the README table comes from it)
-
 
 @dataclass(frozen=True)
 class BridgeSettings:
-    """Validated bridge parameters (see ``PARAMS``)."""
+    """Validated bridge parameters: one per field here and per ``OffboardConfig`` field."""
 
-    px4_namespace: str
-    target_system: int
-    source_system: int
-    source_component: int
-    message_version_suffix: str
-    setpoint_rate: float
-    heartbeat_rate: float
-    offboard: OffboardConfig
-    world_frame_id: str
-    child_frame_id: str
-    origin_enu: tuple
+    px4_namespace: str = setting('', "PX4 uXRCE-DDS namespace: '' for instance 0 (/fmu/...), "
+                                 "'px4_1' for /px4_1/fmu/... (PX4 SITL instance 1, "
+                                 'UXRCE_DDS_NS)', read_only=True)
+    target_system: int = setting(1, 'MAVLink system id of the autopilot (MAV_SYS_ID; SITL '
+                                 'instance N has N+1); PX4 ignores commands not addressed to it '
+                                 'or to 0', low=0, high=255)
+    message_version_suffix: str = setting('auto', "'auto': append _v<MESSAGE_VERSION> of the "
+                                          'built px4_msgs to versioned topics, as PX4 >= 1.16 '
+                                          "does (e.g. vehicle_status_v1); 'none': no suffix "
+                                          '(PX4 <= 1.15)', choices=VERSION_SUFFIX_MODES,
+                                          read_only=True)
+    setpoint_rate: float = setting(20.0, 'TrajectorySetpoint publishing rate', 'Hz', 10.0, 250.0,
+                                   read_only=True)
+    heartbeat_rate: float = setting(10.0, 'OffboardControlMode heartbeat and sequencing rate',
+                                    'Hz', 10.0, 250.0, read_only=True)
+    source_system: int = setting(255, 'MAVLink system id this bridge sends commands as (not a '
+                                 "vehicle's: PX4 SITL instance N is N+1); acks addressed "
+                                 'elsewhere are ignored', low=1, high=255, read_only=True)
+    source_component: int = setting(191, 'MAVLink component id this bridge sends commands as '
+                                    '(191 = MAV_COMP_ID_ONBOARD_COMPUTER)', low=1, high=255,
+                                    read_only=True)
+    world_frame_id: str = setting('world', 'odom header.frame_id (shared ENU world frame)',
+                                  read_only=True)
+    child_frame_id: str = setting('', "odom child_frame_id; '' = <node namespace>/base_link",
+                                  read_only=True)
+    origin_enu: tuple = setting(description="position of this PX4's local origin in the world "
+                                'ENU frame (each PX4 starts its local frame where it '
+                                'initialised)', unit='m', array='double',
+                                default_factory=lambda: (0.0, 0.0, 0.0))
+    offboard: OffboardConfig = field(default_factory=OffboardConfig)
+
+    def __post_init__(self):
+        check_fields(self)
+        if not _NAMESPACE.match(self.px4_namespace):
+            raise ValueError(f"px4_namespace must be '' or a ROS namespace such as 'px4_1', "
+                             f'got {self.px4_namespace!r}')
+        object.__setattr__(self, 'px4_namespace', self.px4_namespace.strip('/'))
+        if len(self.origin_enu) != 3:
+            raise ValueError(f'origin_enu must be 3 finite numbers [x, y, z], got '
+                             f'{list(self.origin_enu)}')
+        object.__setattr__(self, 'origin_enu', tuple(self.origin_enu))
+        if not self.world_frame_id:
+            raise ValueError("world_frame_id must not be empty, got ''")
 
     @classmethod
     def from_mapping(cls, values):
         """Build from parameter values; ``ValueError`` names the parameter and the bad value."""
-        namespace = values['px4_namespace']
-        if not _NAMESPACE.match(namespace):
-            raise ValueError(f"px4_namespace must be '' or a ROS namespace such as 'px4_1', "
-                             f'got {namespace!r}')
-        if values['message_version_suffix'] not in VERSION_SUFFIX_MODES:
-            raise ValueError('message_version_suffix must be one of '
-                             f'{", ".join(VERSION_SUFFIX_MODES)}, '
-                             f'got {values["message_version_suffix"]!r}')
-        origin = tuple(float(v) for v in values['origin_enu'])
-        if len(origin) != 3 or not all(math.isfinite(v) for v in origin):
-            raise ValueError(f'origin_enu must be 3 finite numbers [x, y, z], got {list(origin)}')
-        if not values['world_frame_id']:
-            raise ValueError("world_frame_id must not be empty, got ''")
-        return cls(px4_namespace=namespace.strip('/'), target_system=values['target_system'],
-                   source_system=values['source_system'],
-                   source_component=values['source_component'],
-                   message_version_suffix=values['message_version_suffix'],
-                   setpoint_rate=values['setpoint_rate'], heartbeat_rate=values['heartbeat_rate'],
-                   offboard=OffboardConfig(**{name: values[name] for name in (
-                       'cmd_timeout', 'warmup', 'confirm_timeout', 'command_retry',
-                       'status_timeout', 'land_after')}),
-                   world_frame_id=values['world_frame_id'],
-                   child_frame_id=values['child_frame_id'],
-                   origin_enu=origin)
+        timing = {f.name for f in dataclasses.fields(OffboardConfig)}
+        return from_mapping(cls, {
+            **{k: v for k, v in values.items() if k not in timing},
+            'offboard': OffboardConfig(**{k: v for k, v in values.items() if k in timing})})
+
+
+# Everything px4_bridge_node declares (the README table comes from it).
+PARAMS = (*specs_of(BridgeSettings), *specs_of(OffboardConfig))
+PARAMETERS = PARAMS
 
 
 def px4_topic(px4_namespace, direction, name, message_version=0):

@@ -25,6 +25,7 @@ from enum import Enum
 
 import numpy as np
 
+from ros_support.settings import check_fields, setting
 from soliton_encirclement_ros.px4.frames import enu_to_ned, yaw_rate_enu_to_ned
 
 # MAVLink / px4_msgs constants (VehicleCommand.msg, VehicleStatus.msg, VehicleCommandAck.msg;
@@ -59,23 +60,25 @@ class Phase(Enum):
 
 @dataclass(frozen=True)
 class OffboardConfig:
-    """Timing of the sequence, in seconds (validated on construction)."""
+    """Timing of the sequence (validated on construction; the bridge's parameters)."""
 
-    cmd_timeout: float = 0.5      # cmd_vel older than this -> zero velocity (hover)
-    warmup: float = 1.0           # PX4 hears the stream this long before DO_SET_MODE
-    confirm_timeout: float = 5.0  # from request to confirmed OFFBOARD + ARMED
-    command_retry: float = 1.0    # resend an unconfirmed or temporarily rejected command
-    status_timeout: float = 2.0   # vehicle_status / odometry older than this -> stale
-    land_after: float = 10.0      # cmd_vel silent this long while ACTIVE -> NAV_LAND; 0 = never
+    cmd_timeout: float = setting(0.5, 'cmd_vel older than this commands zero velocity (hover)',
+                                 's', 0.05, 10.0)
+    warmup: float = setting(1.0, 'heartbeat streaming before the offboard mode request', 's',
+                            0.1, 10.0)
+    confirm_timeout: float = setting(5.0, 'time for PX4 to confirm OFFBOARD and ARMED', 's', 0.5,
+                                     60.0)
+    command_retry: float = setting(1.0, 'resend an unconfirmed or temporarily rejected vehicle '
+                                   'command after', 's', 0.1, 10.0)
+    status_timeout: float = setting(2.0, 'vehicle_status/odometry older than this is stale: '
+                                    'zero velocity while engaged, engage refused', 's', 0.2,
+                                    30.0)
+    land_after: float = setting(10.0, 'cmd_vel silent this long while engaged sends NAV_LAND '
+                                'and returns to idle (a dead agent lands instead of hovering in '
+                                'the ring); 0 = never', 's', 0.0, 600.0)
 
     def __post_init__(self):
-        for name in ('cmd_timeout', 'warmup', 'confirm_timeout', 'command_retry',
-                     'status_timeout', 'land_after'):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and (value > 0.0 or name == 'land_after' and value == 0)):
-                raise ValueError(f'OffboardConfig.{name} must be a positive finite number of '
-                                 f'seconds{" (or 0)" if name == "land_after" else ""}, '
-                                 f'got {value!r}')
+        check_fields(self)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ def test_settings_defaults_and_derived_offboard_config():
      "message_version_suffix must be one of auto, none, got '_v1'"),
     ('origin_enu', [0.0, 1.0],
      r'origin_enu must be 3 finite numbers \[x, y, z\], got \[0.0, 1.0\]'),
-    ('origin_enu', [0.0, math.nan, 0.0], 'origin_enu must be 3 finite'),
+    ('origin_enu', [0.0, math.nan, 0.0], r'origin_enu\[1\] must be finite, got nan'),
     ('world_frame_id', '', 'world_frame_id must not be empty'),
 ])
 def test_settings_reject_bad_values_naming_the_parameter(name, value, match):
