@@ -12,21 +12,51 @@ The command-line options set the defaults of the read-only parameters ``output``
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from dataclasses import dataclass
+import re
 import sys
 import time
 
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 import rclpy
 from rclpy.clock import Clock
+from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from ros_support.params import declare, specs_of
+from ros_support.settings import check_fields, setting
 from ros_support.signals import StopRequest
+from ros_support.spin import configuration_error
+from ros_support.validation import from_mapping
 from soliton_encirclement_ros.recording.recorder import (
     BagRecorder, DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS)
 
 SPIN_TIMEOUT = 0.1  # s between checks for a stop signal
+
+
+@dataclass(frozen=True)
+class RecorderSettings:
+    """run_recorder's parameters (the command-line options give the first three's defaults)."""
+
+    output: str = setting('', 'bag directory to create (must not exist)', read_only=True)
+    topics_regex: str = setting(DEFAULT_TOPICS_REGEX, 'record topics whose name matches this '
+                                'regular expression (re.search)', read_only=True)
+    storage: str = setting('mcap', 'storage plugin', choices=tuple(sorted(STORAGE_PLUGINS)),
+                           read_only=True)
+    discovery_period: float = setting(1.0, 'time between topic discoveries (wall clock)', 's',
+                                      0.05, 60.0, read_only=True)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if not self.output:
+            raise ValueError("output must name a new bag directory, got ''")
+        try:
+            re.compile(self.topics_regex)
+        except re.error as error:
+            raise ValueError(f'topics_regex {self.topics_regex!r} is not a regular expression: '
+                             f'{error}') from None
 
 
 class RecorderNode(Node):
@@ -34,23 +64,18 @@ class RecorderNode(Node):
 
     def __init__(self, output: str, topics_regex: str, storage: str):
         super().__init__('run_recorder')
-        output = self.declare_parameter('output', output, ParameterDescriptor(
-            description='bag directory to create (must not exist)', read_only=True)).value
-        topics_regex = self.declare_parameter('topics_regex', topics_regex, ParameterDescriptor(
-            description='record topics whose name matches this regular expression (re.search)',
-            read_only=True)).value
-        storage = self.declare_parameter('storage', storage, ParameterDescriptor(
-            description=f'storage plugin, one of {sorted(STORAGE_PLUGINS)}',
-            read_only=True)).value
-        period = self.declare_parameter('discovery_period', 1.0, ParameterDescriptor(
-            description='seconds between topic discoveries (wall clock)', read_only=True,
-            floating_point_range=[FloatingPointRange(from_value=0.05, to_value=60.0)])).value
-        self.recorder = BagRecorder(self, output, topics_regex, storage)
+        given = {'output': output, 'topics_regex': topics_regex, 'storage': storage}
+        specs = [dataclasses.replace(spec, default=given.get(spec.name, spec.default))
+                 for spec in specs_of(RecorderSettings)]
+        settings = from_mapping(RecorderSettings, declare(self, specs))
+        self.recorder = BagRecorder(self, settings.output, settings.topics_regex,
+                                    settings.storage)
         self.recorder.discover()
         # Discovery runs on the wall clock: under use_sim_time it must not wait for /clock.
-        self._discovery_timer = self.create_timer(period, self.recorder.discover,
-                                                  clock=Clock())
-        self.get_logger().info(f'recording topics matching {topics_regex!r} into {output}')
+        self._discovery_timer = self.create_timer(settings.discovery_period,
+                                                  self.recorder.discover, clock=Clock())
+        self.get_logger().info(
+            f'recording topics matching {settings.topics_regex!r} into {settings.output}')
 
 
 def _arguments(argv: list[str]) -> argparse.Namespace:
@@ -77,8 +102,8 @@ def main(args=None) -> int:
         executor.add_node(node)
         while not stop.requested:
             executor.spin_once(timeout_sec=SPIN_TIMEOUT)
-    except (ValueError, FileExistsError) as err:
-        print(f'run_recorder: error: {err}', file=sys.stderr)
+    except (ValueError, FileExistsError, ParameterException) as err:
+        print(f'run_recorder: error: {configuration_error(err)}', file=sys.stderr)
         return 1
     finally:
         stop.writing = True

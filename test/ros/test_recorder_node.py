@@ -84,3 +84,18 @@ def test_existing_output_is_refused_in_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith('run_recorder: error: bag path')
     assert 'Traceback' not in result.stderr
+
+
+@pytest.mark.parametrize('args, message', [
+    (['-e', '('], "topics_regex '(' is not a regular expression"),
+    (['--ros-args', '-p', 'storage:=zip'], "storage must be one of mcap, sqlite3, got 'zip'"),
+    (['--ros-args', '-p', 'discovery_period:=0.01'], 'discovery_period out of range'),
+])
+def test_bad_settings_are_one_line_and_make_no_bag(tmp_path, args, message):
+    bag = tmp_path / 'run'
+    result = subprocess.run(recorder_command('-o', str(bag), *args), capture_output=True,
+                            text=True, timeout=60)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1, result.stderr
+    assert lines[0].startswith('run_recorder: error: ') and message in lines[0]
+    assert not bag.exists()

@@ -115,7 +115,7 @@ def test_swarm_initial_state_validation():
     with pytest.raises(ValueError, match=r'initial_yaws must hold one value per vehicle \(2\), '
                                          r'got 1'):
         swarm_initial_state(['a', 'b'], [], [0.0])
-    with pytest.raises(ValueError, match=r'position must be finite'):
+    with pytest.raises(ValueError, match=r'initial_positions\[1\] must be finite, got inf'):
         swarm_initial_state(['a'], [0.0, math.inf, 0.0], [])
 
 

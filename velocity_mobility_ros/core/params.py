@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+import math
 from typing import Any, Mapping
 
 from ros_support.settings import check_fields, setting
@@ -139,3 +140,77 @@ def split_node_params(values: Mapping[str, Any]) -> tuple[VehicleParams, Interfa
         {k: v for k, v in values.items() if k not in vehicle_names})
     interface.odom_decimation(vehicle.sim_dt)
     return vehicle, interface
+
+
+@dataclass(frozen=True)
+class ClockSettings:
+    """For the node that is the simulation's clock (swarm_sim --processes, swarm_sim.launch.py)."""
+
+    publish_clock: bool = setting(False, 'Step on wall time and publish the simulation time on '
+                                  '/clock (this node is the clock of the simulation)',
+                                  read_only=True)
+    real_time_factor: float = setting(1.0, 'Sim seconds per wall second when publish_clock is '
+                                      'set', low=1e-3, high=1000.0, read_only=True)
+    clock_subscribers: int = setting(0, 'With publish_clock: hold the clock at 0 until this many '
+                                     '/clock subscriptions are matched (every node of the graph '
+                                     'is up); 0 = start at once', low=0, high=100_000,
+                                     read_only=True)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+@dataclass(frozen=True)
+class PoseSettings:
+    """mobility_node's start pose."""
+
+    initial_position: tuple = setting(description='Initial position [x, y, z] in the world frame',
+                                      unit='m', array='double', read_only=True,
+                                      default_factory=lambda: (0.0, 0.0, 0.0))
+    initial_yaw: float = setting(0.0, 'Initial yaw (ENU, 0 = facing +x)', 'rad', -2 * math.pi,
+                                 2 * math.pi, read_only=True)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if len(self.initial_position) != 3:
+            raise ValueError(f'initial_position must be [x, y, z], got {self.initial_position}')
+
+
+@dataclass(frozen=True)
+class SwarmPoseSettings:
+    """swarm_mobility_node's vehicles and their start poses."""
+
+    vehicle_names: tuple = setting(description='Vehicle names; each gets /<name>/cmd_vel, '
+                                   '/<name>/odom and frame <name>/base_link', array='string',
+                                   read_only=True, default_factory=tuple)
+    initial_positions: tuple = setting(description='Initial positions, flat [x1, y1, z1, x2, ...] '
+                                       'in vehicle_names order; empty = all at the origin',
+                                       unit='m', array='double', read_only=True,
+                                       default_factory=tuple)
+    initial_yaws: tuple = setting(description='Initial yaws in vehicle_names order; empty = all '
+                                  '0', unit='rad', array='double', read_only=True,
+                                  default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        names = list(self.vehicle_names)
+        n = len(names)
+        if n == 0:
+            raise ValueError('vehicle_names must list at least one vehicle, got []')
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f'vehicle_names must be unique, got duplicates {duplicates}')
+        if self.initial_positions and len(self.initial_positions) != 3 * n:
+            raise ValueError(f'initial_positions must hold 3 values per vehicle ({3 * n} for '
+                             f'{n} vehicles), got {len(self.initial_positions)}')
+        if self.initial_yaws and len(self.initial_yaws) != n:
+            raise ValueError(f'initial_yaws must hold one value per vehicle ({n}), got '
+                             f'{len(self.initial_yaws)}')
+
+    def positions(self) -> list[list[float]]:
+        """Return the (n, 3) start positions."""
+        flat = list(self.initial_positions) or [0.0] * (3 * len(self.vehicle_names))
+        return [flat[i:i + 3] for i in range(0, len(flat), 3)]
+
+    def yaws(self) -> list[float]:
+        return list(self.initial_yaws) or [0.0] * len(self.vehicle_names)

@@ -10,7 +10,6 @@ the command timeout and the odometry publishers. Subclasses only say which vehic
 from __future__ import annotations
 
 from dataclasses import dataclass
-import math
 from typing import Any, Callable
 
 from geometry_msgs.msg import Twist, TwistStamped
@@ -26,10 +25,12 @@ from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
 from ros_support.params import declare, declare_validated, ParamSpec, specs_of
 from ros_support.spin import spin_node
+from ros_support.validation import from_mapping
 from velocity_mobility_ros.core.commands import CommandBuffer
 from velocity_mobility_ros.core.geometry import body_to_world
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import InterfaceParams, split_node_params, VehicleParams
+from velocity_mobility_ros.core.params import (
+    ClockSettings, InterfaceParams, PoseSettings, split_node_params, VehicleParams)
 from velocity_mobility_ros.nodes.messages import fill_odometry, new_odometry, write_twist
 
 SIM_QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE)
@@ -43,15 +44,7 @@ COUNTER_QOS = QoSProfile(depth=1, reliability=QoSReliabilityPolicy.RELIABLE,
 MOBILITY_PARAMS: tuple[ParamSpec, ...] = (*specs_of(VehicleParams), *specs_of(InterfaceParams))
 
 # Only for the node that is the simulation's clock (swarm_sim --processes, swarm_sim.launch.py).
-CLOCK_PARAMS = (
-    ParamSpec('publish_clock', False, 'Step on wall time and publish the simulation time on '
-              '/clock (this node is the clock of the simulation)', read_only=True),
-    ParamSpec('real_time_factor', 1.0, 'Sim seconds per wall second when publish_clock is set',
-              1e-3, 1000.0, read_only=True),
-    ParamSpec('clock_subscribers', 0, 'With publish_clock: hold the clock at 0 until this many '
-              '/clock subscriptions are matched (every node of the graph is up); 0 = start at '
-              'once', 0, 100_000, read_only=True),
-)
+CLOCK_PARAMS = tuple(specs_of(ClockSettings))
 # A clock jump of more than this many steps is not integrated: one warning, then a reset.
 MAX_CATCH_UP_STEPS = 100
 
@@ -98,16 +91,16 @@ class MobilityNodeBase(Node):
         self._rejected_pub = self.create_publisher(
             UInt32MultiArray, '~/rejected_commands', COUNTER_QOS)
         self._publish_rejected()
-        clock_params = declare(self, CLOCK_PARAMS)
+        clock = from_mapping(ClockSettings, declare(self, CLOCK_PARAMS))
         self._clock_pub = None
-        self._clock_waits_for = clock_params['clock_subscribers']
-        if clock_params['publish_clock']:
+        self._clock_waits_for = clock.clock_subscribers
+        if clock.publish_clock:
             # This node is the simulation's clock: it steps on wall time, paced by
             # real_time_factor, and publishes the sim time it has reached on /clock.
             self._clock_pub = self.create_publisher(RosClock, '/clock', 10)
             self._sim_time_ns = 0
             self._timer = self.create_timer(
-                self._vehicle.sim_dt / clock_params['real_time_factor'], self._tick,
+                self._vehicle.sim_dt / clock.real_time_factor, self._tick,
                 clock=Clock(clock_type=ClockType.STEADY_TIME))
         else:
             self._timer = self.create_timer(self._vehicle.sim_dt, self._tick)
@@ -286,25 +279,17 @@ def _frame_prefix(namespace: str) -> str:
 class MobilityNode(MobilityNodeBase):
     """One vehicle: relative topics ``cmd_vel``/``odom``, child frame ``<ns>/base_link``."""
 
-    POSE_PARAMS = (
-        ParamSpec('initial_position', [0.0, 0.0, 0.0], 'Initial position [x, y, z] in the world '
-                  'frame [m]', read_only=True),
-        ParamSpec('initial_yaw', 0.0, 'Initial yaw [rad] (ENU, 0 = facing +x)', -2 * math.pi,
-                  2 * math.pi, read_only=True),
-    )
+    POSE_PARAMS = tuple(specs_of(PoseSettings))
 
     def __init__(self, node_name: str = 'mobility', **node_kwargs: Any) -> None:
         super().__init__(node_name, **node_kwargs)
 
     def _declare_vehicles(self) -> tuple[list[VehicleIO], VehicleState]:
-        values = declare(self, self.POSE_PARAMS)
-        position = values['initial_position']
-        if len(position) != 3:
-            raise ValueError(f'initial_position must be [x, y, z], got {position}')
+        pose = from_mapping(PoseSettings, declare(self, self.POSE_PARAMS))
         name = self.get_namespace().strip('/') or self.get_name()
         io = VehicleIO(name, 'cmd_vel', 'odom',
                        f'{_frame_prefix(self.get_namespace())}base_link')
-        return [io], VehicleState.at_rest([position], [values['initial_yaw']])
+        return [io], VehicleState.at_rest([pose.initial_position], [pose.initial_yaw])
 
 
 def main(args: list[str] | None = None) -> None:

@@ -8,24 +8,15 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
-from rclpy.parameter import Parameter
-
-from ros_support.params import declare, ParamSpec
+from ros_support.params import declare, specs_of
 from ros_support.spin import spin_node
+from ros_support.validation import from_mapping
 from velocity_mobility_ros.core.model import VehicleState
+from velocity_mobility_ros.core.params import SwarmPoseSettings
 from velocity_mobility_ros.nodes.mobility_node import (
     CLOCK_PARAMS, MOBILITY_PARAMS, MobilityNodeBase, VehicleIO)
 
-SWARM_PARAMS = (
-    ParamSpec('vehicle_names', [], 'Vehicle names; each gets /<name>/cmd_vel, /<name>/odom and '
-              'frame <name>/base_link', read_only=True, value_type=Parameter.Type.STRING_ARRAY),
-    ParamSpec('initial_positions', [], 'Initial positions, flat [x1, y1, z1, x2, ...] in '
-              'vehicle_names order [m]; empty = all at the origin', read_only=True,
-              value_type=Parameter.Type.DOUBLE_ARRAY),
-    ParamSpec('initial_yaws', [], 'Initial yaws [rad] in vehicle_names order; empty = all 0',
-              read_only=True, value_type=Parameter.Type.DOUBLE_ARRAY),
-)
+SWARM_PARAMS = tuple(specs_of(SwarmPoseSettings))
 # Everything swarm_mobility_node declares, in order (the README table comes from it).
 PARAMETERS = (*MOBILITY_PARAMS, *SWARM_PARAMS, *CLOCK_PARAMS)
 
@@ -33,21 +24,8 @@ PARAMETERS = (*MOBILITY_PARAMS, *SWARM_PARAMS, *CLOCK_PARAMS)
 def swarm_initial_state(names: Sequence[str], initial_positions: Sequence[float],
                         initial_yaws: Sequence[float]) -> VehicleState:
     """Return the validated initial state of the named vehicles from the flat pose parameters."""
-    n = len(names)
-    if n == 0:
-        raise ValueError('vehicle_names must list at least one vehicle, got []')
-    duplicates = sorted({name for name in names if list(names).count(name) > 1})
-    if duplicates:
-        raise ValueError(f'vehicle_names must be unique, got duplicates {duplicates}')
-    positions = np.zeros((n, 3)) if len(initial_positions) == 0 else np.asarray(
-        initial_positions, dtype=float)
-    if positions.size != 3 * n:
-        raise ValueError(f'initial_positions must hold 3 values per vehicle ({3 * n} for '
-                         f'{n} vehicles), got {positions.size}')
-    yaws = np.zeros(n) if len(initial_yaws) == 0 else np.asarray(initial_yaws, dtype=float)
-    if yaws.size != n:
-        raise ValueError(f'initial_yaws must hold one value per vehicle ({n}), got {yaws.size}')
-    return VehicleState.at_rest(positions.reshape(n, 3), yaws)
+    poses = SwarmPoseSettings(names, initial_positions, initial_yaws)
+    return VehicleState.at_rest(poses.positions(), poses.yaws())
 
 
 class SwarmMobilityNode(MobilityNodeBase):
@@ -57,9 +35,9 @@ class SwarmMobilityNode(MobilityNodeBase):
         super().__init__(node_name, **node_kwargs)
 
     def _declare_vehicles(self) -> tuple[list[VehicleIO], VehicleState]:
-        values = declare(self, SWARM_PARAMS)
-        names = values['vehicle_names']
-        state = swarm_initial_state(names, values['initial_positions'], values['initial_yaws'])
+        poses = from_mapping(SwarmPoseSettings, declare(self, SWARM_PARAMS))
+        names = poses.vehicle_names
+        state = VehicleState.at_rest(poses.positions(), poses.yaws())
         vehicles = [VehicleIO(name, f'/{name}/cmd_vel', f'/{name}/odom', f'{name}/base_link')
                     for name in names]
         return vehicles, state
