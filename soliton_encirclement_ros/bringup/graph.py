@@ -185,11 +185,11 @@ def target_parameters(scenario: Scenario) -> dict[str, Any]:
               'broadcast_period': scenario.control_period,
               **_changed(scenario, {'target_speed': 'speed', 'target_period': 'motion_period',
                                     'target_boundary': 'boundary', 'omega_ref': 'omega_ref'})}
-    if scenario.target_motion == 'waypoints':
+    if scenario.waypoints != Scenario().waypoints:
         params['waypoints'] = [float(c) for p in scenario.waypoints
                                for c in (tuple(p) + (0.0,) * 3)[:3]]
-        if scenario.arrival_times is not None:
-            params['arrival_times'] = [float(t) for t in scenario.arrival_times]
+    if scenario.arrival_times is not None:
+        params['arrival_times'] = [float(t) for t in scenario.arrival_times]
     if scenario.lambdas:
         params['lambda_ids'] = list(scenario.lambdas)
         params['lambda_values'] = list(scenario.lambdas.values())

@@ -192,6 +192,14 @@ def test_fields_left_at_their_defaults_leave_parameter_files_in_charge():
     assert 'max_speed_xy' not in mobility
 
 
+def test_default_waypoints_leave_a_parameter_file_s_waypoints_in_charge():
+    """target_motion:=waypoints alone must not override the waypoints of a params file."""
+    specs = build_graph(SwarmPlan(scenario=Scenario(target_motion='waypoints')))
+    target = by_executable(specs, 'target_node')[0].parameters
+    assert target['motion'] == 'waypoints'
+    assert not {'waypoints', 'arrival_times'} & set(target)
+
+
 def test_live_scenarios_broadcast_at_20_hz_and_hold_altitude_only_when_asked():
     assert live_scenario(agents=1).control_period == LIVE_CONTROL_PERIOD == 0.05
     assert live_scenario(agents=1, altitude_hold=float('nan')).controller == {}
