@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 import math
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
 import yaml
 
@@ -66,7 +66,19 @@ def _yaml_value(value: Any) -> str:
 LIVE_CONTROL_PERIOD = 0.05
 
 
-def live_scenario(altitude_hold: float = math.nan, **fields: Any) -> Scenario:
+@dataclass(frozen=True)
+class LiveScenario(Scenario):
+    """
+    A scenario run by a real-time graph (the launch files, vehicles on radio links).
+
+    Its nodes tick on their own timers (wall clock, or the mobility node's /clock), not in
+    lock-step on the mobility step, so its periods need not be multiples of ``sim_dt``.
+    """
+
+    steps_on_sim_dt: ClassVar[bool] = False
+
+
+def live_scenario(altitude_hold: float = math.nan, **fields: Any) -> LiveScenario:
     """
     Return a scenario for a real-time graph: the given fields, control period 20 Hz.
 
@@ -77,7 +89,7 @@ def live_scenario(altitude_hold: float = math.nan, **fields: Any) -> Scenario:
         raise ValueError(f'altitude must be a finite number or NaN (off), got {altitude_hold!r}')
     if not math.isnan(altitude_hold):
         fields['controller'] = {**fields.get('controller', {}), 'altitude': float(altitude_hold)}
-    return Scenario(**{'control_period': LIVE_CONTROL_PERIOD, **fields})
+    return LiveScenario(**{'control_period': LIVE_CONTROL_PERIOD, **fields})
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 import math
-from typing import Any, Mapping, Optional
+from typing import Any, ClassVar, Mapping, Optional
 
 import numpy as np
 
@@ -49,6 +49,10 @@ class Scenario:
 
     Defaults: the reference static scenario (N=10, R=20 m, 120 s).
     """
+
+    # batch_sim and swarm_sim step everything on the mobility step sim_dt, so their periods
+    # must be multiples of it (a real-time graph's timers need not: bringup.graph.LiveScenario).
+    steps_on_sim_dt: ClassVar[bool] = True
 
     agents: int = setting(10, 'number of agents N', low=1)
     radius: float = setting(20.0, 'encirclement radius R', 'm', 0.0, strict=True)
@@ -94,6 +98,8 @@ class Scenario:
         self.controller_params()
         self.vehicle_params()
         self.target_model()
+        if not self.steps_on_sim_dt:
+            return
         sim_dt = self.vehicle_params().sim_dt
         for name in ('control_period', 'metrics_period'):
             period = getattr(self, name)

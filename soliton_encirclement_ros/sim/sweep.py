@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import difflib
 import itertools
 import json
@@ -68,7 +69,7 @@ class SpecError(ValueError):
 # --- the spec -----------------------------------------------------------------------------
 
 def _fields(cls) -> list[str]:
-    return list(cls.__dataclass_fields__)
+    return [f.name for f in dataclasses.fields(cls)]
 
 
 SCENARIO_FIELDS = [f for f in _fields(Scenario) if f not in NOT_GRID]
@@ -131,7 +132,7 @@ class Spec:
         preset = raw.get('preset', 'default')
         if preset not in PRESETS:
             raise SpecError(f'preset must be one of {", ".join(PRESETS)}, got {preset!r}')
-        base_map = {k: getattr(base, k) for k in base.__dataclass_fields__}
+        base_map = {k: getattr(base, k) for k in _fields(base)}
         base_map['controller'] = {**PRESETS[preset], **base.controller}
         base_map['vehicle'] = dict(base.vehicle)
         self.base = base_map

@@ -206,3 +206,14 @@ def test_live_scenarios_broadcast_at_20_hz_and_hold_altitude_only_when_asked():
     assert live_scenario(agents=1, altitude_hold=3.0).controller == {'altitude': 3.0}
     with pytest.raises(ValueError, match='altitude must be a finite number or NaN'):
         live_scenario(agents=1, altitude_hold=float('inf'))
+
+
+def test_only_lock_stepped_runs_need_periods_on_the_mobility_step():
+    """batch_sim and swarm_sim step on sim_dt; a launched graph's timers need not."""
+    with pytest.raises(ValueError, match=r'control_period must be a multiple of the mobility '
+                                         r'step sim_dt \(0.01 s\), got 0.025'):
+        Scenario(control_period=0.025)
+    live = live_scenario(agents=3, control_period=0.025)
+    specs = build_graph(SwarmPlan(scenario=live))
+    assert by_executable(specs, 'agent_node')[0].parameters['control_period'] == 0.025
+    assert by_executable(specs, 'target_node')[0].parameters['broadcast_period'] == 0.025
