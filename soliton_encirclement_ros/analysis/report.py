@@ -127,8 +127,7 @@ def write_run_outputs(out_dir, result: RunResult) -> dict:
         plots.dashboard(staging / 'dashboard.png', {'': metrics})
         if trajectories is not None:
             plots.trajectory_plot(staging / 'trajectories.png', trajectories, params.get('radius'))
-        (staging / 'summary.json').write_text(
-            json.dumps(_json_safe(summary), indent=2, allow_nan=False) + '\n')
+        (staging / 'summary.json').write_text(json_text(summary))
         for produced in staging.iterdir():
             os.replace(produced, out_dir / produced.name)
     finally:
@@ -152,6 +151,11 @@ def _nanmean(values: np.ndarray) -> float:
 
 def _write_csv(path: Path, header: tuple[str, ...], rows: np.ndarray) -> None:
     np.savetxt(path, rows, delimiter=',', header=','.join(header), comments='', fmt='%.9g')
+
+
+def json_text(value) -> str:
+    """Return ``value`` as strict JSON text (NaN and inf, which JSON lacks, become null)."""
+    return json.dumps(_json_safe(value), indent=2, allow_nan=False, default=str) + '\n'
 
 
 def _json_safe(value):

@@ -244,12 +244,13 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
 def _collect_process_outputs(written: Path, out_dir: Path, plan: SwarmPlan,
                              args: argparse.Namespace, real_time_factor):
     """Move what metrics_node wrote into ``out_dir`` with the run's parameters; None if none."""
+    from soliton_encirclement_ros.analysis.report import json_text
     if not (written / 'summary.json').exists():
         return None
     summary = json.loads((written / 'summary.json').read_text())
     summary['real_time_factor'] = real_time_factor
     summary['params'] = plan_summary(plan, args)
-    (written / 'summary.json').write_text(json.dumps(summary, indent=2))
+    (written / 'summary.json').write_text(json_text(summary))
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)

@@ -42,7 +42,7 @@ import yaml
 
 from ros_support.validation import number, OneLineParser, read_yaml
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
-from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS, summarise
+from soliton_encirclement_ros.analysis.report import json_text, SETTLE_THRESHOLDS, summarise
 from soliton_encirclement_ros.core import batch_engine
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
@@ -579,7 +579,7 @@ def _write_spec(out: Path, spec: Spec, args, total: int, totals: Optional[dict],
            'started': time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(started)),
            'versions': versions, 'totals': totals}
     tmp = out / (SPEC_FILE + '.tmp')
-    tmp.write_text(json.dumps(doc, indent=2, default=str))
+    tmp.write_text(json_text(doc))
     tmp.replace(out / SPEC_FILE)
 
 

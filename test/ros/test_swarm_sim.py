@@ -36,7 +36,7 @@ def ring(tmp_path_factory):
 
 
 def test_the_ros_graph_forms_the_ring_like_the_batch_simulator(ring):
-    summary = json.loads((ring / 'summary.json').read_text())
+    summary = strict_json(ring / 'summary.json')
     assert summary['final']['E_gap'] < 0.01
     assert summary['final']['E_r'] < 0.001
     assert abs(summary['final']['G_max'] - 1.0) < 0.02
@@ -165,14 +165,22 @@ def test_sigint_still_writes_the_outputs_gathered_so_far(tmp_path):
     assert json.loads((out / 'summary.json').read_text())['final']['E_r'] >= 0
 
 
+def strict_json(path):
+    """Parse ``path`` as strict JSON: NaN and Infinity, which JSON lacks, are an error."""
+    def reject(constant):
+        raise ValueError(f'{path}: {constant} is not JSON')
+    return json.loads(path.read_text(), parse_constant=reject)
+
+
 def test_one_process_per_node_also_forms_the_ring(tmp_path):
     """--processes: every node its own OS process, the swarm mobility node owns /clock."""
     code, out = run(tmp_path, '--processes', '--agents', '4', '--duration', '20', '--seed', '1',
                     '--real-time-factor', '2')
     assert code == 0
-    summary = json.loads((out / 'summary.json').read_text())
+    summary = strict_json(out / 'summary.json')
     assert summary['final']['E_gap'] < 0.05 and summary['final']['E_r'] < 0.01
     assert summary['params']['mode'] == 'processes'
+    assert summary['params']['controller']['altitude'] is None  # NaN (off): null, not NaN
     metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
     assert metrics[-1, 0] > 18.0
 
