@@ -285,6 +285,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
                 **time,
                 'radius': scenario.radius,
                 'metrics_period': scenario.metrics_period or scenario.control_period,
+                **_changed(scenario, {'telemetry_period': 'telemetry_period'}),
                 **swarm,
                 **({'output_dir': plan.metrics_output_dir} if plan.metrics_output_dir else {}),
             },

@@ -55,6 +55,7 @@ class MetricsNode(Node):
         self._agents: dict = {}           # id -> (AgentStateMsg, rx_ns)
         self._target = None               # TargetStateMsg
         self._trails: dict = {}           # id -> deque of (x, y)
+        self._ticks = 0                   # metrics ticks so far (agents.csv every n-th)
         # Rows go to disk as they come (readable during the run, bounded memory): into
         # output_dir when given, else into a private directory removed with the node.
         self._own_dir = None if self.settings.output_dir else tempfile.mkdtemp(
@@ -122,6 +123,7 @@ class MetricsNode(Node):
                 if now_ns - rx_ns <= self._timeout_ns]
 
     def _on_tick(self) -> None:
+        tick, self._ticks = self._ticks, self._ticks + 1
         now_ns = self._now_ns()
         self._apply_pending(now_ns)
         live = self.live_agents(now_ns)
@@ -135,8 +137,9 @@ class MetricsNode(Node):
         for name, value in zip(METRIC_NAMES, metrics):
             self._metric_pubs[name].publish(Float64(data=value))
         self._metric_rows.append([now, *metrics])
-        self._agent_rows.append([[state.agent_id, now, state.u,
-                                  float(np.linalg.norm(state.velocity))] for state in live])
+        if tick % self.settings.telemetry_every == 0:
+            self._agent_rows.append([[state.agent_id, now, state.u,
+                                      float(np.linalg.norm(state.velocity))] for state in live])
         for state in live:
             self._trace(f'agent {state.agent_id}', now, state.position)
             self._trails.setdefault(state.agent_id, deque(

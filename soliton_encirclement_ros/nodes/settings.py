@@ -131,6 +131,9 @@ class MetricsSettings(_Settings):
                             description='desired encirclement radius R')
     metrics_period: float = setting(0.05, 'metrics computation and publication period', 's',
                                     1e-3, read_only=True)
+    telemetry_period: float = setting(0.0, 'agents.csv row period per agent, rounded to whole '
+                                      'metrics periods; 0 = every metrics period', 's', 0.0,
+                                      read_only=True)
     agent_state_timeout: float = setting(0.0, 'an agent is live while its last state is at most '
                                          'this old; 0 = 3 x metrics_period', 's', 0.0,
                                          read_only=True)
@@ -146,6 +149,11 @@ class MetricsSettings(_Settings):
 
     def __post_init__(self) -> None:
         check_fields(self)
+
+    @property
+    def telemetry_every(self) -> int:
+        """Return every how many metrics ticks agents.csv gets rows (as batch_sim rounds)."""
+        return max(1, round(self.telemetry_period / self.metrics_period))
 
     @property
     def agent_timeout(self) -> float:

@@ -234,6 +234,30 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
         harness.close()
 
 
+def test_metrics_node_writes_agent_rows_every_telemetry_period():
+    """swarm_sim --telemetry-period reaches agents.csv as batch_sim's does; metrics stay."""
+    harness = Harness(lambda ctx: MetricsNode(
+        context=ctx, namespace='/swarm', parameter_overrides=SIM + [
+            Parameter('metrics_period', value=0.05), Parameter('telemetry_period', value=0.25)]))
+    try:
+        states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
+        target = harness.publisher(Float64MultiArray, '/target/state')
+        harness.settle()
+
+        def one_agent(now):
+            states.publish(agent_state_to_msg(AgentStateMsg(
+                agent_id=1, seq=round(now * 100), stamp=now,
+                position=np.array([20.0, 0.0, 0.0]), velocity=np.zeros(3), u=0.0)))
+            target.publish(target_state_to_msg(now, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+
+        harness.advance(2.0, before_step=one_agent)
+        metrics, agents, _ = harness.nodes[0].series()
+        assert np.diff(metrics[:, 0]) == pytest.approx(0.05)
+        assert len(agents) >= 7 and np.diff(agents[:, 1]) == pytest.approx(0.25)
+    finally:
+        harness.close()
+
+
 def test_target_follows_an_external_odometry_topic():
     harness = target_node_harness(follow_topic='/tracked/odom')
     try:
