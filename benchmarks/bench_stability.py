@@ -134,7 +134,8 @@ def moving(preset: str, seeds) -> None:
 def crossings() -> None:
     from pathlib import Path
     import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'test'))
+    tests = Path(__file__).resolve().parents[1] / 'test'
+    sys.path[:0] = [str(tests), str(tests / 'unit')]  # support/, and the scenarios' test module
     from test_separation import CROSSINGS, PERIOD
 
     from support.swarm_loop import run_swarm
