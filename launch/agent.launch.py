@@ -24,12 +24,12 @@ ARGUMENTS = {
 
 
 def _specs(value):
-    scenario = live_scenario(agents=1, radius=float(value['radius']),
-                             altitude_hold=float(value['altitude']))
+    scenario = live_scenario(agents=1, radius=value.real('radius'),
+                             altitude_hold=value.real('altitude'))
     plan = SwarmPlan(scenario=scenario,
-                     names=(value['agent_name'],), ids=(int(value['agent_id']),),
-                     params_files=(value['params_file'],) if value['params_file'] else (),
-                     use_sim_time=value['use_sim_time'].lower() == 'true',
+                     names=(value['agent_name'],), ids=(value.integer('agent_id'),),
+                     params_files=value.files('params_file'),
+                     use_sim_time=value.flag('use_sim_time'),
                      swarm_reliability=value['swarm_reliability'])
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 

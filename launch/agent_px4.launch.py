@@ -33,14 +33,14 @@ ARGUMENTS = {
 
 
 def _specs(value):
-    scenario = live_scenario(agents=1, radius=float(value['radius']),
-                             altitude_hold=float(value['altitude']))
+    scenario = live_scenario(agents=1, radius=value.real('radius'),
+                             altitude_hold=value.real('altitude'))
     plan = SwarmPlan(scenario=scenario,
-                     names=(value['agent_name'],), ids=(int(value['agent_id']),),
+                     names=(value['agent_name'],), ids=(value.integer('agent_id'),),
                      mode='px4', use_sim_time=False,
-                     params_files=(value['params_file'],) if value['params_file'] else (),
+                     params_files=value.files('params_file'),
                      px4_namespaces=(value['px4_namespace'],),
-                     px4_target_systems=(int(value['target_system']),),
+                     px4_target_systems=(value.integer('target_system'),),
                      px4_origins=(parse_origins(value['origin'], 1)[0],),
                      swarm_reliability=value['swarm_reliability'])
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')

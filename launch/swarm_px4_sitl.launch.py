@@ -38,18 +38,18 @@ ARGUMENTS = {
 
 
 def _specs(value):
-    n = int(value['num_agents'])
-    spacing = float(value['spawn_spacing'])
+    n = value.integer('num_agents')
+    spacing = value.real('spawn_spacing')
     origins = (parse_origins(value['origins'], n) if value['origins']
                else tuple((0.0, (i + 1) * spacing, 0.0) for i in range(n)))
-    scenario = live_scenario(agents=n, radius=float(value['radius']),
+    scenario = live_scenario(agents=n, radius=value.real('radius'),
                              target_motion=value['target_motion'],
-                             altitude_hold=float(value['altitude']))
+                             altitude_hold=value.real('altitude'))
     plan = SwarmPlan(scenario=scenario,
                      mode='px4', px4_origins=origins,
                      swarm_reliability=value['swarm_reliability'],
-                     use_sim_time=value['use_sim_time'].lower() == 'true',
-                     params_files=(value['params_file'],) if value['params_file'] else ())
+                     use_sim_time=value.flag('use_sim_time'),
+                     params_files=value.files('params_file'))
     return build_graph(plan)
 
 

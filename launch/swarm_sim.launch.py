@@ -35,19 +35,19 @@ def _specs(value):
     params_file = value['params_file']
     plan = SwarmPlan(
         scenario=live_scenario(
-            agents=int(value['num_agents']), radius=float(value['radius']),
-            seed=int(value['seed']), control_period=float(value['control_period']),
+            agents=value.integer('num_agents'), radius=value.real('radius'),
+            seed=value.integer('seed'), control_period=value.real('control_period'),
             target_motion=value['target_motion']),
         params_files=(params_file,) if params_file else (),
-        use_sim_time=value['use_sim_time'].lower() == 'true',
+        use_sim_time=value.flag('use_sim_time'),
         clock_source='mobility',
-        real_time_factor=float(value['real_time_factor']),
+        real_time_factor=value.real('real_time_factor'),
     )
     return build_graph(plan)
 
 
 def _wants_rviz(value):
-    return value['rviz'].lower() == 'true'
+    return value.flag('rviz')
 
 
 def _rviz(value):
@@ -55,7 +55,7 @@ def _rviz(value):
         return []
     return [Node(package='rviz2', executable='rviz2',
                  arguments=['-d', os.path.join(SHARE, 'config', 'swarm.rviz')],
-                 parameters=[{'use_sim_time': value['use_sim_time'].lower() == 'true'}])]
+                 parameters=[{'use_sim_time': value.flag('use_sim_time')}])]
 
 
 def generate_launch_description():

@@ -6,7 +6,8 @@ The node-graph plan (one pure function for launch files and runners) and launch 
 ``launch_support`` needs ROS 2's ``launch``/``launch_ros`` and is imported by launch files only.
 """
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, live_scenario, NodeSpec, parse_origins, SwarmPlan)
+    build_graph, in_namespace, LaunchArguments, live_scenario, NodeSpec, parse_origins,
+    SwarmPlan)
 
-__all__ = ['build_graph', 'in_namespace', 'live_scenario', 'NodeSpec', 'parse_origins',
-           'SwarmPlan']
+__all__ = ['build_graph', 'in_namespace', 'LaunchArguments', 'live_scenario', 'NodeSpec',
+           'parse_origins', 'SwarmPlan']

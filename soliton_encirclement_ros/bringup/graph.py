@@ -311,6 +311,41 @@ def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]
                     'target_system': target_system, **origin})
 
 
+class LaunchArguments(dict):
+    """
+    A launch file's argument values (strings), with typed reads that name a bad argument.
+
+    ``num_agents:=abc`` then fails with "launch argument num_agents must be an integer, got
+    'abc'" instead of Python's bare int() message; ``use_sim_time:=yes`` is an error, not false.
+    """
+
+    def _parsed(self, name: str, parse: Callable[[str], Any], what: str) -> Any:
+        text = self[name].strip()
+        try:
+            return parse(text)
+        except ValueError:
+            raise ValueError(
+                f'launch argument {name} must be {what}, got {self[name]!r}') from None
+
+    def integer(self, name: str) -> int:
+        return self._parsed(name, int, 'an integer')
+
+    def real(self, name: str) -> float:
+        """Return a number; 'nan' passes (arguments such as altitude use it for 'off')."""
+        return self._parsed(name, float, "a number (or 'nan' where that means off)")
+
+    def flag(self, name: str) -> bool:
+        def parse(text: str) -> bool:
+            if text.lower() not in ('true', 'false'):
+                raise ValueError(text)
+            return text.lower() == 'true'
+        return self._parsed(name, parse, 'true or false')
+
+    def files(self, name: str) -> tuple[str, ...]:
+        """Return a parameter file argument: one file, or none when empty."""
+        return (self[name],) if self[name] else ()
+
+
 def parse_origins(text: str, count: int) -> tuple[tuple[float, float, float], ...]:
     """``'x,y,z;x,y,z'`` -> ``count`` (x, y, z) tuples; ``ValueError`` saying what is wrong."""
     items = [item for item in text.replace(' ', '').split(';') if item]

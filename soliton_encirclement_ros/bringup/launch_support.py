@@ -9,7 +9,7 @@ from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutd
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from soliton_encirclement_ros.bringup.graph import NodeSpec
+from soliton_encirclement_ros.bringup.graph import LaunchArguments, NodeSpec
 
 
 def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node]:
@@ -31,19 +31,20 @@ def package_found(package: str) -> bool:
 
 
 def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
-                            specs: Callable[[dict[str, str]], list[NodeSpec]],
-                            extra: Callable[[dict[str, str]], list] = lambda values: [],
-                            problem: Callable[[dict[str, str]], str | None] = lambda values: None,
+                            specs: Callable[[LaunchArguments], list[NodeSpec]],
+                            extra: Callable[[LaunchArguments], list] = lambda values: [],
+                            problem: Callable[[LaunchArguments], str | None] = lambda values: None,
                             ) -> LaunchDescription:
     """
     Declare ``arguments`` ({name: (default, description)}) and start the planned nodes.
 
-    Then start the nodes that ``specs(values)`` plans from the
-    argument values, and the actions ``extra(values)``. When ``problem(values)`` names one, it is
-    logged and launch shuts down before starting anything.
+    Then start the nodes that ``specs(values)`` plans from the argument values (a
+    :class:`LaunchArguments`) and the actions ``extra(values)``. When ``problem(values)``
+    names one, it is logged and launch shuts down before starting anything.
     """
     def nodes(context):
-        values = {name: LaunchConfiguration(name).perform(context) for name in arguments}
+        values = LaunchArguments(
+            {name: LaunchConfiguration(name).perform(context) for name in arguments})
         reason = problem(values)
         if reason:
             return [LogInfo(msg=f'error: {reason}'), Shutdown(reason=reason)]

@@ -1,12 +1,14 @@
 """The node-graph plan: one pure function shared by launch files and swarm_sim."""
 import dataclasses
+import math
 import re
 
 import numpy as np
 import pytest
 
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, LIVE_CONTROL_PERIOD, live_scenario, parse_origins, SwarmPlan)
+    build_graph, in_namespace, LaunchArguments, LIVE_CONTROL_PERIOD, live_scenario, parse_origins,
+    SwarmPlan)
 from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
 
 SCENARIO_FIELDS = {f.name for f in dataclasses.fields(Scenario)}
@@ -217,3 +219,17 @@ def test_only_lock_stepped_runs_need_periods_on_the_mobility_step():
     specs = build_graph(SwarmPlan(scenario=live))
     assert by_executable(specs, 'agent_node')[0].parameters['control_period'] == 0.025
     assert by_executable(specs, 'target_node')[0].parameters['broadcast_period'] == 0.025
+
+
+def test_launch_arguments_name_the_bad_argument():
+    value = LaunchArguments(num_agents='abc', radius=' 20 ', altitude='nan', rviz='True',
+                            use_sim_time='yes', params_file='')
+    with pytest.raises(ValueError, match='^launch argument num_agents must be an integer, '
+                                         "got 'abc'$"):
+        value.integer('num_agents')
+    with pytest.raises(ValueError, match='^launch argument use_sim_time must be true or false, '
+                                         "got 'yes'$"):
+        value.flag('use_sim_time')
+    assert value.real('radius') == 20.0 and math.isnan(value.real('altitude'))
+    assert value.flag('rviz') is True and value.files('params_file') == ()
+    assert LaunchArguments(params_file='a.yaml').files('params_file') == ('a.yaml',)
