@@ -34,10 +34,25 @@ class LockStep:
         self._time_source.ros_time_is_active = True
         for node in self.nodes:
             self._time_source.attach_clock(node.get_clock())
+            self._unsubscribe_clock(node)
         self._owed = self._delivered = 0
         self._subscribers: dict[str, int] = {}
         self._timers: list = []
         self.instrument()
+
+    @staticmethod
+    def _unsubscribe_clock(node: Node) -> None:
+        """
+        Drop the /clock subscription of ``node``'s own time source (``use_sim_time``).
+
+        The lock-step sets every clock itself. That subscription (best effort, depth 1) would
+        set the node's clock again when a /clock message is handled, which can be after the
+        next ``set_time``: the node's clock would step back one instant, its timers fire twice
+        at one time and the run stops being reproducible.
+        """
+        for sub in list(node.subscriptions):
+            if isinstance(getattr(sub.callback, '__self__', None), TimeSource):
+                node.destroy_subscription(sub)
 
     @property
     def undelivered(self) -> int:

@@ -77,6 +77,27 @@ def test_same_seed_gives_identical_metrics(tmp_path):
     assert (out / 'metrics.csv').read_text() != outputs[0]
 
 
+def test_every_timer_fires_once_per_step_at_the_mobility_rate(tmp_path):
+    """
+    At control_period = sim_dt (0.01 s) every metrics row sits on its own 10 ms step.
+
+    rclpy's EventsExecutor could dispatch a timer twice at one instant and skip its next slot
+    (the metrics tick at 0.02 s twice, none at 0.03 s; the mobility step likewise): runs of one
+    seed then differed. Three runs of one seed must now be identical.
+    """
+    outputs = []
+    for name in ('a', 'b', 'c'):
+        code, out = run(tmp_path, '--agents', '4', '--duration', '1.5', '--seed', '0',
+                        '--control-period', '0.01', name=name)
+        assert code == 0
+        outputs.append((out / 'metrics.csv').read_text())
+        times = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)[:, 0]
+        # from the first tick that has heard the target and the agents, one row every step
+        assert times[0] <= 0.05 and times[-1] == pytest.approx(1.5, abs=1e-9)
+        np.testing.assert_allclose(np.diff(times), 0.01, rtol=0, atol=1e-9)
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
 @pytest.mark.parametrize('args, message', [
     (['--agents', '0'], 'argument --agents: must be an integer >= 1, got 0'),
     (['--agents', '2', '--names', 'a,a'], 'duplicate agent names: a'),
