@@ -19,6 +19,8 @@ from rosbags.typesys import get_typestore, Stores
 
 from soliton_encirclement_ros.analysis import cli
 from soliton_encirclement_ros.analysis.recompute import load_run, metric_times, recompute_metrics
+from soliton_encirclement_ros.core.controller import AgentStateMsg, seconds_to_ns
+from soliton_encirclement_ros.interface import AGENT_STATE, agent_state_values, AGENT_STATES_TOPIC
 
 TS = get_typestore(Stores.ROS2_KILTED)
 T = TS.types
@@ -53,8 +55,9 @@ def odometry(t, xy, yaw, speed):
 def write_bag(path, agents, duration, rate, storage):
     rng = np.random.default_rng(1)
     phase = rng.uniform(0, 2 * np.pi, agents)
+    size = len(AGENT_STATE.fields)  # the wire layout, from the interface (not a copy of it)
     layout = T['std_msgs/msg/MultiArrayLayout'](dim=[T['std_msgs/msg/MultiArrayDimension'](
-        label='id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss', size=11, stride=11)], data_offset=0)
+        label=AGENT_STATE.label, size=size, stride=size)], data_offset=0)
     plugin = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}[storage]
     with Writer(path, version=9, storage_plugin=plugin) as writer:
         conn = {}
@@ -75,9 +78,11 @@ def write_bag(path, agents, duration, rate, storage):
                 xy = target + radius * np.array([math.cos(angle), math.sin(angle)])
                 write(f'/uav{i + 1}/odom', 'nav_msgs/msg/Odometry', t,
                       odometry(t, xy, angle + math.pi / 2, 0.1 * radius))
-                write('/swarm/agent_states', 'std_msgs/msg/Float64MultiArray', t,
-                      T['std_msgs/msg/Float64MultiArray'](layout=layout, data=np.array(
-                          [i + 1, k, t, xy[0], xy[1], 5.0, 0.0, 0.0, 0.0, 0.5, 0.5])))
+                state = AgentStateMsg(i + 1, k, seconds_to_ns(t), [xy[0], xy[1], 5.0],
+                                      np.zeros(3), 0.5, 0.5, incarnation=i + 1)
+                write(AGENT_STATES_TOPIC, 'std_msgs/msg/Float64MultiArray', t,
+                      T['std_msgs/msg/Float64MultiArray'](
+                          layout=layout, data=np.array(agent_state_values(state))))
             if k % max(1, int(rate / 10)) == 0:
                 for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap'):
                     write(f'/swarm/metrics/{name}', 'std_msgs/msg/Float64', t,

@@ -21,14 +21,14 @@ TARGET_RATE = 20.0     # Hz, target_node's broadcast_period 0.05 s
 
 def main() -> None:
     agent = len(serialize_message(agent_state_to_msg(AgentStateMsg(
-        3, 10, 1.0, np.zeros(3), np.zeros(3), 0.1, 0.0, 12345))))
+        3, 10, 10**9, np.zeros(3), np.zeros(3), 0.1, 0.0, 12345))))
     print(f'agent state: {agent} B')
     for n in (10, 100):
         swarm = n * agent * CONTROL_RATE
         print(f'N = {n}: agent states {swarm / 1e3:.1f} kB/s in all (each host receives them)')
         for weights in (0, n):
             target = len(serialize_message(target_state_to_msg(
-                1.0, np.zeros(3), np.zeros(3), 0.2, dict.fromkeys(range(1, weights + 1), 1.0))))
+                10**9, np.zeros(3), np.zeros(3), 0.2, dict.fromkeys(range(1, weights + 1), 1.0))))
             rate = target * TARGET_RATE
             print(f'  target state with {weights:3d} arc weights: {target} B, '
                   f'{rate / 1e3:.2f} kB/s = {100 * rate / swarm:.1f} % of the agent states')

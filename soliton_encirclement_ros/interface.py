@@ -12,10 +12,16 @@ version here, and nothing else.
 
 - ``/swarm/agent_states`` (:data:`AGENT_STATE`): ``agent_id`` (int), ``incarnation`` (int,
   random per process start: two processes broadcasting one ``agent_id`` are told apart),
-  ``seq`` (int, per incarnation), ``stamp`` (s, sender's clock), ``px py pz`` (m, world ENU),
-  ``vx vy vz`` (m/s, world ENU), ``u`` and ``u_ss`` (soliton state, dimensionless).
-- ``/target/state`` (:data:`TARGET_STATE`): ``stamp`` (s), ``px py pz`` (m, world ENU),
-  ``vx vy vz`` (m/s, world ENU), ``omega_ref`` (rad/s), then ``(agent_id, lambda)`` pairs.
+  ``seq`` (int, per incarnation), ``stamp_sec stamp_nanosec`` (ints, the sender's ROS clock as
+  in ``builtin_interfaces/Time``), ``px py pz`` (m, world ENU), ``vx vy vz`` (m/s, world ENU),
+  ``u`` and ``u_ss`` (soliton state, dimensionless).
+- ``/target/state`` (:data:`TARGET_STATE`): ``stamp_sec stamp_nanosec``, ``px py pz`` (m, world
+  ENU), ``vx vy vz`` (m/s, world ENU), ``omega_ref`` (rad/s), then ``(agent_id, lambda)`` pairs.
+
+Integer fields travel as float64 values, exact below 2**53: a stamp is split into seconds and
+nanoseconds so that it stays exact at epoch times (a single float64 would round it to 0.2 us).
+Decoding checks they are integers. The decoded views (:class:`AgentStateMsg`,
+:class:`TargetStateMsg`) have ``agent_id`` and ``stamp_ns`` as ``int``.
 
 rclpy and std_msgs are imported only by the functions that build ROS objects, so the batch
 simulator and the analysis can use the layouts without a ROS install.
@@ -29,6 +35,14 @@ from typing import Mapping
 import numpy as np
 
 from soliton_encirclement_ros.core.controller import AgentStateMsg, TargetStateMsg
+
+__all__ = [
+    'AGENT_CMD_TOPIC', 'AGENT_ODOM_TOPIC', 'AGENT_STATE', 'agent_state_array',
+    'agent_state_from_msg', 'agent_state_from_values', 'agent_state_to_msg', 'agent_state_values',
+    'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentStateMsg', 'BEST_EFFORT',
+    'check_reliability', 'CLOCK_TOPIC', 'Layout', 'MARKERS_TOPIC', 'METRICS_TOPIC_PREFIX',
+    'RELIABLE', 'SWARM_RELIABILITIES', 'swarm_qos', 'TARGET_ODOM_TOPIC', 'TARGET_STATE',
+    'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetStateMsg']
 
 # --- topics -----------------------------------------------------------------------------------
 AGENT_STATES_TOPIC = '/swarm/agent_states'
@@ -82,6 +96,9 @@ def check_reliability(reliability: str) -> str:
 
 
 # --- layouts ----------------------------------------------------------------------------------
+NS_PER_S = 1_000_000_000
+
+
 @dataclass(frozen=True)
 class Layout:
     """A versioned Float64MultiArray layout: ``name``, ``version`` and the field names."""
@@ -95,25 +112,34 @@ class Layout:
     def label(self) -> str:
         return f'{self.name}.v{self.version}:' + ','.join(self.fields + self.pairs)
 
+    def heard(self, msg) -> str | None:
+        """Return the label ``msg`` carries (None when unlabelled)."""
+        dims = msg.layout.dim
+        return dims[0].label if dims and dims[0].label else None
+
     def check_label(self, msg) -> None:
         """``ValueError`` if ``msg`` carries another layout's label (an unlabelled one passes)."""
-        dims = msg.layout.dim
-        if not dims or not dims[0].label:
-            return
-        label = dims[0].label
-        if label != self.label:
+        label = self.heard(msg)
+        if label is not None and label != self.label:
             heard = label.split(':', 1)[0] if ':' in label else 'an unversioned layout'
             raise ValueError(f'{self.name} layout mismatch: the sender speaks {heard}, this node '
                              f'{self.name}.v{self.version}; run one version of the package on '
                              'every host')
 
 
-AGENT_STATE = Layout('agent_state', 2, ('agent_id', 'incarnation', 'seq', 'stamp', 'px', 'py',
-                                        'pz', 'vx', 'vy', 'vz', 'u', 'u_ss'))
-TARGET_STATE = Layout('target_state', 1, ('stamp', 'px', 'py', 'pz', 'vx', 'vy', 'vz',
-                                          'omega_ref'), pairs=('id_k', 'lambda_k'))
+AGENT_STATE = Layout('agent_state', 3, (
+    'agent_id', 'incarnation', 'seq', 'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy',
+    'vz', 'u', 'u_ss'))
+TARGET_STATE = Layout('target_state', 2, (
+    'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'omega_ref'),
+    pairs=('id_k', 'lambda_k'))
+# Earlier agent-state layouts that recorded bags may hold: read by the analysis (never by a live
+# node, which must not mix versions), converted to AGENT_STATE order.
+AGENT_STATE_V2 = Layout('agent_state', 2, (
+    'agent_id', 'incarnation', 'seq', 'stamp', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss'))
 _AGENT_SIZE = len(AGENT_STATE.fields)
 _TARGET_SIZE = len(TARGET_STATE.fields)
+_AGENT_INTEGERS = ('agent_id', 'incarnation', 'seq', 'stamp_sec', 'stamp_nanosec')
 
 
 def _with_layout(data: list[float], layout: Layout):
@@ -123,10 +149,24 @@ def _with_layout(data: list[float], layout: Layout):
     return msg
 
 
+def stamp_fields(stamp_ns: int) -> tuple[float, float]:
+    """``(stamp_sec, stamp_nanosec)`` of integer nanoseconds (nanosec in [0, 1e9))."""
+    sec, nanosec = divmod(int(stamp_ns), NS_PER_S)
+    return float(sec), float(nanosec)
+
+
+def _stamp_ns(layout: Layout, sec: float, nanosec: float) -> int:
+    if not (sec == int(sec) and nanosec == int(nanosec) and 0 <= nanosec < NS_PER_S):
+        raise ValueError(f'{layout.name} stamp_sec {float(sec)!r}, stamp_nanosec '
+                         f'{float(nanosec)!r}: both must be integers, stamp_nanosec in [0, 1e9)')
+    return int(sec) * NS_PER_S + int(nanosec)
+
+
 def agent_state_values(state: AgentStateMsg) -> list[float]:
     """Return the wire values of an agent state, in :data:`AGENT_STATE` order."""
-    return [float(state.agent_id), float(state.incarnation), float(state.seq), state.stamp,
-            *map(float, state.position), *map(float, state.velocity), state.u, state.u_ss]
+    return [float(state.agent_id), float(state.incarnation), float(state.seq),
+            *stamp_fields(state.stamp_ns), *map(float, state.position),
+            *map(float, state.velocity), state.u, state.u_ss]
 
 
 def agent_state_to_msg(state: AgentStateMsg):
@@ -134,18 +174,33 @@ def agent_state_to_msg(state: AgentStateMsg):
     return _with_layout(agent_state_values(state), AGENT_STATE)
 
 
-def agent_state_array(msg) -> np.ndarray:
+def _from_v2(values: np.ndarray) -> np.ndarray:
+    """AGENT_STATE_V2 values (stamp in float seconds) in AGENT_STATE order."""
+    stamp = values[AGENT_STATE_V2.fields.index('stamp')]
+    ns = round(stamp * 1e9) if math.isfinite(stamp) else 0
+    return np.concatenate((values[:3], stamp_fields(ns), values[4:]))
+
+
+_OLDER_AGENT_STATES = {AGENT_STATE_V2.label: (AGENT_STATE_V2, _from_v2)}
+
+
+def agent_state_array(msg, older: bool = False) -> np.ndarray:
     """
     Return the values of an agent state message in :data:`AGENT_STATE` order.
 
     The label and size are checked, the values not: for bulk readers such as the analysis.
+    ``older``: also read the earlier labelled layouts a recorded bag may hold (converted).
     """
-    AGENT_STATE.check_label(msg)
+    label = AGENT_STATE.heard(msg)
+    layout, convert = (_OLDER_AGENT_STATES.get(label, (AGENT_STATE, None)) if older
+                       else (AGENT_STATE, None))
+    if convert is None:
+        AGENT_STATE.check_label(msg)
     values = np.asarray(msg.data, dtype=float)
-    if values.size != _AGENT_SIZE:
-        raise ValueError(f'agent state has {values.size} values, expected {_AGENT_SIZE} '
-                         f'({AGENT_STATE.name}.v{AGENT_STATE.version})')
-    return values
+    if values.size != len(layout.fields):
+        raise ValueError(f'agent state has {values.size} values, expected '
+                         f'{len(layout.fields)} ({layout.name}.v{layout.version})')
+    return values if convert is None else convert(values)
 
 
 def agent_state_from_values(values) -> AgentStateMsg:
@@ -153,9 +208,13 @@ def agent_state_from_values(values) -> AgentStateMsg:
     if not np.all(np.isfinite(values)):
         bad = [AGENT_STATE.fields[i] for i in np.flatnonzero(~np.isfinite(values))]
         raise ValueError(f'agent state has non-finite {", ".join(bad)}')
+    for i, name in enumerate(_AGENT_INTEGERS[:3]):
+        if values[i] != int(values[i]):
+            raise ValueError(f'agent state {name} {float(values[i])!r} is not an integer')
     return AgentStateMsg(agent_id=int(values[0]), incarnation=int(values[1]), seq=int(values[2]),
-                         stamp=float(values[3]), position=values[4:7], velocity=values[7:10],
-                         u=float(values[10]), u_ss=float(values[11]))
+                         stamp_ns=_stamp_ns(AGENT_STATE, values[3], values[4]),
+                         position=values[5:8], velocity=values[8:11], u=float(values[11]),
+                         u_ss=float(values[12]))
 
 
 def agent_state_from_msg(msg) -> AgentStateMsg:
@@ -163,10 +222,11 @@ def agent_state_from_msg(msg) -> AgentStateMsg:
     return agent_state_from_values(agent_state_array(msg))
 
 
-def target_state_to_msg(stamp: float, position, velocity, omega_ref: float = 0.0,
+def target_state_to_msg(stamp_ns: int, position, velocity, omega_ref: float = 0.0,
                         lambdas: Mapping[int, float] | None = None):
-    """std_msgs/Float64MultiArray of a target state."""
-    data = [float(stamp), *map(float, position), *map(float, velocity), float(omega_ref)]
+    """std_msgs/Float64MultiArray of a target state stamped ``stamp_ns`` (int nanoseconds)."""
+    data = [*stamp_fields(stamp_ns), *map(float, position), *map(float, velocity),
+            float(omega_ref)]
     for agent_id, weight in sorted((lambdas or {}).items()):
         data += [float(agent_id), float(weight)]
     return _with_layout(data, TARGET_STATE)
@@ -184,6 +244,9 @@ def target_state_from_msg(msg) -> TargetStateMsg:
     if not all(math.isfinite(x) for x in values):
         raise ValueError('target state has non-finite values')
     pairs = values[n:]
-    return TargetStateMsg(stamp=values[0], position=np.array(values[1:4]),
-                          velocity=np.array(values[4:7]), omega_ref=values[7],
+    if any(agent_id != int(agent_id) for agent_id in pairs[::2]):
+        raise ValueError('target state has a non-integer agent id in its (id, lambda) pairs')
+    return TargetStateMsg(stamp_ns=_stamp_ns(TARGET_STATE, values[0], values[1]),
+                          position=np.array(values[2:5]), velocity=np.array(values[5:8]),
+                          omega_ref=values[8],
                           lambdas={int(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)})

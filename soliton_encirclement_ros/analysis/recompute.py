@@ -103,7 +103,7 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
         for topic, log_time, msg in bag.messages([*odometry, AGENT_STATES_TOPIC]):
             if topic == AGENT_STATES_TOPIC:
                 try:
-                    data = agent_state_array(msg)
+                    data = agent_state_array(msg, older=True)
                 except ValueError as error:
                     raise RunDataError(f'{AGENT_STATES_TOPIC} in {path}: {error}') from None
                 states.append(np.concatenate(([log_time * 1e-9], data)))

@@ -28,6 +28,19 @@ from soliton_encirclement_ros.core.neighbours import (
 from soliton_encirclement_ros.core.params import ControllerParams
 
 
+def seconds_to_ns(seconds: float) -> int:
+    """Return ``seconds`` as integer nanoseconds (rounded to the nearest)."""
+    return round(float(seconds) * 1e9)
+
+
+def _integer(name: str, value) -> int:
+    """``value`` as an int; ``TypeError`` for a float (seconds passed where ns are due)."""
+    if isinstance(value, (bool, float, np.floating)):
+        raise TypeError(f'{name} must be an integer number of nanoseconds, got {value!r}; '
+                        'convert seconds with seconds_to_ns')
+    return int(value)
+
+
 def _vector3(name: str, value) -> np.ndarray:
     v = np.array(value, dtype=float).reshape(-1)
     if v.shape != (3,):
@@ -41,13 +54,14 @@ class AgentStateMsg:
     """
     An agent's broadcast.
 
-    Id, sequence number, sender stamp [s], world-frame state, ``u``, ``u_ss`` and the sender's
-    incarnation.
+    Id, sequence number, sender stamp (integer nanoseconds of the sender's ROS clock),
+    world-frame state (ENU, m and m/s), ``u``, ``u_ss`` and the sender's incarnation.
+    ``stamp`` is the same instant in seconds, the core's unit of time.
     """
 
     agent_id: int
     seq: int
-    stamp: float
+    stamp_ns: int
     position: np.ndarray
     velocity: np.ndarray
     u: float
@@ -58,8 +72,14 @@ class AgentStateMsg:
         object.__setattr__(self, 'agent_id', int(self.agent_id))
         object.__setattr__(self, 'incarnation', int(self.incarnation))
         object.__setattr__(self, 'seq', int(self.seq))
+        object.__setattr__(self, 'stamp_ns', _integer('stamp_ns', self.stamp_ns))
         object.__setattr__(self, 'position', _vector3('position', self.position))
         object.__setattr__(self, 'velocity', _vector3('velocity', self.velocity))
+
+    @property
+    def stamp(self) -> float:
+        """Return the sender stamp [s]."""
+        return self.stamp_ns * 1e-9
 
 
 @dataclass(frozen=True)
@@ -67,16 +87,24 @@ class TargetStateMsg:
     """
     The target's broadcast: stamp, world-frame state, spin reference and arc weights.
 
-    ``lambdas`` maps an agent id j to the spacing weight of arc j -> succ(j) (1.0 if absent).
+    ``stamp_ns`` is integer nanoseconds of the sender's ROS clock (``stamp`` the same in
+    seconds); position and velocity are world ENU (m, m/s); ``lambdas`` maps an agent id j to
+    the spacing weight of arc j -> succ(j) (1.0 if absent).
     """
 
-    stamp: float
+    stamp_ns: int
     position: np.ndarray
     velocity: np.ndarray
     omega_ref: float = 0.0
     lambdas: Mapping[int, float] = field(default_factory=dict)
 
+    @property
+    def stamp(self) -> float:
+        """Return the sender stamp [s]."""
+        return self.stamp_ns * 1e-9
+
     def __post_init__(self) -> None:
+        object.__setattr__(self, 'stamp_ns', _integer('stamp_ns', self.stamp_ns))
         object.__setattr__(self, 'position', _vector3('position', self.position))
         object.__setattr__(self, 'velocity', _vector3('velocity', self.velocity))
         object.__setattr__(self, 'lambdas', MappingProxyType(
@@ -156,7 +184,7 @@ def receive_target_state(state: ControllerState, msg: TargetStateMsg,
     expired (``target_liveness``) any stamp is accepted, so a target that restarted or whose
     clock stepped back is heard again.
     """
-    if (state.target is not None and msg.stamp < state.target[0].stamp
+    if (state.target is not None and msg.stamp_ns < state.target[0].stamp_ns
             and is_alive(state.target[1], rx_time, params.target_liveness)):
         return state
     return dataclasses.replace(state, target=(msg, float(rx_time)))
@@ -169,7 +197,7 @@ def outgoing_state(state: ControllerState, own_position, own_velocity,
 
     Seq = ``state.seq``.
     """
-    return AgentStateMsg(agent_id=state.agent_id, seq=state.seq, stamp=float(now),
+    return AgentStateMsg(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
                          position=own_position, velocity=own_velocity,
                          u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
 

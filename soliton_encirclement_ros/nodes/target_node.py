@@ -90,7 +90,7 @@ class TargetNode(Node):
         self._odom_pub.publish(
             to_odometry(position, velocity, yaw, stamp, self._frame, 'target/base_link')
         )
-        self._state_pub.publish(target_state_to_msg(now.nanoseconds * 1e-9, position, velocity,
+        self._state_pub.publish(target_state_to_msg(now.nanoseconds, position, velocity,
                                                     self._omega_ref, self._lambdas))
 
     def _simulate(self, now: float) -> None:

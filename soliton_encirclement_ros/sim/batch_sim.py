@@ -33,7 +33,7 @@ from soliton_encirclement_ros.analysis.report import RunResult, write_run_output
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
     control_step, initial_state, outgoing_state, receive_agent_state, receive_target_state,
-    TargetStateMsg)
+    seconds_to_ns, TargetStateMsg)
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
@@ -159,8 +159,8 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
         live = ~outages.update(now)
         positions, velocities = bodies.position[:n], bodies.velocity[:n]
         target_position, target_velocity = bodies.position[n], bodies.velocity[n]
-        target_msg = TargetStateMsg(now, target_position, target_velocity, scenario.omega_ref,
-                                    scenario.lambdas)
+        target_msg = TargetStateMsg(seconds_to_ns(now), target_position, target_velocity,
+                                    scenario.omega_ref, scenario.lambdas)
         cmds, u = swarm.tick(now, live, positions, velocities, target_msg)
         if k % metrics_every == 0:
             metrics_rows.append((now, *compute_metrics(positions[live], velocities[live],

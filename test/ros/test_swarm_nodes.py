@@ -12,7 +12,7 @@ from rclpy.time import Time
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg
+from soliton_encirclement_ros.core.controller import AgentStateMsg, seconds_to_ns
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, agent_state_to_msg, target_state_from_msg, target_state_to_msg)
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
@@ -40,14 +40,14 @@ def agent_harness():
         other = AgentStateMsg(
             agent_id=2,
             seq=next(seq),
-            stamp=now,
+            stamp_ns=seconds_to_ns(now),
             position=np.array([-20.0, 0.0, 0.0]),
             velocity=np.zeros(3),
             u=0.0,
             u_ss=0.0,
         )
         states.publish(agent_state_to_msg(other))
-        target.publish(target_state_to_msg(now, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+        target.publish(target_state_to_msg(seconds_to_ns(now), [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
 
     harness.feed = feed
     yield harness
@@ -171,7 +171,7 @@ def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
                         AgentStateMsg(
                             agent_id=i + 1,
                             seq=k,
-                            stamp=now,
+                            stamp_ns=seconds_to_ns(now),
                             position=np.array([5 + 20 * math.cos(angle), 20 * math.sin(angle), 0]),
                             velocity=np.zeros(3),
                             u=0.0,
@@ -179,7 +179,8 @@ def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
                         )
                     )
                 )
-            target.publish(target_state_to_msg(now, [5.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+            target.publish(target_state_to_msg(seconds_to_ns(now), [5.0, 0.0, 0.0],
+                                               [0.0, 0.0, 0.0]))
 
         harness.advance(0.5, before_step=ring)
         assert harness.received['/swarm/metrics/E_gap'][-1].data == pytest.approx(0.0, abs=1e-9)
@@ -215,10 +216,11 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
         def two_agents(now):
             for i in (1, 2):
                 states.publish(agent_state_to_msg(AgentStateMsg(
-                    agent_id=i, seq=round(now * 100), stamp=now,
+                    agent_id=i, seq=round(now * 100), stamp_ns=seconds_to_ns(now),
                     position=np.array([20.0 * (3 - 2 * i), 0.0, 0.0]), velocity=np.zeros(3),
                     u=0.0)))
-            target.publish(target_state_to_msg(now, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+            target.publish(target_state_to_msg(seconds_to_ns(now), [0.0, 0.0, 0.0],
+                                               [0.0, 0.0, 0.0]))
 
         harness.advance(1.0, before_step=two_agents)
         time.sleep(1.1)  # the flush period passes
@@ -246,9 +248,10 @@ def test_metrics_node_writes_agent_rows_every_telemetry_period():
 
         def one_agent(now):
             states.publish(agent_state_to_msg(AgentStateMsg(
-                agent_id=1, seq=round(now * 100), stamp=now,
+                agent_id=1, seq=round(now * 100), stamp_ns=seconds_to_ns(now),
                 position=np.array([20.0, 0.0, 0.0]), velocity=np.zeros(3), u=0.0)))
-            target.publish(target_state_to_msg(now, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]))
+            target.publish(target_state_to_msg(seconds_to_ns(now), [0.0, 0.0, 0.0],
+                                               [0.0, 0.0, 0.0]))
 
         harness.advance(2.0, before_step=one_agent)
         metrics, agents, _ = harness.nodes[0].series()

@@ -15,7 +15,7 @@ from rosbags.typesys import get_typestore, Stores
 
 from soliton_encirclement_ros.analysis import cli
 from soliton_encirclement_ros.analysis.recompute import (
-    load_run, metrics_from_bag, published_metrics, world_velocity)
+    load_run, metrics_from_bag, published_metrics, STATE_COLUMNS, world_velocity)
 
 TS = get_typestore(Stores.ROS2_KILTED)
 T = TS.types
@@ -49,13 +49,18 @@ def odometry(t, name, xy, yaw, forward_speed):
         twist=T['geometry_msgs/msg/TwistWithCovariance'](twist=twist, covariance=np.zeros(36)))
 
 
-# The agent-state wire layout v2, written out here independently of the package's interface.
-STATE_LABEL = 'agent_state.v2:agent_id,incarnation,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss'
+# The agent-state wire layouts, written out here independently of the package's interface:
+# v3 (now: the stamp as integer seconds and nanoseconds) and v2 (archived bags: float seconds).
+STATE_LABEL = ('agent_state.v3:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,vy,'
+               'vz,u,u_ss')
+STATE_LABEL_V2 = 'agent_state.v2:agent_id,incarnation,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss'
 
 
 def agent_state(agent_id, seq, t, xy, velocity, label=STATE_LABEL):
-    values = [agent_id, 7, seq, t, xy[0], xy[1], 5.0, velocity[0], velocity[1], 0.0, 0.5, 0.5]
-    if not label.startswith('agent_state.v2'):  # the v1 layout: no incarnation
+    stamp = list(divmod(int(round(t * 1e9)), 10**9)) if label.startswith('agent_state.v3') else [t]
+    values = [agent_id, 7, seq, *stamp, xy[0], xy[1], 5.0, velocity[0], velocity[1], 0.0, 0.5,
+              0.5]
+    if not label.startswith('agent_state.v'):  # the v1 layout: no incarnation
         del values[1]
     layout = T['std_msgs/msg/MultiArrayLayout'](
         dim=[T['std_msgs/msg/MultiArrayDimension'](label=label, size=len(values),
@@ -217,14 +222,32 @@ def test_truncated_bag_is_analysed_up_to_the_cut(tmp_path):
     assert 'EndOfFile' in summary['params']['truncated']
 
 
-def test_agent_states_of_another_layout_version_are_one_clear_error(tmp_path):
-    """An older package's 11-value states are refused by name, never silently dropped."""
+def test_agent_states_of_an_unknown_layout_are_one_clear_error(tmp_path):
+    """The first package's unversioned 11-value states are refused, never silently dropped."""
     bag = write_circle_bag(tmp_path / 'old', state_label='id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss')
     result = run_cli(str(bag), '--out', str(tmp_path / 'out'), '--max-frames', '0')
     assert result.returncode == cli.EXIT_ERROR
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'Traceback' not in result.stderr
-    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v2' in lines[0]
+    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v3' in lines[0]
+
+
+def test_a_bag_recorded_with_the_v2_layout_reads_as_the_v3_one(tmp_path):
+    """Archived bags (float-second stamps) give the same run, liveness included."""
+    kept = {}
+    for label in (STATE_LABEL, STATE_LABEL_V2):
+        bag = write_circle_bag(tmp_path / label[:14], failed_after=1.0, state_label=label)
+        kept[label] = load_run(bag), metrics_from_bag(bag)
+    (new, new_metrics), (old, old_metrics) = kept[STATE_LABEL], kept[STATE_LABEL_V2]
+    np.testing.assert_array_equal(old.states, new.states)
+    np.testing.assert_array_equal(old_metrics, new_metrics)
+    assert old.agent_ids == new.agent_ids == {f'uav{i}': i for i in range(1, 8)}
+    stamp_sec = STATE_COLUMNS.index('stamp_sec')
+    stamp_nanosec = STATE_COLUMNS.index('stamp_nanosec')
+    # Each state is stamped at its recording time (10.0 s + k / 20 Hz): exact to the nanosecond.
+    stamp_ns = old.states[:, stamp_sec].astype(np.int64) * 10**9 + old.states[:, stamp_nanosec]
+    np.testing.assert_array_equal(stamp_ns, np.round(old.states[:, 0] * 1e9).astype(np.int64))
+    assert old.states[:, stamp_sec].min() == 10 and old.states[:, stamp_sec].max() == 12
 
 
 @pytest.mark.parametrize('option, value, message', [

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentStateMsg, BLIND, future_stamp_reason, initial_state, OK, receive_agent_state,
-    receive_target_state, STARTING, TARGET_LOST, TargetStateMsg)
+    agent_tick, AgentStateMsg, BLIND, future_stamp_reason, initial_state, OK,
+    receive_agent_state, receive_target_state, seconds_to_ns, STARTING, TARGET_LOST,
+    TargetStateMsg)
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
 from soliton_encirclement_ros.core.law import vertical_velocity
 from soliton_encirclement_ros.core.params import ControllerParams
@@ -21,11 +22,13 @@ TARGET_V = np.array([1.0, 0.5, 0.0])
 
 
 def target(stamp, position=(0.0, 0.0, 0.0), velocity=TARGET_V):
-    return TargetStateMsg(stamp, np.array(position, dtype=float), np.array(velocity, dtype=float))
+    return TargetStateMsg(seconds_to_ns(stamp), np.array(position, dtype=float),
+                          np.array(velocity, dtype=float))
 
 
 def neighbour(seq, incarnation=1, stamp=0.0):
-    return AgentStateMsg(agent_id=2, seq=seq, stamp=stamp, position=np.array([-20.0, 0.0, 0.0]),
+    return AgentStateMsg(agent_id=2, seq=seq, stamp_ns=seconds_to_ns(stamp),
+                         position=np.array([-20.0, 0.0, 0.0]),
                          velocity=np.zeros(3), u=0.0, incarnation=incarnation)
 
 
