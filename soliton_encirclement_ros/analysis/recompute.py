@@ -22,6 +22,7 @@ from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
 from soliton_encirclement_ros.interface import (
     AGENT_STATE, agent_state_array, AGENT_STATES_TOPIC, METRICS_TOPIC_PREFIX, TARGET_ODOM_TOPIC)
+from velocity_mobility_ros.core.geometry import rotate_by_quaternion
 
 DEFAULT_AGENT_PATTERN = r'^/(?P<name>[^/]+)/odom$'
 DEFAULT_TARGET_TOPIC = TARGET_ODOM_TOPIC
@@ -235,15 +236,6 @@ def agent_rows(run: RecordedRun) -> np.ndarray:
     return np.concatenate(blocks) if blocks else np.empty((0, 4))
 
 
-def world_velocity(quaternion_xyzw: np.ndarray, body_velocity: np.ndarray) -> np.ndarray:
-    """Rotate (N, 3) body-frame vectors to the world frame by (N, 4) unit quaternions x,y,z,w."""
-    q = np.asarray(quaternion_xyzw, dtype=float)
-    v = np.asarray(body_velocity, dtype=float)
-    axis, w = q[:, :3], q[:, 3:4]
-    twice_cross = 2.0 * np.cross(axis, v)
-    return v + w * twice_cross + np.cross(axis, twice_cross)
-
-
 def _odometry_row(log_time: int, msg) -> tuple:
     pose, twist = msg.pose.pose, msg.twist.twist
     p, q, v = pose.position, pose.orientation, twist.linear
@@ -257,7 +249,7 @@ def _track(rows: np.ndarray) -> Track:
     # An unset orientation (all zeros) is read as identity.
     quaternion = np.where(norm > 1e-9, quaternion / np.where(norm > 1e-9, norm, 1.0),
                           [0.0, 0.0, 0.0, 1.0])
-    return Track(rows[:, 0], rows[:, 1:4], world_velocity(quaternion, rows[:, 8:11]))
+    return Track(rows[:, 0], rows[:, 1:4], rotate_by_quaternion(quaternion, rows[:, 8:11]))
 
 
 def _agent_name(match: re.Match, topic: str) -> str:

@@ -27,7 +27,7 @@ from soliton_encirclement_ros.core.law import encirclement_step, fallback_comman
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, NO_NEIGHBOUR)
 from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
-from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi
+from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi, wrap_2pi_once
 from velocity_mobility_ros.core.model import step, VehicleState
 
 # Scenario fields that may differ between the runs of one batch.
@@ -247,9 +247,9 @@ class BatchControllers:
         dy = nb_pos[..., 1] - t_pos[:, 1, None]
         # target_angle's result bit for bit: np.mod(a, 2 pi) of a in (-2 pi, 2 pi) is
         # a + 2 pi where a < 0, else a (fmod is exact there); entries not heard read 0.
-        theta = _wrap_once(np.where(entry, np.arctan2(dy, dx), 0.0))
+        theta = wrap_2pi_once(np.where(entry, np.arctan2(dy, dx), 0.0))
         theta_self = target_angle(own, t_pos)
-        key = _wrap_once(theta - theta_self[:, None])
+        key = wrap_2pi_once(theta - theta_self[:, None])
         # Ring order (theta, id): an equal angle with a lower id comes before self.
         tie = key == 0.0
         if tie.any():
@@ -310,11 +310,6 @@ class BatchControllers:
         put(self.prev_cmd, cmd)
         put(cmds, cmd)
         return cmds, self.u
-
-
-def _wrap_once(angle: np.ndarray) -> np.ndarray:
-    """Return ``np.mod(angle, 2 pi)`` for angles in (-2 pi, 2 pi), without np.mod's cost."""
-    return np.where(angle < 0.0, angle + TWO_PI, angle)
 
 
 def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):

@@ -15,7 +15,8 @@ from rosbags.typesys import get_typestore, Stores
 
 from soliton_encirclement_ros.analysis import cli
 from soliton_encirclement_ros.analysis.recompute import (
-    load_run, metrics_from_bag, published_metrics, STATE_COLUMNS, world_velocity)
+    load_run, metrics_from_bag, published_metrics, STATE_COLUMNS)
+from velocity_mobility_ros.core.geometry import rotate_by_quaternion
 
 TS = get_typestore(Stores.ROS2_KILTED)
 T = TS.types
@@ -167,7 +168,7 @@ def test_published_metrics_are_read_back(tmp_path):
 def test_world_velocity_rotates_body_twist_by_orientation():
     yaw = np.array([0.0, math.pi / 2, math.pi])
     quaternion = np.column_stack((np.zeros(3), np.zeros(3), np.sin(yaw / 2), np.cos(yaw / 2)))
-    world = world_velocity(quaternion, np.tile([1.0, 0.0, 0.5], (3, 1)))
+    world = rotate_by_quaternion(quaternion, np.tile([1.0, 0.0, 0.5], (3, 1)))
     np.testing.assert_allclose(world, [[1, 0, 0.5], [0, 1, 0.5], [-1, 0, 0.5]], atol=1e-12)
 
 

@@ -1,5 +1,5 @@
 """
-Plane geometry every layer shares: angle wrapping, xy-norm saturation, body <-> world rotation.
+Geometry every layer shares: angle wrapping, xy-norm saturation, body <-> world rotation.
 
 Pure numpy on (..., 3) vectors (ENU world, FLU body, REP-103) and angles in radians; the
 vehicle model, the controller law, the PX4 frames and the analysis all use these and no copy
@@ -21,6 +21,11 @@ def wrap_angle(angle: ArrayLike) -> np.ndarray:
 def wrap_2pi(angle: ArrayLike) -> np.ndarray:
     """Angle(s) wrapped to [0, 2*pi)."""
     return np.mod(angle, TWO_PI)
+
+
+def wrap_2pi_once(angle: np.ndarray) -> np.ndarray:
+    """:func:`wrap_2pi` for angles in (-2 pi, 2 pi) only, without np.mod's cost (hot loops)."""
+    return np.where(angle < 0.0, angle + TWO_PI, angle)
 
 
 def saturate(vec: ArrayLike, limit_xy: ArrayLike, limit_z: ArrayLike) -> np.ndarray:
@@ -52,3 +57,17 @@ def body_to_world(v_body: ArrayLike, yaw: ArrayLike) -> np.ndarray:
 def world_to_body(v_world: ArrayLike, yaw: ArrayLike) -> np.ndarray:
     """Rotate world (ENU) vectors (..., 3) into the body (FLU) frame of heading ``yaw``."""
     return body_to_world(v_world, -np.asarray(yaw, dtype=float))
+
+
+def rotate_by_quaternion(quaternion_xyzw: ArrayLike, vectors: ArrayLike) -> np.ndarray:
+    """
+    Rotate (N, 3) vectors by (N, 4) unit quaternions ``x, y, z, w`` (ROS message order).
+
+    Body (FLU) to world (ENU) with a pose's orientation, vectorised: v + 2w(a x v) +
+    2a x (a x v) with a the vector part.
+    """
+    q = np.asarray(quaternion_xyzw, dtype=float)
+    v = np.asarray(vectors, dtype=float)
+    axis, w = q[:, :3], q[:, 3:4]
+    twice_cross = 2.0 * np.cross(axis, v)
+    return v + w * twice_cross + np.cross(axis, twice_cross)
