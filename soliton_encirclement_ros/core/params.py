@@ -83,7 +83,8 @@ class ControllerParams:
                                          'most this old; 0 = 3 x control_period', 's', low=0.0)
     target_state_timeout: float = setting(0.0, 'the target state is live while at most this old; '
                                           'then the agent flies its last velocity; '
-                                          '0 = 5 x control_period', 's', low=0.0)
+                                          '0 = 5 x control_period; never more than '
+                                          'target_timeout', 's', low=0.0)
     target_timeout: float = setting(1.0, 'after this long without a live target state the agent '
                                     'commands zero velocity (hold) until it is heard again', 's',
                                     low=0.0, strict=True)
@@ -113,8 +114,14 @@ class ControllerParams:
 
     @property
     def target_liveness(self) -> float:
-        """Return the target-state liveness [s] (``target_state_timeout`` or 5 periods)."""
-        return self.target_state_timeout or TARGET_TIMEOUT_PERIODS * self.control_period
+        """
+        Return the target-state liveness [s] (``target_state_timeout`` or 5 periods).
+
+        Never longer than ``target_timeout``: a target older than that is lost (hold), however
+        long a state would otherwise stay live (e.g. 5 x a control_period above 0.2 s).
+        """
+        liveness = self.target_state_timeout or TARGET_TIMEOUT_PERIODS * self.control_period
+        return min(liveness, self.target_timeout)
 
     @property
     def altitude_hold(self) -> bool:

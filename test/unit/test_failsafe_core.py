@@ -92,6 +92,19 @@ def test_lost_target_flies_its_last_velocity_until_target_timeout_then_holds():
     assert ticks[-1][1].status.kind == OK and not np.allclose(ticks[-1][1].command, 0.0)
 
 
+def test_a_slow_control_period_cannot_keep_a_lost_target_live_past_target_timeout():
+    """5 periods of 0.25 s would keep the target live 1.25 s: longer than target_timeout 1 s."""
+    slow = ControllerParams(control_period=0.25)
+    assert slow.target_liveness == slow.target_timeout == 1.0
+    assert ControllerParams(target_state_timeout=3.0).target_liveness == 1.0
+    assert P.target_liveness == 5 * P.control_period  # the defaults are unchanged
+    state, ticks = run(initial_state(1), 0.0, 4.0, target_until=1.0, params=slow)
+    lost = [(now, tick) for now, tick in ticks if tick.status.kind == TARGET_LOST]
+    assert [now for now, _ in lost] == [2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75]
+    for now, tick in lost:  # says it holds, and does: exactly zero, never the encirclement law
+        assert np.array_equal(tick.command, np.zeros(3)), now
+
+
 def test_a_target_never_heard_is_lost_target_timeout_after_the_first_tick():
     state, ticks = run(initial_state(1), 5.0, 7.0, target_until=-1.0)
     kinds = [(round(now - 5.0, 2), t.status.kind) for now, t in ticks]
