@@ -147,6 +147,7 @@ class OffboardSequencer:
         self._status = None              # (nav_state, arming_state, stamp)
         self._system_id = None           # vehicle_status.system_id
         self._reported_status = None     # (nav_state, arming_state) last logged
+        self._left_offboard = None       # PX4's state when it was seen leaving while ACTIVE
         self._odom_stamp = None
         self._engage_requested_at = None
         self._active_since = None
@@ -181,6 +182,12 @@ class OffboardSequencer:
         if (int(nav_state), int(arming_state)) != self._reported_status:
             self._reported_status = (int(nav_state), int(arming_state))
             self._report.append('PX4 reports ' + self._state_text())
+        # Latched here, not sampled at the next tick: PX4 leaving OFFBOARD and coming back
+        # between two ticks still ends this engage.
+        if (self.phase is Phase.ACTIVE and self._left_offboard is None
+                and (int(nav_state), int(arming_state)) != (NAVIGATION_STATE_OFFBOARD,
+                                                            ARMING_STATE_ARMED)):
+            self._left_offboard = self._state_text()
 
     def on_odometry(self, now):
         self._odom_stamp = now
@@ -286,6 +293,8 @@ class OffboardSequencer:
                 return ('not engaged', 'PX4 is in OFFBOARD but this bridge was not engaged: '
                         'holding (zero velocity) until the operator calls ~/engage')
             return ('idle', None)
+        if self._left_offboard is not None or self._status_stale(now):
+            return ('ending', None)  # the next tick goes idle and says why
         if self._odom_stamp is None or now - self._odom_stamp > self.config.status_timeout:
             age = 'none received' if self._odom_stamp is None else (
                 f'{now - self._odom_stamp:.1f} s old')
@@ -325,6 +334,7 @@ class OffboardSequencer:
 
     def _go_idle(self):
         self.phase = Phase.IDLE
+        self._left_offboard = None
         self._pending = None
         self._engage_requested_at = None
         self._active_since = None
@@ -386,13 +396,26 @@ class OffboardSequencer:
         return TickOutput(commands=(wanted,),
                           info=(f'sending {_COMMAND_NAMES[wanted.command]}',))
 
+    def _status_stale(self, now):
+        return self._status is None or now - self._status[2] > self.config.status_timeout
+
     def _watch_active(self, now):
-        nav, arming, _ = self._status
-        if nav != NAVIGATION_STATE_OFFBOARD or arming != ARMING_STATE_ARMED:
+        nav, arming, stamp = self._status
+        left = self._left_offboard
+        if left is None and (nav != NAVIGATION_STATE_OFFBOARD or arming != ARMING_STATE_ARMED):
+            left = self._state_text()
+        if left is not None:
             self._go_idle()
             return TickOutput(warnings=(
-                f'PX4 left offboard control ({self._state_text()}): bridge idle, commanding '
-                'zero velocity; a new ~/engage is needed to fly again',))
+                f'PX4 left offboard control ({left}): bridge idle, commanding zero velocity; a '
+                'new ~/engage is needed to fly again',))
+        if self._status_stale(now):
+            self._go_idle()
+            return TickOutput(warnings=(
+                f'vehicle_status stale ({now - stamp:.1f} s > status_timeout '
+                f'{self.config.status_timeout:g} s) while engaged: PX4 leaving OFFBOARD could '
+                'not be seen; bridge idle, commanding zero velocity; a new ~/engage is needed '
+                'to fly again',))
         if self.config.land_after > 0:
             last = self._cmd[2] if self._cmd is not None else self._active_since
             silent = now - max(last, self._active_since)

@@ -100,6 +100,42 @@ def test_leaving_offboard_returns_to_idle_and_px4_coming_back_does_not_fly():
     assert seq.setpoint(4.0).held and seq.phase is Phase.IDLE
 
 
+def test_leaving_and_returning_to_offboard_between_two_ticks_still_ends_the_engage():
+    """PX4 out of OFFBOARD and back within one heartbeat period is not missed."""
+    seq = engaged(2.0)
+    seq.on_cmd_vel(2.0, [1.0, 0.0, 0.0], 0.0)
+    seq.on_status(2.02, POSCTL, ARMED, 1)   # RC took over ...
+    assert seq.setpoint(2.03).held          # ... the very next setpoint holds
+    seq.on_status(2.05, OFFBOARD, ARMED, 1)  # ... and PX4 returned to OFFBOARD before a tick
+    seq.on_cmd_vel(2.06, [1.0, 0.0, 0.0], 0.0)
+    out = seq.tick(2.1)
+    assert seq.phase is Phase.IDLE
+    assert out.warnings == ('PX4 left offboard control (nav_state=2, arming_state=2 (ARMED)): '
+                            'bridge idle, commanding zero velocity; a new ~/engage is needed to '
+                            'fly again',)
+    feed(seq, 2.2, OFFBOARD, ARMED, cmd=[1.0, 0.0, 0.0])
+    assert seq.setpoint(2.2).held and seq.phase is Phase.IDLE  # flying again needs an engage
+
+
+def test_stale_vehicle_status_while_active_holds_and_needs_a_new_engage():
+    """Without vehicle_status the bridge cannot see PX4 leave OFFBOARD: it stops flying."""
+    seq = engaged(2.0)
+    warnings = []
+    for k in range(1, 80):
+        now = 2.0 + 0.1 * k
+        seq.on_odometry(now)                 # odometry keeps coming, status does not
+        seq.on_cmd_vel(now, [1.0, 0.0, 3.0], 0.0)
+        sp = seq.setpoint(now)
+        warnings += seq.tick(now).warnings
+        assert sp.held == (now - 2.0 > CFG.status_timeout + 1e-9), now
+        assert not sp.held or sp.velocity_ned == (0.0, 0.0, 0.0)
+    assert seq.phase is Phase.IDLE and len(warnings) == 1
+    assert warnings[0].startswith('vehicle_status stale (2.1 s > status_timeout 2 s) while '
+                                  'engaged')
+    feed(seq, 10.0, OFFBOARD, ARMED, cmd=[1.0, 0.0, 0.0])  # status back: still held
+    assert seq.setpoint(10.0).held and seq.phase is Phase.IDLE
+
+
 def test_nothing_is_commanded_without_an_operator_request():
     seq = linked()
     for k in range(50):
