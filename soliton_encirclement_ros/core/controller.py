@@ -15,16 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+import math
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from soliton_encirclement_ros.core.comms import TIME_EPS
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView)
 from soliton_encirclement_ros.core.neighbours import (
-    apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, NO_NEIGHBOUR, ring_neighbours)
+    apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, is_fresh, NO_NEIGHBOUR,
+    ring_neighbours)
 from soliton_encirclement_ros.core.params import ControllerParams
 
 
@@ -153,6 +156,15 @@ def future_stamp_reason(kind: str, stamp: float, now: float,
     return None
 
 
+def stepped_back(cached_rx: float, rx_time: float, params: ControllerParams) -> bool:
+    """
+    Whether ``rx_time`` lies more than ``max_future_stamp`` before ``cached_rx``.
+
+    The receiver's clock stepped back: a state heard on the new clock replaces the cached one.
+    """
+    return rx_time < cached_rx - params.max_future_stamp
+
+
 def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
                         rx_time: float, params: ControllerParams) -> ControllerState:
     """
@@ -168,7 +180,8 @@ def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
     cached = state.neighbours.get(msg.agent_id)
     if (cached is not None and msg.seq <= cached[0].seq
             and msg.incarnation == cached[0].incarnation
-            and is_alive(cached[1], rx_time, params.agent_timeout)):
+            and is_alive(cached[1], rx_time, params.agent_timeout)
+            and not stepped_back(cached[1], rx_time, params)):
         return state
     neighbours = dict(state.neighbours)
     neighbours[msg.agent_id] = (msg, float(rx_time))
@@ -185,7 +198,8 @@ def receive_target_state(state: ControllerState, msg: TargetStateMsg,
     clock stepped back is heard again.
     """
     if (state.target is not None and msg.stamp_ns < state.target[0].stamp_ns
-            and is_alive(state.target[1], rx_time, params.target_liveness)):
+            and is_alive(state.target[1], rx_time, params.target_liveness)
+            and not stepped_back(state.target[1], rx_time, params)):
         return state
     return dataclasses.replace(state, target=(msg, float(rx_time)))
 
@@ -210,7 +224,7 @@ def live_neighbours(state: ControllerState, now: float,
     Live: ``now - rx_time <= agent_timeout``.
     """
     return {i: msg for i, (msg, rx) in state.neighbours.items()
-            if is_alive(rx, now, params.agent_timeout)}
+            if is_fresh(rx, now, params.agent_timeout)}
 
 
 def _view(msg: Optional[AgentStateMsg], theta: float) -> NeighbourView:
@@ -247,10 +261,10 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     neighbours = state.neighbours
     if params.prune_expired:
         neighbours = MappingProxyType({i: entry for i, entry in neighbours.items()
-                                       if is_alive(entry[1], now, params.agent_timeout)})
+                                       if is_fresh(entry[1], now, params.agent_timeout)})
     seq = state.seq + 1
     started = now if state.started is None else state.started
-    if state.target is None or not is_alive(state.target[1], now, params.target_liveness):
+    if state.target is None or not is_fresh(state.target[1], now, params.target_liveness):
         last = state.target[0].velocity if state.target is not None else np.zeros(3)
         cmd = fallback_command(last, target_age(state, now), position, params)
         return dataclasses.replace(state, neighbours=neighbours, prev_cmd=cmd, seq=seq,
@@ -289,9 +303,14 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
 
 
 def target_age(state: ControllerState, now: float) -> float:
-    """Seconds since the target was last heard; since the first tick if it never was."""
+    """
+    Seconds since the target was last heard; since the first tick if it never was.
+
+    Infinite when it was heard after ``now`` (the clock stepped back): the target is lost.
+    """
     if state.target is not None:
-        return now - state.target[1]
+        age = now - state.target[1]
+        return age if age >= -TIME_EPS else math.inf
     return now - (now if state.started is None else state.started)
 
 
@@ -347,6 +366,10 @@ def agent_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]
     if age > params.odom_timeout:
         return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None,
                     Status(BLIND, f'odometry {age:.1f} s old'))
+    if -age > params.max_future_stamp:
+        return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None,
+                    Status(BLIND, f'odometry stamped {-age:.1f} s ahead of this clock (did '
+                                  'the clock step back?)'))
     broadcast = outgoing_state(state, position, velocity, now)
     state, command = control_step(state, position, velocity, now, params)
     lost_for = target_age(state, now)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from soliton_encirclement_ros.core.comms import TIME_EPS
 from velocity_mobility_ros.core.geometry import wrap_2pi
 
 NO_NEIGHBOUR = -1
@@ -17,6 +18,18 @@ NO_NEIGHBOUR = -1
 def is_alive(rx_time, now: float, timeout: float):
     """Return True where a state received at ``rx_time`` is still live at ``now``."""
     return np.asarray(now - np.asarray(rx_time, dtype=float)) <= timeout
+
+
+def is_fresh(rx_time, now: float, timeout: float):
+    """
+    :func:`is_alive`, and not received after ``now``: what a control tick may act on.
+
+    A state received after ``now`` (beyond the float tolerance ``TIME_EPS`` with which a
+    channel delivers what is due) means the clock stepped back (a simulator reset, a looped
+    bag): nothing known about its age can be trusted.
+    """
+    age = np.asarray(now - np.asarray(rx_time, dtype=float))
+    return (age >= -TIME_EPS) & (age <= timeout)
 
 
 def ring_neighbours(own_id: int, own_theta: float, ids, thetas) -> tuple[int, int]:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentStateMsg, BLIND, future_stamp_reason, initial_state, OK,
+    agent_tick, AgentStateMsg, BLIND, future_stamp_reason, initial_state, live_neighbours, OK,
     receive_agent_state, receive_target_state, seconds_to_ns, STARTING, TARGET_LOST,
     TargetStateMsg)
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
@@ -103,6 +103,28 @@ def test_a_slow_control_period_cannot_keep_a_lost_target_live_past_target_timeou
     assert [now for now, _ in lost] == [2.25, 2.5, 2.75, 3.0, 3.25, 3.5, 3.75]
     for now, tick in lost:  # says it holds, and does: exactly zero, never the encirclement law
         assert np.array_equal(tick.command, np.zeros(3)), now
+
+
+def test_a_clock_stepped_back_never_flies_on_what_was_heard_before_it():
+    """A simulator reset or a looped bag: cached inputs would have negative ages."""
+    state, ticks = run(initial_state(1), 990.0, 1000.0)
+    assert ticks[-1][1].status.kind == OK and not np.allclose(ticks[-1][1].command, 0.0)
+    state = receive_agent_state(state, neighbour(seq=5, stamp=999.99), 999.99, P)
+    assert set(live_neighbours(state, 1000.0, P)) == {2}
+    # odometry stamped ahead of the clock: blind, silent, still
+    tick = agent_tick(state, (1000.0, HERE, np.zeros(3)), 900.0, P)
+    assert tick.status.kind == BLIND and 'ahead of this clock' in str(tick.status)
+    assert tick.broadcast is None and np.array_equal(tick.command, np.zeros(3))
+    # fresh odometry on the new clock, target heard at 1000 s: the target is lost (hold)
+    tick = agent_tick(state, (900.0, HERE, np.zeros(3)), 900.0, P)
+    assert np.array_equal(tick.command, np.zeros(3)) and tick.status.kind == TARGET_LOST
+    assert live_neighbours(state, 900.0, P) == {}
+    # the target heard again on the new clock replaces the cached one at once
+    state = receive_target_state(tick.state, target(899.95, position=[50.0, 0.0, 0.0]), 899.95,
+                                 P)
+    assert state.target[0].position[0] == 50.0
+    state, ticks = run(state, 900.0, 901.0)
+    assert all(t.status.kind == OK for _, t in ticks)
 
 
 def test_a_target_never_heard_is_lost_target_timeout_after_the_first_tick():
