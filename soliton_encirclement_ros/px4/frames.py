@@ -201,10 +201,11 @@ def sample_stamp_ns(receive_ns, timestamp_us, timestamp_sample_us):
     ROS time [ns] of a PX4 sample.
 
     The receive time less the sample's age on PX4's clock (``timestamp - timestamp_sample``), so no
-    PX4/ROS clock offset enters. A missing or inconsistent ``timestamp_sample`` gives the receive
-    time.
+    PX4/ROS clock offset enters. An old sample (a stalled estimator) keeps its age, however
+    large, so the agent sees it stale. A missing or inconsistent (future) ``timestamp_sample``
+    gives the receive time.
     """
     age_us = int(timestamp_us) - int(timestamp_sample_us)
-    if timestamp_sample_us <= 0 or not 0 <= age_us < 1_000_000 or receive_ns < age_us * 1000:
+    if timestamp_sample_us <= 0 or age_us < 0 or receive_ns < age_us * 1000:
         return int(receive_ns)  # (a ROS clock still at 0: no /clock yet)
     return int(receive_ns) - age_us * 1000

@@ -380,6 +380,10 @@ class OffboardSequencer:
             return self._fail(reason)
         if self._feedback_since is None or now - self._feedback_since < self.config.warmup:
             return TickOutput()  # PX4 must hear the stream for warmup before the mode request
+        if self.phase is Phase.ARM_REQUESTED and not offboard:
+            # PX4 was in OFFBOARD for this request and left it: a pilot or the GCS took over.
+            return self._fail(f'PX4 left OFFBOARD during the engage ({self._state_text()}): '
+                              'someone else took control; OFFBOARD is not requested again')
         if offboard:
             self.phase = Phase.ARM_REQUESTED
             wanted = VehicleCommandRequest(VEHICLE_CMD_COMPONENT_ARM_DISARM, param1=1.0)

@@ -172,3 +172,5 @@ def test_sample_stamp_is_the_receive_time_less_the_age_on_px4s_clock():
     assert sample_stamp_ns(5_000_000_000, 1_000_000_000, 0) == 5_000_000_000      # missing
     assert sample_stamp_ns(5_000_000_000, 1_000_000_000, 1_000_100_000) == 5_000_000_000
     assert sample_stamp_ns(0, 1_000_000_000, 999_997_000) == 0  # sim time before any /clock
+    # A stalled estimator: a sample 30 s old is stamped 30 s old, never as fresh.
+    assert sample_stamp_ns(50_000_000_000, 31_000_000, 1_000_000) == 20_000_000_000

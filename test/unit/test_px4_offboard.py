@@ -136,6 +136,20 @@ def test_stale_vehicle_status_while_active_holds_and_needs_a_new_engage():
     assert seq.setpoint(10.0).held and seq.phase is Phase.IDLE
 
 
+def test_a_pilot_leaving_offboard_during_the_engage_cancels_it():
+    """Once PX4 confirmed OFFBOARD for this request, losing it is a takeover, not a retry."""
+    seq = linked(2.0)
+    assert seq.request_engage(2.0) is None
+    assert [c.command for c in feed(seq, 2.0, POSCTL, DISARMED).commands] == [
+        VEHICLE_CMD_DO_SET_MODE]
+    assert [c.command for c in feed(seq, 2.1, OFFBOARD, DISARMED).commands] == [
+        VEHICLE_CMD_COMPONENT_ARM_DISARM]
+    out = feed(seq, 2.2, POSCTL, DISARMED)  # the pilot switched back to Position
+    assert out.commands == () and seq.phase is Phase.IDLE
+    assert not out.outcome.success and 'PX4 left OFFBOARD during the engage' in out.warnings[0]
+    assert all(feed(seq, 2.2 + k, POSCTL, DISARMED).commands == () for k in range(1, 5))
+
+
 def test_nothing_is_commanded_without_an_operator_request():
     seq = linked()
     for k in range(50):
