@@ -1,7 +1,7 @@
 """
 The swarm graph in one process, stepped in lock-step on a simulated clock.
 
-All nodes share one rclpy context and one SingleThreadedExecutor, stepped by the lock-step core
+All nodes share one rclpy context and one EventsExecutor, stepped by the lock-step core
 (``sim.lockstep.LockStep``): after each clock step the executor runs until the graph is
 quiescent (every timer due at that time has fired and every message published inside the graph
 has reached each of its in-graph subscriptions) before the clock moves on. The runner's own
@@ -16,7 +16,7 @@ from typing import Callable
 import rclpy
 from rclpy.context import Context
 from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
@@ -72,7 +72,7 @@ class InProcessGraph:
             self.clock_node.create_subscription(
                 Float64MultiArray, AGENT_STATES_TOPIC, self._fan_out, swarm_qos(RELIABLE)
             )
-            self.executor = SingleThreadedExecutor(context=self.context)
+            self.executor = EventsExecutor(context=self.context)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)
             self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],

@@ -36,6 +36,7 @@ class LockStep:
             self._time_source.attach_clock(node.get_clock())
             self._unsubscribe_clock(node)
         self._owed = self._delivered = 0
+        self.duplicate_dispatches = 0
         self._subscribers: dict[str, int] = {}
         self._timers: list = []
         self.instrument()
@@ -90,6 +91,9 @@ class LockStep:
         """
         self._subscribers = self.subscriber_counts()
         self._timers = [timer for node in self.nodes for timer in node.timers]
+        for timer in self._timers:
+            if not getattr(timer.callback, 'counted', False):
+                timer.callback = self._once_per_instant(timer)
         for node in self.nodes:
             for sub in node.subscriptions:
                 if not getattr(sub.callback, 'counted', False):
@@ -97,6 +101,26 @@ class LockStep:
             for pub in node.publishers:
                 if not getattr(pub.publish, 'counted', False):
                     pub.publish = self._counted_publish(pub)
+
+    def _once_per_instant(self, timer):
+        """
+        Run ``timer``'s callback at most once per sim instant.
+
+        rclpy's EventsExecutor can dispatch a timer twice at one instant; its second
+        ``rcl_timer_call`` then moves the next call one period too far. The second dispatch is
+        skipped and the timer reset (next call = now + period: the same phase).
+        """
+        callback, last = timer.callback, [None]
+
+        def once():
+            if last[0] == self.now_ns:
+                self.duplicate_dispatches += 1
+                timer.reset()
+                return
+            last[0] = self.now_ns
+            callback()
+        once.counted = True
+        return once
 
     def _counted_callback(self, callback):
         def counted(msg):

@@ -81,9 +81,10 @@ def test_every_timer_fires_once_per_step_at_the_mobility_rate(tmp_path):
     """
     At control_period = sim_dt (0.01 s) every metrics row sits on its own 10 ms step.
 
-    rclpy's EventsExecutor could dispatch a timer twice at one instant and skip its next slot
+    rclpy's EventsExecutor can dispatch a timer twice at one instant and skip its next slot
     (the metrics tick at 0.02 s twice, none at 0.03 s; the mobility step likewise): runs of one
-    seed then differed. Three runs of one seed must now be identical.
+    seed then differed. The lock-step runs a timer once per instant; three runs of one seed
+    must be identical.
     """
     outputs = []
     for name in ('a', 'b', 'c'):
