@@ -139,7 +139,7 @@ AGENT_STATE_V2 = Layout('agent_state', 2, (
     'agent_id', 'incarnation', 'seq', 'stamp', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss'))
 _AGENT_SIZE = len(AGENT_STATE.fields)
 _TARGET_SIZE = len(TARGET_STATE.fields)
-_AGENT_INTEGERS = ('agent_id', 'incarnation', 'seq', 'stamp_sec', 'stamp_nanosec')
+_AGENT_IDS = ('agent_id', 'incarnation', 'seq')  # integers; the stamp is checked apart
 
 
 def _with_layout(data: list[float], layout: Layout):
@@ -191,9 +191,8 @@ def agent_state_array(msg, older: bool = False) -> np.ndarray:
     The label and size are checked, the values not: for bulk readers such as the analysis.
     ``older``: also read the earlier labelled layouts a recorded bag may hold (converted).
     """
-    label = AGENT_STATE.heard(msg)
-    layout, convert = (_OLDER_AGENT_STATES.get(label, (AGENT_STATE, None)) if older
-                       else (AGENT_STATE, None))
+    known = _OLDER_AGENT_STATES.get(AGENT_STATE.heard(msg)) if older else None
+    layout, convert = known or (AGENT_STATE, None)
     if convert is None:
         AGENT_STATE.check_label(msg)
     values = np.asarray(msg.data, dtype=float)
@@ -208,7 +207,7 @@ def agent_state_from_values(values) -> AgentStateMsg:
     if not np.all(np.isfinite(values)):
         bad = [AGENT_STATE.fields[i] for i in np.flatnonzero(~np.isfinite(values))]
         raise ValueError(f'agent state has non-finite {", ".join(bad)}')
-    for i, name in enumerate(_AGENT_INTEGERS[:3]):
+    for i, name in enumerate(_AGENT_IDS):
         if values[i] != int(values[i]):
             raise ValueError(f'agent state {name} {float(values[i])!r} is not an integer')
     return AgentStateMsg(agent_id=int(values[0]), incarnation=int(values[1]), seq=int(values[2]),

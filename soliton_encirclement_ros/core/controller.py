@@ -15,18 +15,16 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-import math
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
-from soliton_encirclement_ros.core.comms import TIME_EPS
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView)
 from soliton_encirclement_ros.core.neighbours import (
-    apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, is_fresh, NO_NEIGHBOUR,
+    apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, is_fresh, known_age, NO_NEIGHBOUR,
     ring_neighbours)
 from soliton_encirclement_ros.core.params import ControllerParams
 
@@ -44,6 +42,20 @@ def _integer(name: str, value) -> int:
     return int(value)
 
 
+class _Stamped:
+    """The sender stamp of a broadcast: ``stamp_ns`` (int), ``stamp`` the same in seconds."""
+
+    stamp_ns: int
+
+    @property
+    def stamp(self) -> float:
+        """Return the sender stamp [s]."""
+        return self.stamp_ns * 1e-9
+
+    def _check_stamp(self) -> None:
+        object.__setattr__(self, 'stamp_ns', _integer('stamp_ns', self.stamp_ns))
+
+
 def _vector3(name: str, value) -> np.ndarray:
     v = np.array(value, dtype=float).reshape(-1)
     if v.shape != (3,):
@@ -53,7 +65,7 @@ def _vector3(name: str, value) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class AgentStateMsg:
+class AgentStateMsg(_Stamped):
     """
     An agent's broadcast.
 
@@ -75,18 +87,13 @@ class AgentStateMsg:
         object.__setattr__(self, 'agent_id', int(self.agent_id))
         object.__setattr__(self, 'incarnation', int(self.incarnation))
         object.__setattr__(self, 'seq', int(self.seq))
-        object.__setattr__(self, 'stamp_ns', _integer('stamp_ns', self.stamp_ns))
+        self._check_stamp()
         object.__setattr__(self, 'position', _vector3('position', self.position))
         object.__setattr__(self, 'velocity', _vector3('velocity', self.velocity))
 
-    @property
-    def stamp(self) -> float:
-        """Return the sender stamp [s]."""
-        return self.stamp_ns * 1e-9
-
 
 @dataclass(frozen=True)
-class TargetStateMsg:
+class TargetStateMsg(_Stamped):
     """
     The target's broadcast: stamp, world-frame state, spin reference and arc weights.
 
@@ -101,13 +108,8 @@ class TargetStateMsg:
     omega_ref: float = 0.0
     lambdas: Mapping[int, float] = field(default_factory=dict)
 
-    @property
-    def stamp(self) -> float:
-        """Return the sender stamp [s]."""
-        return self.stamp_ns * 1e-9
-
     def __post_init__(self) -> None:
-        object.__setattr__(self, 'stamp_ns', _integer('stamp_ns', self.stamp_ns))
+        self._check_stamp()
         object.__setattr__(self, 'position', _vector3('position', self.position))
         object.__setattr__(self, 'velocity', _vector3('velocity', self.velocity))
         object.__setattr__(self, 'lambdas', MappingProxyType(
@@ -309,8 +311,7 @@ def target_age(state: ControllerState, now: float) -> float:
     Infinite when it was heard after ``now`` (the clock stepped back): the target is lost.
     """
     if state.target is not None:
-        age = now - state.target[1]
-        return age if age >= -TIME_EPS else math.inf
+        return float(known_age(state.target[1], now))
     return now - (now if state.started is None else state.started)
 
 

@@ -20,16 +20,21 @@ def is_alive(rx_time, now: float, timeout: float):
     return np.asarray(now - np.asarray(rx_time, dtype=float)) <= timeout
 
 
-def is_fresh(rx_time, now: float, timeout: float):
+def known_age(rx_time, now: float):
     """
-    :func:`is_alive`, and not received after ``now``: what a control tick may act on.
+    Age(s) at ``now`` of what was received at ``rx_time``; infinite if received after ``now``.
 
-    A state received after ``now`` (beyond the float tolerance ``TIME_EPS`` with which a
-    channel delivers what is due) means the clock stepped back (a simulator reset, a looped
-    bag): nothing known about its age can be trusted.
+    Received after ``now`` (beyond the float tolerance ``TIME_EPS`` with which a channel
+    delivers what is due) means the clock stepped back (a simulator reset, a looped bag):
+    nothing known about its age can be trusted.
     """
     age = np.asarray(now - np.asarray(rx_time, dtype=float))
-    return (age >= -TIME_EPS) & (age <= timeout)
+    return np.where(age >= -TIME_EPS, age, np.inf)
+
+
+def is_fresh(rx_time, now: float, timeout: float):
+    """:func:`is_alive` by :func:`known_age`: what a control tick may act on."""
+    return known_age(rx_time, now) <= timeout
 
 
 def ring_neighbours(own_id: int, own_theta: float, ids, thetas) -> tuple[int, int]:

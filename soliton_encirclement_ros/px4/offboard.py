@@ -404,10 +404,7 @@ class OffboardSequencer:
         return self._status is None or now - self._status[2] > self.config.status_timeout
 
     def _watch_active(self, now):
-        nav, arming, stamp = self._status
-        left = self._left_offboard
-        if left is None and (nav != NAVIGATION_STATE_OFFBOARD or arming != ARMING_STATE_ARMED):
-            left = self._state_text()
+        left = self._left_offboard  # on_status latches every exit seen while ACTIVE
         if left is not None:
             self._go_idle()
             return TickOutput(warnings=(
@@ -416,7 +413,7 @@ class OffboardSequencer:
         if self._status_stale(now):
             self._go_idle()
             return TickOutput(warnings=(
-                f'vehicle_status stale ({now - stamp:.1f} s > status_timeout '
+                f'vehicle_status stale ({now - self._status[2]:.1f} s > status_timeout '
                 f'{self.config.status_timeout:g} s) while engaged: PX4 leaving OFFBOARD could '
                 'not be seen; bridge idle, commanding zero velocity; a new ~/engage is needed '
                 'to fly again',))

@@ -36,7 +36,6 @@ class LockStep:
             self._time_source.attach_clock(node.get_clock())
             self._unsubscribe_clock(node)
         self._owed = self._delivered = 0
-        self.duplicate_dispatches = 0
         self._subscribers: dict[str, int] = {}
         self._timers: list = []
         self.instrument()
@@ -114,7 +113,6 @@ class LockStep:
 
         def once():
             if last[0] == self.now_ns:
-                self.duplicate_dispatches += 1
                 timer.reset()
                 return
             last[0] = self.now_ns
