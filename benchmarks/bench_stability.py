@@ -10,6 +10,8 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         the same for N = 10 at P = 0.01 s, seeds 0-4, and the median
     .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
         moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s
+    .venv/bin/python benchmarks/bench_stability.py settle|n10|moving --d-safe 1.0
+        the same with the safety distance d_safe on (the simulation default is off)
     .venv/bin/python benchmarks/bench_stability.py crossings
         closest approach in the d_safe crossing scenarios of test/test_separation.py, with and
         without d_safe
@@ -82,6 +84,14 @@ def growth(plot: str | None) -> None:
         print(f'plot: {plot}')
 
 
+D_SAFE = {}  # --d-safe: {'d_safe': value} on top of the preset's gains
+
+
+def gains(preset: str) -> dict:
+    """The controller overrides of a run: the preset's gains and --d-safe."""
+    return {**PRESETS[preset], **D_SAFE}
+
+
 def _settle(scenario: Scenario) -> tuple[float | None, dict]:
     summary = summarise(simulate(scenario).metrics)
     return summary['settle_time']['E_gap'], summary
@@ -96,7 +106,7 @@ def settle(preset: str, agents, seeds, period: float) -> None:
         times, closest = [], []
         for seed in seeds:
             t, summary = _settle(Scenario(agents=n, seed=seed, control_period=period,
-                                          controller=PRESETS[preset]))
+                                          controller=gains(preset)))
             times.append(t)
             closest.append(summary['closest']['d_min'])
         worst = 'never' if None in times else f'{max(times):.2f}'
@@ -108,7 +118,7 @@ def n10(preset: str) -> None:
     times = []
     for seed in range(5):
         t, _ = _settle(Scenario(agents=10, seed=seed, control_period=0.01,
-                                controller=PRESETS[preset]))
+                                controller=gains(preset)))
         times.append(float('inf') if t is None else t)
         print(f'N = 10, P = 0.01 s, preset {preset}, seed {seed}: E_gap < 0.05 from {t} s',
               flush=True)
@@ -119,7 +129,7 @@ def moving(preset: str, seeds) -> None:
     means = []
     for seed in seeds:
         start = time.perf_counter()
-        metrics = simulate(MOVING.with_changes(seed=seed, controller=PRESETS[preset])).metrics
+        metrics = simulate(MOVING.with_changes(seed=seed, controller=gains(preset))).metrics
         late = metrics[metrics[:, 0] >= 60.0]
         e_r, e_gap = np.nanmean(late[:, 1]), np.nanmean(late[:, 5])
         d_min = np.nanmin(metrics[:, 6])
@@ -160,7 +170,10 @@ def main() -> None:
     parser.add_argument('--agents', type=int, nargs='+', default=list(SETTLE_NS))
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--period', type=float, default=0.05)
+    parser.add_argument('--d-safe', type=float, help='settle, n10, moving: d_safe [m]')
     args = parser.parse_args()
+    if args.d_safe is not None:
+        D_SAFE['d_safe'] = args.d_safe
     if args.what == 'growth':
         growth(args.plot)
     elif args.what == 'settle':

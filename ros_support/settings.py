@@ -160,6 +160,8 @@ def add_options(parser: argparse.ArgumentParser, cls: type,
             kwargs['metavar'] = None
         elif isinstance(default, (int, float)):
             kwargs['type'] = _option_type(f)
+        elif isinstance(default, str):
+            kwargs['type'] = str
         else:
             continue  # mappings and sequences come from a scenario file
         shown = 'NaN (off)' if isinstance(default, float) and math.isnan(default) else default

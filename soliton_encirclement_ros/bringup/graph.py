@@ -16,7 +16,7 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import yaml
 
 from ros_support.validation import bounded
-from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
+from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.interface import check_reliability, RELIABLE
 
 PACKAGE = 'soliton_encirclement_ros'
@@ -173,8 +173,7 @@ class SwarmPlan:
         """Return the agents' start positions: ``positions``, or the scenario's placement."""
         if self.positions:
             return [list(map(float, p)) for p in self.positions]
-        s = self.scenario
-        return initial_positions(s.agents, s.radius, s.seed, s.target_start(), s.altitude).tolist()
+        return self.scenario.start_positions().tolist()
 
     def with_changes(self, **changes: Any) -> 'SwarmPlan':
         return dataclasses.replace(self, **changes)

@@ -26,14 +26,15 @@ from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import encirclement_step, fallback_command, NeighbourView
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, NO_NEIGHBOUR)
-from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
+from soliton_encirclement_ros.core.scenario import Scenario
 from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi, wrap_2pi_once
 from velocity_mobility_ros.core.model import step, VehicleState
 
 # Scenario fields that may differ between the runs of one batch.
 PER_RUN_FIELDS = ('seed', 'failures_per_min', 'failure_off_time', 'failure_check_period',
                   'loss', 'target_motion', 'target_speed', 'target_period', 'target_boundary',
-                  'waypoints', 'arrival_times')
+                  'waypoints', 'arrival_times', 'placement', 'placement_distance',
+                  'placement_spacing', 'placement_bearing', 'placement_spread', 'placement_file')
 DRAW_BLOCK = 1024  # uniforms drawn per stream at a time
 
 
@@ -265,10 +266,12 @@ class BatchControllers:
         def pick(table, idx):
             return table[rows, np.maximum(idx, 0)]
 
+        own_ids = self.ids[ii]
+
         def gap(gap_fn, idx):
             ok = (idx != NO_NEIGHBOUR) & pick(entry, idx)
-            return np.where(ok, gap_fn(theta_self, np.where(ok, pick(theta, idx), 0.0)),
-                            np.nan)
+            return np.where(ok, gap_fn(theta_self, np.where(ok, pick(theta, idx), 0.0),
+                                       own_ids, self.ids[np.maximum(idx, 0)]), np.nan)
 
         cur_pred, cur_succ = get(self.pred), get(self.succ)
         pred, succ = apply_hysteresis(
@@ -284,13 +287,14 @@ class BatchControllers:
             ok = (idx != NO_NEIGHBOUR) & entry[rows, at]
             if ok.all():
                 return NeighbourView(theta[rows, at], nb_pos[rows, at], nb_vel[rows, at],
-                                     nb_u[rows, at], nb_u_ss[rows, at]), ok
+                                     nb_u[rows, at], nb_u_ss[rows, at], self.ids[at]), ok
             return NeighbourView(
                 np.where(ok, theta[rows, at], np.nan),
                 np.where(ok[:, None], nb_pos[rows, at], np.nan),
                 np.where(ok[:, None], nb_vel[rows, at], np.nan),
                 np.where(ok, nb_u[rows, at], 0.0),
-                np.where(ok, nb_u_ss[rows, at], 0.0)), ok
+                np.where(ok, nb_u_ss[rows, at], 0.0),
+                np.where(ok, self.ids[at], NO_NEIGHBOUR)), ok
 
         pred_view, pred_ok = view(pred)
         succ_view = view(succ)[0]
@@ -302,7 +306,7 @@ class BatchControllers:
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,
-            self.lambdas[ii], p, *others, ring_size=entry.sum(axis=1) + 1)
+            self.lambdas[ii], p, *others, ring_size=entry.sum(axis=1) + 1, own_id=own_ids)
         put(self.u, u_new)
         put(self.u_ss, u_ss)
         put(self.pred, pred)
@@ -351,16 +355,52 @@ def batch_metrics(positions, velocities, live, target_position, target_velocity,
     return out
 
 
+class SeparationTracker:
+    """
+    Closest approach of two live agents after they were once farther than ``apart`` (R runs).
+
+    The separation benchmark's figure: a start may put agents closer than the safety distance
+    (a launch pad, PX4's SITL spawn line), but two agents that were once ``apart`` from each
+    other must not come close again. ``after`` (R,) is that closest distance (inf: no such
+    pair), ``overall`` (R,) the closest approach of any two live agents at any time, both in
+    the horizontal plane, as ``d_min``. Checked every control tick. An agent that fails starts
+    afresh when it comes back: while failed it is silent and its vehicle hovers where it was,
+    unseen by the others, so its return is a start of its own.
+    """
+
+    def __init__(self, runs: int, agents: int, apart: float):
+        self.apart = apart
+        self.was_apart = np.zeros((runs, agents, agents), dtype=bool)
+        self.after = np.full(runs, np.inf)
+        self.overall = np.full(runs, np.inf)
+
+    def update(self, positions: np.ndarray, live: np.ndarray) -> None:
+        """Take in one tick: positions (R, N, 3), live (R, N)."""
+        xy = positions[..., :2]
+        d = np.hypot(xy[:, :, None, 0] - xy[:, None, :, 0], xy[:, :, None, 1] - xy[:, None, :, 1])
+        both = live[:, :, None] & live[:, None, :] & ~np.eye(live.shape[1], dtype=bool)
+        d = np.where(both, d, np.inf)
+        self.overall = np.minimum(self.overall, d.min(axis=(1, 2)))
+        self.after = np.minimum(self.after, np.where(self.was_apart, d, np.inf).min(axis=(1, 2)))
+        self.was_apart |= both & (d > self.apart)
+        self.was_apart &= live[:, :, None] & live[:, None, :]
+
+
 @dataclass
 class BatchResult:
     """The metrics series of each run, in ``batch_sim``'s (T, 7) layout."""
 
     metrics: list  # R arrays (T, 7): timestamp, E_r, E_vr, rho, G_max, E_gap, d_min
     sim_time: float
+    separation: Optional[SeparationTracker] = None  # with simulate_runs(..., apart=d)
 
 
-def simulate_runs(scenarios: Sequence[Scenario]) -> BatchResult:
-    """Run ``scenarios`` (one :func:`group_key`) together; each run's metrics series."""
+def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchResult:
+    """
+    Run ``scenarios`` (one :func:`group_key`) together; each run's metrics series.
+
+    With ``apart`` > 0 the result also holds the runs' :class:`SeparationTracker`.
+    """
     scenarios = list(scenarios)
     keys = {group_key(s) for s in scenarios}
     if len(keys) != 1:
@@ -371,8 +411,7 @@ def simulate_runs(scenarios: Sequence[Scenario]) -> BatchResult:
     r, n, period = len(scenarios), s0.agents, s0.control_period
     ids = s0.agent_ids()
     target_start = np.array([s.target_start() for s in scenarios])
-    start = np.stack([initial_positions(n, s.radius, s.seed, t, s.altitude)
-                      for s, t in zip(scenarios, target_start)])
+    start = np.stack([s.start_positions() for s in scenarios])
     bodies = VehicleState.at_rest(np.concatenate((start, target_start[:, None]), axis=1)
                                   .reshape(-1, 3))
     models = [s.target_model() for s in scenarios]
@@ -386,6 +425,7 @@ def simulate_runs(scenarios: Sequence[Scenario]) -> BatchResult:
     rows = []
     times = []
     v_des = np.zeros((r, n + 1, 3))
+    tracker = SeparationTracker(r, n, apart) if apart > 0.0 else None
     for k in range(ticks + 1):
         now = k * period
         live = ~outages.update(now)
@@ -394,6 +434,8 @@ def simulate_runs(scenarios: Sequence[Scenario]) -> BatchResult:
         positions, velocities = pos[:, :n], vel[:, :n]
         t_pos, t_vel = pos[:, n], vel[:, n]
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel)
+        if tracker is not None:
+            tracker.update(positions, live)
         if k % metrics_every == 0:
             times.append(now)
             rows.append(batch_metrics(positions, velocities, live, t_pos, t_vel, radius))
@@ -407,7 +449,8 @@ def simulate_runs(scenarios: Sequence[Scenario]) -> BatchResult:
             bodies = step(bodies, flat, vehicle)
     series = np.stack(rows, axis=1)  # (R, T, 6)
     t = np.array(times)
-    return BatchResult([np.column_stack((t, series[j])) for j in range(r)], ticks * period)
+    return BatchResult([np.column_stack((t, series[j])) for j in range(r)], ticks * period,
+                       tracker)
 
 
 def replace_seed(scenario: Scenario, seed: int) -> Scenario:

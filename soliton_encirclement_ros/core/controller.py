@@ -232,7 +232,7 @@ def live_neighbours(state: ControllerState, now: float,
 def _view(msg: Optional[AgentStateMsg], theta: float) -> NeighbourView:
     if msg is None:
         return MISSING_NEIGHBOUR
-    return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss)
+    return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss, msg.agent_id)
 
 
 def _states(msgs) -> tuple[np.ndarray, np.ndarray]:
@@ -282,7 +282,9 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     cand_pred, cand_succ = ring_neighbours(state.agent_id, theta_self, ids, thetas)
 
     def gap(neighbour, gap_fn):
-        return gap_fn(theta_self, theta_of[neighbour]) if neighbour in theta_of else np.nan
+        if neighbour not in theta_of:
+            return np.nan
+        return gap_fn(theta_self, theta_of[neighbour], state.agent_id, neighbour)
 
     pred, succ = apply_hysteresis(
         cand_pred, cand_succ, gap(cand_pred, gap_to_pred), gap(cand_succ, gap_to_succ),
@@ -297,7 +299,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         _view(live.get(pred), theta_of.get(pred, np.nan)),
         _view(live.get(succ), theta_of.get(succ, np.nan)),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
-        *(_states(live.values()) if params.d_safe else ()), ring_size=len(live) + 1)
+        *(_states(live.values()) if params.d_safe else ()), ring_size=len(live) + 1,
+        own_id=state.agent_id)
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,

@@ -13,10 +13,15 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame
+from soliton_encirclement_ros.core.neighbours import gap_to_pred, gap_to_succ, NO_NEIGHBOUR
 from soliton_encirclement_ros.core.params import ControllerParams
-from velocity_mobility_ros.core.geometry import saturate, wrap_2pi
+from velocity_mobility_ros.core.geometry import saturate
 
 DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
+# The d_safe term takes out the law's approach to an agent in proportion
+# min(1, SEPARATION_YIELD * (1 - d_ahead/d_safe)): all of it once 0.2 d_safe inside. With
+# yield 1 (the push's own proportion) a law at full speed balanced the push at 0.5 d_safe.
+SEPARATION_YIELD = 5.0
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
 
 
@@ -168,8 +173,9 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     bounded to norm ``v_safe``. Two agents at the very same point push nothing (no direction).
 
     With ``v_law`` (..., 2), the rest of the command, the result also takes out the part of
-    ``v_law`` that heads toward each such agent, in the same proportion ``min(1, 1 -
-    d_ahead/d_safe)`` (all of it at contact), so the law cannot out-vote the repulsion.
+    ``v_law`` that heads toward each such agent, in proportion ``min(1, SEPARATION_YIELD (1 -
+    d_ahead/d_safe))`` (all of it from 0.8 ``d_safe`` in), so the law cannot out-vote the
+    repulsion: the only balance of the two inside ``d_safe`` is within 0.2 ``d_safe`` of it.
     """
     position = np.asarray(position, dtype=float)
     if params.d_safe == 0.0 or others_position is None:
@@ -193,10 +199,11 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     if v_law is not None:  # take out the approach, one agent after the other
         v_law = np.asarray(v_law, dtype=float)[..., :2]
         kept = v_law.copy()
+        yield_ = np.minimum(1.0, SEPARATION_YIELD * weight / params.v_safe)
         for j in range(unit.shape[-2]):
             e = unit[..., j, :]
             toward = np.minimum(np.sum(kept * e, axis=-1), 0.0)
-            kept = kept - (weight[..., j] / params.v_safe)[..., None] * toward[..., None] * e
+            kept = kept - yield_[..., j, None] * toward[..., None] * e
         push = push + kept - v_law
     return push
 
@@ -236,7 +243,7 @@ def fallback_command(target_velocity, target_age, position, params: ControllerPa
 def encirclement_step(u, position, velocity, prev_cmd, target_position, target_velocity,
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
                       params: ControllerParams, others_position=None, others_velocity=None,
-                      ring_size=0):
+                      ring_size=0, own_id=None):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen.
 
@@ -246,13 +253,14 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     and zero ``u`` when missing). ``others_position``/``others_velocity`` (..., M, 3): the
     states of every other live agent heard, for the ``d_safe`` repulsion (None: none);
     ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`; 0:
-    ``k_omega_damp`` alone). Elementwise over agents: one agent's result depends only on its
-    own row.
+    ``k_omega_damp`` alone); ``own_id`` this agent's id, which with the neighbours' ids breaks
+    exact ties of angle in ring order (:func:`gap_to_pred`). Elementwise over agents: one
+    agent's result depends only on its own row.
     """
     r, e_r_hat, t_hat = polar_frame(position, target_position)
     v_rad = radial_velocity(r, e_r_hat, velocity, target_velocity, params)
-    gap_pred = wrap_2pi(np.asarray(theta_self) - pred.theta)
-    gap_succ = wrap_2pi(succ.theta - np.asarray(theta_self))
+    gap_pred = gap_to_pred(theta_self, pred.theta, own_id, pred.id)
+    gap_succ = gap_to_succ(theta_self, succ.theta, own_id, succ.id)
     e_tau = spacing_error(gap_pred, gap_succ, lambda_pred, lambda_self)
     rel_cmd = (
         np.asarray(prev_cmd, dtype=float)[..., :2]
@@ -279,6 +287,7 @@ class NeighbourView(NamedTuple):
     velocity: Any   # (..., 3), NaN when missing
     u: Any          # 0 when missing
     u_ss: Any       # 0 when missing
+    id: Any = NO_NEIGHBOUR  # its agent id (ties of angle are broken by id)
 
 
 MISSING_NEIGHBOUR = NeighbourView(np.nan, np.full(3, np.nan), np.full(3, np.nan), 0.0, 0.0)

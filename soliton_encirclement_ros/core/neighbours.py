@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from soliton_encirclement_ros.core.comms import TIME_EPS
-from velocity_mobility_ros.core.geometry import wrap_2pi
+from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi
 
 NO_NEIGHBOUR = -1
 
@@ -116,11 +116,30 @@ def apply_hysteresis(cand_pred, cand_succ, cand_gap_pred, cand_gap_succ,
     return np.where(keep_pred, cur_pred, cand_pred), np.where(keep_succ, cur_succ, cand_succ)
 
 
-def gap_to_pred(own_theta, pred_theta):
-    """Angular gap back to the predecessor, wrap2pi(theta_i - theta_pred)."""
-    return wrap_2pi(np.asarray(own_theta) - pred_theta)
+def gap_to_pred(own_theta, pred_theta, own_id=None, pred_id=None):
+    """
+    Angular gap back to the predecessor, wrap2pi(theta_i - theta_pred), in [0, 2 pi].
+
+    With the ids, an exact tie of angles follows the ring order (theta, id), so that agents
+    on one bearing (a start on one line, or at one point) see a ring and spread out: the gap
+    is 0 when the predecessor's id is lower (it is just behind) and the whole circle, 2 pi,
+    when it is higher (it is the ring's last entry, all the way round). Without the tie-break
+    every such agent would see two zero gaps, no spacing error, and fly to one point.
+    """
+    gap = wrap_2pi(np.asarray(own_theta) - pred_theta)
+    if own_id is None:
+        return gap
+    return np.where((gap == 0.0) & (np.asarray(pred_id) > own_id), TWO_PI, gap)
 
 
-def gap_to_succ(own_theta, succ_theta):
-    """Angular gap forward to the successor, wrap2pi(theta_succ - theta_i)."""
-    return wrap_2pi(np.asarray(succ_theta) - own_theta)
+def gap_to_succ(own_theta, succ_theta, own_id=None, succ_id=None):
+    """
+    Angular gap forward to the successor, wrap2pi(theta_succ - theta_i), in [0, 2 pi].
+
+    An exact tie of angles follows the ring order as in :func:`gap_to_pred`: 0 when the
+    successor's id is higher, 2 pi when it is lower.
+    """
+    gap = wrap_2pi(np.asarray(succ_theta) - own_theta)
+    if own_id is None:
+        return gap
+    return np.where((gap == 0.0) & (np.asarray(succ_id) < own_id), TWO_PI, gap)

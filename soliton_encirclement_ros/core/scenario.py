@@ -23,6 +23,9 @@ from velocity_mobility_ros.core.params import VehicleParams
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
 TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
+# Start placements (Scenario.placement): the reference's, and the degenerate starts a real
+# swarm meets (PX4's multi-vehicle SITL spawns vehicles on one line; a launch pad is a cluster).
+PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster', 'file')
 
 
 def initial_positions(n: int, radius: float, seed: Optional[int],
@@ -40,6 +43,55 @@ def initial_positions(n: int, radius: float, seed: Optional[int],
     c = np.asarray(center, dtype=float)
     return np.column_stack((c[0] + a * radius * np.cos(theta), c[1] + b * radius * np.sin(theta),
                             np.full(n, c[2] + altitude)))
+
+
+def placed_positions(placement: str, n: int, seed: Optional[int], center, altitude: float,
+                     distance: float, spacing: float, bearing: float, spread: float,
+                     points=None) -> np.ndarray:
+    """
+    Return the start positions (n, 3) of a degenerate ``placement`` about ``center``.
+
+    ``collinear``: agent k (1..n) at ``distance + (k-1)*spacing`` from the target on one
+    bearing (PX4's multi-vehicle SITL spawns instance k at (0, k*spacing)); ``coincident``:
+    every agent at ``distance`` on that bearing; ``cluster``: uniformly in a disc of radius
+    ``spread`` about that point (seeded with ``seed``); ``file``: ``points`` (n rows of x, y
+    or x, y, z, world ENU). z = ``center`` z + ``altitude`` unless the file gives it.
+    """
+    c = np.asarray(center, dtype=float)
+    heading = np.array([math.cos(bearing), math.sin(bearing)])
+    if placement == 'file':
+        xyz = np.full((n, 3), c[2] + altitude)
+        pts = np.asarray(points, dtype=float)
+        xyz[:, :pts.shape[1]] = pts
+        return xyz
+    if placement == 'collinear':
+        along = distance + spacing * np.arange(n)
+        xy = c[:2] + along[:, None] * heading
+    else:
+        xy = np.tile(c[:2] + distance * heading, (n, 1))
+    if placement == 'cluster':
+        rng = np.random.default_rng(seed)
+        angle = rng.uniform(0.0, 2.0 * math.pi, n)
+        radius = spread * np.sqrt(rng.uniform(0.0, 1.0, n))
+        xy = xy + radius[:, None] * np.column_stack((np.cos(angle), np.sin(angle)))
+    return np.column_stack((xy, np.full(n, c[2] + altitude)))
+
+
+def read_placement_file(path, n: int) -> tuple:
+    """The n start points of a placement file: a YAML list of [x, y] or [x, y, z] (m, ENU)."""
+    try:
+        pts = np.array(read_yaml(path, 'placement file'), dtype=float)
+    except (TypeError, ValueError) as error:
+        if str(error).startswith(('cannot read', 'placement file')):
+            raise
+        pts = np.empty(0)
+    if pts.ndim != 2 or pts.shape[1] not in (2, 3):
+        raise ValueError(f'placement_file {path} must be a YAML list of [x, y] or [x, y, z] '
+                         'points, one per agent')
+    if pts.shape[0] != n or not np.all(np.isfinite(pts)):
+        raise ValueError(f'placement_file {path} must hold {n} finite points (one per agent), '
+                         f'got {pts.shape[0]}')
+    return tuple(tuple(p) for p in pts.tolist())
 
 
 @dataclass(frozen=True)
@@ -66,6 +118,19 @@ class Scenario:
     telemetry_period: float = setting(0.1, 'agents.csv row period per agent', 's', 0.0,
                                       strict=True)
     altitude: float = setting(0.0, "agents' start height above the target", 'm')
+    placement: str = setting('reference', 'start placement: reference (random about the '
+                             'circle), collinear (on one bearing from the target, as PX4 SITL '
+                             'spawns), coincident (all at one point), cluster (in a disc of '
+                             'placement_spread), file (placement_file)', choices=PLACEMENTS)
+    placement_distance: float = setting(1.0, 'distance from the target of the first collinear '
+                                        'agent, the coincident point and the cluster centre',
+                                        'm', 0.0)
+    placement_spacing: float = setting(1.0, 'spacing of collinear agents', 'm', 0.0)
+    placement_bearing: float = setting(math.pi / 2, 'bearing of the degenerate placements from '
+                                       'the target, counter-clockwise from x (ENU)', 'rad')
+    placement_spread: float = setting(1.0, 'radius of the cluster placement', 'm', 0.0)
+    placement_file: str = setting('', 'YAML list of start points [x, y(, z)], one per agent, '
+                                  'for placement: file')
     target_motion: str = setting('static', 'target motion model', choices=TARGET_MOTIONS)
     target_speed: float = setting(5.0, 'target speed (random) or speed limit (waypoints)', 'm/s',
                                   0.0, strict=True)
@@ -94,8 +159,20 @@ class Scenario:
             object.__setattr__(self, 'arrival_times', tuple(self.arrival_times))
         object.__setattr__(self, 'lambdas', {int(k): bounded(f'lambdas[{k}]', v, 0.0, strict=True)
                                              for k, v in dict(self.lambdas).items()})
+        if (self.placement == 'file') != bool(self.placement_file):
+            raise ValueError('placement_file must be given exactly when placement is file, got '
+                             f'placement {self.placement!r} and placement_file '
+                             f'{self.placement_file!r}')
+        if self.placement == 'file':
+            read_placement_file(self.placement_file, self.agents)
         # Build once so that bad gains, limits or waypoints fail here, naming the field.
-        self.controller_params()
+        d_safe = self.controller_params().d_safe
+        spacing = 2.0 * self.radius * math.sin(math.pi / max(self.agents, 2))
+        if d_safe and spacing <= d_safe:
+            raise ValueError(f'radius {self.radius:g} m is too small for {self.agents} agents '
+                             f'd_safe {d_safe:g} m apart: the even ring spacing 2 R sin(pi/N) = '
+                             f'{spacing:.3g} m must exceed d_safe (R > '
+                             f'{d_safe / (2.0 * math.sin(math.pi / max(self.agents, 2))):.3g} m)')
         self.vehicle_params()
         self.target_model()
         if not self.steps_on_sim_dt:
@@ -140,6 +217,17 @@ class Scenario:
         if self.target_motion == 'waypoints':
             return self.target_model().points[0].copy()
         return np.zeros(3)
+
+    def start_positions(self) -> np.ndarray:
+        """The agents' start positions (N, 3), world ENU, by ``placement``."""
+        if self.placement == 'reference':
+            return initial_positions(self.agents, self.radius, self.seed, self.target_start(),
+                                     self.altitude)
+        points = (read_placement_file(self.placement_file, self.agents)
+                  if self.placement == 'file' else None)
+        return placed_positions(self.placement, self.agents, self.seed, self.target_start(),
+                                self.altitude, self.placement_distance, self.placement_spacing,
+                                self.placement_bearing, self.placement_spread, points)
 
     def agent_ids(self) -> np.ndarray:
         """Agent ids 1..N (uav1 -> 1)."""

@@ -110,7 +110,8 @@ class SwarmControllers:
         return NeighbourView(np.where(ok, theta_all[idx], np.nan),
                              np.where(ok[:, None], a.position[idx], np.nan),
                              np.where(ok[:, None], a.velocity[idx], np.nan),
-                             np.where(ok, a.u[idx], 0.0), np.where(ok, a.u_ss[idx], 0.0)), idx, ok
+                             np.where(ok, a.u[idx], 0.0), np.where(ok, a.u_ss[idx], 0.0),
+                             np.where(ok, chosen, NO_NEIGHBOUR)), idx, ok
 
     def step(self, live: np.ndarray, positions: np.ndarray, velocities: np.ndarray,
              now: float) -> np.ndarray:
@@ -161,7 +162,7 @@ class SwarmControllers:
 
         def gap(ids, gap_fn):
             view = self._neighbour(ids, visible, theta_all)[0]
-            return gap_fn(theta_self, view.theta)
+            return gap_fn(theta_self, view.theta, own_ids, view.id)
 
         pred, succ = apply_hysteresis(
             cand_pred, cand_succ, gap(cand_pred, gap_to_pred), gap(cand_succ, gap_to_succ),
@@ -179,7 +180,7 @@ class SwarmControllers:
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,
             pred_view, succ_view, lambda_pred, self.lambdas[rows], p, *others,
-            ring_size=ring_size)
+            ring_size=ring_size, own_id=own_ids)
         self.u[rows], self.u_ss[rows] = u_new, u_ss
         self.pred[rows], self.succ[rows] = pred, succ
         self.prev_cmd[rows] = cmds[rows] = cmd

@@ -36,7 +36,7 @@ from soliton_encirclement_ros.core.controller import (
     seconds_to_ns, TargetStateMsg)
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
-from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
+from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 from velocity_mobility_ros.core.model import step, VehicleState
@@ -139,7 +139,7 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     n, period = scenario.agents, scenario.control_period
     ids = scenario.agent_ids()
     target_start = scenario.target_start()
-    start = initial_positions(n, scenario.radius, scenario.seed, target_start, scenario.altitude)
+    start = scenario.start_positions()
     bodies = VehicleState.at_rest(np.vstack((start, target_start)))
     target_model = scenario.target_model()
     swarm = SWARM_ENGINES[engine](ids, params, scenario)

@@ -56,9 +56,12 @@ def test_separation_velocity_values():
     ahead = params.with_changes(t_safe=1.0)
     assert sep([[6.0, 0, 0]], [[-3.0, 0, 0]], p=ahead) == pytest.approx([-0.5, 0.0])
     assert sep([[6.0, 0, 0]], [[3.0, 0, 0]], p=ahead) == pytest.approx([0.0, 0.0])  # opening
-    # the law's own velocity toward the agent is taken out in the same proportion (3/4 here)
+    # the law's own velocity toward the agent is taken out: all of it 0.2 d_safe inside,
+    # 5 x the push's proportion nearer d_safe (3.8 m of 4: 5 x 0.05 = 1/4 of it)
     v = sep([[1.0, 0.0, 0.0]], v_law=np.array([4.0, 1.0]))
-    assert v == pytest.approx([-1.5 - 0.75 * 4.0, 0.0])
+    assert v == pytest.approx([-1.5 - 4.0, 0.0])
+    v = sep([[3.8, 0.0, 0.0]], v_law=np.array([4.0, 1.0]))
+    assert v == pytest.approx([-0.1 - 0.25 * 4.0, 0.0])
     assert sep([[1.0, 0.0, 0.0]], v_law=np.array([-4.0, 1.0])) == pytest.approx([-1.5, 0.0])
     # vectorised rows
     rows = separation_velocity(np.zeros((2, 3)), np.zeros((2, 3)),
@@ -125,3 +128,22 @@ def test_d_safe_gives_the_same_commands_on_both_engines():
     reference = run_swarm(params=params, engine='per-agent', **case)
     np.testing.assert_allclose(fast.positions, reference.positions, rtol=0, atol=1e-9)
     assert _closest(fast) > 0.0
+
+
+def test_separation_tracker_counts_approaches_after_two_agents_were_apart():
+    from soliton_encirclement_ros.core.batch_engine import SeparationTracker
+    tracker = SeparationTracker(runs=1, agents=3, apart=2.0)
+
+    def tick(x2, live=(True, True, True)):
+        pos = np.array([[[0.0, 0.0, 0.0], [x2, 0.0, 5.0], [100.0, 0.0, 0.0]]])
+        tracker.update(pos, np.array([live]))
+
+    tick(1.0)   # a start 1 m apart: d_min, not yet an approach after separation
+    assert tracker.overall[0] == 1.0 and tracker.after[0] == math.inf
+    tick(3.0)   # apart
+    tick(1.5)   # back within d_safe: counted (horizontal distance, z ignored)
+    assert tracker.after[0] == 1.5
+    tick(5.0)
+    tick(0.5, live=(True, False, True))  # agent 2 failed: not live, not counted
+    tick(0.4)   # back from a failure: a start of its own
+    assert tracker.after[0] == 1.5 and tracker.overall[0] == 0.4
