@@ -113,6 +113,16 @@ def main() -> None:
         mask = np.array([run.point['placement'] == placement for run, *_ in rows])
         print(f'| {placement} | {mask.sum()} | {after[mask].min():.3f} | '
               f'{int(close[mask].sum())} | {int((e_gap[mask] < 0.05).sum())} |')
+    print('\n| N | runs | min after / d_safe | close approaches, by loss/delay ' +
+          ' / '.join(f'{loss:g}/{delay:g} s' for loss, delay in IMPAIRMENTS) + ' |')
+    print('|---|---|---|---|')
+    for n in NS:
+        mask = np.array([run.point['agents'] == n for run, *_ in rows])
+        by_link = [int(close[mask & np.array([(run.point['loss'], run.point['delay']) == link
+                                              for run, *_ in rows])].sum())
+                   for link in IMPAIRMENTS]
+        print(f'| {n} | {mask.sum()} | {after[mask].min():.3f} | '
+              + ' / '.join(map(str, by_link)) + ' |')
     print('\nworst runs (after / d_safe):')
     for k in np.argsort(after)[:8]:
         run = rows[k][0]
