@@ -299,14 +299,15 @@ class BatchControllers:
         pred_view, pred_ok = view(pred)
         succ_view = view(succ)[0]
         lambda_pred = np.where(pred_ok, self.lambdas[np.maximum(pred, 0)], 1.0)
-        others = ()
-        if p.d_safe:
-            others = (np.where(entry[..., None], nb_pos, np.nan),
-                      np.where(entry[..., None], nb_vel, np.nan))
+        others = {}
+        if p.d_safe:  # states arrive ``delay`` after they were sent
+            others = {'others_position': np.where(entry[..., None], nb_pos, np.nan),
+                      'others_velocity': np.where(entry[..., None], nb_vel, np.nan),
+                      'others_age': now - get(self.rx) + self.delay}
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,
-            self.lambdas[ii], p, *others, ring_size=entry.sum(axis=1) + 1, own_id=own_ids)
+            self.lambdas[ii], p, ring_size=entry.sum(axis=1) + 1, own_id=own_ids, **others)
         put(self.u, u_new)
         put(self.u_ss, u_ss)
         put(self.pred, pred)

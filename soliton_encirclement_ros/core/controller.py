@@ -235,11 +235,12 @@ def _view(msg: Optional[AgentStateMsg], theta: float) -> NeighbourView:
     return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss, msg.agent_id)
 
 
-def _states(msgs) -> tuple[np.ndarray, np.ndarray]:
-    """Positions and velocities (M, 3) of agent states (the d_safe term's inputs)."""
+def _states(msgs, now: float) -> dict:
+    """Positions, velocities (M, 3) and ages (M,) of agent states (the d_safe term's inputs)."""
     msgs = list(msgs)
-    return (np.array([m.position for m in msgs]).reshape(-1, 3),
-            np.array([m.velocity for m in msgs]).reshape(-1, 3))
+    return {'others_position': np.array([m.position for m in msgs]).reshape(-1, 3),
+            'others_velocity': np.array([m.velocity for m in msgs]).reshape(-1, 3),
+            'others_age': now - np.array([m.stamp for m in msgs])}
 
 
 def _as_id(value) -> Optional[int]:
@@ -299,8 +300,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         _view(live.get(pred), theta_of.get(pred, np.nan)),
         _view(live.get(succ), theta_of.get(succ, np.nan)),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
-        *(_states(live.values()) if params.d_safe else ()), ring_size=len(live) + 1,
-        own_id=state.agent_id)
+        ring_size=len(live) + 1, own_id=state.agent_id,
+        **(_states(live.values(), now) if params.d_safe else {}))
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,

@@ -22,6 +22,7 @@ DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
 # min(1, SEPARATION_YIELD * (1 - d_ahead/d_safe)): all of it once 0.2 d_safe inside. With
 # yield 1 (the push's own proportion) a law at full speed balanced the push at 0.5 d_safe.
 SEPARATION_YIELD = 5.0
+SEPARATION_PASSES = 4  # passes of the approach removal (see separation_velocity)
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
 
 
@@ -158,12 +159,15 @@ def with_vertical(v_t, position, params: ControllerParams):
 
 
 def separation_velocity(position, velocity, others_position, others_velocity,
-                        params: ControllerParams, v_law=None):
+                        params: ControllerParams, v_law=None, others_age=None):
     """
     Repulsion (..., 2) of the optional safety distance ``d_safe`` (zero when it is 0).
 
     ``others_position``/``others_velocity`` (..., M, >=2) are the states of the other live
-    agents this agent hears (NaN rows: none); ``position``/``velocity`` its own. In the
+    agents this agent hears (NaN rows: none), sent ``others_age`` (..., M) seconds ago (None:
+    now); ``position``/``velocity`` its own. A state is carried forward to now along its
+    velocity, at most ``t_safe``: a link's delay would otherwise hide a closing agent (at
+    0.2 s and 10 m/s, 2 m). In the
     horizontal plane, with ``d`` the distance to another agent and ``closing`` the speed at
     which it shrinks, each agent whose look-ahead distance ``d_ahead = d - t_safe*closing``
     (``closing`` counted when positive) is below ``d_safe`` pushes this agent straight away from
@@ -180,9 +184,13 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     position = np.asarray(position, dtype=float)
     if params.d_safe == 0.0 or others_position is None:
         return np.zeros(position.shape[:-1] + (2,))
-    away = position[..., None, :2] - np.asarray(others_position, dtype=float)[..., :2]
-    rel_v = (np.asarray(velocity, dtype=float)[..., None, :2]
-             - np.asarray(others_velocity, dtype=float)[..., :2])
+    others_velocity = np.asarray(others_velocity, dtype=float)[..., :2]
+    others_xy = np.asarray(others_position, dtype=float)[..., :2]
+    if others_age is not None:
+        age = np.clip(np.asarray(others_age, dtype=float), 0.0, params.t_safe)
+        others_xy = others_xy + others_velocity * age[..., None]
+    away = position[..., None, :2] - others_xy
+    rel_v = np.asarray(velocity, dtype=float)[..., None, :2] - others_velocity
     d = np.hypot(away[..., 0], away[..., 1])
     with np.errstate(invalid='ignore', divide='ignore'):
         apart = d > DENOMINATOR_EPS
@@ -200,10 +208,15 @@ def separation_velocity(position, velocity, others_position, others_velocity,
         v_law = np.asarray(v_law, dtype=float)[..., :2]
         kept = v_law.copy()
         yield_ = np.minimum(1.0, SEPARATION_YIELD * weight / params.v_safe)
-        for j in range(unit.shape[-2]):
-            e = unit[..., j, :]
-            toward = np.minimum(np.sum(kept * e, axis=-1), 0.0)
-            kept = kept - yield_[..., j, None] * toward[..., None] * e
+        full = np.where(yield_ >= 1.0, 1.0, 0.0)
+        active = np.flatnonzero(np.any(near.reshape(-1, near.shape[-1]), axis=0))
+        # Taking out the approach to one agent can head toward another: later passes over the
+        # agents whose approach goes entirely converge on a velocity that approaches none.
+        for share in [yield_] + [full] * (SEPARATION_PASSES - 1):
+            for j in active:
+                e = unit[..., j, :]
+                toward = np.minimum(np.sum(kept * e, axis=-1), 0.0)
+                kept = kept - share[..., j, None] * toward[..., None] * e
         push = push + kept - v_law
     return push
 
@@ -243,7 +256,7 @@ def fallback_command(target_velocity, target_age, position, params: ControllerPa
 def encirclement_step(u, position, velocity, prev_cmd, target_position, target_velocity,
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
                       params: ControllerParams, others_position=None, others_velocity=None,
-                      ring_size=0, own_id=None):
+                      ring_size=0, own_id=None, others_age=None):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen.
 
@@ -251,7 +264,8 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
 
     ``pred``/``succ`` are :class:`NeighbourView` of the chosen neighbours (NaN angle/position
     and zero ``u`` when missing). ``others_position``/``others_velocity`` (..., M, 3): the
-    states of every other live agent heard, for the ``d_safe`` repulsion (None: none);
+    states of every other live agent heard, for the ``d_safe`` repulsion (None: none), sent
+    ``others_age`` (..., M) seconds ago;
     ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`; 0:
     ``k_omega_damp`` alone); ``own_id`` this agent's id, which with the neighbours' ids breaks
     exact ties of angle in ring order (:func:`gap_to_pred`). Elementwise over agents: one
@@ -259,8 +273,8 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     """
     r, e_r_hat, t_hat = polar_frame(position, target_position)
     v_rad = radial_velocity(r, e_r_hat, velocity, target_velocity, params)
-    gap_pred = gap_to_pred(theta_self, pred.theta, own_id, pred.id)
-    gap_succ = gap_to_succ(theta_self, succ.theta, own_id, succ.id)
+    gap_pred = gap_to_pred(theta_self, pred.theta, own_id, pred.agent_id)
+    gap_succ = gap_to_succ(theta_self, succ.theta, own_id, succ.agent_id)
     e_tau = spacing_error(gap_pred, gap_succ, lambda_pred, lambda_self)
     rel_cmd = (
         np.asarray(prev_cmd, dtype=float)[..., :2]
@@ -275,7 +289,8 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
     v_sep = separation_velocity(position, velocity, others_position, others_velocity, params,
-                                v_rad + v_tau + np.asarray(target_velocity, dtype=float)[..., :2])
+                                v_rad + v_tau + np.asarray(target_velocity, dtype=float)[..., :2],
+                                others_age)
     return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, position, params, v_sep)
 
 
@@ -287,7 +302,7 @@ class NeighbourView(NamedTuple):
     velocity: Any   # (..., 3), NaN when missing
     u: Any          # 0 when missing
     u_ss: Any       # 0 when missing
-    id: Any = NO_NEIGHBOUR  # its agent id (ties of angle are broken by id)
+    agent_id: Any = NO_NEIGHBOUR  # ties of angle are broken by id
 
 
 MISSING_NEIGHBOUR = NeighbourView(np.nan, np.full(3, np.nan), np.full(3, np.nan), 0.0, 0.0)

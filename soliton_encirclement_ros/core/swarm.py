@@ -43,15 +43,17 @@ class SharedStates:
         self.u = np.zeros(n)
         self.u_ss = np.zeros(n)
         self.rx_time = np.full(n, -math.inf)     # arrival (receive) time
+        self.sent = np.full(n, -math.inf)        # sender stamp
         self.delivered = np.full(n, -math.inf)   # tick at which receivers took it in
 
-    def deliver(self, rows, position, velocity, u, u_ss, rx_time, now):
+    def deliver(self, rows, position, velocity, u, u_ss, rx_time, now, sent=None):
         self.has[rows] = True
         self.position[rows] = position
         self.velocity[rows] = velocity
         self.u[rows] = u
         self.u_ss[rows] = u_ss
         self.rx_time[rows] = rx_time
+        self.sent[rows] = rx_time if sent is None else sent
         self.delivered[rows] = now
 
 
@@ -85,10 +87,10 @@ class SwarmControllers:
         self.accept_since[live & ~self._live] = now
         self._live = live.copy()
 
-    def deliver_agents(self, ids, position, velocity, u, u_ss, rx_time, now):
-        """Broadcasts from agents ``ids`` reaching every receiver at tick ``now``."""
+    def deliver_agents(self, ids, position, velocity, u, u_ss, rx_time, now, sent=None):
+        """Broadcasts from agents ``ids``, sent at ``sent``, reaching every receiver at ``now``."""
         self.agents.deliver(self.index_of[np.asarray(ids)], position, velocity, u, u_ss,
-                            rx_time, now)
+                            rx_time, now, sent)
 
     def deliver_target(self, msg, rx_time, receivers: np.ndarray):
         """Deliver a TargetStateMsg to the agents where ``receivers`` (bool, N) is true."""
@@ -162,7 +164,7 @@ class SwarmControllers:
 
         def gap(ids, gap_fn):
             view = self._neighbour(ids, visible, theta_all)[0]
-            return gap_fn(theta_self, view.theta, own_ids, view.id)
+            return gap_fn(theta_self, view.theta, own_ids, view.agent_id)
 
         pred, succ = apply_hysteresis(
             cand_pred, cand_succ, gap(cand_pred, gap_to_pred), gap(cand_succ, gap_to_succ),
@@ -171,16 +173,18 @@ class SwarmControllers:
         pred_view, pred_idx, pred_ok = self._neighbour(pred, visible, theta_all)
         succ_view = self._neighbour(succ, visible, theta_all)[0]
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
-        others = ()
+        others = {}
         if p.d_safe:  # every other live agent each row hears: (rows, N, 3), NaN where not
             heard = (entry & (self.ids != own_ids[:, None])
                      & (a.delivered >= accept[:, None]))[..., None]
-            others = (np.where(heard, a.position, np.nan), np.where(heard, a.velocity, np.nan))
+            others = {'others_position': np.where(heard, a.position, np.nan),
+                      'others_velocity': np.where(heard, a.velocity, np.nan),
+                      'others_age': np.broadcast_to(now - a.sent, heard.shape[:-1])}
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,
-            pred_view, succ_view, lambda_pred, self.lambdas[rows], p, *others,
-            ring_size=ring_size, own_id=own_ids)
+            pred_view, succ_view, lambda_pred, self.lambdas[rows], p,
+            ring_size=ring_size, own_id=own_ids, **others)
         self.u[rows], self.u_ss[rows] = u_new, u_ss
         self.pred[rows], self.succ[rows] = pred, succ
         self.prev_cmd[rows] = cmds[rows] = cmd

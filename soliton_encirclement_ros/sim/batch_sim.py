@@ -100,7 +100,7 @@ class VectorisedSwarm:
         while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
             arrival, target, agents = self._in_flight.popleft()
             c.deliver_target(target, arrival, live)
-            c.deliver_agents(*agents, rx_time=arrival, now=now)
+            c.deliver_agents(*agents, rx_time=arrival, now=now, sent=arrival - self.delay)
         rows = np.flatnonzero(live)
         self._in_flight.append((now + self.delay, target_msg,
                                 (c.ids[rows], positions[rows], velocities[rows],
