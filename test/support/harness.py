@@ -16,13 +16,17 @@ from rclpy.qos import qos_check_compatible, QoSCompatibility
 from rosgraph_msgs.msg import Clock
 
 from soliton_encirclement_ros.sim.lockstep import LockStep
-from support.waits import wait_for
+from support.waits import DEADLINE, wait_for
 
 SIM = [Parameter('use_sim_time', value=True)]
 
 
-def spin_until(executor, condition, timeout=10.0, each=None, period=0.02) -> bool:
-    """Spin until ``condition()`` holds (True) or ``timeout`` s pass (False); ``each()`` a turn."""
+def spin_until(executor, condition, timeout=DEADLINE, each=None, period=0.02) -> bool:
+    """
+    Spin until ``condition()`` holds (True) or ``timeout`` s pass (False); ``each()`` a turn.
+
+    The default deadline is generous (a loaded machine is slow): only a failing test waits it.
+    """
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
