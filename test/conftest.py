@@ -18,6 +18,7 @@ import fcntl
 import os
 from pathlib import Path
 import signal
+import sys
 import tempfile
 import time
 
@@ -124,6 +125,12 @@ def _live_descendants(root: int) -> dict[int, str]:
     return found
 
 
+def _default_context_ok() -> bool:
+    """Whether rclpy's default context is initialised (only if a test imported rclpy)."""
+    rclpy = sys.modules.get('rclpy')
+    return rclpy is not None and rclpy.ok()
+
+
 def _stop(pids, grace=10.0) -> None:
     for sig in (signal.SIGINT, signal.SIGKILL):
         for pid in pids:
@@ -143,13 +150,20 @@ _INTERPRETER_HELPERS = ('multiprocessing.forkserver', 'multiprocessing.resource_
 @pytest.fixture(autouse=True)
 def no_process_left_behind():
     """
-    Fail a test that leaves a process it started running, after stopping it.
+    Fail a test that leaves a process it started, or rclpy's default context, running.
 
-    A node left alive would be part of the next test's graph (the module's domain). Processes
-    that module fixtures started before the test are not the test's.
+    A node left alive would be part of the next test's graph (the module's domain); the guard
+    stops it. Processes and an rclpy started by module fixtures before the test are not the
+    test's.
     """
     before = set(_live_descendants(os.getpid()))
+    rclpy_was_up = _default_context_ok()
     yield
+    if _default_context_ok() and not rclpy_was_up:
+        import rclpy
+        rclpy.try_shutdown()
+        pytest.fail('left rclpy initialised after the test (now shut down): its nodes would be '
+                    "in the next test's graph", pytrace=False)
     deadline = time.monotonic() + 10.0  # a process signalled at the end may still be exiting
     left = {}
     while time.monotonic() < deadline:
