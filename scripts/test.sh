@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # Set up (if needed) and run the whole test suite with real rclpy.
+# Quick tests first (unit, ros, launch, then the minutes-long acceptance tests: test/conftest.py).
+# Each test module runs in a DDS domain of its own on loopback, whatever ROS_DOMAIN_ID the shell
+# exports; test/ros/test_exported_domain.py checks that with a swarm live in an exported domain.
+# Under load: scripts/test_under_load.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

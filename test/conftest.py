@@ -1,26 +1,53 @@
 """
-Test-wide ROS environment.
+Test-wide ROS environment: every test module has a DDS graph of its own.
 
-DDS discovery stays on loopback. An exported ``ROS_DOMAIN_ID`` is kept as it is (every module
-then shares it). Otherwise every test module gets a DDS domain of its own that no other test run
-on this machine holds (an ``flock`` on a file per domain id), so a module never sees the graph,
-or stale discovery data, of another module or of a concurrent test run. rclpy reads the
-variables at ``rclpy.init``; subprocesses started by tests inherit them.
+Whatever the shell exports, each test module runs in a DDS domain that no other test module,
+no other test run on this machine and not the user's own domain holds (an ``flock`` on a file
+per domain id), with discovery on loopback (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``,
+forced). So a test never hears another test's graph, stale discovery data, or a swarm the user
+is running in an exported ``ROS_DOMAIN_ID`` (issue 27). The variables that could join another
+graph (``ROS_STATIC_PEERS``, ``ROS_LOCALHOST_ONLY``, Fast DDS's discovery server) are removed.
+Only a test explicitly about the user's domain asks for the ``user_ros_domain`` fixture.
+rclpy reads the variables at ``rclpy.init``; subprocesses started by tests inherit them.
+
+A test that leaves a process it started running fails, and the process is stopped, so the next
+test starts on a clean graph. The suite runs the quick tests first (unit, then ros and launch,
+then the minutes-long acceptance tests), so a failure shows early.
 """
 import fcntl
 import os
+from pathlib import Path
+import signal
+import sys
 import tempfile
+import time
 
 import pytest
 
-os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
+# What the shell exported, kept aside: only ``user_ros_domain`` gives it back to a test.
+USER_ENV = {name: os.environ.pop(name) for name in (
+    'ROS_DOMAIN_ID', 'ROS_STATIC_PEERS', 'ROS_LOCALHOST_ONLY', 'ROS_DISCOVERY_SERVER',
+    'ROS_SUPER_CLIENT') if name in os.environ}
+os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
 
-# Fast DDS domain ids must stay below 233; 0 is the user's default domain, so never taken here.
-_DOMAINS = range(1, 233)
+# Fast DDS domain ids must stay below 233; 0 (the default) and an exported id are the user's.
+_DOMAINS = [d for d in range(1, 233) if str(d) != USER_ENV.get('ROS_DOMAIN_ID', '0').strip()]
 _LOCK_DIR = os.path.join(tempfile.gettempdir(), 'soliton_encirclement_ros-test-domains')
-_USER_DOMAIN = os.environ.get('ROS_DOMAIN_ID')
 _next_start = [os.getpid() % len(_DOMAINS)]
+
+# Quick tests first: a directory's rank, then collection order (stable sort).
+_ORDER = ('unit', 'ros', 'launch', 'acceptance')
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item):
+        parts = Path(str(item.fspath)).parts
+        for index, name in enumerate(_ORDER):
+            if name in parts:
+                return index
+        return len(_ORDER)
+    items.sort(key=rank)
 
 
 def _lock_free_domain():
@@ -37,19 +64,114 @@ def _lock_free_domain():
             continue
         _next_start[0] = index + 1  # the next module starts past this one (no stale discovery)
         return domain, handle
-    raise RuntimeError(f'every DDS domain id in {_DOMAINS} is held by another test run')
+    raise RuntimeError('every DDS domain id in 1..232 is held by another test run')
 
 
 @pytest.fixture(scope='module', autouse=True)
 def ros_domain_per_module():
-    if _USER_DOMAIN is not None:
-        os.environ['ROS_DOMAIN_ID'] = _USER_DOMAIN
-        yield
-        return
+    """Hold a free DDS domain for the module; ``ROS_DOMAIN_ID`` names it meanwhile."""
     domain, handle = _lock_free_domain()
     os.environ['ROS_DOMAIN_ID'] = str(domain)
     try:
-        yield
+        yield domain
     finally:
         os.environ.pop('ROS_DOMAIN_ID', None)
         handle.close()
+
+
+@pytest.fixture
+def user_ros_domain():
+    """
+    Give this test the user's own domain (an exported ``ROS_DOMAIN_ID``, else 0).
+
+    Only for a test that is about the user's domain: it shares the graph of whatever the user
+    runs there. The module's own domain is back after the test.
+    """
+    own = os.environ.get('ROS_DOMAIN_ID')
+    user = USER_ENV.get('ROS_DOMAIN_ID', '0')
+    os.environ['ROS_DOMAIN_ID'] = user
+    try:
+        yield int(user)
+    finally:
+        if own is None:
+            os.environ.pop('ROS_DOMAIN_ID', None)
+        else:
+            os.environ['ROS_DOMAIN_ID'] = own
+
+
+def _live_descendants(root: int) -> dict[int, str]:
+    """{pid: command line} of the live (not zombie) processes descending from ``root``."""
+    parents, commands = {}, {}
+    for entry in Path('/proc').iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / 'stat').read_text()
+            state, ppid = stat.rsplit(')', 1)[1].split()[:2]
+            if state in ('Z', 'X'):
+                continue
+            parents[int(entry.name)] = int(ppid)
+            commands[int(entry.name)] = (entry / 'cmdline').read_bytes().replace(
+                b'\0', b' ').decode(errors='replace').strip()
+        except (OSError, ValueError, IndexError):
+            continue
+    found, frontier = {}, [root]
+    while frontier:
+        parent = frontier.pop()
+        for pid, ppid in parents.items():
+            if ppid == parent and pid not in found:
+                found[pid] = commands[pid]
+                frontier.append(pid)
+    return found
+
+
+def _default_context_ok() -> bool:
+    """Whether rclpy's default context is initialised (only if a test imported rclpy)."""
+    rclpy = sys.modules.get('rclpy')
+    return rclpy is not None and rclpy.ok()
+
+
+def _stop(pids, grace=10.0) -> None:
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and _live_descendants(os.getpid()).keys() & set(pids):
+            time.sleep(0.1)
+
+
+# multiprocessing's own helpers live as long as the interpreter that started them: not a graph.
+_INTERPRETER_HELPERS = ('multiprocessing.forkserver', 'multiprocessing.resource_tracker')
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind():
+    """
+    Fail a test that leaves a process it started, or rclpy's default context, running.
+
+    A node left alive would be part of the next test's graph (the module's domain); the guard
+    stops it. Processes and an rclpy started by module fixtures before the test are not the
+    test's.
+    """
+    before = set(_live_descendants(os.getpid()))
+    rclpy_was_up = _default_context_ok()
+    yield
+    if _default_context_ok() and not rclpy_was_up:
+        import rclpy
+        rclpy.try_shutdown()
+        pytest.fail('left rclpy initialised after the test (now shut down): its nodes would be '
+                    "in the next test's graph", pytrace=False)
+    deadline = time.monotonic() + 10.0  # a process signalled at the end may still be exiting
+    left = {}
+    while time.monotonic() < deadline:
+        left = {pid: cmd for pid, cmd in _live_descendants(os.getpid()).items()
+                if pid not in before and not any(helper in cmd for helper in _INTERPRETER_HELPERS)}
+        if not left:
+            return
+        time.sleep(0.1)
+    _stop(list(left))
+    pytest.fail('left running after the test (now stopped): '
+                + '; '.join(f'{pid} {cmd[:120]}' for pid, cmd in left.items()), pytrace=False)

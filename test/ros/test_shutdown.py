@@ -3,60 +3,69 @@ Every executable as a user runs it.
 
 SIGINT/SIGTERM end it with exit 0, no traceback and no FATAL line; swarm_sim keeps its outputs
 through a second Ctrl-C; --processes never leaves a node behind when one dies; bad input is one
-line.
+line. Every signal is sent once a condition holds (the node is in the graph, metrics are
+flowing, a line was printed), never after a fixed sleep: on a loaded machine the programs are
+slower, not different.
 """
 import os
 from pathlib import Path
 import signal
 import subprocess
-import time
 
 import pytest
+from std_msgs.msg import Float64
 
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.interface import METRICS_TOPIC_PREFIX
 from soliton_encirclement_ros.sim.executables import find_executable
+from support.waits import DEADLINE, GraphProbe, Running, wait_for
 
+# (executable, arguments, the node's full name in the graph)
 NODES = [
-    ('agent_node', ['--ros-args', '-r', '__ns:=/uav1']),
-    ('target_node', []),
-    ('metrics_node', []),
-    ('mobility_node', []),
-    ('swarm_mobility_node', ['--ros-args', '-p', 'vehicle_names:=[uav1, uav2]']),
-    ('run_recorder', ['-o', '{tmp}/bag']),
+    ('agent_node', ['--ros-args', '-r', '__ns:=/uav1'], '/uav1/agent'),
+    ('target_node', [], '/target'),
+    ('metrics_node', [], '/metrics'),
+    ('mobility_node', [], '/mobility'),
+    ('swarm_mobility_node', ['--ros-args', '-p', 'vehicle_names:=[uav1, uav2]'],
+     '/swarm_mobility'),
+    ('run_recorder', ['-o', '{tmp}/bag'], '/run_recorder'),
 ]
 UNCLEAN = ('Traceback', 'FATAL', 'Exception in', 'RuntimeError', 'RCLError')
+METRIC_TOPIC = METRICS_TOPIC_PREFIX + METRIC_NAMES[0]
 
 
 def start(executable, args, tmp_path):
     command = [find_executable(executable), *[a.replace('{tmp}', str(tmp_path)) for a in args]]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path)
+    return Running(command, cwd=tmp_path)
 
 
-def stop(process, signum, after):
-    time.sleep(after)
-    process.send_signal(signum)
-    try:
-        out, err = process.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        out, err = process.communicate()
-        pytest.fail(f'did not stop within 30 s of {signal.Signals(signum).name}: {err[-500:]}')
-    return out, err
+@pytest.fixture
+def probe():
+    with GraphProbe() as graph:
+        yield graph
 
 
-@pytest.mark.parametrize('executable, args', NODES, ids=[n for n, _ in NODES])
+def unclean(err):
+    return [line for line in err.splitlines() if any(w in line for w in UNCLEAN)]
+
+
+@pytest.mark.parametrize('executable, args, name', NODES, ids=[n for n, _, _ in NODES])
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
-def test_every_node_stops_cleanly_on_a_signal(executable, args, signum, tmp_path):
-    process = start(executable, args, tmp_path)
-    _, err = stop(process, signum, after=2.5)
-    assert process.returncode == 0, err[-800:]
-    assert not [line for line in err.splitlines() if any(w in line for w in UNCLEAN)], err[-800:]
+def test_every_node_stops_cleanly_on_a_signal(executable, args, name, signum, tmp_path, probe):
+    with start(executable, args, tmp_path) as node:
+        probe.wait_for_node(name)
+        code, _, err = node.stop(signum)
+    assert code == 0, err[-800:]
+    assert not unclean(err), err[-800:]
 
 
-def test_metrics_node_writes_its_outputs_on_sigterm(tmp_path):
-    process = start('metrics_node', ['--ros-args', '-p', f'output_dir:={tmp_path}/out'], tmp_path)
-    _, err = stop(process, signal.SIGTERM, after=2.5)
-    assert process.returncode == 0 and 'Traceback' not in err, err[-800:]
+def test_metrics_node_writes_its_outputs_on_sigterm(tmp_path, probe):
+    with start('metrics_node', ['--ros-args', '-p', f'output_dir:={tmp_path}/out'],
+               tmp_path) as node:
+        probe.wait_for_node('/metrics')
+        code, _, err = node.stop(signal.SIGTERM)
+    assert code == 0 and 'Traceback' not in err, err[-800:]
+    assert (tmp_path / 'out' / 'metrics.csv').exists(), sorted(os.listdir(tmp_path))
 
 
 def swarm_sim(tmp_path, *args):
@@ -64,28 +73,35 @@ def swarm_sim(tmp_path, *args):
                                str(tmp_path / 'out'), *args], tmp_path)
 
 
+def wait_for_metrics(probe, count=30):
+    """Wait until ``count`` metrics have been published: the run is under way."""
+    probe.collect(Float64, METRIC_TOPIC)
+    probe.wait_for_messages(METRIC_TOPIC, count)
+
+
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])
-def test_swarm_sim_writes_what_it_gathered_on_a_signal(signum, tmp_path):
-    process = swarm_sim(tmp_path, '--agents', '3', '--duration', '300')
-    out, err = stop(process, signum, after=8.0)
-    assert process.returncode == 0, err[-800:]
-    assert not [line for line in err.splitlines() if any(w in line for w in UNCLEAN)], err[-800:]
+def test_swarm_sim_writes_what_it_gathered_on_a_signal(signum, tmp_path, probe):
+    with swarm_sim(tmp_path, '--agents', '3', '--duration', '300') as sim:
+        wait_for_metrics(probe)
+        code, out, err = sim.stop(signum)
+    assert code == 0, err[-800:]
+    assert not unclean(err), err[-800:]
     assert 'interrupted, writing what was gathered' in err
     assert (tmp_path / 'out' / 'metrics.csv').read_text().count('\n') > 10
     assert 'real-time factor' in out
 
 
-def test_a_second_ctrl_c_while_writing_loses_nothing(tmp_path):
-    process = swarm_sim(tmp_path, '--agents', '10', '--duration', '300')
-    time.sleep(8.0)
-    process.send_signal(signal.SIGINT)
-    for _ in range(5):  # an impatient user while the plots are being written
-        time.sleep(0.3)
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
-    assert process.returncode == 0, err[-800:]
-    assert 'writing outputs, please wait' in err
+def test_a_second_ctrl_c_while_writing_loses_nothing(tmp_path, probe):
+    with swarm_sim(tmp_path, '--agents', '10', '--duration', '300') as sim:
+        wait_for_metrics(probe)
+        sim.send_signal(signal.SIGINT)
+        sim.wait_for_line('interrupted, writing what was gathered')
+        sim.send_signal(signal.SIGINT)  # an impatient user while the outputs are being written
+        sim.wait_for_line('writing outputs, please wait')
+        sim.send_signal(signal.SIGINT)  # and again
+        code, _, err = sim.wait()
+    assert code == 0, err[-800:]
+    assert not unclean(err), err[-800:]
     names = {p.name for p in (tmp_path / 'out').iterdir()}
     assert {'metrics.csv', 'agents.csv', 'summary.json', 'dashboard.png'} <= names
 
@@ -94,72 +110,65 @@ def test_an_unusable_out_is_one_line_before_any_simulation(tmp_path):
     blocker = tmp_path / 'file'
     blocker.write_text('not a directory')
     for program in ('swarm_sim', 'batch_sim'):
-        started = time.monotonic()
         result = subprocess.run([find_executable(program), '--out', str(blocker / 'run'),
                                  '--duration', '600'], capture_output=True, text=True,
-                                timeout=120)
+                                timeout=DEADLINE)
         assert result.returncode == 2, result.stderr
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and '--out' in lines[0] and 'not a directory' in lines[0], lines
-        assert time.monotonic() - started < 30  # refused before a 600 s simulation
+        assert result.stdout == ''  # refused before a 600 s simulation: no summary
 
 
 def running_with(marker):
-    """Pids of processes whose command line contains ``marker``."""
+    """Pids of live (not zombie) processes whose command line contains ``marker``."""
     pids = []
     for entry in Path('/proc').iterdir():
         if entry.name.isdigit():
             try:
-                if marker in (entry / 'cmdline').read_bytes().decode(errors='replace'):
+                if (marker in (entry / 'cmdline').read_bytes().decode(errors='replace')
+                        and (entry / 'stat').read_text().rsplit(')', 1)[1].split()[0] != 'Z'):
                     pids.append(int(entry.name))
-            except OSError:
+            except (OSError, IndexError):
                 pass
     return pids
 
 
-def test_processes_mode_stops_every_node_when_one_dies(tmp_path):
+def test_processes_mode_stops_every_node_when_one_dies(tmp_path, probe):
     """
     A node killed mid-run (as the OOM killer would).
 
     The runner stops every other node, keeps the metrics gathered so far and exits 1 naming the
     node.
     """
-    marker = write_marker(tmp_path)
-    process = swarm_sim(tmp_path, '--processes', '--agents', '2', '--duration', '300',
-                        '--params-file', str(marker))
-    deadline = time.monotonic() + 60
-    target = []
-    while not target and time.monotonic() < deadline:
-        target = [pid for pid in running_with(str(marker)) if '__node:=target' in
-                  Path(f'/proc/{pid}/cmdline').read_bytes().decode(errors='replace')]
-        time.sleep(0.2)
-    assert target, 'the target node never started'
-    time.sleep(10.0)  # the run is under way, metrics are being written
-    os.kill(target[0], signal.SIGKILL)
-    out, err = process.communicate(timeout=90)
-    assert process.returncode == 1, err[-800:]
+    marker = str(write_marker(tmp_path))
+    with swarm_sim(tmp_path, '--processes', '--agents', '2', '--duration', '300',
+                   '--params-file', marker) as sim:
+        probe.wait_for_node('/target/target')
+        target = wait_for(lambda: [pid for pid in running_with(marker) if '__node:=target' in
+                                   Path(f'/proc/{pid}/cmdline').read_bytes().decode('utf-8',
+                                                                                    'replace')],
+                          'the target node process')
+        wait_for_metrics(probe)  # the run is under way, metrics are being written
+        os.kill(target[0], signal.SIGKILL)
+        code, _, err = sim.wait()
+    assert code == 1, err[-800:]
     last = err.strip().splitlines()[-1]
     assert last.startswith('swarm_sim: error: /target/target exited with code -9'), err[-800:]
     assert (tmp_path / 'out' / 'metrics.csv').read_text().count('\n') > 10  # outputs kept
-    time.sleep(0.5)
-    assert running_with(str(marker)) == [], 'nodes left running after swarm_sim exited'
+    assert running_with(marker) == [], 'nodes left running after swarm_sim exited'
 
 
-def test_processes_mode_terminal_ctrl_c_keeps_the_outputs(tmp_path):
-    process = swarm_sim(tmp_path, '--processes', '--agents', '2', '--duration', '300',
-                        '--params-file', str(write_marker(tmp_path)))
-    deadline = time.monotonic() + 60
-    while not running_with(str(tmp_path / 'marker.yaml')) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(10.0)
-    # A terminal Ctrl-C goes to the whole foreground process group: here, the runner alone
-    # (its nodes have groups of their own and are stopped by it, in order).
-    os.kill(process.pid, signal.SIGINT)
-    out, err = process.communicate(timeout=90)
-    assert process.returncode == 0, err[-800:]
+def test_processes_mode_terminal_ctrl_c_keeps_the_outputs(tmp_path, probe):
+    marker = str(write_marker(tmp_path))
+    with swarm_sim(tmp_path, '--processes', '--agents', '2', '--duration', '300',
+                   '--params-file', marker) as sim:
+        wait_for_metrics(probe)
+        # A terminal Ctrl-C goes to the whole foreground process group: here, the runner alone
+        # (its nodes have groups of their own and are stopped by it, in order).
+        code, _, err = sim.stop(signal.SIGINT)
+    assert code == 0, err[-800:]
     assert (tmp_path / 'out' / 'metrics.csv').read_text().count('\n') > 10
-    time.sleep(0.5)
-    assert running_with(str(tmp_path / 'marker.yaml')) == []
+    assert running_with(marker) == [], 'nodes left running after swarm_sim exited'
 
 
 def write_marker(tmp_path):
@@ -176,7 +185,7 @@ def test_a_malformed_params_file_is_one_line_naming_the_file(tmp_path):
          '--params-file', str(bad)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=DEADLINE,
     )
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
@@ -184,9 +193,10 @@ def test_a_malformed_params_file_is_one_line_naming_the_file(tmp_path):
 
 
 def test_an_unknown_parameter_is_named_with_the_closest_one(tmp_path):
-    process = start('mobility_node', ['--ros-args', '-p', 'max_acc_xyz:=3.0'], tmp_path)
-    _, err = stop(process, signal.SIGINT, after=2.5)
-    assert process.returncode == 0
+    with start('mobility_node', ['--ros-args', '-p', 'max_acc_xyz:=3.0'], tmp_path) as node:
+        node.wait_for_line("parameter 'max_acc_xyz'")
+        code, _, err = node.stop(signal.SIGINT)
+    assert code == 0, err[-800:]
     assert err.count("parameter 'max_acc_xyz' is not a parameter of this node and is ignored; "
                      'did you mean max_acc_xy?') == 1, err
 

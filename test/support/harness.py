@@ -12,15 +12,21 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.qos import qos_check_compatible, QoSCompatibility
 from rosgraph_msgs.msg import Clock
 
 from soliton_encirclement_ros.sim.lockstep import LockStep
+from support.waits import DEADLINE, wait_for
 
 SIM = [Parameter('use_sim_time', value=True)]
 
 
-def spin_until(executor, condition, timeout=10.0, each=None, period=0.02) -> bool:
-    """Spin until ``condition()`` holds (True) or ``timeout`` s pass (False); ``each()`` a turn."""
+def spin_until(executor, condition, timeout=DEADLINE, each=None, period=0.02) -> bool:
+    """
+    Spin until ``condition()`` holds (True) or ``timeout`` s pass (False); ``each()`` a turn.
+
+    The default deadline is generous (a loaded machine is slow): only a failing test waits it.
+    """
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
@@ -72,13 +78,31 @@ class Harness:
         return publisher
 
     def settle(self, seconds=0.5):
-        """Let DDS discovery match the graph (incompatible QoS never does), then spin a while."""
+        """
+        Wait until DDS discovery has matched the graph both ways, then spin ``seconds``.
+
+        Every in-graph publisher must see each in-graph subscription of its topic with a
+        compatible QoS, and each such subscription the publisher (a pair made incompatible on
+        purpose never matches and is not waited for). The deadline is generous: on a loaded
+        machine discovery is slow, and a test that goes on before it ends loses messages.
+        """
         self.lockstep.instrument()
-        try:
-            self.lockstep.wait_for_matching(timeout=max(seconds, 5.0))
-        except RuntimeError:
-            pass  # a publisher the test made incompatible on purpose
+        wait_for(self._matched, 'DDS discovery to match the graph both ways')
         spin_for(self.executor, seconds)
+
+    def _matched(self) -> bool:
+        nodes = [self.driver, *self.nodes]
+        publishers = [p for node in nodes for p in node.publishers]
+        subscriptions = [s for node in nodes for s in node.subscriptions]
+        for pub in publishers:
+            peers = [s for s in subscriptions if s.topic_name == pub.topic_name
+                     and _compatible(pub.qos_profile, s.qos_profile)]
+            if pub.get_subscription_count() < len(peers):
+                return False
+        return all(
+            s.get_publisher_count() >= sum(1 for p in publishers if p.topic_name == s.topic_name
+                                           and _compatible(p.qos_profile, s.qos_profile))
+            for s in subscriptions)
 
     def drain(self):
         """Run callbacks until every message published in the graph has been delivered."""
@@ -96,6 +120,10 @@ class Harness:
         for node in [self.driver, *self.nodes]:
             node.destroy_node()
         rclpy.try_shutdown(context=self.context)
+
+
+def _compatible(offered, requested) -> bool:
+    return qos_check_compatible(offered, requested)[0] == QoSCompatibility.OK
 
 
 def target_node_harness(**parameters) -> Harness:

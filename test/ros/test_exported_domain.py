@@ -1,0 +1,47 @@
+"""
+The suite in a ROS lab's shell: ``ROS_DOMAIN_ID`` exported, and a swarm live in that domain.
+
+Issue 27: the tests kept an exported domain, so every test module (and the user's own swarm)
+shared one graph; a recorder test's bag filled with another graph's ``/clock`` and metrics,
+and the ``--processes`` ring ran on a foreign clock. Here pytest runs those two tests in a
+subprocess whose shell exports this module's (locked) domain while a swarm publishes in it:
+they pass, and the swarm is left alone.
+"""
+import os
+from pathlib import Path
+import re
+import signal
+import subprocess
+import sys
+
+from std_msgs.msg import Float64
+
+from soliton_encirclement_ros.interface import METRICS_TOPIC_PREFIX
+from soliton_encirclement_ros.sim.executables import find_executable
+from support.waits import GraphProbe, Running
+
+ROOT = Path(__file__).resolve().parents[2]
+FORMERLY_FAILING = ['test/ros/test_recorder_node.py',
+                    'test/ros/test_swarm_sim.py::test_one_process_per_node_also_forms_the_ring']
+METRIC = METRICS_TOPIC_PREFIX + 'E_gap'
+
+
+def test_tests_never_join_an_exported_domain_nor_the_swarm_in_it(tmp_path, ros_domain_per_module):
+    users_domain = ros_domain_per_module  # held by this module: stands for the lab's domain
+    users_swarm = [find_executable('swarm_sim'), '--no-progress', '--agents', '3',
+                   '--control-period', '0.05', '--duration', '3600', '--real-time-factor', '1',
+                   '--out', str(tmp_path / 'users_run')]
+    with Running(users_swarm, cwd=tmp_path) as swarm, GraphProbe() as probe:
+        probe.collect(Float64, METRIC)
+        probe.wait_for_messages(METRIC, 5)  # the user's swarm is live in the exported domain
+        result = subprocess.run(
+            [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', *FORMERLY_FAILING],
+            cwd=ROOT, env={**os.environ, 'ROS_DOMAIN_ID': str(users_domain)},
+            capture_output=True, text=True, timeout=900)
+        assert swarm.process.poll() is None, swarm.err[-800:]  # the user's swarm still runs
+        code, _, err = swarm.stop(signal.SIGINT)
+    report = result.stdout[-3000:] + result.stderr[-1000:]
+    assert result.returncode == 0, report
+    passed = re.search(r'(\d+) passed', result.stdout)
+    assert passed and int(passed.group(1)) >= 7 and 'failed' not in result.stdout, report
+    assert code == 0, err[-800:]
