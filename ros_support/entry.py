@@ -8,7 +8,7 @@ time used to end in a ``KeyboardInterrupt`` traceback and exit -2. Every executa
 :class:`~ros_support.signals.StopRequest`, imports the module, and
 
 - if a stop was requested meanwhile, says so in one line and exits 0 (nothing was started,
-  nothing is lost);
+  nothing is lost; ``sweep_sim``: 130, its code for an interrupted sweep);
 - else restores the handlers it found (Python's defaults) and calls the module's ``main``,
   which installs its own (``ros_support.spin.spin_node`` does, first thing).
 
@@ -41,6 +41,9 @@ EXECUTABLES = {
     'analyze_run': 'soliton_encirclement_ros.analysis.cli',
     'px4_bridge_node': 'soliton_encirclement_ros.px4.bridge_node',
 }
+# Exit status of a stop before main ran: 0 (a node or swarm_sim stopped by a signal ends
+# normally), except where an executable says "interrupted" otherwise.
+EARLY_STOP_STATUS = {'sweep_sim': 130}  # as sweep_sim's own interrupted sweep
 
 
 def run(name: str, module: str):
@@ -52,7 +55,7 @@ def run(name: str, module: str):
         print(f'{name}: stopped while starting (signal received before it ran); exiting',
               file=sys.stderr, flush=True)
         StopRequest.ignore_from_now()
-        return 0
+        return EARLY_STOP_STATUS.get(name, 0)
     for signum, handler in handlers.items():
         signal.signal(signum, handler)
     return main()
