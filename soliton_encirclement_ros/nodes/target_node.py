@@ -67,8 +67,9 @@ class TargetNode(Node):
                 f'ignoring tracked target odometry: {error}', throttle_duration_sec=5.0
             )
             return
-        # The agents' rule for their inputs: a stamp from a clock running ahead is not cached
-        # (a frozen track would look fresh for that long after it stopped).
+        # The agents' rule for their inputs (TargetSettings.max_future_stamp is defined by
+        # ControllerParams' field): a stamp from a clock running ahead is not cached, or a
+        # frozen track would look fresh for that long after it stopped.
         reason = future_stamp_reason('tracked target', stamp_ns * 1e-9,
                                      self.get_clock().now().nanoseconds * 1e-9, self._settings)
         if reason:

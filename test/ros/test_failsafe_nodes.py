@@ -264,6 +264,33 @@ def test_follow_mode_rejects_a_track_stamped_in_the_future(capfd):
         harness.close()
 
 
+def test_follow_mode_drops_a_track_heard_before_the_clock_stepped_back(capfd):
+    harness = target_node_harness(follow_topic='/tracked/odom', broadcast_period=0.05)
+    harness.record(Float64MultiArray, '/target/state')
+    tracked = harness.publisher(Odometry, '/tracked/odom')
+    harness.settle()
+    track_on = [True]
+
+    def feed(now):
+        if track_on[0]:
+            stamp = Time(nanoseconds=round(now * 1e9)).to_msg()
+            tracked.publish(to_odometry([3.0, 4.0, 0.0], [0.0] * 3, 0.0, stamp, 'world', 'x'))
+
+    try:
+        harness.advance(6.0, before_step=feed)
+        track_on[0] = False  # a simulator reset: the clock steps back 5 s, the tracker is gone
+        harness.lockstep.set_time(harness.now_ns - 5 * 10**9)
+        harness.drain()
+        start = mark(harness)
+        harness.advance(1.0, before_step=feed)
+        assert not since(harness, start, '/target/state')  # not the frozen track for 5.5 s
+        err = capfd.readouterr().err
+        assert err.count('tracked target odometry is stamped') == 1, err
+        assert 'ahead of this clock (max_future_stamp 0.5 s; did the clock step back?)' in err
+    finally:
+        harness.close()
+
+
 def test_follow_mode_says_once_when_no_track_arrives(capfd):
     harness = target_node_harness(follow_topic='/typo/odom', broadcast_period=0.05)
     harness.record(Float64MultiArray, '/target/state')
