@@ -47,6 +47,7 @@ MOBILITY_PARAMS: tuple[ParamSpec, ...] = (*specs_of(VehicleParams), *specs_of(In
 CLOCK_PARAMS = tuple(specs_of(ClockSettings))
 # A clock jump of more than this many steps is not integrated: one warning, then a reset.
 MAX_CATCH_UP_STEPS = 100
+NAMES_LOGGED = 5  # vehicles named in one log line, then 'and N more'
 
 
 @dataclass(frozen=True)
@@ -248,7 +249,9 @@ class MobilityNodeBase(Node):
 
     def _log_step_back(self, back_ns: int, dropped) -> None:
         """One warning per step back of the clock, naming the vehicles whose command it dropped."""
-        names = ', '.join(self._names[i] for i in dropped)
+        names = ', '.join(self._names[i] for i in dropped[:NAMES_LOGGED])
+        if len(dropped) > NAMES_LOGGED:
+            names += f' and {len(dropped) - NAMES_LOGGED} more'
         self.get_logger().warning(
             f'the clock stepped back {back_ns * 1e-9:.3f} s'
             + (f': dropped the command heard before the step ({names}); braking to a hover '
