@@ -36,18 +36,13 @@ setup(
                  'flake8-import-order', 'flake8-quotes'],
     },
     entry_points={
+        # Every executable starts in ros_support.entry: a stop handler before the heavy
+        # imports (its EXECUTABLES says which module's main() each one runs).
         'console_scripts': [
-            'mobility_node = velocity_mobility_ros.nodes.mobility_node:main',
-            'swarm_mobility_node = velocity_mobility_ros.nodes.swarm_mobility_node:main',
-            'agent_node = soliton_encirclement_ros.nodes.agent_node:main',
-            'target_node = soliton_encirclement_ros.nodes.target_node:main',
-            'metrics_node = soliton_encirclement_ros.nodes.metrics_node:main',
-            'run_recorder = soliton_encirclement_ros.nodes.recorder_node:main',
-            'sweep_sim = soliton_encirclement_ros.sim.sweep:main',
-            'swarm_sim = soliton_encirclement_ros.sim.runner:main',
-            'batch_sim = soliton_encirclement_ros.sim.batch_sim:main',
-            'analyze_run = soliton_encirclement_ros.analysis.cli:main',
-            'px4_bridge_node = soliton_encirclement_ros.px4.bridge_node:main',
+            f'{name} = ros_support.entry:{name}' for name in (
+                'mobility_node', 'swarm_mobility_node', 'agent_node', 'target_node',
+                'metrics_node', 'run_recorder', 'sweep_sim', 'swarm_sim', 'batch_sim',
+                'analyze_run', 'px4_bridge_node')
         ],
     },
 )

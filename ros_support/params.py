@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
+import textwrap
 from typing import Any, Callable, Iterable, Mapping, Sequence, TypeVar
 
 from rcl_interfaces.msg import (
@@ -22,6 +23,7 @@ from rclpy.parameter import Parameter
 from ros_support.settings import default_of, describe, settings_fields
 
 Settings = TypeVar('Settings')
+HELP_WIDTH = 99  # columns of a ``--help``
 
 
 @dataclass(frozen=True)
@@ -234,6 +236,36 @@ def markdown_table(specs: Iterable[ParamSpec]) -> str:
         description = spec.description.replace('|', '\\|')
         rows.append(f'| {name} | {_cell(spec.default)} | {bounds} | {description} |')
     return '\n'.join(rows) + '\n'
+
+
+def parameters_help(specs: Iterable[ParamSpec]) -> str:
+    """
+    Return the parameters of a ``--help``: one entry per spec, as the README tables give them.
+
+    Name, type, default, range and read-only on one line, the description on the next (plain
+    ASCII, for any terminal).
+    """
+    lines = []
+    for spec in specs:
+        facts = [_TYPE_WORDS[spec.param_type], f'default {_plain_cell(spec.default)}']
+        if spec.low is not None:
+            facts.append(f'{">" if spec.strict else ">="} {_number(spec.low)}')
+        if spec.high is not None:
+            facts.append(f'{"<" if spec.high_strict else "<="} {_number(spec.high)}')
+        if spec.read_only:
+            facts.append('read-only')
+        lines.append(f'  {spec.name} ({", ".join(facts)})')
+        lines += textwrap.wrap(spec.description, width=HELP_WIDTH, initial_indent=' ' * 6,
+                               subsequent_indent=' ' * 6)
+    return '\n'.join(lines) + '\n'
+
+
+def _number(value: float) -> str:
+    return str(value) if isinstance(value, int) else f'{value:g}'
+
+
+def _plain_cell(value: Any) -> str:
+    return repr(value) if isinstance(value, str) else _cell(value)
 
 
 def _cell(value: Any) -> str:

@@ -10,8 +10,9 @@ outputs are being written only prints "writing outputs, please wait".
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 import sys
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import rclpy
 from rclpy.exceptions import InvalidParameterTypeException, ParameterException
@@ -20,6 +21,7 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from ros_support.params import parameters_help
 from ros_support.signals import StopRequest
 from ros_support.validation import read_yaml
 
@@ -81,6 +83,41 @@ def configuration_error(error: Exception) -> str:
     return str(error)
 
 
+def help_requested(argv: Sequence[str]) -> bool:
+    """
+    Whether ``argv`` asks for ``-h``/``--help`` outside its ``--ros-args ... [--]`` sections.
+
+    Read as rcl splits them, without parsing the ROS arguments (a bad params file is reported
+    by the start-up, not here).
+    """
+    in_ros_args = False
+    for arg in argv[1:]:
+        if arg == '--ros-args':
+            in_ros_args = True
+        elif arg == '--' and in_ros_args:
+            in_ros_args = False
+        elif not in_ros_args and arg in ('-h', '--help'):
+            return True
+    return False
+
+
+def node_help(prog: str, node_class: Callable[..., Node]) -> str:
+    """
+    Return the ``--help`` of a node executable: usage, what it does, its parameters.
+
+    What it does is the first paragraph of the node's module docstring; its parameters are the
+    module's ``PARAMETERS`` (the specs it declares, as the README tables give them).
+    """
+    module = sys.modules[getattr(node_class, 'func', node_class).__module__]
+    doc = (module.__doc__ or '').strip().split('\n\n')[0].replace('``', '')
+    specs = getattr(module, 'PARAMETERS', ())
+    return (f'usage: {prog} [-h] [--ros-args [-r __ns:=/NAMESPACE] [-p NAME:=VALUE ...] '
+            '[--params-file FILE]]\n\n'
+            f'{doc}\n\n'
+            'parameters (set with --ros-args -p NAME:=VALUE or --params-file FILE):\n'
+            f'{parameters_help(specs)}')
+
+
 def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
               on_shutdown: Callable[[Node], None] | None = None,
               executor_class: Callable[[], object] = EventsExecutor) -> None:
@@ -88,7 +125,8 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
     rclpy.init, spin one ``node_class`` until SIGINT/SIGTERM, clean up.
 
     A bad configuration (a params file that is not YAML, a ValueError or a rejected parameter)
-    prints one line naming it and exits 1. ``on_shutdown(node)`` runs before the node is
+    prints one line naming it and exits 1; ``-h``/``--help`` prints :func:`node_help` and
+    returns, starting nothing. ``on_shutdown(node)`` runs before the node is
     destroyed (e.g. to write outputs). The EventsExecutor drives ROS-time timers from /clock as
     the SingleThreadedExecutor does, at a lower CPU cost (see benchmarks/).
     """
@@ -96,6 +134,9 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
         getattr(node_class, 'func', None), '__name__', 'node')  # a class or a partial of one
     stop = StopRequest(name).install()
     argv = sys.argv if args is None else args
+    if help_requested(argv):
+        print(node_help(Path(argv[0]).name if argv else name, node_class), end='')
+        return
     problem = params_file_problem(argv)
     if problem:
         print(f'{name}: {problem}', file=sys.stderr)

@@ -368,13 +368,36 @@ def rviz_problem(requested: bool, package_found: Callable[[str], bool]) -> str |
     """
     Why ``rviz:=true`` cannot be honoured (rviz2 not installed), or None.
 
-    The launch files then log this and shut down before starting any node, so nothing is left
-    running.
+    The launch files then refuse (:func:`launch_plan`): an error, nothing started, exit 1.
     """
     if requested and not package_found('rviz2'):
         return ('rviz:=true but rviz2 is not installed (sudo apt install ros-$ROS_DISTRO-rviz2, '
                 'or launch without rviz:=true); starting nothing')
     return None
+
+
+class LaunchRefused(RuntimeError):
+    """
+    A launch that starts nothing, and why.
+
+    Raised while launch evaluates the plan, it is what launch reports as an error ('Caught
+    exception in launch ...: <why>') before it shuts down with return code 1, so that
+    `ros2 launch` fails as a script expects.
+    """
+
+
+def launch_plan(values: LaunchArguments, specs: Callable[[LaunchArguments], list[NodeSpec]],
+                extra: Callable[[LaunchArguments], list],
+                problem: Callable[[LaunchArguments], str | None]) -> tuple[list[NodeSpec], list]:
+    """
+    Return what a launch file starts from its argument ``values``: (node specs, actions).
+
+    When ``problem(values)`` names one, nothing is planned: :class:`LaunchRefused` says why.
+    """
+    reason = problem(values)
+    if reason:
+        raise LaunchRefused(reason)
+    return specs(values), extra(values)
 
 
 def in_namespace(specs: Sequence[NodeSpec], namespace: str) -> list[NodeSpec]:

@@ -5,11 +5,11 @@ from typing import Callable, Iterable, Mapping
 
 from ament_index_python.packages import get_package_prefix
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, LogInfo, OpaqueFunction, Shutdown
+from launch.actions import DeclareLaunchArgument, OpaqueFunction
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from soliton_encirclement_ros.bringup.graph import LaunchArguments, NodeSpec
+from soliton_encirclement_ros.bringup.graph import launch_plan, LaunchArguments, NodeSpec
 
 
 def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node]:
@@ -40,15 +40,14 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
 
     Then start the nodes that ``specs(values)`` plans from the argument values (a
     :class:`LaunchArguments`) and the actions ``extra(values)``. When ``problem(values)``
-    names one, it is logged and launch shuts down before starting anything.
+    names one, nothing starts: launch logs it as an error and ``ros2 launch`` exits 1
+    (``graph.launch_plan`` raises ``LaunchRefused``).
     """
     def nodes(context):
         values = LaunchArguments(
             {name: LaunchConfiguration(name).perform(context) for name in arguments})
-        reason = problem(values)
-        if reason:
-            return [LogInfo(msg=f'error: {reason}'), Shutdown(reason=reason)]
-        return [*launch_nodes(specs(values)), *extra(values)]
+        node_specs, actions = launch_plan(values, specs, extra, problem)
+        return [*launch_nodes(node_specs), *actions]
 
     return LaunchDescription([
         *[DeclareLaunchArgument(name, default_value=default, description=description)

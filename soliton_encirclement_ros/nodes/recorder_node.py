@@ -25,7 +25,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from ros_support.params import declare, specs_of
+from ros_support.params import declare, parameters_help, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.signals import StopRequest
 from ros_support.spin import configuration_error
@@ -59,6 +59,9 @@ class RecorderSettings:
                              f'{error}') from None
 
 
+PARAMETERS = tuple(specs_of(RecorderSettings))  # everything run_recorder declares
+
+
 class RecorderNode(Node):
     """Owns a :class:`BagRecorder` and re-discovers topics every ``discovery_period``."""
 
@@ -66,7 +69,7 @@ class RecorderNode(Node):
         super().__init__('run_recorder')
         given = {'output': output, 'topics_regex': topics_regex, 'storage': storage}
         specs = [dataclasses.replace(spec, default=given.get(spec.name, spec.default))
-                 for spec in specs_of(RecorderSettings)]
+                 for spec in PARAMETERS]
         settings = from_mapping(RecorderSettings, declare(self, specs))
         self.recorder = BagRecorder(self, settings.output, settings.topics_regex,
                                     settings.storage)
@@ -79,7 +82,11 @@ class RecorderNode(Node):
 
 
 def _arguments(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog='run_recorder', description=__doc__.split('\n')[0])
+    parser = argparse.ArgumentParser(
+        prog='run_recorder', description=__doc__.split('\n\n')[1].split('(')[0].strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog='parameters (set with --ros-args -p NAME:=VALUE; the options above give the first '
+        f'three their defaults):\n{parameters_help(PARAMETERS)}')
     parser.add_argument('-o', '--output', default=time.strftime('run_%Y%m%d_%H%M%S'),
                         help='bag directory to create (default: run_<date>_<time>)')
     parser.add_argument('-e', '--regex', default=DEFAULT_TOPICS_REGEX,

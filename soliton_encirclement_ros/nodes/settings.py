@@ -15,6 +15,7 @@ import numpy as np
 
 from ros_support.settings import check_fields, same_as, setting
 from ros_support.validation import from_mapping
+from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.interface import (
     RELIABLE, SWARM_RELIABILITIES, SWARM_RELIABILITY_DESCRIPTION)
@@ -87,6 +88,10 @@ class TargetSettings(_Settings):
     follow_timeout: float = setting(0.5, 'follow mode: stop broadcasting when the tracked '
                                     'odometry is older than this (the agents then see the '
                                     'target as lost)', 's', 1e-3, read_only=True)
+    max_future_stamp: float = same_as(
+        ControllerParams, 'max_future_stamp', read_only=True,
+        description="follow mode: tracked odometry stamped further ahead of this node's clock is "
+        'rejected')
     world_frame: str = setting('world', 'header.frame_id of /target/odom', read_only=True)
     swarm_reliability: str = swarm_reliability_setting()
 

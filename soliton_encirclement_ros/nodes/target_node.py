@@ -17,6 +17,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ros_support.params import declare, specs_of
 from ros_support.spin import spin_node
+from soliton_encirclement_ros.core.controller import future_stamp_reason
 from soliton_encirclement_ros.interface import target_state_to_msg, TARGET_STATE_TOPIC
 from soliton_encirclement_ros.nodes.settings import TargetSettings
 from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_publisher
@@ -42,8 +43,12 @@ class TargetNode(Node):
         self._state_pub = create_swarm_publisher(self, Float64MultiArray, TARGET_STATE_TOPIC,
                                                  settings.swarm_reliability)
         self._tracked = None  # (stamp_ns, (position, velocity, yaw)) of the tracked target
+        self._follow_topic = settings.follow_topic
         self._follow_timeout_ns = int(settings.follow_timeout * 1e9)
-        self._track_lost = False
+        self._max_future_ns = int(settings.max_future_stamp * 1e9)
+        self._settings = settings
+        self._started_ns = None  # first tick: a track is due follow_timeout after it
+        self._lost_said = False  # this episode without a fresh track was logged
         if settings.follow_topic:
             self._motion = None
             self.create_subscription(Odometry, settings.follow_topic, self._on_tracked, 10)
@@ -55,25 +60,56 @@ class TargetNode(Node):
 
     def _on_tracked(self, msg: Odometry) -> None:
         try:
-            self._tracked = (Time.from_msg(msg.header.stamp).nanoseconds, odometry_to_arrays(msg))
+            stamp_ns = Time.from_msg(msg.header.stamp).nanoseconds
+            track = odometry_to_arrays(msg)
         except ValueError as error:
             self.get_logger().warning(
                 f'ignoring tracked target odometry: {error}', throttle_duration_sec=5.0
             )
+            return
+        # The agents' rule for their inputs (TargetSettings.max_future_stamp is defined by
+        # ControllerParams' field): a stamp from a clock running ahead is not cached, or a
+        # frozen track would look fresh for that long after it stopped.
+        reason = future_stamp_reason('tracked target', stamp_ns * 1e-9,
+                                     self.get_clock().now().nanoseconds * 1e-9, self._settings)
+        if reason:
+            self.get_logger().warning(reason, throttle_duration_sec=5.0)
+            return
+        self._tracked = (stamp_ns, track)
+
+    def _track_problem(self, now_ns: int) -> str | None:
+        """Why the track cannot be broadcast at ``now_ns`` (None: it is fresh)."""
+        if self._tracked is None:
+            waited_ns = now_ns - self._started_ns
+            if waited_ns <= self._follow_timeout_ns:
+                return ''  # starting: not broadcasting yet, nothing to say
+            publishers = self.count_publishers(self.resolve_topic_name(self._follow_topic))
+            return (f'no tracked target odometry on {self._follow_topic} within follow_timeout '
+                    f'{self._follow_timeout_ns * 1e-9:g} s of start ({publishers} publisher(s); '
+                    'is follow_topic right?)')
+        age_ns = now_ns - self._tracked[0]
+        if age_ns > self._follow_timeout_ns:
+            return (f'tracked target odometry is {age_ns * 1e-9:.2f} s old (follow_timeout '
+                    f'{self._follow_timeout_ns * 1e-9:g} s)')
+        if -age_ns > self._max_future_ns:
+            return (f'tracked target odometry is stamped {-age_ns * 1e-9:.2f} s ahead of this '
+                    f'clock (max_future_stamp {self._max_future_ns * 1e-9:g} s; did the clock '
+                    'step back?)')
+        return None
 
     def _fresh_track(self, now_ns: int):
-        """(position, velocity, yaw) of a track at most ``follow_timeout`` old, else None."""
-        age_ns = None if self._tracked is None else now_ns - self._tracked[0]
-        lost = age_ns is None or age_ns > self._follow_timeout_ns
-        if lost and not self._track_lost and self._tracked is not None:
+        """(position, velocity, yaw) of a fresh track, else None (the episode logged once)."""
+        if self._started_ns is None:
+            self._started_ns = now_ns
+        problem = self._track_problem(now_ns)
+        if problem and not self._lost_said:
+            self._lost_said = True
             self.get_logger().warning(
-                f'tracked target odometry is {age_ns * 1e-9:.2f} s old (follow_timeout '
-                f'{self._follow_timeout_ns * 1e-9:g} s): not broadcasting the target until the '
-                'track is fresh')
-        elif not lost and self._track_lost:
+                f'{problem}: not broadcasting the target until the track is fresh')
+        elif problem is None and self._lost_said:
+            self._lost_said = False
             self.get_logger().info('target track fresh again: broadcasting')
-        self._track_lost = lost and self._tracked is not None
-        return None if lost else self._tracked[1]
+        return None if problem is not None else self._tracked[1]
 
     def _on_tick(self) -> None:
         now = self.get_clock().now()

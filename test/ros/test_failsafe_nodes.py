@@ -236,6 +236,77 @@ def test_follow_mode_stops_broadcasting_a_stale_track_and_resumes(capfd):
         harness.close()
 
 
+def test_follow_mode_rejects_a_track_stamped_in_the_future(capfd):
+    """A tracker whose clock runs 3 s ahead: no phantom target for 3.5 s after it stops."""
+    harness = target_node_harness(follow_topic='/tracked/odom', broadcast_period=0.05)
+    harness.record(Float64MultiArray, '/target/state')
+    tracked = harness.publisher(Odometry, '/tracked/odom')
+    harness.settle()
+    offset = [3.0]
+
+    def feed(now):
+        if offset[0] is not None:
+            stamp = Time(nanoseconds=round((now + offset[0]) * 1e9)).to_msg()
+            tracked.publish(to_odometry([3.0, 4.0, 0.0], [0.0] * 3, 0.0, stamp, 'world', 'x'))
+
+    try:
+        harness.advance(1.0, before_step=feed)
+        offset[0] = None  # the tracker stops
+        harness.advance(1.0, before_step=feed)
+        assert not harness.received['/target/state']
+        err = capfd.readouterr().err
+        assert err.count('tracked target state stamped 3.') == 1, err  # throttled (5 s)
+        assert 'ahead of this clock (max_future_stamp 0.5 s): rejected' in err
+        offset[0] = 0.4  # within max_future_stamp: accepted
+        harness.advance(0.5, before_step=feed)
+        assert len(harness.received['/target/state']) >= 8
+    finally:
+        harness.close()
+
+
+def test_follow_mode_drops_a_track_heard_before_the_clock_stepped_back(capfd):
+    harness = target_node_harness(follow_topic='/tracked/odom', broadcast_period=0.05)
+    harness.record(Float64MultiArray, '/target/state')
+    tracked = harness.publisher(Odometry, '/tracked/odom')
+    harness.settle()
+    track_on = [True]
+
+    def feed(now):
+        if track_on[0]:
+            stamp = Time(nanoseconds=round(now * 1e9)).to_msg()
+            tracked.publish(to_odometry([3.0, 4.0, 0.0], [0.0] * 3, 0.0, stamp, 'world', 'x'))
+
+    try:
+        harness.advance(6.0, before_step=feed)
+        track_on[0] = False  # a simulator reset: the clock steps back 5 s, the tracker is gone
+        harness.lockstep.set_time(harness.now_ns - 5 * 10**9)
+        harness.drain()
+        start = mark(harness)
+        harness.advance(1.0, before_step=feed)
+        assert not since(harness, start, '/target/state')  # not the frozen track for 5.5 s
+        err = capfd.readouterr().err
+        assert err.count('tracked target odometry is stamped') == 1, err
+        assert 'ahead of this clock (max_future_stamp 0.5 s; did the clock step back?)' in err
+    finally:
+        harness.close()
+
+
+def test_follow_mode_says_once_when_no_track_arrives(capfd):
+    harness = target_node_harness(follow_topic='/typo/odom', broadcast_period=0.05)
+    harness.record(Float64MultiArray, '/target/state')
+    harness.settle()
+    try:
+        harness.advance(0.4)  # within follow_timeout of start: still starting, nothing said
+        assert 'no tracked target odometry' not in capfd.readouterr().err
+        harness.advance(2.0)
+        assert not harness.received['/target/state']
+        err = capfd.readouterr().err
+        assert err.count('no tracked target odometry on /typo/odom within follow_timeout 0.5 s '
+                         'of start (0 publisher(s); is follow_topic right?)') == 1, err
+    finally:
+        harness.close()
+
+
 def test_swarm_reliability_sets_the_qos_and_a_mismatch_is_reported(capfd):
     def best_effort_agent(ctx):
         return AgentNode(context=ctx, namespace='/uav4', parameter_overrides=SIM + [

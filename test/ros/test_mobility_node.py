@@ -230,6 +230,35 @@ def test_command_timeout_brakes_to_hover_and_logs_once(graph_factory, capfd):
     assert 'hover: cmd_vel resumed' in capfd.readouterr().err
 
 
+def test_a_clock_stepped_back_drops_the_held_command_and_logs_once(graph_factory, capfd):
+    """A simulator reset 8 s back: the vehicle brakes at once, not 8 s + cmd_timeout later."""
+    g = graph_factory('reset', tau_xy=0.0, tau_z=0.0, cmd_timeout=0.5, odom_rate=100.0)
+    odom = g.collect(Odometry, '/reset/odom')
+    cmd = g.publisher(Twist, '/reset/cmd_vel')
+    g.tick(800)
+    g.send(cmd, twist(2.0), lambda: g.node.command_velocity[0, 0] == 2.0)
+    g.tick(20)
+    assert odom[-1].twist.twist.linear.x == pytest.approx(0.8)  # accelerating at 4 m/s^2
+    g.now_ns -= 8 * 10**9  # the clock steps back 8 s; the commander is gone
+    back = Clock()
+    back.clock.sec, back.clock.nanosec = divmod(g.now_ns, 10**9)
+    g.clock.publish(back)  # rcl restarts the node's timer from the new time: no step yet
+    g.spin_until(lambda: g.node.get_clock().now().nanoseconds == g.now_ns)
+    g.tick(100)  # 1 s on the new clock: well within the old command's 8.5 s
+    v = velocities(odom[-100:])
+    assert v[-1, 0] == pytest.approx(0.0, abs=1e-12)  # braked to a hover
+    assert np.all(np.diff(v[:, 0]) <= 1e-12)  # from the first step after the clock's step
+    assert not g.node.command_velocity.any()
+    err = capfd.readouterr().err
+    assert err.count('the clock stepped back') == 1, err
+    assert 'stepped back 7.990 s: dropped the command heard before the step (reset)' in err
+    assert 'no valid cmd_vel' not in err
+    g.send(cmd, twist(1.0), lambda: g.node.command_velocity[0, 0] == 1.0)
+    g.tick(5)
+    assert odom[-1].twist.twist.linear.x > 0.0
+    assert 'reset: cmd_vel resumed' in capfd.readouterr().err
+
+
 def test_non_finite_commands_are_rejected_and_counted(graph_factory, capfd):
     g = graph_factory('nan', tau_xy=0.0, cmd_timeout=0.0)
     counts = g.collect(UInt32MultiArray, '/nan/mobility/rejected_commands', COUNTER_QOS)

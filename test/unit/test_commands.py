@@ -49,3 +49,37 @@ def test_rejected_commands_are_counted_per_vehicle():
     buffer = CommandBuffer(3)
     assert [buffer.reject(2), buffer.reject(2), buffer.reject(0)] == [1, 2, 1]
     assert buffer.rejected.tolist() == [1, 0, 2]
+
+
+def test_a_clock_stepped_back_drops_the_commands_heard_on_the_old_clock():
+    buffer = CommandBuffer(3)
+    buffer.receive(0, [2.0, 0.0, 0.0], [0.0, 0.0, 0.3], 9_000 * MS)  # on the old clock
+    buffer.receive(1, [1.0, 0.0, 0.0], [0.0] * 3, 900 * MS)          # before the new time
+    buffer.advance(9_010 * MS, 10_000 * MS)
+    assert buffer.stepped_back_ns == 0 and buffer.linear[0, 0] == 2.0
+    # The clock steps back 8 s: vehicle 0's command has no known age, it is dropped at once;
+    # vehicle 1's was heard before the new time, its age is known and within the timeout.
+    buffer.receive(2, [0.0, 3.0, 0.0], [0.0] * 3, 1_005 * MS)        # on the new clock: kept
+    assert list(buffer.advance(1_010 * MS, 10_000 * MS)) == [0]
+    assert buffer.stepped_back_ns == 8_000 * MS
+    assert not buffer.linear[0].any() and not buffer.angular[0].any()
+    assert buffer.linear[2, 1] == 3.0
+    assert buffer.linear[1, 0] == 1.0
+    assert list(buffer.advance(1_020 * MS, 10_000 * MS)) == [] and buffer.stepped_back_ns == 0
+    assert buffer.receive(0, [1.0, 0.0, 0.0], [0.0] * 3, 1_025 * MS) is True  # resumed
+
+
+def test_a_clock_stepped_back_drops_the_command_even_without_a_timeout():
+    buffer = CommandBuffer(1)
+    buffer.receive(0, [2.0, 0.0, 0.0], [0.0] * 3, 9_000 * MS)
+    buffer.advance(9_010 * MS, 0)
+    assert list(buffer.advance(1_000 * MS, 0)) == [0] and not buffer.linear.any()
+
+
+def test_catch_up_steps_before_a_command_are_not_a_step_back():
+    buffer = CommandBuffer(1)
+    buffer.advance(1_000 * MS, 500 * MS)
+    buffer.receive(0, [2.0, 0.0, 0.0], [0.0] * 3, 1_050 * MS)
+    for t in (1_010, 1_020, 1_030, 1_040, 1_050, 1_060):  # one tick's catch-up steps
+        assert list(buffer.advance(t * MS, 500 * MS)) == [] and buffer.stepped_back_ns == 0
+    assert buffer.linear[0, 0] == 2.0

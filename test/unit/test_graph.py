@@ -158,6 +158,33 @@ def test_rviz_without_rviz2_is_refused_before_anything_starts():
     assert rviz_problem(False, lambda package: False) is None
 
 
+def test_a_refused_launch_plans_nothing_and_is_an_error():
+    """rviz:=true without rviz2: launch must fail (exit 1, ERROR), not log INFO and exit 0."""
+    from soliton_encirclement_ros.bringup.graph import (
+        launch_plan, LaunchArguments, LaunchRefused, NodeSpec, rviz_problem)
+    planned = []
+
+    def specs(values):
+        planned.append('nodes')
+        return [NodeSpec('agent_node', 'agent', '/uav1')]
+
+    def extra(values):
+        planned.append('rviz')
+        return ['rviz action']
+
+    def problem(values):
+        return rviz_problem(values.flag('rviz'), lambda package: False)
+
+    with pytest.raises(LaunchRefused, match='rviz2 is not installed') as refused:
+        launch_plan(LaunchArguments(rviz='true'), specs, extra, problem)
+    assert not planned
+    # launch turns an Exception raised by an OpaqueFunction into an ERROR line and return
+    # code 1 (LaunchService.run_async: 'Caught exception in launch'); a BaseException would not.
+    assert isinstance(refused.value, Exception)
+    assert launch_plan(LaunchArguments(rviz='false'), specs, extra, problem) == (
+        [NodeSpec('agent_node', 'agent', '/uav1')], ['rviz action'])
+
+
 def test_the_scenario_reaches_the_nodes_that_run_it():
     """What batch_sim reads from a scenario, the ROS graph's nodes are given."""
     scenario = Scenario(

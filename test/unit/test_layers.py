@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # package that also holds shells.
 PURE_PACKAGES = ['velocity_mobility_ros/core', 'soliton_encirclement_ros/core',
                  'soliton_encirclement_ros/analysis', 'soliton_encirclement_ros/sim']
-PURE_MODULES = ['ros_support.validation', 'ros_support.signals',
+PURE_MODULES = ['ros_support.validation', 'ros_support.signals', 'ros_support.entry',
                 'soliton_encirclement_ros.interface', 'soliton_encirclement_ros.bringup.graph',
                 'soliton_encirclement_ros.px4.frames', 'soliton_encirclement_ros.px4.offboard',
                 'soliton_encirclement_ros.nodes.settings', 'ros_support.settings']

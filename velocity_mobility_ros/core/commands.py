@@ -6,6 +6,10 @@ the commands that arrived strictly before t, so a step never depends on whether 
 the same instant was delivered before it. The last valid command stays in force until a newer
 one, or until ``cmd_timeout`` without a valid one, when it becomes zero (the vehicle brakes to a
 hover) until commands resume.
+
+A step earlier than the one before means the clock stepped back (a simulator reset, a looped
+bag): a command heard after the new time was heard on the old clock, its age cannot be known,
+and it is dropped at once as a timeout would drop it.
 """
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ class CommandBuffer:
         self._live = np.zeros(n, dtype=bool)     # a command in force, subject to the timeout
         self.timed_out = np.zeros(n, dtype=bool)  # zeroed by the timeout, not yet resumed
         self.rejected = np.zeros(n, dtype=np.uint32)  # non-finite commands per vehicle
+        self._last_step_ns: int | None = None
+        self.stepped_back_ns = 0  # how far the clock stepped back at the last advance (0: not)
 
     @property
     def newest_linear(self) -> np.ndarray:
@@ -55,12 +61,19 @@ class CommandBuffer:
         Prepare the step at ``t_ns``: commands that arrived before it take effect.
 
         Returns the vehicles whose commands just expired (no valid one for more than
-        ``timeout_ns``; 0 = never), now zero until one arrives.
+        ``timeout_ns``; 0 = never), now zero until one arrives. When ``t_ns`` is earlier than
+        the previous step (``stepped_back_ns`` then says by how much), the commands heard after
+        ``t_ns`` expire too, whatever ``timeout_ns``.
         """
+        previous, self._last_step_ns = self._last_step_ns, t_ns
+        self.stepped_back_ns = 0 if previous is None or t_ns >= previous else previous - t_ns
         self._promote(self._has_next & (self._next_time_ns < t_ns))
-        if timeout_ns <= 0 or not self._live.any():
+        if not self._live.any() or (timeout_ns <= 0 and not self.stepped_back_ns):
             return np.empty(0, dtype=np.int64)
-        expired = np.flatnonzero(self._live & (t_ns - self._time_ns > timeout_ns))
+        dropped = self._time_ns > t_ns if self.stepped_back_ns else np.zeros_like(self._live)
+        if timeout_ns > 0:
+            dropped |= t_ns - self._time_ns > timeout_ns
+        expired = np.flatnonzero(self._live & dropped)
         self.linear[expired] = 0.0
         self.angular[expired] = 0.0
         self._has_next[expired] = False

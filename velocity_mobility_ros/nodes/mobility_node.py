@@ -47,6 +47,7 @@ MOBILITY_PARAMS: tuple[ParamSpec, ...] = (*specs_of(VehicleParams), *specs_of(In
 CLOCK_PARAMS = tuple(specs_of(ClockSettings))
 # A clock jump of more than this many steps is not integrated: one warning, then a reset.
 MAX_CATCH_UP_STEPS = 100
+NAMES_LOGGED = 5  # vehicles named in one log line, then 'and N more'
 
 
 @dataclass(frozen=True)
@@ -228,6 +229,9 @@ class MobilityNodeBase(Node):
             return 1
         self._last_step_ns += dt_ns
         behind = now_ns - self._last_step_ns
+        if behind < -dt_ns:  # the clock stepped back: resume from its new time
+            self._last_step_ns = now_ns
+            return 1
         if behind <= dt_ns // 2:
             return 1
         extra = round(behind / dt_ns)
@@ -243,6 +247,16 @@ class MobilityNodeBase(Node):
         self._last_step_ns += extra * dt_ns
         return 1 + extra
 
+    def _log_step_back(self, back_ns: int, dropped) -> None:
+        """One warning per step back of the clock, naming the vehicles whose command it dropped."""
+        names = ', '.join(self._names[i] for i in dropped[:NAMES_LOGGED])
+        if len(dropped) > NAMES_LOGGED:
+            names += f' and {len(dropped) - NAMES_LOGGED} more'
+        self.get_logger().warning(
+            f'the clock stepped back {back_ns * 1e-9:.3f} s'
+            + (f': dropped the command heard before the step ({names}); braking to a hover '
+               'until cmd_vel resumes' if names else ''))
+
     def _step_to(self, now_ns: int, steps: int) -> None:
         """Take ``steps`` steps of sim_dt ending at ``now_ns``; odometry stamped ``now_ns``."""
         if steps <= 0:
@@ -252,7 +266,10 @@ class MobilityNodeBase(Node):
         for k in range(steps - 1, -1, -1):
             t_ns = now_ns - k * dt_ns
             commands = self._commands
-            for index in commands.advance(t_ns, int(self._interface.cmd_timeout * 1e9)):
+            expired = commands.advance(t_ns, int(self._interface.cmd_timeout * 1e9))
+            if commands.stepped_back_ns:
+                self._log_step_back(commands.stepped_back_ns, expired)
+            for index in () if commands.stepped_back_ns else expired:
                 self.get_logger().warning(
                     f'{self._names[index]}: no valid cmd_vel for {self._interface.cmd_timeout} '
                     's; braking to a hover')

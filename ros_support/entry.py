@@ -1,0 +1,68 @@
+"""
+The console scripts' entry points: a stop handler first, then the executable's heavy imports.
+
+A console script imports its module before it calls ``main``, and those imports (rclpy, numpy,
+matplotlib, rosbags) take up to a few seconds on a busy machine. A SIGINT or SIGTERM in that
+time used to end in a ``KeyboardInterrupt`` traceback and exit -2. Every executable of
+``setup.py`` therefore starts here (no rclpy, nothing heavy): :func:`run` installs a
+:class:`~ros_support.signals.StopRequest`, imports the module, and
+
+- if a stop was requested meanwhile, says so in one line and exits 0 (nothing was started,
+  nothing is lost; ``sweep_sim``: 130, its code for an interrupted sweep);
+- else restores the handlers it found (Python's defaults) and calls the module's ``main``,
+  which installs its own (``ros_support.spin.spin_node`` does, first thing).
+
+``setup.py`` names each executable ``ros_support.entry:<name>``; :data:`EXECUTABLES` says which
+``main`` that is.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import signal
+import sys
+from typing import Callable
+
+from ros_support.signals import StopRequest
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what StopRequest handles
+
+# Executable name -> the module whose ``main()`` it runs.
+EXECUTABLES = {
+    'mobility_node': 'velocity_mobility_ros.nodes.mobility_node',
+    'swarm_mobility_node': 'velocity_mobility_ros.nodes.swarm_mobility_node',
+    'agent_node': 'soliton_encirclement_ros.nodes.agent_node',
+    'target_node': 'soliton_encirclement_ros.nodes.target_node',
+    'metrics_node': 'soliton_encirclement_ros.nodes.metrics_node',
+    'run_recorder': 'soliton_encirclement_ros.nodes.recorder_node',
+    'sweep_sim': 'soliton_encirclement_ros.sim.sweep',
+    'swarm_sim': 'soliton_encirclement_ros.sim.runner',
+    'batch_sim': 'soliton_encirclement_ros.sim.batch_sim',
+    'analyze_run': 'soliton_encirclement_ros.analysis.cli',
+    'px4_bridge_node': 'soliton_encirclement_ros.px4.bridge_node',
+}
+# Exit status of a stop before main ran: 0 (a node or swarm_sim stopped by a signal ends
+# normally), except where an executable says "interrupted" otherwise.
+EARLY_STOP_STATUS = {'sweep_sim': 130}  # as sweep_sim's own interrupted sweep
+
+
+def run(name: str, module: str):
+    """Import ``module`` under a stop handler, then return its ``main()`` (see the module doc)."""
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    stop = StopRequest(name).install()
+    main = importlib.import_module(module).main
+    if stop.requested:
+        print(f'{name}: stopped while starting (signal received before it ran); exiting',
+              file=sys.stderr, flush=True)
+        StopRequest.ignore_from_now()
+        return EARLY_STOP_STATUS.get(name, 0)
+    for signum, handler in handlers.items():
+        signal.signal(signum, handler)
+    return main()
+
+
+def __getattr__(name: str) -> Callable[[], object]:
+    """``ros_support.entry:<executable>`` (what ``setup.py`` names) for each of EXECUTABLES."""
+    if name in EXECUTABLES:
+        return functools.partial(run, name, EXECUTABLES[name])
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
