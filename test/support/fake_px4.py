@@ -17,7 +17,8 @@ documented rules.
   intention changes) but ``nav_state`` stays, as PX4's commander does.
 - ``failsafe_flags`` (FailsafeFlags) at 50 Hz, when the built px4_msgs has it.
 Options: refuse ARM, drop the first mode requests, answer the first commands
-TEMPORARILY_REJECTED, report another ``system_id``, lose the first ``lose_land`` NAV_LANDs (no
+TEMPORARILY_REJECTED, fail the pre-flight checks (ARM answered TEMPORARILY_REJECTED, as PX4's
+commander does), report another ``system_id``, lose the first ``lose_land`` NAV_LANDs (no
 ack, no landing), deny NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with
 a new ``reset_counter``.
 """
@@ -41,7 +42,7 @@ class FakePx4(Node):
     def __init__(self, px4_namespace='px4_1', system_id=2, refuse_arm=False,
                  drop_mode_requests=0, temporarily_reject=0, offboard_loss_timeout=0.5,
                  nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0), lose_land=0,
-                 deny_land=False):
+                 deny_land=False, preflight_fail=False):
         super().__init__('fake_px4')
         import px4_msgs.msg
         from px4_msgs.msg import (
@@ -51,6 +52,8 @@ class FakePx4(Node):
                                                 VehicleCommand, VehicleCommandAck,
                                                 VehicleOdometry, VehicleStatus)}
         flags_cls = getattr(px4_msgs.msg, 'FailsafeFlags', None)
+        if flags_cls is not None:
+            self.m['FailsafeFlags'] = flags_cls
         status = VehicleStatus
         self.system_id = system_id
         self.nav_state = status.NAVIGATION_STATE_POSCTL if nav_state is None else nav_state
@@ -63,6 +66,7 @@ class FakePx4(Node):
         )
         self.q_ned = list(q_ned)
         self.lose_land, self.deny_land = lose_land, deny_land
+        self.preflight_fail = preflight_fail
         self.position_ned, self.reset_counter = list(POSITION_NED), 0
         self.failsafe, self.failsafe_flags = False, set()
         self.received, self.commands, self.setpoints, self.heartbeats = [], [], [], []
@@ -141,6 +145,7 @@ class FakePx4(Node):
         status.nav_state, status.arming_state = self.nav_state, self.arming_state
         status.system_id = self.system_id
         status.failsafe = self.failsafe
+        status.pre_flight_checks_pass = not self.preflight_fail
         self._status_pub.publish(status)
         if self._flags_pub is not None:
             flags = self._flags_pub.msg_type()
@@ -173,7 +178,9 @@ class FakePx4(Node):
             else:
                 result = ack_cls.VEHICLE_CMD_RESULT_DENIED
         elif msg.command == cmd.VEHICLE_CMD_COMPONENT_ARM_DISARM and msg.param1 == 1.0:
-            if self.refuse_arm or self.nav_state != status.NAVIGATION_STATE_OFFBOARD:
+            if self.preflight_fail:  # PX4's commander: arming denied by a check
+                result = ack_cls.VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED
+            elif self.refuse_arm or self.nav_state != status.NAVIGATION_STATE_OFFBOARD:
                 result = ack_cls.VEHICLE_CMD_RESULT_DENIED
             else:
                 self.arming_state = status.ARMING_STATE_ARMED
