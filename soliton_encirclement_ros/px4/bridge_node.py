@@ -63,6 +63,7 @@ TARGET_COMPONENT = 1
 CLOCK_STALL = 1.0  # s of steady time without the ROS clock advancing before a warning
 GRAPH_PERIOD = 1.0  # s between looks for other publishers on the vehicle's setpoint topics
 STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
+UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'  # rmw's node name of a writer not matched to a node
 STATUS_LEVELS = {offboard.OK: DiagnosticStatus.OK, offboard.WARN: DiagnosticStatus.WARN,
                  offboard.ERROR: DiagnosticStatus.ERROR}
 # The sequencer's MAVLink numbers, checked against the built px4_msgs at start-up.
@@ -230,6 +231,7 @@ class Px4BridgeNode(Node):
         self._engage_future = None
         self._land_futures = []
         self._status_sent = None
+        self._unnamed_seen = False  # a setpoint writer of an undiscovered node at the last look
 
         def topic(direction, name, type_name):
             version = getattr(px4_msgs[type_name], 'MESSAGE_VERSION', 0)
@@ -348,12 +350,22 @@ class Px4BridgeNode(Node):
         self._status_pub.publish(msg)
 
     def _look_for_other_publishers(self):
-        """Tell the sequencer who else publishes on this vehicle's setpoint topics."""
+        """
+        Tell the sequencer who else publishes on this vehicle's setpoint topics.
+
+        A writer whose node is not discovered yet (rmw's ``_NODE_NAME_UNKNOWN_``) is named only
+        when it is still unnamed at the next look: a non-ROS DDS writer.
+        """
         me = (self.get_name(), self.get_namespace())
         topics = (self.topics['offboard_control_mode'], self.topics['trajectory_setpoint'])
+        infos = [info for topic in topics for info in self.get_publishers_info_by_topic(topic)
+                 if (info.node_name, info.node_namespace) != me]
+        unnamed = any(info.node_name == UNKNOWN_NODE_NAME for info in infos)
         others = {f'{info.node_namespace.rstrip("/")}/{info.node_name}'
-                  for topic in topics for info in self.get_publishers_info_by_topic(topic)
-                  if (info.node_name, info.node_namespace) != me}
+                  if info.node_name != UNKNOWN_NODE_NAME else 'a DDS writer of no ROS node'
+                  for info in infos
+                  if info.node_name != UNKNOWN_NODE_NAME or self._unnamed_seen}
+        self._unnamed_seen = unnamed
         self._seq.on_other_publishers(self._steady_now(), others, ', '.join(topics))
 
     # ---- callbacks ----------------------------------------------------------------------

@@ -423,10 +423,10 @@ def test_a_second_bridge_on_the_vehicle_is_named_and_cannot_engage(ros, capfd):
     err = capfd.readouterr().err
     named = [line for line in err.splitlines()
              if 'another node publishes setpoints to this vehicle (' in line]
-    assert len(named) <= 2  # at most once by each bridge, naming the other
+    assert len(named) <= 2, named  # at most once by each bridge, naming the other
     assert any(line.endswith('/spare/px4_bridge; its setpoints interleave with this '
                              "bridge's: engage is refused and an engaged vehicle holds (zero "
-                             'velocity) while it is there') for line in named)
+                             'velocity) while it is there') for line in named), named
     assert 'no other node publishes setpoints to this vehicle any more' in err
     assert 'engage refused: another node publishes setpoints to this vehicle' in err
 
