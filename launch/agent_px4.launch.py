@@ -28,13 +28,16 @@ ARGUMENTS = {
     'altitude': ('10.0', 'altitude hold of the agent [m, world ENU z]; nan = off'),
     'swarm_reliability': ('best_effort', 'QoS of the swarm topics (the same on every host)'),
     'radius': ('20.0', 'encirclement radius R [m]'),
+    'd_safe': ('2.0', 'separation: every vehicle heard closer than this is pushed away [m]; '
+               '0 = off (not for real vehicles)'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
 }
 
 
 def _specs(value):
     scenario = live_scenario(agents=1, radius=value.real('radius'),
-                             altitude_hold=value.real('altitude'))
+                             altitude_hold=value.real('altitude'),
+                             controller={'d_safe': value.real('d_safe')})
     plan = SwarmPlan(scenario=scenario,
                      names=(value['agent_name'],), ids=(value.integer('agent_id'),),
                      mode='px4', use_sim_time=False,

@@ -31,6 +31,8 @@ ARGUMENTS = {
     'altitude': ('10.0', 'altitude hold of the agents [m, world ENU z]; nan = off'),
     'swarm_reliability': ('best_effort', 'QoS of the swarm topics'),
     'radius': ('20.0', 'encirclement radius R [m]'),
+    'd_safe': ('2.0', 'separation: every vehicle heard closer than this is pushed away [m]; '
+               '0 = off (not for real vehicles)'),
     'target_motion': ('static', 'static, random or waypoints'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
     'use_sim_time': ('true', 'follow the SITL /clock (bridge it from Gazebo)'),
@@ -44,7 +46,8 @@ def _specs(value):
                else tuple((0.0, (i + 1) * spacing, 0.0) for i in range(n)))
     scenario = live_scenario(agents=n, radius=value.real('radius'),
                              target_motion=value['target_motion'],
-                             altitude_hold=value.real('altitude'))
+                             altitude_hold=value.real('altitude'),
+                             controller={'d_safe': value.real('d_safe')})
     plan = SwarmPlan(scenario=scenario,
                      mode='px4', px4_origins=origins,
                      swarm_reliability=value['swarm_reliability'],

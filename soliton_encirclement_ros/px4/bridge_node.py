@@ -9,7 +9,13 @@ uXRCE-DDS topics by absolute name (``/fmu/...`` for instance 0, ``/px4_<N>/fmu/.
 The heartbeat (OffboardControlMode) and the setpoints stream from timers on the steady clock,
 whatever ``use_sim_time`` says, so a stalled or absent ``/clock`` never stops them; their
 ``timestamp`` fields stay in ROS time (what PX4's uXRCE-DDS time sync expects). A ROS clock
-that does not advance for more than 1 s is reported once, naming ``/clock``.
+that does not advance for more than 1 s is reported once, naming ``/clock``. The stream stops
+only when a landing PX4 did not confirm (the sequencer says so), so that PX4's offboard-loss
+failsafe takes the vehicle.
+
+``~/status`` (diagnostic_msgs/DiagnosticStatus) says what the bridge is doing and why it holds,
+on change and every second. Once a second the bridge looks for other publishers on its
+vehicle's ``/fmu/in/`` setpoint topics (a second bridge on the same PX4).
 """
 import dataclasses
 from dataclasses import dataclass, field
@@ -19,6 +25,7 @@ import math
 import re
 import sys
 
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import rclpy
@@ -34,6 +41,7 @@ from ros_support.params import declare_validated, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.spin import spin_node
 from ros_support.validation import from_mapping
+from soliton_encirclement_ros.interface import AGENT_STATUS_TOPIC
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
@@ -46,11 +54,18 @@ PX4_MSGS_MISSING = (
     'into a colcon workspace, colcon build, then source install/setup.bash) and run again.')
 PX4_MESSAGE_TYPES = ('VehicleOdometry', 'VehicleStatus', 'VehicleCommandAck', 'VehicleCommand',
                      'OffboardControlMode', 'TrajectorySetpoint')
+# Read when the built px4_msgs has it (PX4 >= 1.14): which failsafe PX4 is in.
+PX4_OPTIONAL_TYPES = ('FailsafeFlags',)
 VERSION_SUFFIX_MODES = ('auto', 'none')
 _NAMESPACE = re.compile(r'^/?([A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*)?$')
 # The autopilot component of the vehicle (MAV_COMP_ID_AUTOPILOT1).
 TARGET_COMPONENT = 1
 CLOCK_STALL = 1.0  # s of steady time without the ROS clock advancing before a warning
+GRAPH_PERIOD = 1.0  # s between looks for other publishers on the vehicle's setpoint topics
+STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
+UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'  # rmw's node name of a writer not matched to a node
+STATUS_LEVELS = {offboard.OK: DiagnosticStatus.OK, offboard.WARN: DiagnosticStatus.WARN,
+                 offboard.ERROR: DiagnosticStatus.ERROR}
 # The sequencer's MAVLink numbers, checked against the built px4_msgs at start-up.
 PX4_CONSTANTS = (
     ('VehicleCommand', 'VEHICLE_CMD_NAV_LAND', offboard.VEHICLE_CMD_NAV_LAND),
@@ -58,12 +73,16 @@ PX4_CONSTANTS = (
     ('VehicleCommand', 'VEHICLE_CMD_COMPONENT_ARM_DISARM',
      offboard.VEHICLE_CMD_COMPONENT_ARM_DISARM),
     ('VehicleStatus', 'NAVIGATION_STATE_OFFBOARD', offboard.NAVIGATION_STATE_OFFBOARD),
+    ('VehicleStatus', 'NAVIGATION_STATE_AUTO_LAND', offboard.NAVIGATION_STATE_AUTO_LAND),
     ('VehicleStatus', 'ARMING_STATE_ARMED', offboard.ARMING_STATE_ARMED),
+    ('VehicleStatus', 'ARMING_STATE_DISARMED', offboard.ARMING_STATE_DISARMED),
     ('VehicleCommandAck', 'VEHICLE_CMD_RESULT_ACCEPTED', offboard.VEHICLE_CMD_RESULT_ACCEPTED),
     ('VehicleCommandAck', 'VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED',
      offboard.VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED),
     ('VehicleCommandAck', 'VEHICLE_CMD_RESULT_IN_PROGRESS',
      offboard.VEHICLE_CMD_RESULT_IN_PROGRESS),
+    ('VehicleCommandAck', 'VEHICLE_CMD_RESULT_DENIED', offboard.VEHICLE_CMD_RESULT_DENIED),
+    ('VehicleCommandAck', 'VEHICLE_CMD_RESULT_FAILED', offboard.VEHICLE_CMD_RESULT_FAILED),
 )
 # PX4's uXRCE-DDS readers of /fmu/in topics are best effort, volatile: match them. Its writers
 # of /fmu/out topics are best effort, transient local: a best-effort volatile reader matches
@@ -145,7 +164,21 @@ def px4_topic(px4_namespace, direction, name, message_version=0):
 def load_px4_msgs():
     """Return the px4_msgs message classes by name; ``ImportError`` when px4_msgs is not built."""
     module = importlib.import_module('px4_msgs.msg')
-    return {name: getattr(module, name) for name in PX4_MESSAGE_TYPES}
+    return {**{name: getattr(module, name) for name in PX4_MESSAGE_TYPES},
+            **{name: getattr(module, name) for name in PX4_OPTIONAL_TYPES
+               if hasattr(module, name)}}
+
+
+def active_failsafe_flags(msg):
+    """Return the conditions set in a px4_msgs/FailsafeFlags (``battery_warning=N`` too)."""
+    active = []
+    for name, kind in msg.get_fields_and_field_types().items():
+        value = getattr(msg, name)
+        if kind == 'boolean' and value:
+            active.append(name)
+        elif name == 'battery_warning' and value:
+            active.append(f'battery_warning={value}')
+    return active
 
 
 def check_px4_constants(px4_msgs):
@@ -196,6 +229,9 @@ class Px4BridgeNode(Node):
         child = s.child_frame_id or (f'{vehicle}/base_link' if vehicle else 'base_link')
         self._odom_msg = new_odometry(s.world_frame_id, child)
         self._engage_future = None
+        self._land_futures = []
+        self._status_sent = None
+        self._unnamed_seen = False  # a setpoint writer of an undiscovered node at the last look
 
         def topic(direction, name, type_name):
             version = getattr(px4_msgs[type_name], 'MESSAGE_VERSION', 0)
@@ -210,6 +246,8 @@ class Px4BridgeNode(Node):
             'offboard_control_mode': topic('in', 'offboard_control_mode', 'OffboardControlMode'),
             'trajectory_setpoint': topic('in', 'trajectory_setpoint', 'TrajectorySetpoint'),
         }
+        if 'FailsafeFlags' in px4_msgs:
+            self.topics['failsafe_flags'] = topic('out', 'failsafe_flags', 'FailsafeFlags')
         self._odom_pub = self.create_publisher(Odometry, 'odom', 10)
         self._command_pub = self.create_publisher(
             px4_msgs['VehicleCommand'], self.topics['vehicle_command'], PX4_IN_QOS)
@@ -224,12 +262,20 @@ class Px4BridgeNode(Node):
                                  self._on_status, PX4_OUT_QOS)
         self.create_subscription(px4_msgs['VehicleCommandAck'], self.topics['vehicle_command_ack'],
                                  self._on_ack, PX4_OUT_QOS)
+        if 'failsafe_flags' in self.topics:
+            self.create_subscription(px4_msgs['FailsafeFlags'], self.topics['failsafe_flags'],
+                                     self._on_failsafe_flags, PX4_OUT_QOS)
+        self._status_pub = self.create_publisher(DiagnosticStatus, AGENT_STATUS_TOPIC, 10)
         # The engage answer waits for PX4 while the timers keep running: its own group.
         self.create_service(Trigger, '~/engage', self._on_engage,
                             callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_service(Trigger, '~/land', self._on_land)
+        self.create_service(Trigger, '~/land', self._on_land,
+                            callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(1.0 / s.setpoint_rate, self._publish_setpoint, clock=self._steady)
         self.create_timer(1.0 / s.heartbeat_rate, self._heartbeat, clock=self._steady)
+        self.create_timer(GRAPH_PERIOD, self._look_for_other_publishers, clock=self._steady)
+        self.create_timer(STATUS_PERIOD, lambda: self._publish_status(force=True),
+                          clock=self._steady)
         self.get_logger().info(
             f'bridging cmd_vel/odom to PX4 target_system {s.target_system} (as '
             f'{s.source_system}/{s.source_component}) on ' + ', '.join(self.topics.values())
@@ -287,6 +333,40 @@ class Px4BridgeNode(Node):
         if output.outcome is not None and self._engage_future is not None:
             self._engage_future.set_result(output.outcome)
             self._engage_future = None
+        if output.land_outcome is not None:
+            futures, self._land_futures = self._land_futures, []
+            for future in futures:
+                future.set_result(output.land_outcome)
+
+    def _publish_status(self, force=False):
+        """Publish ``~/status`` when it changed (or ``force``: the periodic one)."""
+        status = self._seq.status(self._steady_now())
+        if not force and (status.level, status.message) == self._status_sent:
+            return
+        self._status_sent = (status.level, status.message)
+        msg = DiagnosticStatus(level=STATUS_LEVELS[status.level],
+                               name=self.get_fully_qualified_name(), message=status.message)
+        msg.values = [KeyValue(key=k, value=v) for k, v in status.values]
+        self._status_pub.publish(msg)
+
+    def _look_for_other_publishers(self):
+        """
+        Tell the sequencer who else publishes on this vehicle's setpoint topics.
+
+        A writer whose node is not discovered yet (rmw's ``_NODE_NAME_UNKNOWN_``) is named only
+        when it is still unnamed at the next look: a non-ROS DDS writer.
+        """
+        me = (self.get_name(), self.get_namespace())
+        topics = (self.topics['offboard_control_mode'], self.topics['trajectory_setpoint'])
+        infos = [info for topic in topics for info in self.get_publishers_info_by_topic(topic)
+                 if (info.node_name, info.node_namespace) != me]
+        unnamed = any(info.node_name == UNKNOWN_NODE_NAME for info in infos)
+        others = {f'{info.node_namespace.rstrip("/")}/{info.node_name}'
+                  if info.node_name != UNKNOWN_NODE_NAME else 'a DDS writer of no ROS node'
+                  for info in infos
+                  if info.node_name != UNKNOWN_NODE_NAME or self._unnamed_seen}
+        self._unnamed_seen = unnamed
+        self._seq.on_other_publishers(self._steady_now(), others, ', '.join(topics))
 
     # ---- callbacks ----------------------------------------------------------------------
     def _on_cmd_vel(self, msg):
@@ -306,7 +386,7 @@ class Px4BridgeNode(Node):
                 f'dropping {self.topics["vehicle_odometry"]} sample: {error}',
                 throttle_duration_sec=5.0)
             return
-        self._seq.on_odometry(self._steady_now())
+        self._seq.on_odometry(self._steady_now(), odom.position, msg.reset_counter)
         stamp_ns = sample_stamp_ns(self.get_clock().now().nanoseconds, msg.timestamp,
                                    msg.timestamp_sample)
         covariances = odometry_covariances(msg.position_variance, msg.orientation_variance,
@@ -318,7 +398,11 @@ class Px4BridgeNode(Node):
 
     def _on_status(self, msg):
         self._seq.on_status(self._steady_now(), msg.nav_state, msg.arming_state,
-                            getattr(msg, 'system_id', None))
+                            getattr(msg, 'system_id', None), getattr(msg, 'failsafe', False),
+                            getattr(msg, 'pre_flight_checks_pass', None))
+
+    def _on_failsafe_flags(self, msg):
+        self._seq.on_failsafe_flags(self._steady_now(), active_failsafe_flags(msg))
 
     def _on_ack(self, msg):
         s = self._settings
@@ -327,6 +411,8 @@ class Px4BridgeNode(Node):
                                  source=(s.source_system, s.source_component))
 
     def _publish_setpoint(self):
+        if not self._seq.streaming:
+            return  # a landing PX4 did not confirm: its offboard-loss failsafe takes over
         setpoint = self._seq.setpoint(self._steady_now())
         if setpoint.warning:
             self.get_logger().warning(setpoint.warning)
@@ -341,11 +427,13 @@ class Px4BridgeNode(Node):
 
     def _heartbeat(self):
         now = self._steady_now()
-        msg = self._msgs['OffboardControlMode']()
-        msg.timestamp = self._stamp_us()
-        msg.velocity = True
-        self._mode_pub.publish(msg)
+        if self._seq.streaming:
+            msg = self._msgs['OffboardControlMode']()
+            msg.timestamp = self._stamp_us()
+            msg.velocity = True
+            self._mode_pub.publish(msg)
         self._send(self._seq.tick(now))
+        self._publish_status()
         self._watch_clock(now)
 
     async def _on_engage(self, request, response):
@@ -360,9 +448,13 @@ class Px4BridgeNode(Node):
         response.success, response.message = outcome.success, outcome.message
         return response
 
-    def _on_land(self, request, response):
+    async def _on_land(self, request, response):
+        """Send NAV_LAND and answer once PX4 confirms the landing, or why it did not."""
+        future = Future()
+        self._land_futures.append(future)
         self._send(self._seq.request_land(self._steady_now()))
-        response.success, response.message = True, 'NAV_LAND sent'
+        outcome = await future
+        response.success, response.message = outcome.success, outcome.message
         return response
 
 

@@ -1,27 +1,44 @@
 """
 PX4 offboard sequencing as a pure object (no rclpy, no px4_msgs).
 
-The bridge node feeds it what it hears (``cmd_vel``, ``vehicle_status``, ``vehicle_command_ack``,
-odometry arrival), with times in seconds of a steady clock (never the simulation clock: the
-heartbeat must not stop when ``/clock`` stalls), and asks it what to publish:
+The bridge node feeds it what it hears (``cmd_vel``, ``vehicle_status``, ``failsafe_flags``,
+``vehicle_command_ack``, odometry arrival and ``reset_counter``, the other publishers on the
+vehicle's setpoint topics), with times in seconds of a steady clock (never the simulation clock:
+the heartbeat must not stop when ``/clock`` stalls), and asks it what to publish:
 
 * :meth:`OffboardSequencer.setpoint` at the setpoint rate: the NED velocity setpoint. Always
   finite. It carries ``cmd_vel`` only while ACTIVE (the operator engaged and PX4 confirmed
-  OFFBOARD and ARMED) with fresh PX4 odometry and a fresh ``cmd_vel``; otherwise zero velocity.
+  OFFBOARD and ARMED) with fresh PX4 odometry and a fresh ``cmd_vel``, no other node publishing
+  setpoints to the vehicle and no estimator reset being held; otherwise zero velocity.
 * :meth:`OffboardSequencer.tick` at the heartbeat rate: the vehicle commands to send now and
-  what to report (log lines and, when an engage request ends, its outcome).
+  what to report (log lines and, when an engage or land request ends, its outcome).
+* :attr:`OffboardSequencer.streaming`: whether the heartbeat and setpoints are published at all.
+* :meth:`OffboardSequencer.status`: what ``~/status`` says.
 
 Engaging is operator-requested, never automatic: :meth:`request_engage` starts
 ``IDLE -> MODE_REQUESTED -> ARM_REQUESTED -> ACTIVE``. DO_SET_MODE waits until PX4 has heard the
 stream for ``warmup`` seconds (counted from PX4's first feedback after the stream started); ARM
 is sent only once vehicle_status confirms OFFBOARD. TEMPORARILY_REJECTED is retried every
-``command_retry`` until ``confirm_timeout``; a final refusal ends the request with PX4's reason,
-and a refused ARM switches PX4 out of OFFBOARD (to Hold) so the vehicle is not left in OFFBOARD
-disarmed. PX4 leaving OFFBOARD (RC, GCS, failsafe) returns the bridge to IDLE: flying again
-needs a new engage, even when PX4 itself returns to OFFBOARD.
+``command_retry`` until ``confirm_timeout``; a final refusal ends the request with PX4's reason
+(mode refused, arming refused with PX4's result, a failsafe and which), and a refused ARM
+switches PX4 out of OFFBOARD (to Hold) so the vehicle is not left in OFFBOARD disarmed. PX4
+leaving OFFBOARD (RC, GCS, failsafe) returns the bridge to IDLE: flying again needs a new
+engage, even when PX4 itself returns to OFFBOARD.
+
+Landing (operator ``~/land`` or ``land_after``) is a pending command: NAV_LAND is resent every
+``command_retry`` until PX4 acknowledges ACCEPTED and reports AUTO_LAND, or disarms, within
+``confirm_timeout``. A refused or unanswered landing stops the offboard heartbeat, so that PX4's
+own offboard-loss failsafe (COM_OF_LOSS_T, COM_OBL_RC_ACT) takes the vehicle; only a new
+engage starts the stream again.
+
+An estimator reset (a new ``VehicleOdometry.reset_counter``) is logged with the jump of the
+position estimate; the bridge then streams zero velocity for ``reset_hold`` seconds before it
+flies ``cmd_vel`` again, and after a jump larger than ``max_reset_jump`` until the operator
+engages again.
 """
 from dataclasses import dataclass
 from enum import Enum
+import math
 
 import numpy as np
 
@@ -38,17 +55,29 @@ PX4_CUSTOM_MAIN_MODE_AUTO = 4.0           # DO_SET_MODE param2 ...
 PX4_CUSTOM_MAIN_MODE_OFFBOARD = 6.0
 PX4_CUSTOM_SUB_MODE_AUTO_LOITER = 3.0     # ... param3: AUTO.LOITER is PX4's Hold mode
 NAVIGATION_STATE_OFFBOARD = 14
+NAVIGATION_STATE_AUTO_LAND = 18
 ARMING_STATE_DISARMED = 1
 ARMING_STATE_ARMED = 2
 VEHICLE_CMD_RESULT_ACCEPTED = 0
 VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED = 1
+VEHICLE_CMD_RESULT_DENIED = 2
+VEHICLE_CMD_RESULT_FAILED = 4
 VEHICLE_CMD_RESULT_IN_PROGRESS = 5
 _RESULT_NAMES = {0: 'ACCEPTED', 1: 'TEMPORARILY_REJECTED', 2: 'DENIED', 3: 'UNSUPPORTED',
                  4: 'FAILED', 5: 'IN_PROGRESS', 6: 'CANCELLED'}
 _COMMAND_NAMES = {VEHICLE_CMD_NAV_LAND: 'NAV_LAND', VEHICLE_CMD_DO_SET_MODE: 'DO_SET_MODE',
                   VEHICLE_CMD_COMPONENT_ARM_DISARM: 'COMPONENT_ARM_DISARM'}
 _ARMING_NAMES = {ARMING_STATE_DISARMED: 'DISARMED', ARMING_STATE_ARMED: 'ARMED'}
+# VehicleStatus.NAVIGATION_STATE_* (the ones a multicopter meets).
+NAV_STATE_NAMES = {0: 'MANUAL', 1: 'ALTCTL', 2: 'POSCTL', 3: 'AUTO_MISSION', 4: 'AUTO_LOITER',
+                   5: 'AUTO_RTL', 6: 'POSITION_SLOW', 10: 'ACRO', 12: 'DESCEND',
+                   13: 'TERMINATION', 14: 'OFFBOARD', 15: 'STAB', 17: 'AUTO_TAKEOFF',
+                   18: 'AUTO_LAND', 19: 'AUTO_FOLLOW_TARGET', 20: 'AUTO_PRECLAND', 21: 'ORBIT'}
+# PX4's offboard-loss failsafe: its delay and its action (PX4 parameters).
+OFFBOARD_LOSS_PARAMETERS = 'COM_OF_LOSS_T, COM_OBL_RC_ACT'
 _ZERO = (0.0, 0.0, 0.0)
+# ~/status levels (the node maps them to diagnostic_msgs/DiagnosticStatus levels).
+OK, WARN, ERROR = 'ok', 'warn', 'error'
 
 
 class Phase(Enum):
@@ -56,6 +85,7 @@ class Phase(Enum):
     MODE_REQUESTED = 'mode_requested'  # DO_SET_MODE(offboard) sent, waiting for nav_state
     ARM_REQUESTED = 'arm_requested'    # in OFFBOARD, ARM sent, waiting for arming_state
     ACTIVE = 'active'                  # engaged, confirmed OFFBOARD and ARMED: cmd_vel flies
+    LANDING = 'landing'                # NAV_LAND sent, waiting for AUTO_LAND or DISARMED
 
 
 @dataclass(frozen=True)
@@ -66,16 +96,25 @@ class OffboardConfig:
                                  's', 0.05, 10.0)
     warmup: float = setting(1.0, 'heartbeat streaming before the offboard mode request', 's',
                             0.1, 10.0)
-    confirm_timeout: float = setting(5.0, 'time for PX4 to confirm OFFBOARD and ARMED', 's', 0.5,
-                                     60.0)
+    confirm_timeout: float = setting(5.0, 'time for PX4 to confirm an engage (OFFBOARD and '
+                                     'ARMED) or a landing (AUTO_LAND or DISARMED); a landing '
+                                     'not confirmed by then stops the offboard heartbeat', 's',
+                                     0.5, 60.0)
     command_retry: float = setting(1.0, 'resend an unconfirmed or temporarily rejected vehicle '
-                                   'command after', 's', 0.1, 10.0)
+                                   'command (DO_SET_MODE, ARM, NAV_LAND) after', 's', 0.1, 10.0)
     status_timeout: float = setting(2.0, 'vehicle_status/odometry older than this is stale: '
                                     'zero velocity while engaged, engage refused', 's', 0.2,
                                     30.0)
     land_after: float = setting(10.0, 'cmd_vel silent this long while engaged sends NAV_LAND '
-                                'and returns to idle (a dead agent lands instead of hovering in '
-                                'the ring); 0 = never', 's', 0.0, 600.0)
+                                '(a dead agent lands instead of hovering in the ring); 0 = '
+                                'never', 's', 0.0, 600.0)
+    reset_hold: float = setting(1.0, 'after a PX4 estimator reset (a new VehicleOdometry.'
+                                'reset_counter) the bridge commands zero velocity this long '
+                                'before it flies cmd_vel on the new estimate', 's', 0.0, 60.0)
+    max_reset_jump: float = setting(2.0, 'an estimator reset that moves the position estimate '
+                                    'farther than this holds the vehicle (zero velocity) until '
+                                    'the operator calls ~/engage again', 'm', 0.0, 1000.0,
+                                    strict=True)
 
     def __post_init__(self):
         check_fields(self)
@@ -103,7 +142,7 @@ class VelocitySetpoint:
 
 @dataclass(frozen=True)
 class Outcome:
-    """End of an engage request: success, or failure with the reason."""
+    """End of an engage or land request: success, or failure with the reason."""
 
     success: bool
     message: str
@@ -114,7 +153,17 @@ class TickOutput:
     commands: tuple = ()
     info: tuple = ()
     warnings: tuple = ()
-    outcome: Outcome | None = None
+    outcome: Outcome | None = None        # the engage request ended
+    land_outcome: Outcome | None = None   # the landing was confirmed or handed to PX4
+
+
+@dataclass(frozen=True)
+class Status:
+    """What ``~/status`` says: a level (OK, WARN, ERROR), one sentence, and key values."""
+
+    level: str
+    message: str
+    values: tuple = ()   # (key, value) string pairs
 
 
 @dataclass
@@ -123,10 +172,39 @@ class _Pending:
 
     request: VehicleCommandRequest
     sent_at: float
+    sent: int = 1                 # times sent
+    accepted: bool = False        # PX4 answered ACCEPTED or IN_PROGRESS
+    last_result: int | None = None
 
 
-def _nav_name(nav):
-    return f'{nav} (OFFBOARD)' if nav == NAVIGATION_STATE_OFFBOARD else str(nav)
+@dataclass
+class _Landing:
+    started: float
+    reason: str
+
+
+@dataclass
+class _Reset:
+    """The last estimator reset: when, how far the estimate jumped, whether it latched."""
+
+    at: float
+    jump: float
+    counters: tuple
+    latched: bool
+
+
+def nav_state_text(nav):
+    """``'14 (OFFBOARD)'``: the number and PX4's name for it."""
+    name = NAV_STATE_NAMES.get(nav)
+    return f'{nav} ({name})' if name else str(nav)
+
+
+def result_text(result):
+    return _RESULT_NAMES.get(result, str(result))
+
+
+def command_text(command):
+    return f'{_COMMAND_NAMES.get(command, command)} ({command})'
 
 
 class OffboardSequencer:
@@ -143,18 +221,28 @@ class OffboardSequencer:
         self.phase = Phase.IDLE
         self._stream_start = None        # first heartbeat/setpoint time
         self._feedback_since = None      # first PX4 feedback after the stream started
+        self._stream_stopped = None      # why the heartbeat is stopped (a landing not confirmed)
         self._cmd = None                 # (velocity_ned (3,), yawspeed_ned, stamp)
         self._status = None              # (nav_state, arming_state, stamp)
+        self._failsafe = False           # vehicle_status.failsafe
+        self._preflight_ok = None        # vehicle_status.pre_flight_checks_pass
+        self._failsafe_flags = ((), None)  # (names of the active failsafe_flags, stamp)
         self._system_id = None           # vehicle_status.system_id
-        self._reported_status = None     # (nav_state, arming_state) last logged
+        self._reported_status = None     # (nav_state, arming_state, failsafe) last logged
         self._left_offboard = None       # PX4's state when it was seen leaving while ACTIVE
         self._odom_stamp = None
+        self._odom_sample = None         # (reset_counter, position) of the last odometry
+        self._reset = None               # _Reset: the last estimator reset
+        self._others = ()                # other publishers on the vehicle's setpoint topics
         self._engage_requested_at = None
         self._active_since = None
         self._pending = None             # _Pending: sent, not yet confirmed
+        self._landing = None             # _Landing while phase is LANDING
         self._denial = None              # final refusal from vehicle_command_ack
         self._held_reason = None         # why setpoints are zero now (reported once)
         self._report = []                # info lines for the next tick
+        self._alerts = []                # warning lines for the next tick
+        self._queued_outcome = None      # engage outcome decided outside a tick
         self._warned_system_id = False
 
     # ---- inputs -------------------------------------------------------------------------
@@ -175,23 +263,83 @@ class OffboardSequencer:
         self._cmd = (enu_to_ned(linear), float(yaw_rate_enu_to_ned(yaw_rate_enu)), now)
         return None
 
-    def on_status(self, now, nav_state, arming_state, system_id=None):
-        self._status = (int(nav_state), int(arming_state), now)
+    def on_status(self, now, nav_state, arming_state, system_id=None, failsafe=False,
+                  preflight_ok=None):
+        """Take vehicle_status; ``preflight_ok`` is its pre_flight_checks_pass."""
+        nav, arming, failsafe = int(nav_state), int(arming_state), bool(failsafe)
+        self._status = (nav, arming, now)
+        self._failsafe = failsafe
+        self._preflight_ok = None if preflight_ok is None else bool(preflight_ok)
         self._system_id = None if system_id is None else int(system_id)
         self._heard_px4(now)
-        if (int(nav_state), int(arming_state)) != self._reported_status:
-            self._reported_status = (int(nav_state), int(arming_state))
-            self._report.append('PX4 reports ' + self._state_text())
+        if (nav, arming, failsafe) != self._reported_status:
+            self._reported_status = (nav, arming, failsafe)
+            self._report.append('PX4 reports ' + self._state_text()
+                                + (' (failsafe)' if failsafe else ''))
         # Latched here, not sampled at the next tick: PX4 leaving OFFBOARD and coming back
         # between two ticks still ends this engage.
         if (self.phase is Phase.ACTIVE and self._left_offboard is None
-                and (int(nav_state), int(arming_state)) != (NAVIGATION_STATE_OFFBOARD,
-                                                            ARMING_STATE_ARMED)):
+                and (nav, arming) != (NAVIGATION_STATE_OFFBOARD, ARMING_STATE_ARMED)):
             self._left_offboard = self._state_text()
 
-    def on_odometry(self, now):
+    def on_failsafe_flags(self, now, active):
+        """Take the names of the ``failsafe_flags`` set now (which failsafe PX4 is in)."""
+        self._failsafe_flags = (tuple(active), now)
+
+    def on_odometry(self, now, position=None, reset_counter=None):
+        """
+        Take a valid PX4 odometry sample.
+
+        ``position`` (3 numbers, any fixed frame) and ``reset_counter`` (VehicleOdometry's)
+        detect estimator resets: a new counter is logged with the jump of the position, and
+        holds the vehicle (:attr:`OffboardConfig.reset_hold`, ``max_reset_jump``).
+        """
         self._odom_stamp = now
         self._heard_px4(now)
+        if reset_counter is None:
+            return
+        position = None if position is None else np.asarray(position, dtype=float)
+        previous, self._odom_sample = self._odom_sample, (int(reset_counter), position)
+        if previous is None or previous[0] == int(reset_counter):
+            return
+        if position is None or previous[1] is None:
+            jump, delta = math.nan, None
+        else:
+            delta = position - previous[1]
+            jump = float(np.linalg.norm(delta))
+        latched = not jump <= self.config.max_reset_jump  # NaN (unknown) latches too
+        self._reset = _Reset(now, jump, (previous[0], int(reset_counter)), latched)
+        moved = ('by an unknown distance' if delta is None or not math.isfinite(jump) else
+                 f'{jump:.2f} m (' + ', '.join(f'{d:+.2f}' for d in delta) + ')')
+        line = (f'PX4 estimator reset (reset_counter {previous[0]} -> {int(reset_counter)}): '
+                f'the position estimate jumped {moved}; ')
+        if latched:
+            line += (f'more than max_reset_jump {self.config.max_reset_jump:g} m: commanding '
+                     'zero velocity until the operator calls ~/engage again')
+        else:
+            line += (f'commanding zero velocity for reset_hold {self.config.reset_hold:g} s, '
+                     'then flying on the new estimate')
+        self._alerts.append(line)
+
+    def on_other_publishers(self, now, nodes, topics=''):
+        """
+        Take the other nodes that publish on this vehicle's ``/fmu/in/`` setpoint topics.
+
+        A new one is warned about once, naming it; engaging is refused and an engaged vehicle
+        holds while any is there (two setpoint streams interleave: the vehicle flies neither).
+        """
+        nodes = tuple(sorted(set(nodes)))
+        if nodes == self._others:
+            return
+        new = [n for n in nodes if n not in self._others]
+        self._others = nodes
+        if new:
+            self._alerts.append(
+                f'another node publishes setpoints to this vehicle ({topics}): '
+                f'{", ".join(new)}; its setpoints interleave with this bridge\'s: engage '
+                'is refused and an engaged vehicle holds (zero velocity) while it is there')
+        elif not nodes:
+            self._report.append('no other node publishes setpoints to this vehicle any more')
 
     def on_command_ack(self, now, command, result, target_system=None, target_component=None,
                        source=(None, None)):
@@ -200,7 +348,7 @@ class OffboardSequencer:
 
         Acks addressed to another sender (``target_system`` / ``target_component`` not ours,
         ``source``) are ignored. TEMPORARILY_REJECTED is retried; any other refusal of the pending
-        command ends the engage request.
+        command ends the engage request or the landing.
         """
         ours_system, ours_component = source
         if ((ours_system is not None and target_system is not None
@@ -211,48 +359,88 @@ class OffboardSequencer:
         pending = self._pending
         if pending is None or command != pending.request.command:
             return
+        pending.last_result = result
         if result == VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED:
             self._report.append(f'PX4 temporarily rejected {_COMMAND_NAMES.get(command, command)}'
                                 f': retrying every {self.config.command_retry:g} s')
             return
-        if result not in (VEHICLE_CMD_RESULT_ACCEPTED, VEHICLE_CMD_RESULT_IN_PROGRESS):
-            self._denial = (command, f'PX4 refused {_COMMAND_NAMES.get(command, command)} '
-                                     f'({command}): {_RESULT_NAMES.get(result, result)}')
+        if result in (VEHICLE_CMD_RESULT_ACCEPTED, VEHICLE_CMD_RESULT_IN_PROGRESS):
+            pending.accepted = True
+            return
+        self._denial = (command, f'PX4 refused {command_text(command)}: {result_text(result)}')
 
     # ---- operator requests ----------------------------------------------------------------
     def request_engage(self, now):
         """
         Start the offboard + arm sequence.
 
-        Returns None, or why it cannot start.
+        Returns None, or why it cannot start. While ACTIVE and held after an estimator reset
+        larger than ``max_reset_jump``, an engage acknowledges the new estimate instead.
         """
+        if self.phase is Phase.ACTIVE and self._reset is not None and self._reset.latched:
+            self._reset.latched = False
+            self._queued_outcome = Outcome(True, 'engaged again after the estimator reset: '
+                                                 'following cmd_vel on the new estimate')
+            self._report.append(self._queued_outcome.message)
+            return None
+        if self.phase is Phase.LANDING:
+            return ('a landing is in progress (NAV_LAND sent, waiting for PX4 to confirm): '
+                    'engage once it is confirmed')
         if self.phase is not Phase.IDLE:
             return f'an engage request is already {self.phase.value}'
-        problem = self._link_problem(now) or self._system_id_problem()
+        problem = (self._link_problem(now) or self._system_id_problem()
+                   or self._others_problem() or self._failsafe_problem(now))
         if problem:
             return problem
+        if self._stream_stopped is not None:
+            # The heartbeat was stopped: PX4 must hear it for warmup again before OFFBOARD.
+            self._stream_stopped = None
+            self._stream_start = self._feedback_since = None
+            self._report.append('offboard heartbeat restarted for this engage')
+        if self._reset is not None:
+            self._reset.latched = False
         self._engage_requested_at = now
         self._denial = None
         self._pending = None
         self.phase = Phase.MODE_REQUESTED
         return None
 
-    def request_land(self, now):
-        """Hand over to PX4's land mode; cancels an engage request in progress."""
+    def request_land(self, now, why='operator request'):
+        """
+        Hand over to PX4's land mode; cancels an engage request in progress.
+
+        The landing is pending until PX4 confirms it (``TickOutput.land_outcome``).
+        """
+        if self.phase is Phase.LANDING:
+            return TickOutput(info=('NAV_LAND already pending: waiting for PX4 to confirm',))
         cancelled = self.phase in (Phase.MODE_REQUESTED, Phase.ARM_REQUESTED)
         self._go_idle()
-        return TickOutput(commands=(VehicleCommandRequest(VEHICLE_CMD_NAV_LAND),),
-                          info=('sending NAV_LAND (operator request); bridge idle',),
+        self.phase = Phase.LANDING
+        self._landing = _Landing(now, why)
+        land = VehicleCommandRequest(VEHICLE_CMD_NAV_LAND)
+        self._pending = _Pending(land, now)
+        self._denial = None
+        return TickOutput(commands=(land,),
+                          info=(f'sending NAV_LAND ({why}); waiting up to confirm_timeout '
+                                f'{self.config.confirm_timeout:g} s for PX4 to confirm it',),
                           outcome=Outcome(False, 'engage cancelled by a land request')
                           if cancelled else None)
 
     # ---- outputs ----------------------------------------------------------------------------
+    @property
+    def streaming(self):
+        """Whether the OffboardControlMode heartbeat and the setpoints are published."""
+        return self._stream_stopped is None
+
     def setpoint(self, now):
         """Return the velocity setpoint to stream now (always finite)."""
         if self._stream_start is None:
             self._stream_start = now
         reason = self._hold_reason(now)
         if reason is None:
+            if self._held_reason is not None and self._held_reason.startswith('reset'):
+                self._report.append('estimator reset hold over: flying cmd_vel on the new '
+                                    'estimate')
             self._held_reason = None
             return VelocitySetpoint(tuple(self._cmd[0]), self._cmd[1], held=False)
         warning = None
@@ -263,20 +451,65 @@ class OffboardSequencer:
 
     def tick(self, now):
         """Advance the sequence at the heartbeat rate; returns what to send and report."""
-        if self._stream_start is None:
+        if self._stream_start is None and self.streaming:
             self._stream_start = now
         info, self._report = tuple(self._report), []
-        warnings = ()
+        warnings, self._alerts = tuple(self._alerts), []
         if self._system_id_problem() and not self._warned_system_id:
             self._warned_system_id = True
-            warnings = (self._system_id_problem(),)
+            warnings += (self._system_id_problem(),)
         if self.phase is Phase.IDLE:
             out = TickOutput()
         elif self.phase is Phase.ACTIVE:
             out = self._watch_active(now)
+        elif self.phase is Phase.LANDING:
+            out = self._advance_landing(now)
         else:
             out = self._advance_request(now)
-        return TickOutput(out.commands, info + out.info, warnings + out.warnings, out.outcome)
+        outcome = out.outcome
+        if outcome is None and self._queued_outcome is not None:
+            outcome = self._queued_outcome
+        self._queued_outcome = None
+        return TickOutput(out.commands, info + out.info, warnings + out.warnings, outcome,
+                          out.land_outcome)
+
+    def status(self, now):
+        """Return what ``~/status`` says now."""
+        values = [('phase', self.phase.value), ('streaming', str(self.streaming).lower())]
+        if self._status is not None:
+            values += [('nav_state', nav_state_text(self._status[0])),
+                       ('arming_state', _ARMING_NAMES.get(self._status[1],
+                                                          str(self._status[1]))),
+                       ('failsafe', str(self._failsafe).lower())]
+        if self._reset is not None:
+            values += [('last_reset_jump_m', f'{self._reset.jump:.2f}'),
+                       ('reset_counter', str(self._odom_sample[0]))]
+        if self._others:
+            values.append(('other_publishers', ', '.join(self._others)))
+        values = tuple(values)
+        if not self.streaming:
+            return Status(ERROR, 'offboard heartbeat stopped: ' + self._stream_stopped, values)
+        if self._reset is not None and self._reset.latched:
+            return Status(ERROR, self._reset_latched_text() + ': holding (zero velocity) until '
+                          'the operator calls ~/engage', values)
+        if self._others:
+            return Status(WARN, self._others_problem(), values)
+        if self._failsafe_text(now):
+            return Status(WARN, self._failsafe_text(now), values)
+        if self.phase is Phase.LANDING:
+            return Status(OK, 'landing: NAV_LAND sent, waiting for PX4 to confirm', values)
+        if self.phase is Phase.ACTIVE:
+            reason = self._hold_reason(now)
+            if reason is None:
+                return Status(OK, 'engaged: following cmd_vel', values)
+            return Status(WARN, 'engaged, holding (zero velocity): '
+                          + (reason[1] or reason[0]), values)
+        if self.phase is Phase.IDLE:
+            link = self._link_problem(now)
+            if link:
+                return Status(WARN, f'idle: {link}', values)
+            return Status(OK, 'idle: streaming zero velocity; ~/engage to fly', values)
+        return Status(OK, f'engaging ({self.phase.value})', values)
 
     # ---- internals --------------------------------------------------------------------------
     def _heard_px4(self, now):
@@ -286,15 +519,26 @@ class OffboardSequencer:
     def _offboard_in_status(self):
         return self._status is not None and self._status[0] == NAVIGATION_STATE_OFFBOARD
 
+    def _reset_latched_text(self):
+        return (f'PX4 estimator reset moved the position estimate {self._reset.jump:.2f} m '
+                f'(> max_reset_jump {self.config.max_reset_jump:g} m)')
+
     def _hold_reason(self, now):
         """(kind, message) of why the setpoint must be zero now, or None to fly cmd_vel."""
         if self.phase is not Phase.ACTIVE:
-            if self._offboard_in_status() and self.phase is Phase.IDLE:
+            if (self._offboard_in_status() and self.phase is Phase.IDLE
+                    and self._stream_stopped is None):
                 return ('not engaged', 'PX4 is in OFFBOARD but this bridge was not engaged: '
                         'holding (zero velocity) until the operator calls ~/engage')
             return ('idle', None)
         if self._left_offboard is not None or self._status_stale(now):
             return ('ending', None)  # the next tick goes idle and says why
+        if self._others:
+            return ('others', None)  # on_other_publishers warned, naming them
+        if self._reset is not None and self._reset.latched:
+            return ('reset latched', None)  # on_odometry warned
+        if self._reset is not None and now - self._reset.at < self.config.reset_hold:
+            return ('reset hold', None)
         if self._odom_stamp is None or now - self._odom_stamp > self.config.status_timeout:
             age = 'none received' if self._odom_stamp is None else (
                 f'{now - self._odom_stamp:.1f} s old')
@@ -327,15 +571,35 @@ class OffboardSequencer:
                 f'{self._system_id} (MAV_SYS_ID): PX4 ignores commands addressed to another '
                 'system; set target_system to it')
 
+    def _others_problem(self):
+        if not self._others:
+            return None
+        return ('another node publishes setpoints to this vehicle: '
+                + ', '.join(self._others) + '; stop it first (one bridge per vehicle)')
+
+    def _failsafe_text(self, now):
+        """'PX4 is in a failsafe (nav_state=..., active: ...)', or None."""
+        if not self._failsafe or self._status is None:
+            return None
+        flags, stamp = self._failsafe_flags
+        which = (f'; active: {", ".join(flags)}' if flags and stamp is not None
+                 and now - stamp <= self.config.status_timeout else '')
+        return f'PX4 is in a failsafe (nav_state={nav_state_text(self._status[0])}{which})'
+
+    def _failsafe_problem(self, now):
+        text = self._failsafe_text(now)
+        return None if text is None else text + ': clear it (or take over) before engaging'
+
     def _state_text(self):
         nav, arming, _ = self._status
-        return (f'nav_state={_nav_name(nav)}, '
+        return (f'nav_state={nav_state_text(nav)}, '
                 f'arming_state={arming} ({_ARMING_NAMES.get(arming, "unknown")})')
 
     def _go_idle(self):
         self.phase = Phase.IDLE
         self._left_offboard = None
         self._pending = None
+        self._landing = None
         self._engage_requested_at = None
         self._active_since = None
 
@@ -352,18 +616,57 @@ class OffboardSequencer:
                           info=('switching PX4 to Hold (AUTO.LOITER): the vehicle is not left '
                                 'in OFFBOARD disarmed',))
 
+    def _refusal(self, command, reason):
+        """Name a final refusal of the engage's command: mode refused or arming refused."""
+        if command == VEHICLE_CMD_COMPONENT_ARM_DISARM:
+            preflight = ("; PX4's pre-flight checks fail (pre_flight_checks_pass false)"
+                         if self._preflight_ok is False else '')
+            return f'arming refused: {reason}{preflight}'
+        return f'OFFBOARD mode refused: {reason}'
+
+    def _unconfirmed(self, now):
+        """Why an engage was not confirmed in time: PX4's last answer, its state, a failsafe."""
+        pending = self._pending
+        if pending is None:
+            answer = 'nothing was sent (PX4 did not hear the stream for warmup)'
+        else:
+            what = ('arming' if pending.request.command == VEHICLE_CMD_COMPONENT_ARM_DISARM
+                    else 'OFFBOARD mode')
+            sent = f'sent {pending.sent} time{"s" if pending.sent > 1 else ""}'
+            name = command_text(pending.request.command)
+            if pending.last_result is None:
+                answer = f'{what} not confirmed: PX4 did not answer {name} ({sent})'
+            elif pending.last_result == VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED:
+                answer = f'{what} refused: PX4 answered {name} TEMPORARILY_REJECTED ({sent})'
+            else:
+                answer = (f'{what} not confirmed: PX4 answered {name} '
+                          f'{result_text(pending.last_result)} ({sent})')
+        parts = [answer, self._state_text()]
+        if self._failsafe_text(now):
+            parts.append(self._failsafe_text(now))
+        if (pending is not None and pending.request.command == VEHICLE_CMD_COMPONENT_ARM_DISARM
+                and self._preflight_ok is False):
+            parts.append("PX4's pre-flight checks fail (pre_flight_checks_pass false)")
+        if self._system_id_problem():
+            parts.append(self._system_id_problem())
+        return f'no confirmation within {self.config.confirm_timeout:g} s: ' + '; '.join(parts)
+
     def _advance_request(self, now):
         if self._denial:
             command, reason = self._denial
             self._denial = None
+            reason = self._refusal(command, reason)
             if command == VEHICLE_CMD_COMPONENT_ARM_DISARM and self._offboard_in_status():
                 return self._leave_offboard(reason)
             return self._fail(reason)
-        link = self._link_problem(now)
+        link = self._link_problem(now) or self._others_problem()
         if link:
             return self._fail(link)
         nav, arming, _ = self._status
         offboard, armed = nav == NAVIGATION_STATE_OFFBOARD, arming == ARMING_STATE_ARMED
+        if self._failsafe and not (offboard and armed):
+            reason = self._failsafe_text(now) + ': engage stopped'
+            return self._leave_offboard(reason) if offboard else self._fail(reason)
         if offboard and armed:
             self.phase = Phase.ACTIVE
             self._pending = None
@@ -371,10 +674,7 @@ class OffboardSequencer:
             message = 'engaged: PX4 confirmed OFFBOARD and ARMED; following cmd_vel'
             return TickOutput(info=(message,), outcome=Outcome(True, message))
         if now - self._engage_requested_at > self.config.confirm_timeout:
-            reason = (f'no confirmation within {self.config.confirm_timeout:g} s: '
-                      + self._state_text())
-            if self._system_id_problem():
-                reason += '; ' + self._system_id_problem()
+            reason = self._unconfirmed(now)
             if offboard:
                 return self._leave_offboard(reason)
             return self._fail(reason)
@@ -392,13 +692,59 @@ class OffboardSequencer:
             wanted = VehicleCommandRequest(VEHICLE_CMD_DO_SET_MODE,
                                            MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
                                            PX4_CUSTOM_MAIN_MODE_OFFBOARD)
+        return self._send_pending(now, wanted)
+
+    def _send_pending(self, now, wanted):
+        """Send ``wanted`` now unless it was sent less than ``command_retry`` ago."""
         pending = self._pending
-        if (pending is not None and pending.request.command == wanted.command
-                and now - pending.sent_at < self.config.command_retry):
-            return TickOutput()
+        if pending is not None and pending.request.command == wanted.command:
+            if now - pending.sent_at < self.config.command_retry:
+                return TickOutput()
+            pending.sent_at, pending.sent = now, pending.sent + 1
+            return TickOutput(commands=(wanted,),
+                              info=(f'resending {_COMMAND_NAMES[wanted.command]} (attempt '
+                                    f'{pending.sent})',))
         self._pending = _Pending(wanted, now)
-        return TickOutput(commands=(wanted,),
-                          info=(f'sending {_COMMAND_NAMES[wanted.command]}',))
+        return TickOutput(commands=(wanted,), info=(f'sending {_COMMAND_NAMES[wanted.command]}',))
+
+    def _advance_landing(self, now):
+        landing, pending = self._landing, self._pending
+        if self._denial:
+            _, reason = self._denial
+            self._denial = None
+            return self._landing_failed(reason)
+        if self._status is not None and not self._status_stale(now):
+            nav, arming, _ = self._status
+            if arming == ARMING_STATE_DISARMED or (pending.accepted
+                                                   and nav == NAVIGATION_STATE_AUTO_LAND):
+                message = f'landing confirmed: PX4 reports {self._state_text()}'
+                self._go_idle()
+                return TickOutput(info=(message,), land_outcome=Outcome(True, message))
+        if now - landing.started > self.config.confirm_timeout:
+            sent = f'sent {pending.sent} time{"s" if pending.sent > 1 else ""}'
+            if pending.last_result is None:
+                answer = f'PX4 did not answer NAV_LAND ({sent})'
+            else:
+                answer = f'PX4 answered NAV_LAND {result_text(pending.last_result)} ({sent})'
+            state = ('no vehicle_status' if self._status is None
+                     else f'PX4 reports {self._state_text()}')
+            return self._landing_failed(f'no confirmation within '
+                                        f'{self.config.confirm_timeout:g} s: {answer}; {state}')
+        return self._send_pending(now, pending.request)
+
+    def _landing_failed(self, reason):
+        """Stop the heartbeat: PX4's offboard-loss failsafe takes the vehicle. One line."""
+        if self._offboard_in_status():
+            then = ("so that PX4's offboard-loss failsafe takes the vehicle "
+                    f'({OFFBOARD_LOSS_PARAMETERS})')
+        else:
+            nav = 'unknown' if self._status is None else nav_state_text(self._status[0])
+            then = (f'PX4 is not in OFFBOARD (nav_state={nav}): it keeps its own mode')
+        message = (f'NAV_LAND not confirmed ({reason}): stopping the offboard heartbeat, {then};'
+                   ' ~/engage starts it again')
+        self._go_idle()
+        self._stream_stopped = f'NAV_LAND not confirmed ({reason})'
+        return TickOutput(warnings=(message,), land_outcome=Outcome(False, message))
 
     def _status_stale(self, now):
         return self._status is None or now - self._status[2] > self.config.status_timeout
@@ -421,10 +767,10 @@ class OffboardSequencer:
             last = self._cmd[2] if self._cmd is not None else self._active_since
             silent = now - max(last, self._active_since)
             if silent > self.config.land_after:
-                self._go_idle()
+                out = self.request_land(now, why='land_after')
                 return TickOutput(
-                    commands=(VehicleCommandRequest(VEHICLE_CMD_NAV_LAND),),
+                    commands=out.commands,
                     warnings=(f'cmd_vel silent for {silent:.1f} s while engaged (land_after '
                               f'{self.config.land_after:g} s): the agent is gone; sending '
-                              'NAV_LAND, bridge idle',))
+                              'NAV_LAND and waiting for PX4 to confirm it',))
         return TickOutput()

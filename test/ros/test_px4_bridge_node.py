@@ -113,6 +113,7 @@ def ros():
 
 
 def make_graph(ros, bridge_params=(), **fake_options):
+    from diagnostic_msgs.msg import DiagnosticStatus
     from rclpy.node import Node
     from rclpy.parameter import Parameter
     from std_srvs.srv import Trigger
@@ -130,17 +131,50 @@ def make_graph(ros, bridge_params=(), **fake_options):
     operator.create_subscription(Odometry, '/uav1/odom', operator.odoms.append, 10)
     operator.cmd_pub = operator.create_publisher(Twist, '/uav1/cmd_vel', 10)
     operator.engage = operator.create_client(Trigger, '/uav1/px4_bridge/engage')
+    operator.land = operator.create_client(Trigger, '/uav1/px4_bridge/land')
+    operator.statuses = []
+    operator.create_subscription(DiagnosticStatus, '/uav1/px4_bridge/status',
+                                 operator.statuses.append, 10)
     for node in (fake, bridge, operator):
         ros.add_node(node)
     return fake, bridge, operator
 
 
 def call_engage(ros, operator):
+    return call(ros, operator.engage)
+
+
+def call(ros, client):
     from std_srvs.srv import Trigger
-    assert spin_until(ros, lambda: operator.engage.service_is_ready())
-    future = operator.engage.call_async(Trigger.Request())
+    assert spin_until(ros, lambda: client.service_is_ready())
+    future = client.call_async(Trigger.Request())
     assert spin_until(ros, future.done, timeout=15.0)
     return future.result()
+
+
+def engaged_graph(ros, bridge_params=(), **fake_options):
+    """Return the graph with the bridge engaged and flying cmd_vel."""
+    fake, bridge, operator = make_graph(ros, bridge_params, **fake_options)
+    assert spin_until(ros, lambda: operator.odoms)
+    response = call_engage(ros, operator)
+    assert response.success, response.message
+    return fake, bridge, operator
+
+
+def flying(fake, operator):
+    """Return a spin_until condition: cmd_vel (1, 2, 0.5) published and flown."""
+    def condition():
+        operator.cmd_pub.publish(command())
+        return bool(fake.setpoints) and fake.setpoints[-1].velocity[0] > 1.5
+    return condition
+
+
+def holding(fake, operator):
+    """Return a spin_until condition: cmd_vel published, zero velocity flown."""
+    def condition():
+        operator.cmd_pub.publish(command())
+        return bool(fake.setpoints) and zero(fake.setpoints[-1])
+    return condition
 
 
 def command(x=1.0, y=2.0, z=0.5, yaw_rate=0.3):
@@ -251,7 +285,10 @@ def test_land_after_lands_the_vehicle_of_a_dead_agent(ros, capfd):
     spin_for(ros, 1.5)
     assert len(fake.landed_commands()) == 1 and 0.8 < waited < 2.0
     assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LAND
-    assert 'land_after 1 s): the agent is gone; sending NAV_LAND' in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert 'land_after 1 s): the agent is gone; sending NAV_LAND' in err
+    assert 'landing confirmed: PX4 reports nav_state=18 (AUTO_LAND)' in err
+    assert len(fake.heartbeats) and bridge._seq.streaming
 
 
 @px4
@@ -292,6 +329,194 @@ def test_a_wrong_target_system_is_named(ros, capfd):
     assert 'target_system is 1 but this PX4 reports system_id 2' in response.message
     assert 'target_system is 1 but this PX4 reports system_id 2' in capfd.readouterr().err
     assert not fake.commands
+
+
+@px4
+def test_a_lost_nav_land_is_resent_and_land_answers_once_px4_confirms(ros):
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = engaged_graph(ros, {'command_retry': 0.3}, lose_land=2)
+    assert spin_until(ros, flying(fake, operator))
+    response = call(ros, operator.land)
+    assert response.success, response.message
+    assert response.message.startswith('landing confirmed: PX4 reports nav_state=18 (AUTO_LAND)')
+    assert len(fake.landed_commands()) == 3  # two lost on the link, the third answered
+    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LAND
+
+
+@px4
+def test_a_denied_landing_stops_the_heartbeat_and_px4_failsafe_takes_the_vehicle(ros, capfd):
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = engaged_graph(ros, deny_land=True)
+    assert spin_until(ros, flying(fake, operator))
+    response = call(ros, operator.land)
+    assert not response.success
+    assert response.message.startswith(
+        'NAV_LAND not confirmed (PX4 refused NAV_LAND (21): DENIED): stopping the offboard '
+        "heartbeat, so that PX4's offboard-loss failsafe takes the vehicle")
+    heard = len(fake.heartbeats)
+    # PX4's own failsafe (the fake's offboard_loss_timeout 0.5 s) takes the vehicle.
+    assert spin_until(ros, lambda: fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LOITER)
+    assert fake.failsafe and 'offboard_control_signal_lost' in fake.failsafe_flags
+    setpoints = len(fake.setpoints)
+    spin_for(ros, 1.0)
+    assert len(fake.heartbeats) <= heard + 1 and len(fake.setpoints) == setpoints
+    assert spin_until(ros, lambda: operator.statuses
+                      and operator.statuses[-1].level == DiagnosticStatus.ERROR)
+    assert operator.statuses[-1].message.startswith('offboard heartbeat stopped: NAV_LAND not '
+                                                    'confirmed (PX4 refused NAV_LAND')
+    err = capfd.readouterr().err
+    assert err.count('NAV_LAND not confirmed') == 1
+    assert fake.nav_state != VehicleStatus.NAVIGATION_STATE_OFFBOARD
+
+
+@px4
+def test_an_unanswered_landing_is_handed_to_px4_failsafe(ros):
+    fake, bridge, operator = engaged_graph(
+        ros, {'command_retry': 0.3, 'confirm_timeout': 1.0}, lose_land=1000)
+    response = call(ros, operator.land)
+    assert not response.success
+    sent = len(fake.landed_commands())  # every command_retry during confirm_timeout
+    assert sent >= 3 and f'PX4 did not answer NAV_LAND (sent {sent} times)' in response.message
+    assert 'stopping the offboard heartbeat' in response.message
+    assert not bridge._seq.streaming
+
+
+@px4
+def test_a_second_bridge_on_the_vehicle_is_named_and_cannot_engage(ros, capfd):
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from rclpy.node import Node
+    from rclpy.parameter import Parameter
+    from std_srvs.srv import Trigger
+
+    from soliton_encirclement_ros.px4.bridge_node import load_px4_msgs, Px4BridgeNode
+    fake, bridge, operator = engaged_graph(ros)
+    assert spin_until(ros, flying(fake, operator))
+    second = Px4BridgeNode(load_px4_msgs(), namespace='spare', parameter_overrides=[
+        Parameter('px4_namespace', value='px4_1'), Parameter('target_system', value=2)])
+    ros.add_node(second)
+    # The engaged bridge names the newcomer once and holds its vehicle.
+    assert spin_until(ros, lambda: any('/spare/px4_bridge' in s.message
+                                       for s in operator.statuses), timeout=10.0)
+    fake.setpoints.clear()
+    assert spin_until(ros, holding(fake, operator))
+    spin_for(ros, 0.5, each=lambda: operator.cmd_pub.publish(command()))
+    assert all(zero(sp) for sp in fake.setpoints[-5:])
+    spare = Node('spare_operator')
+    spare.engage = spare.create_client(Trigger, '/spare/px4_bridge/engage')
+    spare.statuses = []
+    spare.create_subscription(DiagnosticStatus, '/spare/px4_bridge/status',
+                              spare.statuses.append, 10)
+    ros.add_node(spare)
+    assert spin_until(ros, lambda: any('/uav1/px4_bridge' in s.message for s in spare.statuses),
+                      timeout=10.0)
+    response = call(ros, spare.engage)
+    assert not response.success
+    assert response.message == ('another node publishes setpoints to this vehicle: '
+                                '/uav1/px4_bridge; stop it first (one bridge per vehicle)')
+    status = [s for s in operator.statuses if '/spare/px4_bridge' in s.message]
+    assert status[-1].level == DiagnosticStatus.WARN
+    ros.remove_node(second)
+    second.destroy_node()
+    assert spin_until(ros, flying(fake, operator), timeout=10.0)  # flies again once it is gone
+    spin_for(ros, 0.5)  # the next heartbeats log what the sequencer reported
+    err = capfd.readouterr().err
+    named = [line for line in err.splitlines()
+             if 'another node publishes setpoints to this vehicle (' in line]
+    assert len(named) <= 2, named  # at most once by each bridge, naming the other
+    assert any(line.endswith('/spare/px4_bridge; its setpoints interleave with this '
+                             "bridge's: engage is refused and an engaged vehicle holds (zero "
+                             'velocity) while it is there') for line in named), named
+    assert 'no other node publishes setpoints to this vehicle any more' in err
+    assert 'engage refused: another node publishes setpoints to this vehicle' in err
+
+
+@px4
+def test_an_estimator_jump_is_logged_and_held_until_re_engaged(ros, capfd):
+    from diagnostic_msgs.msg import DiagnosticStatus
+    fake, bridge, operator = engaged_graph(ros)
+    assert spin_until(ros, flying(fake, operator))
+    fake.reset_estimate([3.0, -4.0, 0.0])  # 5 m: more than max_reset_jump 2 m
+    fake.setpoints.clear()
+    assert spin_until(ros, holding(fake, operator))
+    spin_for(ros, 2.0, each=lambda: operator.cmd_pub.publish(command()))  # > reset_hold
+    assert all(zero(sp) for sp in fake.setpoints[-20:])
+    assert spin_until(ros, lambda: operator.statuses and operator.statuses[-1].message.startswith(
+        'PX4 estimator reset moved the position estimate 5.00 m (> max_reset_jump 2 m)'))
+    assert operator.statuses[-1].level == DiagnosticStatus.ERROR
+    assert capfd.readouterr().err.count(
+        'PX4 estimator reset (reset_counter 0 -> 1): the position estimate jumped 5.00 m '
+        '(-4.00, +3.00, +0.00); more than max_reset_jump 2 m') == 1
+    p = operator.odoms[-1].pose.pose.position
+    assert (p.x, p.y) == pytest.approx((100.0 - 2.0 - 4.0, 4.0 + 3.0), abs=1e-5)
+    response = call_engage(ros, operator)
+    assert response.success and 'after the estimator reset' in response.message
+    assert spin_until(ros, flying(fake, operator))
+
+
+@px4
+def test_a_small_estimator_jump_holds_for_reset_hold_then_flies(ros, capfd):
+    fake, bridge, operator = engaged_graph(ros, {'reset_hold': 1.0})
+    assert spin_until(ros, flying(fake, operator))
+    fake.reset_estimate([1.0, 0.0, 0.0])
+    assert spin_until(ros, holding(fake, operator))
+    start = time.monotonic()
+    assert spin_until(ros, flying(fake, operator))
+    assert 0.5 < time.monotonic() - start < 3.0
+    err = capfd.readouterr().err
+    assert err.count('PX4 estimator reset (reset_counter 0 -> 1): the position estimate '
+                     'jumped 1.00 m') == 1
+    assert 'commanding zero velocity for reset_hold 1 s' in err
+
+
+@px4
+def test_engaging_in_a_failsafe_names_it(ros):
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = make_graph(ros)
+    assert spin_until(ros, lambda: operator.odoms)
+    fake.enter_failsafe(VehicleStatus.NAVIGATION_STATE_AUTO_RTL,
+                        ['battery_low_remaining_time', 'gcs_connection_lost'])
+    assert spin_until(ros, lambda: bridge._seq._failsafe)
+    spin_for(ros, 0.3)
+    response = call_engage(ros, operator)
+    assert not response.success
+    assert response.message == (
+        'PX4 is in a failsafe (nav_state=5 (AUTO_RTL); active: gcs_connection_lost, '
+        'battery_low_remaining_time): clear it (or take over) before engaging')
+    assert not fake.commands
+
+
+@px4
+def test_a_failsafe_during_the_engage_is_named_not_a_timeout(ros):
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = make_graph(ros, {'warmup': 1.0}, refuse_arm=False)
+    assert spin_until(ros, lambda: operator.odoms)
+    from std_srvs.srv import Trigger
+    future = operator.engage.call_async(Trigger.Request())
+    assert spin_until(ros, lambda: bridge._seq.phase.value == 'mode_requested')
+    fake.enter_failsafe(VehicleStatus.NAVIGATION_STATE_AUTO_LOITER, ['local_position_invalid'])
+    assert spin_until(ros, future.done, timeout=15.0)
+    response = future.result()
+    assert not response.success
+    assert response.message.startswith('PX4 is in a failsafe (nav_state=4 (AUTO_LOITER)')
+    assert 'local_position_invalid' in response.message
+
+
+@px4
+def test_an_arm_refused_by_preflight_checks_names_px4_answer(ros):
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = make_graph(ros, {'confirm_timeout': 2.0, 'command_retry': 0.5},
+                                        preflight_fail=True)
+    assert spin_until(ros, lambda: operator.odoms)
+    response = call_engage(ros, operator)
+    assert not response.success
+    assert response.message.startswith(
+        'no confirmation within 2 s: arming refused: PX4 answered COMPONENT_ARM_DISARM (400) '
+        'TEMPORARILY_REJECTED (sent ')
+    assert response.message.endswith(
+        "nav_state=14 (OFFBOARD), arming_state=1 (DISARMED); PX4's pre-flight checks fail "
+        '(pre_flight_checks_pass false)')
+    assert spin_until(ros, lambda: fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LOITER)
 
 
 def bridge_command():

@@ -9,11 +9,18 @@ documented rules.
 - DO_SET_MODE(OFFBOARD) is accepted only while the OffboardControlMode heartbeat is alive; ARM
   only in OFFBOARD. Acks go to the command's sender (``target_system/component`` = its source).
 - Offboard loss: the heartbeat silent for ``offboard_loss_timeout`` fails over to Hold
-  (AUTO_LOITER); the user's intention stays OFFBOARD, so PX4 returns to OFFBOARD by itself when
-  the heartbeat comes back (what a restarted bridge meets).
+  (AUTO_LOITER) with ``failsafe`` set and ``failsafe_flags.offboard_control_signal_lost``; the
+  user's intention stays OFFBOARD, so PX4 returns to OFFBOARD by itself when the heartbeat comes
+  back (what a restarted bridge meets).
 - NAV_LAND switches to AUTO_LAND.
+- A failsafe (:meth:`FakePx4.enter_failsafe`) holds its mode: DO_SET_MODE is ACCEPTED (the user's
+  intention changes) but ``nav_state`` stays, as PX4's commander does.
+- ``failsafe_flags`` (FailsafeFlags) at 50 Hz, when the built px4_msgs has it.
 Options: refuse ARM, drop the first mode requests, answer the first commands
-TEMPORARILY_REJECTED, report another ``system_id``.
+TEMPORARILY_REJECTED, fail the pre-flight checks (ARM answered TEMPORARILY_REJECTED, as PX4's
+commander does), report another ``system_id``, lose the first ``lose_land`` NAV_LANDs (no
+ack, no landing), deny NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with
+a new ``reset_counter``.
 """
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -34,14 +41,19 @@ class FakePx4(Node):
 
     def __init__(self, px4_namespace='px4_1', system_id=2, refuse_arm=False,
                  drop_mode_requests=0, temporarily_reject=0, offboard_loss_timeout=0.5,
-                 nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0)):
+                 nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0), lose_land=0,
+                 deny_land=False, preflight_fail=False):
         super().__init__('fake_px4')
+        import px4_msgs.msg
         from px4_msgs.msg import (
             OffboardControlMode, TrajectorySetpoint, VehicleCommand, VehicleCommandAck,
             VehicleOdometry, VehicleStatus)
         self.m = {cls.__name__: cls for cls in (OffboardControlMode, TrajectorySetpoint,
                                                 VehicleCommand, VehicleCommandAck,
                                                 VehicleOdometry, VehicleStatus)}
+        flags_cls = getattr(px4_msgs.msg, 'FailsafeFlags', None)
+        if flags_cls is not None:
+            self.m['FailsafeFlags'] = flags_cls
         status = VehicleStatus
         self.system_id = system_id
         self.nav_state = status.NAVIGATION_STATE_POSCTL if nav_state is None else nav_state
@@ -53,6 +65,10 @@ class FakePx4(Node):
             offboard_loss_timeout,
         )
         self.q_ned = list(q_ned)
+        self.lose_land, self.deny_land = lose_land, deny_land
+        self.preflight_fail = preflight_fail
+        self.position_ned, self.reset_counter = list(POSITION_NED), 0
+        self.failsafe, self.failsafe_flags = False, set()
         self.received, self.commands, self.setpoints, self.heartbeats = [], [], [], []
         self.heartbeat_times = []
         self._last_heartbeat = None
@@ -76,7 +92,19 @@ class FakePx4(Node):
         self.create_subscription(
             TrajectorySetpoint, name('in', 'trajectory_setpoint', 'TrajectorySetpoint'),
             self.setpoints.append, READER_QOS)
+        self._flags_pub = None if flags_cls is None else self.create_publisher(
+            flags_cls, name('out', 'failsafe_flags', 'FailsafeFlags'), WRITER_QOS)
         self.create_timer(0.02, self._publish_state)
+
+    def reset_estimate(self, jump_ned):
+        """Jump the position estimate by ``jump_ned`` [m] with a new reset_counter (EKF reset)."""
+        self.position_ned = [p + d for p, d in zip(self.position_ned, jump_ned)]
+        self.reset_counter = (self.reset_counter + 1) % 256
+
+    def enter_failsafe(self, nav_state, flags):
+        """Enter a failsafe: ``nav_state`` (its action) with ``flags`` set in failsafe_flags."""
+        self.failsafe, self.failsafe_flags = True, set(flags)
+        self.nav_state = nav_state
 
     def _now_us(self):
         return self.get_clock().now().nanoseconds // 1000
@@ -90,18 +118,23 @@ class FakePx4(Node):
         self._last_heartbeat = self._now_us()
         self.heartbeat_times.append(self._last_heartbeat)
         offboard = self.m['VehicleStatus'].NAVIGATION_STATE_OFFBOARD
-        if self.user_intention == offboard and self.nav_state != offboard:
+        if (self.user_intention == offboard and self.nav_state != offboard
+                and self.failsafe_flags <= {'offboard_control_signal_lost'}):
             self.nav_state = offboard  # PX4 returns to the user's intention
+            self.failsafe, self.failsafe_flags = False, set()
 
     def _publish_state(self):
         status_cls, odom_cls = self.m['VehicleStatus'], self.m['VehicleOdometry']
         if self.nav_state == status_cls.NAVIGATION_STATE_OFFBOARD and not self._heartbeat_alive():
             self.nav_state = status_cls.NAVIGATION_STATE_AUTO_LOITER  # offboard-loss failsafe
+            self.failsafe = True
+            self.failsafe_flags.add('offboard_control_signal_lost')
         now = self._now_us()
         odom = odom_cls()
         odom.timestamp, odom.timestamp_sample = now, now - SAMPLE_AGE_US
         odom.pose_frame, odom.velocity_frame = odom_cls.POSE_FRAME_NED, odom_cls.VELOCITY_FRAME_NED
-        odom.position, odom.q = POSITION_NED, self.q_ned
+        odom.position, odom.q = self.position_ned, self.q_ned
+        odom.reset_counter = self.reset_counter
         odom.velocity, odom.angular_velocity = VELOCITY_NED, [0.0, 0.0, 0.1]
         odom.position_variance = [0.01, 0.04, 0.09]
         odom.orientation_variance = [0.001, 0.002, 0.003]
@@ -111,7 +144,15 @@ class FakePx4(Node):
         status.timestamp = now
         status.nav_state, status.arming_state = self.nav_state, self.arming_state
         status.system_id = self.system_id
+        status.failsafe = self.failsafe
+        status.pre_flight_checks_pass = not self.preflight_fail
         self._status_pub.publish(status)
+        if self._flags_pub is not None:
+            flags = self._flags_pub.msg_type()
+            flags.timestamp = now
+            for flag in self.failsafe_flags:
+                setattr(flags, flag, True)
+            self._flags_pub.publish(flags)
 
     def _on_command(self, msg):
         cmd, ack_cls, status = self.m['VehicleCommand'], self.m['VehicleCommandAck'], \
@@ -128,19 +169,29 @@ class FakePx4(Node):
             self.temporarily_reject -= 1
             result = ack_cls.VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED
         elif msg.command == cmd.VEHICLE_CMD_DO_SET_MODE and msg.param1 == 1.0:
-            if msg.param2 == 6.0 and self._heartbeat_alive():
+            if self.failsafe and msg.param2 == 6.0:
+                self.user_intention = status.NAVIGATION_STATE_OFFBOARD  # the failsafe holds
+            elif msg.param2 == 6.0 and self._heartbeat_alive():
                 self.nav_state = self.user_intention = status.NAVIGATION_STATE_OFFBOARD
             elif msg.param2 == 4.0 and msg.param3 == 3.0:
                 self.nav_state = self.user_intention = status.NAVIGATION_STATE_AUTO_LOITER
             else:
                 result = ack_cls.VEHICLE_CMD_RESULT_DENIED
         elif msg.command == cmd.VEHICLE_CMD_COMPONENT_ARM_DISARM and msg.param1 == 1.0:
-            if self.refuse_arm or self.nav_state != status.NAVIGATION_STATE_OFFBOARD:
+            if self.preflight_fail:  # PX4's commander: arming denied by a check
+                result = ack_cls.VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED
+            elif self.refuse_arm or self.nav_state != status.NAVIGATION_STATE_OFFBOARD:
                 result = ack_cls.VEHICLE_CMD_RESULT_DENIED
             else:
                 self.arming_state = status.ARMING_STATE_ARMED
         elif msg.command == cmd.VEHICLE_CMD_NAV_LAND:
-            self.nav_state = self.user_intention = status.NAVIGATION_STATE_AUTO_LAND
+            if self.lose_land > 0:
+                self.lose_land -= 1
+                return  # lost on the link: no ack, no landing
+            if self.deny_land:
+                result = ack_cls.VEHICLE_CMD_RESULT_DENIED
+            else:
+                self.nav_state = self.user_intention = status.NAVIGATION_STATE_AUTO_LAND
         ack = ack_cls()
         ack.timestamp = self._now_us()
         ack.command, ack.result = msg.command, result

@@ -3,7 +3,9 @@ The offboard sequencer as a pure object (runs in CI without px4_msgs).
 
 The engage gate, PX4 found in OFFBOARD, leaving OFFBOARD, warmup from PX4's feedback, retried
 temporary rejections, stale odometry, land_after, a wrong target_system, a refused ARM, the NaN
-guard.
+guard; the pending landing (resent, confirmed, denied or unanswered -> the heartbeat stops),
+another publisher on the setpoint topics, estimator resets, and engage failures that name PX4's
+reason (failsafe, arming refused, mode refused).
 """
 import math
 
@@ -13,12 +15,13 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.px4.offboard import (
-    ARMING_STATE_ARMED, ARMING_STATE_DISARMED, NAVIGATION_STATE_OFFBOARD, OffboardConfig,
-    OffboardSequencer, Phase, PX4_CUSTOM_MAIN_MODE_AUTO, PX4_CUSTOM_SUB_MODE_AUTO_LOITER,
+    ARMING_STATE_ARMED, ARMING_STATE_DISARMED, ERROR, NAVIGATION_STATE_OFFBOARD, OffboardConfig,
+    OffboardSequencer, OK, Outcome, Phase, PX4_CUSTOM_MAIN_MODE_AUTO,
+    PX4_CUSTOM_SUB_MODE_AUTO_LOITER,
     VEHICLE_CMD_COMPONENT_ARM_DISARM, VEHICLE_CMD_DO_SET_MODE, VEHICLE_CMD_NAV_LAND,
-    VEHICLE_CMD_RESULT_ACCEPTED, VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED)
+    VEHICLE_CMD_RESULT_ACCEPTED, VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED, WARN)
 
-POSCTL, AUTO_LOITER, DENIED = 2, 4, 2
+POSCTL, AUTO_LOITER, AUTO_RTL, AUTO_LAND, DENIED = 2, 4, 5, 18, 2
 OFFBOARD, ARMED, DISARMED = NAVIGATION_STATE_OFFBOARD, ARMING_STATE_ARMED, ARMING_STATE_DISARMED
 CFG = OffboardConfig(cmd_timeout=0.5, warmup=1.0, confirm_timeout=5.0, command_retry=1.0,
                      status_timeout=2.0, land_after=10.0)
@@ -93,7 +96,8 @@ def test_leaving_offboard_returns_to_idle_and_px4_coming_back_does_not_fly():
     assert not seq.setpoint(2.5).held
     out = feed(seq, 3.0, AUTO_LOITER, ARMED, cmd=[1.0, 0.0, 0.0])  # RC switched to Hold
     assert 'PX4 reports nav_state=4' in out.info[0]
-    assert 'PX4 left offboard control (nav_state=4, arming_state=2 (ARMED))' in out.warnings[0]
+    assert ('PX4 left offboard control (nav_state=4 (AUTO_LOITER), arming_state=2 (ARMED))'
+            in out.warnings[0])
     assert 'a new ~/engage is needed' in out.warnings[0]
     assert seq.phase is Phase.IDLE and seq.setpoint(3.0).held
     feed(seq, 4.0, OFFBOARD, ARMED, cmd=[1.0, 0.0, 0.0])  # failsafe over: PX4 back in OFFBOARD
@@ -110,7 +114,8 @@ def test_leaving_and_returning_to_offboard_between_two_ticks_still_ends_the_enga
     seq.on_cmd_vel(2.06, [1.0, 0.0, 0.0], 0.0)
     out = seq.tick(2.1)
     assert seq.phase is Phase.IDLE
-    assert out.warnings == ('PX4 left offboard control (nav_state=2, arming_state=2 (ARMED)): '
+    assert out.warnings == ('PX4 left offboard control (nav_state=2 (POSCTL), arming_state=2 '
+                            '(ARMED)): '
                             'bridge idle, commanding zero velocity; a new ~/engage is needed to '
                             'fly again',)
     feed(seq, 2.2, OFFBOARD, ARMED, cmd=[1.0, 0.0, 0.0])
@@ -233,8 +238,9 @@ def test_unconfirmed_mode_request_times_out_naming_the_state():
         if out.outcome:
             break
     assert not out.outcome.success
-    assert 'no confirmation within 5 s: nav_state=2, arming_state=1 (DISARMED)' in \
-        out.outcome.message
+    assert out.outcome.message == (
+        'no confirmation within 5 s: OFFBOARD mode not confirmed: PX4 did not answer '
+        'DO_SET_MODE (176) (sent 6 times); nav_state=2 (POSCTL), arming_state=1 (DISARMED)')
     assert seq.phase is Phase.IDLE and 'engage failed' in out.warnings[0]
 
 
@@ -258,7 +264,7 @@ def test_a_refused_arm_takes_px4_out_of_offboard_and_says_so():
     seq.on_command_ack(2.25, VEHICLE_CMD_COMPONENT_ARM_DISARM, DENIED, *ME, source=ME)
     out = feed(seq, 2.3, OFFBOARD, DISARMED)
     assert not out.outcome.success
-    assert out.outcome.message == 'PX4 refused COMPONENT_ARM_DISARM (400): DENIED'
+    assert out.outcome.message == 'arming refused: PX4 refused COMPONENT_ARM_DISARM (400): DENIED'
     (hold,) = out.commands
     assert (hold.command, hold.param2, hold.param3) == (
         VEHICLE_CMD_DO_SET_MODE, PX4_CUSTOM_MAIN_MODE_AUTO, PX4_CUSTOM_SUB_MODE_AUTO_LOITER)
@@ -300,25 +306,133 @@ def test_stale_px4_odometry_holds_while_active_and_recovers():
     assert seq.phase is Phase.ACTIVE  # PX4 is still in OFFBOARD: no false "left offboard"
 
 
-def test_land_after_lands_a_dead_agents_vehicle_once():
+def ack(seq, now, command, result):
+    seq.on_command_ack(now, command, result, *ME, source=ME)
+
+
+def test_land_after_lands_a_dead_agents_vehicle_and_waits_for_px4_to_confirm():
     seq = engaged(2.0)
     seq.on_cmd_vel(2.0, [1.0, 0.0, 0.0], 0.0)
-    lands = []
+    lands, outcomes = [], []
     for k in range(300):
-        now = 2.0 + 0.05 * k
-        out = feed(seq, now, OFFBOARD if not lands else AUTO_LOITER, ARMED)
-        lands += [(round(now, 2), c.command, out.warnings) for c in out.commands]
+        now = round(2.0 + 0.05 * k, 2)
+        out = feed(seq, now, AUTO_LAND if lands else OFFBOARD, ARMED)
+        lands += [(now, c.command, out.warnings) for c in out.commands]
+        for c in out.commands:
+            ack(seq, now, c.command, VEHICLE_CMD_RESULT_ACCEPTED)
+        outcomes += [out.land_outcome] if out.land_outcome else []
     assert [(t, c) for t, c, _ in lands] == [(12.05, VEHICLE_CMD_NAV_LAND)]
     assert 'cmd_vel silent for 10.1 s while engaged (land_after 10 s)' in lands[0][2][0]
-    assert seq.phase is Phase.IDLE
+    assert [o.success for o in outcomes] == [True]
+    assert outcomes[0].message == ('landing confirmed: PX4 reports nav_state=18 (AUTO_LAND), '
+                                   'arming_state=2 (ARMED)')
+    assert seq.phase is Phase.IDLE and seq.streaming
 
 
-def test_land_after_zero_never_lands():
-    config = OffboardConfig(land_after=0.0, warmup=0.1)
-    seq = linked(1.0, OFFBOARD, ARMED, config=config)
-    seq.request_engage(1.0)
-    assert feed(seq, 1.0, OFFBOARD, ARMED).outcome.success
-    assert all(feed(seq, 1.0 + k, OFFBOARD, ARMED).commands == () for k in range(100))
+def land_run(seq, start, answer, state, until=20.0):
+    """Request a landing at ``start`` and run 10 Hz ticks: ``answer(now, command)`` acks."""
+    sent, outs = [], []
+    out = seq.request_land(start)
+    now = start
+    while now < until:
+        sent += [now for c in out.commands if c.command == VEHICLE_CMD_NAV_LAND]
+        for c in out.commands:
+            result = answer(now, c.command)
+            if result is not None:
+                ack(seq, now, c.command, result)
+        outs.append(out)
+        if out.land_outcome:
+            break
+        now = round(now + 0.1, 2)
+        nav, arming = state(now)
+        out = feed(seq, now, nav, arming)
+    return sent, outs
+
+
+def test_a_lost_nav_land_is_resent_every_command_retry_until_confirmed():
+    seq = engaged(2.0)
+    sent, outs = land_run(
+        seq, 2.0, lambda now, c: VEHICLE_CMD_RESULT_ACCEPTED if now >= 4.0 else None,
+        lambda now: (AUTO_LAND, ARMED) if now >= 4.1 else (OFFBOARD, ARMED))
+    assert sent == [2.0, 3.0, 4.0]
+    assert outs[-1].land_outcome.success and seq.phase is Phase.IDLE
+    assert 'resending NAV_LAND (attempt 3)' in [line for o in outs for line in o.info]
+
+
+def test_an_accepted_land_still_needs_auto_land_or_disarmed():
+    seq = engaged(2.0)
+    sent, outs = land_run(seq, 2.0, lambda now, c: VEHICLE_CMD_RESULT_ACCEPTED,
+                          lambda now: (OFFBOARD, ARMED) if now < 3.5 else (POSCTL, DISARMED))
+    assert sent == [2.0, 3.0] and outs[-1].land_outcome.success
+    assert 'arming_state=1 (DISARMED)' in outs[-1].land_outcome.message
+
+
+def test_a_temporarily_rejected_land_is_retried():
+    seq = engaged(2.0)
+    sent, outs = land_run(
+        seq, 2.0, lambda now, c: (VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED if now < 3.0
+                                  else VEHICLE_CMD_RESULT_ACCEPTED),
+        lambda now: (AUTO_LAND, ARMED) if now >= 3.1 else (OFFBOARD, ARMED))
+    assert sent == [2.0, 3.0] and outs[-1].land_outcome.success
+
+
+def test_a_denied_landing_stops_the_heartbeat_so_px4_failsafe_takes_the_vehicle():
+    seq = engaged(2.0)
+    sent, outs = land_run(seq, 2.0, lambda now, c: DENIED, lambda now: (OFFBOARD, ARMED))
+    assert sent == [2.0]
+    (line,) = outs[-1].warnings
+    assert line == ('NAV_LAND not confirmed (PX4 refused NAV_LAND (21): DENIED): stopping the '
+                    "offboard heartbeat, so that PX4's offboard-loss failsafe takes the vehicle "
+                    '(COM_OF_LOSS_T, COM_OBL_RC_ACT); ~/engage starts it again')
+    assert outs[-1].land_outcome == Outcome(False, line)
+    assert not seq.streaming and seq.phase is Phase.IDLE
+    status = seq.status(2.2)
+    assert status.level == ERROR and status.message.startswith(
+        'offboard heartbeat stopped: NAV_LAND not confirmed (PX4 refused NAV_LAND')
+    later = [feed(seq, 2.2 + 0.1 * k, AUTO_LOITER, ARMED) for k in range(50)]  # PX4's failsafe
+    assert all(o.commands == () and o.warnings == () for o in later)
+    assert not seq.streaming
+
+
+def test_an_unanswered_landing_times_out_and_names_px4_state():
+    seq = engaged(2.0)
+    sent, outs = land_run(seq, 2.0, lambda now, c: None, lambda now: (OFFBOARD, ARMED))
+    assert sent == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    message = outs[-1].land_outcome.message
+    assert message.startswith('NAV_LAND not confirmed (no confirmation within 5 s: PX4 did not '
+                              'answer NAV_LAND (sent 6 times); PX4 reports nav_state=14 '
+                              '(OFFBOARD), arming_state=2 (ARMED)): stopping the offboard '
+                              'heartbeat')
+    assert not seq.streaming
+
+
+def test_a_landing_refused_outside_offboard_says_px4_keeps_its_mode():
+    seq = linked(2.0, POSCTL, ARMED)
+    sent, outs = land_run(seq, 2.0, lambda now, c: DENIED, lambda now: (POSCTL, ARMED))
+    assert ('PX4 is not in OFFBOARD (nav_state=2 (POSCTL)): it keeps its own mode'
+            in outs[-1].warnings[0])
+
+
+def test_engage_after_the_heartbeat_stopped_restarts_it_with_a_warmup():
+    seq = engaged(2.0)
+    land_run(seq, 2.0, lambda now, c: DENIED, lambda now: (OFFBOARD, ARMED))
+    feed(seq, 3.0, POSCTL, ARMED)  # the pilot took over
+    assert seq.request_engage(3.0) is None and seq.streaming
+    sent = []
+    for k in range(30):
+        now = round(3.0 + 0.1 * k, 2)
+        seq.setpoint(now)
+        out = feed(seq, now, POSCTL, ARMED)
+        sent += [(now, c.command) for c in out.commands]
+    assert sent[0] == (4.0, VEHICLE_CMD_DO_SET_MODE)  # warmup 1 s from PX4's next feedback
+
+
+def test_land_while_landing_waits_for_the_same_confirmation_and_engage_is_refused():
+    seq = engaged(2.0)
+    seq.request_land(2.0)
+    again = seq.request_land(2.1)
+    assert again.commands == () and 'already pending' in again.info[0]
+    assert 'a landing is in progress' in seq.request_engage(2.1)
 
 
 def test_land_cancels_an_engage_in_progress():
@@ -327,8 +441,178 @@ def test_land_cancels_an_engage_in_progress():
     out = seq.request_land(2.1)
     assert [c.command for c in out.commands] == [VEHICLE_CMD_NAV_LAND]
     assert not out.outcome.success and 'cancelled' in out.outcome.message
-    assert seq.phase is Phase.IDLE
+    assert seq.phase is Phase.LANDING
     assert seq.request_land(2.2).outcome is None
+
+
+def test_another_publisher_is_named_once_refuses_engage_and_holds_the_vehicle():
+    seq = engaged(2.0)
+    seq.on_cmd_vel(2.0, [1.0, 0.0, 0.0], 0.0)
+    assert not seq.setpoint(2.0).held
+    seq.on_other_publishers(2.05, ['/uav2/px4_bridge'], '/px4_1/fmu/in/trajectory_setpoint')
+    seq.on_other_publishers(2.1, ['/uav2/px4_bridge'], '/px4_1/fmu/in/trajectory_setpoint')
+    warnings = [w for k in range(10) for w in feed(seq, 2.1 + 0.01 * k, OFFBOARD, ARMED,
+                                                   cmd=[1.0, 0.0, 0.0]).warnings]
+    assert warnings == ['another node publishes setpoints to this vehicle '
+                        '(/px4_1/fmu/in/trajectory_setpoint): /uav2/px4_bridge; its setpoints '
+                        "interleave with this bridge's: engage is refused and an engaged "
+                        'vehicle holds (zero velocity) while it is there']
+    assert seq.setpoint(2.2).held and seq.phase is Phase.ACTIVE
+    assert seq.status(2.2).level == WARN and '/uav2/px4_bridge' in seq.status(2.2).message
+    seq.on_other_publishers(2.3, [], '')
+    seq.on_cmd_vel(2.3, [1.0, 0.0, 0.0], 0.0)
+    assert not seq.setpoint(2.3).held
+    idle = linked(2.0)
+    idle.on_other_publishers(2.0, ['/uav1/px4_bridge_2'])
+    reason = idle.request_engage(2.0)
+    assert reason == ('another node publishes setpoints to this vehicle: /uav1/px4_bridge_2; '
+                      'stop it first (one bridge per vehicle)')
+    assert idle.phase is Phase.IDLE
+
+
+def test_another_publisher_appearing_during_the_engage_ends_it():
+    seq = linked(2.0)
+    seq.request_engage(2.0)
+    feed(seq, 2.0, POSCTL, DISARMED)
+    seq.on_other_publishers(2.05, ['/x/px4_bridge'])
+    out = feed(seq, 2.1, POSCTL, DISARMED)
+    assert not out.outcome.success and '/x/px4_bridge' in out.outcome.message
+
+
+def odom(seq, now, position, counter):
+    seq.on_status(now, OFFBOARD, ARMED, 1)
+    seq.on_odometry(now, position, counter)
+    seq.on_cmd_vel(now, [1.0, 0.0, 0.0], 0.0)
+    return seq.tick(now), seq.setpoint(now)
+
+
+def test_a_small_estimator_reset_holds_for_reset_hold_then_flies_on():
+    seq = engaged(2.0)
+    odom(seq, 2.0, [0.0, 0.0, 10.0], 3)
+    out, sp = odom(seq, 2.05, [0.0, 0.0, 10.0], 3)
+    assert not sp.held and out.warnings == ()
+    out, sp = odom(seq, 2.1, [1.5, 0.0, 10.0], 4)
+    assert out.warnings == ('PX4 estimator reset (reset_counter 3 -> 4): the position estimate '
+                            'jumped 1.50 m (+1.50, +0.00, +0.00); commanding zero velocity for '
+                            'reset_hold 1 s, then flying on the new estimate',)
+    held = [odom(seq, round(2.1 + 0.05 * k, 2), [1.5, 0.0, 10.0], 4) for k in range(1, 30)]
+    flying = [round(2.1 + 0.05 * k, 2) for k, (_, sp) in enumerate(held, 1) if not sp.held]
+    assert flying[0] == 3.1 and all(sp.held for _, sp in held[:19])
+    assert all(o.warnings == () for o, _ in held)
+    assert any('estimator reset hold over' in line for o, _ in held for line in o.info)
+    assert seq.phase is Phase.ACTIVE
+
+
+def test_a_large_estimator_reset_holds_until_the_operator_engages_again():
+    seq = engaged(2.0)
+    odom(seq, 2.0, [0.0, 0.0, 10.0], 250)
+    out, sp = odom(seq, 2.1, [3.0, 4.0, 10.0], 251)
+    assert 'jumped 5.00 m (+3.00, +4.00, +0.00); more than max_reset_jump 2 m: commanding ' \
+           'zero velocity until the operator calls ~/engage again' in out.warnings[0]
+    held = [odom(seq, 2.1 + 0.1 * k, [3.0, 4.0, 10.0], 251)[1] for k in range(1, 100)]
+    assert all(sp.held and sp.velocity_ned == (0.0, 0.0, 0.0) for sp in held)
+    status = seq.status(12.0)
+    assert status.level == ERROR and status.message == (
+        'PX4 estimator reset moved the position estimate 5.00 m (> max_reset_jump 2 m): '
+        'holding (zero velocity) until the operator calls ~/engage')
+    assert ('last_reset_jump_m', '5.00') in status.values
+    assert seq.request_engage(12.0) is None  # the operator accepts the new estimate
+    out, sp = odom(seq, 12.0, [3.0, 4.0, 10.0], 251)
+    assert out.outcome.success and 'after the estimator reset' in out.outcome.message
+    assert not sp.held and seq.status(12.0).level == OK
+
+
+def test_a_reset_counter_wraps_and_the_first_sample_is_no_reset():
+    seq = engaged(2.0)
+    out, sp = odom(seq, 2.0, [50.0, 0.0, 10.0], 7)   # first sample with a counter
+    assert out.warnings == () and not sp.held
+    odom(seq, 2.05, [50.0, 0.0, 10.0], 255)
+    out, sp = odom(seq, 2.1, [50.0, 0.0, 10.0], 0)    # uint8 wrap is a new reset too
+    assert 'reset_counter 255 -> 0' in out.warnings[0] and sp.held
+
+
+def test_a_reset_without_a_valid_position_holds_until_engaged():
+    seq = engaged(2.0)
+    odom(seq, 2.0, [0.0, 0.0, 10.0], 1)
+    out, sp = odom(seq, 2.1, [math.nan, 0.0, 10.0], 2)
+    assert 'jumped by an unknown distance; more than max_reset_jump' in out.warnings[0]
+    assert odom(seq, 9.0, [0.0, 0.0, 10.0], 2)[1].held
+
+
+def test_engage_in_a_failsafe_is_refused_naming_it():
+    seq = linked(2.0, AUTO_RTL, ARMED)
+    seq.on_status(2.0, AUTO_RTL, ARMED, 1, failsafe=True)
+    seq.on_failsafe_flags(2.0, ['offboard_control_signal_lost', 'battery_low_remaining_time'])
+    assert seq.request_engage(2.0) == (
+        'PX4 is in a failsafe (nav_state=5 (AUTO_RTL); active: offboard_control_signal_lost, '
+        'battery_low_remaining_time): clear it (or take over) before engaging')
+    seq.on_failsafe_flags(-5.0, ['gcs_connection_lost'])  # old flags are not named
+    assert seq.request_engage(2.0).startswith('PX4 is in a failsafe (nav_state=5 (AUTO_RTL)):')
+    assert seq.status(2.0).level == WARN
+
+
+def test_a_failsafe_during_the_engage_ends_it_with_the_reason_not_a_timeout():
+    seq = linked(2.0)
+    assert seq.request_engage(2.0) is None
+    assert feed(seq, 2.0, POSCTL, DISARMED).commands
+    seq.on_status(2.1, AUTO_LOITER, DISARMED, 1, failsafe=True)
+    seq.on_failsafe_flags(2.1, ['local_position_invalid'])
+    seq.on_odometry(2.1)
+    out = seq.tick(2.1)
+    assert out.outcome == Outcome(False, 'PX4 is in a failsafe (nav_state=4 (AUTO_LOITER); '
+                                         'active: local_position_invalid): engage stopped')
+    assert out.warnings[-1] == 'engage failed: ' + out.outcome.message
+
+
+def test_a_temporarily_rejected_arm_times_out_naming_px4_answer():
+    seq = linked(2.0)
+    seq.request_engage(2.0)
+    for k in range(80):
+        now = round(2.0 + 0.1 * k, 2)
+        seq.on_status(now, OFFBOARD if now >= 2.5 else POSCTL, DISARMED, 1, preflight_ok=False)
+        seq.on_odometry(now)
+        out = seq.tick(now)
+        for c in out.commands:
+            ack(seq, now, c.command, VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED
+                if c.command == VEHICLE_CMD_COMPONENT_ARM_DISARM else VEHICLE_CMD_RESULT_ACCEPTED)
+        if out.outcome:
+            break
+    assert out.outcome.message == (
+        'no confirmation within 5 s: arming refused: PX4 answered COMPONENT_ARM_DISARM (400) '
+        'TEMPORARILY_REJECTED (sent 5 times); nav_state=14 (OFFBOARD), arming_state=1 '
+        "(DISARMED); PX4's pre-flight checks fail (pre_flight_checks_pass false)")
+    assert 'switching PX4 to Hold' in out.info[-1]
+
+
+def test_a_refused_mode_is_named():
+    seq = linked(2.0)
+    seq.request_engage(2.0)
+    (mode,) = feed(seq, 2.0, POSCTL, DISARMED).commands
+    ack(seq, 2.05, mode.command, DENIED)
+    out = feed(seq, 2.1, POSCTL, DISARMED)
+    assert out.outcome.message == 'OFFBOARD mode refused: PX4 refused DO_SET_MODE (176): DENIED'
+
+
+def test_an_accepted_mode_that_px4_does_not_enter_is_named():
+    seq = linked(2.0)
+    seq.request_engage(2.0)
+    for k in range(80):
+        now = round(2.0 + 0.1 * k, 2)
+        out = feed(seq, now, POSCTL, DISARMED)
+        for c in out.commands:
+            ack(seq, now, c.command, VEHICLE_CMD_RESULT_ACCEPTED)
+        if out.outcome:
+            break
+    assert ('OFFBOARD mode not confirmed: PX4 answered DO_SET_MODE (176) ACCEPTED (sent 6 times)'
+            '; nav_state=2 (POSCTL)' in out.outcome.message)
+
+
+def test_land_after_zero_never_lands():
+    config = OffboardConfig(land_after=0.0, warmup=0.1)
+    seq = linked(1.0, OFFBOARD, ARMED, config=config)
+    seq.request_engage(1.0)
+    assert feed(seq, 1.0, OFFBOARD, ARMED).outcome.success
+    assert all(feed(seq, 1.0 + k, OFFBOARD, ARMED).commands == () for k in range(100))
 
 
 def test_non_finite_cmd_vel_is_rejected_and_previous_command_kept():
