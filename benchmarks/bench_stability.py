@@ -88,7 +88,7 @@ D_SAFE = {}  # --d-safe: {'d_safe': value} on top of the preset's gains
 
 
 def gains(preset: str) -> dict:
-    """The controller overrides of a run: the preset's gains and --d-safe."""
+    """Return the controller overrides of a run: the preset's gains and --d-safe."""
     return {**PRESETS[preset], **D_SAFE}
 
 

@@ -78,7 +78,7 @@ def placed_positions(placement: str, n: int, seed: Optional[int], center, altitu
 
 
 def read_placement_file(path, n: int) -> tuple:
-    """The n start points of a placement file: a YAML list of [x, y] or [x, y, z] (m, ENU)."""
+    """Return the n start points of a placement file: a YAML list of [x, y(, z)] (m, ENU)."""
     try:
         pts = np.array(read_yaml(path, 'placement file'), dtype=float)
     except (TypeError, ValueError) as error:
@@ -219,7 +219,7 @@ class Scenario:
         return np.zeros(3)
 
     def start_positions(self) -> np.ndarray:
-        """The agents' start positions (N, 3), world ENU, by ``placement``."""
+        """Return the agents' start positions (N, 3), world ENU, by ``placement``."""
         if self.placement == 'reference':
             return initial_positions(self.agents, self.radius, self.seed, self.target_start(),
                                      self.altitude)

@@ -19,8 +19,8 @@ from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
 SCENARIO_OPTIONS = (
     'agents', 'radius', 'seed', 'duration', 'control_period', 'metrics_period',
     'telemetry_period', 'altitude', 'placement', 'placement_distance', 'placement_spacing',
-    'placement_bearing', 'placement_spread', 'placement_file', 'target_motion', 'target_speed', 'target_period',
-    'target_boundary', 'omega_ref', 'failures_per_min', 'failure_off_time',
+    'placement_bearing', 'placement_spread', 'placement_file', 'target_motion', 'target_speed',
+    'target_period', 'target_boundary', 'omega_ref', 'failures_per_min', 'failure_off_time',
     'failure_check_period', 'loss', 'delay')
 
 
