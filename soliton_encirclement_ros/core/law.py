@@ -23,6 +23,9 @@ DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
 # yield 1 (the push's own proportion) a law at full speed balanced the push at 0.5 d_safe.
 SEPARATION_YIELD = 5.0
 SEPARATION_PASSES = 4  # passes of the approach removal (see separation_velocity)
+# |u| is kept where the explicit Euler step of its decay, control_period x (beta_u + 3 alpha_u
+# u^2), stays below this (2 is where the step starts to oscillate with growing amplitude).
+EULER_STEP_MAX = 1.0
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
 
 
@@ -120,7 +123,24 @@ def soliton_update(u, u_pred, u_succ, u_ss_pred, u_ss_succ, e_tau_eff, params: C
               + params.k_e_tau * e_tau_eff + params.kappa_u_diff * u_ss
               - params.k_u_steepen * u * u_s + params.kappa_u_disp * u_sss)
         u_new = u + params.control_period * du
-    return np.where(np.isfinite(u_new), u_new, 0.0), u_ss
+    cap = u_bound(params)
+    return np.where(np.isfinite(u_new), np.clip(u_new, -cap, cap), 0.0), u_ss
+
+
+def u_bound(params: ControllerParams) -> float:
+    """
+    Return the largest ``|u|`` at which the explicit Euler step of ``u`` is stable.
+
+    The step's local decay rate is ``beta_u + 3 alpha_u u^2`` (the cubic's slope); past
+    ``control_period x rate = 2`` each step overshoots more than the last and ``u`` grows
+    without bound (seen: 1e270 after an agent near the target was kicked by its damping).
+    :func:`soliton_update` keeps ``|u|`` where that product is ``EULER_STEP_MAX``; the
+    settled ring's ``u`` stays far below it.
+    """
+    room = EULER_STEP_MAX / params.control_period - params.beta_u
+    if params.alpha_u <= 0.0 or room <= 0.0:
+        return np.inf
+    return float(np.sqrt(room / (3.0 * params.alpha_u)))
 
 
 def effective_radius(r, params: ControllerParams):
