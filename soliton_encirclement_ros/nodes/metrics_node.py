@@ -25,7 +25,8 @@ from ros_support.params import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
     AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs)
-from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
+from soliton_encirclement_ros.analysis.stream import (
+    CsvStream, DecimatingTrace, WRITING_MARKER, WritingMarker)
 from soliton_encirclement_ros.core.controller import AgentStateMsg
 from soliton_encirclement_ros.core.identity import DuplicateIds
 from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
@@ -186,8 +187,17 @@ class MetricsNode(Node):
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:
+    """
+    Write the outputs into output_dir, saying so.
+
+    A ``.writing`` marker in output_dir is touched every second while they are written (a
+    supervisor such as ``swarm_sim --processes`` waits for a node that is still writing).
+    """
     if node.settings.output_dir:
-        node.save(node.settings.output_dir)
+        out = Path(node.settings.output_dir)
+        node.get_logger().info(f'writing outputs to {out}')
+        with WritingMarker(out / WRITING_MARKER):
+            node.save(out)
 
 
 def main(args=None) -> None:
