@@ -155,8 +155,8 @@ def stop_processes(processes: Sequence[tuple[str, subprocess.Popen, Path]],
     """
     Stop ``(name, process, log)``: SIGINT, then SIGTERM, then SIGKILL, each after a grace period.
 
-    The SIGINT grace period (``stop_timeout``) is extended, up to ``write_timeout``, while
-    ``writing()`` holds (a node writing its outputs ignores SIGTERM and must not be killed),
+    The SIGINT grace period (``stop_timeout``) runs from the last moment ``writing()`` held, up
+    to ``write_timeout`` (a node writing its outputs ignores SIGTERM and must not be killed),
     and this is said once on ``stream``. Returns what went wrong, '' if every process exited
     on SIGINT.
     """
@@ -168,23 +168,24 @@ def stop_processes(processes: Sequence[tuple[str, subprocess.Popen, Path]],
             break
         if signum != signal.SIGINT:
             failure = failure or (f'{running[0][0]} did not stop on SIGINT within '
-                                  f'{stop_timeout:.0f} s; log: {running[0][2]}')
+                                  f'{stop_timeout:g} s; log: {running[0][2]}')
         for _, process, _ in running:
             process.send_signal(signum)
-        start = time.monotonic()
+        start = grace_from = time.monotonic()
         said = False
         while True:
             alive = [(name, process) for name, process, _ in running if process.poll() is None]
             if not alive:
                 break
-            waited = time.monotonic() - start
-            if waited > stop_timeout:
-                if signum != signal.SIGINT or waited > write_timeout or not writing():
-                    break
-                if not said:
+            now = time.monotonic()
+            if signum == signal.SIGINT and now - start < write_timeout and writing():
+                grace_from = now  # the grace period restarts while a node is writing
+                if now - start > stop_timeout and not said:
                     print(f'swarm_sim: waiting for {", ".join(n for n, _ in alive)} to finish '
                           'writing outputs', file=stream, flush=True)
                     said = True
+            if now - grace_from > stop_timeout:
+                break
             try:
                 alive[0][1].wait(timeout=0.2)
             except subprocess.TimeoutExpired:
