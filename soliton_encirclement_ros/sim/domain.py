@@ -51,6 +51,7 @@ def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:
         if node is not None:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
+        context.destroy()
 
 
 def domain_id() -> int:

@@ -133,6 +133,9 @@ class ProcessGraph:
 
         Returns what went wrong ('' if every node stopped on SIGINT). Safe to call twice.
         """
+        if getattr(self, '_closed', False):
+            return ''
+        self._closed = True
         failure = stop_processes(
             [(spec.full_name, process, log) for spec, process, log in self.processes],
             writing=self.writing)
@@ -142,7 +145,9 @@ class ProcessGraph:
         if getattr(self, 'node', None) is not None:
             self.node.destroy_node()
             self.node = None
+        self.executor.shutdown()
         rclpy.try_shutdown(context=self.context)
+        self.context.destroy()  # the participant leaves the domain now, not at garbage collection
         if not failure:
             shutil.rmtree(self._log_dir, ignore_errors=True)
         return failure
