@@ -33,6 +33,7 @@ from rosgraph_msgs.msg import Clock
 
 from soliton_encirclement_ros.analysis.stream import marker_age, WRITING_MARKER
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
+from soliton_encirclement_ros.interface import CLOCK_TOPIC
 from soliton_encirclement_ros.sim.executables import find_executable
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
@@ -60,7 +61,13 @@ class ProcessGraph:
         rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node('swarm_sim_monitor', context=self.context,
                          parameter_overrides=[Parameter('use_sim_time', value=True)])
-        self.node.create_subscription(Clock, '/clock', self._on_clock, 10)
+        # /clock counts only from the plan's clock node: another graph in the domain may
+        # publish one too (its gids are read when the first message arrives).
+        self._clock_node = next((spec.full_name for spec in build_graph(plan)
+                                 if spec.parameters.get('publish_clock')), None)
+        self._clock_gids: set[bytes] = set()
+        self.foreign_clock = 0
+        self.node.create_subscription(Clock, CLOCK_TOPIC, self._on_clock, 10)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.recorder = None
@@ -86,8 +93,28 @@ class ProcessGraph:
                 )
             self.processes.append((spec, process, log))
 
-    def _on_clock(self, msg: Clock) -> None:
+    def _on_clock(self, msg: Clock, info) -> None:  # two arguments: rclpy adds the info
+        if not self._from_own_clock(info):
+            self.foreign_clock += 1
+            if self.foreign_clock == 1:
+                self.node.get_logger().warning(
+                    f'ignoring /clock from a publisher other than {self._clock_node} (another '
+                    'graph in this ROS domain?)')
+            return
         self.sim_time_ns = Time.from_msg(msg.clock).nanoseconds
+
+    def _from_own_clock(self, info) -> bool:
+        """Whether a /clock message (its ``MessageInfo``) comes from the plan's clock node."""
+        data = ((info or {}).get('publisher_gid') or {}).get('data')
+        if not data or self._clock_node is None:
+            return True  # nothing to tell them apart by
+        if not self._clock_gids:
+            self._clock_gids = {
+                bytes(found.endpoint_gid)
+                for found in self.node.get_publishers_info_by_topic(CLOCK_TOPIC)
+                if '/'.join((found.node_namespace.rstrip('/'), found.node_name))
+                == self._clock_node}
+        return bytes(data) in self._clock_gids
 
     @property
     def sim_time(self) -> float:
