@@ -6,8 +6,9 @@ E_r, E_vr, rho, G_max, E_gap and d_min over the live agents (``core.metrics``) a
 each on ``/swarm/metrics/<name>`` (std_msgs/Float64, plottable as is). It also publishes RViz
 markers on ``/swarm/markers``. ``metrics.csv`` and ``agents.csv`` are streamed into
 ``output_dir`` as the run goes (flushed every second, readable at any moment); plots and
-``summary.json`` are added on shutdown. Memory stays bounded: the tables live on disk, the
-plotted traces are thinned.
+``summary.json`` are added on shutdown, while a ``.writing`` marker there is touched every
+second (``swarm_sim --processes`` waits for a node that is still writing). Memory stays
+bounded: the tables live on disk, the plotted traces are thinned.
 """
 from __future__ import annotations
 

@@ -62,9 +62,9 @@ def children_named(parent_pid: int, name: str) -> list[int]:
     return found
 
 
-def streamed_rows(tmp: Path) -> int:
-    """Rows metrics_node has flushed into swarm_sim's temporary metrics.csv so far."""
-    for path in tmp.glob('swarm_sim_metrics_*/run/metrics.csv'):
+def streamed_rows(tmp: Path, name: str) -> int:
+    """Rows metrics_node has flushed into swarm_sim's temporary ``name`` (a CSV) so far."""
+    for path in tmp.glob(f'swarm_sim_metrics_*/run/{name}'):
         return max(0, len(path.read_text().splitlines()) - 1)
     return 0
 
@@ -88,8 +88,9 @@ def test_processes_keep_the_streamed_outputs_when_metrics_node_never_writes(tmp_
         env={**os.environ, 'TMPDIR': str(tmp)})
     stopped = []
     try:
-        wait_until(lambda: streamed_rows(tmp) >= 10 or proc.poll() is not None,
-                   what='metrics rows streamed')
+        wait_until(lambda: (streamed_rows(tmp, 'metrics.csv') >= 10
+                            and streamed_rows(tmp, 'agents.csv') >= 3) or proc.poll() is not None,
+                   what='metrics and agents rows streamed')
         assert proc.poll() is None, proc.communicate()
         stopped = children_named(proc.pid, 'metrics_node')
         assert len(stopped) == 1
