@@ -99,14 +99,6 @@ class LockStep:
         finally:
             node.destroy_publisher(probe)
 
-    def _is_own(self, info) -> bool:
-        """Whether a message (its rclpy ``MessageInfo``) was published inside the graph."""
-        gid = (info or {}).get('publisher_gid') or {}
-        data = gid.get('data') if isinstance(gid, dict) else None
-        if self._own_prefix is None or not data:
-            return True  # nothing to tell them apart by: count it, as before
-        return bytes(data[:PARTICIPANT_PREFIX_BYTES]) == self._own_prefix
-
     def _warn_foreign(self, topic: str) -> None:
         self.nodes[0].get_logger().warning(
             f'ignoring messages on {topic} from a publisher outside this graph (another swarm '
@@ -190,23 +182,36 @@ class LockStep:
         wants_info = sub._callback_type == Subscription.CallbackType.WithMessageInfo
         topic = sub.topic_name
 
-        def counted(*args):
-            if len(args) == 1 and isinstance(args[0], tuple):
-                args = args[0]
-            msg, info = (args[0], args[1] if len(args) > 1 else None)
-            if not self._is_own(info):
-                self.foreign[topic] = self.foreign.get(topic, 0) + 1
-                if self.foreign[topic] == 1:
-                    self.on_foreign(topic)
-                return
+        prefix = self._own_prefix
+
+        def deliver(msg, info):
             self._delivered += 1
             if wants_info:
                 callback(msg, info)
             else:
                 callback(msg)
-        counted.counted = True
-        sub.callback = counted  # the setter calls it a message-only callback (one argument)
-        if self._own_prefix is not None:
+
+        def counted(msg):  # nothing to tell the graph's messages from others' by
+            deliver(msg, None)
+
+        def counted_own(*args):
+            msg, info = args[0] if len(args) == 1 else args  # one (msg, info) tuple, or two
+            gid = info.get('publisher_gid')
+            if gid is None or gid['data'][:PARTICIPANT_PREFIX_BYTES] == prefix:
+                self._delivered += 1
+                if wants_info:
+                    callback(msg, info)
+                else:
+                    callback(msg)
+                return
+            self.foreign[topic] = self.foreign.get(topic, 0) + 1
+            if self.foreign[topic] == 1:
+                self.on_foreign(topic)
+
+        wrapper = counted if prefix is None else counted_own
+        wrapper.counted = True
+        sub.callback = wrapper  # the setter calls it a message-only callback (one argument)
+        if prefix is not None:
             sub._callback_type = Subscription.CallbackType.WithMessageInfo  # rclpy: no setter
 
     def _counted_publish(self, pub):
