@@ -4,17 +4,24 @@ Outputs written as a run goes, so a crash, an OOM kill or a second Ctrl-C never 
 And memory stays bounded however long the run is (no rclpy).
 
 :class:`CsvStream` appends rows in the format of the finished outputs (``report``), flushing at
-least every ``flush_period`` s of wall time; the file always holds the header and whole rows.
-:class:`DecimatingTrace` keeps a bounded, evenly thinned trace for plots.
+least every ``flush_period`` s of wall time; :func:`read_rows` reads such a file back, whole rows
+only (a process killed mid-write can leave half a row). :class:`DecimatingTrace` keeps a
+bounded, evenly thinned trace for plots. :class:`WritingMarker` tells a supervisor that the
+final outputs are being written (``swarm_sim --processes`` waits while it is fresh).
 """
 from __future__ import annotations
 
+import io
+import os
 from pathlib import Path
+import threading
 import time
 
 import numpy as np
 
 CSV_FORMAT = '%.9g'  # the number format of every CSV output
+WRITING_MARKER = '.writing'  # in an output directory while its final outputs are written
+HEARTBEAT_PERIOD = 1.0       # s between two touches of the marker
 
 
 class CsvStream:
@@ -43,8 +50,7 @@ class CsvStream:
 
     def read(self) -> np.ndarray:
         self.flush()
-        rows = np.loadtxt(self.path, delimiter=',', skiprows=1, ndmin=2)
-        return rows.reshape(-1, self.width)
+        return read_rows(self.path, self.width)
 
     def close(self) -> None:
         if not self._handle.closed:
@@ -75,3 +81,63 @@ class DecimatingTrace:
 
     def array(self) -> np.ndarray:
         return np.array(self._rows, dtype=float)
+
+
+def read_rows(path, width: int) -> np.ndarray:
+    """
+    Return the rows of a streamed CSV file as an (N, ``width``) array, without the header.
+
+    A last line without its newline (the writer was killed mid-row) is left out.
+    """
+    text = Path(path).read_text()
+    complete = text[:text.rfind('\n') + 1]
+    body = complete.split('\n', 1)[1] if '\n' in complete else ''
+    if not body.strip():
+        return np.empty((0, width))
+    return np.loadtxt(io.StringIO(body), delimiter=',', ndmin=2).reshape(-1, width)
+
+
+class WritingMarker:
+    """
+    ``with WritingMarker(path):`` the file ``path`` exists and is touched every ``period`` s.
+
+    A thread touches it while the block runs (a process that is stopped or hung stops touching
+    it); it is removed at the end of the block.
+    """
+
+    def __init__(self, path, period: float = HEARTBEAT_PERIOD) -> None:
+        self.path = Path(path)
+        self.period = period
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name='writing-marker', daemon=True)
+
+    def _touch(self) -> None:
+        try:
+            self.path.touch()
+        except OSError:
+            pass  # the directory went away: nobody is waiting for this marker any more
+
+    def _beat(self) -> None:
+        while not self._done.wait(self.period):
+            self._touch()
+
+    def __enter__(self) -> 'WritingMarker':
+        self._touch()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()
+        try:
+            os.unlink(self.path)
+        except OSError:
+            pass
+
+
+def marker_age(path) -> float | None:
+    """Seconds since a :class:`WritingMarker` file was last touched; None if there is none."""
+    try:
+        return max(0.0, time.time() - os.stat(path).st_mtime)
+    except OSError:
+        return None

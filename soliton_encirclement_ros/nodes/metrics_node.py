@@ -6,8 +6,9 @@ E_r, E_vr, rho, G_max, E_gap and d_min over the live agents (``core.metrics``) a
 each on ``/swarm/metrics/<name>`` (std_msgs/Float64, plottable as is). It also publishes RViz
 markers on ``/swarm/markers``. ``metrics.csv`` and ``agents.csv`` are streamed into
 ``output_dir`` as the run goes (flushed every second, readable at any moment); plots and
-``summary.json`` are added on shutdown. Memory stays bounded: the tables live on disk, the
-plotted traces are thinned.
+``summary.json`` are added on shutdown, while a ``.writing`` marker there is touched every
+second (``swarm_sim --processes`` waits for a node that is still writing). Memory stays
+bounded: the tables live on disk, the plotted traces are thinned.
 """
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ from ros_support.params import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
     AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs)
-from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
+from soliton_encirclement_ros.analysis.stream import (
+    CsvStream, DecimatingTrace, WRITING_MARKER, WritingMarker)
 from soliton_encirclement_ros.core.controller import AgentStateMsg
 from soliton_encirclement_ros.core.identity import DuplicateIds
 from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
@@ -186,8 +188,17 @@ class MetricsNode(Node):
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:
+    """
+    Write the outputs into output_dir, saying so.
+
+    A ``.writing`` marker in output_dir is touched every second while they are written (a
+    supervisor such as ``swarm_sim --processes`` waits for a node that is still writing).
+    """
     if node.settings.output_dir:
-        node.save(node.settings.output_dir)
+        out = Path(node.settings.output_dir)
+        node.get_logger().info(f'writing outputs to {out}')
+        with WritingMarker(out / WRITING_MARKER):
+            node.save(out)
 
 
 def main(args=None) -> None:

@@ -148,6 +148,9 @@ class InProcessGraph:
 
     def close(self) -> None:
         """Close the bag, destroy the nodes and the context; safe to call twice."""
+        if getattr(self, '_closed', False):
+            return
+        self._closed = True
         if self.recorder is not None:
             self.recorder.close()
         for node in getattr(self, 'nodes', []) + (
@@ -157,7 +160,12 @@ class InProcessGraph:
         self.nodes = []
         if hasattr(self, 'clock_node'):
             del self.clock_node
+        if hasattr(self, 'executor'):
+            self.executor.shutdown()
         rclpy.try_shutdown(context=self.context)
+        # Only now does the DDS participant leave the domain: until then, another graph started
+        # by this process would still see this one's publishers.
+        self.context.destroy()
 
 
 def _make_node(spec: NodeSpec, context: Context) -> Node:
@@ -188,6 +196,7 @@ def check_plan(plan: SwarmPlan) -> None:
         for node in nodes:
             node.destroy_node()
         rclpy.try_shutdown(context=context)
+        context.destroy()  # the participant leaves the domain now, not at garbage collection
 
 
 def check_unknown_parameters(nodes: list[Node]) -> None:

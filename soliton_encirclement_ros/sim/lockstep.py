@@ -6,13 +6,20 @@ node); ``drain`` then runs the executor until the graph is quiescent at that ins
 timer due has fired and every message published inside the graph has reached each of its
 in-graph subscriptions (publishes and deliveries are counted). ``swarm_sim``'s in-process graph
 and the tests' ``Harness`` both step their nodes with it.
+
+Only the graph's own messages count: a message whose publisher is outside the graph's DDS
+participant (another swarm in the same ROS domain, ``ros2 topic pub``) is dropped, counted apart
+in ``foreign`` and reported once per topic, so it can neither unbalance the count nor make the
+run depend on something other than its seed.
 """
 from __future__ import annotations
 
+import os
 import time
-from typing import Iterable
+from typing import Callable, Iterable
 
 from rclpy.node import Node
+from rclpy.subscription import Subscription
 from rclpy.time import Time
 from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock
@@ -20,16 +27,32 @@ from rosgraph_msgs.msg import Clock
 QUEUE_WAIT = 0.0005          # s an executor turn may wait for an event still being posted
 STALL_TIMEOUT = 10.0         # s of wall time without reaching quiescence before giving up
 DEFAULT_STEP_NS = 10_000_000  # clock step when no timer is pending
+# An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context).
+PARTICIPANT_PREFIX_BYTES = 12
+PREFIX_TIMEOUT = 5.0         # s for the graph to list its own probe publisher
+
+
+class LockStepStalled(RuntimeError):
+    """The graph did not reach quiescence within the stall timeout."""
 
 
 class LockStep:
-    """Step ``nodes`` (all on ``executor``) in lock-step on a simulated clock."""
+    """
+    Step ``nodes`` (all on ``executor``, all in one rclpy context) in lock-step on a sim clock.
 
-    def __init__(self, executor, nodes: Iterable[Node], stall_timeout: float = STALL_TIMEOUT):
+    ``on_foreign(topic)`` is called the first time a message from outside the graph arrives on
+    a topic (default: one warning from the first node).
+    """
+
+    def __init__(self, executor, nodes: Iterable[Node], stall_timeout: float = STALL_TIMEOUT,
+                 on_foreign: Callable[[str], None] | None = None):
         self.executor = executor
         self.nodes = list(nodes)
         self.stall_timeout = stall_timeout
         self.now_ns = 0
+        self.on_foreign = on_foreign or self._warn_foreign
+        self.foreign: dict[str, int] = {}  # topic -> messages from outside the graph, dropped
+        self._own_prefix = self._participant_prefix()
         self._time_source = TimeSource()
         self._time_source.ros_time_is_active = True
         for node in self.nodes:
@@ -53,6 +76,33 @@ class LockStep:
         for sub in list(node.subscriptions):
             if isinstance(getattr(sub.callback, '__self__', None), TimeSource):
                 node.destroy_subscription(sub)
+
+    def _participant_prefix(self) -> bytes | None:
+        """
+        Return the GUID prefix of the graph's DDS participant (None if the RMW does not tell).
+
+        Read from the gid of a publisher on a topic no one else uses, created for that and
+        destroyed again.
+        """
+        if not self.nodes:
+            return None
+        node = self.nodes[0]
+        probe = node.create_publisher(Clock, f'/_lockstep_probe_{os.getpid()}_{id(self):x}', 1)
+        try:
+            deadline = time.monotonic() + PREFIX_TIMEOUT
+            while time.monotonic() < deadline:
+                found = node.get_publishers_info_by_topic(probe.topic_name)
+                if found and len(found[0].endpoint_gid) >= PARTICIPANT_PREFIX_BYTES:
+                    return bytes(found[0].endpoint_gid[:PARTICIPANT_PREFIX_BYTES])
+                time.sleep(0.005)
+            return None
+        finally:
+            node.destroy_publisher(probe)
+
+    def _warn_foreign(self, topic: str) -> None:
+        self.nodes[0].get_logger().warning(
+            f'ignoring messages on {topic} from a publisher outside this graph (another swarm '
+            'or tool publishing in this ROS domain?); they are not part of this run')
 
     @property
     def undelivered(self) -> int:
@@ -96,7 +146,7 @@ class LockStep:
         for node in self.nodes:
             for sub in node.subscriptions:
                 if not getattr(sub.callback, 'counted', False):
-                    sub.callback = self._counted_callback(sub.callback)
+                    self._count_deliveries(sub)
             for pub in node.publishers:
                 if not getattr(pub.publish, 'counted', False):
                     pub.publish = self._counted_publish(pub)
@@ -120,12 +170,49 @@ class LockStep:
         once.counted = True
         return once
 
-    def _counted_callback(self, callback):
-        def counted(msg):
+    def _count_deliveries(self, sub: Subscription) -> None:
+        """
+        Wrap ``sub``'s callback: count the graph's own messages, drop the others.
+
+        The callback asks for the message info (the publisher's gid). rclpy's EventsExecutor
+        hands such a callback one ``(msg, info)`` tuple, the other executors two arguments, so
+        the wrapper takes both forms.
+        """
+        callback = sub.callback
+        wants_info = sub._callback_type == Subscription.CallbackType.WithMessageInfo
+        topic = sub.topic_name
+
+        prefix = self._own_prefix
+
+        def deliver(msg, info):
             self._delivered += 1
-            callback(msg)
-        counted.counted = True
-        return counted
+            if wants_info:
+                callback(msg, info)
+            else:
+                callback(msg)
+
+        def counted(msg):  # nothing to tell the graph's messages from others' by
+            deliver(msg, None)
+
+        def counted_own(*args):
+            msg, info = args[0] if len(args) == 1 else args  # one (msg, info) tuple, or two
+            gid = info.get('publisher_gid')
+            if gid is None or gid['data'][:PARTICIPANT_PREFIX_BYTES] == prefix:
+                self._delivered += 1
+                if wants_info:
+                    callback(msg, info)
+                else:
+                    callback(msg)
+                return
+            self.foreign[topic] = self.foreign.get(topic, 0) + 1
+            if self.foreign[topic] == 1:
+                self.on_foreign(topic)
+
+        wrapper = counted if prefix is None else counted_own
+        wrapper.counted = True
+        sub.callback = wrapper  # the setter calls it a message-only callback (one argument)
+        if prefix is not None:
+            sub._callback_type = Subscription.CallbackType.WithMessageInfo  # rclpy: no setter
 
     def _counted_publish(self, pub):
         publish = pub.publish
@@ -161,8 +248,8 @@ class LockStep:
         while not self.quiescent():
             self.executor.spin_once(timeout_sec=QUEUE_WAIT)
             if time.monotonic() > deadline:
-                raise RuntimeError(f'lock-step stalled at t={self.now_ns * 1e-9:.2f} s: '
-                                   f'{self.undelivered} message(s) undelivered')
+                raise LockStepStalled(f'lock-step stalled at t={self.now_ns * 1e-9:.2f} s: '
+                                      f'{self.undelivered} message(s) undelivered')
 
     def next_due_ns(self) -> int:
         """Sim time of the earliest timer due next (``DEFAULT_STEP_NS`` ahead if none)."""

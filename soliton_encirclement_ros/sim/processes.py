@@ -7,7 +7,9 @@ nodes in order); the swarm mobility node publishes ``/clock`` (``clock_source='m
 every node subscribes to it. This process only watches the clock and the children, optionally
 records a bag, and stops every node when the requested sim time has passed, when it is asked
 to stop, or when any node dies: SIGINT (``metrics_node`` writes its outputs on the way out),
-then SIGTERM and SIGKILL after a grace period.
+then SIGTERM and SIGKILL after a grace period. The grace period lasts as long as a node says it
+is writing its outputs (``metrics_node`` touches a ``.writing`` marker in its output directory
+every second while it writes; a node that is stopped or hung stops touching it).
 """
 from __future__ import annotations
 
@@ -15,9 +17,10 @@ from pathlib import Path
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
-from typing import Callable
+from typing import Callable, Sequence
 
 import rclpy
 from rclpy.context import Context
@@ -28,12 +31,16 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 
+from soliton_encirclement_ros.analysis.stream import marker_age, WRITING_MARKER
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
+from soliton_encirclement_ros.interface import CLOCK_TOPIC
 from soliton_encirclement_ros.sim.executables import find_executable
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
 STOP_TIMEOUT = 10.0      # wall s a node gets to exit after SIGINT, then after SIGTERM
 STALL_TIMEOUT = 30.0     # wall s without clock progress before giving up
+WRITING_FRESH = 10.0     # wall s since its last touch for a writing marker to count
+WRITE_TIMEOUT = 1800.0   # wall s a writing node gets at most after SIGINT
 
 
 def executable_path(spec: NodeSpec) -> str:
@@ -48,11 +55,19 @@ class ProcessGraph:
         self._log_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_logs_'))
         self.processes: list[tuple[NodeSpec, subprocess.Popen, Path]] = []
         self.sim_time_ns = 0
+        self.writing_markers = (
+            [Path(plan.metrics_output_dir) / WRITING_MARKER] if plan.metrics_output_dir else [])
         self.context = Context()
         rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node('swarm_sim_monitor', context=self.context,
                          parameter_overrides=[Parameter('use_sim_time', value=True)])
-        self.node.create_subscription(Clock, '/clock', self._on_clock, 10)
+        # /clock counts only from the plan's clock node: another graph in the domain may
+        # publish one too (its gids are read when the first message arrives).
+        self._clock_node = next((spec.full_name for spec in build_graph(plan)
+                                 if spec.parameters.get('publish_clock')), None)
+        self._clock_gids: set[bytes] = set()
+        self.foreign_clock = 0
+        self.node.create_subscription(Clock, CLOCK_TOPIC, self._on_clock, 10)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.recorder = None
@@ -78,8 +93,28 @@ class ProcessGraph:
                 )
             self.processes.append((spec, process, log))
 
-    def _on_clock(self, msg: Clock) -> None:
+    def _on_clock(self, msg: Clock, info) -> None:  # two arguments: rclpy adds the info
+        if not self._from_own_clock(info):
+            self.foreign_clock += 1
+            if self.foreign_clock == 1:
+                self.node.get_logger().warning(
+                    f'ignoring /clock from a publisher other than {self._clock_node} (another '
+                    'graph in this ROS domain?)')
+            return
         self.sim_time_ns = Time.from_msg(msg.clock).nanoseconds
+
+    def _from_own_clock(self, info) -> bool:
+        """Whether a /clock message (its ``MessageInfo``) comes from the plan's clock node."""
+        data = ((info or {}).get('publisher_gid') or {}).get('data')
+        if not data or self._clock_node is None:
+            return True  # nothing to tell them apart by
+        if not self._clock_gids:
+            self._clock_gids = {
+                bytes(found.endpoint_gid)
+                for found in self.node.get_publishers_info_by_topic(CLOCK_TOPIC)
+                if '/'.join((found.node_namespace.rstrip('/'), found.node_name))
+                == self._clock_node}
+        return bytes(data) in self._clock_gids
 
     @property
     def sim_time(self) -> float:
@@ -114,39 +149,80 @@ class ProcessGraph:
                 raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
             on_progress(self.sim_time_ns)
 
+    def writing(self) -> bool:
+        """Whether a node says that it is writing its outputs (a fresh writing marker)."""
+        ages = [marker_age(path) for path in self.writing_markers]
+        return any(age is not None and age < WRITING_FRESH for age in ages)
+
     def close(self) -> str:
         """
         Stop every node (SIGINT, then SIGTERM, then SIGKILL), close the bag.
 
         Returns what went wrong ('' if every node stopped on SIGINT). Safe to call twice.
         """
-        failure = ''
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-            running = [(spec, process, log) for spec, process, log in self.processes
-                       if process.poll() is None]
-            if not running:
-                break
-            if signum != signal.SIGINT:
-                failure = failure or (f'{running[0][0].full_name} did not stop on SIGINT within '
-                                      f'{STOP_TIMEOUT:.0f} s; log: {running[0][2]}')
-            for _, process, _ in running:
-                process.send_signal(signum)
-            deadline = time.monotonic() + STOP_TIMEOUT
-            for _, process, _ in running:
-                try:
-                    process.wait(timeout=max(0.1, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    pass
+        if getattr(self, '_closed', False):
+            return ''
+        self._closed = True
+        failure = stop_processes(
+            [(spec.full_name, process, log) for spec, process, log in self.processes],
+            writing=self.writing)
         if self.recorder is not None:
             self.recorder.close()
             self.recorder = None
         if getattr(self, 'node', None) is not None:
             self.node.destroy_node()
             self.node = None
+        self.executor.shutdown()
         rclpy.try_shutdown(context=self.context)
+        self.context.destroy()  # the participant leaves the domain now, not at garbage collection
         if not failure:
             shutil.rmtree(self._log_dir, ignore_errors=True)
         return failure
+
+
+def stop_processes(processes: Sequence[tuple[str, subprocess.Popen, Path]],
+                   stop_timeout: float = STOP_TIMEOUT,
+                   writing: Callable[[], bool] = lambda: False,
+                   write_timeout: float = WRITE_TIMEOUT, stream=sys.stderr) -> str:
+    """
+    Stop ``(name, process, log)``: SIGINT, then SIGTERM, then SIGKILL, each after a grace period.
+
+    The SIGINT grace period (``stop_timeout``) runs from the last moment ``writing()`` held, up
+    to ``write_timeout`` (a node writing its outputs ignores SIGTERM and must not be killed),
+    and this is said once on ``stream``. Returns what went wrong, '' if every process exited
+    on SIGINT.
+    """
+    failure = ''
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        running = [(name, process, log) for name, process, log in processes
+                   if process.poll() is None]
+        if not running:
+            break
+        if signum != signal.SIGINT:
+            failure = failure or (f'{running[0][0]} did not stop on SIGINT within '
+                                  f'{stop_timeout:g} s; log: {running[0][2]}')
+        for _, process, _ in running:
+            process.send_signal(signum)
+        start = grace_from = time.monotonic()
+        said = False
+        while True:
+            alive = [(name, process) for name, process, _ in running if process.poll() is None]
+            if not alive:
+                break
+            now = time.monotonic()
+            if signum == signal.SIGINT and now - start < write_timeout and writing():
+                grace_from = now  # the grace period restarts while a node is writing
+                if now - start > stop_timeout and not said:
+                    print(f'swarm_sim: waiting for {", ".join(n for n, _ in alive)} to finish '
+                          'writing outputs', file=stream, flush=True)
+                    said = True
+            if now - grace_from > stop_timeout:
+                break
+            try:
+                alive[0][1].wait(timeout=0.2)
+            except subprocess.TimeoutExpired:
+                pass
+    return failure
 
 
 class ChildFailed(RuntimeError):

@@ -20,13 +20,21 @@ import shutil
 import sys
 import tempfile
 import time
+from typing import NamedTuple
+
+import numpy as np
 
 from ros_support.signals import StopRequest
-from ros_support.validation import number, OneLineParser, read_yaml
+from ros_support.validation import broken_rule, number, OneLineParser, read_yaml
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.sim.domain import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
+
+# Exit status: 0 done; 1 a node failed or the run stalled (what was gathered is kept);
+# 2 refused before starting; 3 outputs incomplete (summary.json recomputed from the CSVs).
+EXIT_FAILED, EXIT_REFUSED, EXIT_INCOMPLETE = 1, 2, 3
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -48,6 +56,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                      'fields the scenario sets win over it')
     ros.add_argument('--processes', action='store_true',
                      help='one process per node, as ros2 launch does')
+    ros.add_argument('--domain-id', type=number(integer=True, check=_domain_id), default=None,
+                     metavar='N', help='ROS domain of the graph (sets ROS_DOMAIN_ID; default: '
+                     'ROS_DOMAIN_ID or 0); swarm_sim refuses a domain where another swarm runs')
     parser.add_argument('--out', default='runs/latest',
                         help='output directory (default runs/latest)')
     parser.add_argument('--record', default='', metavar='BAG',
@@ -56,6 +67,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help='bag storage')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     return parser.parse_args(argv)
+
+
+def _domain_id(value: int) -> int:
+    rule = broken_rule(value, *DOMAIN_IDS)
+    if rule:
+        raise ValueError(f'domain_id {rule}, got {value}')
+    return value
 
 
 def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
@@ -115,6 +133,8 @@ def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if args.domain_id is not None:  # before any rclpy.init; --processes children inherit it
+        os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
     try:
         plan = plan_from_args(args)
         build_graph(plan)
@@ -132,13 +152,18 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+    from soliton_encirclement_ros.sim.domain import other_swarm_problem
+    problem = other_swarm_problem()
+    if problem:
+        print(f'swarm_sim: error: {problem}', file=sys.stderr)
+        return EXIT_REFUSED
     stop = StopRequest('swarm_sim').install()
     run = run_processes if args.processes else run_in_process
     try:
-        summary, failure = run(plan, args, out_dir, stop)
+        summary, failure, incomplete = run(plan, args, out_dir, stop)
     except StartupError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
-        return 2
+        return EXIT_REFUSED
     finally:
         stop.ignore_from_now()
     if summary is not None:
@@ -146,10 +171,15 @@ def main(argv=None) -> int:
     if failure:
         print(f'swarm_sim: error: {failure}' + (f' (outputs gathered so far in {out_dir})'
                                                 if summary is not None else ''), file=sys.stderr)
-        return 1
+    if incomplete:
+        print(f'swarm_sim: error: outputs incomplete in {out_dir}: {incomplete}',
+              file=sys.stderr)
+        return EXIT_INCOMPLETE
+    if failure:
+        return EXIT_FAILED
     if summary is None:
         print('swarm_sim: no metrics were produced (did the run start?)', file=sys.stderr)
-        return 1
+        return EXIT_FAILED
     return 0
 
 
@@ -178,19 +208,23 @@ def _interrupted(stop: StopRequest) -> None:
 
 
 def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
-    """Run in this process; returns (summary or None, failure '')."""
+    """Run in this process; returns (summary or None, failure or '', incomplete: '')."""
     from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
     from soliton_encirclement_ros.sim.inprocess import InProcessGraph
+    from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
     try:
         graph = InProcessGraph(plan, record=args.record, storage=args.storage)
     except ValueError as error:
         raise StartupError(str(error)) from None
     wall_start = time.perf_counter()
+    failure = ''
     try:
         with progress_bar(plan.scenario.duration, not args.no_progress) as on_progress:
             graph.run(plan.scenario.duration, args.real_time_factor, on_progress,
                       should_stop=lambda: stop.requested)
+    except LockStepStalled as error:
+        failure = str(error)
     finally:
         stop.writing = True
         _interrupted(stop)
@@ -199,14 +233,19 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         metrics, agents, trajectories = graph.metrics.series()
         graph.close()
     if len(metrics) == 0:
-        return None, ''
+        return None, failure, ''
     result = RunResult(metrics, agents, plan_summary(plan, args), trajectories,
                        sim_time / wall if wall > 0 else None, sim_time, wall)
-    return write_run_outputs(out_dir, result), ''
+    return write_run_outputs(out_dir, result), failure, ''
 
 
 def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
-    """One process per node; returns (summary or None, failure naming the node or '')."""
+    """
+    One process per node; returns (summary or None, failure naming the node or '', incomplete).
+
+    What metrics_node streamed is moved to ``out_dir`` whatever happened (see
+    :func:`_collect_process_outputs`); ``incomplete`` says what is missing from it, or ''.
+    """
     from soliton_encirclement_ros.sim.inprocess import check_plan
     from soliton_encirclement_ros.sim.processes import ChildFailed, ProcessGraph
 
@@ -235,27 +274,62 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
             sim_time = graph.sim_time
             closing = graph.close()  # always: every node stops, the bag is closed
             failure = failure or closing
-        return _collect_process_outputs(metrics_dir / 'run', out_dir, plan, args,
-                                        sim_time / wall if wall > 0 else None), failure
+            summary, incomplete = _collect_process_outputs(  # whatever happened
+                metrics_dir / 'run', out_dir, plan, args,
+                RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall))
+        return summary, failure, incomplete
     finally:
         shutil.rmtree(metrics_dir, ignore_errors=True)
 
 
+class RunTiming(NamedTuple):
+    real_time_factor: float | None
+    sim_time: float
+    wall_time: float
+
+
 def _collect_process_outputs(written: Path, out_dir: Path, plan: SwarmPlan,
-                             args: argparse.Namespace, real_time_factor):
-    """Move what metrics_node wrote into ``out_dir`` with the run's parameters; None if none."""
-    from soliton_encirclement_ros.analysis.report import json_text
-    if not (written / 'summary.json').exists():
-        return None
-    summary = json.loads((written / 'summary.json').read_text())
-    summary['real_time_factor'] = real_time_factor
-    summary['params'] = plan_summary(plan, args)
-    (written / 'summary.json').write_text(json_text(summary))
+                             args: argparse.Namespace, timing: RunTiming):
+    """
+    Move what metrics_node wrote into ``out_dir`` with the run's parameters.
+
+    Returns (summary or None, what is incomplete or ''). The streamed metrics.csv and agents.csv
+    are moved whatever happened. If metrics_node did not write summary.json (killed, stopped,
+    too slow), it and the plots are recomputed from those CSVs by the code metrics_node uses
+    (``report.write_run_outputs``); trajectories.png, drawn from positions the CSVs do not
+    hold, is then missing.
+    """
+    from soliton_encirclement_ros.analysis.report import (
+        AGENTS_HEADER, json_text, METRICS_HEADER, RunResult, write_run_outputs)
+    from soliton_encirclement_ros.analysis.stream import read_rows, WRITING_MARKER
+    if not written.is_dir():
+        return None, ''
+    # What a write cut short leaves behind: the marker and the staging directory.
+    (written / WRITING_MARKER).unlink(missing_ok=True)
+    for staging in written.glob('.outputs-*'):
+        shutil.rmtree(staging, ignore_errors=True)
+    summary, incomplete = None, ''
+    if (written / 'summary.json').exists():
+        summary = json.loads((written / 'summary.json').read_text())
+        summary['real_time_factor'] = timing.real_time_factor
+        summary['params'] = plan_summary(plan, args)
+        (written / 'summary.json').write_text(json_text(summary))
+    elif (written / 'metrics.csv').exists():
+        metrics = read_rows(written / 'metrics.csv', len(METRICS_HEADER))
+        agents = (read_rows(written / 'agents.csv', len(AGENTS_HEADER))
+                  if (written / 'agents.csv').exists() else np.empty((0, len(AGENTS_HEADER))))
+        if len(metrics):
+            summary = write_run_outputs(written, RunResult(
+                metrics, agents, plan_summary(plan, args), None, *timing))
+            incomplete = (
+                'metrics_node did not write its outputs; summary.json and the plots were '
+                f'recomputed from the streamed metrics.csv and agents.csv (up to '
+                f't={metrics[-1, 0]:.2f} s), trajectories.png is missing')
     if out_dir.exists():
         shutil.rmtree(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(written), out_dir)
-    return summary
+    return summary, incomplete
 
 
 if __name__ == '__main__':
