@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import functools
 import importlib
 import math
+from pathlib import Path
 import re
 import sys
 
@@ -39,7 +40,7 @@ from std_srvs.srv import Trigger
 
 from ros_support.params import declare_validated, specs_of
 from ros_support.settings import check_fields, setting
-from ros_support.spin import spin_node
+from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.validation import from_mapping
 from soliton_encirclement_ros.interface import AGENT_STATUS_TOPIC
 from soliton_encirclement_ros.px4 import offboard
@@ -459,6 +460,10 @@ class Px4BridgeNode(Node):
 
 
 def main(args=None):
+    argv = sys.argv if args is None else args
+    if help_requested(argv):  # the usage needs no px4_msgs
+        print(node_help(Path(argv[0]).name if argv else 'px4_bridge_node', Px4BridgeNode), end='')
+        return 0
     try:
         px4_msgs = load_px4_msgs()
     except ImportError as error:
