@@ -23,6 +23,14 @@ from velocity_mobility_ros.core.params import VehicleParams
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
 TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
+# The shortest run in control periods: the agents need odometry, then one broadcast, before
+# metrics_node has anything to measure (4 periods at the defaults; one more for margin).
+MIN_DURATION_PERIODS = 5
+
+
+def min_duration(control_period: float, metrics_period: float = 0.0) -> float:
+    """Return the shortest simulated run [s] that gives metrics."""
+    return max(MIN_DURATION_PERIODS * control_period, metrics_period)
 
 
 def initial_positions(n: int, radius: float, seed: Optional[int],
@@ -95,7 +103,11 @@ class Scenario:
         object.__setattr__(self, 'lambdas', {int(k): bounded(f'lambdas[{k}]', v, 0.0, strict=True)
                                              for k, v in dict(self.lambdas).items()})
         # Build once so that bad gains, limits or waypoints fail here, naming the field.
-        self.controller_params()
+        r_min = self.controller_params().r_min
+        if self.radius < r_min:
+            raise ValueError(f'radius must be >= the controller r_min ({r_min:g} m): the '
+                             f'tangential mapping uses max(r, r_min), so no ring forms below '
+                             f'it; got radius {self.radius:g} m')
         self.vehicle_params()
         self.target_model()
         if not self.steps_on_sim_dt:
@@ -106,6 +118,11 @@ class Scenario:
             if period and abs(period / sim_dt - round(period / sim_dt)) > 1e-6:
                 raise ValueError(f'{name} must be a multiple of the mobility step sim_dt '
                                  f'({sim_dt:g} s), got {period:g}')
+        shortest = min_duration(self.control_period, self.metrics_period)
+        if self.duration < shortest - 1e-9:
+            raise ValueError(f'duration must be >= {MIN_DURATION_PERIODS} control periods and one '
+                             f'metrics period ({shortest:g} s here): a shorter run gives no '
+                             f'metrics; got {self.duration:g} s')
 
     def controller_params(self) -> ControllerParams:
         """
