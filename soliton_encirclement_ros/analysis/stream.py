@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 import time
+import warnings
 
 import numpy as np
 
@@ -43,7 +44,9 @@ class CsvStream:
 
     def read(self) -> np.ndarray:
         self.flush()
-        rows = np.loadtxt(self.path, delimiter=',', skiprows=1, ndmin=2)
+        with warnings.catch_warnings():  # no rows yet (a run stopped early) is not a warning
+            warnings.filterwarnings('ignore', 'loadtxt: input contained no data')
+            rows = np.loadtxt(self.path, delimiter=',', skiprows=1, ndmin=2)
         return rows.reshape(-1, self.width)
 
     def close(self) -> None:
