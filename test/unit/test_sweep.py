@@ -20,6 +20,7 @@ from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS
 from soliton_encirclement_ros.core.batch_engine import simulate_runs
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim import sweep
 from soliton_encirclement_ros.sim.batch_sim import main as batch_sim_main
 from soliton_encirclement_ros.sim.batch_sim import simulate
 from soliton_encirclement_ros.sim.executables import find_executable
@@ -221,3 +222,102 @@ def test_a_dask_cluster_gives_the_local_results(tmp_path):
     assert key(_rows(tmp_path / 'dask')) == key(_rows(tmp_path / 'local'))
     meta = json.loads((tmp_path / 'dask' / 'sweep.json').read_text())
     assert meta['totals']['this_session']['scheduler'].startswith('tcp://127.0.0.1:')
+
+
+def _start(cmd):
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _first_line(proc, deadline_s: float) -> str:
+    """Return the first stdout line, or fail if it does not come within the deadline."""
+    lines = []
+    reader = __import__('threading').Thread(target=lambda: lines.append(proc.stdout.readline()),
+                                            daemon=True)
+    reader.start()
+    reader.join(deadline_s)
+    assert lines, f'no line within {deadline_s} s'
+    return lines[0]
+
+
+def test_a_huge_spec_says_its_run_count_at_once_and_ctrl_c_is_one_line(tmp_path):
+    # 100,000 grid points x 20 seeds: 2,000,000 runs, 100,000 scenarios to check.
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0},
+                       grid={'k_r': [round(0.5 + 0.001 * k, 3) for k in range(1000)],
+                             'loss': [round(0.001 * k, 3) for k in range(100)]},
+                       seeds=20)
+    out = tmp_path / 'out'
+    proc = _start([find_executable('sweep_sim'), str(spec), '--out', str(out), '--workers',
+                   '1', '--no-plots'])
+    try:
+        line = _first_line(proc, 60.0)  # it used to be silent for minutes
+        assert line.startswith('sweep_sim: 2000000 runs (100000 grid point(s) x 20 seed(s))')
+        proc.send_signal(signal.SIGINT)  # while the scenarios are checked
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert stdout == '' and 'Traceback' not in stderr
+    assert stderr.count('\n') == 1 and stderr.startswith(
+        'sweep_sim: interrupted while checking the spec (')
+    assert 'nothing was run or written' in stderr
+    assert not out.exists()
+
+
+def test_the_runs_of_a_huge_spec_are_streamed_not_held(tmp_path):
+    # 2 grid points x 1,000,000 seeds: two scenarios to check, then runs as they are needed.
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 2, 'duration': 0.1, 'control_period': 0.02},
+                       grid={'k_r': [0.5, 1.0]}, seeds=1_000_000)
+    out = tmp_path / 'out'
+    proc = _start([find_executable('sweep_sim'), str(spec), '--out', str(out), '--workers',
+                   '1', '--no-plots'])
+    try:
+        assert _first_line(proc, 60.0).startswith('sweep_sim: 2000000 runs')
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline:  # the first chunk finished
+            if (out / 'runs.csv').exists() and len(_rows(out)) >= 1:
+                break
+            time.sleep(0.05)
+        peak_kb = int(next(line.split()[1] for line in
+                           Path(f'/proc/{proc.pid}/status').read_text().splitlines()
+                           if line.startswith('VmHWM:')))
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert 'Traceback' not in stderr and 'interrupted: --resume finishes it' in stdout
+    assert 1 <= len(_rows(out)) < 2_000_000
+    assert peak_kb < 400_000  # holding 2,000,000 runs took about 2 GB
+
+
+def test_each_grid_point_is_checked_once_not_once_per_seed(tmp_path, monkeypatch):
+    built = []
+    post_init = Scenario.__post_init__
+
+    def counting(self):
+        built.append((self.controller.get('k_r'), self.loss, self.seed))
+        post_init(self)
+    monkeypatch.setattr(Scenario, '__post_init__', counting)
+    started = []
+    monkeypatch.setattr(sweep, '_sweep', lambda *args, **kw: started.append(len(built)) or 0)
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0},
+                       grid={'k_r': [0.5, 1.0, 2.0], 'loss': [0.0, 0.1]}, seeds=50)
+    assert main([str(spec), '--out', str(tmp_path / 'out')]) == 0
+    # the spec's scenario once, then each of the 6 grid points once: not 300 runs
+    assert started == [7]
+    assert sorted(built[1:]) == sorted((k, loss, 0) for k in (0.5, 1.0, 2.0)
+                                       for loss in (0.0, 0.1))
+
+
+@pytest.mark.parametrize('seeds, message', [
+    (2**31 + 1, 'seeds: seed must be'),
+    ([0, 2**31], 'seeds: seed must be'),
+])
+def test_seeds_beyond_the_scenario_rule_are_refused_before_any_work(tmp_path, capsys, seeds,
+                                                                    message):
+    path = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0},
+                       seeds=seeds)
+    assert main([str(path), '--out', str(tmp_path / 'out')]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and message in err
