@@ -471,17 +471,20 @@ def dask_results(work: Iterable[list[Run]], address: str, workers: int = 1,
     """Yield (chunk, rows) as the Dask cluster at ``address`` (``workers`` threads) ends them."""
     from dask.distributed import Client
     client = Client(address, timeout='10s')
-    submitted: list = []
+    in_flight: set = set()  # only these are held: a finished chunk's result is let go
 
     def submit(scenarios):
-        submitted.append(client.submit(run_chunk, scenarios, pure=False))
-        return submitted[-1]
+        future = client.submit(run_chunk, scenarios, pure=False)
+        in_flight.add(future)
+        return future
     try:
         for chunk, future in _results(work, submit, CHUNKS_IN_FLIGHT_PER_WORKER * workers,
                                       should_stop):
-            yield chunk, future.result()
-        client.cancel([f for f in submitted if not f.done()])
+            rows = future.result()
+            in_flight.discard(future)
+            yield chunk, rows
     finally:
+        client.cancel(list(in_flight))
         client.close()
 
 
