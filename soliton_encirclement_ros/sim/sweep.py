@@ -505,26 +505,43 @@ def _cell(value: Any) -> str:
 
 
 class RunsFile:
-    """``runs.csv``, appended and flushed a row per finished run."""
+    """
+    ``runs.csv``, appended and flushed a row per finished run.
+
+    With ``resume``, the finished rows are kept (the failed ones dropped, to be tried again)
+    through a temporary file that replaces the old one whole, so that no interruption loses
+    them; only their keys stay in memory (:attr:`done`).
+    """
 
     def __init__(self, path: Path, header: list[str], resume: bool) -> None:
         self.path, self.header = path, header
         self._grid_names = header[:header.index('seed')]
-        self.done: dict[tuple, dict] = {}
+        self.done: set[tuple] = set()
         if resume and path.exists():
-            with path.open(newline='') as f:
+            keys: dict[tuple, str] = {}  # the grid cells of a point -> its key, read once
+            tmp = path.with_name(path.name + '.tmp')
+            with path.open(newline='') as f, tmp.open('w', newline='') as kept:
                 reader = csv.DictReader(f)
                 if reader.fieldnames != header:
                     raise SpecError(f'--resume: {path} has other columns than this spec gives')
-                rows = [r for r in reader if not r['error']]  # failed runs are tried again
-            for row in rows:
-                self.done[(_key(self._point(row)), int(row['seed']))] = row
-        self._file = path.open('w', newline='')
+                writer = csv.writer(kept)
+                writer.writerow(header)
+                for row in reader:
+                    if row['error']:  # failed runs are tried again
+                        continue
+                    cells = tuple(row[name] for name in self._grid_names)
+                    if cells not in keys:
+                        keys[cells] = _key(self._point(row))
+                    self.done.add((keys[cells], int(row['seed'])))
+                    writer.writerow([row[h] for h in header])
+                kept.flush()
+                os.fsync(kept.fileno())
+            tmp.replace(path)
+        self._file = path.open('a' if resume and path.exists() else 'w', newline='')
         self._writer = csv.writer(self._file)
-        self._writer.writerow(header)
-        for row in self.done.values():
-            self._writer.writerow([row[h] for h in header])
-        self._file.flush()
+        if self._file.tell() == 0:
+            self._writer.writerow(header)
+            self._file.flush()
 
     def _point(self, row: Mapping[str, str]) -> dict:
         return {name: yaml.safe_load(row[name]) for name in self._grid_names}

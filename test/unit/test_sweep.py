@@ -163,6 +163,7 @@ def test_resume_runs_only_what_is_missing_and_gives_the_same_rows(tmp_path):
     assert main([str(spec), '--out', str(part), '--no-plots', '--resume']) == 0
     meta = json.loads((part / 'sweep.json').read_text())
     assert meta['totals']['this_session']['runs'] == 4
+    assert not (part / 'runs.csv.tmp').exists()  # the kept rows replaced the file whole
 
     def key(rows):
         return sorted(tuple(r[c] for c in ['loss', 'seed'] + RESULT_COLUMNS) for r in rows)
