@@ -23,6 +23,7 @@ scenario. ``runs.csv`` gets each finished run at once, so Ctrl-C or a crash keep
 from __future__ import annotations
 
 import argparse
+from array import array
 import csv
 import dataclasses
 import difflib
@@ -556,29 +557,58 @@ class RunsFile:
         self._file.close()
 
 
-def read_runs(path: Path) -> list[dict]:
-    """Return the rows of a ``runs.csv`` with numbers as floats (empty cells NaN)."""
-    with path.open(newline='') as f:
-        rows = list(csv.DictReader(f))
-    for row in rows:
-        for name in RESULT_COLUMNS + ['wall_time']:
-            row[name] = float(row[name]) if row[name] else math.nan
-    return rows
+class RunTable:
+    """
+    The rows of a ``runs.csv`` as columns, so that millions of runs fit in memory.
+
+    ``cells[name]``: a grid parameter's cells (strings, one object per distinct value);
+    ``values[column]``: a result column (or ``wall_time``) as floats, empty cells NaN;
+    ``failed``: the runs with an error.
+    """
+
+    def __init__(self, path: Path, grid_names: Sequence[str]) -> None:
+        self.grid_names = list(grid_names)
+        numbers = RESULT_COLUMNS + ['wall_time']
+        cells: dict[str, list[str]] = {name: [] for name in self.grid_names}
+        values = {name: array('d') for name in numbers}
+        failed = array('b')
+        distinct: dict[str, str] = {}
+        with path.open(newline='') as f:
+            for row in csv.DictReader(f):
+                for name in self.grid_names:
+                    cells[name].append(distinct.setdefault(row[name], row[name]))
+                for name in numbers:
+                    values[name].append(float(row[name]) if row[name] else math.nan)
+                failed.append(bool(row['error']))
+        self.cells = cells
+        self.values = {name: np.array(column, dtype=float) for name, column in values.items()}
+        self.failed = np.array(failed, dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.failed)
+
+    def rows_by(self, names: Sequence[str]) -> dict[tuple, np.ndarray]:
+        """Return the row indices of each distinct tuple of cells of ``names``."""
+        if not names:
+            return {(): np.arange(len(self))}
+        out: dict[tuple, list[int]] = {}
+        for index, key in enumerate(zip(*(self.cells[name] for name in names))):
+            out.setdefault(key, []).append(index)
+        return {key: np.array(rows, dtype=np.int64) for key, rows in out.items()}
 
 
-def summary_rows(spec: Spec, rows: list[dict]) -> list[dict]:
+def summary_rows(spec: Spec, table: RunTable) -> list[dict]:
     """One row per grid point: runs, errors, and median and IQR over seeds of every result."""
     names = list(spec.grid)
-    by_point: dict[tuple, list[dict]] = {}
-    for r in rows:
-        by_point.setdefault(tuple(r[n] for n in names), []).append(r)
+    by_point = table.rows_by(names)
+    none = np.zeros(0, dtype=np.int64)
     out = []
     for point in spec.points():
-        mine = by_point.get(tuple(_cell(point[n]) for n in names), [])
-        ok = [r for r in mine if not r['error']]
+        mine = by_point.get(tuple(_cell(point[n]) for n in names), none)
+        ok = mine[~table.failed[mine]]
         row = {**point, 'runs': len(ok), 'errors': len(mine) - len(ok)}
         for name in RESULT_COLUMNS:
-            values = np.array([r[name] for r in ok], dtype=float)
+            values = table.values[name][ok]
             finite = values[np.isfinite(values)]
             if finite.size:
                 q1, median, q3 = np.percentile(finite, [25, 50, 75])
@@ -734,14 +764,13 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
         runs_file.close()
         bar.close()
     interrupted = stop.requested or finished < todo
-    rows = read_runs(out / RUNS_FILE)
-    summary = summary_rows(spec, rows)
+    table = RunTable(out / RUNS_FILE, list(spec.grid))
+    summary = summary_rows(spec, table)
     write_summary(out / SUMMARY_FILE, summary)
     if not args.no_plots:
         from soliton_encirclement_ros.analysis.sweep_plots import write_sweep_plots
-        write_sweep_plots(out, spec, rows, summary)
-    totals = {'runs': total, 'finished': len(rows),
-              'errors': sum(bool(r['error']) for r in rows),
+        write_sweep_plots(out, spec, table, summary)
+    totals = {'runs': total, 'finished': len(table), 'errors': int(table.failed.sum()),
               'this_session': {'runs': finished, 'errors': errors,
                                'wall_time': time.time() - started,
                                'parent_cpu_time': time.process_time() - cpu_start,
@@ -750,7 +779,7 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
               'interrupted': interrupted}
     _write_spec(out, spec, args, total, totals, started)
     print_table(spec, summary, spec.plot['metric'])
-    print(f'sweep_sim: {len(rows)}/{total} runs in {out} ({totals["errors"]} failed); '
+    print(f'sweep_sim: {len(table)}/{total} runs in {out} ({totals["errors"]} failed); '
           f'{finished} this session in {time.time() - started:.1f} s'
           + ('; interrupted: --resume finishes it' if interrupted else ''))
     StopRequest.ignore_from_now()
