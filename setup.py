@@ -43,7 +43,7 @@ setup(
             'target_node = soliton_encirclement_ros.nodes.target_node:main',
             'metrics_node = soliton_encirclement_ros.nodes.metrics_node:main',
             'run_recorder = soliton_encirclement_ros.nodes.recorder_node:main',
-            'sweep_sim = soliton_encirclement_ros.sim.sweep:main',
+            'sweep_sim = soliton_encirclement_ros.sim.sweep_cli:main',
             'swarm_sim = soliton_encirclement_ros.sim.runner:main',
             'batch_sim = soliton_encirclement_ros.sim.batch_sim:main',
             'analyze_run = soliton_encirclement_ros.analysis.cli:main',
