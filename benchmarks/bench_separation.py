@@ -1,7 +1,7 @@
 """
 Separation over adversarial starts: does d_safe keep every two agents apart.
 
-    .venv/bin/python benchmarks/bench_separation.py              # the full grid (1,920 runs)
+    .venv/bin/python benchmarks/bench_separation.py              # the full grid (1,440 runs)
     .venv/bin/python benchmarks/bench_separation.py --quick      # one seed, 30 s runs
     .venv/bin/python benchmarks/bench_separation.py --d-safe 0   # the same starts, no d_safe
 
@@ -9,7 +9,7 @@ The grid, run through ``sweep_sim``'s engine (``batch_engine.simulate_runs``, ru
 stepped together, every core): N = 3 to 64; starts random about the circle (the reference
 placement), collinear with the target (PX4's SITL spawn line, 1 m apart), coincident, and
 clustered within 1 m; failures 0 or 4 per minute (8 s outages); loss and delay 0, 0.1 (0.1 s)
-or 0.2 (0.2 s); static and moving (random, 5 m/s) targets; seeds 0..1; 60 s at P = 0.05 s.
+or 0.2 (0.2 s); static and moving (random, 5 m/s) targets; seeds 0..2; 60 s at P = 0.05 s.
 The radius is max(20 m, N d_safe / pi), so that the even ring's spacing is at least twice
 ``d_safe``.
 
@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument('--d-safe', type=float, default=2.0, help='safety distance [m]')
     parser.add_argument('--workers', type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    seeds = (0,) if args.quick else (0, 1)
+    seeds = (0,) if args.quick else (0, 1, 2)
     runs = grid(args.d_safe, seeds, 30.0 if args.quick else 60.0)
     apart = args.d_safe or 2.0  # without d_safe, measure against the default's 2 m
     work = chunks(runs, args.workers)

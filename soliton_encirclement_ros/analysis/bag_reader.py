@@ -4,8 +4,10 @@ Read rosbag2 bags (MCAP or sqlite3, ours or ``ros2 bag record``'s) message by me
 Uses ``rosbags``' AnyReader (message definitions from the bag, ROS 2 Kilted typestore for bags
 without them). A bag cut short (a recorder killed before closing: no MCAP footer or no
 metadata.yaml) is read as an MCAP stream up to the first broken record; a read that fails
-part-way is kept up to that point. Either way :attr:`Bag.truncated` says what happened.
-No rclpy.
+part-way is kept up to that point. Either way :attr:`Bag.truncated` says what happened. A
+file that is not a bag at all (no MCAP or SQLite magic) is :class:`BagError` "not an MCAP
+bag"; one cut before its first topic (an empty or zero-byte storage file included) is
+:class:`TruncatedBagError`. No rclpy.
 """
 from __future__ import annotations
 
@@ -20,10 +22,16 @@ from rosbags.highlevel import AnyReader
 from rosbags.typesys import get_typestore, Stores
 
 DEFAULT_TYPESTORE = get_typestore(Stores.ROS2_KILTED)
+MCAP_MAGIC = b'\x89MCAP0\r\n'
+SQLITE_MAGIC = b'SQLite format 3\x00'
 
 
 class BagError(Exception):
     """A bag that cannot be read at all; the message is one line for the user."""
+
+
+class TruncatedBagError(BagError):
+    """A bag cut before anything usable was written (e.g. a zero-byte storage file)."""
 
 
 class Bag:
@@ -47,11 +55,44 @@ class Bag:
             self._reader = reader
             self.topics = {name: info.msgtype for name, info in reader.topics.items()}
         except Exception as err:  # noqa: BLE001 - any unreadable index: try the raw stream
+            self._check_storage()
             self._mcap_files = self._stream_files()
             if not self._mcap_files:
                 raise BagError(f'cannot read bag {self.path}: {_one_line(err)}') from None
             self.truncated = f'bag index unreadable ({_one_line(err)}); read as a stream'
             self.topics = self._stream_topics()
+        if not self.topics:
+            self.close()
+            self._check_storage()
+            if self.truncated:
+                raise TruncatedBagError(f'truncated bag {self.path}: cut before its first topic '
+                                        f'({self.truncated})')
+
+    def _storage_files(self) -> list[Path]:
+        if self.path.is_file():
+            return [self.path]
+        return sorted(p for p in self.path.iterdir()
+                      if p.is_file() and p.suffix in ('.mcap', '.db3'))
+
+    def _check_storage(self) -> None:
+        """Raise if a storage file is not a bag at all, or is empty (a bag cut at its start)."""
+        files = self._storage_files()
+        if not files and self.path.is_dir():
+            raise BagError(f'not a bag: {self.path} holds no .mcap or .db3 storage file')
+        for path in files:
+            with path.open('rb') as f:
+                head = f.read(len(SQLITE_MAGIC))
+            if not head:
+                raise TruncatedBagError(f'truncated bag: {path} is empty (0 bytes): the '
+                                        'recording stopped before anything was written')
+            sqlite = path.suffix == '.db3' or head.startswith(SQLITE_MAGIC)
+            magic = SQLITE_MAGIC if sqlite else MCAP_MAGIC
+            kind = 'a rosbag2 sqlite3' if sqlite else 'an MCAP'
+            if len(head) < len(magic) and magic.startswith(head):
+                raise TruncatedBagError(f'truncated bag: {path} ends inside its header')
+            if not head.startswith(magic):
+                raise BagError(f'not {kind} bag: {path} does not start with the '
+                               f'{"SQLite" if sqlite else "MCAP"} magic bytes')
 
     def close(self) -> None:
         if self._reader is not None:

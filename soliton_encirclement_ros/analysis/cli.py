@@ -5,8 +5,10 @@
 
 One bag: outputs go into DIR. Two bags: each bag's outputs go into DIR/<bag name>, and
 DIR/comparison.png overlays their metric curves. Exit status: 0 done, 1 unusable input
-(one line on stderr), 2 bad command line, 3 a bag was truncated and only its readable part
-was analysed.
+(one line on stderr: not a bag, no matching topic, a topic of another type), 2 bad command
+line, 3 a bag was truncated and only its readable part was analysed (or, cut before its
+first message, nothing). Agent states of a layout this version does not read are set aside
+with a warning: the odometry alone gives every metric.
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import numpy as np
 from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis import plots
 from soliton_encirclement_ros.analysis.animation import write_animation
-from soliton_encirclement_ros.analysis.bag_reader import BagError
+from soliton_encirclement_ros.analysis.bag_reader import BagError, TruncatedBagError
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
@@ -34,13 +36,17 @@ ANIMATION_FILE = 'encirclement.gif'
 def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTERN,
                 target_topic: str = DEFAULT_TARGET_TOPIC, radius: float = DEFAULT_RADIUS,
                 period: float = DEFAULT_PERIOD, state_timeout: float = DEFAULT_STATE_TIMEOUT,
-                max_frames: int = 80) -> tuple[np.ndarray, dict, str | None]:
+                max_frames: int = 80, warn=lambda text: None
+                ) -> tuple[np.ndarray, dict, str | None]:
     """
     Write every output of one bag into ``out_dir``; return (metrics, summary, truncated).
 
-    Times are seconds since the first message of the bag.
+    Times are seconds since the first message of the bag. ``warn`` gets each warning (a part
+    of the bag set aside).
     """
     run = load_run(bag, agent_pattern, target_topic, relative_time=True)
+    for text in run.warnings:
+        warn(text)
     times = metric_times(run, period)
     metrics, live = recompute_metrics(run, times, radius, state_timeout)
     trajectories = {name: np.column_stack((track.t, track.position[:, :2]))
@@ -50,7 +56,7 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
         'bag': str(bag), 'radius': radius, 'agent_pattern': agent_pattern,
         'target_topic': target_topic, 'metrics_period': period, 'state_timeout': state_timeout,
         'liveness_from_agent_states': run.states is not None, 'agents': list(run.agents),
-        'agent_ids': run.agent_ids, 'truncated': run.truncated,
+        'agent_ids': run.agent_ids, 'truncated': run.truncated, 'warnings': list(run.warnings),
     }
     summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories))
     if max_frames > 0:
@@ -77,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             metrics, summary, cut = analyse_bag(
                 Path(bag), bag_out, agent_pattern=args.agent_pattern,
                 target_topic=args.target_topic, radius=args.radius, period=args.period,
-                state_timeout=args.state_timeout, max_frames=args.max_frames)
+                state_timeout=args.state_timeout, max_frames=args.max_frames,
+                warn=lambda text: print(f'analyze_run: warning: {bag}: {text}', file=sys.stderr))
             runs[label] = metrics
             print(f'{bag}: outputs in {bag_out}; ' + _summary_line(summary))
             if cut:
@@ -85,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         if len(runs) > 1:
             plots.dashboard(out / 'comparison.png', runs)
             print(f'comparison: {out / "comparison.png"}')
+    except TruncatedBagError as err:  # cut before anything could be analysed
+        print(f'analyze_run: error: {err}', file=sys.stderr)
+        return EXIT_TRUNCATED
     except (BagError, RunDataError) as err:
         print(f'analyze_run: error: {err}', file=sys.stderr)
         return EXIT_ERROR

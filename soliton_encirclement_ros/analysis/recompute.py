@@ -7,8 +7,9 @@ the target's odometry, and optionally ``/swarm/agent_states`` for liveness. At e
 regular grid, every agent's position and world-frame velocity is its latest odometry at or
 before that time. With ``/swarm/agent_states`` in the bag, an agent is live while its last state
 (by log time) is at most ``state_timeout`` old, as in metrics_node; without it, every agent with
-odometry is live. All times are log times in seconds (the recorder's clock: sim time in
-simulation). No rclpy.
+odometry is live; states of a layout this version cannot read (a newer one) are set aside with a
+warning (:attr:`RecordedRun.warnings`), and the odometry still gives every metric. All times are
+log times in seconds (the recorder's clock: sim time in simulation). No rclpy.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import re
 
 import numpy as np
 
-from soliton_encirclement_ros.analysis.bag_reader import Bag
+from soliton_encirclement_ros.analysis.bag_reader import Bag, TruncatedBagError
 from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
 from soliton_encirclement_ros.interface import (
     AGENT_STATE, agent_state_array, AGENT_STATES_TOPIC, METRICS_TOPIC_PREFIX, TARGET_ODOM_TOPIC)
@@ -30,6 +31,7 @@ DEFAULT_RADIUS = 20.0
 DEFAULT_PERIOD = 0.05
 DEFAULT_STATE_TIMEOUT = 0.15
 ODOMETRY_TYPE = 'nav_msgs/msg/Odometry'
+AGENT_STATES_TYPE = 'std_msgs/msg/Float64MultiArray'
 NANOSECOND = 1e-9
 # Columns of ``RecordedRun.states``: the log time, then the agent-state layout's fields.
 STATE_COLUMNS = ('log_time',) + AGENT_STATE.fields
@@ -74,6 +76,7 @@ class RecordedRun:
     agent_ids: dict[str, int]
     states: np.ndarray | None
     truncated: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
@@ -96,21 +99,29 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
             and (match := pattern.search(topic))
         }
         if not agent_topics or bag.topics.get(target_topic) != ODOMETRY_TYPE:
-            missing = (f'no agent odometry topic matching {agent_pattern!r}' if not agent_topics
-                       else f'no {ODOMETRY_TYPE} target topic {target_topic!r}')
-            raise RunDataError(f'{missing} in {path}; topics found: {_topic_list(bag.topics)}')
+            raise RunDataError(f'{_missing(bag.topics, pattern, target_topic)} in {path}; '
+                               f'topics found: {_topic_list(bag.topics)}')
         odometry: dict[str, list] = {topic: [] for topic in [*agent_topics, target_topic]}
-        states = []
-        for topic, log_time, msg in bag.messages([*odometry, AGENT_STATES_TOPIC]):
-            if topic == AGENT_STATES_TOPIC:
+        states, ignored = [], None
+        wanted = [*odometry]
+        if bag.topics.get(AGENT_STATES_TOPIC) == AGENT_STATES_TYPE:
+            wanted.append(AGENT_STATES_TOPIC)
+        elif AGENT_STATES_TOPIC in bag.topics:
+            ignored = f'its type is {bag.topics[AGENT_STATES_TOPIC]}, not {AGENT_STATES_TYPE}'
+        for topic, log_time, msg in bag.messages(wanted):
+            if topic != AGENT_STATES_TOPIC:
+                odometry[topic].append(_odometry_row(log_time, msg))
+            elif ignored is None:
                 try:
                     data = agent_state_array(msg, older=True)
-                except ValueError as error:
-                    raise RunDataError(f'{AGENT_STATES_TOPIC} in {path}: {error}') from None
+                except ValueError as error:  # a layout this version does not know
+                    ignored, states = str(error), []
+                    continue
                 states.append(np.concatenate(([log_time * 1e-9], data)))
-            else:
-                odometry[topic].append(_odometry_row(log_time, msg))
         truncated, topics = bag.truncated, bag.topics
+    warnings = () if ignored is None else (
+        f'{AGENT_STATES_TOPIC} set aside ({ignored}); the metrics come from the odometry alone, '
+        'every agent with odometry counted live',)
     rows = {topic: np.asarray(r, dtype=float).reshape(-1, 11) for topic, r in odometry.items()}
     state_rows = (
         np.asarray(states, dtype=float).reshape(-1, len(STATE_COLUMNS)) if states else None
@@ -125,10 +136,28 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
               if len(rows[topic])}
     target = _track(rows[target_topic])
     if not agents or not len(target.t):
-        raise RunDataError(f'no readable odometry for the agents or the target in {path}'
-                           + (f' ({truncated})' if truncated else ''))
+        if truncated:
+            raise TruncatedBagError(f'truncated bag {path}: no odometry of the agents or the '
+                                    f'target before the cut ({truncated})')
+        raise RunDataError(f'no readable odometry for the agents or the target in {path}')
     return RecordedRun(str(path), topics, agents, target, _agent_ids(agents, state_rows),
-                       state_rows, truncated)
+                       state_rows, truncated, warnings)
+
+
+def _missing(topics: dict[str, str], pattern: re.Pattern, target_topic: str) -> str:
+    """Say what the bag lacks: no topic by that name, or one of another type (named)."""
+    if not any(t == ODOMETRY_TYPE and name != target_topic and pattern.search(name)
+               for name, t in topics.items()):
+        others = [f'{name} [{t}]' for name, t in sorted(topics.items())
+                  if name != target_topic and pattern.search(name)]
+        if others:
+            return (f'the topics matching {pattern.pattern!r} are not {ODOMETRY_TYPE}: '
+                    + ', '.join(others))
+        return f'no agent odometry topic matching {pattern.pattern!r}'
+    if target_topic in topics:
+        return (f'target topic {target_topic!r} is {topics[target_topic]}, not '
+                f'{ODOMETRY_TYPE}')
+    return f'no {ODOMETRY_TYPE} target topic {target_topic!r}'
 
 
 def metric_times(run: RecordedRun, period: float = DEFAULT_PERIOD) -> np.ndarray:

@@ -1,8 +1,8 @@
 """
 Figures of a parameter sweep: a heatmap over two grid parameters, box plots, settle-time CDFs.
 
-Drawn from ``runs.csv`` rows and ``summary.csv`` rows (see ``sim.sweep``) with matplotlib's
-object API, like :mod:`.plots`.
+Drawn from the ``runs.csv`` columns (``sim.sweep.RunTable``) and ``summary.csv`` rows (see
+``sim.sweep``) with matplotlib's object API, like :mod:`.plots`.
 """
 from __future__ import annotations
 
@@ -15,17 +15,20 @@ import numpy as np
 from soliton_encirclement_ros.analysis.plots import DPI, METRIC_LABELS
 
 
-def write_sweep_plots(out: Path, spec, rows: list[dict], summary: list[dict]) -> list[str]:
-    """Write the sweep's PNGs into ``out``; return their file names."""
+def write_sweep_plots(out: Path, spec, table, summary: list[dict]) -> list[str]:
+    """Write the sweep's PNGs into ``out`` from a ``RunTable``; return their file names."""
     metric, x, y = spec.plot['metric'], spec.plot['x'], spec.plot['y']
-    ok = [r for r in rows if not r['error']]
+    values = spec.grid[x] if x else [None]
+    groups = _by_value(table, x, values)
     written = []
     if x is not None and y is not None:
         written.append(heatmap(out / f'heatmap_{metric}.png', summary, metric, x, y,
                                spec.grid[x], spec.grid[y]))
-    written.append(boxplot(out / f'box_{metric}.png', ok, metric, x,
-                           spec.grid[x] if x else [None]))
-    written.append(settle_cdf(out / 'settle_cdf.png', ok, x, spec.grid[x] if x else [None]))
+    written.append(boxplot(out / f'box_{metric}.png',
+                           [table.values[f'final_{metric}'][g] for g in groups], metric, x,
+                           values))
+    written.append(settle_cdf(out / 'settle_cdf.png',
+                              [table.values['settle_E_gap'][g] for g in groups], x, values))
     return written
 
 
@@ -61,16 +64,17 @@ def heatmap(path: Path, summary: list[dict], metric: str, x: str, y: str, xs, ys
     return path.name
 
 
-def _by_value(rows: list[dict], x, values) -> list[list[dict]]:
-    if x is None:
-        return [rows]
-    return [[r for r in rows if r[x] == _cell(v)] for v in values]
+def _by_value(table, x, values) -> list[np.ndarray]:
+    """Return the indices of the runs without error, per value of ``x`` (all, without x)."""
+    by_cell = table.rows_by([x] if x else [])
+    none = np.zeros(0, dtype=np.int64)
+    groups = [by_cell.get((_cell(v),), none) for v in values] if x else [by_cell[()]]
+    return [g[~table.failed[g]] for g in groups]
 
 
-def boxplot(path: Path, rows: list[dict], metric: str, x, values) -> str:
+def boxplot(path: Path, groups: list[np.ndarray], metric: str, x, values) -> str:
     """Draw the final ``metric`` over seeds (and the other grid parameters) per ``x`` value."""
-    groups = _by_value(rows, x, values)
-    data = [np.array([r[f'final_{metric}'] for r in g], dtype=float) for g in groups]
+    data = [np.asarray(d, dtype=float) for d in groups]
     data = [d[np.isfinite(d)] for d in data]
     fig = Figure(figsize=(max(4.0, 0.9 * len(data) + 2), 3.4), dpi=DPI)
     ax = fig.add_subplot()
@@ -82,14 +86,14 @@ def boxplot(path: Path, rows: list[dict], metric: str, x, values) -> str:
     return path.name
 
 
-def settle_cdf(path: Path, rows: list[dict], x, values) -> str:
+def settle_cdf(path: Path, groups: list[np.ndarray], x, values) -> str:
     """Draw the fraction of runs settled (E_gap) by each time, a curve per value of ``x``."""
     fig = Figure(figsize=(6, 3.4), dpi=DPI)
     ax = fig.add_subplot()
-    for value, group in zip(values, _by_value(rows, x, values)):
-        times = np.sort(np.array([r['settle_E_gap'] for r in group], dtype=float))
+    for value, group in zip(values, groups):
+        times = np.sort(np.asarray(group, dtype=float))
         settled = times[np.isfinite(times)]
-        if not group:
+        if not len(group):
             continue
         fraction = np.arange(1, settled.size + 1) / len(group)
         label = f'{x} = {_label(value)}' if x else 'all runs'

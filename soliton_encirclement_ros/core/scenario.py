@@ -26,6 +26,14 @@ TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
 # Start placements (Scenario.placement): the reference's, and the degenerate starts a real
 # swarm meets (PX4's multi-vehicle SITL spawns vehicles on one line; a launch pad is a cluster).
 PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster', 'file')
+# The shortest run in control periods: the agents need odometry, then one broadcast, before
+# metrics_node has anything to measure (4 periods at the defaults; one more for margin).
+MIN_DURATION_PERIODS = 5
+
+
+def min_duration(control_period: float, metrics_period: float = 0.0) -> float:
+    """Return the shortest simulated run [s] that gives metrics."""
+    return max(MIN_DURATION_PERIODS * control_period, metrics_period)
 
 
 def initial_positions(n: int, radius: float, seed: Optional[int],
@@ -166,13 +174,19 @@ class Scenario:
         if self.placement == 'file':
             read_placement_file(self.placement_file, self.agents)
         # Build once so that bad gains, limits or waypoints fail here, naming the field.
-        d_safe = self.controller_params().d_safe
+        params = self.controller_params()
+        d_safe = params.d_safe
         spacing = 2.0 * self.radius * math.sin(math.pi / max(self.agents, 2))
         if d_safe and spacing <= d_safe:
             raise ValueError(f'radius {self.radius:g} m is too small for {self.agents} agents '
                              f'd_safe {d_safe:g} m apart: the even ring spacing 2 R sin(pi/N) = '
                              f'{spacing:.3g} m must exceed d_safe (R > '
                              f'{d_safe / (2.0 * math.sin(math.pi / max(self.agents, 2))):.3g} m)')
+        r_min = params.r_min
+        if self.radius < r_min:
+            raise ValueError(f'radius must be >= the controller r_min ({r_min:g} m): the '
+                             f'tangential mapping uses max(r, r_min), so no ring forms below '
+                             f'it; got radius {self.radius:g} m')
         self.vehicle_params()
         self.target_model()
         if not self.steps_on_sim_dt:
@@ -183,6 +197,11 @@ class Scenario:
             if period and abs(period / sim_dt - round(period / sim_dt)) > 1e-6:
                 raise ValueError(f'{name} must be a multiple of the mobility step sim_dt '
                                  f'({sim_dt:g} s), got {period:g}')
+        shortest = min_duration(self.control_period, self.metrics_period)
+        if self.duration < shortest - 1e-9:
+            raise ValueError(f'duration must be >= {MIN_DURATION_PERIODS} control periods and one '
+                             f'metrics period ({shortest:g} s here): a shorter run gives no '
+                             f'metrics; got {self.duration:g} s')
 
     def controller_params(self) -> ControllerParams:
         """

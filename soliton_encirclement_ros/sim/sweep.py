@@ -12,18 +12,22 @@ SPEC::
     preset: default                                                # optional, as batch_sim's
 
 A grid name is a scenario field, a vehicle limit or a controller gain, looked up in that order.
-Every run is checked before any work. Runs that may share a numpy step
-(:func:`~soliton_encirclement_ros.core.batch_engine.group_key`) go in chunks to a local
-process pool, or with ``--scheduler`` to a Dask distributed cluster; each run's row equals
-``batch_sim --seed K`` on the same scenario. ``runs.csv`` gets each finished run at once, so
-Ctrl-C or a crash keeps them and ``--resume`` skips them.
+The run count is printed at once; then every grid point's scenario is checked, once (the seeds
+only change the seed), before any work. Runs are generated as they are needed, never all held:
+runs that may share a numpy step (:func:`~soliton_encirclement_ros.core.batch_engine.group_key`)
+go in chunks to a local process pool, or with ``--scheduler`` to a Dask distributed cluster, a
+few chunks per worker at a time; each run's row equals ``batch_sim --seed K`` on the same
+scenario. ``runs.csv`` gets each finished run at once, so Ctrl-C or a crash keeps them and
+``--resume`` skips them. Ctrl-C before the first run is one line and writes nothing.
 """
 from __future__ import annotations
 
 import argparse
+from array import array
 import csv
 import dataclasses
 import difflib
+import hashlib
 import itertools
 import json
 import math
@@ -35,11 +39,12 @@ import signal
 import sys
 import time
 import traceback
-from typing import Any, Iterable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import yaml
 
+from ros_support.settings import check_value
 from ros_support.validation import number, OneLineParser, read_yaml
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import json_text, SETTLE_THRESHOLDS, summarise
@@ -58,12 +63,21 @@ NOT_GRID = ('seed', 'controller', 'vehicle')
 # through batch_sim's own engines (O(N log N) per tick for lossless large swarms).
 CHUNK_BUDGET = 10_000
 SINGLE_RUN_AGENTS = 64
+# Chunks handed to each worker at a time (the others wait in the run generator), and the most
+# generated runs waiting for their chunk to fill: memory does not grow with the sweep.
+CHUNKS_IN_FLIGHT_PER_WORKER = 2
+MAX_WAITING_RUNS = 20_000
+TABLE_ROWS = 40  # grid points printed at the end (summary.csv has them all)
 RESULT_COLUMNS = ([f'final_{m}' for m in METRIC_NAMES] + [f'mean_{m}' for m in METRIC_NAMES]
                   + [f'settle_{m}' for m in SETTLE_THRESHOLDS] + ['d_min', 'd_min_time'])
 
 
 class SpecError(ValueError):
     """A bad sweep spec: the message is one line for the user."""
+
+
+class Interrupted(Exception):
+    """Ctrl-C (or SIGTERM) before the first run: the message is one line for the user."""
 
 
 # --- the spec -----------------------------------------------------------------------------
@@ -172,40 +186,104 @@ class Spec:
                                 f'got {out[axis]!r}')
         return out
 
-    def points(self) -> list[dict]:
-        """Return every grid point ({name: value}), in grid order."""
+    def points(self) -> Iterator[dict]:
+        """Yield every grid point ({name: value}), in grid order."""
         names = list(self.grid)
-        return [dict(zip(names, combo))
-                for combo in itertools.product(*(self.grid[n] for n in names))]
+        for combo in itertools.product(*(self.grid[n] for n in names)):
+            yield dict(zip(names, combo))
 
-    def runs(self) -> list['Run']:
-        """Return every run, validated: ``SpecError`` naming the first bad one."""
-        runs = []
-        for point in self.points():
-            mapping = with_values(self.base, point)
+    @property
+    def point_count(self) -> int:
+        return math.prod(len(values) for values in self.grid.values())
+
+    @property
+    def run_count(self) -> int:
+        return self.point_count * len(self.seeds)
+
+    def scenario(self, point: Mapping[str, Any]) -> Scenario:
+        """Return the scenario of a grid point (first seed), validated: ``SpecError`` if bad."""
+        try:
+            return Scenario.from_mapping({**with_values(self.base, point), 'seed': self.seeds[0]})
+        except ValueError as exc:
+            where = ', '.join(f'{k}={v!r}' for k, v in point.items()) or 'scenario'
+            raise SpecError(f'{where}: {exc}') from None
+
+    def check(self, should_stop: Callable[[], bool] = lambda: False) -> 'Checked':
+        """
+        Validate every grid point's scenario once (the seeds, checked apart, change nothing else).
+
+        ``SpecError`` names the first bad point; ``Interrupted`` when ``should_stop()``.
+        """
+        checked = Checked()
+        for index, point in enumerate(self.points()):
+            if should_stop():
+                raise Interrupted(f'interrupted while checking the spec ({index} of '
+                                  f'{self.point_count} scenarios checked); nothing was run or '
+                                  'written')
+            scenario = self.scenario(point)
+            # Points that differ only in per-run fields may be stepped together: a finer cut
+            # than batch_engine.group_key, and far cheaper than it.
+            shape = [(n, repr(v)) for n, v in point.items()
+                     if n not in batch_engine.PER_RUN_FIELDS]
+            checked.add(repr(shape), scenario.agents, len(self.seeds))
+        return checked
+
+    def runs(self, checked: 'Checked', skip: Callable[[tuple], bool] = lambda key: False
+             ) -> Iterator['Run']:
+        """Yield every run of a checked spec, in grid and seed order, but those ``skip`` names."""
+        for point, group in zip(self.points(), checked.point_group):
+            mapping, key = with_values(self.base, point), _key(point)
             for seed in self.seeds:
-                try:
-                    scenario = Scenario.from_mapping({**mapping, 'seed': seed})
-                except ValueError as exc:
-                    where = ', '.join(f'{k}={v!r}' for k, v in point.items()) or 'scenario'
-                    raise SpecError(f'{where}: {exc}') from None
-                runs.append(Run(point, seed, scenario))
-        return runs
+                if not skip((key, seed)):
+                    yield Run(point, seed, mapping, group)
 
 
-def _seeds(value: Any) -> list[int]:
+class Checked:
+    """What the validation learned, compactly: each point's chunk group, each group's size."""
+
+    def __init__(self) -> None:
+        self.point_group: list[int] = []
+        self.group_agents: list[int] = []
+        self.group_runs: list[int] = []
+        self._groups: dict[bytes, int] = {}
+
+    def add(self, shape: str, agents: int, runs: int) -> None:
+        """Add a grid point of chunk group ``shape`` (equal shapes may share a numpy step)."""
+        digest = hashlib.sha1(shape.encode()).digest()
+        group = self._groups.setdefault(digest, len(self._groups))
+        if group == len(self.group_runs):
+            self.group_agents.append(agents)
+            self.group_runs.append(0)
+        self.group_runs[group] += runs
+        self.point_group.append(group)
+
+
+SEED_FIELD = next(f for f in dataclasses.fields(Scenario) if f.name == 'seed')
+
+
+def _seeds(value: Any) -> Sequence[int]:
     if isinstance(value, bool):
         raise SpecError(f'seeds must be a count or a list of integers >= 0, got {value!r}')
     if isinstance(value, int):
         if value < 1:
             raise SpecError(f'seeds must be a count >= 1 or a list, got {value}')
-        return list(range(value))
+        _check_seed(value - 1)
+        return range(value)  # not a list: a count of millions costs nothing
     if (isinstance(value, list) and value
             and all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in value)):
         if len(set(value)) != len(value):
             raise SpecError(f'seeds lists a seed twice: {value}')
+        _check_seed(max(value))
         return list(value)
     raise SpecError(f'seeds must be a count or a list of integers >= 0, got {value!r}')
+
+
+def _check_seed(seed: int) -> None:
+    """Check the largest seed by the scenario's own rule (the points are checked with one)."""
+    try:
+        check_value(SEED_FIELD, seed)
+    except ValueError as exc:
+        raise SpecError(f'seeds: {exc}') from None
 
 
 def load_spec(path) -> Spec:
@@ -218,13 +296,23 @@ def load_spec(path) -> Spec:
 
 
 class Run:
-    """One run of the sweep: its grid point, seed and scenario."""
+    """
+    One run of the sweep: its grid point, seed and scenario.
 
-    def __init__(self, point: dict, seed: int, scenario: Scenario) -> None:
-        self.point, self.seed, self.scenario = point, seed, scenario
+    ``scenario`` is a :class:`Scenario` or the grid point's scenario mapping (shared by its
+    seeds); ``group`` the chunk group, if known.
+    """
+
+    def __init__(self, point: dict, seed: int, scenario, group: Optional[int] = None) -> None:
+        self.point, self.seed, self.scenario, self.group = point, seed, scenario, group
 
     def key(self) -> tuple:
         return (_key(self.point), self.seed)
+
+    def mapping(self) -> dict:
+        """Return the scenario mapping the worker builds this run from."""
+        base = self.scenario if isinstance(self.scenario, Mapping) else self.scenario.__dict__
+        return {**base, 'seed': self.seed}
 
 
 def _key(point: Mapping[str, Any]) -> str:
@@ -233,24 +321,55 @@ def _key(point: Mapping[str, Any]) -> str:
 
 # --- the work -----------------------------------------------------------------------------
 
+def chunk_size(agents: int, group_runs: int, workers: int) -> int:
+    """
+    Return the runs per chunk of a group.
+
+    At most ``CHUNK_BUDGET / N^2``, cut so that every worker gets work; large swarms one by one.
+    """
+    size = 1 if agents > SINGLE_RUN_AGENTS else max(1, CHUNK_BUDGET // (agents * agents))
+    return max(1, min(size, math.ceil(group_runs / max(1, workers))))
+
+
 def chunks(runs: list[Run], workers: int) -> list[list[Run]]:
     """
-    Split ``runs`` into chunks that one numpy step advances together.
+    Split a list of ``runs`` (each with a :class:`Scenario`) into chunks stepped together.
 
-    Runs of one :func:`batch_engine.group_key` share a chunk, at most ``CHUNK_BUDGET / N^2``
-    of them, and a group is cut so that every worker gets work. Large swarms go one by one.
+    Runs of one :func:`batch_engine.group_key` share a chunk (see :func:`chunk_size`).
     """
     groups: dict[str, list[Run]] = {}
     for run in runs:
         groups.setdefault(batch_engine.group_key(run.scenario), []).append(run)
     out = []
     for members in groups.values():
-        n = members[0].scenario.agents
-        size = 1 if n > SINGLE_RUN_AGENTS else max(1, CHUNK_BUDGET // (n * n))
-        share = math.ceil(len(members) / max(1, workers))
-        size = max(1, min(size, share))
+        size = chunk_size(members[0].scenario.agents, len(members), workers)
         out += [members[k:k + size] for k in range(0, len(members), size)]
     return out
+
+
+def stream_chunks(runs: Iterable[Run], checked: Checked, workers: int) -> Iterator[list[Run]]:
+    """
+    Yield the chunks of a spec's ``runs`` as they fill (or their group ends), never all at once.
+
+    Chunk sizes as :func:`chunks` gives them for the whole group; at most
+    ``MAX_WAITING_RUNS`` runs wait for their chunk to fill (the fullest goes first).
+    """
+    sizes = [chunk_size(n, total, workers)
+             for n, total in zip(checked.group_agents, checked.group_runs)]
+    filling: dict[int, list[Run]] = {}
+    waiting = 0
+    for run in runs:
+        bucket = filling.setdefault(run.group, [])
+        bucket.append(run)
+        waiting += 1
+        if len(bucket) >= sizes[run.group]:
+            waiting -= len(bucket)
+            yield filling.pop(run.group)
+        elif waiting > MAX_WAITING_RUNS:
+            fullest = max(filling, key=lambda g: len(filling[g]))
+            waiting -= len(filling[fullest])
+            yield filling.pop(fullest)
+    yield from filling.values()
 
 
 def run_chunk(scenarios: list[dict]) -> list[dict]:
@@ -293,47 +412,80 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
 
 
-def local_results(work: list[list[Run]], workers: int,
+def _results(work: Iterable[list[Run]], submit, in_flight: int,
+             should_stop) -> Iterator[tuple[list[Run], Any]]:
+    """Yield (chunk, job) as jobs finish, with at most ``in_flight`` submitted at a time."""
+    work = iter(work)
+    pending: list = []
+    exhausted = False
+    while not should_stop():
+        while not exhausted and len(pending) < in_flight:
+            chunk = next(work, None)
+            if chunk is None:
+                exhausted = True
+            else:
+                pending.append((chunk, submit([r.mapping() for r in chunk])))
+        if not pending:
+            return
+        ready = [job for job in pending if job[1].done()]
+        for job in ready:
+            pending.remove(job)
+            yield job
+        if not ready:
+            time.sleep(0.05)
+
+
+class _PoolJob:
+
+    def __init__(self, result) -> None:
+        self.result = result
+
+    def done(self) -> bool:
+        return self.result.ready()
+
+
+def local_results(work: Iterable[list[Run]], workers: int,
                   should_stop=lambda: False) -> Iterator[tuple[list[Run], list]]:
     """Yield (chunk, rows) as a local process pool finishes them, until ``should_stop()``."""
     if workers == 1:
         for chunk in work:
             if should_stop():
                 return
-            yield chunk, run_chunk([r.scenario.__dict__ for r in chunk])
+            yield chunk, run_chunk([r.mapping() for r in chunk])
         return
     # spawn, not fork: the caller may have threads (tqdm's monitor, rclpy, a test runner's DDS
     # participants), and a forked child can inherit a lock one of them held, and hang.
     pool = multiprocessing.get_context('spawn').Pool(workers, initializer=_ignore_interrupts)
     try:
-        jobs = [(chunk, pool.apply_async(run_chunk, ([r.scenario.__dict__ for r in chunk],)))
-                for chunk in work]
-        pending = list(jobs)
-        while pending and not should_stop():
-            for job in [j for j in pending if j[1].ready()]:
-                pending.remove(job)
-                yield job[0], job[1].get()
-            time.sleep(0.05)
+        for chunk, job in _results(
+                work, lambda s: _PoolJob(pool.apply_async(run_chunk, (s,))),
+                CHUNKS_IN_FLIGHT_PER_WORKER * workers, should_stop):
+            yield chunk, job.result.get()
         pool.close()
     finally:
         pool.terminate()
         pool.join()
 
 
-def dask_results(work: list[list[Run]], address: str,
+def dask_results(work: Iterable[list[Run]], address: str, workers: int = 1,
                  should_stop=lambda: False) -> Iterator[tuple[list[Run], list]]:
-    """Yield (chunk, rows) as the Dask cluster at ``address`` finishes them."""
+    """Yield (chunk, rows) as the Dask cluster at ``address`` (``workers`` threads) ends them."""
     from dask.distributed import Client
     client = Client(address, timeout='10s')
+    in_flight: set = set()  # only these are held: a finished chunk's result is let go
+
+    def submit(scenarios):
+        future = client.submit(run_chunk, scenarios, pure=False)
+        in_flight.add(future)
+        return future
     try:
-        pending = {client.submit(run_chunk, [r.scenario.__dict__ for r in chunk], pure=False):
-                   chunk for chunk in work}
-        while pending and not should_stop():
-            for future in [f for f in pending if f.done()]:
-                yield pending.pop(future), future.result()
-            time.sleep(0.05)
-        client.cancel(list(pending))
+        for chunk, future in _results(work, submit, CHUNKS_IN_FLIGHT_PER_WORKER * workers,
+                                      should_stop):
+            rows = future.result()
+            in_flight.discard(future)
+            yield chunk, rows
     finally:
+        client.cancel(list(in_flight))
         client.close()
 
 
@@ -354,26 +506,43 @@ def _cell(value: Any) -> str:
 
 
 class RunsFile:
-    """``runs.csv``, appended and flushed a row per finished run."""
+    """
+    ``runs.csv``, appended and flushed a row per finished run.
+
+    With ``resume``, the finished rows are kept (the failed ones dropped, to be tried again)
+    through a temporary file that replaces the old one whole, so that no interruption loses
+    them; only their keys stay in memory (:attr:`done`).
+    """
 
     def __init__(self, path: Path, header: list[str], resume: bool) -> None:
         self.path, self.header = path, header
         self._grid_names = header[:header.index('seed')]
-        self.done: dict[tuple, dict] = {}
+        self.done: set[tuple] = set()
         if resume and path.exists():
-            with path.open(newline='') as f:
+            keys: dict[tuple, str] = {}  # the grid cells of a point -> its key, read once
+            tmp = path.with_name(path.name + '.tmp')
+            with path.open(newline='') as f, tmp.open('w', newline='') as kept:
                 reader = csv.DictReader(f)
                 if reader.fieldnames != header:
                     raise SpecError(f'--resume: {path} has other columns than this spec gives')
-                rows = [r for r in reader if not r['error']]  # failed runs are tried again
-            for row in rows:
-                self.done[(_key(self._point(row)), int(row['seed']))] = row
-        self._file = path.open('w', newline='')
+                writer = csv.writer(kept)
+                writer.writerow(header)
+                for row in reader:
+                    if row['error']:  # failed runs are tried again
+                        continue
+                    cells = tuple(row[name] for name in self._grid_names)
+                    if cells not in keys:
+                        keys[cells] = _key(self._point(row))
+                    self.done.add((keys[cells], int(row['seed'])))
+                    writer.writerow([row[h] for h in header])
+                kept.flush()
+                os.fsync(kept.fileno())
+            tmp.replace(path)
+        self._file = path.open('a' if resume and path.exists() else 'w', newline='')
         self._writer = csv.writer(self._file)
-        self._writer.writerow(header)
-        for row in self.done.values():
-            self._writer.writerow([row[h] for h in header])
-        self._file.flush()
+        if self._file.tell() == 0:
+            self._writer.writerow(header)
+            self._file.flush()
 
     def _point(self, row: Mapping[str, str]) -> dict:
         return {name: yaml.safe_load(row[name]) for name in self._grid_names}
@@ -388,26 +557,58 @@ class RunsFile:
         self._file.close()
 
 
-def read_runs(path: Path) -> list[dict]:
-    """Return the rows of a ``runs.csv`` with numbers as floats (empty cells NaN)."""
-    with path.open(newline='') as f:
-        rows = list(csv.DictReader(f))
-    for row in rows:
-        for name in RESULT_COLUMNS + ['wall_time']:
-            row[name] = float(row[name]) if row[name] else math.nan
-    return rows
+class RunTable:
+    """
+    The rows of a ``runs.csv`` as columns, so that millions of runs fit in memory.
+
+    ``cells[name]``: a grid parameter's cells (strings, one object per distinct value);
+    ``values[column]``: a result column (or ``wall_time``) as floats, empty cells NaN;
+    ``failed``: the runs with an error.
+    """
+
+    def __init__(self, path: Path, grid_names: Sequence[str]) -> None:
+        self.grid_names = list(grid_names)
+        numbers = RESULT_COLUMNS + ['wall_time']
+        cells: dict[str, list[str]] = {name: [] for name in self.grid_names}
+        values = {name: array('d') for name in numbers}
+        failed = array('b')
+        distinct: dict[str, str] = {}
+        with path.open(newline='') as f:
+            for row in csv.DictReader(f):
+                for name in self.grid_names:
+                    cells[name].append(distinct.setdefault(row[name], row[name]))
+                for name in numbers:
+                    values[name].append(float(row[name]) if row[name] else math.nan)
+                failed.append(bool(row['error']))
+        self.cells = cells
+        self.values = {name: np.array(column, dtype=float) for name, column in values.items()}
+        self.failed = np.array(failed, dtype=bool)
+
+    def __len__(self) -> int:
+        return len(self.failed)
+
+    def rows_by(self, names: Sequence[str]) -> dict[tuple, np.ndarray]:
+        """Return the row indices of each distinct tuple of cells of ``names``."""
+        if not names:
+            return {(): np.arange(len(self))}
+        out: dict[tuple, list[int]] = {}
+        for index, key in enumerate(zip(*(self.cells[name] for name in names))):
+            out.setdefault(key, []).append(index)
+        return {key: np.array(rows, dtype=np.int64) for key, rows in out.items()}
 
 
-def summary_rows(spec: Spec, rows: list[dict]) -> list[dict]:
+def summary_rows(spec: Spec, table: RunTable) -> list[dict]:
     """One row per grid point: runs, errors, and median and IQR over seeds of every result."""
+    names = list(spec.grid)
+    by_point = table.rows_by(names)
+    none = np.zeros(0, dtype=np.int64)
     out = []
     for point in spec.points():
-        key = {name: _cell(value) for name, value in point.items()}
-        mine = [r for r in rows if all(r[n] == v for n, v in key.items())]
-        ok = [r for r in mine if not r['error']]
+        mine = by_point.get(tuple(_cell(point[n]) for n in names), none)
+        ok = mine[~table.failed[mine]]
         row = {**point, 'runs': len(ok), 'errors': len(mine) - len(ok)}
         for name in RESULT_COLUMNS:
-            values = np.array([r[name] for r in ok], dtype=float)
+            values = table.values[name][ok]
             finite = values[np.isfinite(values)]
             if finite.size:
                 q1, median, q3 = np.percentile(finite, [25, 50, 75])
@@ -438,11 +639,13 @@ def print_table(spec: Spec, rows: list[dict], metric: str) -> None:
                     'settle_E_gap median', 'd_min median']
     table = [[_fmt(r[n]) for n in names] + [
         str(r['runs']), _fmt(r[f'final_{metric}_median']), _fmt(r[f'final_{metric}_iqr']),
-        _fmt(r['settle_E_gap_median']), _fmt(r['d_min_median'])] for r in rows]
+        _fmt(r['settle_E_gap_median']), _fmt(r['d_min_median'])] for r in rows[:TABLE_ROWS]]
     widths = [max(len(c), *(len(t[i]) for t in table)) for i, c in enumerate(cols)]
     print('  '.join(c.rjust(w) for c, w in zip(cols, widths)))
     for t in table:
         print('  '.join(c.rjust(w) for c, w in zip(t, widths)))
+    if len(rows) > TABLE_ROWS:
+        print(f'... and {len(rows) - TABLE_ROWS} more grid points in {SUMMARY_FILE}')
 
 
 def _fmt(value: Any) -> str:
@@ -469,12 +672,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Iterable[str]] = None) -> int:
+def main(argv: Optional[Iterable[str]] = None, stop=None) -> int:
+    """
+    Run ``sweep_sim``; ``stop``: a StopRequest already installed (else one is installed here).
+
+    From then on a signal only sets a flag, checked between scenarios, then between chunks.
+    """
+    from ros_support.signals import StopRequest
+    stop = stop or StopRequest('sweep_sim').install()
     args = build_parser().parse_args(argv)
     out = Path(args.out)
     try:
+        if stop.requested:
+            raise Interrupted('interrupted while starting; nothing was run or written')
         spec = load_spec(args.spec)
-        runs = spec.runs()
+        print(f'sweep_sim: {spec.run_count} runs ({spec.point_count} grid point(s) x '
+              f'{len(spec.seeds)} seed(s)); checking {spec.point_count} scenario(s)', flush=True)
         problem = output_dir_problem(out, '--out')
         if problem:
             raise SpecError(problem)
@@ -485,15 +698,22 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
             previous = json.loads((out / SPEC_FILE).read_text()).get('spec')
             if previous != spec.raw:
                 raise SpecError(f"--resume: {out / SPEC_FILE} is another sweep's spec")
+        checked = spec.check(lambda: stop.requested)
         cluster_threads = _cluster_threads(args.scheduler) if args.scheduler else None
+        if stop.requested:
+            raise Interrupted('interrupted before the first run; nothing was run or written')
     except SpecError as exc:
         print(f'sweep_sim: error: {exc}', file=sys.stderr)
         return 2
+    except Interrupted as exc:
+        print(f'sweep_sim: {exc}', file=sys.stderr)
+        StopRequest.ignore_from_now()
+        return 130
     except ImportError as exc:
         print(f'sweep_sim: error: --scheduler needs Dask distributed ({exc.name} is not '
               'installed): pip install "dask[distributed]"', file=sys.stderr)
         return 2
-    return _sweep(spec, runs, out, args, cluster_threads)
+    return _sweep(spec, checked, out, args, stop, cluster_threads)
 
 
 def _cluster_threads(address: str) -> int:
@@ -509,25 +729,32 @@ def _cluster_threads(address: str) -> int:
     return threads
 
 
-def _sweep(spec: Spec, runs: list[Run], out: Path, args, cluster_threads=None) -> int:
+def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=None) -> int:
     from tqdm import tqdm
 
     from ros_support.signals import StopRequest
     out.mkdir(parents=True, exist_ok=True)
     workers = cluster_threads or args.workers or os.cpu_count() or 1
     runs_file = RunsFile(out / RUNS_FILE, runs_header(spec), args.resume)
-    todo = [r for r in runs if r.key() not in runs_file.done]
+    total = spec.run_count
+    todo = total - min(len(runs_file.done), total)
     started = time.time()
-    _write_spec(out, spec, args, len(runs), None, started)
-    work = chunks(todo, workers)
-    stop = StopRequest('sweep_sim').install()
+    _write_spec(out, spec, args, total, None, started)
+    n_chunks = 0
+
+    def work() -> Iterator[list[Run]]:
+        nonlocal n_chunks
+        for chunk in stream_chunks(spec.runs(checked, runs_file.done.__contains__), checked,
+                                   workers):
+            n_chunks += 1
+            yield chunk
     errors = finished = 0
-    bar = tqdm(total=len(runs), initial=len(runs) - len(todo), unit='run', desc='sweep_sim',
+    bar = tqdm(total=total, initial=total - todo, unit='run', desc='sweep_sim',
                file=sys.stderr, dynamic_ncols=True)
     cpu_start = time.process_time()
     should_stop = (lambda: stop.requested)
-    results = (dask_results(work, args.scheduler, should_stop) if args.scheduler
-               else local_results(work, workers, should_stop))
+    results = (dask_results(work(), args.scheduler, workers, should_stop) if args.scheduler
+               else local_results(work(), workers, should_stop))
     try:
         for chunk, rows in results:
             for run, row in zip(chunk, rows):
@@ -542,24 +769,23 @@ def _sweep(spec: Spec, runs: list[Run], out: Path, args, cluster_threads=None) -
         results.close()
         runs_file.close()
         bar.close()
-    interrupted = stop.requested or finished < len(todo)
-    rows = read_runs(out / RUNS_FILE)
-    summary = summary_rows(spec, rows)
+    interrupted = stop.requested or finished < todo
+    table = RunTable(out / RUNS_FILE, list(spec.grid))
+    summary = summary_rows(spec, table)
     write_summary(out / SUMMARY_FILE, summary)
     if not args.no_plots:
         from soliton_encirclement_ros.analysis.sweep_plots import write_sweep_plots
-        write_sweep_plots(out, spec, rows, summary)
-    totals = {'runs': len(runs), 'finished': len(rows), 'errors': sum(bool(r['error'])
-                                                                      for r in rows),
+        write_sweep_plots(out, spec, table, summary)
+    totals = {'runs': total, 'finished': len(table), 'errors': int(table.failed.sum()),
               'this_session': {'runs': finished, 'errors': errors,
                                'wall_time': time.time() - started,
                                'parent_cpu_time': time.process_time() - cpu_start,
-                               'chunks': len(work), 'workers': workers,
+                               'chunks': n_chunks, 'workers': workers,
                                'scheduler': args.scheduler},
               'interrupted': interrupted}
-    _write_spec(out, spec, args, len(runs), totals, started)
+    _write_spec(out, spec, args, total, totals, started)
     print_table(spec, summary, spec.plot['metric'])
-    print(f'sweep_sim: {len(rows)}/{len(runs)} runs in {out} ({totals["errors"]} failed); '
+    print(f'sweep_sim: {len(table)}/{total} runs in {out} ({totals["errors"]} failed); '
           f'{finished} this session in {time.time() - started:.1f} s'
           + ('; interrupted: --resume finishes it' if interrupted else ''))
     StopRequest.ignore_from_now()

@@ -223,14 +223,82 @@ def test_truncated_bag_is_analysed_up_to_the_cut(tmp_path):
     assert 'EndOfFile' in summary['params']['truncated']
 
 
-def test_agent_states_of_an_unknown_layout_are_one_clear_error(tmp_path):
-    """The first package's unversioned 11-value states are refused, never silently dropped."""
-    bag = write_circle_bag(tmp_path / 'old', state_label='id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss')
+@pytest.mark.parametrize('label', [
+    'id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss',  # the first package's unversioned states
+    'agent_state.v4:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,vy,vz,u,u_ss',
+])
+def test_agent_states_of_an_unknown_layout_are_set_aside_with_a_warning(tmp_path, label):
+    """A layout this version cannot read costs the liveness only: odometry gives every metric."""
+    bag = write_circle_bag(tmp_path / 'other', agents=5, state_label=label)
     result = run_cli(str(bag), '--out', str(tmp_path / 'out'), '--max-frames', '0')
-    assert result.returncode == cli.EXIT_ERROR
+    assert result.returncode == 0, result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'Traceback' not in result.stderr
+    assert lines[0].startswith(f'analyze_run: warning: {bag}: /swarm/agent_states set aside (')
     assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v3' in lines[0]
+    assert 'odometry alone' in lines[0]
+    metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
+    side = 2.0 * RADIUS * math.sin(math.pi / 5)
+    np.testing.assert_allclose(metrics[:, 1:], np.tile([0, 0, 0, 1, 0, side], (len(metrics), 1)),
+                               atol=1e-6)
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    assert summary['params']['liveness_from_agent_states'] is False
+    assert summary['params']['warnings'] == [lines[0].split(f'{bag}: ', 1)[1]]
+
+
+def _file(path, content: bytes):
+    path.write_bytes(content)
+    return path
+
+
+def _bag_dir_with_storage(tmp_path, content: bytes):
+    """Record a bag (metadata.yaml and all), then replace its storage file by ``content``."""
+    bag = write_circle_bag(tmp_path / 'bag', agents=2, duration=0.2)
+    (bag / 'bag.mcap').write_bytes(content)
+    return bag
+
+
+@pytest.mark.parametrize('make, code, message', [
+    (lambda p: _file(p / 'empty.mcap', b''),
+     cli.EXIT_TRUNCATED, 'truncated bag: {bag} is empty (0 bytes)'),
+    (lambda p: _file(p / 'noise.mcap', bytes(range(256)) * 16),
+     cli.EXIT_ERROR, 'not an MCAP bag: {bag} does not start with the MCAP magic bytes'),
+    (lambda p: _file(p / 'noise.db3', b'x' * 4096),
+     cli.EXIT_ERROR, 'not a rosbag2 sqlite3 bag'),
+    (lambda p: _bag_dir_with_storage(p, b''), cli.EXIT_TRUNCATED,
+     'truncated bag: {bag}/bag.mcap is empty (0 bytes)'),
+    (lambda p: _bag_dir_with_storage(p, b'\x89MCAP0\r\n\x01\x10\x00'), cli.EXIT_TRUNCATED,
+     'truncated bag {bag}: cut before its first topic'),
+], ids=['empty file', 'random bytes', 'random db3', 'zero-byte storage', 'cut after the magic'])
+def test_a_file_that_is_no_bag_or_is_cut_at_its_start_says_so(tmp_path, make, code, message):
+    bag = make(tmp_path)
+    result = run_cli(str(bag), '--out', str(tmp_path / 'out'))
+    assert result.returncode == code
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in result.stderr
+    assert lines[0].startswith('analyze_run: error: ' + message.format(bag=bag)), lines[0]
+    assert 'no agent odometry topic' not in lines[0]
+
+
+def test_a_matching_topic_of_another_type_is_named(tmp_path):
+    with Writer(tmp_path / 'typed', version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        pose = writer.add_connection('/uav1/odom', FLOAT, typestore=TS)
+        target = writer.add_connection('/target/odom', FLOAT, typestore=TS)
+        for k in range(3):
+            for connection in (pose, target):
+                writer.write(connection, k * 10**8, TS.serialize_cdr(T[FLOAT](data=1.0), FLOAT))
+    result = run_cli(str(tmp_path / 'typed'), '--out', str(tmp_path / 'out'))
+    assert result.returncode == cli.EXIT_ERROR
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert ("the topics matching '^/(?P<name>[^/]+)/odom$' are not nav_msgs/msg/Odometry: "
+            '/uav1/odom [std_msgs/msg/Float64]') in lines[0]
+    bag = write_circle_bag(tmp_path / 'ok', agents=2, duration=0.2)
+    result = run_cli(str(bag), '--out', str(tmp_path / 'out2'), '--target-topic',
+                     '/swarm/agent_states')
+    assert result.returncode == cli.EXIT_ERROR
+    assert ("target topic '/swarm/agent_states' is std_msgs/msg/Float64MultiArray, not "
+            'nav_msgs/msg/Odometry') in result.stderr
 
 
 def test_a_bag_recorded_with_the_v2_layout_reads_as_the_v3_one(tmp_path):

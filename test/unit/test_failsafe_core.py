@@ -12,7 +12,7 @@ from soliton_encirclement_ros.core.controller import (
     agent_tick, AgentStateMsg, BLIND, future_stamp_reason, initial_state, live_neighbours, OK,
     receive_agent_state, receive_target_state, seconds_to_ns, STARTING, TARGET_LOST,
     TargetStateMsg)
-from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
+from soliton_encirclement_ros.core.identity import DuplicateIds, EPISODE_MARGIN, new_incarnation
 from soliton_encirclement_ros.core.law import vertical_velocity
 from soliton_encirclement_ros.core.params import ControllerParams
 
@@ -166,11 +166,34 @@ def test_duplicate_incarnations_are_reported_once_per_episode_and_a_restart_is_n
     assert ids.observe(3, 22, 0.1) == [11, 22]
     assert ids.observe(3, 11, 0.15) is None and ids.observe(3, 22, 0.2) is None  # same episode
     assert ids.duplicated == {3}
-    assert ids.observe(3, 22, 0.6) is None and ids.duplicated == frozenset()  # 11 went quiet
-    assert ids.observe(3, 11, 0.62) == [11, 22]  # a new episode is reported again
+    # 11 quiet for longer than the window, not yet the margin: the same episode
+    assert ids.observe(3, 22, 0.6) is None and ids.duplicated == {3}
+    assert ids.observe(3, 11, 0.62) is None
+    # 11 quiet for the window plus the margin: the episode ends; a new one is reported again
+    assert ids.observe(3, 22, 0.62 + 0.15 + EPISODE_MARGIN + 0.01) is None
+    assert ids.duplicated == frozenset()
+    assert ids.observe(3, 11, 5.85) == [11, 22]
     restart = DuplicateIds(window=0.15)
     restart.observe(4, 1, 0.0)
     assert restart.observe(4, 2, 0.5) is None  # old incarnation expired: a restart
+
+
+def test_a_duplicate_heard_in_bursts_under_load_is_reported_once():
+    """Under load the two incarnations' states arrive in bursts, gaps longer than the window."""
+    ids = DuplicateIds(window=0.15)
+    reports = []
+    for k in range(120):  # a minute: each incarnation heard once a second, alternately
+        now = 0.5 * k
+        reports.append(ids.observe(7, 11 if k % 2 == 0 else 22, now))
+        reports.append(ids.observe(7, 11 if k % 2 == 0 else 22, now + 0.01))
+    assert [r for r in reports if r is not None] == []  # never both within the window
+    ids = DuplicateIds(window=0.15)
+    reports = [ids.observe(7, 11, 0.0), ids.observe(7, 22, 0.05)]  # the episode starts
+    for k in range(1, 120):
+        now = 0.5 * k  # then a gap of 0.5 s (> window) between every message
+        reports.append(ids.observe(7, 11 if k % 2 == 0 else 22, now))
+    assert [r for r in reports if r is not None] == [[11, 22]]
+    assert ids.duplicated == {7}
 
 
 def test_incarnations_are_random_and_exact_in_float64():

@@ -27,3 +27,10 @@ def test_a_decimating_trace_stays_bounded_and_spans_the_run():
     assert len(rows) < 100
     assert rows[0, 0] == 0.0 and rows[-1, 0] > 0.95 * 99_999 * 0.05
     assert np.allclose(np.diff(rows[:, 0]), np.diff(rows[:, 0])[0])  # evenly thinned
+
+
+def test_a_stream_without_rows_reads_empty_and_quietly(tmp_path, recwarn):
+    stream = CsvStream(tmp_path / 'metrics.csv', METRICS_HEADER, flush_period=0.0)
+    assert stream.read().shape == (0, len(METRICS_HEADER))  # a run stopped before any metric
+    stream.close()
+    assert [str(w.message) for w in recwarn] == []

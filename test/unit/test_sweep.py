@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 import signal
 import subprocess
+import sys
+import threading
 import time
 
 import numpy as np
@@ -20,6 +22,7 @@ from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS
 from soliton_encirclement_ros.core.batch_engine import simulate_runs
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim import sweep
 from soliton_encirclement_ros.sim.batch_sim import main as batch_sim_main
 from soliton_encirclement_ros.sim.batch_sim import simulate
 from soliton_encirclement_ros.sim.executables import find_executable
@@ -162,6 +165,7 @@ def test_resume_runs_only_what_is_missing_and_gives_the_same_rows(tmp_path):
     assert main([str(spec), '--out', str(part), '--no-plots', '--resume']) == 0
     meta = json.loads((part / 'sweep.json').read_text())
     assert meta['totals']['this_session']['runs'] == 4
+    assert not (part / 'runs.csv.tmp').exists()  # the kept rows replaced the file whole
 
     def key(rows):
         return sorted(tuple(r[c] for c in ['loss', 'seed'] + RESULT_COLUMNS) for r in rows)
@@ -221,3 +225,168 @@ def test_a_dask_cluster_gives_the_local_results(tmp_path):
     assert key(_rows(tmp_path / 'dask')) == key(_rows(tmp_path / 'local'))
     meta = json.loads((tmp_path / 'dask' / 'sweep.json').read_text())
     assert meta['totals']['this_session']['scheduler'].startswith('tcp://127.0.0.1:')
+
+
+def _start(cmd):
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _first_line(proc, deadline_s: float) -> str:
+    """Return the first stdout line, or fail if it does not come within the deadline."""
+    lines = []
+    reader = __import__('threading').Thread(target=lambda: lines.append(proc.stdout.readline()),
+                                            daemon=True)
+    reader.start()
+    reader.join(deadline_s)
+    assert lines, f'no line within {deadline_s} s'
+    return lines[0]
+
+
+def test_a_huge_spec_says_its_run_count_at_once_and_ctrl_c_is_one_line(tmp_path):
+    # 100,000 grid points x 20 seeds: 2,000,000 runs, 100,000 scenarios to check.
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0},
+                       grid={'k_r': [round(0.5 + 0.001 * k, 3) for k in range(1000)],
+                             'loss': [round(0.001 * k, 3) for k in range(100)]},
+                       seeds=20)
+    out = tmp_path / 'out'
+    proc = _start([find_executable('sweep_sim'), str(spec), '--out', str(out), '--workers',
+                   '1', '--no-plots'])
+    try:
+        line = _first_line(proc, 60.0)  # it used to be silent for minutes
+        assert line.startswith('sweep_sim: 2000000 runs (100000 grid point(s) x 20 seed(s))')
+        proc.send_signal(signal.SIGINT)  # while the scenarios are checked
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130
+    assert stdout == '' and 'Traceback' not in stderr
+    assert stderr.count('\n') == 1 and stderr.startswith(
+        'sweep_sim: interrupted while checking the spec (')
+    assert 'nothing was run or written' in stderr
+    assert not out.exists()
+
+
+def test_the_runs_of_a_huge_spec_are_streamed_not_held(tmp_path):
+    # 2 grid points x 1,000,000 seeds: two scenarios to check, then runs as they are needed.
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 2, 'duration': 0.1, 'control_period': 0.02},
+                       grid={'k_r': [0.5, 1.0]}, seeds=1_000_000)
+    out = tmp_path / 'out'
+    proc = _start([find_executable('sweep_sim'), str(spec), '--out', str(out), '--workers',
+                   '1', '--no-plots'])
+    try:
+        assert _first_line(proc, 60.0).startswith('sweep_sim: 2000000 runs')
+        deadline = time.monotonic() + 120.0
+        while time.monotonic() < deadline:  # the first chunk finished
+            if (out / 'runs.csv').exists() and len(_rows(out)) >= 1:
+                break
+            time.sleep(0.05)
+        peak_kb = int(next(line.split()[1] for line in
+                           Path(f'/proc/{proc.pid}/status').read_text().splitlines()
+                           if line.startswith('VmHWM:')))
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert 'Traceback' not in stderr and 'interrupted: --resume finishes it' in stdout
+    assert 1 <= len(_rows(out)) < 2_000_000
+    assert peak_kb < 400_000  # holding 2,000,000 runs took about 2 GB
+
+
+def test_each_grid_point_is_checked_once_not_once_per_seed(tmp_path, monkeypatch):
+    built = []
+    post_init = Scenario.__post_init__
+
+    def counting(self):
+        built.append((self.controller.get('k_r'), self.loss, self.seed))
+        post_init(self)
+    monkeypatch.setattr(Scenario, '__post_init__', counting)
+    started = []
+    monkeypatch.setattr(sweep, '_sweep', lambda *args, **kw: started.append(len(built)) or 0)
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0},
+                       grid={'k_r': [0.5, 1.0, 2.0], 'loss': [0.0, 0.1]}, seeds=50)
+    assert main([str(spec), '--out', str(tmp_path / 'out')]) == 0
+    # the spec's scenario once, then each of the 6 grid points once: not 300 runs
+    assert started == [7]
+    assert sorted(built[1:]) == sorted((k, loss, 0) for k in (0.5, 1.0, 2.0)
+                                       for loss in (0.0, 0.1))
+
+
+@pytest.mark.parametrize('seeds, message', [
+    (2**31 + 1, 'seeds: seed must be'),
+    ([0, 2**31], 'seeds: seed must be'),
+])
+def test_seeds_beyond_the_scenario_rule_are_refused_before_any_work(tmp_path, capsys, seeds,
+                                                                    message):
+    path = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0},
+                       seeds=seeds)
+    assert main([str(path), '--out', str(tmp_path / 'out')]) == 2
+    err = capsys.readouterr().err
+    assert err.count('\n') == 1 and message in err
+
+
+def test_the_summary_of_a_huge_sweep_is_read_as_columns(tmp_path):
+    """200,000 finished runs: the summary equals numpy's over the column, in bounded memory."""
+    import tracemalloc
+    spec_path = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0},
+                            grid={'k_r': [0.5, 1.0]}, seeds=100_000)
+    spec = sweep.load_spec(spec_path)
+    header = sweep.runs_header(spec)
+    rng = np.random.default_rng(0)
+    finals = rng.random((2, 100_000))
+    path = tmp_path / 'runs.csv'
+    with path.open('w', newline='') as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        for i, k_r in enumerate((0.5, 1.0)):
+            for seed in range(100_000):
+                row = {'k_r': repr(k_r), 'seed': str(seed), 'error': '',
+                       'final_E_gap': repr(float(finals[i, seed])), 'wall_time': '0.01'}
+                writer.writerow([row.get(h, '1.0') for h in header])
+    tracemalloc.start()
+    try:
+        table = sweep.RunTable(path, ['k_r'])
+        summary = sweep.summary_rows(spec, table)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(table) == 200_000 and [s['runs'] for s in summary] == [100_000, 100_000]
+    for i in range(2):
+        q1, median, q3 = np.percentile(finals[i], [25, 50, 75])
+        assert summary[i]['final_E_gap_median'] == pytest.approx(median, abs=1e-15)
+        assert summary[i]['final_E_gap_iqr'] == pytest.approx(q3 - q1, abs=1e-15)
+    assert peak < 150e6  # 58 MB; rows as dicts took 320 MB here, over 3 GB at 2e6 runs
+
+
+def test_ctrl_c_while_sweep_sim_starts_is_one_line(tmp_path):
+    """SIGINT while numpy and the rest are still being imported: one line, exit 130."""
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0})
+    out = tmp_path / 'out'
+    # -X importtime reports each import as it ends: a condition to signal on, mid-start-up.
+    proc = subprocess.Popen([sys.executable, '-X', 'importtime', find_executable('sweep_sim'),
+                             str(spec), '--out', str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lines = []
+    numpy_imported = threading.Event()
+
+    def read():
+        for line in proc.stderr:
+            lines.append(line)
+            if line.startswith('import time:') and line.split('|')[-1].strip() == 'numpy':
+                numpy_imported.set()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert numpy_imported.wait(60.0), ''.join(lines[-5:])
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+        reader.join(10.0)
+        stdout = proc.stdout.read()
+    finally:
+        proc.kill()
+    said = [line for line in lines if not line.startswith('import time:')]
+    assert proc.returncode == 130, said
+    assert stdout == '' or stdout.startswith('sweep_sim: 1 runs')  # the count, if it got there
+    assert len(said) == 1 and said[0].startswith('sweep_sim: interrupted'), said
+    assert not out.exists()
