@@ -174,19 +174,19 @@ class Scenario:
         if self.placement == 'file':
             read_placement_file(self.placement_file, self.agents)
         # Build once so that bad gains, limits or waypoints fail here, naming the field.
-        params = self.controller_params()
-        d_safe = params.d_safe
+        controller = self.controller_params()
+        r_min = controller.r_min
+        if self.radius < r_min:
+            raise ValueError(f'radius must be >= the controller r_min ({r_min:g} m): the '
+                             f'tangential mapping uses max(r, r_min), so no ring forms below '
+                             f'it; got radius {self.radius:g} m')
+        d_safe = controller.d_safe
         spacing = 2.0 * self.radius * math.sin(math.pi / max(self.agents, 2))
         if d_safe and spacing <= d_safe:
             raise ValueError(f'radius {self.radius:g} m is too small for {self.agents} agents '
                              f'd_safe {d_safe:g} m apart: the even ring spacing 2 R sin(pi/N) = '
                              f'{spacing:.3g} m must exceed d_safe (R > '
                              f'{d_safe / (2.0 * math.sin(math.pi / max(self.agents, 2))):.3g} m)')
-        r_min = params.r_min
-        if self.radius < r_min:
-            raise ValueError(f'radius must be >= the controller r_min ({r_min:g} m): the '
-                             f'tangential mapping uses max(r, r_min), so no ring forms below '
-                             f'it; got radius {self.radius:g} m')
         self.vehicle_params()
         self.target_model()
         if not self.steps_on_sim_dt:

@@ -15,12 +15,12 @@ from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from soliton_encirclement_ros.interface import AGENT_STATES_TOPIC, CLOCK_TOPIC, TARGET_STATE_TOPIC
+from soliton_encirclement_ros.interface import (
+    AGENT_STATES_TOPIC, CLOCK_TOPIC, DOMAIN_IDS, TARGET_STATE_TOPIC)
 
 SWARM_TOPICS = (CLOCK_TOPIC, AGENT_STATES_TOPIC, TARGET_STATE_TOPIC)
 DISCOVERY_WAIT = 1.0   # wall s to hear from the participants already in the domain
 UNKNOWN_NODE = '_NODE_NAME_UNKNOWN_'  # what the graph says until a node's name is discovered
-DOMAIN_IDS = (0, 232)  # the ids Fast DDS accepts on one host
 
 
 def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:

@@ -29,7 +29,7 @@ from ros_support.validation import broken_rule, number, OneLineParser, read_yaml
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
-from soliton_encirclement_ros.sim.domain import DOMAIN_IDS
+from soliton_encirclement_ros.interface import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 
 # Exit status: 0 done; 1 a node failed or the run stalled (what was gathered is kept);

@@ -672,19 +672,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Iterable[str]] = None, stop=None) -> int:
-    """
-    Run ``sweep_sim``; ``stop``: a StopRequest already installed (else one is installed here).
-
-    From then on a signal only sets a flag, checked between scenarios, then between chunks.
-    """
+def main(argv: Optional[Iterable[str]] = None) -> int:
     from ros_support.signals import StopRequest
-    stop = stop or StopRequest('sweep_sim').install()
     args = build_parser().parse_args(argv)
     out = Path(args.out)
+    # From here a signal only sets a flag: checked between scenarios, then between chunks.
+    stop = StopRequest('sweep_sim').install()
     try:
-        if stop.requested:
-            raise Interrupted('interrupted while starting; nothing was run or written')
         spec = load_spec(args.spec)
         print(f'sweep_sim: {spec.run_count} runs ({spec.point_count} grid point(s) x '
               f'{len(spec.seeds)} seed(s)); checking {spec.point_count} scenario(s)', flush=True)

@@ -22,7 +22,7 @@ PURE_MODULES = ['ros_support.validation', 'ros_support.signals', 'ros_support.en
                 'soliton_encirclement_ros.nodes.settings', 'ros_support.settings']
 # The sim modules that run a ROS graph; the runner imports them only when it starts one.
 SHELL_MODULES = {'soliton_encirclement_ros.sim.inprocess', 'soliton_encirclement_ros.sim.lockstep',
-                 'soliton_encirclement_ros.sim.processes'}
+                 'soliton_encirclement_ros.sim.processes', 'soliton_encirclement_ros.sim.domain'}
 
 
 def pure_modules() -> list[str]:
