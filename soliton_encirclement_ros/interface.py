@@ -40,7 +40,8 @@ __all__ = [
     'AGENT_CMD_TOPIC', 'AGENT_ODOM_TOPIC', 'AGENT_STATE', 'agent_state_array',
     'agent_state_from_msg', 'agent_state_from_values', 'agent_state_to_msg', 'agent_state_values',
     'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentStateMsg', 'BEST_EFFORT',
-    'check_reliability', 'CLOCK_TOPIC', 'DOMAIN_IDS', 'Layout', 'MARKERS_TOPIC', 'METRICS_TOPIC_PREFIX',
+    'check_reliability', 'CLOCK_TOPIC', 'DOMAIN_IDS', 'Layout', 'MARKERS_TOPIC',
+    'METRICS_TOPIC_PREFIX',
     'RELIABLE', 'SWARM_RELIABILITIES', 'swarm_qos', 'TARGET_ODOM_TOPIC', 'TARGET_STATE',
     'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetStateMsg']
 
