@@ -16,9 +16,10 @@ The radius is max(20 m, N d_safe / pi), so that the even ring's spacing is at le
 Per run it takes the closest approach of two live agents, horizontally, at any time
 (``d_min``, which a start may put below ``d_safe``), and after the two were once farther than
 ``d_safe`` apart (``after``). A close approach is ``after < 0.5 d_safe``; the goal is none.
-Failed agents are not counted: in the simulation their vehicle hovers silently in place (on
-PX4 the bridge lands it, ``land_after``), so the others cannot see it. Prints figures only
-(CPU seconds, distributions, counts, the worst runs); nothing here asserts.
+Failed agents are not counted while failed: their vehicle hovers silently where it was (on PX4
+the bridge lands it, ``land_after``); the others keep away from where they last heard it for
+``d_safe_memory``, but one that failed before another could hear it is invisible to that one.
+Prints figures only (CPU seconds, distributions, counts, the worst runs); nothing here asserts.
 """
 from __future__ import annotations
 
@@ -113,6 +114,12 @@ def main() -> None:
         mask = np.array([run.point['placement'] == placement for run, *_ in rows])
         print(f'| {placement} | {mask.sum()} | {after[mask].min():.3f} | '
               f'{int(close[mask].sum())} | {int((e_gap[mask] < 0.05).sum())} |')
+    print('\n| failures per minute | runs | min after / d_safe | close approaches |')
+    print('|---|---|---|---|')
+    for failures in FAILURES:
+        mask = np.array([run.point['failures_per_min'] == failures for run, *_ in rows])
+        print(f'| {failures:g} | {mask.sum()} | {after[mask].min():.3f} | '
+              f'{int(close[mask].sum())} |')
     print('\n| N | runs | min after / d_safe | close approaches, by loss/delay ' +
           ' / '.join(f'{loss:g}/{delay:g} s' for loss, delay in IMPAIRMENTS) + ' |')
     print('|---|---|---|---|')
@@ -124,7 +131,7 @@ def main() -> None:
         print(f'| {n} | {mask.sum()} | {after[mask].min():.3f} | '
               + ' / '.join(map(str, by_link)) + ' |')
     print('\nworst runs (after / d_safe):')
-    for k in np.argsort(after)[:8]:
+    for k in np.argsort(after)[:12]:
         run = rows[k][0]
         print(f'  {after[k]:.3f}  d_min {overall[k]:.3f}  seed {run.seed}  {run.point}')
 

@@ -23,7 +23,8 @@ import numpy as np
 from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
 from soliton_encirclement_ros.core.faults import FAULT_STREAM, seed_sequence
 from soliton_encirclement_ros.core.geometry import target_angle
-from soliton_encirclement_ros.core.law import encirclement_step, fallback_command, NeighbourView
+from soliton_encirclement_ros.core.law import (
+    encirclement_step, fallback_command, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, NO_NEIGHBOUR)
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -301,9 +302,9 @@ class BatchControllers:
         lambda_pred = np.where(pred_ok, self.lambdas[np.maximum(pred, 0)], 1.0)
         others = {}
         if p.d_safe:  # states arrive ``delay`` after they were sent
-            others = {'others_position': np.where(entry[..., None], nb_pos, np.nan),
-                      'others_velocity': np.where(entry[..., None], nb_vel, np.nan),
-                      'others_age': now - get(self.rx) + self.delay}
+            rx = get(self.rx)
+            others = silent_obstacles(entry, get(self.has) & (now - rx <= p.obstacle_memory),
+                                      nb_pos, nb_vel, now - rx + self.delay)
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,

@@ -22,7 +22,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView)
+    encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, is_fresh, known_age, NO_NEIGHBOUR,
     ring_neighbours)
@@ -235,12 +235,16 @@ def _view(msg: Optional[AgentStateMsg], theta: float) -> NeighbourView:
     return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss, msg.agent_id)
 
 
-def _states(msgs, now: float) -> dict:
-    """Positions, velocities (M, 3) and ages (M,) of agent states (the d_safe term's inputs)."""
-    msgs = list(msgs)
-    return {'others_position': np.array([m.position for m in msgs]).reshape(-1, 3),
-            'others_velocity': np.array([m.velocity for m in msgs]).reshape(-1, 3),
-            'others_age': now - np.array([m.stamp for m in msgs])}
+def _obstacles(neighbours, live: Mapping[int, AgentStateMsg], now: float,
+               params: ControllerParams) -> dict:
+    """Return the d_safe term's inputs: live neighbours, silent ones at rest where last heard."""
+    kept = [(msg, i in live) for i, (msg, rx) in neighbours.items()
+            if i in live or is_fresh(rx, now, params.obstacle_memory)]
+    rows = np.array([m.position for m, _ in kept]).reshape(-1, 3)
+    return silent_obstacles(np.array([on for _, on in kept], dtype=bool),
+                            np.ones(len(kept), dtype=bool), rows,
+                            np.array([m.velocity for m, _ in kept]).reshape(-1, 3),
+                            now - np.array([m.stamp for m, _ in kept], dtype=float))
 
 
 def _as_id(value) -> Optional[int]:
@@ -263,8 +267,9 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     velocity = _vector3('own_velocity', own_velocity)
     neighbours = state.neighbours
     if params.prune_expired:
+        keep = max(params.agent_timeout, params.obstacle_memory)  # silent ones for d_safe
         neighbours = MappingProxyType({i: entry for i, entry in neighbours.items()
-                                       if is_fresh(entry[1], now, params.agent_timeout)})
+                                       if is_fresh(entry[1], now, keep)})
     seq = state.seq + 1
     started = now if state.started is None else state.started
     if state.target is None or not is_fresh(state.target[1], now, params.target_liveness):
@@ -301,7 +306,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         _view(live.get(succ), theta_of.get(succ, np.nan)),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
         ring_size=len(live) + 1, own_id=state.agent_id,
-        **(_states(live.values(), now) if params.d_safe else {}))
+        **(_obstacles(neighbours, live, now, params) if params.d_safe else {}))
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,

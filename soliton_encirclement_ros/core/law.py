@@ -241,6 +241,24 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     return push
 
 
+def silent_obstacles(live, silent, position, velocity, age) -> dict:
+    """
+    Return the inputs of the ``d_safe`` term, neighbours that fell silent as obstacles at rest.
+
+    ``live``/``silent`` (..., M) mark the other agents heard now and those heard within
+    ``d_safe_memory`` but no longer; ``position``/``velocity`` (..., M, 3) and ``age`` (..., M)
+    their last states. A silent agent's vehicle holds where it was last heard (a failed agent
+    commands zero once, a blind one holds, PX4 lands it after ``land_after``): it counts there
+    at rest, not carried forward. Rows neither live nor silent are NaN (not counted).
+    """
+    live = np.asarray(live, dtype=bool)
+    silent = np.asarray(silent, dtype=bool) & ~live
+    shown = (live | silent)[..., None]
+    return {'others_position': np.where(shown, position, np.nan),
+            'others_velocity': np.where(live[..., None], velocity, np.where(shown, 0.0, np.nan)),
+            'others_age': np.where(live, np.broadcast_to(age, live.shape), 0.0)}
+
+
 def compose_command(v_rad, v_tau, target_velocity, position, params: ControllerParams,
                     v_sep=0.0):
     """

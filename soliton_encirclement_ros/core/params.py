@@ -75,6 +75,10 @@ class ControllerParams:
     t_safe: float = setting(1.0, 'look-ahead of the d_safe term: the distance counted is the '
                             'current one minus t_safe x the closing speed (about the vehicle '
                             'velocity lag); 0 = the plain distance', 's', low=0.0)
+    d_safe_memory: float = setting(15.0, 'a neighbour that falls silent stays in the d_safe term '
+                                   'this long, at rest where it was last heard (a failed or '
+                                   'blind agent holds there; on PX4 it lands after land_after)',
+                                   's', low=0.0)
     hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this',
                                 'rad', low=0.0)
     control_period: float = setting(0.01, 'control tick and Euler step of u', 's', low=1e-3,
@@ -111,6 +115,11 @@ class ControllerParams:
     def agent_timeout(self) -> float:
         """Return the agent state liveness [s] (``agent_state_timeout`` or 3 periods)."""
         return self.agent_state_timeout or AGENT_TIMEOUT_PERIODS * self.control_period
+
+    @property
+    def obstacle_memory(self) -> float:
+        """Return how long a cached agent state counts for ``d_safe`` [s] (0: d_safe off)."""
+        return max(self.agent_timeout, self.d_safe_memory) if self.d_safe else 0.0
 
     @property
     def target_liveness(self) -> float:

@@ -19,7 +19,8 @@ import math
 import numpy as np
 
 from soliton_encirclement_ros.core.geometry import target_angle
-from soliton_encirclement_ros.core.law import encirclement_step, fallback_command, NeighbourView
+from soliton_encirclement_ros.core.law import (
+    encirclement_step, fallback_command, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, NO_NEIGHBOUR, ring_neighbours,
     ring_neighbours_shared)
@@ -29,7 +30,8 @@ from soliton_encirclement_ros.core.params import ControllerParams
 def vectorisable(params: ControllerParams, loss: float, delay: float,
                  failures_per_min: float, off_time: float) -> bool:
     """Whether :class:`SwarmControllers` reproduces the per-agent controllers exactly."""
-    longest = max(params.agent_timeout, params.target_liveness) + delay + params.control_period
+    longest = (max(params.agent_timeout, params.target_liveness, params.obstacle_memory)
+               + delay + params.control_period)
     return loss == 0.0 and (failures_per_min == 0.0 or off_time > longest)
 
 
@@ -177,9 +179,11 @@ class SwarmControllers:
         if p.d_safe:  # every other live agent each row hears: (rows, N, 3), NaN where not
             heard = (entry & (self.ids != own_ids[:, None])
                      & (a.delivered >= accept[:, None]))[..., None]
-            others = {'others_position': np.where(heard, a.position, np.nan),
-                      'others_velocity': np.where(heard, a.velocity, np.nan),
-                      'others_age': np.broadcast_to(now - a.sent, heard.shape[:-1])}
+            kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
+            silent = ((kept & ~entry) & (self.ids != own_ids[:, None])
+                      & (a.delivered >= accept[:, None]))
+            others = silent_obstacles(heard[..., 0], silent, a.position, a.velocity,
+                                      now - a.sent)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,
