@@ -108,18 +108,14 @@ def main() -> None:
           f'd_safe apart: {int(close.sum())} of {len(rows)}')
     print(f'runs that end with E_gap < 0.05: {int((e_gap < 0.05).sum())} of {len(rows)} '
           '(failures and loss keep some rings moving at the end)')
-    print('\n| start | runs | min after / d_safe | close approaches | final E_gap < 0.05 |')
-    print('|---|---|---|---|---|')
-    for placement in PLACEMENTS:
-        mask = np.array([run.point['placement'] == placement for run, *_ in rows])
-        print(f'| {placement} | {mask.sum()} | {after[mask].min():.3f} | '
-              f'{int(close[mask].sum())} | {int((e_gap[mask] < 0.05).sum())} |')
-    print('\n| failures per minute | runs | min after / d_safe | close approaches |')
-    print('|---|---|---|---|')
-    for failures in FAILURES:
-        mask = np.array([run.point['failures_per_min'] == failures for run, *_ in rows])
-        print(f'| {failures:g} | {mask.sum()} | {after[mask].min():.3f} | '
-              f'{int(close[mask].sum())} |')
+    for key, title in (('placement', 'start'), ('failures_per_min', 'failures per minute'),
+                       ('target_motion', 'target')):
+        print(f'\n| {title} | runs | min after / d_safe | close approaches | final E_gap < 0.05 |')
+        print('|---|---|---|---|---|')
+        for value in dict.fromkeys(run.point[key] for run, *_ in rows):
+            mask = np.array([run.point[key] == value for run, *_ in rows])
+            print(f'| {value} | {mask.sum()} | {after[mask].min():.3f} | '
+                  f'{int(close[mask].sum())} | {int((e_gap[mask] < 0.05).sum())} |')
     print('\n| N | runs | min after / d_safe | close approaches, by loss/delay ' +
           ' / '.join(f'{loss:g}/{delay:g} s' for loss, delay in IMPAIRMENTS) + ' |')
     print('|---|---|---|---|')
