@@ -229,7 +229,8 @@ def separation_velocity(position, velocity, others_position, others_velocity,
         kept = v_law.copy()
         yield_ = np.minimum(1.0, SEPARATION_YIELD * weight / params.v_safe)
         full = np.where(yield_ >= 1.0, 1.0, 0.0)
-        active = np.flatnonzero(np.any(near.reshape(-1, near.shape[-1]), axis=0))
+        active = np.flatnonzero(np.any(near.reshape(-1, near.shape[-1]), axis=0)) \
+            if near.size else ()
         # Taking out the approach to one agent can head toward another: later passes over the
         # agents whose approach goes entirely converge on a velocity that approaches none.
         for share in [yield_] + [full] * (SEPARATION_PASSES - 1):

@@ -63,6 +63,10 @@ def test_separation_velocity_values():
     v = sep([[3.8, 0.0, 0.0]], v_law=np.array([4.0, 1.0]))
     assert v == pytest.approx([-0.1 - 0.25 * 4.0, 0.0])
     assert sep([[1.0, 0.0, 0.0]], v_law=np.array([-4.0, 1.0])) == pytest.approx([-1.5, 0.0])
+    # nobody heard yet (an agent's first tick): nothing, with or without the law's velocity
+    none = np.zeros((0, 3))
+    assert separation_velocity(me, still, none, none, params, np.array([4.0, 1.0]),
+                               np.zeros(0)) == pytest.approx([0.0, 0.0])
     # vectorised rows
     rows = separation_velocity(np.zeros((2, 3)), np.zeros((2, 3)),
                                np.array([[[3.0, 0, 0]], [[0, -2.0, 0]]]), np.zeros((2, 1, 3)),
