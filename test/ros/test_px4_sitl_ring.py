@@ -125,6 +125,8 @@ class Separation:
         self.pairs = list(itertools.combinations(range(n), 2))
         self.separated = dict.fromkeys(self.pairs, False)
         self.min_after = dict.fromkeys(self.pairs, math.inf)
+        self.wide = dict.fromkeys(self.pairs, False)  # once farther than 2 d_safe
+        self.min_after_wide = dict.fromkeys(self.pairs, math.inf)
         self.first = None
 
     def observe(self, positions):
@@ -137,6 +139,10 @@ class Separation:
                 self.min_after[pair] = min(self.min_after[pair], d)
             elif d > self.d_safe:
                 self.separated[pair] = True
+            if self.wide[pair]:
+                self.min_after_wide[pair] = min(self.min_after_wide[pair], d)
+            elif d > 2.0 * self.d_safe:
+                self.wide[pair] = True
 
 
 def test_sitl_defaults_engaged_on_the_ground_climb_and_form_the_ring_apart(ros):
@@ -196,11 +202,13 @@ def test_sitl_defaults_engaged_on_the_ground_climb_and_form_the_ring_apart(ros):
     formed = spin_until(ros, ring_formed, timeout=DEADLINE, each=observe)
     settle = time.monotonic() - engaged_at
     p, metrics = state['positions'], state['metrics']
-    closest = {f'{plan.names[i]}-{plan.names[j]}': round(d, 3)
-               for (i, j), d in separation.min_after.items()}
+
+    def by_pair(values):
+        return {f'{plan.names[i]}-{plan.names[j]}': round(d, 3) for (i, j), d in values.items()}
     print(f'\nring: formed={formed} after {settle:.1f} s wall from the engage; E_gap '
           f'{metrics.E_gap:.4f}, E_r {metrics.E_r:.4f}, altitudes {np.round(p[:, 2], 2).tolist()}'
-          f'; closest approach after separating (d_safe {d_safe}): {closest}')
+          f'; closest approach after first farther than d_safe ({d_safe} m): '
+          f'{by_pair(separation.min_after)}, than 2 d_safe: {by_pair(separation.min_after_wide)}')
     assert formed, (f'no ring at {altitude} m within {DEADLINE:.0f} s: E_gap {metrics.E_gap:.3f}, '
                     f'positions {np.round(p, 2).tolist()}')
     assert all(separation.separated.values()), separation.separated
