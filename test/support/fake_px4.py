@@ -21,11 +21,24 @@ TEMPORARILY_REJECTED, fail the pre-flight checks (ARM answered TEMPORARILY_REJEC
 commander does), report another ``system_id``, lose the first ``lose_land`` NAV_LANDs (no
 ack, no landing), deny NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with
 a new ``reset_counter``.
+
+Kinematic mode (``kinematic=True``; off by default, when the position is fixed): the vehicle
+starts disarmed on the ground at its spawn point (NED origin of this PX4, as PX4 SITL measures
+from its own spawn) and, while armed in OFFBOARD, flies the latest TrajectorySetpoint velocity
+through the project's own vehicle model (``velocity_mobility_ros.core.model.step`` with
+``VehicleParams``, default limits unless ``vehicle_params`` is given), stepped at ``sim_dt`` on
+this node's clock; the ground stops it (NED z <= 0). In any other mode it holds where it is.
+Odometry then carries the model's position, velocity and yaw.
 """
+import math
+
+import numpy as np
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 from soliton_encirclement_ros.px4.bridge_node import px4_topic
+from velocity_mobility_ros.core.model import step, VehicleState
+from velocity_mobility_ros.core.params import VehicleParams
 
 WRITER_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
                         depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -42,8 +55,9 @@ class FakePx4(Node):
     def __init__(self, px4_namespace='px4_1', system_id=2, refuse_arm=False,
                  drop_mode_requests=0, temporarily_reject=0, offboard_loss_timeout=0.5,
                  nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0), lose_land=0,
-                 deny_land=False, preflight_fail=False):
-        super().__init__('fake_px4')
+                 deny_land=False, preflight_fail=False, kinematic=False, vehicle_params=None,
+                 node_name='fake_px4'):
+        super().__init__(node_name)
         import px4_msgs.msg
         from px4_msgs.msg import (
             OffboardControlMode, TrajectorySetpoint, VehicleCommand, VehicleCommandAck,
@@ -68,6 +82,12 @@ class FakePx4(Node):
         self.lose_land, self.deny_land = lose_land, deny_land
         self.preflight_fail = preflight_fail
         self.position_ned, self.reset_counter = list(POSITION_NED), 0
+        self.kinematic = kinematic
+        if kinematic:  # on the ground at the spawn point, at rest
+            self.vehicle_params = vehicle_params or VehicleParams()
+            self.vehicle = VehicleState.at_rest([[0.0, 0.0, 0.0]])
+            self.position_ned = [0.0, 0.0, 0.0]
+            self._stepped_us = None
         self.failsafe, self.failsafe_flags = False, set()
         self.received, self.commands, self.setpoints, self.heartbeats = [], [], [], []
         self.heartbeat_times = []
@@ -123,6 +143,34 @@ class FakePx4(Node):
             self.nav_state = offboard  # PX4 returns to the user's intention
             self.failsafe, self.failsafe_flags = False, set()
 
+    def _flying_offboard(self):
+        status = self.m['VehicleStatus']
+        return (self.nav_state == status.NAVIGATION_STATE_OFFBOARD
+                and self.arming_state == status.ARMING_STATE_ARMED)
+
+    def _fly(self, now_us):
+        """Kinematic mode: step the vehicle model up to ``now_us`` (fixed ``sim_dt`` steps)."""
+        params = self.vehicle_params
+        dt_us = params.sim_dt * 1e6
+        if self._stepped_us is None or now_us < self._stepped_us:
+            self._stepped_us = now_us
+        steps = int((now_us - self._stepped_us) // dt_us)
+        self._stepped_us += steps * dt_us
+        if not self._flying_offboard():  # PX4 holds (on the ground it stays there)
+            self.vehicle = VehicleState.at_rest(self.vehicle.position, self.vehicle.yaw)
+            return
+        v_des, yaw_rate = np.zeros((1, 3)), np.zeros(1)
+        if self.setpoints:
+            setpoint = self.setpoints[-1]
+            v_des[0] = [0.0 if math.isnan(v) else float(v) for v in setpoint.velocity]
+            yaw_rate[0] = 0.0 if math.isnan(setpoint.yawspeed) else float(setpoint.yawspeed)
+        for _ in range(steps):
+            self.vehicle = step(self.vehicle, v_des, params, yaw_rate)
+            if self.vehicle.position[0, 2] > 0.0:  # NED z > 0 is under the ground
+                self.vehicle.position[0, 2] = 0.0
+                self.vehicle.velocity[0, 2] = min(self.vehicle.velocity[0, 2], 0.0)
+        self.position_ned = self.vehicle.position[0].tolist()
+
     def _publish_state(self):
         status_cls, odom_cls = self.m['VehicleStatus'], self.m['VehicleOdometry']
         if self.nav_state == status_cls.NAVIGATION_STATE_OFFBOARD and not self._heartbeat_alive():
@@ -133,9 +181,17 @@ class FakePx4(Node):
         odom = odom_cls()
         odom.timestamp, odom.timestamp_sample = now, now - SAMPLE_AGE_US
         odom.pose_frame, odom.velocity_frame = odom_cls.POSE_FRAME_NED, odom_cls.VELOCITY_FRAME_NED
-        odom.position, odom.q = self.position_ned, self.q_ned
         odom.reset_counter = self.reset_counter
-        odom.velocity, odom.angular_velocity = VELOCITY_NED, [0.0, 0.0, 0.1]
+        if self.kinematic:
+            self._fly(now)
+            yaw = float(self.vehicle.yaw[0])  # about NED z (down)
+            odom.position = self.position_ned
+            odom.q = [math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)]
+            odom.velocity = self.vehicle.velocity[0].tolist()
+            odom.angular_velocity = [0.0, 0.0, float(self.vehicle.yaw_rate[0])]
+        else:
+            odom.position, odom.q = self.position_ned, self.q_ned
+            odom.velocity, odom.angular_velocity = VELOCITY_NED, [0.0, 0.0, 0.1]
         odom.position_variance = [0.01, 0.04, 0.09]
         odom.orientation_variance = [0.001, 0.002, 0.003]
         odom.velocity_variance = [0.1, 0.2, 0.3]
