@@ -195,16 +195,21 @@ def strict_json(path):
 
 
 def test_one_process_per_node_also_forms_the_ring(tmp_path):
-    """--processes: every node its own OS process, the swarm mobility node owns /clock."""
-    code, out = run(tmp_path, '--processes', '--agents', '4', '--duration', '20', '--seed', '1',
-                    '--real-time-factor', '2')
+    """
+    --processes: every node its own OS process, the swarm mobility node owns /clock.
+
+    At real time (not 2x: on a loaded machine the agent processes then lag the clock and the
+    ring was still moving at 20 s, E_gap 0.28), for 25 s.
+    """
+    code, out = run(tmp_path, '--processes', '--agents', '4', '--duration', '25', '--seed', '1',
+                    '--real-time-factor', '1')
     assert code == 0
     summary = strict_json(out / 'summary.json')
     assert summary['final']['E_gap'] < 0.05 and summary['final']['E_r'] < 0.01
     assert summary['params']['mode'] == 'processes'
     assert summary['params']['controller']['altitude'] is None  # NaN (off): null, not NaN
     metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
-    assert metrics[-1, 0] > 18.0
+    assert metrics[-1, 0] > 23.0
 
 
 def test_injected_failures_silence_agents_and_the_ring_recovers(tmp_path):
