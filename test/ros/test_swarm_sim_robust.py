@@ -27,15 +27,13 @@ from soliton_encirclement_ros.core.controller import AgentStateMsg
 from soliton_encirclement_ros.interface import (
     agent_state_to_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos)
 from soliton_encirclement_ros.sim import runner
+from support.waits import wait_for
 
 DEADLINE = 180.0  # wall s for anything these tests wait on (a loaded machine is slow)
 
 
-def wait_until(condition, timeout=DEADLINE, what='condition'):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f'timed out waiting for {what}'
-        time.sleep(0.05)
+def wait_until(condition, what='condition'):
+    wait_for(condition, what, timeout=DEADLINE)
 
 
 def strict_json(path):
