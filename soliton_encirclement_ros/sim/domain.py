@@ -14,12 +14,15 @@ import rclpy
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from std_msgs.msg import Empty
 
 from soliton_encirclement_ros.interface import (
     AGENT_STATES_TOPIC, CLOCK_TOPIC, DOMAIN_IDS, TARGET_STATE_TOPIC)
 
 SWARM_TOPICS = (CLOCK_TOPIC, AGENT_STATES_TOPIC, TARGET_STATE_TOPIC)
-DISCOVERY_WAIT = 1.0   # wall s to hear from the participants already in the domain
+DISCOVERY_WAIT = 1.0   # wall s to hear from the participants already in the domain, at least
+BEACON_FACTOR = 3.0    # ... and this many times what our own beacon participant took
+MAX_DISCOVERY_WAIT = 10.0
 UNKNOWN_NODE = '_NODE_NAME_UNKNOWN_'  # what the graph says until a node's name is discovered
 
 
@@ -27,15 +30,25 @@ def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:
     """
     Return '<node> publishes <topic>' for a publisher of ``SWARM_TOPICS`` in this domain, or None.
 
-    Returns as soon as one is discovered with its node name; None after ``wait`` s of silence.
+    Returns as soon as one is discovered with its node name; None after ``wait`` s of silence,
+    or longer on a busy machine: a beacon participant of our own is discovered too, and the
+    wait is at least ``BEACON_FACTOR`` times what that took (at most ``MAX_DISCOVERY_WAIT``),
+    since another swarm's participants take as long to be heard as ours.
     """
-    context = Context()
-    rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
+    contexts = [Context(), Context()]
+    for context in contexts:
+        rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
+    nodes = []
     try:
-        node = Node('swarm_sim_domain_check', context=context)
-        deadline = time.monotonic() + wait
+        node = Node('swarm_sim_domain_check', context=contexts[0])
+        beacon = Node('swarm_sim_domain_beacon', context=contexts[1])
+        nodes += [node, beacon]
+        beacon_topic = f'/_swarm_sim_domain_beacon_{os.getpid()}'
+        beacon.create_publisher(Empty, beacon_topic, 1)
+        start = time.monotonic()
+        deadline = start + MAX_DISCOVERY_WAIT
         unnamed = None
+        heard_beacon = False
         while True:
             for topic in SWARM_TOPICS:
                 for info in node.get_publishers_info_by_topic(topic):
@@ -44,14 +57,19 @@ def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:
                         continue
                     name = '/'.join((info.node_namespace.rstrip('/'), info.node_name))
                     return f'{name} publishes {topic}'
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if not heard_beacon and node.count_publishers(beacon_topic):
+                heard_beacon = True
+                deadline = min(deadline, start + max(wait, BEACON_FACTOR * (now - start)))
+            if now > deadline:
                 return unnamed
             time.sleep(0.02)
     finally:
-        if node is not None:
+        for node in nodes:
             node.destroy_node()
-        rclpy.try_shutdown(context=context)
-        context.destroy()
+        for context in contexts:
+            rclpy.try_shutdown(context=context)
+            context.destroy()
 
 
 def domain_id() -> int:
