@@ -22,7 +22,7 @@ from transforms3d.euler import euler2quat
 from soliton_encirclement_ros.px4.bridge_node import (
     BridgeSettings, fill_enu_odometry, PARAMS, px4_topic)
 from soliton_encirclement_ros.px4.frames import q_ned_frd_to_enu_flu, vehicle_odometry_to_enu
-from support.harness import spin_for, spin_until
+from support.harness import default_context_executor, spin_for, spin_until
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
 DEFAULTS = {spec.name: spec.default for spec in PARAMS}
@@ -99,17 +99,7 @@ px4 = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
     'in a colcon workspace and source it'))
 
 
-@pytest.fixture
-def ros():
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    rclpy.init()
-    executor = SingleThreadedExecutor()
-    yield executor
-    executor.shutdown()
-    for node in list(executor.get_nodes()):
-        node.destroy_node()
-    rclpy.try_shutdown()
+ros = pytest.fixture(default_context_executor)
 
 
 def make_graph(ros, bridge_params=(), **fake_options):

@@ -23,7 +23,7 @@ import pytest
 
 from soliton_encirclement_ros.bringup.graph import build_graph, live_scenario, SwarmPlan
 from soliton_encirclement_ros.core.metrics import compute_metrics
-from support.harness import spin_until
+from support.harness import default_context_executor, spin_until
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
 pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
@@ -70,17 +70,7 @@ def sitl_plan(n):
                         params_files=(str(PARAMS_FILE),))
 
 
-@pytest.fixture
-def ros():
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
-    rclpy.init()
-    executor = SingleThreadedExecutor()
-    yield executor
-    executor.shutdown()
-    for node in list(executor.get_nodes()):
-        node.destroy_node()
-    rclpy.try_shutdown()
+ros = pytest.fixture(default_context_executor)
 
 
 def start_graph(ros, plan):

@@ -37,6 +37,21 @@ def spin_until(executor, condition, timeout=DEADLINE, each=None, period=0.02) ->
     return True
 
 
+def default_context_executor():
+    """
+    Yield a SingleThreadedExecutor on rclpy's default context; then stop it and its nodes.
+
+    The PX4 node tests' ``ros`` fixture (``ros = pytest.fixture(default_context_executor)``).
+    """
+    rclpy.init()
+    executor = SingleThreadedExecutor()
+    yield executor
+    executor.shutdown()
+    for node in list(executor.get_nodes()):
+        node.destroy_node()
+    rclpy.try_shutdown()
+
+
 def spin_for(executor, seconds, each=None, period=0.02) -> None:
     """Spin for ``seconds`` of wall time, calling ``each()`` every turn."""
     spin_until(executor, lambda: False, seconds, each, period)
