@@ -28,7 +28,7 @@ setup(
     license='Apache-2.0',
     extras_require={
         'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
-                       'mcap-ros2-support', 'pillow', 'tqdm', 'dask[distributed]'],
+                       'mcap-ros2-support', 'pillow', 'tqdm', 'dask[distributed]', 'scipy'],
         # The linters and the flake8 plugins a ROS install gives ament_flake8 (its rosdep keys).
         'test': ['pytest', 'hypothesis', 'ros-ament-flake8', 'ros-ament-pep257', 'flake8',
                  'flake8-blind-except', 'flake8-builtins', 'flake8-class-newline',
@@ -42,7 +42,7 @@ setup(
             f'{name} = ros_support.entry:{name}' for name in (
                 'mobility_node', 'swarm_mobility_node', 'agent_node', 'target_node',
                 'metrics_node', 'run_recorder', 'sweep_sim', 'swarm_sim', 'batch_sim',
-                'analyze_run', 'px4_bridge_node')
+                'analyze_run', 'fit_mobility', 'px4_bridge_node')
         ],
     },
 )

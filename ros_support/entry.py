@@ -39,6 +39,7 @@ EXECUTABLES = {
     'swarm_sim': 'soliton_encirclement_ros.sim.runner',
     'batch_sim': 'soliton_encirclement_ros.sim.batch_sim',
     'analyze_run': 'soliton_encirclement_ros.analysis.cli',
+    'fit_mobility': 'soliton_encirclement_ros.analysis.fit_mobility',
     'px4_bridge_node': 'soliton_encirclement_ros.px4.bridge_node',
 }
 # Exit status of a stop before main ran: 0 (a node or swarm_sim stopped by a signal ends

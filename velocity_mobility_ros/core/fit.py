@@ -1,0 +1,474 @@
+"""
+Identify the velocity model's limits from a recorded flight (pure: numpy and scipy, no rclpy).
+
+A :class:`Flight` is what a recording gives per vehicle: the commanded world-frame velocity at
+each command's arrival, and the measured world-frame velocity at each odometry sample. The fit
+simulates this package's own model (:func:`velocity_mobility_ros.core.model.step`'s velocity
+path, built from its own ``saturate`` and ``apply_velocity_limits``, stepped on ``sim_dt``) on
+the recorded commands and minimises the velocity error at the odometry samples with
+``scipy.optimize.least_squares``, over
+
+- ``tau_xy``, ``max_acc_xy``, ``max_speed_xy`` and their z counterparts (``VehicleParams``);
+- a pure transport delay between a command and its effect (not a model parameter: the
+  simulators have none; it is reported so that the limits are not bent to absorb it).
+
+Timing is the mobility node's: the state at ``t_k`` is one step from ``t_(k-1)`` under the
+command in force at ``t_k`` (the newest that arrived strictly before ``t_k - delay``). A
+fractional delay interpolates linearly between the commands in force one step apart, so the
+error is continuous in it. The simulation starts from the first odometry sample at or after the
+first command (the measured velocity), and the command before the first one is taken to be the
+first one.
+
+The first ``1 - holdout`` of each flight is fitted; the rest is held out and scored (RMSE of the
+velocity, R^2). Uncertainties are one standard deviation from the Jacobian at the solution
+(``s^2 (J^T J)^-1``; the residuals of a flight are correlated in time, so take them as a lower
+bound). A limit the flight never reached leaves the error flat in it: such a parameter is
+reported *unidentifiable* (no value), never guessed.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import math
+from typing import Mapping, Sequence
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from velocity_mobility_ros.core.geometry import saturate
+from velocity_mobility_ros.core.model import apply_velocity_limits
+from velocity_mobility_ros.core.params import VehicleParams
+
+AXES = ('xy', 'z')
+PLANE_PARAMS = {'xy': ('tau_xy', 'max_acc_xy', 'max_speed_xy'),
+                'z': ('tau_z', 'max_acc_z', 'max_speed_z')}
+PARAM_NAMES = PLANE_PARAMS['xy'] + PLANE_PARAMS['z']
+DELAY = 'delay'
+UNITS = {'tau_xy': 's', 'tau_z': 's', 'max_acc_xy': 'm/s^2', 'max_acc_z': 'm/s^2',
+         'max_speed_xy': 'm/s', 'max_speed_z': 'm/s', DELAY: 's'}
+MAX_DELAY = 1.0           # s, upper bound of the fitted transport delay
+MIN_MOTION = 0.05         # m/s: below this peak (commanded and measured) a plane never moved
+MIN_DURATION = 5.0        # s of flight (commands and odometry together) needed for a fit
+MIN_SAMPLES = 50          # odometry samples needed in the fitted part, and 10 in the held-out
+MAX_RELATIVE_STD = 0.25   # a parameter known worse than this is reported unidentifiable
+DEFAULT_HOLDOUT = 0.3
+
+
+class FitError(ValueError):
+    """Input that cannot be fitted; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Flight:
+    """One vehicle's recording, world ENU frame, times in seconds on one clock."""
+
+    name: str
+    cmd_t: np.ndarray    # (K,) arrival time of each command
+    cmd_v: np.ndarray    # (K, 3) commanded velocity
+    odom_t: np.ndarray   # (M,) odometry sample time
+    odom_v: np.ndarray   # (M, 3) measured velocity
+
+    def window(self, start: float | None, end: float | None) -> 'Flight':
+        """Return the part from ``start`` to ``end`` (the command in force at ``start`` kept)."""
+        lo = -math.inf if start is None else start
+        hi = math.inf if end is None else end
+        keep_cmd = self.cmd_t <= hi
+        # the newest command before the window is still in force at its start
+        before = np.flatnonzero(self.cmd_t < lo)
+        if before.size:
+            keep_cmd &= np.arange(self.cmd_t.size) >= before[-1]
+        keep_odom = (self.odom_t >= lo) & (self.odom_t <= hi)
+        return Flight(self.name, self.cmd_t[keep_cmd], self.cmd_v[keep_cmd],
+                      self.odom_t[keep_odom], self.odom_v[keep_odom])
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One fitted quantity: value and one standard deviation (None: unidentifiable)."""
+
+    value: float | None
+    std: float | None
+    reason: str = ''   # why it is unidentifiable
+
+    @property
+    def identified(self) -> bool:
+        return self.value is not None
+
+
+@dataclass(frozen=True)
+class Score:
+    """Fit quality of the velocity on a set of odometry samples."""
+
+    rmse: float          # m/s, over every fitted velocity component
+    r2: float            # 1 - SS_res / SS_tot, components about their own means
+    rmse_xy: float | None
+    rmse_z: float | None
+    samples: int
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """A fit of one vehicle, or of several pooled (one set of parameters for all)."""
+
+    vehicles: tuple[str, ...]
+    axes: tuple[str, ...]
+    estimates: Mapping[str, Estimate]          # PARAM_NAMES of the fitted axes + DELAY
+    before: Mapping[str, Score]                # 'train' / 'holdout': the starting model
+    after: Mapping[str, Score]                 # the same with the fitted parameters
+    start_params: VehicleParams
+    sim_dt: float
+    iterations: int
+    notes: tuple[str, ...] = ()
+
+    def vehicle_params(self) -> VehicleParams:
+        """Return the starting parameters with every identified limit replaced by its fit."""
+        changes = {name: est.value for name, est in self.estimates.items()
+                   if name in PARAM_NAMES and est.identified}
+        return self.start_params.with_changes(**changes)
+
+    def identified(self) -> dict[str, float]:
+        return {name: est.value for name, est in self.estimates.items() if est.identified}
+
+    def unidentifiable(self) -> dict[str, str]:
+        return {name: est.reason for name, est in self.estimates.items() if not est.identified}
+
+
+@dataclass
+class _Prepared:
+    """A flight on the simulation grid: commands in force per step, samples to compare."""
+
+    flight: Flight
+    t0: float
+    grid_u: np.ndarray         # (L + K + 1, 3): commands in force at t0 + (j - L) dt
+    lag_steps: int             # L: grid steps before t0 (room for the delay)
+    steps: int                 # K
+    odom_t: np.ndarray         # (M,) relative to t0
+    odom_v: np.ndarray         # (M, 3)
+    v0: np.ndarray             # (3,)
+    train: np.ndarray          # (M,) bool
+    holdout: np.ndarray        # (M,) bool
+    extra: dict = field(default_factory=dict)
+
+
+def simulate_velocity(u: np.ndarray, v0: np.ndarray, params: Mapping[str, np.ndarray],
+                      dt: float) -> np.ndarray:
+    """
+    Simulate the model's velocity under ``u`` (R, K, 3) from ``v0`` (R, 3): (R, K+1, 3).
+
+    Row ``r`` uses its own limits ``params[name][r]`` (``PARAM_NAMES``; tau > 0). Step for step
+    :func:`velocity_mobility_ros.core.model.step` with braking and jerk limits off (the
+    velocity path does not depend on position or heading), vectorised over rows so that the
+    fit simulates every trial set of parameters in one pass.
+    """
+    rows, steps = u.shape[0], u.shape[1]
+    v = np.array(v0, dtype=float)
+    out = np.empty((rows, steps + 1, 3))
+    out[:, 0] = v
+    tau_xy = np.asarray(params['tau_xy'], dtype=float)[:, None]
+    tau_z = np.asarray(params['tau_z'], dtype=float)
+    lim_xy = np.asarray(params['max_acc_xy'], dtype=float) * dt
+    lim_z = np.asarray(params['max_acc_z'], dtype=float) * dt
+    speed_xy = np.asarray(params['max_speed_xy'], dtype=float)
+    speed_z = np.asarray(params['max_speed_z'], dtype=float)
+    for k in range(steps):
+        change = u[:, k] - v
+        change[:, :2] /= tau_xy
+        change[:, :2] *= dt
+        change[:, 2] /= tau_z
+        change[:, 2] *= dt
+        change = saturate(change, lim_xy, lim_z)
+        v = apply_velocity_limits(v + change, speed_xy, speed_z)
+        out[:, k + 1] = v
+    return out
+
+
+def score(sim: np.ndarray, measured: np.ndarray, axes: Sequence[str]) -> Score:
+    """RMSE and R^2 of simulated against measured velocities (M, 3) on the ``axes`` components."""
+    cols = _columns(axes)
+    if measured.shape[0] == 0:
+        nan = float('nan')
+        return Score(nan, nan, None, None, 0)
+    err = sim[:, cols] - measured[:, cols]
+    ss_res = float(np.sum(err ** 2))
+    ss_tot = float(np.sum((measured[:, cols] - measured[:, cols].mean(axis=0)) ** 2))
+    rmse_xy = (float(np.sqrt(np.mean(np.sum((sim[:, :2] - measured[:, :2]) ** 2, axis=1))))
+               if 'xy' in axes else None)
+    rmse_z = float(np.sqrt(np.mean((sim[:, 2] - measured[:, 2]) ** 2))) if 'z' in axes else None
+    return Score(float(np.sqrt(ss_res / err.size)),
+                 1.0 - ss_res / ss_tot if ss_tot > 0.0 else float('nan'),
+                 rmse_xy, rmse_z, int(measured.shape[0]))
+
+
+def moving_planes(flight: Flight) -> dict[str, float]:
+    """Peak commanded or measured speed per plane (xy norm, abs z) [m/s]."""
+    peaks = {}
+    for plane, cols in (('xy', slice(0, 2)), ('z', slice(2, 3))):
+        cmd = np.linalg.norm(flight.cmd_v[:, cols], axis=1) if flight.cmd_v.size else [0.0]
+        meas = _smooth(np.linalg.norm(flight.odom_v[:, cols], axis=1)) \
+            if flight.odom_v.size else [0.0]
+        peaks[plane] = float(max(np.max(cmd), np.max(meas)))
+    return peaks
+
+
+def fit(flights: Sequence[Flight], axes: Sequence[str] = AXES, *,
+        start: VehicleParams | None = None, holdout: float = DEFAULT_HOLDOUT,
+        max_delay: float = MAX_DELAY) -> FitResult:
+    """
+    Fit one set of limits (and a delay) to ``flights`` (one vehicle, or several pooled).
+
+    ``start`` (default ``VehicleParams()``) gives ``sim_dt``, the parameters of the axes not
+    fitted and the "before" model. Raises :class:`FitError` (one line) for unusable input.
+    """
+    start = start or VehicleParams()
+    dt = start.sim_dt
+    axes = tuple(a for a in AXES if a in axes)
+    if not axes:
+        raise FitError(f'axes must name xy and/or z, got {list(axes)}')
+    notes = []
+    moving = {a: max(moving_planes(f)[a] for f in flights) for a in axes}
+    fitted_axes = tuple(a for a in axes if moving[a] >= MIN_MOTION)
+    for plane in axes:
+        if plane not in fitted_axes:
+            notes.append(f'{plane} never moved (peak {moving[plane]:.3g} m/s): '
+                         f'{", ".join(PLANE_PARAMS[plane])} unidentifiable')
+    if not fitted_axes:
+        names = ', '.join(f.name for f in flights)
+        unident = ', '.join(n for a in axes for n in PLANE_PARAMS[a]) + ', delay'
+        raise FitError(f'{names} never moved (peak commanded or measured speed below '
+                       f'{MIN_MOTION} m/s on {" and ".join(axes)}): nothing to identify; '
+                       f'{unident} unidentifiable')
+    lag = int(math.ceil(max_delay / dt)) + 1
+    prepared = [_prepare(f, dt, lag, holdout) for f in flights]
+    names = [n for a in fitted_axes for n in PLANE_PARAMS[a]]
+    x0, lower, upper = _initial(prepared, names, start, dt, max_delay)
+    fixed = {n: getattr(start, n) for n in PARAM_NAMES}
+
+    def residuals(x):
+        return _residuals(prepared, _rows(x[None, :], names, fixed), fitted_axes, dt,
+                          'train')[0]
+
+    def jacobian(x):
+        steps = np.maximum(np.abs(x) * 1e-3, 1e-6)
+        steps[-1] = 0.25 * dt
+        trial = np.repeat(x[None, :], 2 * x.size, axis=0)
+        for i in range(x.size):
+            up = min(x[i] + steps[i], upper[i])
+            down = max(x[i] - steps[i], lower[i])
+            trial[2 * i, i], trial[2 * i + 1, i] = up, down
+        res = _residuals(prepared, _rows(trial, names, fixed), fitted_axes, dt, 'train')
+        jac = np.empty((res.shape[1], x.size))
+        for i in range(x.size):
+            width = trial[2 * i, i] - trial[2 * i + 1, i]
+            jac[:, i] = (res[2 * i] - res[2 * i + 1]) / width if width > 0 else 0.0
+        return jac
+
+    best = None
+    # A second start from a slow lag only when the first leaves the error well above the noise
+    # (an acceleration limit can mimic a slow lag).
+    for tau0 in (0.5, 2.0):
+        x_init = x0.copy()
+        for i, n in enumerate(names):
+            if n.startswith('tau'):
+                x_init[i] = tau0
+        sol = least_squares(residuals, x_init, jac=jacobian, bounds=(lower, upper),
+                            x_scale='jac', xtol=1e-8, ftol=1e-8, gtol=1e-8, max_nfev=100)
+        if best is None or sol.cost < best.cost:
+            best = sol
+        if _r2(best.fun, prepared, fitted_axes) >= 0.98:
+            break
+    sol = best
+    estimates = _estimates(sol, names, lower, upper, fitted_axes, axes)
+    fitted = _rows(sol.x[None, :], names, fixed)
+    start_rows = _rows(np.append([getattr(start, n) for n in names], 0.0)[None, :], names,
+                       fixed)
+    before = {part: _score(prepared, start_rows, fitted_axes, dt, part)
+              for part in ('train', 'holdout')}
+    after = {part: _score(prepared, fitted, fitted_axes, dt, part)
+             for part in ('train', 'holdout')}
+    return FitResult(tuple(f.name for f in flights), fitted_axes, estimates, before, after,
+                     start, dt, int(sol.nfev), tuple(notes))
+
+
+def predict(flight: Flight, params: VehicleParams, delay: float = 0.0,
+            holdout: float = DEFAULT_HOLDOUT) -> dict[str, np.ndarray]:
+    """
+    Simulate ``params`` (and ``delay``) on ``flight``'s commands.
+
+    Returns ``t`` (odometry times), ``measured`` and ``simulated`` (M, 3) and ``holdout`` (M,)
+    bool, for plots.
+    """
+    dt = params.sim_dt
+    lag = int(math.ceil(max(delay, MAX_DELAY) / dt)) + 1
+    prep = _prepare(flight, dt, lag, holdout, check=False)
+    rows = {n: np.array([getattr(params, n)]) for n in PARAM_NAMES}
+    rows[DELAY] = np.array([delay])
+    sim = _simulate_at_samples([prep], rows, dt)[0][0]
+    return {'t': prep.odom_t + prep.t0, 'measured': prep.odom_v, 'simulated': sim,
+            'holdout': prep.holdout}
+
+
+def _columns(axes: Sequence[str]) -> list[int]:
+    return ([0, 1] if 'xy' in axes else []) + ([2] if 'z' in axes else [])
+
+
+def _smooth(values: np.ndarray, width: int = 5) -> np.ndarray:
+    if values.size < width:
+        return values
+    return np.convolve(values, np.ones(width) / width, mode='valid')
+
+
+def _prepare(flight: Flight, dt: float, lag: int, holdout: float,
+             check: bool = True) -> _Prepared:
+    if flight.cmd_t.size == 0:
+        raise FitError(f'{flight.name}: no commands in the window')
+    odom_after = np.flatnonzero(flight.odom_t >= flight.cmd_t[0])
+    if odom_after.size == 0:
+        raise FitError(f'{flight.name}: no odometry after the first command')
+    t0 = float(flight.odom_t[odom_after[0]])
+    odom_t = flight.odom_t[odom_after] - t0
+    odom_v = flight.odom_v[odom_after]
+    duration = float(odom_t[-1]) if odom_t.size else 0.0
+    split = (1.0 - holdout) * duration
+    train = odom_t <= split
+    held = ~train
+    if check and (duration < MIN_DURATION or train.sum() < MIN_SAMPLES or held.sum() < 10):
+        raise FitError(f'{flight.name}: too short a flight: {duration:.2f} s and '
+                       f'{odom_t.size} odometry samples after the first command (need >= '
+                       f'{MIN_DURATION:g} s and {MIN_SAMPLES} samples in the fitted part)')
+    steps = int(math.ceil(duration / dt - 1e-9)) + 1
+    grid = t0 + (np.arange(-lag, steps + 1) * dt)
+    # in force at t: the newest command that arrived strictly before t (the first one before it)
+    index = np.searchsorted(flight.cmd_t, grid - 1e-7, side='left') - 1
+    grid_u = flight.cmd_v[np.clip(index, 0, None)]
+    return _Prepared(flight, t0, grid_u, lag, steps, odom_t, odom_v, odom_v[0].copy(), train,
+                     held)
+
+
+def _rows(x: np.ndarray, names: Sequence[str], fixed: Mapping[str, float]) -> dict:
+    """Per-row parameter arrays from trial vectors ``x`` (R, len(names) + 1; last = delay)."""
+    rows = {n: np.full(x.shape[0], float(fixed[n])) for n in PARAM_NAMES}
+    for i, n in enumerate(names):
+        rows[n] = x[:, i].astype(float)
+    rows[DELAY] = x[:, -1].astype(float)
+    return rows
+
+
+def _simulate_at_samples(prepared: Sequence[_Prepared], rows: Mapping[str, np.ndarray],
+                         dt: float) -> list[np.ndarray]:
+    """Each flight simulated under every row: a list of (R, M, 3) at its odometry times."""
+    n_rows = rows[DELAY].shape[0]
+    steps = max(p.steps for p in prepared)
+    u = np.empty((n_rows * len(prepared), steps, 3))
+    v0 = np.empty((n_rows * len(prepared), 3))
+    shift = rows[DELAY] / dt
+    whole = np.floor(shift).astype(int)
+    frac = (shift - whole)[:, None, None]
+    for j, p in enumerate(prepared):
+        k = np.arange(1, steps + 1)
+        k = np.minimum(k, p.steps)  # past its end a flight holds its last command (unscored)
+        base = p.lag_steps + k[None, :] - whole[:, None]
+        block = slice(j * n_rows, (j + 1) * n_rows)
+        u[block] = (1.0 - frac) * p.grid_u[base] + frac * p.grid_u[base - 1]
+        v0[block] = p.v0
+    params = {n: np.tile(rows[n], len(prepared)) for n in PARAM_NAMES}
+    sim = simulate_velocity(u, v0, params, dt)
+    out = []
+    for j, p in enumerate(prepared):
+        block = sim[j * n_rows:(j + 1) * n_rows]
+        pos = np.clip(p.odom_t / dt, 0.0, steps - 1e-9)
+        lo = np.floor(pos).astype(int)
+        w = (pos - lo)[None, :, None]
+        out.append((1.0 - w) * block[:, lo] + w * block[:, lo + 1])
+    return out
+
+
+def _residuals(prepared, rows, axes, dt, part) -> np.ndarray:
+    """(R, n) residuals of every row on the ``part`` samples of every flight."""
+    cols = _columns(axes)
+    sims = _simulate_at_samples(prepared, rows, dt)
+    parts = []
+    for p, sim in zip(prepared, sims):
+        mask = getattr(p, part)
+        parts.append((sim[:, mask][:, :, cols] - p.odom_v[mask][:, cols]).reshape(
+            sim.shape[0], -1))
+    return np.concatenate(parts, axis=1)
+
+
+def _score(prepared, rows, axes, dt, part) -> Score:
+    sims = _simulate_at_samples(prepared, rows, dt)
+    sim = np.concatenate([s[0][getattr(p, part)] for p, s in zip(prepared, sims)])
+    meas = np.concatenate([p.odom_v[getattr(p, part)] for p in prepared])
+    return score(sim, meas, axes)
+
+
+def _initial(prepared, names, start, dt, max_delay):
+    """Return the starting point and bounds from the data: speeds and accelerations seen."""
+    peak_speed = {'xy': 0.0, 'z': 0.0}
+    peak_acc = {'xy': 0.0, 'z': 0.0}
+    for p in prepared:
+        v = p.odom_v
+        for plane, cols in (('xy', slice(0, 2)), ('z', slice(2, 3))):
+            speed = _smooth(np.linalg.norm(v[:, cols], axis=1))
+            peak_speed[plane] = max(peak_speed[plane], float(np.max(speed, initial=0.0)))
+            if v.shape[0] > 12:
+                width = 5
+                smooth = np.stack([_smooth(v[:, c], width) for c in range(3)], axis=1)
+                t = _smooth(p.odom_t, width)
+                dv = np.diff(smooth[:, cols], axis=0) / np.maximum(np.diff(t), 1e-6)[:, None]
+                acc = np.linalg.norm(dv, axis=1)
+                peak_acc[plane] = max(peak_acc[plane], float(np.percentile(acc, 99)))
+    x0, lower, upper = [], [], []
+    for n in names:
+        plane = 'xy' if n.endswith('xy') else 'z'
+        if n.startswith('tau'):
+            x0.append(0.5)
+            lower.append(1.5 * dt)
+            upper.append(20.0)
+        elif n.startswith('max_acc'):
+            x0.append(min(max(1.2 * peak_acc[plane], 0.5), 99.0))
+            lower.append(0.01)
+            upper.append(100.0)
+        else:
+            x0.append(min(max(1.05 * peak_speed[plane], 0.1), 99.0))
+            lower.append(0.01)
+            upper.append(100.0)
+    x0.append(0.5 * min(max_delay, 0.1))
+    lower.append(0.0)
+    upper.append(max_delay)
+    return np.array(x0), np.array(lower), np.array(upper)
+
+
+def _r2(residual: np.ndarray, prepared, axes) -> float:
+    cols = _columns(axes)
+    meas = np.concatenate([p.odom_v[p.train][:, cols] for p in prepared])
+    ss_tot = float(np.sum((meas - meas.mean(axis=0)) ** 2))
+    return 1.0 - float(np.sum(residual ** 2)) / ss_tot if ss_tot > 0.0 else 0.0
+
+
+def _estimates(sol, names, lower, upper, fitted_axes, axes) -> dict[str, Estimate]:
+    jac = sol.jac
+    dof = max(sol.fun.size - sol.x.size, 1)
+    s2 = 2.0 * sol.cost / dof
+    norms = np.linalg.norm(jac, axis=0)
+    flat = norms <= 1e-9 * max(norms.max(), 1e-300)
+    active = ~flat
+    std = np.full(sol.x.size, np.inf)
+    if active.any():
+        ja = jac[:, active]
+        cov = np.linalg.pinv(ja.T @ ja) * s2
+        std[active] = np.sqrt(np.maximum(np.diag(cov), 0.0))
+    out: dict[str, Estimate] = {}
+    for i, n in enumerate(list(names) + [DELAY]):
+        value, sd = float(sol.x[i]), float(std[i])
+        reason = ''
+        if flat[i]:
+            reason = 'the error does not depend on it (the flight never reached this limit)'
+        elif n != DELAY and (sd > MAX_RELATIVE_STD * abs(value)):
+            reason = f'too uncertain ({value:.3g} +- {sd:.2g} {UNITS[n]})'
+        elif n != DELAY and value >= 0.999 * upper[i]:
+            reason = f'at the search bound {upper[i]:g} {UNITS[n]}'
+        out[n] = Estimate(None, None, reason) if reason else Estimate(value, sd)
+    for plane in axes:
+        if plane not in fitted_axes:
+            for n in PLANE_PARAMS[plane]:
+                out[n] = Estimate(None, None, f'{plane} never moved')
+    return out
