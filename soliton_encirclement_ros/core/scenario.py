@@ -273,9 +273,45 @@ class Scenario:
 
 
 def load_scenario(path) -> Scenario:
-    """Read a scenario YAML file (a flat mapping of :class:`Scenario` fields)."""
+    """
+    Read a scenario YAML file (a flat mapping of :class:`Scenario` fields).
+
+    A ROS 2 parameters file of vehicle limits (``fit_mobility``'s ``mobility_fit.yaml``) is
+    read as the ``vehicle:`` overrides it sets (:func:`vehicle_overrides`).
+    """
     values = read_yaml(path, 'scenario')
     try:
+        if is_ros_params(values):
+            return Scenario(vehicle=vehicle_overrides(values))
         return Scenario.from_mapping(values or {})
     except (TypeError, ValueError) as exc:
         raise ValueError(f'scenario {path}: {exc}') from None
+
+
+def is_ros_params(values: Any) -> bool:
+    """Return whether ``values`` is a ROS 2 parameters file: {node: {ros__parameters: {...}}}."""
+    return bool(values) and isinstance(values, Mapping) and all(
+        isinstance(section, Mapping) and isinstance(section.get('ros__parameters'), Mapping)
+        for section in values.values())
+
+
+def vehicle_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    Return the vehicle limits a ROS 2 parameters file sets, as ``vehicle:`` overrides.
+
+    Every parameter of every node section must be a :class:`VehicleParams` field (the agents'
+    ``max_speed_xy``/``max_speed_z`` are), and a name set twice must have one value.
+    """
+    known = {f.name for f in dataclasses.fields(VehicleParams)}
+    out: dict[str, Any] = {}
+    for node, section in values.items():
+        for name, value in section['ros__parameters'].items():
+            if name not in known:
+                raise ValueError(f'{node}: {name} is not a vehicle limit; a ROS parameters file '
+                                 'is read as a scenario only for its vehicle: overrides '
+                                 f'(known: {", ".join(sorted(known))})')
+            if name in out and out[name] != value:
+                raise ValueError(f'{name} is {out[name]!r} in one node section and {value!r} '
+                                 f'in {node}: one value for the vehicle: overrides')
+            out[name] = value
+    return out

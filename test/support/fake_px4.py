@@ -49,6 +49,25 @@ VELOCITY_NED = [1.0, 0.5, -0.2]
 SAMPLE_AGE_US = 3000  # timestamp - timestamp_sample of the odometry
 
 
+def fly_kinematic(vehicle, setpoint, params, steps):
+    """
+    Return the kinematic vehicle (NED) ``steps`` steps of ``params.sim_dt`` later.
+
+    It flies the TrajectorySetpoint ``setpoint``'s velocity and yawspeed (NaN = 0; None: hover)
+    through the project's vehicle model; the ground stops it (NED z <= 0).
+    """
+    v_des, yaw_rate = np.zeros((1, 3)), np.zeros(1)
+    if setpoint is not None:
+        v_des[0] = [0.0 if math.isnan(v) else float(v) for v in setpoint.velocity]
+        yaw_rate[0] = 0.0 if math.isnan(setpoint.yawspeed) else float(setpoint.yawspeed)
+    for _ in range(steps):
+        vehicle = step(vehicle, v_des, params, yaw_rate)
+        if vehicle.position[0, 2] > 0.0:  # NED z > 0 is under the ground
+            vehicle.position[0, 2] = 0.0
+            vehicle.velocity[0, 2] = min(vehicle.velocity[0, 2], 0.0)
+    return vehicle
+
+
 class FakePx4(Node):
     """One PX4 instance under ``px4_namespace`` with MAVLink id ``system_id``."""
 
@@ -159,16 +178,8 @@ class FakePx4(Node):
         if not self._flying_offboard():  # PX4 holds (on the ground it stays there)
             self.vehicle = VehicleState.at_rest(self.vehicle.position, self.vehicle.yaw)
             return
-        v_des, yaw_rate = np.zeros((1, 3)), np.zeros(1)
-        if self.setpoints:
-            setpoint = self.setpoints[-1]
-            v_des[0] = [0.0 if math.isnan(v) else float(v) for v in setpoint.velocity]
-            yaw_rate[0] = 0.0 if math.isnan(setpoint.yawspeed) else float(setpoint.yawspeed)
-        for _ in range(steps):
-            self.vehicle = step(self.vehicle, v_des, params, yaw_rate)
-            if self.vehicle.position[0, 2] > 0.0:  # NED z > 0 is under the ground
-                self.vehicle.position[0, 2] = 0.0
-                self.vehicle.velocity[0, 2] = min(self.vehicle.velocity[0, 2], 0.0)
+        self.vehicle = fly_kinematic(self.vehicle, self.setpoints[-1] if self.setpoints else None,
+                                     params, steps)
         self.position_ned = self.vehicle.position[0].tolist()
 
     def _publish_state(self):

@@ -135,18 +135,19 @@ def _quat_yaw(yaw: float) -> tuple[float, float, float, float]:
     return math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)
 
 
-def write_ros_bag(path, recordings: dict[str, Recording]) -> None:
-    """Record as this package does: /<name>/cmd_vel Twist and /<name>/odom Odometry."""
+def write_ros_bag(path, recordings: dict[str, Recording], commands: bool = True) -> None:
+    """Record as this package does: /<name>/cmd_vel Twist (if ``commands``), /<name>/odom."""
     store = get_typestore(Stores.ROS2_KILTED)
     twist_t, odom_t = 'geometry_msgs/msg/Twist', 'nav_msgs/msg/Odometry'
     m = store.types
     vec, quat = m['geometry_msgs/msg/Vector3'], m['geometry_msgs/msg/Quaternion']
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
         for name, rec in recordings.items():
-            cmd_conn = writer.add_connection(f'/{name}/cmd_vel', twist_t, typestore=store)
+            cmd_conn = (writer.add_connection(f'/{name}/cmd_vel', twist_t, typestore=store)
+                        if commands else None)
             odom_conn = writer.add_connection(f'/{name}/odom', odom_t, typestore=store)
             items = []
-            for t, v in zip(rec.cmd_ns, rec.cmd_v):
+            for t, v in zip(rec.cmd_ns, rec.cmd_v) if commands else ():
                 msg = m[twist_t](linear=vec(*map(float, v)), angular=vec(0.0, 0.0, 0.0))
                 items.append((int(t), cmd_conn, store.serialize_cdr(msg, twist_t)))
             for t, p, v, yaw in zip(rec.odom_ns, rec.position, rec.velocity, rec.yaw):

@@ -46,7 +46,7 @@ DELAY = 'delay'
 UNITS = {'tau_xy': 's', 'tau_z': 's', 'max_acc_xy': 'm/s^2', 'max_acc_z': 'm/s^2',
          'max_speed_xy': 'm/s', 'max_speed_z': 'm/s', DELAY: 's'}
 MAX_DELAY = 1.0           # s, upper bound of the fitted transport delay
-MIN_MOTION = 0.05         # m/s: below this peak (commanded and measured) a plane never moved
+MIN_MOTION = 0.1          # m/s: below this peak (commanded or measured) a plane never moved
 MIN_DURATION = 5.0        # s of flight (commands and odometry together) needed for a fit
 MIN_SAMPLES = 50          # odometry samples needed in the fitted part, and 10 in the held-out
 MAX_RELATIVE_STD = 0.25   # a parameter known worse than this is reported unidentifiable
@@ -199,13 +199,19 @@ def score(sim: np.ndarray, measured: np.ndarray, axes: Sequence[str]) -> Score:
 
 
 def moving_planes(flight: Flight) -> dict[str, float]:
-    """Peak commanded or measured speed per plane (xy norm, abs z) [m/s]."""
+    """
+    How far each plane moved: the smaller of the peak commanded and measured speeds [m/s].
+
+    xy norm and abs z; the measured velocity averaged over 11 samples first, so that odometry
+    noise alone does not look like motion. A plane below ``MIN_MOTION`` never moved.
+    """
     peaks = {}
+    smooth = (np.stack([_smooth(flight.odom_v[:, c], 11) for c in range(3)], axis=1)
+              if flight.odom_v.size else np.zeros((1, 3)))
     for plane, cols in (('xy', slice(0, 2)), ('z', slice(2, 3))):
         cmd = np.linalg.norm(flight.cmd_v[:, cols], axis=1) if flight.cmd_v.size else [0.0]
-        meas = _smooth(np.linalg.norm(flight.odom_v[:, cols], axis=1)) \
-            if flight.odom_v.size else [0.0]
-        peaks[plane] = float(max(np.max(cmd), np.max(meas)))
+        meas = np.linalg.norm(smooth[:, cols], axis=1)
+        peaks[plane] = float(min(np.max(cmd), np.max(meas)))
     return peaks
 
 
@@ -233,7 +239,7 @@ def fit(flights: Sequence[Flight], axes: Sequence[str] = AXES, *,
     if not fitted_axes:
         names = ', '.join(f.name for f in flights)
         unident = ', '.join(n for a in axes for n in PLANE_PARAMS[a]) + ', delay'
-        raise FitError(f'{names} never moved (peak commanded or measured speed below '
+        raise FitError(f'{names} never moved (commanded or measured peak speed below '
                        f'{MIN_MOTION} m/s on {" and ".join(axes)}): nothing to identify; '
                        f'{unident} unidentifiable')
     lag = int(math.ceil(max_delay / dt)) + 1
