@@ -178,3 +178,13 @@ def test_the_delay_is_continuous_between_steps():
               for d in (0.03, 0.035, 0.04, 0.045, 0.05)]
     assert errors[-1] < 1e-9 and all(a > b for a, b in zip(errors, errors[1:]))
     assert math.isfinite(errors[0])
+
+
+def test_a_window_keeps_the_command_in_force_at_its_start():
+    from velocity_mobility_ros.core.fit import Flight
+    flight = Flight('v', np.array([0.0, 1.0, 2.0, 3.0]), np.arange(12.0).reshape(4, 3),
+                    np.arange(0.0, 4.0, 0.5), np.zeros((8, 3)))
+    part = flight.window(1.5, 2.5)
+    assert part.cmd_t.tolist() == [1.0, 2.0]  # 1.0 is in force at 1.5
+    assert part.odom_t.tolist() == [1.5, 2.0, 2.5]
+    assert flight.window(None, None).cmd_t.size == 4

@@ -50,6 +50,7 @@ MIN_MOTION = 0.1          # m/s: below this peak (commanded or measured) a plane
 MIN_DURATION = 5.0        # s of flight (commands and odometry together) needed for a fit
 MIN_SAMPLES = 50          # odometry samples needed in the fitted part, and 10 in the held-out
 MAX_RELATIVE_STD = 0.25   # a parameter known worse than this is reported unidentifiable
+MIN_BINDING = 0.5         # s: a limit that bound for less than this in the fitted part is not
 DEFAULT_HOLDOUT = 0.3
 
 
@@ -150,14 +151,15 @@ class _Prepared:
 
 
 def simulate_velocity(u: np.ndarray, v0: np.ndarray, params: Mapping[str, np.ndarray],
-                      dt: float) -> np.ndarray:
+                      dt: float, bound: dict | None = None) -> np.ndarray:
     """
     Simulate the model's velocity under ``u`` (R, K, 3) from ``v0`` (R, 3): (R, K+1, 3).
 
     Row ``r`` uses its own limits ``params[name][r]`` (``PARAM_NAMES``; tau > 0). Step for step
     :func:`velocity_mobility_ros.core.model.step` with braking and jerk limits off (the
     velocity path does not depend on position or heading), vectorised over rows so that the
-    fit simulates every trial set of parameters in one pass.
+    fit simulates every trial set of parameters in one pass. ``bound``, when given, receives
+    per row the number of steps each acceleration and speed limit bound (clamped the step).
     """
     rows, steps = u.shape[0], u.shape[1]
     v = np.array(v0, dtype=float)
@@ -175,10 +177,25 @@ def simulate_velocity(u: np.ndarray, v0: np.ndarray, params: Mapping[str, np.nda
         change[:, :2] *= dt
         change[:, 2] /= tau_z
         change[:, 2] *= dt
+        if bound is not None:
+            _count_binding(bound, change, v, lim_xy, lim_z, speed_xy, speed_z)
         change = saturate(change, lim_xy, lim_z)
         v = apply_velocity_limits(v + change, speed_xy, speed_z)
         out[:, k + 1] = v
     return out
+
+
+def _count_binding(bound, change, v, lim_xy, lim_z, speed_xy, speed_z) -> None:
+    """Add this step's binding limits to ``bound`` (name -> (R,) step counts)."""
+    limited = saturate(change, lim_xy, lim_z)
+    rows = change.shape[0]
+    for name, hit in (
+            ('max_acc_xy', np.hypot(change[:, 0], change[:, 1]) > lim_xy * (1 + 1e-9)),
+            ('max_acc_z', np.abs(change[:, 2]) > lim_z * (1 + 1e-9)),
+            ('max_speed_xy', np.hypot(v[:, 0] + limited[:, 0], v[:, 1] + limited[:, 1])
+             > speed_xy * (1 + 1e-9)),
+            ('max_speed_z', np.abs(v[:, 2] + limited[:, 2]) > speed_z * (1 + 1e-9))):
+        bound[name] = bound.get(name, np.zeros(rows)) + hit
 
 
 def score(sim: np.ndarray, measured: np.ndarray, axes: Sequence[str]) -> Score:
@@ -282,7 +299,8 @@ def fit(flights: Sequence[Flight], axes: Sequence[str] = AXES, *,
         if _r2(best.fun, prepared, fitted_axes) >= 0.98:
             break
     sol = best
-    estimates = _estimates(sol, names, lower, upper, fitted_axes, axes)
+    estimates = _estimates(sol, names, lower, upper, fitted_axes, axes,
+                           _binding_seconds(prepared, _rows(sol.x[None, :], names, fixed), dt))
     fitted = _rows(sol.x[None, :], names, fixed)
     start_rows = _rows(np.append([getattr(start, n) for n in names], 0.0)[None, :], names,
                        fixed)
@@ -450,7 +468,24 @@ def _r2(residual: np.ndarray, prepared, axes) -> float:
     return 1.0 - float(np.sum(residual ** 2)) / ss_tot if ss_tot > 0.0 else 0.0
 
 
-def _estimates(sol, names, lower, upper, fitted_axes, axes) -> dict[str, Estimate]:
+def _binding_seconds(prepared, rows, dt) -> dict[str, float]:
+    """Seconds each limit bound in the fitted parts of the flights, under ``rows`` (one row)."""
+    total: dict[str, float] = {}
+    for p in prepared:
+        steps = max(1, int(round(float(p.odom_t[p.train][-1]) / dt)))
+        shift = float(rows[DELAY][0]) / dt
+        whole, frac = int(math.floor(shift)), shift - math.floor(shift)
+        base = p.lag_steps + np.arange(1, steps + 1) - whole
+        u = ((1.0 - frac) * p.grid_u[base] + frac * p.grid_u[base - 1])[None]
+        bound: dict = {}
+        simulate_velocity(u, p.v0[None], {n: rows[n][:1] for n in PARAM_NAMES}, dt, bound)
+        for name, count in bound.items():
+            total[name] = total.get(name, 0.0) + float(count[0]) * dt
+    return total
+
+
+def _estimates(sol, names, lower, upper, fitted_axes, axes,
+               binding: Mapping[str, float]) -> dict[str, Estimate]:
     jac = sol.jac
     dof = max(sol.fun.size - sol.x.size, 1)
     s2 = 2.0 * sol.cost / dof
@@ -472,6 +507,9 @@ def _estimates(sol, names, lower, upper, fitted_axes, axes) -> dict[str, Estimat
             reason = f'too uncertain ({value:.3g} +- {sd:.2g} {UNITS[n]})'
         elif n != DELAY and value >= 0.999 * upper[i]:
             reason = f'at the search bound {upper[i]:g} {UNITS[n]}'
+        elif n in binding and binding[n] < MIN_BINDING:
+            reason = (f'the flight never reached this limit (it bound for {binding[n]:.2f} s '
+                      f'of the fitted part; {MIN_BINDING:g} s needed)')
         out[n] = Estimate(None, None, reason) if reason else Estimate(value, sd)
     for plane in axes:
         if plane not in fitted_axes:
