@@ -108,6 +108,27 @@ def test_a_plane_that_never_moved_is_reported_unidentifiable(tmp_path):
     assert '\n    tau_z: ' not in text and '# tau_z: not identified (z never moved)' in text
 
 
+def test_a_limit_never_reached_is_unidentifiable_and_left_out(tmp_path):
+    """Gentle commands: the lag shows, the acceleration and speed limits never bind."""
+    def gentle(t):
+        v = np.zeros((t.size, 3))
+        v[:, 0] = np.where((t > 1) & (t < 8), 1.5, 0.0) + 0.8 * np.sin(0.7 * t) * (t > 10)
+        v[:, 2] = np.where((t > 3) & (t < 9), 0.4, 0.0) - 0.3 * np.sin(0.9 * t) * (t > 12)
+        return v
+    write_ros_bag(tmp_path / 'bag', {'uav1': fly(TRUTH, duration=24.0, commands=gentle)})
+    assert fit_mobility.main([str(tmp_path / 'bag'), '--out', str(tmp_path / 'out')]) == 0
+    params = json.loads((tmp_path / 'out' / 'fit.json').read_text())['vehicles']['uav1'][
+        'parameters']
+    assert params['tau_xy']['value'] == pytest.approx(TRUTH.tau_xy, rel=0.05)
+    assert params['tau_z']['value'] == pytest.approx(TRUTH.tau_z, rel=0.05)
+    for name in ('max_acc_xy', 'max_speed_xy', 'max_acc_z', 'max_speed_z'):
+        assert not params[name]['identified'], (name, params[name])
+        assert 'never reached' in params[name]['reason'], params[name]
+    content = yaml.safe_load((tmp_path / 'out' / 'mobility_fit.yaml').read_text())
+    assert set(content['/swarm_mobility']['ros__parameters']) == {'tau_xy', 'tau_z'}
+    assert '/**/agent' not in content  # no speed limit to give the controller
+
+
 def _error_line(capsys, argv):
     assert fit_mobility.main(argv) == 1
     err = capsys.readouterr().err.strip()

@@ -51,6 +51,7 @@ MIN_DURATION = 5.0        # s of flight (commands and odometry together) needed 
 MIN_SAMPLES = 50          # odometry samples needed in the fitted part, and 10 in the held-out
 MAX_RELATIVE_STD = 0.25   # a parameter known worse than this is reported unidentifiable
 MIN_BINDING = 0.5         # s: a limit that bound for less than this in the fitted part is not
+BINDING_MARGIN = 0.05     # identified; it binds when asked for 5 % more than it allows
 DEFAULT_HOLDOUT = 0.3
 
 
@@ -178,23 +179,31 @@ def simulate_velocity(u: np.ndarray, v0: np.ndarray, params: Mapping[str, np.nda
         change[:, 2] /= tau_z
         change[:, 2] *= dt
         if bound is not None:
-            _count_binding(bound, change, v, lim_xy, lim_z, speed_xy, speed_z)
+            _count_binding(bound, u[:, k], change, v, lim_xy, lim_z, speed_xy, speed_z)
         change = saturate(change, lim_xy, lim_z)
         v = apply_velocity_limits(v + change, speed_xy, speed_z)
         out[:, k + 1] = v
     return out
 
 
-def _count_binding(bound, change, v, lim_xy, lim_z, speed_xy, speed_z) -> None:
-    """Add this step's binding limits to ``bound`` (name -> (R,) step counts)."""
+def _count_binding(bound, u, change, v, lim_xy, lim_z, speed_xy, speed_z) -> None:
+    """
+    Add this step's binding limits to ``bound`` (name -> (R,) step counts).
+
+    A limit binds when what was asked exceeds it by ``BINDING_MARGIN``: the desired change for
+    an acceleration limit, the command for a speed limit (with the speed at the limit). A
+    limit just under the commanded speed is no different from no limit at all.
+    """
     limited = saturate(change, lim_xy, lim_z)
     rows = change.shape[0]
+    over = 1.0 + BINDING_MARGIN
     for name, hit in (
-            ('max_acc_xy', np.hypot(change[:, 0], change[:, 1]) > lim_xy * (1 + 1e-9)),
-            ('max_acc_z', np.abs(change[:, 2]) > lim_z * (1 + 1e-9)),
-            ('max_speed_xy', np.hypot(v[:, 0] + limited[:, 0], v[:, 1] + limited[:, 1])
-             > speed_xy * (1 + 1e-9)),
-            ('max_speed_z', np.abs(v[:, 2] + limited[:, 2]) > speed_z * (1 + 1e-9))):
+            ('max_acc_xy', np.hypot(change[:, 0], change[:, 1]) > lim_xy * over),
+            ('max_acc_z', np.abs(change[:, 2]) > lim_z * over),
+            ('max_speed_xy', (np.hypot(u[:, 0], u[:, 1]) > speed_xy * over)
+             & (np.hypot(v[:, 0] + limited[:, 0], v[:, 1] + limited[:, 1]) > speed_xy)),
+            ('max_speed_z', (np.abs(u[:, 2]) > speed_z * over)
+             & (np.abs(v[:, 2] + limited[:, 2]) > speed_z))):
         bound[name] = bound.get(name, np.zeros(rows)) + hit
 
 
