@@ -324,6 +324,12 @@ def main(argv: list[str] | None = None) -> int:
     except (BagError, InputError, FitError) as err:
         print(f'fit_mobility: error: {err}', file=sys.stderr)
         return EXIT_ERROR
+    if info['truncated']:
+        print(f'fit_mobility: warning: truncated bag, fitted its readable part only '
+              f'({info["truncated"]})', file=sys.stderr)
+    for topic, count in info['skipped_messages'].items():
+        print(f'fit_mobility: warning: {topic}: {count} message(s) without a finite velocity '
+              'skipped', file=sys.stderr)
     chosen = pooled or next(iter(per_vehicle.values()))
     out.mkdir(parents=True, exist_ok=True)
     (out / YAML_FILE).write_text(params_yaml(chosen, Path(args.bag).name))
