@@ -90,6 +90,24 @@ def test_the_parameters_file_is_what_the_simulators_read(fitted):
     assert (out / 'fit_report.png').stat().st_size > 10_000
 
 
+def test_batch_sim_and_a_sweep_take_the_parameters_file_as_it_is(fitted, tmp_path):
+    from soliton_encirclement_ros.sim import batch_sim
+    from soliton_encirclement_ros.sim.sweep import load_spec
+    out, report = fitted
+    pooled = {n: report['pooled']['parameters'][n]['value'] for n in PARAM_NAMES}
+    fit_file = out / 'mobility_fit.yaml'
+    assert batch_sim.main(['--scenario', str(fit_file), '--agents', '3', '--duration', '2',
+                           '--out', str(tmp_path / 'batch')]) == 0
+    flown = json.loads((tmp_path / 'batch' / 'summary.json').read_text())['params']
+    for name in PARAM_NAMES:
+        assert flown['vehicle'][name] == pytest.approx(pooled[name], rel=1e-3)
+    assert flown['controller']['max_speed_xy'] == flown['vehicle']['max_speed_xy']
+    spec = tmp_path / 'sweep.yaml'
+    spec.write_text(f'scenario: {fit_file}\ngrid: {{agents: [3]}}\n')
+    base = load_spec(spec).base['vehicle']
+    assert {n: pytest.approx(v, rel=1e-3) for n, v in pooled.items()} == base
+
+
 def test_a_plane_that_never_moved_is_reported_unidentifiable(tmp_path):
     def flat(t):
         v = np.zeros((t.size, 3))
