@@ -16,7 +16,7 @@ import pytest
 from soliton_encirclement_ros.bringup.graph import parse_simulated
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from support.harness import default_context_executor, spin_until
-from support.px4_ring import Separation, sitl_plan, start_graph, true_position_enu
+from support.px4_ring import every, Separation, sitl_plan, start_graph, true_position_enu
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
 pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
@@ -28,7 +28,12 @@ SIMULATED = 'uav3,uav4'   # the launch argument
 RING_E_GAP = 0.05         # the project's settle threshold (analysis.report.SETTLE_THRESHOLDS)
 ALTITUDE_TOLERANCE = 0.5  # m
 DEADLINE = 120.0          # s of wall time; a healthy run needs a fraction of it
+OBSERVE_PERIOD = 0.01     # s: true positions sampled at 100 Hz (the fakes move at 50 Hz)
+CHECK_PERIOD = 0.05       # s between two checks of the ring
 OFFBOARD, AUTO_LAND = 14, 18  # px4_msgs VehicleStatus nav_state
+# docs/separation.md: a close approach is two agents closer than 0.5 d_safe after they were once
+# farther than d_safe apart (the push is soft: 0 at d_safe; a pair may come back a few mm inside)
+CLOSE_APPROACH = 0.5
 
 ros = pytest.fixture(default_context_executor)
 
@@ -73,8 +78,7 @@ def test_two_px4_and_two_simulated_vehicles_form_one_ring_and_keep_their_fail_sa
     def positions():
         return np.array([true_position_enu(vehicles[name]) for name in plan.names])
 
-    def observe():
-        separation.observe(positions())
+    observe = every(OBSERVE_PERIOD, lambda: separation.observe(positions()))
 
     assert spin_until(ros, lambda: len(odoms) == N and all(
         c.service_is_ready() for c in engage.values()), timeout=DEADLINE, each=observe), (
@@ -120,7 +124,7 @@ def test_two_px4_and_two_simulated_vehicles_form_one_ring_and_keep_their_fail_sa
         return (metrics.E_gap < RING_E_GAP
                 and np.all(np.abs(p[:, 2] - altitude) < ALTITUDE_TOLERANCE))
 
-    formed = spin_until(ros, ring_formed, timeout=DEADLINE, each=observe)
+    formed = spin_until(ros, every(CHECK_PERIOD, ring_formed), timeout=DEADLINE, each=observe)
     p, metrics = state['positions'], state['metrics']
 
     def by_pair(values):
@@ -133,7 +137,8 @@ def test_two_px4_and_two_simulated_vehicles_form_one_ring_and_keep_their_fail_sa
                     f'positions {np.round(p, 2).tolist()}')
     assert np.all(np.abs(np.hypot(p[:, 0], p[:, 1]) - radius) < 0.1 * radius), p
     for pair, closest in separation.min_after.items():
-        assert closest >= d_safe, f'{by_pair({pair: closest})} after first farther than d_safe'
+        assert closest >= CLOSE_APPROACH * d_safe, (
+            f'{by_pair({pair: closest})}: a close approach after first farther than d_safe')
 
     # A simulated vehicle's fail-safe: its odometry stops (simulation gone), its agent goes
     # blind and holds (zero velocity), and nothing reaches a real vehicle.

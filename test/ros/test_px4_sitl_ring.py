@@ -19,7 +19,7 @@ import pytest
 
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from support.harness import default_context_executor, spin_until
-from support.px4_ring import Separation, sitl_plan, start_graph, true_position_enu
+from support.px4_ring import every, Separation, sitl_plan, start_graph, true_position_enu
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
 pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
@@ -30,6 +30,8 @@ N = 3
 RING_E_GAP = 0.05        # the project's settle threshold (analysis.report.SETTLE_THRESHOLDS)
 ALTITUDE_TOLERANCE = 0.5  # m
 DEADLINE = 120.0         # s of wall time; a healthy run needs a fraction of it
+OBSERVE_PERIOD = 0.01    # s: true positions sampled at 100 Hz (the fakes move at 50 Hz)
+CHECK_PERIOD = 0.05      # s between two checks of the ring
 
 ros = pytest.fixture(default_context_executor)
 
@@ -63,8 +65,7 @@ def test_sitl_defaults_engaged_on_the_ground_climb_and_form_the_ring_apart(ros):
 
     separation = Separation(d_safe, N)
 
-    def observe():
-        separation.observe(true_positions_enu(fakes))
+    observe = every(OBSERVE_PERIOD, lambda: separation.observe(true_positions_enu(fakes)))
 
     assert spin_until(ros, lambda: len(odoms) == N and all(c.service_is_ready() for c in engage),
                       timeout=DEADLINE, each=observe), 'odometry or engage services missing'
@@ -95,7 +96,7 @@ def test_sitl_defaults_engaged_on_the_ground_climb_and_form_the_ring_apart(ros):
         return (metrics.E_gap < RING_E_GAP
                 and np.all(np.abs(p[:, 2] - altitude) < ALTITUDE_TOLERANCE))
 
-    formed = spin_until(ros, ring_formed, timeout=DEADLINE, each=observe)
+    formed = spin_until(ros, every(CHECK_PERIOD, ring_formed), timeout=DEADLINE, each=observe)
     settle = time.monotonic() - engaged_at
     p, metrics = state['positions'], state['metrics']
 

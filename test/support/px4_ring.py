@@ -11,6 +11,7 @@ import ast
 import itertools
 import math
 from pathlib import Path
+import time
 
 import numpy as np
 
@@ -86,6 +87,23 @@ def start_graph(ros, plan):
             ros.add_node(fake)
             nodes[f'fake {params["px4_namespace"]}'] = fake
     return nodes
+
+
+def every(seconds, fn):
+    """
+    Return ``fn`` run at most once every ``seconds`` of wall time (else its last result).
+
+    The checks a test runs each executor turn (metrics, separation) would otherwise cost more
+    CPU than the graph they watch, and starve it on a loaded machine.
+    """
+    last = {'at': -math.inf, 'value': None}
+
+    def throttled():
+        now = time.monotonic()
+        if now - last['at'] >= seconds:
+            last['at'], last['value'] = now, fn()
+        return last['value']
+    return throttled
 
 
 def true_position_enu(vehicle):
