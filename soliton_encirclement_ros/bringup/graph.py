@@ -193,8 +193,9 @@ def _checked_simulated(plan: SwarmPlan) -> tuple[str, ...]:
                          f'{plan.mode} every agent is simulated), got {", ".join(simulated)}')
     unknown = [name for name in simulated if name not in plan.names]
     if unknown:
-        raise ValueError(f'simulated: {", ".join(map(repr, unknown))} is not an agent of this '
-                         f'swarm (agents: {", ".join(plan.names)})')
+        verb = 'is not an agent' if len(unknown) == 1 else 'are not agents'
+        raise ValueError(f'simulated: {", ".join(map(repr, unknown))} {verb} of this swarm '
+                         f'(agents: {", ".join(plan.names)})')
     twice = sorted({name for name in simulated if simulated.count(name) > 1})
     if twice:
         raise ValueError(f'simulated: {", ".join(twice)} listed twice')

@@ -339,6 +339,7 @@ def test_a_graph_that_lets_a_simulated_agent_reach_a_bridge_is_refused():
     ('uav3,uav3', 'simulated: uav3 listed twice'),
     ('uav3,,uav4,uav3', 'simulated: uav3 listed twice'),
     ('3', "simulated: '3' is not an agent of this swarm"),
+    ('uav5,uav9', "simulated: 'uav5', 'uav9' are not agents of this swarm"),
 ])
 def test_an_unknown_or_repeated_simulated_agent_is_one_line(simulated, message):
     with pytest.raises(ValueError, match=re.escape(message)) as error:
