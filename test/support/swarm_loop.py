@@ -11,9 +11,9 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetStateMsg
+from soliton_encirclement_ros.core.engines import PerAgentSwarm, VectorisedSwarm
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.params import ControllerParams
-from soliton_encirclement_ros.core.engines import PerAgentSwarm, VectorisedSwarm
 from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.params import VehicleParams
 
