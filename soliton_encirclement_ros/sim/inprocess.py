@@ -79,8 +79,11 @@ class InProcessGraph:
                                      STALL_TIMEOUT)
             self.lockstep.wait_for_matching(MATCH_TIMEOUT)
             if record:
+                from soliton_encirclement_ros.provenance import bag_custom_data
                 from soliton_encirclement_ros.recording.recorder import BagRecorder
-                self.recorder = BagRecorder(self.clock_node, record, storage=storage)
+                self.recorder = BagRecorder(
+                    self.clock_node, record, storage=storage,
+                    custom_data=bag_custom_data('swarm_sim', plan.scenario.as_dict()))
                 self.recorder.discover()
                 self.lockstep.wait_for_matching(MATCH_TIMEOUT)
             self.lockstep.instrument()

@@ -72,8 +72,11 @@ class ProcessGraph:
         self.executor.add_node(self.node)
         self.recorder = None
         if record:
+            from soliton_encirclement_ros.provenance import bag_custom_data
             from soliton_encirclement_ros.recording.recorder import BagRecorder
-            self.recorder = BagRecorder(self.node, record, storage=storage)
+            self.recorder = BagRecorder(
+                self.node, record, storage=storage,
+                custom_data=bag_custom_data('swarm_sim --processes', plan.scenario.as_dict()))
         try:
             self._start(plan)
         except BaseException:
