@@ -18,8 +18,9 @@ setup(
     ],
     package_data={PACKAGE: ['config/*.yaml']},
     # In a ROS workspace the dependencies come from package.xml (rosdep); pip-only machines
-    # install the 'standalone' extra (scripts/setup.sh does). rosbags and mcap have no rosdep
-    # key: a ROS install gets them with `pip install rosbags mcap mcap-ros2-support`.
+    # install the 'standalone' extra (scripts/setup.sh does). rosbags and mcap-ros2-support
+    # (which brings mcap) come from rosdep's pip rules; dask has no rosdep key: a ROS install
+    # gets it with `pip install "dask[distributed]"`.
     install_requires=['setuptools'],
     zip_safe=True,
     maintainer='soliton_encirclement_ros maintainers',
