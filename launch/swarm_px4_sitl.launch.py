@@ -17,7 +17,8 @@ from ament_index_python.packages import get_package_share_directory
 
 from soliton_encirclement_ros.bringup.graph import (
     build_graph, live_scenario, parse_origins, SwarmPlan)
-from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
+from soliton_encirclement_ros.bringup.launch_support import (
+    LIVE_VIEW_ARGUMENTS, live_view_nodes, plan_launch_description)
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
@@ -36,6 +37,7 @@ ARGUMENTS = {
     'target_motion': ('static', 'static, random or waypoints'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
     'use_sim_time': ('true', 'follow the SITL /clock (bridge it from Gazebo)'),
+    **LIVE_VIEW_ARGUMENTS,
 }
 
 
@@ -57,4 +59,6 @@ def _specs(value):
 
 
 def generate_launch_description():
-    return plan_launch_description(ARGUMENTS, _specs)
+    return plan_launch_description(
+        ARGUMENTS, _specs,
+        extra=lambda value: live_view_nodes(value, value.flag('use_sim_time')))
