@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+from collections import Counter
 from dataclasses import dataclass, field
 import json
 import re
@@ -93,8 +94,8 @@ def plot_frame(received: Received, path, title: str = '') -> None:
             if marker.type == 4:  # LINE_STRIP: trails and the desired circle
                 xs = [p.x for p in marker.points]
                 ys = [p.y for p in marker.points]
-                top.plot(xs, ys, color=color, alpha=max(marker.color.a, 0.3),
-                         lw=2 if marker.ns == 'desired_circle' else 1.2,
+                top.plot(xs, ys, color=color, alpha=max(marker.color.a, 0.5),
+                         lw=2 if marker.ns == 'desired_circle' else 2.5,
                          ls='--' if marker.ns == 'desired_circle' else '-')
             elif marker.type == 2:  # SPHERE: agents and target
                 p = marker.pose.position
@@ -103,13 +104,14 @@ def plot_frame(received: Received, path, title: str = '') -> None:
                     top.annotate(str(marker.id), (p.x, p.y), textcoords='offset points',
                                  xytext=(6, 6), fontsize=9)
         top.set_title(f'/swarm/markers at sim t = {stamp * 1e-9:.1f} s')
-    statuses = [(topic.split('/')[1], m[-1][1].message) for topic, m in
-                sorted(received.messages.items()) if topic.endswith('/agent/status') and m]
+    statuses = Counter(m[-1][1].message.split(' (')[0] for topic, m in received.messages.items()
+                       if topic.endswith('/agent/status') and m)
     if statuses:
-        top.text(0.01, 0.01, '\n'.join(f'{name}: {message}' for name, message in statuses[:12]),
-                 transform=top.transAxes, fontsize=7, va='bottom', family='monospace')
+        top.set_xlabel("x [m] (world, ENU); agents' status: " + ', '.join(
+            f'{count} {status}' for status, count in statuses.most_common()))
     top.set_aspect('equal')
-    top.set_xlabel('x [m] (world, ENU)')
+    if not statuses:
+        top.set_xlabel('x [m] (world, ENU)')
     top.set_ylabel('y [m]')
     top.grid(alpha=0.3)
     for name in ('E_gap', 'E_r', 'd_min'):
