@@ -129,3 +129,66 @@ def test_a_port_in_use_is_one_line_and_nothing_runs(tmp_path):
         result.stderr)
     assert 'Traceback' not in result.stderr
     assert not (tmp_path / 'run').exists()
+
+
+def test_the_live_view_node_serves_a_live_graph_with_its_clock():
+    """live_view (ros2 launch, flights): what a graph publishes reaches the client."""
+    import threading
+
+    from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.parameter import Parameter
+    from std_msgs.msg import Float64
+
+    from soliton_encirclement_ros.live.client import receive
+    from soliton_encirclement_ros.nodes.live_view_node import LiveViewNode
+    port = free_port()
+    rclpy.init()
+    executor = SingleThreadedExecutor()
+    view = LiveViewNode(parameter_overrides=[Parameter('port', value=port),
+                                             Parameter('discovery_period', value=0.1)])
+    graph = rclpy.create_node('graph')
+    metric = graph.create_publisher(Float64, '/swarm/metrics/E_r', 10)
+    diagnostics = graph.create_publisher(DiagnosticArray, '/diagnostics', 10)
+    ignored = graph.create_publisher(Float64, '/uav1/battery', 10)
+    for node in (view, graph):
+        executor.add_node(node)
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            executor.spin_once(timeout_sec=0.05)
+
+    def publish():
+        sent = [0]
+        while not stop.is_set():
+            sent[0] += 1
+            metric.publish(Float64(data=0.5))
+            ignored.publish(Float64(data=1.0))
+            diagnostics.publish(DiagnosticArray(status=[DiagnosticStatus(
+                name='/uav1/agent', message='ok')]))
+            stop.wait(0.05)
+
+    threads = [threading.Thread(target=spin), threading.Thread(target=publish)]
+    for thread in threads:
+        thread.start()
+    try:
+        wanted = ('/swarm/metrics/E_r', '/diagnostics')
+        received = asyncio.run(receive(
+            f'ws://127.0.0.1:{port}', DEADLINE,
+            until=lambda r: all(len(r.messages.get(t, ())) >= 3 for t in wanted)))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        executor.shutdown()
+        view.destroy_node()
+        graph.destroy_node()
+        rclpy.shutdown()
+    assert [m.data for _, m in received.messages['/swarm/metrics/E_r'][:3]] == [0.5] * 3
+    assert received.messages['/diagnostics'][-1][1].status[0].name == '/uav1/agent'
+    assert '/uav1/battery' not in received.channels  # not a swarm topic
+    now = time.time_ns()  # no use_sim_time: the node's clock is the system clock
+    assert all(abs(t - now) < 60e9 for t, _ in received.messages['/swarm/metrics/E_r'])
+    assert received.server_times and abs(received.server_times[-1] - now) < 60e9
