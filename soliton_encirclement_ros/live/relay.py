@@ -130,13 +130,19 @@ class FoxgloveRelay:
                                             'one known message type is needed')
             return False
         msgtype = types[0]
+        package, _, name = msgtype.split('/')
+        try:  # e.g. tf2_msgs on a pip-only machine, heard from a ROS install on the network
+            msg_class = getattr(importlib.import_module(f'{package}.msg'), name)
+        except (ImportError, AttributeError):
+            self._skipped.add(topic)
+            self._node.get_logger().warning(f'live view: not serving {topic}: {package} is not '
+                                            'installed here')
+            return False
         msgdef, _ = TYPESTORE.generate_msgdef(msgtype, ros_version=2)
         schema = self._foxglove.Schema(name=msgtype, encoding='ros2msg',
                                        data=msgdef.encode())
         channel = self._foxglove.Channel(topic, schema=schema, message_encoding='cdr',
                                          context=self._context)
-        package, _, name = msgtype.split('/')
-        msg_class = getattr(importlib.import_module(f'{package}.msg'), name)
         self._channels[topic] = channel
         self._subscriptions[topic] = self._node.create_subscription(
             msg_class, topic, partial(self._on_message, channel),
