@@ -98,7 +98,7 @@ class Bag:
     @property
     def custom_data(self) -> dict[str, str]:
         """
-        The bag's ``custom_data`` (what was run, by which version), or {}.
+        Return the bag's ``custom_data`` (what was run, by which version), or {}.
 
         From ``metadata.yaml``, or for a lone ``.mcap`` file from its ``rosbag2`` metadata record.
         """
