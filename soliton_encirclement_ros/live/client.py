@@ -25,6 +25,8 @@ import time
 SUBPROTOCOL = 'foxglove.sdk.v1'
 OLD_SUBPROTOCOL = 'foxglove.websocket.v1'  # what clients before the SDK offer: refused (400)
 MESSAGE_DATA, TIME = 0x01, 0x02  # binary opcodes server -> client
+UNKNOWN_CHANNEL = re.compile(r'Unknown channel ID: (\d+)')
+MAX_RETRIES, RETRY_DELAY = 20, 0.05  # s
 
 
 @dataclass
@@ -46,6 +48,18 @@ async def receive(url: str, seconds: float, topics: str = '.*',
     pattern = re.compile(topics)
     received = Received()
     by_subscription: dict[int, dict] = {}
+    advertised: dict[int, dict] = {}
+    retries: dict[int, int] = {}
+
+    async def subscribe(ws, channels: list[dict]) -> None:
+        subscriptions = []
+        for channel in channels:
+            sub_id = len(by_subscription) + 1
+            by_subscription[sub_id] = channel
+            subscriptions.append({'id': sub_id, 'channelId': channel['id']})
+        if subscriptions:
+            await ws.send(json.dumps({'op': 'subscribe', 'subscriptions': subscriptions}))
+
     deadline = time.monotonic() + seconds
     async with websockets.connect(url, subprotocols=[SUBPROTOCOL], max_size=None) as ws:
         while time.monotonic() < deadline and not until(received):
@@ -59,15 +73,19 @@ async def receive(url: str, seconds: float, topics: str = '.*',
                     received.server_info = op
                 elif op.get('op') == 'advertise':
                     wanted = [c for c in op['channels'] if pattern.search(c['topic'])]
-                    subscriptions = []
                     for channel in wanted:
-                        sub_id = len(by_subscription) + 1
-                        by_subscription[sub_id] = channel
                         received.channels[channel['topic']] = channel
-                        subscriptions.append({'id': sub_id, 'channelId': channel['id']})
-                    if subscriptions:
-                        await ws.send(json.dumps({'op': 'subscribe',
-                                                  'subscriptions': subscriptions}))
+                        advertised[channel['id']] = channel
+                    await subscribe(ws, wanted)
+                elif op.get('op') == 'status' and (
+                        refused := UNKNOWN_CHANNEL.search(op.get('message', ''))):
+                    # foxglove-sdk can refuse a subscription sent right after the channel's
+                    # advertisement (a channel added while this client is connected): again.
+                    channel = advertised.get(int(refused.group(1)))
+                    if channel is not None and retries.get(channel['id'], 0) < MAX_RETRIES:
+                        retries[channel['id']] = retries.get(channel['id'], 0) + 1
+                        await asyncio.sleep(RETRY_DELAY)
+                        await subscribe(ws, [channel])
                 continue
             if frame[0] == TIME:
                 received.server_times.append(struct.unpack_from('<Q', frame, 1)[0])
