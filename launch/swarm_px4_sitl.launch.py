@@ -21,7 +21,8 @@ from ament_index_python.packages import get_package_share_directory
 
 from soliton_encirclement_ros.bringup.graph import (
     build_graph, live_scenario, parse_origins, parse_simulated, SwarmPlan)
-from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
+from soliton_encirclement_ros.bringup.launch_support import (
+    LIVE_VIEW_ARGUMENTS, live_view_nodes, plan_launch_description)
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
@@ -42,6 +43,7 @@ ARGUMENTS = {
     'use_sim_time': ('true', 'follow the SITL /clock (bridge it from Gazebo)'),
     'simulated': ('', "agents flown on the mobility simulation, not PX4, e.g. 'uav3,uav4'; "
                   'empty = none'),
+    **LIVE_VIEW_ARGUMENTS,
 }
 
 
@@ -64,4 +66,6 @@ def _specs(value):
 
 
 def generate_launch_description():
-    return plan_launch_description(ARGUMENTS, _specs)
+    return plan_launch_description(
+        ARGUMENTS, _specs,
+        extra=lambda value: live_view_nodes(value, value.flag('use_sim_time')))
