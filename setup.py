@@ -14,12 +14,14 @@ setup(
         ('share/ament_index/resource_index/packages', [f'resource/{PACKAGE}']),
         (f'share/{PACKAGE}', ['package.xml']),
         (f'share/{PACKAGE}/launch', glob('launch/*.launch.py')),
-        (f'share/{PACKAGE}/config', glob('config/*.yaml') + glob('config/*.rviz')),
+        (f'share/{PACKAGE}/config',
+         glob('config/*.yaml') + glob('config/*.rviz') + glob('config/*.json')),
     ],
     package_data={PACKAGE: ['config/*.yaml']},
     # In a ROS workspace the dependencies come from package.xml (rosdep); pip-only machines
-    # install the 'standalone' extra (scripts/setup.sh does). rosbags and mcap have no rosdep
-    # key: a ROS install gets them with `pip install rosbags mcap mcap-ros2-support`.
+    # install the 'standalone' extra (scripts/setup.sh does). rosbags and mcap-ros2-support
+    # (which brings mcap) come from rosdep's pip rules; dask has no rosdep key: a ROS install
+    # gets it with `pip install "dask[distributed]"`.
     install_requires=['setuptools'],
     zip_safe=True,
     maintainer='soliton_encirclement_ros maintainers',
@@ -29,6 +31,9 @@ setup(
     extras_require={
         'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
                        'mcap-ros2-support', 'pillow', 'tqdm', 'dask[distributed]', 'scipy'],
+        # The live view (swarm_sim --foxglove, live_view): Foxglove's SDK and, for its headless
+        # client (soliton_encirclement_ros.live.client, the CI test), websockets.
+        'live': ['foxglove-sdk', 'websockets'],
         # The linters and the flake8 plugins a ROS install gives ament_flake8 (its rosdep keys).
         'test': ['pytest', 'hypothesis', 'ros-ament-flake8', 'ros-ament-pep257', 'flake8',
                  'flake8-blind-except', 'flake8-builtins', 'flake8-class-newline',
@@ -42,7 +47,7 @@ setup(
             f'{name} = ros_support.entry:{name}' for name in (
                 'mobility_node', 'swarm_mobility_node', 'agent_node', 'target_node',
                 'metrics_node', 'run_recorder', 'sweep_sim', 'swarm_sim', 'batch_sim',
-                'analyze_run', 'fit_mobility', 'px4_bridge_node')
+                'analyze_run', 'fit_mobility', 'px4_bridge_node', 'live_view')
         ],
     },
 )

@@ -9,13 +9,17 @@ agent then climbs to ``altitude`` and joins the ring. ``origin`` is where this P
 origin (where its estimator initialised, usually the take-off point) lies in the shared world
 ENU frame: every vehicle of the swarm must agree on that frame. Swarm topics are best effort
 (radio links between companion computers): use the same swarm_reliability on every host.
+
+``simulated:=<agent_name>`` flies this agent on the mobility simulation (a mobility_node starting
+at ``origin``) instead of a PX4: a simulated member of a real swarm, on any host. The PX4
+arguments are then unused; no bridge starts.
 """
 import os
 
 from ament_index_python.packages import get_package_share_directory
 
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, live_scenario, parse_origins, SwarmPlan)
+    build_graph, in_namespace, live_scenario, parse_origins, parse_simulated, SwarmPlan)
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -31,6 +35,8 @@ ARGUMENTS = {
     'd_safe': ('2.0', 'separation: every vehicle heard closer than this is pushed away [m]; '
                '0 = off (not for real vehicles)'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
+    'simulated': ('', "this agent's name to fly it on the mobility simulation, not PX4; "
+                  'empty = PX4'),
 }
 
 
@@ -45,7 +51,8 @@ def _specs(value):
                      px4_namespaces=(value['px4_namespace'],),
                      px4_target_systems=(value.integer('target_system'),),
                      px4_origins=(parse_origins(value['origin'], 1)[0],),
-                     swarm_reliability=value['swarm_reliability'])
+                     swarm_reliability=value['swarm_reliability'],
+                     simulated=parse_simulated(value['simulated']))
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
 

@@ -10,14 +10,19 @@ per vehicle: every PX4 measures from its own spawn point, and the bridge shifts 
 shared frame. The default matches PX4's Tools/simulation/gz_multi_vehicle.sh: instance i at
 (0, i * spawn_spacing, 0). Engage each vehicle (/<name>/px4_bridge/engage): it arms, climbs to
 ``altitude`` and joins the ring.
+
+``simulated:=uav3,uav4`` flies those agents on the mobility simulation (one mobility_node each,
+starting at their origin) instead of PX4 instances px4_3, px4_4 (not needed then); the others
+keep their PX4 (agent i: px4_i). A name that is not an agent, or is listed twice, is refused.
 """
 import os
 
 from ament_index_python.packages import get_package_share_directory
 
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, live_scenario, parse_origins, SwarmPlan)
-from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
+    build_graph, live_scenario, parse_origins, parse_simulated, SwarmPlan)
+from soliton_encirclement_ros.bringup.launch_support import (
+    LIVE_VIEW_ARGUMENTS, live_view_nodes, plan_launch_description)
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
@@ -36,6 +41,9 @@ ARGUMENTS = {
     'target_motion': ('static', 'static, random or waypoints'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
     'use_sim_time': ('true', 'follow the SITL /clock (bridge it from Gazebo)'),
+    'simulated': ('', "agents flown on the mobility simulation, not PX4, e.g. 'uav3,uav4'; "
+                  'empty = none'),
+    **LIVE_VIEW_ARGUMENTS,
 }
 
 
@@ -52,9 +60,12 @@ def _specs(value):
                      mode='px4', px4_origins=origins,
                      swarm_reliability=value['swarm_reliability'],
                      use_sim_time=value.flag('use_sim_time'),
-                     params_files=value.files('params_file'))
+                     params_files=value.files('params_file'),
+                     simulated=parse_simulated(value['simulated']))
     return build_graph(plan)
 
 
 def generate_launch_description():
-    return plan_launch_description(ARGUMENTS, _specs)
+    return plan_launch_description(
+        ARGUMENTS, _specs,
+        extra=lambda value: live_view_nodes(value, value.flag('use_sim_time')))

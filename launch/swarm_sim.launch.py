@@ -2,6 +2,7 @@
 N simulated UAVs encircling a target: the graph of soliton_encirclement_ros.bringup.graph.
 
     ros2 launch soliton_encirclement_ros swarm_sim.launch.py num_agents:=10 rviz:=true
+    ros2 launch soliton_encirclement_ros swarm_sim.launch.py foxglove:=true   # Foxglove, port 8765
 
 The swarm mobility node simulates every vehicle and, with use_sim_time, publishes /clock.
 """
@@ -12,7 +13,8 @@ from launch_ros.actions import Node
 
 from soliton_encirclement_ros.bringup.graph import (
     build_graph, live_scenario, rviz_problem, SwarmPlan)
-from soliton_encirclement_ros.bringup.launch_support import package_found, plan_launch_description
+from soliton_encirclement_ros.bringup.launch_support import (
+    LIVE_VIEW_ARGUMENTS, live_view_nodes, package_found, plan_launch_description)
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
 ARGUMENTS = {
@@ -28,6 +30,7 @@ ARGUMENTS = {
     'control_period': ('0.05', 'agent control period [s]'),
     'target_motion': ('static', 'static, random or waypoints'),
     'rviz': ('false', 'start RViz with config/swarm.rviz'),
+    **LIVE_VIEW_ARGUMENTS,
 }
 
 
@@ -58,7 +61,11 @@ def _rviz(value):
                  parameters=[{'use_sim_time': value.flag('use_sim_time')}])]
 
 
+def _extra(value):
+    return _rviz(value) + live_view_nodes(value, value.flag('use_sim_time'))
+
+
 def generate_launch_description():
     return plan_launch_description(
-        ARGUMENTS, _specs, extra=_rviz,
+        ARGUMENTS, _specs, extra=_extra,
         problem=lambda value: rviz_problem(_wants_rviz(value), package_found))

@@ -11,7 +11,7 @@ stamp=.venv/.installed-$(cat setup.py requirements-ros.txt | sha1sum | cut -c1-1
 if [ ! -f "$stamp" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   .venv/bin/python -m pip install --quiet -r requirements-ros.txt
-  .venv/bin/python -m pip install --quiet -e '.[standalone,test]'
+  .venv/bin/python -m pip install --quiet -e '.[standalone,test,live]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

@@ -40,7 +40,8 @@ __all__ = [
     'AGENT_CMD_TOPIC', 'AGENT_ODOM_TOPIC', 'AGENT_STATE', 'agent_state_array',
     'agent_state_from_msg', 'agent_state_from_values', 'agent_state_to_msg', 'agent_state_values',
     'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentStateMsg', 'BEST_EFFORT',
-    'check_reliability', 'CLOCK_TOPIC', 'DOMAIN_IDS', 'Layout', 'MARKERS_TOPIC',
+    'check_reliability', 'CLOCK_TOPIC', 'DIAGNOSTICS_TOPIC', 'DOMAIN_IDS', 'Layout',
+    'MARKERS_TOPIC',
     'METRICS_TOPIC_PREFIX',
     'RELIABLE', 'SWARM_RELIABILITIES', 'swarm_qos', 'TARGET_ODOM_TOPIC', 'TARGET_STATE',
     'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetStateMsg']
@@ -52,6 +53,9 @@ TARGET_ODOM_TOPIC = '/target/odom'
 METRICS_TOPIC_PREFIX = '/swarm/metrics/'
 MARKERS_TOPIC = '/swarm/markers'
 CLOCK_TOPIC = '/clock'
+# Every agent's and bridge's DiagnosticStatus, one per DiagnosticArray, on change and at 1 Hz
+# (the diagnostic_updater convention: rqt_robot_monitor and diagnostic_aggregator read it).
+DIAGNOSTICS_TOPIC = '/diagnostics'
 DOMAIN_IDS = (0, 232)  # the ROS_DOMAIN_IDs Fast DDS accepts on one host
 # Relative to an agent's namespace.
 AGENT_ODOM_TOPIC = 'odom'

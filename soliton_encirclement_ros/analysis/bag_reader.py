@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from mcap.reader import NonSeekingReader
+from mcap.reader import make_reader, NonSeekingReader
 from mcap.records import Channel, Schema
 from mcap.stream_reader import StreamReader
 from mcap_ros2.decoder import DecoderFactory
 from rosbags.highlevel import AnyReader
 from rosbags.typesys import get_typestore, Stores
+import yaml
 
 DEFAULT_TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 MCAP_MAGIC = b'\x89MCAP0\r\n'
@@ -93,6 +94,29 @@ class Bag:
             if not head.startswith(magic):
                 raise BagError(f'not {kind} bag: {path} does not start with the '
                                f'{"SQLite" if sqlite else "MCAP"} magic bytes')
+
+    @property
+    def custom_data(self) -> dict[str, str]:
+        """
+        Return the bag's ``custom_data`` (what was run, by which version), or {}.
+
+        From ``metadata.yaml``, or for a lone ``.mcap`` file from its ``rosbag2`` metadata record.
+        """
+        try:
+            if self.path.is_dir() and (self.path / 'metadata.yaml').is_file():
+                info = yaml.safe_load((self.path / 'metadata.yaml').read_text())
+            elif self.path.suffix == '.mcap':
+                with self.path.open('rb') as stream:
+                    info = next((yaml.safe_load(m.metadata.get('serialized_metadata', ''))
+                                 for m in make_reader(stream).iter_metadata()
+                                 if m.name == 'rosbag2'), None)
+                info = {'rosbag2_bagfile_information': info}
+            else:
+                return {}
+            data = (info or {}).get('rosbag2_bagfile_information', {}).get('custom_data')
+        except Exception:  # noqa: BLE001 - a description we cannot read is no description
+            return {}
+        return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
     def close(self) -> None:
         if self._reader is not None:

@@ -28,6 +28,7 @@ from soliton_encirclement_ros.analysis.recompute import (
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
 from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.provenance import describe
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
 ANIMATION_FILE = 'encirclement.gif'
@@ -57,6 +58,7 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
         'target_topic': target_topic, 'metrics_period': period, 'state_timeout': state_timeout,
         'liveness_from_agent_states': run.states is not None, 'agents': list(run.agents),
         'agent_ids': run.agent_ids, 'truncated': run.truncated, 'warnings': list(run.warnings),
+        'bag_custom_data': run.custom_data,
     }
     summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories))
     if max_frames > 0:
@@ -86,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
                 state_timeout=args.state_timeout, max_frames=args.max_frames,
                 warn=lambda text: print(f'analyze_run: warning: {bag}: {text}', file=sys.stderr))
             runs[label] = metrics
+            described = summary['params'].get('bag_custom_data')
+            print(f'{bag}: recorded with ' + (describe(described) if described else
+                                              'no description (custom_data) in the bag'))
             print(f'{bag}: outputs in {bag_out}; ' + _summary_line(summary))
             if cut:
                 truncated.append(f'{bag}: {cut}')

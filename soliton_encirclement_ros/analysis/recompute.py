@@ -14,7 +14,7 @@ log times in seconds (the recorder's clock: sim time in simulation). No rclpy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import re
 
 import numpy as np
@@ -77,6 +77,7 @@ class RecordedRun:
     states: np.ndarray | None
     truncated: str | None = None
     warnings: tuple[str, ...] = ()
+    custom_data: dict[str, str] = field(default_factory=dict)  # the bag's own description
 
 
 def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
@@ -118,7 +119,7 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
                     ignored, states = str(error), []
                     continue
                 states.append(np.concatenate(([log_time * 1e-9], data)))
-        truncated, topics = bag.truncated, bag.topics
+        truncated, topics, custom_data = bag.truncated, bag.topics, bag.custom_data
     warnings = () if ignored is None else (
         f'{AGENT_STATES_TOPIC} set aside ({ignored}); the metrics come from the odometry alone, '
         'every agent with odometry counted live',)
@@ -141,7 +142,7 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
                                     f'target before the cut ({truncated})')
         raise RunDataError(f'no readable odometry for the agents or the target in {path}')
     return RecordedRun(str(path), topics, agents, target, _agent_ids(agents, state_rows),
-                       state_rows, truncated, warnings)
+                       state_rows, truncated, warnings, custom_data)
 
 
 def _missing(topics: dict[str, str], pattern: re.Pattern, target_topic: str) -> str:

@@ -17,7 +17,7 @@ import yaml
 
 from ros_support.validation import bounded
 from soliton_encirclement_ros.core.scenario import Scenario
-from soliton_encirclement_ros.interface import check_reliability, RELIABLE
+from soliton_encirclement_ros.interface import AGENT_CMD_TOPIC, check_reliability, RELIABLE
 
 PACKAGE = 'soliton_encirclement_ros'
 MODES = ('sim', 'px4')
@@ -119,6 +119,7 @@ class SwarmPlan:
     px4_origins: tuple[tuple[float, float, float], ...] = ()
     metrics_output_dir: str = ''
     swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
+    simulated: tuple[str, ...] = ()     # mode px4: these agents fly mobility_node, not a PX4
 
     def __post_init__(self) -> None:
         if not isinstance(self.scenario, Scenario):
@@ -157,6 +158,7 @@ class SwarmPlan:
             for name in ('px4_namespaces', 'px4_target_systems', 'px4_origins'):
                 if getattr(self, name) and len(getattr(self, name)) != n:
                     raise ValueError(f'{name} needs one entry per agent ({n})')
+        object.__setattr__(self, 'simulated', _checked_simulated(self))
 
     # The scenario's fields the graph reads most, by their scenario names.
     num_agents = property(lambda self: self.scenario.agents)
@@ -177,6 +179,27 @@ class SwarmPlan:
 
     def with_changes(self, **changes: Any) -> 'SwarmPlan':
         return dataclasses.replace(self, **changes)
+
+
+def _checked_simulated(plan: SwarmPlan) -> tuple[str, ...]:
+    """
+    Return ``plan.simulated`` as a tuple; ``ValueError`` (one line) on an unknown or repeated name.
+
+    Only a PX4 plan mixes vehicles: in mode sim every agent is simulated already.
+    """
+    simulated = (plan.simulated,) if isinstance(plan.simulated, str) else tuple(plan.simulated)
+    if simulated and plan.mode != 'px4':
+        raise ValueError(f'simulated: only a px4 plan mixes PX4 and simulated vehicles (in mode '
+                         f'{plan.mode} every agent is simulated), got {", ".join(simulated)}')
+    unknown = [name for name in simulated if name not in plan.names]
+    if unknown:
+        verb = 'is not an agent' if len(unknown) == 1 else 'are not agents'
+        raise ValueError(f'simulated: {", ".join(map(repr, unknown))} {verb} of this swarm '
+                         f'(agents: {", ".join(plan.names)})')
+    twice = sorted({name for name in simulated if simulated.count(name) > 1})
+    if twice:
+        raise ValueError(f'simulated: {", ".join(twice)} listed twice')
+    return simulated
 
 
 def _changed(scenario: Scenario, names: Mapping[str, str]) -> dict[str, Any]:
@@ -272,8 +295,9 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
                 },
             )
         )
-        if plan.mode == 'px4':
-            nodes.append(px4_bridge_spec(plan, index, name, files))
+        if plan.mode == 'px4':  # exactly one vehicle per agent: simulated, or its PX4
+            nodes.append(mobility_spec(plan, index, name, files) if name in plan.simulated
+                         else px4_bridge_spec(plan, index, name, files))
     nodes.append(
         NodeSpec(
             'metrics_node',
@@ -290,6 +314,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
             },
         )
     )
+    check_vehicles(plan, nodes)
     return nodes
 
 
@@ -308,6 +333,76 @@ def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]
         'px4_bridge_node', 'px4_bridge', namespace=f'/{name}', params_files=tuple(files),
         parameters={'use_sim_time': plan.use_sim_time, 'px4_namespace': px4_ns,
                     'target_system': target_system, **origin})
+
+
+def mobility_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]) -> NodeSpec:
+    """
+    Return the simulated vehicle of agent ``index`` in a mixed PX4 plan.
+
+    A ``mobility_node`` in the agent's namespace, starting at the agent's origin (``px4_origins``,
+    where its PX4 would have spawned: one world ENU frame for all), else at the plan's position.
+    """
+    start = plan.px4_origins[index] if plan.px4_origins else plan.initial_positions()[index]
+    return NodeSpec(
+        'mobility_node', 'mobility', namespace=f'/{name}', params_files=tuple(files),
+        parameters={'use_sim_time': plan.use_sim_time,
+                    'initial_position': [float(c) for c in start],
+                    'odom_rate': plan.odom_rate, **dict(plan.scenario.vehicle)})
+
+
+# The nodes that move a vehicle on its agent's cmd_vel: the simulation, or a PX4's bridge.
+VEHICLE_EXECUTABLES = ('mobility_node', 'swarm_mobility_node', 'px4_bridge_node')
+
+
+def resolved_topic(spec: NodeSpec, topic: str) -> str:
+    """Return where ``spec``'s node reaches ``topic`` (a relative name): remappings, namespace."""
+    full = f'{spec.namespace.rstrip("/")}/{topic}'
+    for old, new in spec.remappings:
+        if old in (topic, full):
+            topic = new
+    return topic if topic.startswith('/') else f'{spec.namespace.rstrip("/")}/{topic}'
+
+
+def command_subscribers(specs: Sequence[NodeSpec]) -> dict[str, list[NodeSpec]]:
+    """Map each cmd_vel topic of the graph to the vehicle nodes that fly it."""
+    subscribers: dict[str, list[NodeSpec]] = {}
+    for spec in specs:
+        if spec.executable == 'swarm_mobility_node':
+            topics = [f'/{name}/{AGENT_CMD_TOPIC}' for name in spec.parameters['vehicle_names']]
+        elif spec.executable in VEHICLE_EXECUTABLES:
+            topics = [resolved_topic(spec, AGENT_CMD_TOPIC)]
+        else:
+            continue
+        for topic in topics:
+            subscribers.setdefault(topic, []).append(spec)
+    return subscribers
+
+
+def check_vehicles(plan: SwarmPlan, specs: Sequence[NodeSpec]) -> None:
+    """
+    Refuse a graph in which an agent's commands reach anything but its own one vehicle.
+
+    Each agent's cmd_vel has exactly one vehicle node: a simulated agent's (mode sim, or named in
+    ``simulated``) a simulation, never a ``px4_bridge_node``; the others their own bridge, in
+    their namespace. No two bridges fly one PX4 (``px4_namespace``). ``ValueError`` otherwise.
+    """
+    subscribers = command_subscribers(specs)
+    for spec in specs:
+        if spec.executable != 'agent_node':
+            continue
+        name, topic = spec.namespace.strip('/'), resolved_topic(spec, AGENT_CMD_TOPIC)
+        flown_by = [s.executable for s in subscribers.get(topic, [])]
+        real = plan.mode == 'px4' and name not in plan.simulated
+        wanted = 'px4_bridge_node' if real else (
+            'swarm_mobility_node' if plan.mode == 'sim' else 'mobility_node')
+        if flown_by != [wanted]:
+            raise ValueError(f'{name}: {topic} must reach exactly one {wanted}, not '
+                             f'{", ".join(flown_by) or "nothing"}')
+    bridges = [s for s in specs if s.executable == 'px4_bridge_node']
+    px4s = [s.parameters.get('px4_namespace') for s in bridges]
+    twice = sorted({str(ns) for ns in px4s if px4s.count(ns) > 1})
+    if twice:
+        raise ValueError(f'two bridges would fly the same PX4 (px4_namespace {", ".join(twice)})')
 
 
 class LaunchArguments(dict):
@@ -362,6 +457,11 @@ def parse_origins(text: str, count: int) -> tuple[tuple[float, float, float], ..
         raise ValueError(f'origins: {count} vehicle(s) need {count} x,y,z entries, got '
                          f'{len(origins)} in {text!r}')
     return tuple(origins)
+
+
+def parse_simulated(text: str) -> tuple[str, ...]:
+    """``'uav3, uav4'`` -> ``('uav3', 'uav4')``; empty -> ``()`` (the plan checks the names)."""
+    return tuple(item for item in text.replace(' ', '').split(',') if item)
 
 
 def rviz_problem(requested: bool, package_found: Callable[[str], bool]) -> str | None:

@@ -21,6 +21,25 @@ def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node
             for spec in specs]
 
 
+# The launch arguments that start the live view (the ``live_view`` node, foxglove-sdk).
+LIVE_VIEW_ARGUMENTS = {
+    'foxglove': ('false', 'start the live_view node: the swarm in Foxglove at '
+                 'ws://<foxglove_host>:<foxglove_port> (needs foxglove-sdk)'),
+    'foxglove_port': ('8765', 'port of the live view'),
+    'foxglove_host': ('127.0.0.1', "address the live view binds ('0.0.0.0': every interface)"),
+}
+
+
+def live_view_nodes(values, use_sim_time: bool) -> list[Node]:
+    """Return the ``live_view`` node when ``foxglove:=true``, else nothing."""
+    if not values.flag('foxglove'):
+        return []
+    return [Node(package='soliton_encirclement_ros', executable='live_view', output='screen',
+                 parameters=[{'use_sim_time': use_sim_time,
+                              'port': values.integer('foxglove_port'),
+                              'host': values['foxglove_host']}])]
+
+
 def package_found(package: str) -> bool:
     """Whether ``package`` is in the ament index (what launch_ros needs to start it)."""
     try:

@@ -26,7 +26,7 @@ from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
-    apply_hysteresis, gap_to_pred, gap_to_succ, NO_NEIGHBOUR)
+    NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
 from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi, wrap_2pi_once
 from velocity_mobility_ros.core.model import step, VehicleState
@@ -251,34 +251,10 @@ class BatchControllers:
         # a + 2 pi where a < 0, else a (fmod is exact there); entries not heard read 0.
         theta = wrap_2pi_once(np.where(entry, np.arctan2(dy, dx), 0.0))
         theta_self = target_angle(own, t_pos)
-        key = wrap_2pi_once(theta - theta_self[:, None])
-        # Ring order (theta, id): an equal angle with a lower id comes before self.
-        tie = key == 0.0
-        if tie.any():
-            key = np.where(tie & (np.arange(n) < ii[:, None]), TWO_PI, key)
-        some = entry.any(axis=1)
-        cand_succ = np.where(some, np.argmin(np.where(entry, key, np.inf), axis=1),
-                             NO_NEIGHBOUR)
-        rev = np.where(entry, key, -np.inf)[:, ::-1]
-        cand_pred = np.where(some, n - 1 - np.argmax(rev, axis=1), NO_NEIGHBOUR)
-
-        rows = np.arange(ii.size)
-
-        def pick(table, idx):
-            return table[rows, np.maximum(idx, 0)]
-
         own_ids = self.ids[ii]
-
-        def gap(gap_fn, idx):
-            ok = (idx != NO_NEIGHBOUR) & pick(entry, idx)
-            return np.where(ok, gap_fn(theta_self, np.where(ok, pick(theta, idx), 0.0),
-                                       own_ids, self.ids[np.maximum(idx, 0)]), np.nan)
-
-        cur_pred, cur_succ = get(self.pred), get(self.succ)
-        pred, succ = apply_hysteresis(
-            cand_pred, cand_succ, gap(gap_to_pred, cand_pred), gap(gap_to_succ, cand_succ),
-            cur_pred, cur_succ, gap(gap_to_pred, cur_pred), gap(gap_to_succ, cur_succ),
-            p.hysteresis)
+        rows = np.arange(ii.size)
+        pred, succ = select_neighbours(entry, theta, theta_self, own_ids, self.ids,
+                                       get(self.pred), get(self.succ), p.hysteresis)
         nb_vel = get(self.velocity)
 
         nb_u, nb_u_ss = get(self.nb_u), get(self.nb_u_ss)

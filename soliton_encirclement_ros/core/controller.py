@@ -24,8 +24,7 @@ from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
-    apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, is_fresh, known_age, NO_NEIGHBOUR,
-    ring_neighbours)
+    is_alive, is_fresh, known_age, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.params import ControllerParams
 
 
@@ -247,11 +246,6 @@ def _obstacles(neighbours, live: Mapping[int, AgentStateMsg], now: float,
                             now - np.array([m.stamp for m, _ in kept], dtype=float))
 
 
-def _as_id(value) -> Optional[int]:
-    value = int(value)
-    return None if value == NO_NEIGHBOUR else value
-
-
 def control_step(state: ControllerState, own_position, own_velocity, now: float,
                  params: ControllerParams) -> tuple[ControllerState, np.ndarray]:
     """
@@ -281,23 +275,16 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     target = state.target[0]
     live = live_neighbours(state, now, params)
     theta_self = float(target_angle(position, target.position))
-    ids = list(live)
-    thetas = (target_angle(np.array([live[i].position for i in ids]), target.position)
-              if ids else np.empty(0))
-    theta_of = dict(zip(ids, thetas.tolist()))
-    cand_pred, cand_succ = ring_neighbours(state.agent_id, theta_self, ids, thetas)
-
-    def gap(neighbour, gap_fn):
-        if neighbour not in theta_of:
-            return np.nan
-        return gap_fn(theta_self, theta_of[neighbour], state.agent_id, neighbour)
-
-    pred, succ = apply_hysteresis(
-        cand_pred, cand_succ, gap(cand_pred, gap_to_pred), gap(cand_succ, gap_to_succ),
-        NO_NEIGHBOUR if state.pred is None else state.pred,
-        NO_NEIGHBOUR if state.succ is None else state.succ,
-        gap(state.pred, gap_to_pred), gap(state.succ, gap_to_succ), params.hysteresis)
-    pred, succ = _as_id(pred), _as_id(succ)
+    ids = np.fromiter(live, dtype=np.int64, count=len(live))
+    thetas = (target_angle(np.array([live[i].position for i in live]), target.position)
+              if live else np.empty(0))
+    theta_of = dict(zip(ids.tolist(), thetas.tolist()))
+    column = {i: k for k, i in enumerate(theta_of)}
+    pred_col, succ_col = select_neighbours(
+        np.ones((1, ids.size), dtype=bool), thetas, [theta_self], [state.agent_id], ids,
+        [column.get(state.pred, NO_NEIGHBOUR)], [column.get(state.succ, NO_NEIGHBOUR)],
+        params.hysteresis)
+    pred, succ = (None if c[0] == NO_NEIGHBOUR else int(ids[c[0]]) for c in (pred_col, succ_col))
     lambdas = target.lambdas
     u_new, u_ss, cmd = encirclement_step(
         state.u, position, velocity, state.prev_cmd, target.position, target.velocity,

@@ -37,62 +37,94 @@ def is_fresh(rx_time, now: float, timeout: float):
     return known_age(rx_time, now) <= timeout
 
 
+def ring_candidates(visible, theta, theta_self, own_ids, ids):
+    """
+    Ring-order candidates of M agents among K others: (pred, succ) as column indices.
+
+    The one neighbour selection of every engine (the node's per-agent path is M = 1).
+    ``visible`` (M, K) says which of the K others each row may use (its own column excluded);
+    ``theta`` (M, K) or (K,) their angles about the target (any value where not visible);
+    ``theta_self`` and ``own_ids`` (M,); ``ids`` (K,), in any order. The ring is every visible
+    entry and self sorted by (theta, id): the successor is the entry after self, the
+    predecessor the one before, cyclically; with one other agent it is both, and
+    ``NO_NEIGHBOUR`` marks a row that sees none. Angles are compared as they are (no
+    differences, which could round two distinct angles into a tie).
+    """
+    visible = np.asarray(visible, dtype=bool)
+    theta = np.broadcast_to(np.asarray(theta, dtype=float), visible.shape)
+    ids = np.asarray(ids, dtype=np.int64)
+    own_ids = np.asarray(own_ids, dtype=np.int64)
+    own = np.asarray(theta_self, dtype=float)[:, None]
+    some = visible.any(axis=1)
+    if not some.any():
+        none = np.full(visible.shape[0], NO_NEIGHBOUR, dtype=np.int64)
+        return none, none.copy()
+    after = visible & ((theta > own) | ((theta == own) & (ids > own_ids[:, None])))
+    before = visible & ~after
+    # The successor is the first entry after self, else (wrapping) the first of all; the
+    # predecessor the last before self, else the last of all. Equal angles follow the ids.
+    succ = _first(np.where(after.any(axis=1, keepdims=True), after, visible), theta, ids)
+    pred = _last(np.where(before.any(axis=1, keepdims=True), before, visible), theta, ids)
+    return (np.where(some, pred, NO_NEIGHBOUR).astype(np.int64),
+            np.where(some, succ, NO_NEIGHBOUR).astype(np.int64))
+
+
+_BIG = np.iinfo(np.int64).max
+
+
+def _first(pool, theta, ids):
+    """Column of the smallest (theta, id) in each row's ``pool``."""
+    lowest = np.where(pool, theta, np.inf).min(axis=1, keepdims=True)
+    return np.argmin(np.where(pool & (theta == lowest), ids, _BIG), axis=1)
+
+
+def _last(pool, theta, ids):
+    """Column of the largest (theta, id) in each row's ``pool``."""
+    highest = np.where(pool, theta, -np.inf).max(axis=1, keepdims=True)
+    return np.argmax(np.where(pool & (theta == highest), ids, -_BIG), axis=1)
+
+
+def select_neighbours(visible, theta, theta_self, own_ids, ids, cur_pred, cur_succ,
+                      hysteresis: float):
+    """
+    (pred, succ) columns of M agents: :func:`ring_candidates`, then :func:`apply_hysteresis`.
+
+    ``cur_pred``/``cur_succ`` (M,) are the current neighbours' columns (``NO_NEIGHBOUR`` if
+    none); a current neighbour that is not visible any more is replaced by the candidate.
+    Gaps follow the ring order (:func:`gap_to_pred`, :func:`gap_to_succ`).
+    """
+    visible = np.asarray(visible, dtype=bool)
+    theta = np.broadcast_to(np.asarray(theta, dtype=float), visible.shape)
+    ids = np.asarray(ids, dtype=np.int64)
+    theta_self = np.asarray(theta_self, dtype=float)
+    rows = np.arange(visible.shape[0])
+    cand_pred, cand_succ = ring_candidates(visible, theta, theta_self, own_ids, ids)
+
+    def gap(gap_fn, col):
+        col = np.asarray(col, dtype=np.int64)
+        at = np.maximum(col, 0)
+        if visible.shape[1] == 0:
+            return np.full(col.shape, np.nan)
+        ok = (col != NO_NEIGHBOUR) & visible[rows, at]
+        return np.where(ok, gap_fn(theta_self, np.where(ok, theta[rows, at], 0.0), own_ids,
+                                   ids[at]), np.nan)
+
+    return apply_hysteresis(
+        cand_pred, cand_succ, gap(gap_to_pred, cand_pred), gap(gap_to_succ, cand_succ),
+        cur_pred, cur_succ, gap(gap_to_pred, cur_pred), gap(gap_to_succ, cur_succ), hysteresis)
+
+
 def ring_neighbours(own_id: int, own_theta: float, ids, thetas) -> tuple[int, int]:
     """
-    (pred, succ) of one agent among the other live agents ``ids`` at angles ``thetas``.
+    (pred, succ) ids of one agent among the other live agents ``ids`` at angles ``thetas``.
 
-    ``ids`` must not contain ``own_id``. Returns ``(NO_NEIGHBOUR, NO_NEIGHBOUR)`` when alone.
+    :func:`ring_candidates` for one row; ``ids`` must not contain ``own_id``. Returns
+    ``(NO_NEIGHBOUR, NO_NEIGHBOUR)`` when alone.
     """
     ids = np.asarray(ids, dtype=np.int64)
-    if ids.size == 0:
-        return NO_NEIGHBOUR, NO_NEIGHBOUR
-    ring_ids = np.append(ids, own_id)
-    ring_thetas = np.append(np.asarray(thetas, dtype=float), own_theta)
-    order = np.lexsort((ring_ids, ring_thetas))
-    sorted_ids = ring_ids[order]
-    k = int(np.flatnonzero(sorted_ids == own_id)[0])
-    n = sorted_ids.size
-    return int(sorted_ids[(k - 1) % n]), int(sorted_ids[(k + 1) % n])
-
-
-def ring_neighbours_shared(own_ids, own_thetas, ids, thetas):
-    """
-    Vectorised :func:`ring_neighbours` for many agents sharing one set of live states.
-
-    ``own_ids``/``own_thetas`` (N,) are the agents asking (current odometry); ``ids``/``thetas``
-    (M,) the live states they all see, which may include each asker's own (older) state: it is
-    skipped. Returns (pred, succ) int arrays (N,), equal to calling :func:`ring_neighbours`
-    per agent with its own entry removed.
-    """
-    own_ids = np.asarray(own_ids, dtype=np.int64)
-    own_thetas = np.asarray(own_thetas, dtype=float)
-    ids = np.asarray(ids, dtype=np.int64)
-    thetas = np.asarray(thetas, dtype=float)
-    pred = np.full(own_ids.shape, NO_NEIGHBOUR, dtype=np.int64)
-    succ = pred.copy()
-    m = ids.size
-    if m == 0:
-        return pred, succ
-    order = np.lexsort((ids, thetas))
-    s_ids, s_thetas = ids[order], thetas[order]
-    # Position of each asker in the sorted (theta, id) list: entries strictly before it.
-    pos = np.searchsorted(s_thetas, own_thetas, side='left')
-    ties = np.flatnonzero(np.searchsorted(s_thetas, own_thetas, side='right') > pos)
-    for i in ties:  # equal angles: order by id (rare; exact only)
-        same = s_thetas == own_thetas[i]
-        pos[i] += np.count_nonzero(same & (s_ids < own_ids[i]))
-    has_own = np.isin(own_ids, ids)
-    others = m - has_own
-    s_next = s_ids[pos % m]
-    s_next2 = s_ids[(pos + 1) % m]
-    s_prev = s_ids[(pos - 1) % m]
-    s_prev2 = s_ids[(pos - 2) % m]
-    succ_all = np.where(s_next == own_ids, s_next2, s_next)
-    pred_all = np.where(s_prev == own_ids, s_prev2, s_prev)
-    ok = others > 0
-    pred[ok] = pred_all[ok]
-    succ[ok] = succ_all[ok]
-    return pred, succ
+    pred, succ = ring_candidates(np.ones((1, ids.size), dtype=bool), thetas, [own_theta],
+                                 [own_id], ids)
+    return tuple(NO_NEIGHBOUR if c == NO_NEIGHBOUR else int(ids[c]) for c in (pred[0], succ[0]))
 
 
 def apply_hysteresis(cand_pred, cand_succ, cand_gap_pred, cand_gap_succ,

@@ -22,8 +22,7 @@ from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
-    apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, NO_NEIGHBOUR, ring_neighbours,
-    ring_neighbours_shared)
+    is_alive, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.params import ControllerParams
 
 
@@ -106,6 +105,11 @@ class SwarmControllers:
             if 0 <= agent_id < self.index_of.size and self.index_of[agent_id] >= 0:
                 self.lambdas[self.index_of[agent_id]] = weight
 
+    def _column(self, chosen):
+        """Return the agent indices of neighbour ids (NO_NEIGHBOUR stays)."""
+        return np.where(chosen != NO_NEIGHBOUR, self.index_of[np.maximum(chosen, 0)],
+                        NO_NEIGHBOUR)
+
     def _neighbour(self, chosen, visible, theta_all):
         """Return the NeighbourView rows of the chosen neighbour ids (NO_NEIGHBOUR -> missing)."""
         idx = np.where(chosen != NO_NEIGHBOUR, self.index_of[np.maximum(chosen, 0)], 0)
@@ -149,40 +153,26 @@ class SwarmControllers:
         theta_self = target_angle(positions[rows], target_position)
         accept = self.accept_since[rows]
 
-        cand_pred, cand_succ = ring_neighbours_shared(own_ids, theta_self, self.ids[entries],
-                                                      theta_all[entries])
-        ring_size = entries.size + 1 - entry[rows]  # agents heard, self included
-        if entries.size:
-            for k in np.flatnonzero(accept > a.delivered[entries].min()):
-                seen = entries[
-                    (a.delivered[entries] >= accept[k]) & (self.ids[entries] != own_ids[k])
-                ]
-                cand_pred[k], cand_succ[k] = ring_neighbours(own_ids[k], theta_self[k],
-                                                             self.ids[seen], theta_all[seen])
-                ring_size[k] = seen.size + 1
+        # What each row may use: live entries but its own, and nothing delivered while failed.
+        usable = (self.ids != own_ids[:, None]) & (a.delivered >= accept[:, None])
+        seen = entry & usable
+        ring_size = seen.sum(axis=1) + 1  # agents heard, self included
+        pred_col, succ_col = select_neighbours(
+            seen, theta_all, theta_self, own_ids, self.ids, self._column(self.pred[rows]),
+            self._column(self.succ[rows]), p.hysteresis)
+        pred = np.where(pred_col != NO_NEIGHBOUR, self.ids[pred_col], NO_NEIGHBOUR)
+        succ = np.where(succ_col != NO_NEIGHBOUR, self.ids[succ_col], NO_NEIGHBOUR)
 
         def visible(idx):
             return entry[idx] & (a.delivered[idx] >= accept)
 
-        def gap(ids, gap_fn):
-            view = self._neighbour(ids, visible, theta_all)[0]
-            return gap_fn(theta_self, view.theta, own_ids, view.agent_id)
-
-        pred, succ = apply_hysteresis(
-            cand_pred, cand_succ, gap(cand_pred, gap_to_pred), gap(cand_succ, gap_to_succ),
-            self.pred[rows], self.succ[rows], gap(self.pred[rows], gap_to_pred),
-            gap(self.succ[rows], gap_to_succ), p.hysteresis)
         pred_view, pred_idx, pred_ok = self._neighbour(pred, visible, theta_all)
         succ_view = self._neighbour(succ, visible, theta_all)[0]
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
         others = {}
         if p.d_safe:  # every other live agent each row hears: (rows, N, 3), NaN where not
-            heard = (entry & (self.ids != own_ids[:, None])
-                     & (a.delivered >= accept[:, None]))[..., None]
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
-            silent = ((kept & ~entry) & (self.ids != own_ids[:, None])
-                      & (a.delivered >= accept[:, None]))
-            others = silent_obstacles(heard[..., 0], silent, a.position, a.velocity,
+            others = silent_obstacles(seen, kept & ~entry & usable, a.position, a.velocity,
                                       now - a.sent)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],

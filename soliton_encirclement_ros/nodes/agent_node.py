@@ -11,8 +11,8 @@ Fail-safe (decided by ``core.controller.agent_tick``, reported here): odometry o
 ``odom_timeout`` makes the agent blind (silent on the swarm topic, zero velocity); a target
 unheard for ``target_timeout`` gives zero velocity; states stamped more than
 ``max_future_stamp`` ahead are rejected; an id heard from two incarnations is an error. Each
-episode is logged once and ``~/status`` (diagnostic_msgs/DiagnosticStatus) says why, on change
-and at 1 Hz.
+episode is logged once and ``~/status`` (diagnostic_msgs/DiagnosticStatus) and ``/diagnostics``
+say why, on change and at 1 Hz (an id heard from two incarnations makes the status an ERROR).
 """
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
 from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
-    AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
+    AGENT_STATES_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
+from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import (
     create_swarm_publisher, create_swarm_subscription)
@@ -87,7 +88,7 @@ class AgentNode(Node):
         self.status = Status(STARTING, 'waiting for the first tick')
 
         self._cmd_pub = self.create_publisher(Twist, AGENT_CMD_TOPIC, 10)
-        self._status_pub = self.create_publisher(DiagnosticStatus, AGENT_STATUS_TOPIC, 10)
+        self._status_pub = StatusPublisher(self)
         self._state_pub = create_swarm_publisher(self, Float64MultiArray, AGENT_STATES_TOPIC,
                                                  reliability)
         self.create_subscription(Odometry, AGENT_ODOM_TOPIC, self._on_odometry, 10)
@@ -243,12 +244,18 @@ class AgentNode(Node):
         self._publish_status()
 
     def _publish_status(self) -> None:
-        msg = DiagnosticStatus(level=STATUS_LEVELS[self.status.kind],
-                               name=self.get_fully_qualified_name(), message=str(self.status),
-                               hardware_id=f'agent {self.agent_id}')
+        level, message = STATUS_LEVELS[self.status.kind], str(self.status)
+        duplicate = self.agent_id in self._duplicates.duplicated
+        if duplicate:
+            level = DiagnosticStatus.ERROR
+            message = (f'duplicate id: agent_id {self.agent_id} is broadcast by another '
+                       f'process too; {message}')
+        msg = DiagnosticStatus(level=level, name=self.get_fully_qualified_name(),
+                               message=message, hardware_id=f'agent {self.agent_id}')
         msg.values = [KeyValue(key='state', value=self.status.kind),
                       KeyValue(key='agent_id', value=str(self.agent_id)),
-                      KeyValue(key='incarnation', value=str(self.incarnation))]
+                      KeyValue(key='incarnation', value=str(self.incarnation)),
+                      KeyValue(key='duplicate_id', value=str(duplicate).lower())]
         self._status_pub.publish(msg)
 
     @property

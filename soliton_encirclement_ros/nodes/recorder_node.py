@@ -30,6 +30,7 @@ from ros_support.settings import check_fields, setting
 from ros_support.signals import StopRequest
 from ros_support.spin import configuration_error
 from ros_support.validation import from_mapping
+from soliton_encirclement_ros.provenance import bag_custom_data
 from soliton_encirclement_ros.recording.recorder import (
     BagRecorder, DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS)
 
@@ -72,7 +73,8 @@ class RecorderNode(Node):
                  for spec in PARAMETERS]
         settings = from_mapping(RecorderSettings, declare(self, specs))
         self.recorder = BagRecorder(self, settings.output, settings.topics_regex,
-                                    settings.storage)
+                                    settings.storage,
+                                    custom_data=bag_custom_data('run_recorder'))
         self.recorder.discover()
         # Discovery runs on the wall clock: under use_sim_time it must not wait for /clock.
         self._discovery_timer = self.create_timer(settings.discovery_period,

@@ -13,9 +13,9 @@ that does not advance for more than 1 s is reported once, naming ``/clock``. The
 only when a landing PX4 did not confirm (the sequencer says so), so that PX4's offboard-loss
 failsafe takes the vehicle.
 
-``~/status`` (diagnostic_msgs/DiagnosticStatus) says what the bridge is doing and why it holds,
-on change and every second. Once a second the bridge looks for other publishers on its
-vehicle's ``/fmu/in/`` setpoint topics (a second bridge on the same PX4).
+``~/status`` (diagnostic_msgs/DiagnosticStatus, also on ``/diagnostics``) says what the bridge
+is doing and why it holds, on change and every second. Once a second the bridge looks for other
+publishers on its vehicle's ``/fmu/in/`` setpoint topics (a second bridge on the same PX4).
 """
 import dataclasses
 from dataclasses import dataclass, field
@@ -42,7 +42,7 @@ from ros_support.params import declare_validated, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.validation import from_mapping
-from soliton_encirclement_ros.interface import AGENT_STATUS_TOPIC
+from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
@@ -266,7 +266,7 @@ class Px4BridgeNode(Node):
         if 'failsafe_flags' in self.topics:
             self.create_subscription(px4_msgs['FailsafeFlags'], self.topics['failsafe_flags'],
                                      self._on_failsafe_flags, PX4_OUT_QOS)
-        self._status_pub = self.create_publisher(DiagnosticStatus, AGENT_STATUS_TOPIC, 10)
+        self._status_pub = StatusPublisher(self)  # ~/status and /diagnostics
         # The engage answer waits for PX4 while the timers keep running: its own group.
         self.create_service(Trigger, '~/engage', self._on_engage,
                             callback_group=MutuallyExclusiveCallbackGroup())
@@ -340,7 +340,7 @@ class Px4BridgeNode(Node):
                 future.set_result(output.land_outcome)
 
     def _publish_status(self, force=False):
-        """Publish ``~/status`` when it changed (or ``force``: the periodic one)."""
+        """Publish ``~/status`` and ``/diagnostics`` when it changed (or ``force``: 1 Hz)."""
         status = self._seq.status(self._steady_now())
         if not force and (status.level, status.message) == self._status_sent:
             return

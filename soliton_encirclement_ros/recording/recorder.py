@@ -6,6 +6,10 @@ Messages arrive serialized (``raw=True`` subscriptions) and go straight into the
 and type hashes come from the rosbags typestore of the ROS 2 distribution we run on, and each
 topic's ``offered_qos_profiles`` from its publishers, as ``ros2 bag record`` does. The log time
 of a message is the recording node's clock at receipt (sim time under ``use_sim_time``).
+
+MCAP chunks are zstd-compressed by default (``compression='none'`` turns it off; sqlite3 has no
+chunks and is written uncompressed). ``custom_data`` fills the bag's metadata (``custom_data`` of
+``metadata.yaml`` and of the MCAP ``rosbag2`` metadata record): what was run, by which version.
 """
 from __future__ import annotations
 
@@ -15,25 +19,28 @@ import importlib
 from pathlib import Path
 import re
 import threading
+from typing import Mapping
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.interfaces import (
     Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
-from rosbags.rosbag2 import StoragePlugin, Writer
+from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 from rosbags.typesys import get_typestore, Stores
 
 from soliton_encirclement_ros.interface import (
-    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC, METRICS_TOPIC_PREFIX,
-    TARGET_STATE_TOPIC)
+    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC, MARKERS_TOPIC,
+    METRICS_TOPIC_PREFIX, TARGET_STATE_TOPIC)
 
 # Every agent's odometry and commands (the target's odometry included), the swarm topics,
-# the metrics and the clock: built from the interface's names.
+# the metrics, the markers (Foxglove's 3D panel of a bag shows the ring and trails) and the
+# clock: built from the interface's names.
 DEFAULT_TOPICS_REGEX = '^(' + '|'.join([
     f'/[^/]+/{AGENT_ODOM_TOPIC}', f'/[^/]+/{AGENT_CMD_TOPIC}', re.escape(AGENT_STATES_TOPIC),
     re.escape(TARGET_STATE_TOPIC), re.escape(METRICS_TOPIC_PREFIX) + '.+',
-    re.escape(CLOCK_TOPIC)]) + ')$'
+    re.escape(MARKERS_TOPIC), re.escape(CLOCK_TOPIC)]) + ')$'
 STORAGE_PLUGINS = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
+COMPRESSIONS = ('zstd', 'none')  # MCAP chunk compression (a 60 s run: 2.2 MB -> 0.3 MB)
 ROSBAG2_METADATA_VERSION = 9  # the version Jazzy and Kilted write; offered QoS as a YAML list
 SUBSCRIPTION_DEPTH = 100
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
@@ -48,12 +55,18 @@ class BagRecorder:
     Call :meth:`discover` periodically to pick up new topics and :meth:`close` once at the end
     (also safe from a signal handler or a ``finally``). ``qos`` overrides the subscription QoS;
     by default it adapts to the publishers (reliable / transient-local only if all of them are).
+    ``compression`` is the MCAP chunk compression (``zstd`` or ``none``); ``custom_data`` (string
+    to string) goes into the bag's metadata.
     """
 
     def __init__(self, node: Node, bag_path, topics_regex: str = DEFAULT_TOPICS_REGEX,
-                 storage: str = 'mcap', qos: QoSProfile | None = None):
+                 storage: str = 'mcap', qos: QoSProfile | None = None,
+                 compression: str = 'zstd', custom_data: Mapping[str, str] | None = None):
         if storage not in STORAGE_PLUGINS:
             raise ValueError(f'storage must be one of {sorted(STORAGE_PLUGINS)}, got {storage!r}')
+        if compression not in COMPRESSIONS:
+            raise ValueError(f'compression must be one of {list(COMPRESSIONS)}, '
+                             f'got {compression!r}')
         try:
             self._pattern = re.compile(topics_regex)
         except re.error as err:
@@ -66,6 +79,10 @@ class BagRecorder:
         self._qos = qos
         self._writer = Writer(self.bag_path, version=ROSBAG2_METADATA_VERSION,
                               storage_plugin=STORAGE_PLUGINS[storage])
+        if storage == 'mcap' and compression == 'zstd':
+            self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
+        for key, value in (custom_data or {}).items():
+            self._writer.set_custom_data(key, str(value))
         self._writer.open()
         self._lock = threading.RLock()
         self._lock_owner: int | None = None

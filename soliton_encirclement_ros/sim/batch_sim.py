@@ -8,10 +8,10 @@ what it received at earlier ticks (broadcasts are delivered on the next tick, or
 The target broadcasts every P too. Metrics are taken every metrics period over the working
 agents, per-agent telemetry every telemetry period.
 
-Two engines run the same controller code: ``per-agent`` steps one ``controller.control_step``
-per agent with one ``ImpairedChannel`` per receiver; ``vectorised`` steps
-``core.swarm.SwarmControllers`` (same law, arrays over agents) when every receiver hears the
-same broadcasts (no loss). ``auto`` picks the vectorised one whenever that is exact.
+The controller engines are ``core.engines.ENGINES`` (``per-agent``: the agent node's own
+``controller.control_step`` per agent; ``vectorised``: arrays over agents when every receiver
+hears the same broadcasts; ``batch``: the sweep's receiver x sender engine for one run).
+``auto`` picks the vectorised one whenever that is exact, else the per-agent one.
 
     batch_sim --agents 10 --duration 120 --seed 0 --control-period 0.01 \
         --target-motion static --failures-per-min 0 --loss 0 --delay 0 --out runs/static10
@@ -19,116 +19,27 @@ same broadcasts (no loss). ``auto`` picks the vectorised one whenever that is ex
 from __future__ import annotations
 
 import argparse
-from collections import deque
 import math
 import sys
 import time
-from typing import Callable, Optional, Protocol
 
 import numpy as np
 
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
-from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
-from soliton_encirclement_ros.core.controller import (
-    control_step, initial_state, outgoing_state, receive_agent_state, receive_target_state,
-    seconds_to_ns, TargetStateMsg)
+from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetStateMsg
+from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.scenario import Scenario
-from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 from velocity_mobility_ros.core.model import step, VehicleState
 
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
 
 
-class SwarmEngine(Protocol):
-    """What an engine does each control tick: deliveries, broadcasts, then every command."""
-
-    def tick(self, now: float, live: np.ndarray, positions: np.ndarray,
-             velocities: np.ndarray, target_msg: TargetStateMsg) -> tuple[np.ndarray, np.ndarray]:
-        """Return the commands (N, 3) of the working agents (zero rows if failed) and u (N,)."""
-
-
-class PerAgentSwarm:
-    """One ControllerState and one receive channel per agent: the agent node's code path."""
-
-    def __init__(self, ids, params, loss: float, delay: float, seed: Optional[int]):
-        self.ids = np.asarray(ids)
-        self.params = params
-        self.states = [initial_state(i) for i in self.ids]
-        self.channels = [ImpairedChannel(loss, delay, seed, i) for i in self.ids]
-
-    def tick(self, now, live, positions, velocities, target_msg):
-        for i, channel in enumerate(self.channels):
-            for msg, arrival in channel.due(now):
-                if not live[i]:
-                    continue  # a failed agent ignores what reaches it
-                if isinstance(msg, TargetStateMsg):
-                    self.states[i] = receive_target_state(
-                        self.states[i], msg, arrival, self.params
-                    )
-                else:
-                    self.states[i] = receive_agent_state(self.states[i], msg, arrival, self.params)
-        outgoing = [outgoing_state(self.states[j], positions[j], velocities[j], now)
-                    for j in np.flatnonzero(live)]
-        for i, channel in enumerate(self.channels):
-            channel.receive(target_msg, now)
-            for msg in outgoing:
-                if msg.agent_id != self.ids[i]:
-                    channel.receive(msg, now)
-        cmds = np.zeros((self.ids.size, 3))
-        for i in np.flatnonzero(live):
-            self.states[i], cmds[i] = control_step(self.states[i], positions[i], velocities[i],
-                                                   now, self.params)
-        return cmds, np.array([s.u for s in self.states])
-
-
-class VectorisedSwarm:
-    """All agents' controllers as arrays; broadcasts reach every receiver after ``delay``."""
-
-    def __init__(self, ids, params, delay: float):
-        self.controllers = SwarmControllers(ids, params)
-        self.delay = delay
-        self._in_flight: deque = deque()
-
-    def tick(self, now, live, positions, velocities, target_msg):
-        c = self.controllers
-        c.mark_live(live, now)
-        while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
-            arrival, target, agents = self._in_flight.popleft()
-            c.deliver_target(target, arrival, live)
-            c.deliver_agents(*agents, rx_time=arrival, now=now, sent=arrival - self.delay)
-        rows = np.flatnonzero(live)
-        self._in_flight.append((now + self.delay, target_msg,
-                                (c.ids[rows], positions[rows], velocities[rows],
-                                 c.u[rows], c.u_ss[rows])))
-        return c.step(live, positions, velocities, now), c.u
-
-
-# The one registry of engines: name -> factory(agent ids, gains, scenario).
-SWARM_ENGINES: dict[str, Callable[..., SwarmEngine]] = {
-    'vectorised': lambda ids, params, scenario: VectorisedSwarm(ids, params, scenario.delay),
-    'per-agent': lambda ids, params, scenario: PerAgentSwarm(
-        ids, params, scenario.loss, scenario.delay, scenario.seed),
-}
-ENGINES = ('auto',) + tuple(SWARM_ENGINES)
-
-
-def choose_engine(scenario: Scenario, engine: str = 'auto') -> str:
-    """Return the engine to use; asking for 'vectorised' where it is not exact is an error."""
-    if engine not in ENGINES:
-        raise ValueError(f'engine must be one of {", ".join(ENGINES)}, got {engine!r}')
-    exact = vectorisable(scenario.controller_params(), scenario.loss, scenario.delay,
-                         scenario.failures_per_min, scenario.failure_off_time)
-    if engine == 'vectorised' and not exact:
-        raise ValueError('engine vectorised needs loss 0 and failure_off_time longer than the '
-                         'liveness timeouts plus delay; use auto or per-agent')
-    if engine == 'auto':
-        return 'vectorised' if exact else 'per-agent'
-    return engine
+ENGINES = ('auto',) + tuple(REGISTERED)
 
 
 def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
@@ -142,7 +53,7 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     start = scenario.start_positions()
     bodies = VehicleState.at_rest(np.vstack((start, target_start)))
     target_model = scenario.target_model()
-    swarm = SWARM_ENGINES[engine](ids, params, scenario)
+    swarm = REGISTERED[engine].build(ids, params, scenario)
     outages = SwarmOutages(ids, scenario.failures_per_min, scenario.failure_off_time,
                            scenario.failure_check_period, scenario.seed)
     steps_per_tick = round(period / vehicle.sim_dt)

@@ -49,13 +49,15 @@ RECORDER_DISCOVERY_PERIOD_NS = 1_000_000_000
 class InProcessGraph:
     """Build every node of ``plan`` in this process; ``run`` steps the clock."""
 
-    def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap') -> None:
+    def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap',
+                 live: tuple[str, int] | None = None) -> None:
         self.context = Context()
         # The runner owns SIGINT/SIGTERM (ros_support.spin.StopRequest): an interrupt
         # never surfaces inside a node's callback.
         rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.nodes: list[Node] = []
         self.recorder = None
+        self.live = None  # the Foxglove relay of --foxglove
         self._next_clock_publish_ns = 0
         self._next_discovery_ns = 0
         try:
@@ -79,9 +81,19 @@ class InProcessGraph:
                                      STALL_TIMEOUT)
             self.lockstep.wait_for_matching(MATCH_TIMEOUT)
             if record:
+                from soliton_encirclement_ros.provenance import bag_custom_data
                 from soliton_encirclement_ros.recording.recorder import BagRecorder
-                self.recorder = BagRecorder(self.clock_node, record, storage=storage)
+                self.recorder = BagRecorder(
+                    self.clock_node, record, storage=storage,
+                    custom_data=bag_custom_data('swarm_sim', plan.scenario.as_dict()))
                 self.recorder.discover()
+                self.lockstep.wait_for_matching(MATCH_TIMEOUT)
+            if live is not None:
+                # Its subscriptions are in the graph (counted by the lock-step like the
+                # recorder's); it only forwards bytes, so the run's results do not change.
+                from soliton_encirclement_ros.live.relay import FoxgloveRelay
+                self.live = FoxgloveRelay(self.clock_node, host=live[0], port=live[1])
+                self.live.discover()
                 self.lockstep.wait_for_matching(MATCH_TIMEOUT)
             self.lockstep.instrument()
         except BaseException:
@@ -119,9 +131,12 @@ class InProcessGraph:
             self._clock_pub.publish(clock)
             self._next_clock_publish_ns += CLOCK_PUBLISH_PERIOD_NS
         self.lockstep.drain()
-        if self.recorder is not None and self.sim_time_ns >= self._next_discovery_ns:
+        if self.live is not None:
+            self.live.tick()
+        if self.sim_time_ns >= self._next_discovery_ns:
             self._next_discovery_ns += RECORDER_DISCOVERY_PERIOD_NS
-            if self.recorder.discover():
+            added = [tap.discover() for tap in (self.recorder, self.live) if tap is not None]
+            if any(added):
                 self.lockstep.instrument()
 
     def run(self, duration: float, real_time_factor: float = 0.0,
@@ -153,6 +168,8 @@ class InProcessGraph:
         self._closed = True
         if self.recorder is not None:
             self.recorder.close()
+        if self.live is not None:
+            self.live.close()
         for node in getattr(self, 'nodes', []) + (
             [self.clock_node] if hasattr(self, 'clock_node') else []
         ):

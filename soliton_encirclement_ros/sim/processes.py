@@ -51,7 +51,8 @@ def executable_path(spec: NodeSpec) -> str:
 class ProcessGraph:
     """One process per node of a plan, in process groups of their own, with their logs."""
 
-    def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap') -> None:
+    def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap',
+                 live: tuple[str, int] | None = None) -> None:
         self._log_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_logs_'))
         self.processes: list[tuple[NodeSpec, subprocess.Popen, Path]] = []
         self.sim_time_ns = 0
@@ -70,10 +71,17 @@ class ProcessGraph:
         self.node.create_subscription(Clock, CLOCK_TOPIC, self._on_clock, 10)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
+        self.live = None
+        if live is not None:  # first: a port in use stops the start before the bag exists
+            from soliton_encirclement_ros.live.relay import FoxgloveRelay
+            self.live = FoxgloveRelay(self.node, host=live[0], port=live[1])
         self.recorder = None
         if record:
+            from soliton_encirclement_ros.provenance import bag_custom_data
             from soliton_encirclement_ros.recording.recorder import BagRecorder
-            self.recorder = BagRecorder(self.node, record, storage=storage)
+            self.recorder = BagRecorder(
+                self.node, record, storage=storage,
+                custom_data=bag_custom_data('swarm_sim --processes', plan.scenario.as_dict()))
         try:
             self._start(plan)
         except BaseException:
@@ -138,6 +146,9 @@ class ProcessGraph:
             self._check_children()
             if self.recorder is not None:
                 self.recorder.discover()
+            if self.live is not None:
+                self.live.discover()
+                self.live.tick()
             now = time.monotonic()
             if self.sim_time_ns > last_progress[1]:
                 last_progress = (now, self.sim_time_ns)
@@ -169,6 +180,9 @@ class ProcessGraph:
         if self.recorder is not None:
             self.recorder.close()
             self.recorder = None
+        if getattr(self, 'live', None) is not None:
+            self.live.close()
+            self.live = None
         if getattr(self, 'node', None) is not None:
             self.node.destroy_node()
             self.node = None

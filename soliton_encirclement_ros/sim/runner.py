@@ -32,6 +32,8 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 
+DEFAULT_FOXGLOVE_PORT = 8765   # live.relay.DEFAULT_PORT (not imported: it needs rclpy)
+DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
 # Exit status: 0 done; 1 a node failed or the run stalled (what was gathered is kept);
 # 2 refused before starting; 3 outputs incomplete (summary.json recomputed from the CSVs).
 EXIT_FAILED, EXIT_REFUSED, EXIT_INCOMPLETE = 1, 2, 3
@@ -66,7 +68,22 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--storage', default='mcap', choices=('mcap', 'sqlite3'),
                         help='bag storage')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
+    live = parser.add_argument_group(
+        'live view', 'watch the run in Foxglove (needs foxglove-sdk: the live extra)')
+    live.add_argument('--foxglove', nargs='?', const=DEFAULT_FOXGLOVE_PORT, default=None,
+                      type=number(integer=True, check=_port), metavar='PORT',
+                      help='serve the swarm topics on a Foxglove WebSocket server on PORT '
+                      f'(default {DEFAULT_FOXGLOVE_PORT}; 0: any free port)')
+    live.add_argument('--foxglove-host', default=DEFAULT_FOXGLOVE_HOST, metavar='HOST',
+                      help='address the server binds to (default %(default)s: this machine '
+                      'only; 0.0.0.0: every interface)')
     return parser.parse_args(argv)
+
+
+def _port(value: int) -> int:
+    if not 0 <= value <= 65535:
+        raise ValueError(f'--foxglove port must be in 0..65535, got {value}')
+    return value
 
 
 def _domain_id(value: int) -> int:
@@ -152,6 +169,13 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.foxglove is not None:
+        try:
+            import foxglove  # noqa: F401 - only to say now, in one line, that it is missing
+        except ImportError:
+            print('swarm_sim: error: --foxglove needs foxglove-sdk: pip install foxglove-sdk '
+                  "(or the live extra: pip install -e '.[live]')", file=sys.stderr)
+            return 2
     from soliton_encirclement_ros.sim.domain import other_swarm_problem
     problem = other_swarm_problem()
     if problem:
@@ -213,10 +237,13 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
     from soliton_encirclement_ros.sim.inprocess import InProcessGraph
     from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
+    from soliton_encirclement_ros.live.relay import LiveViewUnavailable
     try:
-        graph = InProcessGraph(plan, record=args.record, storage=args.storage)
-    except ValueError as error:
+        graph = InProcessGraph(plan, record=args.record, storage=args.storage,
+                               live=_live(args))
+    except (ValueError, LiveViewUnavailable) as error:
         raise StartupError(str(error)) from None
+    _say_live(graph.live)
     wall_start = time.perf_counter()
     failure = ''
     try:
@@ -239,6 +266,17 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
     return write_run_outputs(out_dir, result), failure, ''
 
 
+def _live(args: argparse.Namespace) -> tuple[str, int] | None:
+    return None if args.foxglove is None else (args.foxglove_host, args.foxglove)
+
+
+def _say_live(relay) -> None:
+    if relay is not None:
+        print(f'swarm_sim: live view on {relay.url} ({len(relay.topics)} topics): in Foxglove, '
+              'Open connection > Foxglove WebSocket; layout config/foxglove_layout.json',
+              file=sys.stderr, flush=True)
+
+
 def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
     """
     One process per node; returns (summary or None, failure naming the node or '', incomplete).
@@ -257,10 +295,13 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
     plan = plan.with_changes(metrics_output_dir=str(metrics_dir / 'run'))
     failure = ''
     try:
+        from soliton_encirclement_ros.live.relay import LiveViewUnavailable
         try:
-            graph = ProcessGraph(plan, record=args.record, storage=args.storage)
-        except (OSError, ValueError) as error:
+            graph = ProcessGraph(plan, record=args.record, storage=args.storage,
+                                 live=_live(args))
+        except (OSError, ValueError, LiveViewUnavailable) as error:
             raise StartupError(str(error)) from None
+        _say_live(graph.live)
         wall_start = time.perf_counter()
         try:
             with progress_bar(plan.scenario.duration, not args.no_progress) as on_progress:

@@ -19,7 +19,7 @@ from ros_support.entry import EXECUTABLES
 from soliton_encirclement_ros.sim.executables import find_executable
 
 NODES = ['mobility_node', 'swarm_mobility_node', 'agent_node', 'target_node', 'metrics_node',
-         'run_recorder', 'px4_bridge_node']  # the bridge answers without px4_msgs too
+         'run_recorder', 'px4_bridge_node', 'live_view']  # bridge: without px4_msgs too
 TOOLS = ['swarm_sim', 'sweep_sim', 'batch_sim', 'analyze_run', 'fit_mobility']
 DEADLINE_S = 120.0  # generous: the suite must pass on a busy machine
 

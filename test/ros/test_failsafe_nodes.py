@@ -1,9 +1,10 @@
 """
 The fail-safe rules through real rclpy nodes on a simulated clock.
 
-What is published (no broadcast, zero velocity, ~/status) and what is logged, once per episode.
+What is published (no broadcast, zero velocity, ~/status and /diagnostics) and what is logged,
+once per episode.
 """
-from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import numpy as np
@@ -59,6 +60,7 @@ def agent():
     harness.record(Twist, '/uav1/cmd_vel')
     harness.record(Float64MultiArray, '/swarm/agent_states')
     harness.record(DiagnosticStatus, '/uav1/agent/status')
+    harness.record(DiagnosticArray, '/diagnostics')
     harness.feeds = Feeds(harness)
     harness.settle()
     yield harness
@@ -112,6 +114,34 @@ def test_odometry_pause_silences_the_broadcast_holds_and_says_why_once(agent, ca
     assert any(c != (0.0, 0.0, 0.0) for c in commands(agent, resumed))
     assert statuses(agent, resumed)[0] == (DiagnosticStatus.OK, 'ok')
     assert 'blind episode over, resuming control' in capfd.readouterr().err
+
+
+def diagnostics(harness, start):
+    """(stamp s, level, message, values) of each /diagnostics status since ``start``."""
+    return [(Time.from_msg(a.header.stamp).nanoseconds * 1e-9, s.level, s.message,
+             {v.key: v.value for v in s.values})
+            for a in since(harness, start, '/diagnostics') for s in a.status
+            if s.name == '/uav1/agent']
+
+
+def test_diagnostics_say_the_status_on_change_and_at_one_hertz_not_per_tick(agent):
+    start = mark(agent)
+    t0 = agent.now_ns * 1e-9
+    agent.advance(3.0, before_step=agent.feeds)  # 60 control ticks
+    healthy = diagnostics(agent, start)
+    assert 3 <= len(healthy) <= 5  # 1 Hz (and a change from 'starting'), not 20 Hz
+    assert all(level == DiagnosticStatus.OK for _, level, _, _ in healthy)
+    assert healthy[-1][2] == 'ok' and healthy[-1][3]['agent_id'] == '1'
+    assert healthy[-1][3]['duplicate_id'] == 'false'
+    assert all(t0 <= t <= t0 + 3.0 for t, *_ in healthy)  # stamped with the sim clock
+    agent.feeds.odom_on = False
+    blind = mark(agent)
+    agent.advance(1.0, before_step=agent.feeds)
+    assert [(level, message.split(' (')[0]) for _, level, message, _ in diagnostics(
+        agent, blind)][:1] == [(DiagnosticStatus.WARN, 'blind')]
+    # ~/status carries the same statuses
+    assert [m for _, _, m, _ in diagnostics(agent, start)] == [
+        m for _, m in statuses(agent, start)]
 
 
 def test_target_silence_flies_its_velocity_then_holds_and_recovers(agent, capfd):
@@ -181,6 +211,9 @@ def test_duplicate_incarnations_of_one_id_are_an_error_once(agent, capfd):
     err = capfd.readouterr().err
     assert err.count('duplicate agent_id 2: agent_id 2 is broadcast by incarnations 5, 6') == 1
     assert err.count("duplicate agent_id 1: this agent's own id") == 1
+    _, level, message, values = diagnostics(agent, {'/diagnostics': 0})[-1]
+    assert level == DiagnosticStatus.ERROR and values['duplicate_id'] == 'true'
+    assert message.startswith('duplicate id: agent_id 1 is broadcast by another process too')
 
 
 def test_metrics_node_reports_a_duplicate_id(capfd):

@@ -17,6 +17,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosbags.highlevel import AnyReader
 from std_msgs.msg import Float64, Float64MultiArray
+import yaml
 
 from support.harness import spin_until
 
@@ -75,6 +76,10 @@ def test_signal_closes_a_readable_bag_with_every_message(publisher_node, tmp_pat
             [c for c in reader.connections if c.topic == '/swarm/metrics/rho'])]
     assert counts == {'/swarm/metrics/rho': COUNT, '/swarm/agent_states': COUNT}
     assert values == [float(i) for i in range(COUNT)]
+    custom = yaml.safe_load((bag / 'metadata.yaml').read_text())[
+        'rosbag2_bagfile_information']['custom_data']
+    assert custom['recorder'] == 'run_recorder' and custom['git_commit']
+    assert custom['package_version'] and 'scenario' not in custom  # unknown to a recorder
 
 
 def test_existing_output_is_refused_in_one_line(tmp_path):

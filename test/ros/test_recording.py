@@ -135,9 +135,10 @@ def test_default_regex_selects_the_run_topics():
     import re
     pattern = re.compile(DEFAULT_TOPICS_REGEX)
     for topic in ['/uav1/odom', '/uav12/cmd_vel', '/swarm/agent_states', '/target/odom',
-                  '/target/state', '/swarm/metrics/E_gap', '/clock']:
+                  '/target/state', '/swarm/metrics/E_gap', '/swarm/markers', '/clock']:
         assert pattern.search(topic), topic
-    for topic in ['/uav1/battery', '/swarm/markers', '/rosout', '/a/b/odom', '/parameter_events']:
+    for topic in ['/uav1/battery', '/swarm/markers_old', '/rosout', '/a/b/odom',
+                  '/parameter_events']:
         assert not pattern.search(topic), topic
 
 
@@ -145,6 +146,8 @@ def test_bad_arguments_are_refused_by_name(graph, tmp_path):
     _, _, node = graph
     with pytest.raises(ValueError, match="storage must be one of .*'bag2'"):
         BagRecorder(node, tmp_path / 'a', storage='bag2')
+    with pytest.raises(ValueError, match="compression must be one of .*'lz5'"):
+        BagRecorder(node, tmp_path / 'd', compression='lz5')
     with pytest.raises(ValueError, match="topics_regex '\\(' is not a regular expression"):
         BagRecorder(node, tmp_path / 'b', topics_regex='(')
     (tmp_path / 'c').mkdir()

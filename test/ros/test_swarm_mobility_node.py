@@ -122,3 +122,46 @@ def test_swarm_initial_state_validation():
 def test_swarm_node_rejects_a_missing_vehicle_list(ros):
     with pytest.raises(ValueError, match='vehicle_names must list at least one vehicle'):
         SwarmMobilityNode()
+
+
+def test_tf_carries_every_vehicle_where_tf2_msgs_imports_else_one_info_line(ros, capfd):
+    names = ['tf_a', 'tf_b']
+    g = swarm_graph(vehicle_names=names, initial_positions=[1.0, 2.0, 3.0, -4.0, 5.0, 6.0],
+                    initial_yaws=[0.0, math.pi / 2])
+    try:
+        odom = g.collect(Odometry, '/tf_b/odom')
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:  # a pip-only machine: tf2 has no wheel
+            g.tick(4)
+            g.spin_until(lambda: len(odom) == 2)
+            err = capfd.readouterr().err
+            assert err.count('not publishing /tf: tf2_msgs is not installed') == 1
+            assert '/tf' not in dict(g.node.get_topic_names_and_types())
+            return
+        tf = g.collect(TFMessage, '/tf')
+        g.tick(4)
+        g.spin_until(lambda: len(odom) == 2 and len(tf) == 2)  # one message per odometry step
+        transforms = {t.child_frame_id: t for t in tf[-1].transforms}
+        assert sorted(transforms) == ['tf_a/base_link', 'tf_b/base_link']
+        b = transforms['tf_b/base_link']
+        assert b.header.frame_id == 'world' and b.header.stamp == odom[-1].header.stamp
+        assert (b.transform.translation.x, b.transform.translation.y,
+                b.transform.translation.z) == pytest.approx((-4.0, 5.0, 6.0))
+        assert b.transform.rotation.z == pytest.approx(math.sin(math.pi / 4))
+    finally:
+        g.close()
+
+
+def test_transforms_of_odometry_keep_frames_pose_and_stamp():
+    from builtin_interfaces.msg import Time
+    from velocity_mobility_ros.nodes.messages import to_odometry, transforms_of
+    msg = to_odometry([1.0, -2.0, 3.0], [0.5, 0.0, 0.0], math.pi / 2, Time(sec=7, nanosec=5),
+                      'world', 'uav3/base_link')
+    transform, = transforms_of([msg])
+    assert (transform.header.frame_id, transform.child_frame_id) == ('world', 'uav3/base_link')
+    assert transform.header.stamp == Time(sec=7, nanosec=5)
+    t = transform.transform
+    assert (t.translation.x, t.translation.y, t.translation.z) == (1.0, -2.0, 3.0)
+    assert (t.rotation.w, t.rotation.z) == pytest.approx((math.cos(math.pi / 4),
+                                                          math.sin(math.pi / 4)))

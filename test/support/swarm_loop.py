@@ -1,7 +1,7 @@
 """
 A batch-simulator loop from hand-placed starts.
 
-The simulator's own swarm engines (``batch_sim.VectorisedSwarm`` / ``PerAgentSwarm``, the agent
+The simulator's own swarm engines (``core.engines.VectorisedSwarm`` / ``PerAgentSwarm``, the agent
 node's code path) and mobility model, with the target's velocity and the outages given as functions
 of time. For scenarios that ``batch_sim``'s random placement does not produce (a perturbed perfect
 ring, crossings).
@@ -11,9 +11,9 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetStateMsg
+from soliton_encirclement_ros.core.engines import PerAgentSwarm, VectorisedSwarm
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.params import ControllerParams
-from soliton_encirclement_ros.sim.batch_sim import PerAgentSwarm, VectorisedSwarm
 from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.params import VehicleParams
 

@@ -30,20 +30,6 @@ def test_static_n10_meets_reference_acceptance():
     assert summary['mean']['E_gap'] == pytest.approx(0.0316, abs=5e-5)
 
 
-def test_vectorised_engine_equals_per_agent_controllers():
-    """Same trajectories, metrics and u with failures, delay and a moving target."""
-    scenario = Scenario(agents=7, seed=3, duration=8.0, target_motion='random',
-                        failures_per_min=30.0, failure_off_time=1.0, delay=0.02,
-                        telemetry_period=0.01)
-    fast = simulate(scenario, 'vectorised')
-    reference = simulate(scenario, 'per-agent')
-    assert fast.agents.shape[0] < 7 * 801  # some agents really were down
-    np.testing.assert_allclose(fast.metrics, reference.metrics, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(fast.agents, reference.agents, rtol=0, atol=1e-9)
-    for name, trace in reference.trajectories.items():
-        np.testing.assert_allclose(fast.trajectories[name], trace, rtol=0, atol=1e-9)
-
-
 def test_lossy_run_is_seeded_and_still_encircles():
     scenario = Scenario(agents=6, seed=5, duration=40.0, control_period=0.05, loss=0.3,
                         delay=0.05)

@@ -1,5 +1,6 @@
 """The node-graph plan: one pure function shared by launch files and swarm_sim."""
 import dataclasses
+import itertools
 import math
 import re
 
@@ -7,8 +8,8 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, LaunchArguments, LIVE_CONTROL_PERIOD, live_scenario, parse_origins,
-    SwarmPlan)
+    build_graph, check_vehicles, command_subscribers, in_namespace, LaunchArguments,
+    LIVE_CONTROL_PERIOD, live_scenario, parse_origins, parse_simulated, SwarmPlan)
 from soliton_encirclement_ros.core.scenario import initial_positions, Scenario
 
 SCENARIO_FIELDS = {f.name for f in dataclasses.fields(Scenario)}
@@ -260,3 +261,103 @@ def test_launch_arguments_name_the_bad_argument():
     assert value.real('radius') == 20.0 and math.isnan(value.real('altitude'))
     assert value.flag('rviz') is True and value.files('params_file') == ()
     assert LaunchArguments(params_file='a.yaml').files('params_file') == ('a.yaml',)
+
+
+# --- mixed fleets (issue 26 §3): PX4 and simulated agents in one ring ---------------------------
+
+MIXED_ORIGINS = ((0.0, 1.0, 0.0), (0.0, 2.0, 0.0), (0.0, 3.0, 0.0), (0.0, 4.0, 0.0))
+
+
+def mixed(simulated, agents=4, **kwargs):
+    return SwarmPlan(scenario=live_scenario(agents=agents, altitude_hold=10.0), mode='px4',
+                     px4_origins=MIXED_ORIGINS[:agents], use_sim_time=False,
+                     simulated=simulated, **kwargs)
+
+
+def test_simulated_agents_fly_the_mobility_simulation_from_their_origin_the_others_their_px4():
+    specs = build_graph(mixed(parse_simulated('uav3, uav4')))
+    assert [(s.namespace, s.executable) for s in specs
+            if s.executable in ('mobility_node', 'px4_bridge_node')] == [
+        ('/uav1', 'px4_bridge_node'), ('/uav2', 'px4_bridge_node'),
+        ('/uav3', 'mobility_node'), ('/uav4', 'mobility_node')]
+    bridges = by_executable(specs, 'px4_bridge_node')
+    # agent i keeps PX4 instance i (px4_i, MAV_SYS_ID i + 1) whoever else is simulated
+    assert [b.parameters['px4_namespace'] for b in bridges] == ['px4_1', 'px4_2']
+    assert [b.parameters['target_system'] for b in bridges] == [2, 3]
+    sims = by_executable(specs, 'mobility_node')
+    assert [s.parameters['initial_position'] for s in sims] == [[0.0, 3.0, 0.0], [0.0, 4.0, 0.0]]
+    assert {s.parameters['use_sim_time'] for s in sims} == {False}
+    assert [s.name for s in sims] == ['mobility', 'mobility']
+    # the same controllers, target and metrics as an all-PX4 plan
+    assert [s.parameters for s in by_executable(specs, 'agent_node')] == [
+        s.parameters for s in by_executable(build_graph(mixed(())), 'agent_node')]
+    assert not by_executable(specs, 'swarm_mobility_node')
+
+
+MIXED_NAMES = ('uav1', 'uav2', 'uav3', 'uav4')
+
+
+@pytest.mark.parametrize('simulated', [
+    names for k in range(5) for names in itertools.combinations(MIXED_NAMES, k)])
+def test_no_simulated_agent_can_command_a_real_vehicle(simulated):
+    specs = build_graph(mixed(simulated))
+    subscribers = command_subscribers(specs)
+    for name in MIXED_NAMES:
+        vehicles = [s.executable for s in in_namespace(specs, f'/{name}')
+                    if s.executable in ('mobility_node', 'px4_bridge_node')]
+        flown_by = [s.executable for s in subscribers[f'/{name}/cmd_vel']]
+        wanted = 'mobility_node' if name in simulated else 'px4_bridge_node'
+        assert vehicles == flown_by == [wanted], name
+    px4s = [b.parameters['px4_namespace'] for b in by_executable(specs, 'px4_bridge_node')]
+    assert px4s == [f'px4_{i}' for i in range(1, 5) if f'uav{i}' not in simulated]
+
+
+def test_a_graph_that_lets_a_simulated_agent_reach_a_bridge_is_refused():
+    swarm = mixed(('uav3', 'uav4'))
+    specs = build_graph(swarm)
+    rogue = dataclasses.replace(by_executable(specs, 'px4_bridge_node')[0],
+                                remappings=(('cmd_vel', '/uav3/cmd_vel'),))
+    with pytest.raises(ValueError, match='^uav3: /uav3/cmd_vel must reach exactly one '
+                                         'mobility_node, not mobility_node, px4_bridge_node$'):
+        check_vehicles(swarm, [*specs, rogue])
+    second = dataclasses.replace(by_executable(specs, 'px4_bridge_node')[1], namespace='/uav4')
+    with pytest.raises(ValueError, match='^uav4: .* not mobility_node, px4_bridge_node$'):
+        check_vehicles(swarm, [*specs, second])
+    twin = dataclasses.replace(by_executable(specs, 'px4_bridge_node')[1],
+                               parameters={'px4_namespace': 'px4_1'})
+    with pytest.raises(ValueError, match=r'^two bridges would fly the same PX4 \(px4_namespace '
+                                         r'px4_1\)$'):
+        check_vehicles(swarm, [s if s.full_name != '/uav2/px4_bridge' else twin for s in specs])
+    lost = [s for s in specs if s.full_name != '/uav1/px4_bridge']
+    with pytest.raises(ValueError, match='^uav1: /uav1/cmd_vel must reach exactly one '
+                                         'px4_bridge_node, not nothing$'):
+        check_vehicles(swarm, lost)
+
+
+@pytest.mark.parametrize('simulated, message', [
+    ('uav9', "simulated: 'uav9' is not an agent of this swarm (agents: uav1, uav2, uav3, uav4)"),
+    ('uav3,uav3', 'simulated: uav3 listed twice'),
+    ('uav3,,uav4,uav3', 'simulated: uav3 listed twice'),
+    ('3', "simulated: '3' is not an agent of this swarm"),
+    ('uav5,uav9', "simulated: 'uav5', 'uav9' are not agents of this swarm"),
+])
+def test_an_unknown_or_repeated_simulated_agent_is_one_line(simulated, message):
+    with pytest.raises(ValueError, match=re.escape(message)) as error:
+        mixed(parse_simulated(simulated))
+    assert '\n' not in str(error.value)
+
+
+def test_simulated_is_for_px4_plans_and_single_agents_name_themselves():
+    with pytest.raises(ValueError, match='^simulated: only a px4 plan mixes PX4 and simulated '
+                                         r'vehicles \(in mode sim every agent is simulated\)'):
+        plan(agents=2, simulated=('uav1',))
+    assert parse_simulated('') == () and parse_simulated(' uav3 , uav4 ') == ('uav3', 'uav4')
+    # agent_px4.launch.py simulated:=<agent_name>: the one vehicle is simulated, at its origin
+    one = SwarmPlan(scenario=live_scenario(agents=1), names=('scout',), ids=(7,), mode='px4',
+                    px4_namespaces=('',), px4_target_systems=(1,), px4_origins=((5.0, 0, 0),),
+                    simulated=parse_simulated('scout'))
+    specs = in_namespace(build_graph(one), '/scout')
+    assert [s.executable for s in specs] == ['agent_node', 'mobility_node']
+    assert specs[1].parameters['initial_position'] == [5.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="'uav1' is not an agent of this swarm"):
+        dataclasses.replace(one, simulated=('uav1',))

@@ -17,7 +17,7 @@ from soliton_encirclement_ros.core.law import (
     soliton_update, spacing_error, tangential_velocity)
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.neighbours import (
-    apply_hysteresis, NO_NEIGHBOUR, ring_neighbours, ring_neighbours_shared)
+    apply_hysteresis, NO_NEIGHBOUR, ring_candidates, ring_neighbours)
 from soliton_encirclement_ros.core.params import ControllerParams
 
 P = ControllerParams.preset('reference')  # the hand-computed cases use the reference gains
@@ -99,23 +99,37 @@ def test_ring_one_other_agent_is_both_and_alone_has_none():
     assert ring_neighbours(1, 0.5, [], []) == (NO_NEIGHBOUR, NO_NEIGHBOUR)
 
 
+def _ring_by_sorting(own_id, own_theta, ids, thetas):
+    """Sort self and the others by (theta, id) and take the neighbours either side."""
+    ring = sorted(zip(thetas, ids)) if len(ids) else []
+    if not ring:
+        return NO_NEIGHBOUR, NO_NEIGHBOUR
+    ring = sorted(ring + [(own_theta, own_id)])
+    k = ring.index((own_theta, own_id))
+    return ring[k - 1][1], ring[(k + 1) % len(ring)][1]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 12), st.sampled_from([0.0, 1.0, 2.0, 3.0, 6.0])
                           | st.floats(0.0, 6.28)),
                 min_size=1, max_size=8, unique_by=lambda t: t[0]),
-       st.floats(0.0, 6.28))
-def test_shared_ring_search_equals_per_agent_ring(entries, stale_own_theta):
-    """ring_neighbours_shared (searchsorted, own stale entry skipped) == ring_neighbours."""
+       st.floats(0.0, 6.28), st.randoms(use_true_random=False))
+def test_array_ring_candidates_equal_the_sorted_ring(entries, stale_own_theta, rnd):
+    """ring_candidates (rows x columns, any column order, masks) == sorting by (theta, id)."""
+    rnd.shuffle(entries)
     ids = np.array([e[0] for e in entries])
     thetas = np.array([e[1] for e in entries])
     askers = np.arange(0, 14)
     own_thetas = np.where(np.isin(askers, ids), stale_own_theta, (askers * 0.9) % 6.28)
     own_thetas[::3] = thetas[0]  # exact ties with a stored angle
-    pred, succ = ring_neighbours_shared(askers, own_thetas, ids, thetas)
+    visible = (ids != askers[:, None]) & np.array(
+        [[rnd.random() < 0.8 for _ in ids] for _ in askers])
+    pred, succ = ring_candidates(visible, thetas, own_thetas, askers, ids)
     for k, agent in enumerate(askers):
-        others = ids != agent
-        assert (pred[k], succ[k]) == ring_neighbours(agent, own_thetas[k], ids[others],
-                                                     thetas[others])
+        use = visible[k]
+        want = _ring_by_sorting(agent, own_thetas[k], ids[use].tolist(), thetas[use].tolist())
+        got = tuple(NO_NEIGHBOUR if c == NO_NEIGHBOUR else ids[c] for c in (pred[k], succ[k]))
+        assert got == want
 
 
 def test_hysteresis_keeps_current_unless_much_closer():

@@ -10,7 +10,7 @@ import math
 from typing import Sequence
 
 from builtin_interfaces.msg import Time
-from geometry_msgs.msg import Twist, TwistStamped
+from geometry_msgs.msg import TransformStamped, Twist, TwistStamped
 from nav_msgs.msg import Odometry
 import numpy as np
 from numpy.typing import ArrayLike
@@ -81,6 +81,19 @@ def fill_odometry(msgs: Sequence[Odometry], position: ArrayLike, velocity: Array
         twist = msg.twist.twist
         twist.linear.x, twist.linear.y, twist.linear.z = v
         twist.angular.z = rate
+
+
+def transforms_of(msgs: Sequence[Odometry]) -> list[TransformStamped]:
+    """One ``header.frame_id -> child_frame_id`` transform per Odometry (its pose and stamp)."""
+    transforms = []
+    for msg in msgs:
+        transform = TransformStamped(header=msg.header, child_frame_id=msg.child_frame_id)
+        pose, t = msg.pose.pose, transform.transform
+        t.translation.x, t.translation.y, t.translation.z = (
+            pose.position.x, pose.position.y, pose.position.z)
+        t.rotation = pose.orientation
+        transforms.append(transform)
+    return transforms
 
 
 def to_odometry(position: ArrayLike, velocity: ArrayLike, yaw: float, stamp: Time,

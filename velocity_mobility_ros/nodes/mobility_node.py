@@ -6,6 +6,11 @@ parameters, one timer at ``sim_dt`` on the node clock (so ``use_sim_time`` + ``/
 it) that steps the vectorised core for all its vehicles, the per-vehicle command subscriptions,
 the command timeout and the odometry publishers. Subclasses only say which vehicles exist
 (:class:`MobilityNode` one, ``SwarmMobilityNode`` many).
+
+Where ``tf2_msgs`` imports (every ROS install), each odometry publication also goes out as one
+``tf2_msgs/TFMessage`` on ``/tf`` holding every vehicle's ``world -> <name>/base_link``, so
+RViz's TF display and tf2 lookups work; pip-only machines (tf2 has no wheel) skip it with one
+info line.
 """
 from __future__ import annotations
 
@@ -31,7 +36,8 @@ from velocity_mobility_ros.core.geometry import body_to_world
 from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.params import (
     ClockSettings, InterfaceParams, PoseSettings, split_node_params, VehicleParams)
-from velocity_mobility_ros.nodes.messages import fill_odometry, new_odometry, write_twist
+from velocity_mobility_ros.nodes.messages import (
+    fill_odometry, new_odometry, transforms_of, write_twist)
 
 SIM_QOS = QoSProfile(depth=10, reliability=QoSReliabilityPolicy.RELIABLE)
 # Late joiners (e.g. `ros2 topic echo`) still get the current rejected-command counts.
@@ -48,6 +54,8 @@ CLOCK_PARAMS = tuple(specs_of(ClockSettings))
 # A clock jump of more than this many steps is not integrated: one warning, then a reset.
 MAX_CATCH_UP_STEPS = 100
 NAMES_LOGGED = 5  # vehicles named in one log line, then 'and N more'
+TF_TOPIC = '/tf'
+TF_QOS = QoSProfile(depth=100, reliability=QoSReliabilityPolicy.RELIABLE)  # tf2's own
 
 
 @dataclass(frozen=True)
@@ -89,6 +97,7 @@ class MobilityNodeBase(Node):
                            for v in vehicles]
         self._odom_msgs = [new_odometry(self._interface.world_frame, v.child_frame_id)
                            for v in vehicles]
+        self._tf_pub = self._create_tf_publisher()
         self._rejected_pub = self.create_publisher(
             UInt32MultiArray, '~/rejected_commands', COUNTER_QOS)
         self._publish_rejected()
@@ -112,6 +121,17 @@ class MobilityNodeBase(Node):
     def _declare_vehicles(self) -> tuple[list[VehicleIO], VehicleState]:
         """Declare the subclass's own parameters; return its vehicles and their initial state."""
         raise NotImplementedError
+
+    def _create_tf_publisher(self):
+        """Return the ``/tf`` publisher, or None (one info line) where tf2_msgs is missing."""
+        try:
+            from tf2_msgs.msg import TFMessage
+        except ImportError:
+            self.get_logger().info(f'not publishing {TF_TOPIC}: tf2_msgs is not installed (tf2 '
+                                   'has no pip wheel); odometry carries the same poses')
+            return None
+        self._tf_message = TFMessage
+        return self.create_publisher(TFMessage, TF_TOPIC, TF_QOS)
 
     @property
     def state(self) -> VehicleState:
@@ -286,6 +306,8 @@ class MobilityNodeBase(Node):
                           state.yaw_rate)
             for pub, msg in zip(self._odom_pubs, self._odom_msgs):
                 pub.publish(msg)
+            if self._tf_pub is not None:  # every vehicle in one message
+                self._tf_pub.publish(self._tf_message(transforms=transforms_of(self._odom_msgs)))
 
 
 def _frame_prefix(namespace: str) -> str:

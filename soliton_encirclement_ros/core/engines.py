@@ -1,0 +1,158 @@
+"""
+The swarm controller engines behind one registry: every tick of N agents' controllers.
+
+An engine takes each control tick's working agents, their odometry and the target's broadcast,
+delivers what is due, sends this tick's broadcasts and returns every command. They run the
+same law (``law.encirclement_step``) and the same neighbour selection
+(``neighbours.select_neighbours``); they differ in how they hold what each agent received:
+
+- ``per-agent``: one ``controller.control_step`` and one ``ImpairedChannel`` per agent, the
+  agent node's own code path (the reference);
+- ``vectorised``: ``swarm.SwarmControllers``, one shared copy of the latest broadcasts, O(N)
+  memory; exact only where every receiver hears the same (:func:`swarm.vectorisable`);
+- ``batch``: ``batch_engine.BatchControllers`` for one run, receiver x sender arrays, exact
+  everywhere (loss, delay, outages), O(N^2) memory; the sweep steps R runs with it at once.
+
+``test/unit/test_engine_conformance.py`` runs every registered engine over one fixed set of
+scenarios and checks it against the reference, the way Gymnasium checks every registered
+environment. An engine registered here is picked up by ``batch_sim --engine`` and that test.
+"""
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Callable, Optional, Protocol
+
+import numpy as np
+
+from soliton_encirclement_ros.core.batch_engine import BatchControllers
+from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
+from soliton_encirclement_ros.core.controller import (
+    control_step, initial_state, outgoing_state, receive_agent_state, receive_target_state,
+    TargetStateMsg)
+from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
+
+
+class SwarmEngine(Protocol):
+    """What an engine does each control tick: deliveries, broadcasts, then every command."""
+
+    def tick(self, now: float, live: np.ndarray, positions: np.ndarray,
+             velocities: np.ndarray, target_msg: TargetStateMsg) -> tuple[np.ndarray, np.ndarray]:
+        """Return the commands (N, 3) of the working agents (zero rows if failed) and u (N,)."""
+
+
+class PerAgentSwarm:
+    """One ControllerState and one receive channel per agent: the agent node's code path."""
+
+    def __init__(self, ids, params, loss: float, delay: float, seed: Optional[int]):
+        self.ids = np.asarray(ids)
+        self.params = params
+        self.states = [initial_state(i) for i in self.ids]
+        self.channels = [ImpairedChannel(loss, delay, seed, i) for i in self.ids]
+
+    def tick(self, now, live, positions, velocities, target_msg):
+        for i, channel in enumerate(self.channels):
+            for msg, arrival in channel.due(now):
+                if not live[i]:
+                    continue  # a failed agent ignores what reaches it
+                if isinstance(msg, TargetStateMsg):
+                    self.states[i] = receive_target_state(
+                        self.states[i], msg, arrival, self.params
+                    )
+                else:
+                    self.states[i] = receive_agent_state(self.states[i], msg, arrival, self.params)
+        outgoing = [outgoing_state(self.states[j], positions[j], velocities[j], now)
+                    for j in np.flatnonzero(live)]
+        for i, channel in enumerate(self.channels):
+            channel.receive(target_msg, now)
+            for msg in outgoing:
+                if msg.agent_id != self.ids[i]:
+                    channel.receive(msg, now)
+        cmds = np.zeros((self.ids.size, 3))
+        for i in np.flatnonzero(live):
+            self.states[i], cmds[i] = control_step(self.states[i], positions[i], velocities[i],
+                                                   now, self.params)
+        return cmds, np.array([s.u for s in self.states])
+
+
+class VectorisedSwarm:
+    """All agents' controllers as arrays; broadcasts reach every receiver after ``delay``."""
+
+    def __init__(self, ids, params, delay: float):
+        self.controllers = SwarmControllers(ids, params)
+        self.delay = delay
+        self._in_flight: deque = deque()
+
+    def tick(self, now, live, positions, velocities, target_msg):
+        c = self.controllers
+        c.mark_live(live, now)
+        while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
+            arrival, target, agents = self._in_flight.popleft()
+            c.deliver_target(target, arrival, live)
+            c.deliver_agents(*agents, rx_time=arrival, now=now, sent=arrival - self.delay)
+        rows = np.flatnonzero(live)
+        self._in_flight.append((now + self.delay, target_msg,
+                                (c.ids[rows], positions[rows], velocities[rows],
+                                 c.u[rows], c.u_ss[rows])))
+        return c.step(live, positions, velocities, now), c.u
+
+
+class BatchSwarm:
+    """``BatchControllers`` of one run: every receiver's own copy, exact with loss and outages."""
+
+    def __init__(self, ids, scenario: Scenario):
+        self.controllers = BatchControllers([scenario], np.asarray(ids, dtype=np.int64))
+
+    def tick(self, now, live, positions, velocities, target_msg):
+        cmds, u = self.controllers.tick(
+            now, live[None], positions[None], velocities[None],
+            np.asarray(target_msg.position, dtype=float)[None],
+            np.asarray(target_msg.velocity, dtype=float)[None])
+        return cmds[0], u[0]
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """One registered engine: how to build it and where it reproduces the reference."""
+
+    build: Callable[..., SwarmEngine]    # (agent ids, ControllerParams, Scenario) -> engine
+    exact: Callable[[Scenario], bool]    # equals the per-agent path on this scenario
+    summary: str
+
+
+def _vectorisable(scenario: Scenario) -> bool:
+    return vectorisable(scenario.controller_params(), scenario.loss, scenario.delay,
+                        scenario.failures_per_min, scenario.failure_off_time)
+
+
+# The one registry of engines, by name; the first is the reference.
+ENGINES: dict[str, EngineSpec] = {
+    'per-agent': EngineSpec(
+        lambda ids, params, scenario: PerAgentSwarm(ids, params, scenario.loss,
+                                                    scenario.delay, scenario.seed),
+        lambda scenario: True, "the agent node's controller, one agent at a time"),
+    'vectorised': EngineSpec(
+        lambda ids, params, scenario: VectorisedSwarm(ids, params, scenario.delay),
+        _vectorisable, 'shared latest broadcasts, O(N) memory: no loss, long outages only'),
+    'batch': EngineSpec(
+        lambda ids, params, scenario: BatchSwarm(ids, scenario),
+        lambda scenario: True, "each receiver's own copy, O(N^2) memory: the sweep's engine"),
+}
+REFERENCE = 'per-agent'
+
+
+def choose_engine(scenario: Scenario, engine: str = 'auto') -> str:
+    """
+    Return the engine to use: ``auto`` is ``vectorised`` where exact, else ``per-agent``.
+
+    Asking for an engine that is not exact on ``scenario`` is an error (one line).
+    """
+    if engine != 'auto' and engine not in ENGINES:
+        raise ValueError(f'engine must be one of auto, {", ".join(ENGINES)}, got {engine!r}')
+    if engine == 'auto':
+        return 'vectorised' if ENGINES['vectorised'].exact(scenario) else REFERENCE
+    if not ENGINES[engine].exact(scenario):
+        raise ValueError(f'engine {engine} needs loss 0 and failure_off_time longer than the '
+                         'liveness timeouts plus delay; use auto, per-agent or batch')
+    return engine

@@ -1,0 +1,80 @@
+"""
+``live_view``: serve the swarm's topics to Foxglove from a live graph (``ros2 launch``, flights).
+
+A Foxglove WebSocket server (foxglove-sdk, the ``live`` extra) in this node relays odometry, the
+swarm and target states, the metrics, the markers, every status and ``/diagnostics`` as received;
+open ``ws://HOST:PORT`` in Foxglove and load config/foxglove_layout.json. With ``use_sim_time``
+the messages' log times and the server's time are sim time.
+
+    ros2 run soliton_encirclement_ros live_view --ros-args -p port:=8765 -p use_sim_time:=true
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import re
+
+from rclpy.clock import Clock
+from rclpy.node import Node
+
+from ros_support.params import declare, specs_of
+from ros_support.settings import check_fields, setting
+from ros_support.spin import spin_node
+from ros_support.validation import from_mapping
+from soliton_encirclement_ros.live.relay import (
+    DEFAULT_HOST, DEFAULT_LIVE_TOPICS, DEFAULT_PORT, FoxgloveRelay)
+
+TIME_PERIOD = 0.05  # s (wall) between broadcasts of the clock as the server's time
+
+
+@dataclass(frozen=True)
+class LiveViewSettings:
+    """live_view's parameters."""
+
+    port: int = setting(DEFAULT_PORT, 'TCP port of the Foxglove WebSocket server (0: any free '
+                        'port, logged)', low=0, high=65535, read_only=True)
+    host: str = setting(DEFAULT_HOST, "address to bind: '127.0.0.1' this machine only, "
+                        "'0.0.0.0' every interface (a ground station serving the field)",
+                        read_only=True)
+    topics_regex: str = setting(DEFAULT_LIVE_TOPICS, 'serve topics whose name matches this '
+                                'regular expression (re.search)', read_only=True)
+    discovery_period: float = setting(1.0, 'time between topic discoveries (wall clock)', 's',
+                                      0.05, 60.0, read_only=True)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        try:
+            re.compile(self.topics_regex)
+        except re.error as error:
+            raise ValueError(f'topics_regex {self.topics_regex!r} is not a regular expression: '
+                             f'{error}') from None
+
+
+PARAMETERS = tuple(specs_of(LiveViewSettings))  # everything live_view declares
+
+
+class LiveViewNode(Node):
+    """Owns a :class:`FoxgloveRelay`; re-discovers topics every ``discovery_period``."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__('live_view', **kwargs)
+        settings = from_mapping(LiveViewSettings, declare(self, PARAMETERS))
+        self.relay = FoxgloveRelay(self, settings.port, settings.host, settings.topics_regex)
+        self.relay.discover()
+        wall = Clock()  # discovery and the time broadcast must not wait for /clock
+        self.create_timer(settings.discovery_period, self.relay.discover, clock=wall)
+        self.create_timer(TIME_PERIOD, self.relay.tick, clock=wall)
+        self.get_logger().info(
+            f'live view on {self.relay.url}: in Foxglove, Open connection > Foxglove WebSocket '
+            '(layout config/foxglove_layout.json)')
+
+    def destroy_node(self):
+        self.relay.close()
+        return super().destroy_node()
+
+
+def main(args=None) -> None:
+    spin_node(LiveViewNode, args)
+
+
+if __name__ == '__main__':
+    main()

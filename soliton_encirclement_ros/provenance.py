@@ -1,0 +1,92 @@
+"""
+What a bag says about itself: the rosbag2 ``custom_data`` of our recordings, pure (no rclpy).
+
+Keys (all strings, as rosbag2 requires): ``scenario`` (the run's scenario as one line of strict
+JSON, NaN as null), ``seed``, ``package_version``, ``git_commit`` (``<sha>``, ``<sha>-dirty``
+for a checkout with uncommitted changes, ``unknown`` outside a git checkout) and ``recorder``.
+``analyze_run`` prints them and keeps them in ``summary.json`` (``params.bag_custom_data``).
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import lru_cache
+import importlib.metadata
+import json
+import math
+from pathlib import Path
+import subprocess
+from typing import Any
+
+PACKAGE = 'soliton_encirclement_ros'
+SOURCE_ROOT = Path(__file__).resolve().parents[1]
+UNKNOWN = 'unknown'
+
+
+@lru_cache(maxsize=1)
+def package_version() -> str:
+    """Return the installed package's version, or ``unknown``."""
+    try:
+        return importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:
+        return UNKNOWN
+
+
+@lru_cache(maxsize=1)
+def git_commit() -> str:
+    """Return the commit this source tree is at (``-dirty`` if changed), or ``unknown``."""
+    def git(*args: str) -> str:
+        return subprocess.run(['git', '-C', str(SOURCE_ROOT), *args], capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+    try:
+        # Only our own checkout: an installed copy may sit inside some other repository.
+        if Path(git('rev-parse', '--show-toplevel')).resolve() != SOURCE_ROOT:
+            return UNKNOWN
+        commit = git('rev-parse', 'HEAD')
+        dirty = git('status', '--porcelain', '--untracked-files=no')
+    except (OSError, subprocess.SubprocessError):
+        return UNKNOWN
+    return commit + ('-dirty' if dirty else '')
+
+
+def bag_custom_data(recorder: str, scenario: Mapping[str, Any] | None = None
+                    ) -> dict[str, str]:
+    """Return the ``custom_data`` of a bag recorded by ``recorder`` (of ``scenario`` if known)."""
+    data = {'recorder': recorder, 'package_version': package_version(),
+            'git_commit': git_commit()}
+    if scenario is not None:
+        data['scenario'] = json.dumps(_finite(scenario), separators=(',', ':'),
+                                      allow_nan=False, default=str)
+        data['seed'] = str(scenario.get('seed'))
+    return data
+
+
+def describe(custom_data: Mapping[str, str]) -> str:
+    """One line for a person: the seed, version, commit and the scenario's main fields."""
+    parts = []
+    try:
+        scenario = json.loads(custom_data.get('scenario', '{}'))
+    except ValueError:
+        scenario = {}
+    if scenario:
+        parts.append('scenario: ' + ', '.join(
+            f'{key} {scenario[key]}' for key in ('agents', 'radius', 'duration',
+                                                 'control_period', 'target_motion')
+            if key in scenario))
+    for key in ('seed', 'package_version', 'git_commit', 'recorder'):
+        if key in custom_data:
+            parts.append(f'{key.replace("_", " ")} {custom_data[key]}')
+    others = sorted(set(custom_data) - {'scenario', 'seed', 'package_version', 'git_commit',
+                                        'recorder'})
+    parts += [f'{key} {custom_data[key]}' for key in others]
+    return '; '.join(parts)
+
+
+def _finite(value):
+    """JSON-ready copy: NaN and inf (no JSON equivalent) become None."""
+    if isinstance(value, Mapping):
+        return {str(k): _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

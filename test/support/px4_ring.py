@@ -1,0 +1,142 @@
+"""
+What the PX4 ring tests share: the SITL launch's plan, its graph on real rclpy, true positions.
+
+``swarm_px4_sitl.launch.py``'s argument defaults are read from the launch file (``launch`` is
+not on PyPI, so it is not imported); its nodes' parameters come from ``build_graph``. Each node
+gets exactly the command line the launch would give it. A kinematic :class:`FakePx4` stands in
+for PX4 SITL + Gazebo behind every bridge; ``mobility_node`` flies the simulated agents of a
+mixed plan. Needs a built px4_msgs.
+"""
+import ast
+import itertools
+import math
+from pathlib import Path
+import time
+
+import numpy as np
+
+from soliton_encirclement_ros.bringup.graph import build_graph, live_scenario, SwarmPlan
+
+ROOT = Path(__file__).resolve().parents[2]
+LAUNCH_FILE = ROOT / 'launch' / 'swarm_px4_sitl.launch.py'
+PARAMS_FILE = ROOT / 'config' / 'px4_bridge.yaml'  # installed as the launch's params_file
+
+
+def launch_defaults():
+    """Return the default of every literal argument of the SITL launch file (``ARGUMENTS``)."""
+    tree = ast.parse(LAUNCH_FILE.read_text())
+    for node in tree.body:
+        if (isinstance(node, ast.Assign)
+                and any(getattr(t, 'id', None) == 'ARGUMENTS' for t in node.targets)):
+            defaults = {}
+            for key, value in zip(node.value.keys, node.value.values):
+                try:
+                    defaults[ast.literal_eval(key)] = ast.literal_eval(value.elts[0])
+                except ValueError:
+                    pass  # params_file: a path into the install share (PARAMS_FILE here)
+            return defaults
+    raise AssertionError(f'no ARGUMENTS in {LAUNCH_FILE}')
+
+
+def sitl_plan(n, simulated=()):
+    """
+    Return the plan of ``swarm_px4_sitl.launch.py num_agents:=n simulated:=...``.
+
+    The launch's defaults, except that without Gazebo there is no /clock: the wall clock.
+    """
+    d = launch_defaults()
+    spacing = float(d['spawn_spacing'])
+    scenario = live_scenario(agents=n, radius=float(d['radius']),
+                             target_motion=d['target_motion'],
+                             altitude_hold=float(d['altitude']),
+                             controller={'d_safe': float(d['d_safe'])})
+    # gz_multi_vehicle.sh: instance i at (0, i * spacing, 0), as the launch's empty `origins`.
+    origins = tuple((0.0, (i + 1) * spacing, 0.0) for i in range(n))
+    return d, SwarmPlan(scenario=scenario, mode='px4', px4_origins=origins,
+                        swarm_reliability=d['swarm_reliability'], use_sim_time=False,
+                        params_files=(str(PARAMS_FILE),), simulated=tuple(simulated))
+
+
+def start_graph(ros, plan):
+    """
+    Start the plan's nodes but metrics_node, and one kinematic fake PX4 per bridge.
+
+    Return {full node name: node}, with ``fake <px4_namespace>`` for the fakes.
+    """
+    from soliton_encirclement_ros.nodes.agent_node import AgentNode
+    from soliton_encirclement_ros.nodes.target_node import TargetNode
+    from soliton_encirclement_ros.px4.bridge_node import load_px4_msgs, Px4BridgeNode
+    from support.fake_px4 import FakePx4
+    from velocity_mobility_ros.nodes.mobility_node import MobilityNode
+
+    px4_msgs = load_px4_msgs()
+    classes = {'target_node': TargetNode, 'agent_node': AgentNode, 'mobility_node': MobilityNode,
+               'px4_bridge_node': lambda **kw: Px4BridgeNode(px4_msgs, **kw)}
+    nodes = {}
+    for spec in build_graph(plan):
+        if spec.executable not in classes:
+            continue  # metrics_node: the tests compute the metrics from the odometry themselves
+        node = classes[spec.executable](cli_args=spec.ros_args())
+        ros.add_node(node)
+        nodes[spec.full_name] = node
+        if spec.executable == 'px4_bridge_node':
+            params = spec.parameters
+            fake = FakePx4(params['px4_namespace'], system_id=params['target_system'],
+                           kinematic=True, node_name=f'fake_{params["px4_namespace"]}')
+            fake.origin_enu = np.array(params['origin_enu'])
+            ros.add_node(fake)
+            nodes[f'fake {params["px4_namespace"]}'] = fake
+    return nodes
+
+
+def every(seconds, fn):
+    """
+    Return ``fn`` run at most once every ``seconds`` of wall time (else its last result).
+
+    The checks a test runs each executor turn (metrics, separation) would otherwise cost more
+    CPU than the graph they watch, and starve it on a loaded machine.
+    """
+    last = {'at': -math.inf, 'value': None}
+
+    def throttled():
+        now = time.monotonic()
+        if now - last['at'] >= seconds:
+            last['at'], last['value'] = now, fn()
+        return last['value']
+    return throttled
+
+
+def true_position_enu(vehicle):
+    """Return a vehicle's true position in the world ENU frame: a fake PX4's or a simulation's."""
+    from soliton_encirclement_ros.px4.frames import ned_to_enu
+    if hasattr(vehicle, 'position_ned'):  # a PX4 measures from its spawn origin, in NED
+        return vehicle.origin_enu + ned_to_enu(vehicle.position_ned)
+    return np.array(vehicle.state.position[0], dtype=float)  # mobility_node: world ENU
+
+
+class Separation:
+    """Pairwise horizontal distances, and the closest approach after each pair first separated."""
+
+    def __init__(self, d_safe, n):
+        self.d_safe = d_safe
+        self.pairs = list(itertools.combinations(range(n), 2))
+        self.separated = dict.fromkeys(self.pairs, False)
+        self.min_after = dict.fromkeys(self.pairs, math.inf)
+        self.wide = dict.fromkeys(self.pairs, False)  # once farther than 2 d_safe
+        self.min_after_wide = dict.fromkeys(self.pairs, math.inf)
+        self.first = None
+
+    def observe(self, positions):
+        distances = {(i, j): float(np.hypot(*(positions[i, :2] - positions[j, :2])))
+                     for i, j in self.pairs}
+        if self.first is None:
+            self.first = distances
+        for pair, d in distances.items():
+            if self.separated[pair]:
+                self.min_after[pair] = min(self.min_after[pair], d)
+            elif d > self.d_safe:
+                self.separated[pair] = True
+            if self.wide[pair]:
+                self.min_after_wide[pair] = min(self.min_after_wide[pair], d)
+            elif d > 2.0 * self.d_safe:
+                self.wide[pair] = True
