@@ -5,6 +5,8 @@ Keys (all strings, as rosbag2 requires): ``scenario`` (the run's scenario as one
 JSON, NaN as null), ``seed``, ``package_version``, ``git_commit`` (``<sha>``, ``<sha>-dirty``
 for a checkout with uncommitted changes, ``unknown`` outside a git checkout) and ``recorder``.
 ``analyze_run`` prints them and keeps them in ``summary.json`` (``params.bag_custom_data``).
+The version also titles the figures, and :func:`code_identity` is what ``sweep_sim
+--scheduler`` compares between its Dask workers and itself.
 """
 from __future__ import annotations
 
@@ -46,6 +48,11 @@ def git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return UNKNOWN
     return commit + ('-dirty' if dirty else '')
+
+
+def code_identity() -> dict:
+    """``{'version': ..., 'commit': ...}`` of the code running in this process."""
+    return {'version': package_version(), 'commit': git_commit()}
 
 
 def bag_custom_data(recorder: str, scenario: Mapping[str, Any] | None = None

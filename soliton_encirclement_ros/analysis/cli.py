@@ -2,6 +2,7 @@
 ``analyze_run``: metrics, plots, trajectories, animation and summary of recorded runs.
 
     analyze_run BAG [BAG2] --out DIR [--agent-pattern REGEX] [--target-topic T] [--radius R]
+                [--format png|pdf|svg]
 
 One bag: outputs go into DIR. Two bags: each bag's outputs go into DIR/<bag name>, and
 DIR/comparison.png overlays their metric curves. Exit status: 0 done, 1 unusable input
@@ -21,7 +22,7 @@ import numpy as np
 
 from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis import plots
-from soliton_encirclement_ros.analysis.animation import write_animation
+from soliton_encirclement_ros.analysis.animation import animation_file, write_animation
 from soliton_encirclement_ros.analysis.bag_reader import BagError, TruncatedBagError
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
@@ -31,19 +32,20 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.provenance import describe
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
-ANIMATION_FILE = 'encirclement.gif'
+MAX_FRAMES = 200
 
 
 def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTERN,
                 target_topic: str = DEFAULT_TARGET_TOPIC, radius: float = DEFAULT_RADIUS,
                 period: float = DEFAULT_PERIOD, state_timeout: float = DEFAULT_STATE_TIMEOUT,
-                max_frames: int = 80, warn=lambda text: None
+                max_frames: int = MAX_FRAMES, warn=lambda text: None, fmt: str = 'png'
                 ) -> tuple[np.ndarray, dict, str | None]:
     """
     Write every output of one bag into ``out_dir``; return (metrics, summary, truncated).
 
     Times are seconds since the first message of the bag. ``warn`` gets each warning (a part
-    of the bag set aside).
+    of the bag set aside). Figures are ``fmt`` files (png, pdf or svg); the animation is an
+    MP4 when ffmpeg is on the PATH, a GIF otherwise.
     """
     run = load_run(bag, agent_pattern, target_topic, relative_time=True)
     for text in run.warnings:
@@ -60,15 +62,18 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
         'agent_ids': run.agent_ids, 'truncated': run.truncated, 'warnings': list(run.warnings),
         'bag_custom_data': run.custom_data,
     }
-    summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories))
+    summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories),
+                                fmt)
     if max_frames > 0:
         agent_xy = np.stack([_positions_or_nan(track, times) for track in run.agents.values()],
                             axis=1)
-        staging = out_dir / f'.{ANIMATION_FILE}'
+        name = animation_file()
+        staging = out_dir / f'.{name}'
+        ids = [run.agent_ids.get(agent, agent) for agent in run.agents]
         try:
             write_animation(staging, times, agent_xy, live, run.target.at(times)[0][:, :2],
-                            radius, max_frames)
-            os.replace(staging, out_dir / ANIMATION_FILE)
+                            radius, max_frames, labels=ids, title=plots.run_title(params))
+            os.replace(staging, out_dir / name)
         finally:
             staging.unlink(missing_ok=True)
     return metrics, summary, run.truncated
@@ -86,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                 Path(bag), bag_out, agent_pattern=args.agent_pattern,
                 target_topic=args.target_topic, radius=args.radius, period=args.period,
                 state_timeout=args.state_timeout, max_frames=args.max_frames,
-                warn=lambda text: print(f'analyze_run: warning: {bag}: {text}', file=sys.stderr))
+                warn=lambda text: print(f'analyze_run: warning: {bag}: {text}', file=sys.stderr),
+                fmt=args.format)
             runs[label] = metrics
             described = summary['params'].get('bag_custom_data')
             print(f'{bag}: recorded with ' + (describe(described) if described else
@@ -95,8 +101,9 @@ def main(argv: list[str] | None = None) -> int:
             if cut:
                 truncated.append(f'{bag}: {cut}')
         if len(runs) > 1:
-            plots.dashboard(out / 'comparison.png', runs)
-            print(f'comparison: {out / "comparison.png"}')
+            comparison = out / plots.figure_name('comparison', args.format)
+            plots.dashboard(comparison, runs, 'comparison: ' + ' vs '.join(runs))
+            print(f'comparison: {comparison}')
     except TruncatedBagError as err:  # cut before anything could be analysed
         print(f'analyze_run: error: {err}', file=sys.stderr)
         return EXIT_TRUNCATED
@@ -133,8 +140,12 @@ def _parser() -> argparse.ArgumentParser:
                         default=DEFAULT_STATE_TIMEOUT,
                         help='an agent whose last /swarm/agent_states message is older than '
                              'this [s] is failed (default %(default)s)')
-    parser.add_argument('--max-frames', type=number(0, integer=True), default=80,
-                        help='animation frames, 0 for no animation (default %(default)s)')
+    parser.add_argument('--max-frames', type=number(0, integer=True), default=MAX_FRAMES,
+                        help='at most this many animation frames (3 sim-s per second of video '
+                             'at 10 frames/s), 0 for no animation (default %(default)s)')
+    parser.add_argument('--format', choices=plots.FORMATS, default='png',
+                        help='figure format: png, or vector pdf/svg for papers '
+                             '(default %(default)s)')
     return parser
 
 

@@ -5,6 +5,9 @@ import os
 from pathlib import Path
 import tempfile
 
+# Formats of the figures a run writes: PNG, or vector PDF/SVG for papers (``--format``).
+FIGURE_FORMATS = ('png', 'pdf', 'svg')
+
 
 def output_dir_problem(path, option: str = '--out') -> str | None:
     """

@@ -3,6 +3,9 @@ Static figures of a run: metric curves (one run or several overlaid), dashboard,
 
 Uses matplotlib's object API (no pyplot state), so it is safe off the main thread and needs no
 display. Each ``runs``/``series`` mapping is keyed by a label; an empty label draws no legend.
+Figures are written as PNG, or as vector PDF/SVG (``FORMATS``) for papers: the file's suffix
+picks the format. E_r, E_gap and rho, which converge to 0 over orders of magnitude, are drawn
+on log axes, with the settle thresholds (``SETTLE_THRESHOLDS``) and settle times marked.
 """
 from __future__ import annotations
 
@@ -11,7 +14,10 @@ from pathlib import Path
 from matplotlib.figure import Figure
 import numpy as np
 
-from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES, SETTLE_THRESHOLDS, settle_time
+from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
+from soliton_encirclement_ros.provenance import package_version
 
 METRIC_LABELS = {
     'E_r': 'E_r (radial error / R)',
@@ -21,68 +27,173 @@ METRIC_LABELS = {
     'E_gap': 'E_gap (gap RMS error)',
     'd_min': 'd_min [m] (closest two agents)',
 }
+# Metrics that go to 0: a log axis shows 2e-7 apart from 0.05.
+LOG_METRICS = ('E_r', 'rho', 'E_gap')
+FORMATS = FIGURE_FORMATS
 DPI = 100
+THRESHOLD_COLOUR = 'tab:red'
 
 
-def metric_plot(path: Path, series: dict[str, np.ndarray], name: str) -> None:
+def preset_name(controller) -> str:
+    """
+    Name of the preset (``PRESETS``) whose gains ``controller`` has, or 'custom'.
+
+    ``controller`` is a scenario's overrides or its resolved gains (summary.json's
+    ``params['controller']``); a gain it does not give has its default value.
+    """
+    controller = dict(controller or {})
+    defaults = ControllerParams().as_dict()
+    gains = set().union(*PRESETS.values())
+    for name, preset in PRESETS.items():
+        expected = {**defaults, **preset}
+        if all(controller.get(key, defaults[key]) == expected[key] for key in gains):
+            return name
+    return 'custom'
+
+
+def run_title(params: dict) -> str:
+    """
+    One line naming a run: N, seed, R, preset and this package's version.
+
+    What ``params`` (a RunResult's) does not say is left out, e.g. the seed of a recorded bag.
+    """
+    parts = []
+    if params.get('bag'):
+        parts.append(Path(str(params['bag'])).name)
+    agents = params.get('agents')
+    if isinstance(agents, (list, tuple)):
+        agents = len(agents)
+    if agents is not None:
+        parts.append(f'N = {int(agents)}')
+    if params.get('seed') is not None:
+        parts.append(f'seed {params["seed"]}')
+    if params.get('radius') is not None:
+        parts.append(f'R = {float(params["radius"]):g} m')
+    if 'preset' in params or 'controller' in params:
+        parts.append(f'preset {params.get("preset") or preset_name(params.get("controller"))}')
+    parts.append(f'soliton_encirclement_ros {package_version()}')
+    return ', '.join(parts)
+
+
+def metric_plot(path: Path, series: dict[str, np.ndarray], name: str,
+                title: str | None = None) -> None:
     """One metric against time; ``series`` maps a label to (T, 2) rows ``t,value``."""
-    fig = Figure(figsize=(6, 3.2), dpi=DPI)
+    fig = Figure(figsize=(6, 3.4), dpi=DPI)
     ax = fig.add_subplot()
     _draw_series(ax, series, name)
+    if title:
+        fig.suptitle(title, fontsize='small')
     fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
 
 
-def dashboard(path: Path, runs: dict[str, np.ndarray]) -> None:
-    """Every metric in one figure; ``runs`` maps a label to a (T, 1 + len(METRIC_NAMES)) array."""
-    fig = Figure(figsize=(10, 8), dpi=DPI)
+def dashboard(path: Path, runs: dict[str, np.ndarray], title: str | None = None) -> Figure:
+    """
+    Every metric in one figure; ``runs`` maps a label to a (T, 1 + len(METRIC_NAMES)) array.
+
+    Returns the figure (already written to ``path``), so tests can look at its axes.
+    """
+    fig = Figure(figsize=(10, 8.4), dpi=DPI)
     axes = fig.subplots((len(METRIC_NAMES) + 1) // 2, 2).ravel()
     for i, (ax, name) in enumerate(zip(axes, METRIC_NAMES)):
         _draw_series(ax, {label: m[:, [0, i + 1]] for label, m in runs.items()}, name)
     for ax in axes[len(METRIC_NAMES):]:
         ax.set_axis_off()
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
+    return fig
 
 
-def trajectory_plot(path: Path, trajectories: dict[str, np.ndarray], radius: float | None) -> None:
+def trajectory_plot(path: Path, trajectories: dict[str, np.ndarray], radius: float | None,
+                    title: str | None = None) -> Figure:
     """
-    XY paths; key ``'target'`` drawn as the target.
+    XY paths from a start marker (open circle) to an end marker (dot); ``'target'``: the target.
 
-    With the desired circle of ``radius`` around its last position when both are known.
+    With the desired circle of ``radius`` around its last position when both are known. The
+    legend sits outside the axes, so it never covers the target or the ring. Returns the figure
+    (already written to ``path``).
     """
-    fig = Figure(figsize=(6, 6), dpi=DPI)
+    fig = Figure(figsize=(7.6, 6), dpi=DPI)
     ax = fig.add_subplot()
     for name, track in trajectories.items():
         track = np.asarray(track, dtype=float)
         if name == 'target' or track.size == 0:
             continue
         line, = ax.plot(track[:, 1], track[:, 2], lw=0.8, label=name)
-        ax.plot(track[-1, 1], track[-1, 2], 'o', color=line.get_color(), ms=4)
+        ax.plot(track[0, 1], track[0, 2], 'o', mfc='none', color=line.get_color(), ms=6)
+        ax.plot(track[-1, 1], track[-1, 2], 'o', color=line.get_color(), ms=5)
     target = np.asarray(trajectories.get('target', np.empty((0, 3))), dtype=float)
     if target.size:
         ax.plot(target[:, 1], target[:, 2], 'k--', lw=1.2, label='target')
+        ax.plot(target[0, 1], target[0, 2], 'k^', mfc='none', ms=9)
         ax.plot(target[-1, 1], target[-1, 2], 'k*', ms=12)
         if radius:
             angle = np.linspace(0.0, 2.0 * np.pi, 200)
             ax.plot(target[-1, 1] + radius * np.cos(angle), target[-1, 2] + radius * np.sin(angle),
                     color='0.5', lw=0.8, ls=':', label=f'desired circle (R={radius:g} m)')
+    # Proxy entries explain the markers once, whatever the number of agents.
+    ax.plot([], [], 'o', mfc='none', color='0.3', label='start')
+    ax.plot([], [], 'o', color='0.3', label='end')
     ax.set_aspect('equal', adjustable='datalim')
     ax.set_xlabel('x [m] (ENU)')
     ax.set_ylabel('y [m] (ENU)')
     ax.grid(True, alpha=0.3)
-    if len(trajectories) <= 12:
-        ax.legend(fontsize='small', loc='best')
+    handles, labels = ax.get_legend_handles_labels()
+    if len(trajectories) > 12:  # too many agents to name: keep the markers, target and circle
+        kept = [(h, lab) for h, lab in zip(handles, labels) if lab in trajectories
+                and lab != 'target']
+        handles = [h for h in handles if h not in {k[0] for k in kept}]
+        labels = [lab for lab in labels if lab not in {k[1] for k in kept}]
+    ax.legend(handles, labels, fontsize='small', loc='upper left', bbox_to_anchor=(1.02, 1.0),
+              borderaxespad=0.0)
+    if title:
+        ax.set_title(title, fontsize='small')
     fig.tight_layout()
-    fig.savefig(path)
+    _save(fig, path)
+    return fig
 
 
 def _draw_series(ax, series: dict[str, np.ndarray], name: str) -> None:
+    log = name in LOG_METRICS
+    threshold = SETTLE_THRESHOLDS.get(name)
     for label, values in series.items():
         values = np.asarray(values, dtype=float)
-        ax.plot(values[:, 0], values[:, 1], lw=1.0, label=label or None)
+        t, v = values[:, 0], values[:, 1]
+        # Exact zeros (a perfect ring) have no place on a log axis: they are left out.
+        line, = ax.plot(t, np.where(v > 0, v, np.nan) if log else v, lw=1.0,
+                        label=label or None)
+        settled = settle_time(t, v, threshold) if threshold is not None else None
+        if settled is not None:
+            ax.axvline(settled, color=line.get_color(), ls=':', lw=1.0,
+                       label=f'settled {settled:.1f} s' + (f' ({label})' if label else ''))
+    if log:
+        ax.set_yscale('log')
+    if threshold is not None:
+        ax.axhline(threshold, color=THRESHOLD_COLOUR, ls='--', lw=0.9,
+                   label=f'threshold {threshold:g}')
     ax.set_xlabel('time [s]')
     ax.set_ylabel(METRIC_LABELS[name])
     ax.grid(True, alpha=0.3)
-    if any(series):
+    if any(series) or threshold is not None:
         ax.legend(fontsize='small')
+
+
+def _save(fig: Figure, path: Path) -> None:
+    path = Path(path)
+    fmt = path.suffix.lstrip('.').lower()
+    if fmt not in FORMATS:
+        raise ValueError(f'figure format must be one of {", ".join(FORMATS)}, got {fmt!r}')
+    fig.savefig(path, format=fmt)
+
+
+def figure_name(name: str, fmt: str = 'png') -> str:
+    """File name of the figure ``name`` in format ``fmt`` (one of ``FORMATS``)."""
+    if fmt not in FORMATS:
+        raise ValueError(f'--format must be one of {", ".join(FORMATS)}, got {fmt!r}')
+    return f'{name}.{fmt}'
+
+
+__all__ = ['dashboard', 'figure_name', 'FORMATS', 'LOG_METRICS', 'metric_plot', 'preset_name',
+           'run_title', 'trajectory_plot']

@@ -22,12 +22,10 @@ import tempfile
 import numpy as np
 
 from soliton_encirclement_ros.analysis import plots
-from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES, SETTLE_THRESHOLDS, settle_time
 
 METRICS_HEADER = ('timestamp',) + METRIC_NAMES
 AGENTS_HEADER = ('node_id', 'timestamp', 'u', 'velocity_norm')
-# A metric has settled once it stays below its threshold until the end of the run.
-SETTLE_THRESHOLDS = {'E_gap': 0.05, 'E_r': 0.01}
 
 
 @dataclass
@@ -49,20 +47,6 @@ class RunResult:
     sim_time: float | None = None
     wall_time: float | None = None
     final_positions: np.ndarray | None = None  # (N + 1, 3) agents then target, world ENU [m]
-
-
-def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
-    """
-    Time of the first sample after the last one at or above ``threshold`` (NaN counts as above).
-
-    The first timestamp if none is; None if the last sample is.
-    """
-    violating = ~(np.asarray(values, dtype=float) < threshold)
-    if violating.size == 0 or violating[-1]:
-        return None
-    last_violation = np.flatnonzero(violating)
-    first_settled = last_violation[-1] + 1 if last_violation.size else 0
-    return float(timestamps[first_settled])
 
 
 def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
@@ -98,13 +82,15 @@ def summarise(metrics: np.ndarray) -> dict:
             'closest': closest_approach(metrics[:, 0], columns['d_min'])}
 
 
-def write_run_outputs(out_dir, result: RunResult) -> dict:
+def write_run_outputs(out_dir, result: RunResult, fmt: str = 'png') -> dict:
     """
     Write a run's outputs into ``out_dir`` and return its summary.
 
-    The outputs: metrics.csv, agents.csv, one PNG per metric, dashboard.png, trajectories.png
+    The outputs: metrics.csv, agents.csv, one figure per metric, dashboard, trajectories
     (when the result has trajectories, with ``params['radius']``, if present, drawn as the
-    desired circle around the target's last position) and summary.json.
+    desired circle around the target's last position) and summary.json. Figures are
+    ``fmt`` files (``plots.FORMATS``: png, or vector pdf/svg), titled with the run's identity
+    (``plots.run_title``).
 
     Files are written into a temporary directory first and moved into place only when all of
     them succeeded, so an error never leaves partial outputs behind.
@@ -113,6 +99,8 @@ def write_run_outputs(out_dir, result: RunResult) -> dict:
     trajectories, real_time_factor = result.trajectories, result.real_time_factor
     metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
     agents = _checked_table(agents, len(AGENTS_HEADER), 'agents')
+    plots.figure_name('dashboard', fmt)  # a bad format fails before anything is written
+    title = plots.run_title(params)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summarise(metrics)
@@ -123,10 +111,12 @@ def write_run_outputs(out_dir, result: RunResult) -> dict:
         _write_csv(staging / 'metrics.csv', METRICS_HEADER, metrics)
         _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
         for i, name in enumerate(METRIC_NAMES):
-            plots.metric_plot(staging / f'{name}.png', {'': metrics[:, [0, i + 1]]}, name)
-        plots.dashboard(staging / 'dashboard.png', {'': metrics})
+            plots.metric_plot(staging / plots.figure_name(name, fmt), {'': metrics[:, [0, i + 1]]},
+                              name, title)
+        plots.dashboard(staging / plots.figure_name('dashboard', fmt), {'': metrics}, title)
         if trajectories is not None:
-            plots.trajectory_plot(staging / 'trajectories.png', trajectories, params.get('radius'))
+            plots.trajectory_plot(staging / plots.figure_name('trajectories', fmt), trajectories,
+                                  params.get('radius'), title)
         (staging / 'summary.json').write_text(json_text(summary))
         for produced in staging.iterdir():
             os.replace(produced, out_dir / produced.name)

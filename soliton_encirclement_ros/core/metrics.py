@@ -13,6 +13,8 @@ import numpy as np
 from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi
 
 METRIC_NAMES = ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min')
+# A metric has settled once it stays below its threshold until the end of the run.
+SETTLE_THRESHOLDS = {'E_gap': 0.05, 'E_r': 0.01}
 
 
 class Metrics(NamedTuple):
@@ -89,3 +91,17 @@ def compute_metrics(
         E_gap=float(np.sqrt(np.mean((normalised_gaps - 1.0) ** 2))),
         d_min=min_pair_distance(p),
     )
+
+
+def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
+    """
+    Time of the first sample after the last one at or above ``threshold`` (NaN counts as above).
+
+    The first timestamp if none is; None if the last sample is.
+    """
+    violating = ~(np.asarray(values, dtype=float) < threshold)
+    if violating.size == 0 or violating[-1]:
+        return None
+    last_violation = np.flatnonzero(violating)
+    first_settled = last_violation[-1] + 1 if last_violation.size else 0
+    return float(timestamps[first_settled])

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ros_support.validation import OneLineParser
-from soliton_encirclement_ros.analysis.outputs import output_dir_problem
+from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetStateMsg
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--engine', choices=ENGINES, default='auto',
                         help='controller engine (default auto: vectorised when exact)')
     parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--format', choices=FIGURE_FORMATS, default='png',
+                        help='figure format: png, or vector pdf/svg for papers '
+                             '(default %(default)s)')
     return parser
 
 
@@ -125,7 +128,7 @@ def main(argv=None) -> int:
         print(f'batch_sim: error: {exc}', file=sys.stderr)
         return 2
     result = simulate(scenario, args.engine)
-    summary = write_run_outputs(args.out, result)
+    summary = write_run_outputs(args.out, result, args.format)
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '

@@ -26,7 +26,7 @@ import numpy as np
 
 from ros_support.signals import StopRequest
 from ros_support.validation import broken_rule, number, OneLineParser, read_yaml
-from soliton_encirclement_ros.analysis.outputs import output_dir_problem
+from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
@@ -67,6 +67,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help='record a rosbag2 into this new directory')
     parser.add_argument('--storage', default='mcap', choices=('mcap', 'sqlite3'),
                         help='bag storage')
+    parser.add_argument('--format', choices=FIGURE_FORMATS, default='png',
+                        help='figure format: png, or vector pdf/svg for papers (in-process '
+                        'runs; with --processes metrics_node writes png) (default %(default)s)')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     live = parser.add_argument_group(
         'live view', 'watch the run in Foxglove (needs foxglove-sdk: the live extra)')
@@ -160,6 +163,9 @@ def main(argv=None) -> int:
         return 2
     out_dir = Path(args.out)
     problem = output_dir_problem(out_dir, '--out')
+    if args.processes and args.format != 'png':
+        problem = problem or (f'--format {args.format} is for in-process runs: with '
+                              '--processes metrics_node writes the figures, as png')
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return 2
@@ -263,7 +269,7 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         return None, failure, ''
     result = RunResult(metrics, agents, plan_summary(plan, args), trajectories,
                        sim_time / wall if wall > 0 else None, sim_time, wall)
-    return write_run_outputs(out_dir, result), failure, ''
+    return write_run_outputs(out_dir, result, args.format), failure, ''
 
 
 def _live(args: argparse.Namespace) -> tuple[str, int] | None:

@@ -14,6 +14,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import get_typestore, Stores
 
 from soliton_encirclement_ros.analysis import cli
+from soliton_encirclement_ros.analysis.animation import animation_file
 from soliton_encirclement_ros.analysis.recompute import (
     load_run, metrics_from_bag, published_metrics, STATE_COLUMNS)
 from velocity_mobility_ros.core.geometry import rotate_by_quaternion
@@ -129,7 +130,8 @@ def test_agents_exactly_on_the_circle_give_ideal_metrics(tmp_path, storage):
     assert summary['params']['agents'] == [f'uav{i}' for i in range(1, 7)]
     for name in ('E_r', 'E_vr', 'rho', 'G_max', 'E_gap', 'd_min', 'dashboard', 'trajectories'):
         assert (tmp_path / 'out' / f'{name}.png').stat().st_size > 1000
-    assert (tmp_path / 'out' / cli.ANIMATION_FILE).read_bytes()[:6] == b'GIF89a'
+    video = (tmp_path / 'out' / animation_file()).read_bytes()
+    assert video[:6] == b'GIF89a' or video[4:8] == b'ftyp'  # GIF, or MP4 where ffmpeg is
     agents = np.loadtxt(tmp_path / 'out' / 'agents.csv', delimiter=',', skiprows=1)
     assert agents.shape == (6 * 41, 4)
     np.testing.assert_allclose(agents[:, 3], OMEGA * RADIUS)
@@ -179,7 +181,7 @@ def test_two_bags_are_compared_in_one_figure(tmp_path):
     assert (tmp_path / 'cmp' / 'comparison.png').stat().st_size > 1000
     for label in ('1_run', '2_run'):
         assert (tmp_path / 'cmp' / label / 'metrics.csv').exists()
-        assert not (tmp_path / 'cmp' / label / cli.ANIMATION_FILE).exists()
+        assert not (tmp_path / 'cmp' / label / animation_file()).exists()
 
 
 def run_cli(*args):
