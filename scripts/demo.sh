@@ -5,6 +5,8 @@
 # runs/demo-analysis. Extra arguments go to swarm_sim (e.g. --agents 16 --target-motion random).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+echo "demo: set-up, then 10 UAVs for 60 sim-s (the first run installs the ROS 2 wheels into" \
+     ".venv first: a few minutes, with pip's progress below)"
 bash scripts/setup.sh
 export ROS_AUTOMATIC_DISCOVERY_RANGE=${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}
 rm -rf runs/demo-bag

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv with the ROS 2 Kilted wheels and this package (editable). Idempotent.
+# Create .venv with the ROS 2 Kilted wheels and this package (editable). Idempotent: once
+# installed, a run only checks a stamp (setup.py and requirements-ros.txt unchanged).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3.11}
@@ -9,9 +10,17 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.installed-$(cat setup.py requirements-ros.txt | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
-  .venv/bin/python -m pip install --quiet --upgrade pip
-  .venv/bin/python -m pip install --quiet -r requirements-ros.txt
-  .venv/bin/python -m pip install --quiet -e '.[standalone,test,live]'
+  echo "setup: installing the ROS 2 Kilted wheels and this package into .venv; the first run" \
+       "takes a few minutes (about 4 on a laptop), later runs skip this step"
+  # pip's own progress (one line per package, a bar per download) instead of minutes of silence
+  pip=(.venv/bin/python -m pip install --progress-bar on --disable-pip-version-check)
+  echo "setup: [1/3] pip"
+  "${pip[@]}" --quiet --upgrade pip
+  echo "setup: [2/3] ROS 2 Kilted wheels (requirements-ros.txt)"
+  "${pip[@]}" -r requirements-ros.txt
+  echo "setup: [3/3] this package, its test tools and the live view"
+  "${pip[@]}" -e '.[standalone,test,live]'
   rm -f .venv/.installed-*
   touch "$stamp"
+  echo "setup: done"
 fi

@@ -91,6 +91,7 @@ class BagRecorder:
         self._connections = []
         self._final_counts: dict[int, int] = {}
         self._skipped: set[str] = set()
+        self._types: dict[str, str] = {}
 
     @property
     def topics(self) -> list[str]:
@@ -120,6 +121,9 @@ class BagRecorder:
                 continue  # nothing to record yet; look again at the next discovery
             if self._subscribe(topic, types, publishers):
                 added.append(topic)
+        if added:  # one line per discovery round, not one per topic
+            self._node.get_logger().info(recording_line(
+                {topic: self._types[topic] for topic in added}))
         return added
 
     def close(self) -> None:
@@ -170,7 +174,7 @@ class BagRecorder:
         qos = self._qos or _adapted_qos([info.qos_profile for info in publishers])
         self._subscriptions[topic] = self._node.create_subscription(
             msg_class, topic, partial(self._on_message, connection), qos, raw=True)
-        logger.info(f'recording {topic} [{msgtype}]')
+        self._types[topic] = msgtype
         return True
 
     def _on_message(self, connection, data: bytes) -> None:
@@ -188,6 +192,45 @@ class BagRecorder:
         count = sum(writer.counts.values())
         self._node.get_logger().info(
             f'closed bag {self.bag_path}: {count} messages on {len(writer.connections)} topics')
+
+
+def recording_line(topics: dict[str, str]) -> str:
+    """
+    Return one line naming the topics (name -> type) that start being recorded, grouped.
+
+    Agents' topics share a line: ``/uav{1..10}/odom [nav_msgs/msg/Odometry]``; so do the
+    topics of one namespace and type: ``/swarm/metrics/{E_gap,E_r} [std_msgs/msg/Float64]``.
+    """
+    agents, rest = {}, {}
+    for topic, msgtype in topics.items():
+        match = re.fullmatch(r'/(.*?)(\d+)/([^/]+)', topic)
+        if match:
+            agents.setdefault((match[1], match[3], msgtype), []).append(int(match[2]))
+        else:
+            rest[topic] = msgtype
+    groups = []
+    for (prefix, leaf, msgtype), numbers in agents.items():
+        if len(numbers) == 1:
+            rest[f'/{prefix}{numbers[0]}/{leaf}'] = msgtype
+        else:
+            groups.append((f'/{prefix}{_numbers(sorted(numbers))}/{leaf}', msgtype))
+    by_parent = {}
+    for topic, msgtype in rest.items():
+        parent, _, leaf = topic.rpartition('/')
+        by_parent.setdefault((parent, msgtype), []).append(leaf)
+    for (parent, msgtype), leaves in by_parent.items():
+        name = leaves[0] if len(leaves) == 1 else '{' + ','.join(sorted(leaves)) + '}'
+        groups.append((f'{parent}/{name}', msgtype))
+    count = len(topics)
+    return (f'recording {count} topic{"" if count == 1 else "s"}: '
+            + ', '.join(f'{name} [{msgtype}]' for name, msgtype in sorted(groups)))
+
+
+def _numbers(numbers: list[int]) -> str:
+    """``{1..10}`` for a contiguous run of integers, else ``{1,3,7}``."""
+    if numbers == list(range(numbers[0], numbers[-1] + 1)):
+        return f'{{{numbers[0]}..{numbers[-1]}}}'
+    return '{' + ','.join(str(n) for n in numbers) + '}'
 
 
 def _adapted_qos(offered: list[QoSProfile]) -> QoSProfile:

@@ -20,7 +20,8 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64
 import yaml
 
-from soliton_encirclement_ros.recording.recorder import BagRecorder, DEFAULT_TOPICS_REGEX
+from soliton_encirclement_ros.recording.recorder import (
+    BagRecorder, DEFAULT_TOPICS_REGEX, recording_line)
 from support.harness import spin_until
 
 SIM_START = 100.0
@@ -153,3 +154,18 @@ def test_bad_arguments_are_refused_by_name(graph, tmp_path):
     (tmp_path / 'c').mkdir()
     with pytest.raises(FileExistsError, match='exists already'):
         BagRecorder(node, tmp_path / 'c')
+
+
+def test_the_topics_recorded_are_named_in_one_grouped_line():
+    topics = {f'/uav{i}/{leaf}': msgtype for i in range(1, 11) for leaf, msgtype in
+              (('odom', 'nav_msgs/msg/Odometry'), ('cmd_vel', 'geometry_msgs/msg/Twist'))}
+    topics.update({f'/swarm/metrics/{m}': 'std_msgs/msg/Float64' for m in ('E_r', 'rho')})
+    topics.update({'/clock': 'rosgraph_msgs/msg/Clock', '/target/odom': 'nav_msgs/msg/Odometry',
+                   '/uav12/odom': 'nav_msgs/msg/Odometry'})
+    assert recording_line(topics) == (
+        'recording 25 topics: /clock [rosgraph_msgs/msg/Clock], '
+        '/swarm/metrics/{E_r,rho} [std_msgs/msg/Float64], /target/odom [nav_msgs/msg/Odometry], '
+        '/uav{1,2,3,4,5,6,7,8,9,10,12}/odom [nav_msgs/msg/Odometry], '
+        '/uav{1..10}/cmd_vel [geometry_msgs/msg/Twist]')
+    assert recording_line({'/uav1/odom': 'nav_msgs/msg/Odometry'}) == \
+        'recording 1 topic: /uav1/odom [nav_msgs/msg/Odometry]'
