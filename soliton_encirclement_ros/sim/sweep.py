@@ -52,6 +52,7 @@ from soliton_encirclement_ros.core import batch_engine
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
+from soliton_encirclement_ros.provenance import code_identity, git_commit, PACKAGE
 from velocity_mobility_ros.core.params import VehicleParams
 
 RUNS_FILE, SUMMARY_FILE, SPEC_FILE = 'runs.csv', 'summary.csv', 'sweep.json'
@@ -391,6 +392,27 @@ def run_chunk(scenarios: list[dict]) -> list[dict]:
         return [row for s in scenarios for row in run_chunk([s])]
 
 
+def run_chunk_checked(scenarios: list[dict], client: dict) -> list[dict]:
+    """
+    :func:`run_chunk` on a Dask worker that runs the client's code (``client``: its identity).
+
+    A worker with another package version or commit (one that joined after the start-up check)
+    gives every run of the chunk an error row instead of results that may differ silently;
+    ``--resume`` runs them again.
+    """
+    mismatch = identity_mismatch(code_identity(), client)
+    if mismatch:
+        return [{'error': f'worker runs other code: {mismatch}'} for _ in scenarios]
+    return run_chunk(scenarios)
+
+
+def identity_mismatch(worker: dict, client: dict) -> str:
+    """Say how a worker's code identity differs from the client's, or ''."""
+    differ = [f'{key} {worker.get(key)} (this client: {client.get(key)})'
+              for key in ('version', 'commit') if worker.get(key) != client.get(key)]
+    return ', '.join(differ)
+
+
 def _simulate(scenarios: list[Scenario]) -> list[np.ndarray]:
     if len(scenarios) == 1 and scenarios[0].agents > SINGLE_RUN_AGENTS:
         from soliton_encirclement_ros.sim.batch_sim import simulate
@@ -474,8 +496,10 @@ def dask_results(work: Iterable[list[Run]], address: str, workers: int = 1,
     client = Client(address, timeout='10s')
     in_flight: set = set()  # only these are held: a finished chunk's result is let go
 
+    identity = code_identity()
+
     def submit(scenarios):
-        future = client.submit(run_chunk, scenarios, pure=False)
+        future = client.submit(run_chunk_checked, scenarios, identity, pure=False)
         in_flight.add(future)
         return future
     try:
@@ -711,15 +735,35 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
 
 
 def _cluster_threads(address: str) -> int:
-    """Return the worker threads of the Dask cluster at ``address``; ``SpecError`` if none."""
+    """
+    Return the worker threads of the Dask cluster at ``address``.
+
+    ``SpecError`` (one line) if it has none, or if a worker runs another version or commit of
+    this package than the client: its rows could differ silently from the client's.
+    """
     from dask.distributed import Client
     try:
         with Client(address, timeout='10s') as client:
             threads = sum(client.nthreads().values())
+            identities = client.run(code_identity, on_error='return') if threads else {}
     except (OSError, TimeoutError) as exc:
         raise SpecError(f'--scheduler {address}: cannot reach a Dask scheduler ({exc})') from None
     if not threads:
         raise SpecError(f'--scheduler {address}: the cluster has no workers')
+    client_identity = code_identity()
+    refused = {}
+    for worker, identity in sorted(identities.items()):
+        if isinstance(identity, BaseException):
+            refused[worker] = (f'cannot run {PACKAGE} '
+                               f'({type(identity).__name__}: {identity})')
+        elif identity_mismatch(identity, client_identity):
+            refused[worker] = identity_mismatch(identity, client_identity)
+    if refused:
+        worker, why = next(iter(refused.items()))
+        raise SpecError(
+            f'--scheduler {address}: {len(refused)} of {len(identities)} worker(s) run other '
+            f'code than this client, e.g. {worker}: {why}; install the same {PACKAGE} '
+            'checkout on every worker')
     return threads
 
 
@@ -795,6 +839,7 @@ def _write_spec(out: Path, spec: Spec, args, total: int, totals: Optional[dict],
             versions[package] = md.version(package)
         except md.PackageNotFoundError:
             pass
+    versions['soliton_encirclement_ros_commit'] = git_commit()
     doc = {'spec': spec.raw, 'spec_file': str(Path(args.spec).absolute()), 'runs': total,
            'started': time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(started)),
            'versions': versions, 'totals': totals}

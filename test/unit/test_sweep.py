@@ -225,6 +225,68 @@ def test_a_dask_cluster_gives_the_local_results(tmp_path):
     assert meta['totals']['this_session']['scheduler'].startswith('tcp://127.0.0.1:')
 
 
+def _old_code_on_worker_0():
+    """
+    Return a Dask worker plugin by which worker 0 reports an older version than the client.
+
+    Defined in a function so that cloudpickle ships the class by value to the worker processes;
+    it replaces what the worker-side provenance function reports, nothing of Dask.
+    """
+    from dask.distributed import WorkerPlugin
+
+    class OldCode(WorkerPlugin):
+        name = 'old-code'
+
+        def setup(self, worker):
+            if worker.name == 0:
+                import soliton_encirclement_ros.provenance as provenance
+                provenance.package_version = lambda: '0.0.1'
+    return OldCode()
+
+
+def test_a_worker_with_other_code_is_refused_in_one_line(tmp_path, capsys):
+    distributed = pytest.importorskip('dask.distributed', reason='dask[distributed] missing')
+    from soliton_encirclement_ros.provenance import code_identity
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={**IMPAIRED, 'duration': 3.0},
+                       grid={'k_r': [0.5, 1.0]}, seeds=2)
+    env_before = dict(os.environ)
+    try:  # a cluster on loopback only, started and stopped by this test
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                      host='127.0.0.1', dashboard_address=None) as cluster, \
+                distributed.Client(cluster) as client:
+            client.register_plugin(_old_code_on_worker_0())
+            reported = client.run(code_identity)
+            assert sorted(i['version'] for i in reported.values()) == sorted(
+                ['0.0.1', code_identity()['version']])
+            old_worker = next(a for a, i in reported.items() if i['version'] == '0.0.1')
+            capsys.readouterr()
+            assert main([str(spec), '--out', str(tmp_path / 'dask'), '--no-plots',
+                         '--scheduler', cluster.scheduler_address]) == 2
+            # A worker that joins after the check gives error rows, never silently other rows.
+            rows = client.submit(sweep.run_chunk_checked, [{}, {}], code_identity(),
+                                 workers=[old_worker], pure=False).result()
+    finally:  # LocalCluster exports thread limits (OMP_NUM_THREADS, ...): not for later tests
+        os.environ.clear()
+        os.environ.update(env_before)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith(f'sweep_sim: error: --scheduler {cluster.scheduler_address}: '
+                             f'1 of 2 worker(s) run other code than this client, e.g. '
+                             f'{old_worker}: version 0.0.1 (this client: ')
+    assert not (tmp_path / 'dask' / 'runs.csv').exists()
+    assert rows == [{'error': 'worker runs other code: version 0.0.1 (this client: '
+                              f'{code_identity()["version"]})'}] * 2
+
+
+def test_identity_mismatch_names_version_and_commit():
+    client = {'version': '0.1.0', 'commit': 'abc'}
+    assert sweep.identity_mismatch(dict(client), client) == ''
+    assert sweep.identity_mismatch({'version': '0.1.0', 'commit': 'def'}, client) == \
+        'commit def (this client: abc)'
+    assert sweep.identity_mismatch({'version': '0.0.9', 'commit': 'def'}, client) == \
+        'version 0.0.9 (this client: 0.1.0), commit def (this client: abc)'
+
+
 def _start(cmd):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
