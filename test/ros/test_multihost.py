@@ -5,8 +5,10 @@ A ground station (mobility, target, metrics) and three companion computers (one 
 Linux network namespaces joined by veth pairs and a bridge, with default DDS discovery (multicast
 on the emulated LAN, no shared memory) and best-effort swarm topics. The ring forms; cutting one
 host's link makes that agent hold (zero velocity) within target_timeout + 1 s while the other two
-re-space; restoring the link brings it back into a ring of three. Skips where namespaces cannot be
-made (not root, no iproute2).
+re-space; restoring the link brings it back into a ring of three. A variant turns multicast off
+(a WiFi network that drops it): the hosts then find each other only through a Fast DDS Discovery
+Server in the ground station (``ROS_DISCOVERY_SERVER``), and the ring forms through it. Skips
+where namespaces cannot be made (not root, no iproute2).
 """
 import json
 import math
@@ -32,6 +34,9 @@ RADIUS = 5.0
 TARGET_TIMEOUT = 1.0
 ODOM_TIMEOUT = 0.5
 PROBE = Path(__file__).resolve().parents[1] / 'support' / 'netns_probe.py'
+DISCOVERY_PORT = 11811
+# The Fast DDS CLI of the wheels, next to this interpreter (its `python3` must be the venv's).
+FASTDDS = Path(sys.executable).parent / 'fastdds'
 
 
 class Lines:
@@ -90,36 +95,61 @@ def hosts():
         emulated.close()
 
 
-def test_ring_survives_a_lost_link_and_the_agent_rejoins(hosts):
+@pytest.fixture
+def hosts_without_multicast():
+    netns.remove_stale()
+    # The ground station is a host of its own: the switch namespace would still flood multicast
+    # it sends itself.
+    emulated = netns.EmulatedHosts(['ground', *AGENTS], multicast=False)
+    try:
+        yield emulated.create()
+    finally:
+        emulated.close()
+
+
+def start_swarm(hosts, env, station='gs'):
+    """Start the ground station's nodes in ``station`` and one agent_node per host."""
     plan = SwarmPlan(scenario=Scenario(agents=3, radius=RADIUS, control_period=0.05),
                      use_sim_time=False, swarm_reliability='best_effort',
                      positions=((6.0, 1.0, 0.0), (5.0, 3.0, 0.0), (4.0, 5.0, 0.0)))
-    env = ros_env()
     for spec in build_graph(plan):
-        host = spec.namespace.strip('/') if spec.executable == 'agent_node' else 'gs'
+        host = spec.namespace.strip('/') if spec.executable == 'agent_node' else station
         extra = (['-p', f'target_timeout:={TARGET_TIMEOUT}', '-p', f'odom_timeout:={ODOM_TIMEOUT}']
                  if spec.executable == 'agent_node' else [])
         hosts.run(host, command(spec) + extra, env)
-    ground = Lines(hosts.run('gs', [sys.executable, str(PROBE)]
-                             + [f'/{a}/odom:odom' for a in AGENTS], env))
-    onboard = Lines(hosts.run('uav1', [sys.executable, str(PROBE), '/uav1/cmd_vel:twist',
-                                       '/uav1/agent/status:status'], env))
 
-    def latest_positions(since, names=AGENTS):
+
+class Ring:
+    """Watches the agents' odometry from a probe in the ground station."""
+
+    def __init__(self, ground: Lines):
+        self.ground = ground
+
+    def latest_positions(self, since, names=AGENTS):
         latest = {}
         for name in names:
-            values = ground.values(f'/{name}/odom', since)
+            values = self.ground.values(f'/{name}/odom', since)
             if values:
                 latest[name] = values[-1][1]
         return latest
 
-    def ring_formed(names, tolerance):
-        latest = latest_positions(time.time() - 1.0, names)
+    def formed(self, names, tolerance):
+        latest = self.latest_positions(time.time() - 1.0, names)
         if len(latest) < len(names):
             return False
         radii = [math.hypot(*p) for p in latest.values()]
         return (max(abs(r - RADIUS) for r in radii) < 0.5
                 and np.max(np.abs(gaps(latest) - 2 * math.pi / len(names))) < tolerance)
+
+
+def test_ring_survives_a_lost_link_and_the_agent_rejoins(hosts):
+    env = ros_env()
+    start_swarm(hosts, env)
+    ground = Lines(hosts.run('gs', [sys.executable, str(PROBE)]
+                             + [f'/{a}/odom:odom' for a in AGENTS], env))
+    onboard = Lines(hosts.run('uav1', [sys.executable, str(PROBE), '/uav1/cmd_vel:twist',
+                                       '/uav1/agent/status:status'], env))
+    ring_formed = Ring(ground).formed
 
     # 1. The ring of three forms across the emulated network.
     wait_for(lambda: ring_formed(AGENTS, 0.3), 45.0, 'the ring of 3 to form across hosts')
@@ -149,3 +179,33 @@ def test_ring_survives_a_lost_link_and_the_agent_rejoins(hosts):
     wait_for(lambda: ring_formed(AGENTS, 0.3), 45.0, 'the ring of 3 to re-form')
     print(f'uav1 held {first_hold:.2f} s after the cut; ring re-formed '
           f'{time.time() - restored:.1f} s after the link came back')
+
+
+@pytest.mark.skipif(not FASTDDS.exists(), reason=f'no Fast DDS CLI at {FASTDDS}')
+def test_ring_forms_through_a_discovery_server_with_multicast_off(hosts_without_multicast):
+    hosts = hosts_without_multicast
+    assert hosts.multicast_flood() == dict.fromkeys(('ground', *AGENTS), False)
+    server = f'{hosts.address("ground")}:{DISCOVERY_PORT}'
+    env = ros_env()
+    env['PATH'] = f'{FASTDDS.parent}{os.pathsep}{env.get("PATH", "")}'
+    started = Lines(hosts.run('ground', [str(FASTDDS), 'discovery', '-i', '0', '-l',
+                                         hosts.address('ground'), '-p', str(DISCOVERY_PORT)],
+                              env))
+    wait_for(lambda: any('Server started' in line for line in started.other), 30.0,
+             f'the discovery server to start on {server}')
+    via_server = {**env, 'ROS_DISCOVERY_SERVER': server}
+    start_swarm(hosts, via_server, station='ground')
+    ground = Lines(hosts.run('ground', [sys.executable, str(PROBE)]
+                             + [f'/{a}/odom:odom' for a in AGENTS], via_server))
+    # The control: a ground-station listener with default (multicast) discovery, no server.
+    unaided = Lines(hosts.run('ground', [sys.executable, str(PROBE), '/uav1/cmd_vel:twist'],
+                              env))
+    onboard = Lines(hosts.run('uav1', [sys.executable, str(PROBE), '/uav1/cmd_vel:twist'],
+                              via_server))
+    wait_for(lambda: Ring(ground).formed(AGENTS, 0.3), 60.0,
+             'the ring of 3 to form through the discovery server')
+    assert onboard.values('/uav1/cmd_vel'), 'the probe on uav1 hears its agent'
+    assert unaided.values('ready'), 'the control listener runs'
+    assert unaided.values('/uav1/cmd_vel') == [], \
+        'a listener without the server heard another host: multicast discovery was not off'
+    print(f'ring formed through the discovery server at {server}, multicast off')

@@ -6,8 +6,12 @@ inside the namespaces made here.
 
 Topology: a "ground station" namespace holds the bridge ``br0`` (10.231.0.1/24); every other
 host is a namespace with one veth (10.231.0.<10 + k>/24) whose peer sits in the ground station,
-enslaved to the bridge. Cutting a host's link sets its peer down: the host keeps its own
-interface and loopback (its local processes still talk to each other), but nothing crosses.
+enslaved to the bridge. Multicast is routed on the LAN unless ``multicast=False``: then the
+bridge floods no multicast to its ports (``mcast_flood off``), so no multicast frame of a host
+reaches another, as on a WiFi network that drops multicast (run every process in a host then:
+the bridge still delivers what the ground-station namespace itself sends). Cutting a host's
+link sets its peer down: the host keeps its own interface and loopback (its local processes
+still talk to each other), but nothing crosses.
 
 Everything is named ``<prefix>-<pid>-...``, so a crashed earlier run is recognised (dead pid)
 and removed by :func:`remove_stale`, and :meth:`EmulatedHosts.close` removes what it made even
@@ -60,9 +64,10 @@ def remove_stale() -> None:
 class EmulatedHosts:
     """A ground station ``'gs'`` and hosts named by the caller, each in its own namespace."""
 
-    def __init__(self, hosts: list[str]) -> None:
+    def __init__(self, hosts: list[str], multicast: bool = True) -> None:
         self.tag = f'{PREFIX}-{os.getpid()}'
         self.hosts = list(hosts)
+        self.multicast = multicast  # False: the bridge forwards no multicast between hosts
         self.namespaces: list[str] = []
         self.processes: list[subprocess.Popen] = []
         self._suffix = str(os.getpid() % 100000)
@@ -85,7 +90,9 @@ class EmulatedHosts:
         _ip('-n', gs, 'link', 'add', 'br0', 'type', 'bridge', 'mcast_snooping', '0')
         _ip('-n', gs, 'addr', 'add', f'{SUBNET}.1/24', 'dev', 'br0')
         _ip('-n', gs, 'link', 'set', 'br0', 'up')
-        _ip('-n', gs, 'route', 'add', '224.0.0.0/4', 'dev', 'br0')
+        multicast_routed = self.multicast
+        if multicast_routed:
+            _ip('-n', gs, 'route', 'add', '224.0.0.0/4', 'dev', 'br0')
         for host in self.hosts:
             inner, peer = f'sh{self.hosts.index(host)}x{self._suffix}', self._peer(host)
             _ip('link', 'add', inner, 'netns', self.ns(host), 'type', 'veth', 'peer', 'name', peer,
@@ -93,8 +100,12 @@ class EmulatedHosts:
             _ip('-n', self.ns(host), 'link', 'set', inner, 'name', 'eth0')
             _ip('-n', self.ns(host), 'addr', 'add', f'{self.address(host)}/24', 'dev', 'eth0')
             _ip('-n', self.ns(host), 'link', 'set', 'eth0', 'up')
-            _ip('-n', self.ns(host), 'route', 'add', '224.0.0.0/4', 'dev', 'eth0')
+            if multicast_routed:
+                _ip('-n', self.ns(host), 'route', 'add', '224.0.0.0/4', 'dev', 'eth0')
             _ip('-n', gs, 'link', 'set', peer, 'master', 'br0')
+            if not self.multicast:
+                subprocess.run(['bridge', '-n', gs, 'link', 'set', 'dev', peer, 'mcast_flood',
+                                'off'], capture_output=True, text=True, check=True, timeout=20)
             _ip('-n', gs, 'link', 'set', peer, 'up')
         return self
 
@@ -105,6 +116,18 @@ class EmulatedHosts:
                                    start_new_session=True)
         self.processes.append(process)
         return process
+
+    def multicast_flood(self) -> dict[str, bool]:
+        """Return whether the bridge floods multicast to each host, by host name."""
+        lines = subprocess.run(['bridge', '-n', self.ns('gs'), '-d', 'link', 'show'],
+                               capture_output=True, text=True, check=True,
+                               timeout=20).stdout.splitlines()
+        flood = {}
+        for host in self.hosts:
+            for i, line in enumerate(lines[:-1]):
+                if f' {self._peer(host)}@' in line:
+                    flood[host] = ' mcast_flood on ' in f' {lines[i + 1]} '
+        return flood
 
     def set_link(self, host: str, up: bool) -> None:
         _ip('-n', self.ns('gs'), 'link', 'set', self._peer(host), 'up' if up else 'down')
