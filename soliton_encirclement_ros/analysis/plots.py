@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import matplotlib
 from matplotlib.figure import Figure
 import numpy as np
 
@@ -185,7 +186,9 @@ def _save(fig: Figure, path: Path) -> None:
     fmt = path.suffix.lstrip('.').lower()
     if fmt not in FORMATS:
         raise ValueError(f'figure format must be one of {", ".join(FORMATS)}, got {fmt!r}')
-    fig.savefig(path, format=fmt)
+    # TrueType fonts in PDFs (publishers refuse Type 3) and real text in SVGs (editable).
+    with matplotlib.rc_context({'pdf.fonttype': 42, 'svg.fonttype': 'none'}):
+        fig.savefig(path, format=fmt)
 
 
 def figure_name(name: str, fmt: str = 'png') -> str:

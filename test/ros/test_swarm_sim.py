@@ -104,6 +104,8 @@ def test_every_timer_fires_once_per_step_at_the_mobility_rate(tmp_path):
     (['--agents', '2', '--names', 'a,a'], 'duplicate agent names: a'),
     (['--duration', '-1'], 'argument --duration: must be > 0, got -1'),
     (['--real-time-factor', 'x'], "argument --real-time-factor: expected a number, got 'x'"),
+    (['--processes', '--format', 'pdf'], '--format pdf is for in-process runs: with --processes '
+     'metrics_node writes the figures, as png'),
 ])
 def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message):
     try:
@@ -114,6 +116,16 @@ def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0]
     assert not out.exists()
+
+
+def test_format_svg_writes_vector_figures_titled_with_the_run(tmp_path):
+    code, out = run(tmp_path, '--agents', '3', '--duration', '2', '--seed', '4', '--format', 'svg')
+    assert code == 0
+    assert not list(out.glob('*.png'))
+    for name in ('dashboard', 'trajectories', 'E_gap', 'E_r', 'rho', 'E_vr', 'G_max', 'd_min'):
+        svg = (out / f'{name}.svg').read_text()
+        assert svg.lstrip().startswith('<?xml') and '<svg' in svg and '<image' not in svg, name
+    assert 'N = 3, seed 4, R = 20 m, preset default' in (out / 'dashboard.svg').read_text()
 
 
 def test_bad_params_file_and_unknown_parameter_are_reported(tmp_path, capsys):
