@@ -24,6 +24,7 @@ import pytest
 from rosbags.highlevel import AnyReader
 import yaml
 
+from soliton_encirclement_ros.analysis.animation import animation_file
 from soliton_encirclement_ros.analysis.recompute import metrics_from_bag, published_metrics
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.provenance import git_commit, package_version
@@ -155,5 +156,5 @@ def test_analyze_run_reports_the_run_the_runner_reported(recorded, tmp_path):
     assert analysed['settle_time']['E_gap'] == pytest.approx(
         simulated['settle_time']['E_gap'], abs=0.5
     )
-    for name in ('metrics.csv', 'dashboard.png', 'trajectories.png', 'encirclement.gif'):
+    for name in ('metrics.csv', 'dashboard.png', 'trajectories.png', animation_file()):
         assert (out / name).stat().st_size > 0

@@ -1,6 +1,8 @@
 """Figures fit for a paper: run identity in titles, log axes, thresholds, markers, vectors."""
 import json
 from pathlib import Path
+import shutil
+import subprocess
 import xml.etree.ElementTree as ElementTree
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -9,7 +11,8 @@ from PIL import Image
 import pytest
 
 from soliton_encirclement_ros.analysis import plots
-from soliton_encirclement_ros.analysis.animation import frame_indices, write_animation
+from soliton_encirclement_ros.analysis.animation import (
+    animation_file, frame_indices, write_animation)
 from soliton_encirclement_ros.analysis.report import RunResult, summarise, write_run_outputs
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.params import REFERENCE_GAINS
@@ -191,3 +194,24 @@ def test_analysis_title_on_a_bag_does_not_need_a_seed(tmp_path):
     fig = plots.dashboard(path, {'a': converging_metrics(), 'b': converging_metrics()}, 'a vs b')
     assert path.read_bytes()[:8] == b'\x89PNG\r\n\x1a\n'
     assert fig._suptitle.get_text() == 'a vs b'
+
+
+@pytest.mark.skipif(shutil.which('ffmpeg') is None, reason='ffmpeg is not on the PATH')
+def test_with_ffmpeg_the_animation_is_an_h264_mp4_of_the_same_frames(tmp_path):
+    assert animation_file() == 'encirclement.mp4'
+    times = np.arange(0.0, 12.0 + 1e-9, 0.05)
+    angle = np.linspace(0, 2 * np.pi, 4, endpoint=False)[None, :] + times[:, None] / 5
+    agent_xy = np.stack([10 * np.cos(angle), 10 * np.sin(angle)], axis=2)
+    path = tmp_path / 'a.mp4'
+    frames = write_animation(path, times, agent_xy, np.ones((len(times), 4), dtype=bool),
+                             np.zeros((len(times), 2)), 10.0)
+    assert frames == 41  # 12 s at 3 sim-s per second, 10 frames/s
+    probe = subprocess.run(
+        [shutil.which('ffprobe') or 'ffprobe', '-v', 'error', '-select_streams', 'v:0',
+         '-count_frames', '-show_entries',
+         'stream=codec_name,width,height,avg_frame_rate,nb_read_frames', '-of', 'json',
+         str(path)], capture_output=True, text=True, check=True)
+    stream = json.loads(probe.stdout)['streams'][0]
+    assert stream['codec_name'] == 'h264' and stream['avg_frame_rate'] == '10/1'
+    assert stream['width'] >= 700 and stream['height'] >= 700
+    assert int(stream['nb_read_frames']) == frames
