@@ -183,8 +183,9 @@ class MetricsNode(Node):
     def save(self, output_dir: str) -> dict:
         """Write the run outputs (CSV, plots, summary.json) of the series gathered so far."""
         metrics, agents, trajectories = self.series()
+        seen = sorted(name for name in trajectories if name != 'target')  # N in the figures' title
         return write_run_outputs(output_dir, RunResult(
-            metrics, agents, {'radius': self.settings.radius}, trajectories))
+            metrics, agents, {'radius': self.settings.radius, 'agents': seen}, trajectories))
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:

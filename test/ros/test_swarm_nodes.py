@@ -232,6 +232,8 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
         assert not (out / 'summary.json').exists()  # written on shutdown only
         trace = harness.nodes[0].series()[2]['agent 1']
         assert trace.shape[1] == 3
+        saved = harness.nodes[0].save(str(tmp_path / 'saved'))
+        assert saved['params'] == {'radius': 20.0, 'agents': ['agent 1', 'agent 2']}  # N = 2
     finally:
         harness.close()
 
