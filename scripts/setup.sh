@@ -10,8 +10,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=.venv/.installed-$(cat setup.py requirements-ros.txt | sha1sum | cut -c1-12)
 if [ ! -f "$stamp" ]; then
-  echo "setup: installing the ROS 2 Kilted wheels and this package into .venv; the first run" \
-       "takes a few minutes (about 4 on a laptop), later runs skip this step"
+  echo "setup: installing the ROS 2 Kilted wheels and this package into .venv: the first run" \
+       "takes a few minutes (3 here), later runs skip this step"
   # pip's own progress (one line per package, a bar per download) instead of minutes of silence
   pip=(.venv/bin/python -m pip install --progress-bar on --disable-pip-version-check)
   echo "setup: [1/3] pip"
