@@ -118,6 +118,7 @@ class SwarmPlan:
     px4_target_systems: tuple[int, ...] = ()
     px4_origins: tuple[tuple[float, float, float], ...] = ()
     metrics_output_dir: str = ''
+    figure_format: str = 'png'          # metrics_node's plots: png, pdf or svg
     swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
     simulated: tuple[str, ...] = ()     # mode px4: these agents fly mobility_node, not a PX4
 
@@ -311,6 +312,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
                 **_changed(scenario, {'telemetry_period': 'telemetry_period'}),
                 **swarm,
                 **({'output_dir': plan.metrics_output_dir} if plan.metrics_output_dir else {}),
+                **({'figure_format': plan.figure_format} if plan.figure_format != 'png' else {}),
             },
         )
     )

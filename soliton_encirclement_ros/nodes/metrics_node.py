@@ -185,7 +185,8 @@ class MetricsNode(Node):
         metrics, agents, trajectories = self.series()
         seen = sorted(name for name in trajectories if name != 'target')  # N in the figures' title
         return write_run_outputs(output_dir, RunResult(
-            metrics, agents, {'radius': self.settings.radius, 'agents': seen}, trajectories))
+            metrics, agents, {'radius': self.settings.radius, 'agents': seen}, trajectories),
+            self.settings.figure_format)
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:

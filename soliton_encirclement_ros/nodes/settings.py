@@ -15,6 +15,7 @@ import numpy as np
 
 from ros_support.settings import check_fields, same_as, setting
 from ros_support.validation import from_mapping
+from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS
 from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.interface import (
@@ -150,6 +151,8 @@ class MetricsSettings(_Settings):
     output_dir: str = setting('', 'directory for the run outputs (CSV streamed during the run, '
                               'plots and summary.json on shutdown); empty = none',
                               read_only=True)
+    figure_format: str = setting('png', 'format of the plots in output_dir: png, or vector pdf/'
+                                 'svg for papers', choices=FIGURE_FORMATS, read_only=True)
     swarm_reliability: str = swarm_reliability_setting()
 
     def __post_init__(self) -> None:

@@ -68,8 +68,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--storage', default='mcap', choices=('mcap', 'sqlite3'),
                         help='bag storage')
     parser.add_argument('--format', choices=FIGURE_FORMATS, default='png',
-                        help='figure format: png, or vector pdf/svg for papers (in-process '
-                        'runs; with --processes metrics_node writes png) (default %(default)s)')
+                        help='figure format: png, or vector pdf/svg for papers '
+                        '(default %(default)s)')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     live = parser.add_argument_group(
         'live view', 'watch the run in Foxglove (needs foxglove-sdk: the live extra)')
@@ -105,7 +105,7 @@ def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
         params_files=tuple(os.path.abspath(p) for p in args.params_file),
         clock_source='mobility' if args.processes else 'runner',
         real_time_factor=(args.real_time_factor or 1.0) if args.processes else 0.0,
-        odom_rate=args.odom_rate)
+        odom_rate=args.odom_rate, figure_format=args.format)
 
 
 def check_params_file(path: str) -> None:
@@ -163,9 +163,6 @@ def main(argv=None) -> int:
         return 2
     out_dir = Path(args.out)
     problem = output_dir_problem(out_dir, '--out')
-    if args.processes and args.format != 'png':
-        problem = problem or (f'--format {args.format} is for in-process runs: with '
-                              '--processes metrics_node writes the figures, as png')
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return 2
@@ -367,7 +364,7 @@ def _collect_process_outputs(written: Path, out_dir: Path, plan: SwarmPlan,
                   if (written / 'agents.csv').exists() else np.empty((0, len(AGENTS_HEADER))))
         if len(metrics):
             summary = write_run_outputs(written, RunResult(
-                metrics, agents, plan_summary(plan, args), None, *timing))
+                metrics, agents, plan_summary(plan, args), None, *timing), args.format)
             incomplete = (
                 'metrics_node did not write its outputs; summary.json and the plots were '
                 f'recomputed from the streamed metrics.csv and agents.csv (up to '

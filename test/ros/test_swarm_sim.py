@@ -104,8 +104,7 @@ def test_every_timer_fires_once_per_step_at_the_mobility_rate(tmp_path):
     (['--agents', '2', '--names', 'a,a'], 'duplicate agent names: a'),
     (['--duration', '-1'], 'argument --duration: must be > 0, got -1'),
     (['--real-time-factor', 'x'], "argument --real-time-factor: expected a number, got 'x'"),
-    (['--processes', '--format', 'pdf'], '--format pdf is for in-process runs: with --processes '
-     'metrics_node writes the figures, as png'),
+    (['--format', 'jpg'], "argument --format: invalid choice: 'jpg'"),
 ])
 def test_bad_arguments_exit_2_with_one_line_and_write_nothing(tmp_path, capsys, args, message):
     try:
@@ -222,6 +221,16 @@ def test_one_process_per_node_also_forms_the_ring(tmp_path):
     assert summary['params']['controller']['altitude'] is None  # NaN (off): null, not NaN
     metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
     assert metrics[-1, 0] > 23.0
+
+
+def test_processes_mode_writes_the_figures_in_the_format_asked(tmp_path):
+    """--processes --format pdf: metrics_node draws the figures, as PDFs titled with N and R."""
+    code, out = run(tmp_path, '--processes', '--agents', '2', '--duration', '3', '--seed', '3',
+                    '--real-time-factor', '1', '--format', 'pdf')
+    assert code == 0
+    assert not list(out.glob('*.png'))
+    for name in ('dashboard', 'trajectories', 'E_gap', 'E_r', 'rho', 'E_vr', 'G_max', 'd_min'):
+        assert (out / f'{name}.pdf').read_bytes()[:7] == b'%PDF-1.', name
 
 
 def test_injected_failures_silence_agents_and_the_ring_recovers(tmp_path):
