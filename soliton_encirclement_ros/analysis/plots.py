@@ -9,6 +9,7 @@ on log axes, with the settle thresholds (``SETTLE_THRESHOLDS``) and settle times
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import matplotlib
@@ -56,8 +57,10 @@ def run_title(params: dict) -> str:
     """
     One line naming a run: N, seed, R, preset and this package's version.
 
-    What ``params`` (a RunResult's) does not say is left out, e.g. the seed of a recorded bag.
+    A bag's own description (``params['bag_custom_data']``, written by swarm_sim) gives what
+    ``params`` lacks; what neither says is left out, e.g. the seed of a ``ros2 bag record`` bag.
     """
+    params = {**_described_scenario(params.get('bag_custom_data')), **params}
     parts = []
     if params.get('bag'):
         parts.append(Path(str(params['bag'])).name)
@@ -74,6 +77,20 @@ def run_title(params: dict) -> str:
         parts.append(f'preset {params.get("preset") or preset_name(params.get("controller"))}')
     parts.append(f'soliton_encirclement_ros {package_version()}')
     return ', '.join(parts)
+
+
+def _described_scenario(custom_data) -> dict:
+    """Seed and controller gains of a bag's ``custom_data`` (strings), or {}."""
+    if not isinstance(custom_data, dict):
+        return {}
+    try:
+        scenario = json.loads(custom_data.get('scenario') or '{}')
+    except ValueError:
+        scenario = {}
+    described = {key: scenario[key] for key in ('seed', 'controller') if key in scenario}
+    if 'seed' not in described and custom_data.get('seed') not in (None, 'None'):
+        described['seed'] = custom_data['seed']
+    return described
 
 
 def metric_plot(path: Path, series: dict[str, np.ndarray], name: str,

@@ -83,6 +83,9 @@ def test_the_title_names_the_preset_and_leaves_out_what_a_bag_does_not_say():
                                  'agents': ['uav1', 'uav2']})
     assert bag_title.startswith('demo-bag, N = 2, R = 20 m, soliton_encirclement_ros ')
     assert 'seed' not in bag_title
+    described = {'bag': 'b', 'radius': 20.0, 'agents': ['uav1'], 'bag_custom_data': {
+        'seed': '7', 'scenario': json.dumps({'seed': 7, 'controller': REFERENCE_GAINS})}}
+    assert plots.run_title(described).startswith('b, N = 1, seed 7, R = 20 m, preset reference, ')
 
 
 def test_trajectories_mark_start_and_end_and_the_legend_stays_off_the_target(tmp_path):
