@@ -15,8 +15,7 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.bringup.graph import (
-    build_graph, live_scenario, parse_origins, SwarmPlan)
+from soliton_encirclement_ros.bringup.launch_plans import swarm_px4_sitl_nodes
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -39,22 +38,5 @@ ARGUMENTS = {
 }
 
 
-def _specs(value):
-    n = value.integer('num_agents')
-    spacing = value.real('spawn_spacing')
-    origins = (parse_origins(value['origins'], n) if value['origins']
-               else tuple((0.0, (i + 1) * spacing, 0.0) for i in range(n)))
-    scenario = live_scenario(agents=n, radius=value.real('radius'),
-                             target_motion=value['target_motion'],
-                             altitude_hold=value.real('altitude'),
-                             controller={'d_safe': value.real('d_safe')})
-    plan = SwarmPlan(scenario=scenario,
-                     mode='px4', px4_origins=origins,
-                     swarm_reliability=value['swarm_reliability'],
-                     use_sim_time=value.flag('use_sim_time'),
-                     params_files=value.files('params_file'))
-    return build_graph(plan)
-
-
 def generate_launch_description():
-    return plan_launch_description(ARGUMENTS, _specs)
+    return plan_launch_description(ARGUMENTS, swarm_px4_sitl_nodes)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from ros_support.settings import add_options, given_options
+from ros_support.validation import read_yaml
 from soliton_encirclement_ros.core.params import PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
 
@@ -45,3 +46,25 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.preset:
         changes['controller'] = {**PRESETS[args.preset], **base.controller}
     return base.with_changes(**changes) if changes else base
+
+
+def given_settings(args: argparse.Namespace, prog: str) -> dict[str, str]:
+    """
+    Return the settings the user gave, by name, with where from (``SwarmPlan.given``).
+
+    A scenario file's fields (its ``controller:`` gains and ``vehicle:`` limits by their own
+    names), then the ``--preset`` gains, then the options: the last one named is what wins.
+    """
+    given: dict[str, str] = {}
+    if args.scenario:
+        content = read_yaml(args.scenario, 'scenario') or {}
+        for name, value in content.items():
+            if name in ('controller', 'vehicle') and isinstance(value, dict):
+                given.update({key: f'scenario file {args.scenario}' for key in value})
+            else:
+                given[name] = f'scenario file {args.scenario}'
+    if args.preset:
+        given.update({key: f'{prog} --preset {args.preset}' for key in PRESETS[args.preset]})
+    for name in given_options(args, Scenario, SCENARIO_OPTIONS):
+        given[name] = f'{prog} option --{name.replace("_", "-")}'
+    return given

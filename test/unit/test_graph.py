@@ -45,11 +45,13 @@ def test_initial_poses_are_seeded_and_follow_the_reference_placement():
         assert 0.8 * 20 - 1e-9 <= (x * x + y * y) ** 0.5 <= 1.2 * 20 + 1e-9
 
 
-def test_parameters_and_files_flow_to_every_node():
+def test_parameters_and_files_flow_to_every_node(tmp_path):
+    params = tmp_path / 'p.yaml'
+    params.write_text('/**:\n  ros__parameters: {}\n')
     swarm = plan(agents=2, radius=35.0, control_period=0.02, failures_per_min=1.5,
-                 loss=0.1, delay=0.02, params_files=('/tmp/p.yaml',), use_sim_time=False)
+                 loss=0.1, delay=0.02, params_files=(str(params),), use_sim_time=False)
     specs = build_graph(swarm)
-    assert all(s.params_files == ('/tmp/p.yaml',) for s in specs)
+    assert all(s.params_files == (str(params),) for s in specs)
     assert all(s.parameters['use_sim_time'] is False for s in specs)
     agent = by_executable(specs, 'agent_node')[0]
     expected = {
@@ -64,13 +66,15 @@ def test_parameters_and_files_flow_to_every_node():
     assert by_executable(specs, 'target_node')[0].parameters['broadcast_period'] == 0.02
 
 
-def test_ros_args_are_the_command_line_of_a_ros2_run():
+def test_ros_args_are_the_command_line_of_a_ros2_run(tmp_path):
+    params = tmp_path / 'p.yaml'
+    params.write_text('/**:\n  ros__parameters: {}\n')
     spec = by_executable(
-        build_graph(plan(agents=1, params_files=('/p.yaml',))), 'agent_node'
+        build_graph(plan(agents=1, params_files=(str(params),))), 'agent_node'
     )[0]
     args = spec.ros_args()
     assert args[:5] == ['--ros-args', '-r', '__node:=agent', '-r', '__ns:=/uav1']
-    assert args[5:7] == ['--params-file', '/p.yaml']
+    assert args[5:7] == ['--params-file', str(params)]
     assert '-p' in args and 'agent_id:=1' in args and 'use_sim_time:=true' in args
 
 
