@@ -3,8 +3,10 @@ Encirclement scenarios: one validated dataclass, YAML loading, initial placement
 
 A scenario names everything a run needs besides the gains: swarm size and radius, seed,
 duration, control/metrics timing, target motion, failures and communication impairments.
-Controller gains (``controller:``) and vehicle limits (``vehicle:``) are nested mappings that
-go through :class:`ControllerParams` and ``VehicleParams``. Unknown keys are errors.
+Controller gains (``controller:``) and vehicle limits (``vehicle:``) are nested mappings of the
+values given (what a ROS graph passes on); a scenario resolves them once, at creation, into the
+typed, validated :class:`ControllerParams` and ``VehicleParams`` it then holds (``gains`` and
+``limits``). Unknown keys are errors.
 """
 from __future__ import annotations
 
@@ -173,8 +175,12 @@ class Scenario:
                              f'{self.placement_file!r}')
         if self.placement == 'file':
             read_placement_file(self.placement_file, self.agents)
-        # Build once so that bad gains, limits or waypoints fail here, naming the field.
-        controller = self.controller_params()
+        # Resolved once, here: bad gains, limits or waypoints fail now, naming the field, and
+        # every later reader gets these same objects.
+        limits = VehicleParams.from_mapping(dict(self.vehicle))
+        object.__setattr__(self, 'limits', limits)
+        object.__setattr__(self, 'gains', self._resolved_gains(limits))
+        controller = self.gains
         r_min = controller.r_min
         if self.radius < r_min:
             raise ValueError(f'radius must be >= the controller r_min ({r_min:g} m): the '
@@ -187,11 +193,10 @@ class Scenario:
                              f'd_safe {d_safe:g} m apart: the even ring spacing 2 R sin(pi/N) = '
                              f'{spacing:.3g} m must exceed d_safe (R > '
                              f'{d_safe / (2.0 * math.sin(math.pi / max(self.agents, 2))):.3g} m)')
-        self.vehicle_params()
         self.target_model()
         if not self.steps_on_sim_dt:
             return
-        sim_dt = self.vehicle_params().sim_dt
+        sim_dt = limits.sim_dt
         for name in ('control_period', 'metrics_period'):
             period = getattr(self, name)
             if period and abs(period / sim_dt - round(period / sim_dt)) > 1e-6:
@@ -203,14 +208,17 @@ class Scenario:
                              f'metrics period ({shortest:g} s here): a shorter run gives no '
                              f'metrics; got {self.duration:g} s')
 
-    def controller_params(self) -> ControllerParams:
+    # Set by __post_init__ (not dataclass fields: neither compared, copied nor given).
+    gains: ClassVar[ControllerParams]
+    limits: ClassVar[VehicleParams]
+
+    def _resolved_gains(self, vehicle: VehicleParams) -> ControllerParams:
         """
-        Gains: the ``controller`` overrides, with radius.
+        Return the gains: the ``controller`` overrides, with radius.
 
         Control_period and speed limits taken from the scenario and vehicle so that they cannot
         disagree.
         """
-        vehicle = self.vehicle_params()
         overrides = dict(self.controller)
         for name in ('radius', 'control_period', 'max_speed_xy', 'max_speed_z'):
             if name in overrides:
@@ -220,8 +228,13 @@ class Scenario:
             **overrides, 'radius': self.radius, 'control_period': self.control_period,
             'max_speed_xy': vehicle.max_speed_xy, 'max_speed_z': vehicle.max_speed_z})
 
+    def controller_params(self) -> ControllerParams:
+        """Return the resolved gains (``gains``, built once when the scenario was)."""
+        return self.gains
+
     def vehicle_params(self) -> VehicleParams:
-        return VehicleParams.from_mapping(dict(self.vehicle))
+        """Return the resolved vehicle limits (``limits``, built once when the scenario was)."""
+        return self.limits
 
     def target_model(self):
         """Return a fresh target motion model (the random one seeded from the scenario seed)."""
@@ -257,8 +270,8 @@ class Scenario:
         out = dataclasses.asdict(self)
         out['waypoints'] = [list(p) for p in self.waypoints]
         out['arrival_times'] = None if self.arrival_times is None else list(self.arrival_times)
-        out['controller'] = self.controller_params().as_dict()
-        out['vehicle'] = dataclasses.asdict(self.vehicle_params())
+        out['controller'] = self.gains.as_dict()
+        out['vehicle'] = dataclasses.asdict(self.limits)
         return out
 
     @classmethod

@@ -139,3 +139,25 @@ def test_shipped_scenarios_load():
     assert files
     for path in files:
         load_scenario(path)
+
+
+def test_a_scenario_resolves_its_gains_and_limits_once(monkeypatch):
+    """Issue 25 §2: 3 builds to create a Scenario and 5 + 3 in one simulate, before."""
+    from soliton_encirclement_ros.core.params import ControllerParams
+    from soliton_encirclement_ros.sim.batch_sim import simulate
+    from velocity_mobility_ros.core.params import VehicleParams
+    builds = []
+    for cls in (ControllerParams, VehicleParams):
+        checked = cls.__post_init__
+        monkeypatch.setattr(cls, '__post_init__', lambda self, checked=checked: (
+            builds.append(type(self).__name__), checked(self))[1])
+    scenario = Scenario(agents=3, duration=0.5, controller={'k_r': 2.0},
+                        vehicle={'max_speed_xy': 6.0})
+    assert sorted(builds) == ['ControllerParams', 'VehicleParams']
+    assert scenario.gains.k_r == 2.0 and scenario.gains.max_speed_xy == 6.0
+    assert scenario.limits.max_speed_xy == 6.0 and scenario.controller_params() is scenario.gains
+    builds.clear()
+    simulate(scenario)
+    assert builds == []
+    assert scenario == Scenario(agents=3, duration=0.5, controller={'k_r': 2.0},
+                                vehicle={'max_speed_xy': 6.0})  # held objects not compared
