@@ -16,8 +16,11 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import yaml
 
+from ros_support.settings import settings_fields
 from ros_support.validation import bounded, read_yaml
+from soliton_encirclement_ros.core.faults import Impairments
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.target_motion import TargetMotionSettings
 from soliton_encirclement_ros.interface import check_reliability, RELIABLE
 
 PACKAGE = 'soliton_encirclement_ros'
@@ -193,21 +196,25 @@ class SwarmPlan:
 Parameter = tuple[str, Any, 'str | None']
 
 
-def _unless_default(plan: SwarmPlan, pairs: Mapping[str, str]) -> list[Parameter]:
-    """Return the scenario fields ``pairs`` ({field: parameter}) not at their default or given."""
+def _unless_default(plan: SwarmPlan, names: Sequence[str]) -> list[Parameter]:
+    """Return the scenario fields ``names`` not at their default, or given (same-named)."""
     defaults = Scenario()
-    return [(parameter, getattr(plan.scenario, name), name) for name, parameter in pairs.items()
+    return [(name, getattr(plan.scenario, name), name) for name in names
             if getattr(plan.scenario, name) != getattr(defaults, name) or name in plan.given]
+
+
+def shared(plan: SwarmPlan, group: type) -> list[Parameter]:
+    """Return the scenario's values of the settings ``group`` it shares with a node, by name."""
+    return [(f.name, getattr(plan.scenario, f.name), f.name) for f in settings_fields(group)]
 
 
 def target_parameters(plan: SwarmPlan) -> list[Parameter]:
     """Return the target_node parameters that carry the scenario's target."""
     scenario = plan.scenario
-    params = [('motion', scenario.target_motion, 'target_motion'),
+    params = [*shared(plan, TargetMotionSettings),
               ('seed', scenario.seed, 'seed'),
               ('broadcast_period', scenario.control_period, 'control_period'),
-              *_unless_default(plan, {'target_speed': 'speed', 'target_period': 'motion_period',
-                                      'target_boundary': 'boundary', 'omega_ref': 'omega_ref'})]
+              *_unless_default(plan, ['omega_ref'])]
     if scenario.waypoints != Scenario().waypoints or 'waypoints' in plan.given:
         params.append(('waypoints', [float(c) for p in scenario.waypoints
                                      for c in (tuple(p) + (0.0,) * 3)[:3]], 'waypoints'))
@@ -279,10 +286,8 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
             # the command clamp is the vehicle's limit, as in Scenario.controller_params
             *[(k, v, k) for k, v in scenario.vehicle.items()
               if k in ('max_speed_xy', 'max_speed_z')],
-            *[(k, getattr(scenario, k), k)
-              for k in ('radius', 'control_period', 'failures_per_min', 'failure_off_time',
-                        'loss', 'delay', 'seed')],
-            *_unless_default(plan, {'failure_check_period': 'failure_check_period'}),
+            *[(k, getattr(scenario, k), k) for k in ('radius', 'control_period', 'seed')],
+            *shared(plan, Impairments),
             *swarm]))
         if plan.mode == 'px4':
             nodes.append(px4_bridge_spec(plan, index, name, files))
@@ -291,7 +296,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
         ('radius', scenario.radius, 'radius'),
         ('metrics_period', scenario.metrics_period or scenario.control_period,
          'metrics_period'),
-        *_unless_default(plan, {'telemetry_period': 'telemetry_period'}),
+        *_unless_default(plan, ['telemetry_period']),
         *swarm,
         *([('output_dir', plan.metrics_output_dir, None)] if plan.metrics_output_dir else [])]))
     return nodes

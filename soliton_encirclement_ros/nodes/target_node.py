@@ -25,7 +25,7 @@ from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.params import VehicleParams
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays, to_odometry
 
-SPECS = specs_of(TargetSettings)
+SPECS = specs_of(TargetSettings, read_only=True)
 PARAMETERS = tuple(SPECS)  # everything target_node declares (the README table comes from it)
 
 
@@ -53,7 +53,7 @@ class TargetNode(Node):
             self._motion = None
             self.create_subscription(Odometry, settings.follow_topic, self._on_tracked, 10)
         else:
-            self._motion = settings.motion_scenario().target_model()
+            self._motion = settings.target_model()
             self._vehicle_state = VehicleState.at_rest(np.reshape(settings.start(), (1, 3)))
             self._sim_time = None
         self.create_timer(settings.broadcast_period, self._on_tick)

@@ -10,19 +10,16 @@ from __future__ import annotations
 
 import argparse
 
-from ros_support.settings import add_options, given_options
+from ros_support.settings import add_options, given_options, settings_fields
 from ros_support.validation import read_yaml
 from soliton_encirclement_ros.core.params import PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
 
-# Every scalar field of Scenario; waypoints, arrival times, lambdas, gains and vehicle limits
+# Every setting field of Scenario (the scalars), its own first, then those it inherits
+# (target motion, impairments); waypoints, arrival times, lambdas, gains and vehicle limits
 # come from a scenario file (or, for swarm_sim, also from ROS parameter files).
-SCENARIO_OPTIONS = (
-    'agents', 'radius', 'seed', 'duration', 'control_period', 'metrics_period',
-    'telemetry_period', 'altitude', 'placement', 'placement_distance', 'placement_spacing',
-    'placement_bearing', 'placement_spread', 'placement_file', 'target_motion', 'target_speed',
-    'target_period', 'target_boundary', 'omega_ref', 'failures_per_min', 'failure_off_time',
-    'failure_check_period', 'loss', 'delay')
+SCENARIO_OPTIONS = tuple(sorted((f.name for f in settings_fields(Scenario)),
+                                key=lambda name: name not in Scenario.__annotations__))
 
 
 def add_scenario_options(parser: argparse.ArgumentParser) -> None:

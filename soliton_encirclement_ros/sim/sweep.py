@@ -146,7 +146,7 @@ class Spec:
         preset = raw.get('preset', 'default')
         if preset not in PRESETS:
             raise SpecError(f'preset must be one of {", ".join(PRESETS)}, got {preset!r}')
-        base_map = {k: getattr(base, k) for k in _fields(base)}
+        base_map = base.to_mapping()
         base_map['controller'] = {**PRESETS[preset], **base.controller}
         base_map['vehicle'] = dict(base.vehicle)
         self.base = base_map
@@ -311,7 +311,8 @@ class Run:
 
     def mapping(self) -> dict:
         """Return the scenario mapping the worker builds this run from."""
-        base = self.scenario if isinstance(self.scenario, Mapping) else self.scenario.__dict__
+        base = (self.scenario if isinstance(self.scenario, Mapping)
+                else self.scenario.to_mapping())
         return {**base, 'seed': self.seed}
 
 

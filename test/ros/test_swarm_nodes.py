@@ -143,7 +143,8 @@ def test_unreachable_waypoint_time_is_a_startup_error():
     try:
         with pytest.raises(ValueError, match='cannot be reached'):
             TargetNode(context=context, parameter_overrides=[
-                Parameter('motion', value='waypoints'), Parameter('speed', value=2.0),
+                Parameter('target_motion', value='waypoints'),
+                Parameter('target_speed', value=2.0),
                 Parameter('waypoints', value=[0.0, 0.0, 0.0, 100.0, 0.0, 0.0]),
                 Parameter('arrival_times', value=[0.0, 5.0])])
     finally:

@@ -65,20 +65,20 @@ def test_a_given_value_wins_over_the_file_with_one_line_for_all_agents():
 def test_the_swarm_sim_launch_plan(tmp_path):
     path = params_file(tmp_path, '/**/agent:\n  ros__parameters:\n    control_period: 0.1\n'
                        '    radius: 30.0\n/target/target:\n  ros__parameters:\n'
-                       '    motion: random\n')
+                       '    target_motion: random\n')
     specs = swarm_sim_nodes(swarm_sim_launch(path, num_agents='3'))
     agents = of(specs, 'agent_node')
     assert len(agents) == 3 and not {'radius', 'control_period'} & set(agents[0].parameters)
-    assert 'motion' not in of(specs, 'target_node')[0].parameters
+    assert 'target_motion' not in of(specs, 'target_node')[0].parameters
     assert of(specs, 'metrics_node')[0].parameters['radius'] == 20.0  # the file spares it
     assert precedence_notes(specs) == []
 
     specs = swarm_sim_nodes(swarm_sim_launch(path, num_agents='3', control_period='0.04',
                                              target_motion='waypoints'))
     assert {a.parameters['control_period'] for a in of(specs, 'agent_node')} == {0.04}
-    assert of(specs, 'target_node')[0].parameters['motion'] == 'waypoints'
+    assert of(specs, 'target_node')[0].parameters['target_motion'] == 'waypoints'
     assert precedence_notes(specs) == [
-        f'target_motion (parameter motion): waypoints from launch argument '
+        f'target_motion: waypoints from launch argument '
         f'target_motion:=waypoints wins over random from params file {path}',
         f'control_period: 0.04 from launch argument control_period:=0.04 wins over 0.1 from '
         f'params file {path}']

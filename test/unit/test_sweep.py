@@ -88,7 +88,7 @@ def test_sweep_rows_equal_batch_sim_runs_of_the_same_scenario(tmp_path):
 
 
 def test_a_run_that_raises_is_recorded_and_the_others_are_kept():
-    good = Scenario.from_mapping({**IMPAIRED, 'duration': 2.0}).__dict__
+    good = Scenario.from_mapping({**IMPAIRED, 'duration': 2.0}).to_mapping()
     bad = {**good, 'agents': 0}
     rows = run_chunk([good, bad, good])
     assert [bool(r['error']) for r in rows] == [False, True, False]
