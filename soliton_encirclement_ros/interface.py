@@ -22,8 +22,8 @@ view attribute, one :data:`WIRE_FIELDS` entry) and bumping the version here, and
 
 Integer fields travel as float64 values, exact below 2**53: a stamp is split into seconds and
 nanoseconds so that it stays exact at epoch times (a single float64 would round it to 0.2 us).
-Decoding checks they are integers. The decoded views (:class:`AgentStateMsg`,
-:class:`TargetStateMsg`) have ``agent_id`` and ``stamp_ns`` as ``int``.
+Decoding checks they are integers. The decoded views (:class:`AgentBroadcast`,
+:class:`TargetBroadcast`) have ``agent_id`` and ``stamp_ns`` as ``int``.
 
 rclpy and std_msgs are imported only by the functions that build ROS objects, so the batch
 simulator and the analysis can use the layouts without a ROS install.
@@ -36,17 +36,17 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg, TargetStateMsg
+from soliton_encirclement_ros.core.controller import AgentBroadcast, TargetBroadcast
 
 __all__ = [
     'AGENT_CMD_TOPIC', 'AGENT_ODOM_TOPIC', 'AGENT_STATE', 'agent_state_array',
     'agent_state_from_msg', 'agent_state_from_values', 'agent_state_to_msg', 'agent_state_values',
-    'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentStateMsg', 'BEST_EFFORT',
+    'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentBroadcast', 'BEST_EFFORT',
     'check_reliability', 'CLOCK_TOPIC', 'decode', 'DOMAIN_IDS', 'encode', 'Layout',
     'MARKERS_TOPIC', 'WIRE_FIELDS', 'WireField',
     'METRICS_TOPIC_PREFIX',
     'RELIABLE', 'SWARM_RELIABILITIES', 'swarm_qos', 'TARGET_ODOM_TOPIC', 'TARGET_STATE',
-    'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetStateMsg']
+    'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetBroadcast']
 
 # --- topics -----------------------------------------------------------------------------------
 AGENT_STATES_TOPIC = '/swarm/agent_states'
@@ -192,7 +192,7 @@ def _vector(*names: str) -> WireField:
                      lambda layout, values: np.array(values, dtype=float))
 
 
-# Attribute of AgentStateMsg / TargetStateMsg -> its wire fields. A layout carries those of its
+# Attribute of AgentBroadcast / TargetBroadcast -> its wire fields. A layout carries those of its
 # fields; the order on the wire is the layout's.
 WIRE_FIELDS = {
     'agent_id': _integer('agent_id'),
@@ -224,12 +224,12 @@ def decode(layout: Layout, values: Sequence[float]) -> dict[str, Any]:
             for name, wire in WIRE_FIELDS.items() if wire.names[0] in named}
 
 
-def agent_state_values(state: AgentStateMsg) -> list[float]:
+def agent_state_values(state: AgentBroadcast) -> list[float]:
     """Return the wire values of an agent state, in :data:`AGENT_STATE` order."""
     return encode(AGENT_STATE, lambda name: getattr(state, name))
 
 
-def agent_state_to_msg(state: AgentStateMsg):
+def agent_state_to_msg(state: AgentBroadcast):
     """std_msgs/Float64MultiArray of an agent state."""
     return _with_layout(agent_state_values(state), AGENT_STATE)
 
@@ -264,15 +264,15 @@ def agent_state_array(msg, older: bool = False) -> np.ndarray:
     return values if convert is None else convert(values)
 
 
-def agent_state_from_values(values) -> AgentStateMsg:
+def agent_state_from_values(values) -> AgentBroadcast:
     """Decode finite :data:`AGENT_STATE` values; ``ValueError`` says what is wrong."""
     if not np.all(np.isfinite(values)):
         bad = [AGENT_STATE.fields[i] for i in np.flatnonzero(~np.isfinite(values))]
         raise ValueError(f'agent state has non-finite {", ".join(bad)}')
-    return AgentStateMsg(**decode(AGENT_STATE, [float(v) for v in values]))
+    return AgentBroadcast(**decode(AGENT_STATE, [float(v) for v in values]))
 
 
-def agent_state_from_msg(msg) -> AgentStateMsg:
+def agent_state_from_msg(msg) -> AgentBroadcast:
     """Decode an agent state message (rclpy or rosbags); ``ValueError`` on a bad one."""
     return agent_state_from_values(agent_state_array(msg))
 
@@ -288,7 +288,7 @@ def target_state_to_msg(stamp_ns: int, position, velocity, omega_ref: float = 0.
     return _with_layout(data, TARGET_STATE)
 
 
-def target_state_from_msg(msg) -> TargetStateMsg:
+def target_state_from_msg(msg) -> TargetBroadcast:
     """Decode a target state message; ``ValueError`` on a bad one."""
     TARGET_STATE.check_label(msg)
     data = msg.data
@@ -302,5 +302,5 @@ def target_state_from_msg(msg) -> TargetStateMsg:
     pairs = values[n:]
     if any(agent_id != int(agent_id) for agent_id in pairs[::2]):
         raise ValueError('target state has a non-integer agent id in its (id, lambda) pairs')
-    return TargetStateMsg(**decode(TARGET_STATE, values[:n]),
-                          lambdas={int(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)})
+    return TargetBroadcast(**decode(TARGET_STATE, values[:n]),
+                           lambdas={int(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)})

@@ -95,7 +95,7 @@ class SwarmControllers:
                             rx_time, now, sent)
 
     def deliver_target(self, msg, rx_time, receivers: np.ndarray):
-        """Deliver a TargetStateMsg to the agents where ``receivers`` (bool, N) is true."""
+        """Deliver a TargetBroadcast to the agents where ``receivers`` (bool, N) is true."""
         self.target_has[receivers] = True
         self.target_rx[receivers] = rx_time
         self.target_position[receivers] = msg.position

@@ -31,7 +31,7 @@ from ros_support.params import declare, declare_validated, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentStateMsg, BLIND, FAILED, future_stamp_reason, initial_state, OK,
+    agent_tick, AgentBroadcast, BLIND, FAILED, future_stamp_reason, initial_state, OK,
     receive_agent_state, receive_target_state, STARTING, Status, TARGET_LOST)
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
@@ -121,7 +121,7 @@ class AgentNode(Node):
             return
         self.receive_agent_state(state)
 
-    def receive_agent_state(self, state: AgentStateMsg) -> None:
+    def receive_agent_state(self, state: AgentBroadcast) -> None:
         if self._failed:
             return
         now = self._now_ns() * 1e-9

@@ -33,7 +33,7 @@ from soliton_encirclement_ros.analysis.report import RunResult, write_run_output
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
     control_step, initial_state, outgoing_state, receive_agent_state, receive_target_state,
-    seconds_to_ns, TargetStateMsg)
+    seconds_to_ns, TargetBroadcast)
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -48,7 +48,7 @@ class SwarmEngine(Protocol):
     """What an engine does each control tick: deliveries, broadcasts, then every command."""
 
     def tick(self, now: float, live: np.ndarray, positions: np.ndarray,
-             velocities: np.ndarray, target_msg: TargetStateMsg) -> tuple[np.ndarray, np.ndarray]:
+             velocities: np.ndarray, target_msg: TargetBroadcast) -> tuple[np.ndarray, np.ndarray]:
         """Return the commands (N, 3) of the working agents (zero rows if failed) and u (N,)."""
 
 
@@ -66,7 +66,7 @@ class PerAgentSwarm:
             for msg, arrival in channel.due(now):
                 if not live[i]:
                     continue  # a failed agent ignores what reaches it
-                if isinstance(msg, TargetStateMsg):
+                if isinstance(msg, TargetBroadcast):
                     self.states[i] = receive_target_state(
                         self.states[i], msg, arrival, self.params
                     )
@@ -159,8 +159,8 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
         live = ~outages.update(now)
         positions, velocities = bodies.position[:n], bodies.velocity[:n]
         target_position, target_velocity = bodies.position[n], bodies.velocity[n]
-        target_msg = TargetStateMsg(seconds_to_ns(now), target_position, target_velocity,
-                                    scenario.omega_ref, scenario.lambdas)
+        target_msg = TargetBroadcast(seconds_to_ns(now), target_position, target_velocity,
+                                     scenario.omega_ref, scenario.lambdas)
         cmds, u = swarm.tick(now, live, positions, velocities, target_msg)
         if k % metrics_every == 0:
             metrics_rows.append((now, *compute_metrics(positions[live], velocities[live],

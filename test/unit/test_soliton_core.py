@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.core.controller import (
-    AgentStateMsg, control_step, initial_state, outgoing_state, receive_agent_state,
-    receive_target_state, seconds_to_ns, TargetStateMsg)
+    AgentBroadcast, control_step, initial_state, outgoing_state, receive_agent_state,
+    receive_target_state, seconds_to_ns, TargetBroadcast)
 from soliton_encirclement_ros.core.geometry import (
     angular_rate, polar_frame, target_angle, wrap_2pi)
 from soliton_encirclement_ros.core.law import (
@@ -29,11 +29,11 @@ def on_circle(angle, radius=20.0):
 
 
 def agent_msg(agent_id, angle, seq=0, u=0.0, u_ss=0.0, velocity=(0.0, 0.0, 0.0)):
-    return AgentStateMsg(agent_id, seq, 0, on_circle(angle), velocity, u, u_ss)
+    return AgentBroadcast(agent_id, seq, 0, on_circle(angle), velocity, u, u_ss)
 
 
 def with_target(state, rx=0.0, velocity=(0.0, 0.0, 0.0), **kw):
-    target = TargetStateMsg(seconds_to_ns(rx), ORIGIN, velocity, **kw)
+    target = TargetBroadcast(seconds_to_ns(rx), ORIGIN, velocity, **kw)
     return receive_target_state(state, target, rx, P)
 
 
@@ -310,7 +310,7 @@ def test_lambdas_from_target_weight_the_spacing():
 
 def test_messages_validate_vectors():
     with pytest.raises(ValueError, match='position must have 3 components, got 2'):
-        AgentStateMsg(1, 0, 0, [1.0, 2.0], [0, 0, 0], 0.0)
+        AgentBroadcast(1, 0, 0, [1.0, 2.0], [0, 0, 0], 0.0)
 
 
 # --- metrics over the live agents -------------------------------------------------------
