@@ -21,7 +21,7 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from ros_support.params import parameters_help
+from ros_support.ros_parameters import parameters_help
 from ros_support.signals import StopRequest
 from ros_support.validation import read_yaml
 

@@ -52,7 +52,7 @@ def blocks() -> dict:
 
 def render(text: str) -> str:
     """Return ``text`` with every parameter block regenerated."""
-    from ros_support.params import markdown_table
+    from ros_support.ros_parameters import markdown_table
     tables = blocks()
 
     def table(match: re.Match) -> str:

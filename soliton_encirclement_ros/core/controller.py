@@ -20,13 +20,13 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, is_fresh, known_age, NO_NEIGHBOUR,
     ring_neighbours)
-from soliton_encirclement_ros.core.params import ControllerParams
 
 
 def seconds_to_ns(seconds: float) -> int:

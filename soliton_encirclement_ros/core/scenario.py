@@ -20,9 +20,9 @@ import numpy as np
 from ros_support.settings import check_fields, setting
 from ros_support.validation import bounded, from_mapping, read_yaml
 from soliton_encirclement_ros.core.faults import Impairments
-from soliton_encirclement_ros.core.params import ControllerParams
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, TargetMotionSettings
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
 # Start placements (Scenario.placement): the reference's, and the degenerate starts a real

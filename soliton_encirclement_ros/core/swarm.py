@@ -18,13 +18,13 @@ import math
 
 import numpy as np
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, gap_to_pred, gap_to_succ, is_alive, NO_NEIGHBOUR, ring_neighbours,
     ring_neighbours_shared)
-from soliton_encirclement_ros.core.params import ControllerParams
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,

@@ -1,8 +1,8 @@
 """
 Typed, validated settings of the agent, target and metrics nodes (no rclpy).
 
-Each node declares one ROS parameter per field (``ros_support.params.specs_of``) and builds its
-settings object from the declared values, so a node reads ``settings.loss``, never
+Each node declares one ROS parameter per field (``ros_support.ros_parameters.specs_of``) and
+builds its settings object from the declared values, so a node reads ``settings.loss``, never
 ``config['loss']``. The settings a node shares with a scenario are inherited from the same
 group (``core.faults.Impairments``, ``core.target_motion.TargetMotionSettings``), or, for a
 single field, defined by the scenario's (``same_as``): description, unit, bounds and default are
@@ -18,12 +18,12 @@ import numpy as np
 from ros_support.settings import check_fields, same_as, setting
 from ros_support.validation import from_mapping
 from soliton_encirclement_ros.core.faults import Impairments
-from soliton_encirclement_ros.core.params import ControllerParams
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, TargetMotionSettings
 from soliton_encirclement_ros.interface import (
     RELIABLE, SWARM_RELIABILITIES, SWARM_RELIABILITY_DESCRIPTION)
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 
 def swarm_reliability_setting():

@@ -15,14 +15,14 @@ from rclpy.node import Node
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
-from ros_support.params import declare, specs_of
+from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.controller import future_stamp_reason
 from soliton_encirclement_ros.interface import target_state_to_msg, TARGET_STATE_TOPIC
 from soliton_encirclement_ros.nodes.settings import TargetSettings
 from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_publisher
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays, to_odometry
 
 SPECS = specs_of(TargetSettings, read_only=True)

@@ -12,7 +12,7 @@ import argparse
 
 from ros_support.settings import add_options, given_options, settings_fields
 from ros_support.validation import read_yaml
-from soliton_encirclement_ros.core.params import PRESETS
+from soliton_encirclement_ros.core.gains import PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
 
 # Every setting field of Scenario (the scalars), its own first, then those it inherits

@@ -49,10 +49,10 @@ from ros_support.validation import number, OneLineParser, read_yaml
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import json_text, SETTLE_THRESHOLDS, summarise
 from soliton_encirclement_ros.core import batch_engine
+from soliton_encirclement_ros.core.gains import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
-from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 RUNS_FILE, SUMMARY_FILE, SPEC_FILE = 'runs.csv', 'summary.csv', 'sweep.json'
 SPEC_KEYS = ('scenario', 'grid', 'seeds', 'plot', 'preset')

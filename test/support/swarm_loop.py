@@ -11,11 +11,11 @@ from typing import Callable, NamedTuple, Optional
 import numpy as np
 
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.metrics import compute_metrics
-from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.sim.batch_sim import PerAgentSwarm, VectorisedSwarm
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 
 class Run(NamedTuple):

@@ -12,9 +12,9 @@ from soliton_encirclement_ros.core.controller import (
     agent_tick, AgentBroadcast, BLIND, future_stamp_reason, initial_state, live_neighbours, OK,
     receive_agent_state, receive_target_state, seconds_to_ns, STARTING, TARGET_LOST,
     TargetBroadcast)
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, EPISODE_MARGIN, new_incarnation
 from soliton_encirclement_ros.core.law import vertical_velocity
-from soliton_encirclement_ros.core.params import ControllerParams
 
 P = ControllerParams(control_period=0.05)  # liveness: agents 0.15 s, target 0.25 s
 HERE = np.array([25.0, 0.0, 0.0])

@@ -10,6 +10,7 @@ import pytest
 from soliton_encirclement_ros.core.controller import (
     AgentBroadcast, control_step, initial_state, outgoing_state, receive_agent_state,
     receive_target_state, seconds_to_ns, TargetBroadcast)
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import (
     angular_rate, polar_frame, target_angle, wrap_2pi)
 from soliton_encirclement_ros.core.law import (
@@ -18,7 +19,6 @@ from soliton_encirclement_ros.core.law import (
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.neighbours import (
     apply_hysteresis, NO_NEIGHBOUR, ring_neighbours, ring_neighbours_shared)
-from soliton_encirclement_ros.core.params import ControllerParams
 
 P = ControllerParams.preset('reference')  # the hand-computed cases use the reference gains
 ORIGIN = np.zeros(3)

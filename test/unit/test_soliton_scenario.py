@@ -143,9 +143,9 @@ def test_shipped_scenarios_load():
 
 def test_a_scenario_resolves_its_gains_and_limits_once(monkeypatch):
     """Issue 25 §2: 3 builds to create a Scenario and 5 + 3 in one simulate, before."""
-    from soliton_encirclement_ros.core.params import ControllerParams
+    from soliton_encirclement_ros.core.gains import ControllerParams
     from soliton_encirclement_ros.sim.batch_sim import simulate
-    from velocity_mobility_ros.core.params import VehicleParams
+    from velocity_mobility_ros.core.vehicle import VehicleParams
     builds = []
     for cls in (ControllerParams, VehicleParams):
         checked = cls.__post_init__
