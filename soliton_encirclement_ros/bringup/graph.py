@@ -302,6 +302,15 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
     return nodes
 
 
+def given_parameters(specs: Sequence[NodeSpec]) -> dict[str, set[str]]:
+    """Return the parameters each node is given, by full name: its params files' and ``-p``."""
+    sections = params_file_sections(list(dict.fromkeys(p for s in specs for p in s.params_files)))
+    return {spec.full_name: set(spec.parameters)
+            | {name for path, pattern, params in sections if path in spec.params_files
+               and pattern.match(spec.full_name) for name in params}
+            for spec in specs}
+
+
 def precedence_notes(specs: Iterable[NodeSpec]) -> list[str]:
     """
     Return the nodes' notes once each: one line per value given by the user and a params file.

@@ -10,8 +10,10 @@ import launch.logging
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from ros_support.validation import unknown_parameters
 from soliton_encirclement_ros.bringup.graph import (
-    launch_plan, LaunchArguments, NodeSpec, precedence_notes)
+    given_parameters, launch_plan, LaunchArguments, LaunchRefused, NodeSpec, precedence_notes)
+from soliton_encirclement_ros.nodes.catalogue import node_parameters
 
 
 def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node]:
@@ -57,6 +59,11 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
             {name: LaunchConfiguration(name).perform(context) for name in arguments},
             given=given)
         node_specs, actions = launch_plan(values, specs, extra, problem)
+        unknown = unknown_parameters(given_parameters(node_specs), {
+            spec.name for node in node_specs
+            for spec in node_parameters().get(node.executable, ())})
+        if unknown:  # as swarm_sim: a misspelt parameter starts nothing
+            raise LaunchRefused(f'unknown parameter(s): {", ".join(unknown)}')
         for note in precedence_notes(node_specs):
             launch.logging.get_logger('launch').warning(note)
         return [*launch_nodes(node_specs), *actions]

@@ -44,3 +44,24 @@ def test_the_file_beats_defaults_and_a_given_option_beats_the_file(tmp_path, cap
     assert [line for line in err.splitlines() if ' wins over ' in line] == [
         'swarm_sim: metrics_period: 0.1 from swarm_sim option --metrics-period wins over 0.15 '
         f'from params file {params}']
+
+
+def test_the_launch_files_refuse_a_parameter_no_node_of_theirs_declares(tmp_path):
+    """The check launch_support runs before a launch starts anything (launch itself not needed)."""
+    from ros_support.validation import unknown_parameters
+    from soliton_encirclement_ros.bringup.graph import given_parameters, LaunchArguments
+    from soliton_encirclement_ros.bringup.launch_plans import swarm_sim_nodes
+    from soliton_encirclement_ros.nodes.catalogue import node_parameters
+    params = tmp_path / 'params.yaml'
+    defaults = {'num_agents': '2', 'radius': '20.0', 'use_sim_time': 'true',
+                'real_time_factor': '1.0', 'seed': '0', 'control_period': '0.05',
+                'target_motion': 'static', 'rviz': 'false', 'params_file': str(params)}
+
+    def unknown():
+        specs = swarm_sim_nodes(LaunchArguments(defaults, given={'num_agents'}))
+        return unknown_parameters(given_parameters(specs), {
+            spec.name for node in specs for spec in node_parameters()[node.executable]})
+    params.write_text('/**:\n  ros__parameters:\n    k_r: 2.0\n    marker_period: 1.0\n')
+    assert unknown() == []  # a shared /** file: each name is some node's
+    params.write_text('/**/agent:\n  ros__parameters:\n    k_rr: 2.0\n')
+    assert unknown() == ['k_rr (given to /uav1/agent; did you mean k_r?)']

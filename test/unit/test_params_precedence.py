@@ -153,3 +153,18 @@ def test_a_params_file_that_is_not_ros_parameters_is_one_line(tmp_path):
     path = params_file(tmp_path, 'radius: 20.0\n')
     with pytest.raises(ValueError, match=r'^params file .* must map node names to '):
         build_graph(SwarmPlan(params_files=(path,)))
+
+
+def test_one_policy_for_a_misspelt_parameter(tmp_path):
+    """What no node of the graph declares is named, with its node and the closest name."""
+    from ros_support.validation import unknown_parameters
+    from soliton_encirclement_ros.bringup.graph import given_parameters
+    path = params_file(tmp_path, '/**:\n  ros__parameters:\n    k_r: 2.0\n'
+                       '/**/agent:\n  ros__parameters:\n    k_rr: 2.0\n')
+    given = given_parameters(swarm_sim_nodes(swarm_sim_launch(path, num_agents='2')))
+    assert 'k_r' in given['/target/target'] and 'k_rr' in given['/uav2/agent']
+    assert 'control_period' in given['/uav1/agent']  # the plan's -p count too
+    declared = {'k_r', 'control_period', 'radius'}
+    assert unknown_parameters({'/target/target': {'k_r', 'use_sim_time'}}, declared) == []
+    assert unknown_parameters(given, declared | set().union(*given.values()) - {'k_rr'}) == [
+        'k_rr (given to /uav1/agent; did you mean k_r?)']
