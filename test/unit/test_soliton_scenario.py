@@ -8,6 +8,7 @@ from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.faults import OutageProcess, SwarmOutages
 from soliton_encirclement_ros.core.scenario import initial_positions, load_scenario, Scenario
 from soliton_encirclement_ros.core.target_motion import RandomHeading, Static, Waypoints
+from support import ROOT
 
 
 def test_static_target():
@@ -134,8 +135,7 @@ def test_scenario_validation_and_yaml(tmp_path):
 
 
 def test_shipped_scenarios_load():
-    from pathlib import Path
-    files = sorted((Path(__file__).parents[2] / 'config' / 'scenarios').glob('*.yaml'))
+    files = sorted((ROOT / 'config' / 'scenarios').glob('*.yaml'))
     assert files
     for path in files:
         load_scenario(path)
