@@ -114,7 +114,7 @@ def test_malformed_states_are_ignored_and_bad_gains_rejected(agent_harness):
 
 
 def test_random_target_moves_at_its_speed_and_broadcasts_state():
-    harness = target_node_harness(motion='random', speed=3.0, seed=4)
+    harness = target_node_harness(target_motion='random', target_speed=3.0, seed=4)
     try:
         harness.record(Odometry, '/target/odom')
         harness.record(Float64MultiArray, '/target/state')
