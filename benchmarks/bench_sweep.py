@@ -33,7 +33,7 @@ def sweep_throughput(agents: int, duration: float, runs: int, workers: int = 1) 
     work = chunks(todo, workers)
     cpu = time.process_time()
     for chunk in work:
-        rows = run_chunk([r.scenario.__dict__ for r in chunk])
+        rows = run_chunk([r.scenario.to_mapping() for r in chunk])
         assert not any(row['error'] for row in rows), rows
     cpu = time.process_time() - cpu
     return agents * duration * runs / cpu, cpu, len(work)
@@ -77,7 +77,7 @@ def main() -> None:
     for size in (1, 10, 50, 100, 200):
         base = Scenario(agents=10, duration=10.0, control_period=0.01)
         cpu = time.process_time()
-        run_chunk([base.with_changes(seed=s).__dict__ for s in range(size)])
+        run_chunk([base.with_changes(seed=s).to_mapping() for s in range(size)])
         cpu = time.process_time() - cpu
         print(f'  {size:4d}: {10 * 10.0 * size / cpu:,.0f}')
 

@@ -20,12 +20,12 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, is_fresh, known_age, NO_NEIGHBOUR, select_neighbours)
-from soliton_encirclement_ros.core.params import ControllerParams
 
 
 def seconds_to_ns(seconds: float) -> int:
@@ -64,7 +64,7 @@ def _vector3(name: str, value) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class AgentStateMsg(_Stamped):
+class AgentBroadcast(_Stamped):
     """
     An agent's broadcast.
 
@@ -92,7 +92,7 @@ class AgentStateMsg(_Stamped):
 
 
 @dataclass(frozen=True)
-class TargetStateMsg(_Stamped):
+class TargetBroadcast(_Stamped):
     """
     The target's broadcast: stamp, world-frame state, spin reference and arc weights.
 
@@ -120,8 +120,8 @@ class ControllerState:
     """
     Everything one agent's controller remembers between ticks.
 
-    ``neighbours`` maps agent id -> (last AgentStateMsg, receive time); ``target`` is
-    (last TargetStateMsg, receive time) or None; ``prev_cmd`` the last command (world frame).
+    ``neighbours`` maps agent id -> (last AgentBroadcast, receive time); ``target`` is
+    (last TargetBroadcast, receive time) or None; ``prev_cmd`` the last command (world frame).
     """
 
     agent_id: int
@@ -130,8 +130,8 @@ class ControllerState:
     pred: Optional[int] = None
     succ: Optional[int] = None
     prev_cmd: np.ndarray = field(default_factory=lambda: _vector3('prev_cmd', np.zeros(3)))
-    neighbours: Mapping[int, tuple[AgentStateMsg, float]] = field(default_factory=dict)
-    target: Optional[tuple[TargetStateMsg, float]] = None
+    neighbours: Mapping[int, tuple[AgentBroadcast, float]] = field(default_factory=dict)
+    target: Optional[tuple[TargetBroadcast, float]] = None
     seq: int = 0
     incarnation: int = 0
     started: Optional[float] = None  # time of the first tick: inputs never heard age from it
@@ -166,7 +166,7 @@ def stepped_back(cached_rx: float, rx_time: float, params: ControllerParams) -> 
     return rx_time < cached_rx - params.max_future_stamp
 
 
-def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
+def receive_agent_state(state: ControllerState, msg: AgentBroadcast,
                         rx_time: float, params: ControllerParams) -> ControllerState:
     """
     Cache a neighbour's broadcast with its receive time.
@@ -189,7 +189,7 @@ def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
     return dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
 
 
-def receive_target_state(state: ControllerState, msg: TargetStateMsg,
+def receive_target_state(state: ControllerState, msg: TargetBroadcast,
                          rx_time: float, params: ControllerParams) -> ControllerState:
     """
     Cache the target's broadcast with its receive time.
@@ -206,19 +206,19 @@ def receive_target_state(state: ControllerState, msg: TargetStateMsg,
 
 
 def outgoing_state(state: ControllerState, own_position, own_velocity,
-                   now: float) -> AgentStateMsg:
+                   now: float) -> AgentBroadcast:
     """
     Return the AgentState to broadcast at this tick (before ``control_step``).
 
     Seq = ``state.seq``.
     """
-    return AgentStateMsg(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
-                         position=own_position, velocity=own_velocity,
-                         u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
+    return AgentBroadcast(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
+                          position=own_position, velocity=own_velocity,
+                          u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
 
 
 def live_neighbours(state: ControllerState, now: float,
-                    params: ControllerParams) -> dict[int, AgentStateMsg]:
+                    params: ControllerParams) -> dict[int, AgentBroadcast]:
     """
     Return the cached agent states that are live at ``now``.
 
@@ -228,13 +228,13 @@ def live_neighbours(state: ControllerState, now: float,
             if is_fresh(rx, now, params.agent_timeout)}
 
 
-def _view(msg: Optional[AgentStateMsg], theta: float) -> NeighbourView:
+def _view(msg: Optional[AgentBroadcast], theta: float) -> NeighbourView:
     if msg is None:
         return MISSING_NEIGHBOUR
     return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss, msg.agent_id)
 
 
-def _obstacles(neighbours, live: Mapping[int, AgentStateMsg], now: float,
+def _obstacles(neighbours, live: Mapping[int, AgentBroadcast], now: float,
                params: ControllerParams) -> dict:
     """Return the d_safe term's inputs: live neighbours, silent ones at rest where last heard."""
     kept = [(msg, i in live) for i, (msg, rx) in neighbours.items()
@@ -336,7 +336,7 @@ class Tick(NamedTuple):
 
     state: ControllerState
     command: Optional[np.ndarray]        # world-frame velocity to publish; None = publish none
-    broadcast: Optional[AgentStateMsg]   # own state to broadcast; None = stay silent
+    broadcast: Optional[AgentBroadcast]   # own state to broadcast; None = stay silent
     status: Status
 
 

@@ -27,15 +27,15 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
-from ros_support.params import declare, declare_validated, specs_of
+from ros_support.ros_parameters import declare, declare_validated, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentStateMsg, BLIND, FAILED, future_stamp_reason, initial_state, OK,
+    agent_tick, AgentBroadcast, BLIND, FAILED, future_stamp_reason, initial_state, OK,
     receive_agent_state, receive_target_state, STARTING, Status, TARGET_LOST)
 from soliton_encirclement_ros.core.faults import OutageProcess
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
-from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
     AGENT_STATES_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
@@ -55,7 +55,7 @@ STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
 
 # One parameter per ControllerParams field: default, description and range from the core.
 CONTROLLER_SPECS = specs_of(ControllerParams)
-NODE_SPECS = specs_of(AgentSettings)
+NODE_SPECS = specs_of(AgentSettings, read_only=True)
 # Everything agent_node declares, in order (the README's table is generated from it).
 PARAMETERS = (*CONTROLLER_SPECS, *NODE_SPECS)
 
@@ -122,7 +122,7 @@ class AgentNode(Node):
             return
         self.receive_agent_state(state)
 
-    def receive_agent_state(self, state: AgentStateMsg) -> None:
+    def receive_agent_state(self, state: AgentBroadcast) -> None:
         if self._failed:
             return
         now = self._now_ns() * 1e-9

@@ -22,13 +22,13 @@ from rclpy.node import Node
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
-from ros_support.params import declare, specs_of
+from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
     AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs)
 from soliton_encirclement_ros.analysis.stream import (
     CsvStream, DecimatingTrace, WRITING_MARKER, WritingMarker)
-from soliton_encirclement_ros.core.controller import AgentStateMsg
+from soliton_encirclement_ros.core.controller import AgentBroadcast
 from soliton_encirclement_ros.core.identity import DuplicateIds
 from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
 from soliton_encirclement_ros.interface import (
@@ -54,8 +54,8 @@ class MetricsNode(Node):
         self.settings = MetricsSettings.from_mapping(declare(self, SPECS))
         self._timeout_ns = int(self.settings.agent_timeout * 1e9)
         self._pending: list = []          # (rx_ns, kind, state) not yet in effect
-        self._agents: dict = {}           # id -> (AgentStateMsg, rx_ns)
-        self._target = None               # TargetStateMsg
+        self._agents: dict = {}           # id -> (AgentBroadcast, rx_ns)
+        self._target = None               # TargetBroadcast
         self._trails: dict = {}           # id -> deque of (x, y)
         self._ticks = 0                   # metrics ticks so far (agents.csv every n-th)
         # Rows go to disk as they come (readable during the run, bounded memory): into
@@ -92,7 +92,7 @@ class MetricsNode(Node):
         except ValueError as error:
             self.get_logger().warning(f'ignoring agent state: {error}', throttle_duration_sec=5.0)
 
-    def receive_agent_state(self, state: AgentStateMsg) -> None:
+    def receive_agent_state(self, state: AgentBroadcast) -> None:
         now_ns = self._now_ns()
         duplicate = self._duplicates.observe(state.agent_id, state.incarnation, now_ns * 1e-9)
         if duplicate is not None:

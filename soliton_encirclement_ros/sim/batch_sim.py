@@ -28,7 +28,7 @@ import numpy as np
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
-from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetStateMsg
+from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
@@ -70,8 +70,8 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
         live = ~outages.update(now)
         positions, velocities = bodies.position[:n], bodies.velocity[:n]
         target_position, target_velocity = bodies.position[n], bodies.velocity[n]
-        target_msg = TargetStateMsg(seconds_to_ns(now), target_position, target_velocity,
-                                    scenario.omega_ref, scenario.lambdas)
+        target_msg = TargetBroadcast(seconds_to_ns(now), target_position, target_velocity,
+                                     scenario.omega_ref, scenario.lambdas)
         cmds, u = swarm.tick(now, live, positions, velocities, target_msg)
         if k % metrics_every == 0:
             metrics_rows.append((now, *compute_metrics(positions[live], velocities[live],

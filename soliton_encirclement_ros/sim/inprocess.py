@@ -23,6 +23,8 @@ from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 
+from ros_support.ros_parameters import declared_names, given_names
+from ros_support.validation import unknown_parameters
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos)
@@ -217,16 +219,9 @@ def check_plan(plan: SwarmPlan) -> None:
 
 
 def check_unknown_parameters(nodes: list[Node]) -> None:
-    """Reject a parameter given (YAML or -p) that no node of the graph declares."""
-    given: dict[str, str] = {}
-    declared: set[str] = set()
-    for node in nodes:
-        for name in node._parameter_overrides:  # rclpy keeps a node's overrides here
-            given.setdefault(name, node.get_fully_qualified_name())
-        declared.update(node._parameters)
-    unknown = sorted(set(given) - declared)
+    """Reject a parameter given (YAML or -p) that no node of the graph declares (the policy)."""
+    unknown = unknown_parameters(
+        {node.get_fully_qualified_name(): given_names(node) for node in nodes},
+        set().union(*(declared_names(node) for node in nodes)))
     if unknown:
-        raise ValueError(
-            'unknown parameter(s): '
-            + ', '.join(f'{name} (given to {given[name]})' for name in unknown)
-        )
+        raise ValueError(f'unknown parameter(s): {", ".join(unknown)}')

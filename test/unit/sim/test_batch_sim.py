@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.analysis.report import summarise
+from soliton_encirclement_ros.core.gains import REFERENCE_GAINS
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
-from soliton_encirclement_ros.core.params import REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.batch_sim import choose_engine, main, simulate
 
