@@ -73,10 +73,13 @@ class InProcessGraph:
                 Float64MultiArray, AGENT_STATES_TOPIC, self._fan_out, swarm_qos(RELIABLE)
             )
             self.executor = EventsExecutor(context=self.context)
+            # Direct delivery (no DDS between the graph's own nodes) unless a bag is recorded
+            # here: the recorder takes serialised messages from DDS. Made before the nodes join
+            # the executor, which then never sees the timers the lock-step calls.
+            self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],
+                                     STALL_TIMEOUT, direct=not record)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)
-            self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],
-                                     STALL_TIMEOUT)
             self.lockstep.wait_for_matching(MATCH_TIMEOUT)
             if record:
                 from soliton_encirclement_ros.recording.recorder import BagRecorder
@@ -153,6 +156,8 @@ class InProcessGraph:
         self._closed = True
         if self.recorder is not None:
             self.recorder.close()
+        if hasattr(self, 'lockstep'):
+            self.lockstep.close_timers()
         for node in getattr(self, 'nodes', []) + (
             [self.clock_node] if hasattr(self, 'clock_node') else []
         ):
