@@ -25,7 +25,8 @@ from std_msgs.msg import Float64MultiArray
 
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import (
-    agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos)
+    agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos, target_state_from_msg,
+    TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -38,7 +39,8 @@ NODE_CLASSES = {
     'agent_node': AgentNode,
     'metrics_node': MetricsNode,
 }
-# Nodes whose swarm-state subscription the graph replaces with one shared, decode-once one.
+# Nodes whose swarm- and target-state subscriptions the graph replaces with one shared,
+# decode-once subscription per topic.
 FANOUT_CLASSES = (AgentNode, MetricsNode)
 CLOCK_PUBLISH_PERIOD_NS = 10_000_000  # /clock for tools outside the process (100 Hz sim time)
 MATCH_TIMEOUT = 20.0         # s to wait for every in-graph publisher to see its subscribers
@@ -66,12 +68,15 @@ class InProcessGraph:
             self.clock_node = Node('swarm_sim', context=self.context,
                                    parameter_overrides=[Parameter('use_sim_time', value=True)])
             self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
-            self._swarm_receivers = [
-                n.receive_agent_state for n in self.nodes if type(n) in FANOUT_CLASSES
-            ]
+            fanout = [n for n in self.nodes if type(n) in FANOUT_CLASSES]
+            self._swarm_receivers = [n.receive_agent_state for n in fanout]
+            self._target_receivers = [n.receive_target_state for n in fanout]
             self.clock_node.create_subscription(
                 Float64MultiArray, AGENT_STATES_TOPIC, self._fan_out, swarm_qos(RELIABLE)
             )
+            self.clock_node.create_subscription(
+                Float64MultiArray, TARGET_STATE_TOPIC, self._fan_out_target,
+                swarm_qos(RELIABLE, TARGET_STATE_TOPIC))
             self.executor = EventsExecutor(context=self.context)
             # Direct delivery (no DDS between the graph's own nodes) unless a bag is recorded
             # here: the recorder takes serialised messages from DDS. Made before the nodes join
@@ -101,15 +106,23 @@ class InProcessGraph:
 
     def _fan_out(self, msg: Float64MultiArray) -> None:
         """One subscription for all in-process agents and the metrics node: decode once."""
+        self._hand_out(msg, agent_state_from_msg, self._swarm_receivers, 'agent')
+
+    def _fan_out_target(self, msg: Float64MultiArray) -> None:
+        self._hand_out(msg, target_state_from_msg, self._target_receivers, 'target')
+
+    def _hand_out(self, msg, decode, receivers, kind: str) -> None:
+        """Decode ``msg`` once, read the clock once, hand the state to every receiver."""
         try:
-            state = agent_state_from_msg(msg)
+            state = decode(msg)
         except ValueError as error:
             self.clock_node.get_logger().warning(
-                f'ignoring agent state: {error}', throttle_duration_sec=5.0
+                f'ignoring {kind} state: {error}', throttle_duration_sec=5.0
             )
             return
-        for receive in self._swarm_receivers:
-            receive(state)
+        now_ns = self.sim_time_ns  # every clock of the graph reads this instant
+        for receive in receivers:
+            receive(state, now_ns)
 
     def step(self) -> None:
         """
@@ -176,7 +189,8 @@ class InProcessGraph:
 def _make_node(spec: NodeSpec, context: Context) -> Node:
     try:
         cls = NODE_CLASSES[spec.executable]
-        extra = {'subscribe_swarm': False} if cls in FANOUT_CLASSES else {}
+        extra = ({'subscribe_swarm': False, 'subscribe_target': False}
+                 if cls in FANOUT_CLASSES else {})
         return cls(cli_args=spec.ros_args(), context=context, **extra)
     except (ValueError, TypeError, ParameterException) as error:
         raise ValueError(f'{spec.full_name}: {error}') from None
