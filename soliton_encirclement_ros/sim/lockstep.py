@@ -214,10 +214,14 @@ class LockStep:
         publish = pub.publish
         latched = pub.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
         queue = self._queue
+        outside = [None, False]  # (instant, whether a subscription outside the graph matches)
 
         def direct(msg):
             # Someone outside the graph listens (or a late joiner must get it): DDS too.
-            if latched or pub.get_subscription_count() > len(routes):
+            if outside[0] != self.now_ns:  # asked once per instant
+                outside[0] = self.now_ns
+                outside[1] = pub.get_subscription_count() > len(routes)
+            if latched or outside[1]:
                 publish(msg)
             if routes:
                 queue.append((routes, msg))
