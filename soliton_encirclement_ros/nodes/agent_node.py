@@ -126,15 +126,20 @@ class AgentNode(Node):
 
     def receive_agent_state(self, state: AgentStateMsg, now_ns: int | None = None) -> None:
         """Take a decoded swarm state heard at ``now_ns`` (default: this node's clock now)."""
+        self.receive_agent_states((state,), self._now_ns() if now_ns is None else now_ns)
+
+    def receive_agent_states(self, states, now_ns: int) -> None:
+        """Take decoded swarm states heard at ``now_ns``, in arrival order."""
         if self._failed:
             return
-        now = (self._now_ns() if now_ns is None else now_ns) * 1e-9
-        self._observe_incarnation(state.agent_id, state.incarnation, now)
-        if state.agent_id == self.agent_id:
-            return
-        if self._rejected_stamp('agent', state.stamp, now):
-            return
-        self._channel.receive(('agent', state), now)
+        now = now_ns * 1e-9
+        for state in states:
+            self._observe_incarnation(state.agent_id, state.incarnation, now)
+            if state.agent_id == self.agent_id:
+                continue
+            if self._rejected_stamp('agent', state.stamp, now):
+                continue
+            self._channel.receive(('agent', state), now)
 
     def _observe_incarnation(self, agent_id: int, incarnation: int, now: float) -> None:
         duplicate = self._duplicates.observe(agent_id, incarnation, now)

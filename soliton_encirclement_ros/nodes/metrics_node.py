@@ -97,14 +97,19 @@ class MetricsNode(Node):
 
     def receive_agent_state(self, state: AgentStateMsg, now_ns: int | None = None) -> None:
         """Take a decoded swarm state heard at ``now_ns`` (default: this node's clock now)."""
-        now_ns = self._now_ns() if now_ns is None else now_ns
-        duplicate = self._duplicates.observe(state.agent_id, state.incarnation, now_ns * 1e-9)
-        if duplicate is not None:
-            self.get_logger().error(
-                f'duplicate agent_id {state.agent_id}: broadcast by incarnations '
-                f'{", ".join(map(str, duplicate))}; two vehicles were started with the same '
-                'agent_id, and the metrics of that id mix both')
-        self._pending.append((now_ns, 'agent', state))
+        self.receive_agent_states((state,), self._now_ns() if now_ns is None else now_ns)
+
+    def receive_agent_states(self, states, now_ns: int) -> None:
+        """Take decoded swarm states heard at ``now_ns``, in arrival order."""
+        for state in states:
+            duplicate = self._duplicates.observe(state.agent_id, state.incarnation,
+                                                 now_ns * 1e-9)
+            if duplicate is not None:
+                self.get_logger().error(
+                    f'duplicate agent_id {state.agent_id}: broadcast by incarnations '
+                    f'{", ".join(map(str, duplicate))}; two vehicles were started with the '
+                    'same agent_id, and the metrics of that id mix both')
+            self._pending.append((now_ns, 'agent', state))
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
         try:

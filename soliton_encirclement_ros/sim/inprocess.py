@@ -69,7 +69,8 @@ class InProcessGraph:
                                    parameter_overrides=[Parameter('use_sim_time', value=True)])
             self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
             fanout = [n for n in self.nodes if type(n) in FANOUT_CLASSES]
-            self._swarm_receivers = [n.receive_agent_state for n in fanout]
+            self._swarm_receivers = [n.receive_agent_states for n in fanout]
+            self._heard: list = []  # swarm states of this instant not yet handed out
             self._target_receivers = [n.receive_target_state for n in fanout]
             self.clock_node.create_subscription(
                 Float64MultiArray, AGENT_STATES_TOPIC, self._fan_out, swarm_qos(RELIABLE)
@@ -83,6 +84,7 @@ class InProcessGraph:
             # the executor, which then never sees the timers the lock-step calls.
             self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],
                                      STALL_TIMEOUT, direct=not record)
+            self.lockstep.after_delivery.append(self._hand_out_heard)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)
             self.lockstep.wait_for_matching(MATCH_TIMEOUT)
@@ -105,24 +107,41 @@ class InProcessGraph:
         return self.sim_time_ns * 1e-9
 
     def _fan_out(self, msg: Float64MultiArray) -> None:
-        """One subscription for all in-process agents and the metrics node: decode once."""
-        self._hand_out(msg, agent_state_from_msg, self._swarm_receivers, 'agent')
+        """
+        One subscription for all in-process agents and the metrics node: decode once.
+
+        With direct delivery the states of an instant are gathered and each receiver takes
+        them in one call once the instant's messages are delivered (``_hand_out_heard``).
+        """
+        state = self._decoded(msg, agent_state_from_msg, 'agent')
+        if state is not None:
+            self._heard.append(state)
+            if not self.lockstep.direct:
+                self._hand_out_heard()
+
+    def _hand_out_heard(self) -> None:
+        if not self._heard:
+            return
+        states, self._heard = self._heard, []
+        now_ns = self.sim_time_ns  # every clock of the graph reads this instant
+        for receive in self._swarm_receivers:
+            receive(states, now_ns)
 
     def _fan_out_target(self, msg: Float64MultiArray) -> None:
-        self._hand_out(msg, target_state_from_msg, self._target_receivers, 'target')
+        state = self._decoded(msg, target_state_from_msg, 'target')
+        if state is not None:
+            for receive in self._target_receivers:
+                receive(state, self.sim_time_ns)
 
-    def _hand_out(self, msg, decode, receivers, kind: str) -> None:
-        """Decode ``msg`` once, read the clock once, hand the state to every receiver."""
+    def _decoded(self, msg, decode, kind: str):
+        """Return ``decode(msg)``, or None after a (throttled) warning naming what is wrong."""
         try:
-            state = decode(msg)
+            return decode(msg)
         except ValueError as error:
             self.clock_node.get_logger().warning(
                 f'ignoring {kind} state: {error}', throttle_duration_sec=5.0
             )
-            return
-        now_ns = self.sim_time_ns  # every clock of the graph reads this instant
-        for receive in receivers:
-            receive(state, now_ns)
+            return None
 
     def step(self) -> None:
         """

@@ -69,6 +69,8 @@ class LockStep:
         self.direct = direct and self._own_prefix is not None
         self._queue: list = []         # (callbacks, message) published, not yet delivered
         self._originals: dict = {}     # subscription -> its callback before counting
+        # Called once the queue is empty (direct mode), e.g. to hand out what was gathered.
+        self.after_delivery: list[Callable[[], None]] = []
         self._taken = 0                # messages taken from DDS (own or foreign)
         self._time_source = TimeSource()
         self._time_source.ros_time_is_active = True
@@ -377,6 +379,9 @@ class LockStep:
             for callbacks, msg in batch:
                 for callback in callbacks:
                     callback(msg)
+            if not queue:
+                for hook in self.after_delivery:
+                    hook()
 
     def next_due_ns(self) -> int:
         """Sim time of the earliest timer due next (``DEFAULT_STEP_NS`` ahead if none)."""
