@@ -21,7 +21,6 @@ import tempfile
 
 import numpy as np
 
-from soliton_encirclement_ros.analysis import plots
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 
 METRICS_HEADER = ('timestamp',) + METRIC_NAMES
@@ -98,13 +97,22 @@ def summarise(metrics: np.ndarray) -> dict:
             'closest': closest_approach(metrics[:, 0], columns['d_min'])}
 
 
-def write_run_outputs(out_dir, result: RunResult) -> dict:
+def __getattr__(name: str):
+    """Import ``plots`` (matplotlib) when first used: runs without plots never load it."""
+    if name == 'plots':
+        from soliton_encirclement_ros.analysis import plots
+        return plots
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+def write_run_outputs(out_dir, result: RunResult, plots: bool = True) -> dict:
     """
     Write a run's outputs into ``out_dir`` and return its summary.
 
     The outputs: metrics.csv, agents.csv, one PNG per metric, dashboard.png, trajectories.png
     (when the result has trajectories, with ``params['radius']``, if present, drawn as the
-    desired circle around the target's last position) and summary.json.
+    desired circle around the target's last position) and summary.json; ``plots=False``: no
+    PNG (and matplotlib is not imported).
 
     Files are written into a temporary directory first and moved into place only when all of
     them succeeded, so an error never leaves partial outputs behind.
@@ -122,17 +130,23 @@ def write_run_outputs(out_dir, result: RunResult) -> dict:
     try:
         _write_csv(staging / 'metrics.csv', METRICS_HEADER, metrics)
         _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
-        for i, name in enumerate(METRIC_NAMES):
-            plots.metric_plot(staging / f'{name}.png', {'': metrics[:, [0, i + 1]]}, name)
-        plots.dashboard(staging / 'dashboard.png', {'': metrics})
-        if trajectories is not None:
-            plots.trajectory_plot(staging / 'trajectories.png', trajectories, params.get('radius'))
+        if plots:
+            _write_plots(staging, metrics, trajectories, params.get('radius'))
         (staging / 'summary.json').write_text(json_text(summary))
         for produced in staging.iterdir():
             os.replace(produced, out_dir / produced.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return summary
+
+
+def _write_plots(staging: Path, metrics: np.ndarray, trajectories, radius) -> None:
+    from soliton_encirclement_ros.analysis import plots
+    for i, name in enumerate(METRIC_NAMES):
+        plots.metric_plot(staging / f'{name}.png', {'': metrics[:, [0, i + 1]]}, name)
+    plots.dashboard(staging / 'dashboard.png', {'': metrics})
+    if trajectories is not None:
+        plots.trajectory_plot(staging / 'trajectories.png', trajectories, radius)
 
 
 def _checked_table(table, columns: int, what: str) -> np.ndarray:

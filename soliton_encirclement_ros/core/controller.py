@@ -178,15 +178,48 @@ def receive_agent_state(state: ControllerState, msg: AgentBroadcast,
     """
     if msg.agent_id == state.agent_id:
         return state
-    cached = state.neighbours.get(msg.agent_id)
-    if (cached is not None and msg.seq <= cached[0].seq
-            and msg.incarnation == cached[0].incarnation
-            and is_alive(cached[1], rx_time, params.agent_timeout)
-            and not stepped_back(cached[1], rx_time, params)):
+    if _keeps_cached(state.neighbours.get(msg.agent_id), msg, rx_time, params):
         return state
     neighbours = dict(state.neighbours)
     neighbours[msg.agent_id] = (msg, float(rx_time))
     return dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
+
+
+def _keeps_cached(cached, msg: AgentBroadcast, rx_time: float, params: ControllerParams) -> bool:
+    """Whether the cached entry of ``msg``'s sender stays (``msg`` is dropped)."""
+    return (cached is not None and msg.seq <= cached[0].seq
+            and msg.incarnation == cached[0].incarnation
+            and is_alive(cached[1], rx_time, params.agent_timeout)
+            and not stepped_back(cached[1], rx_time, params))
+
+
+def receive_states(state: ControllerState, received, params: ControllerParams
+                   ) -> ControllerState:
+    """
+    Cache ``received`` broadcasts, ``(msg, rx_time)`` in arrival order, in one new state.
+
+    The same as :func:`receive_agent_state` / :func:`receive_target_state` (by the message's
+    type) one after the other, without a new state per message.
+    """
+    neighbours = None
+    for msg, rx_time in received:
+        if not isinstance(msg, AgentBroadcast):
+            if neighbours is not None:
+                state = dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
+                neighbours = None
+            state = receive_target_state(state, msg, rx_time, params)
+            continue
+        if msg.agent_id == state.agent_id:
+            continue
+        table = state.neighbours if neighbours is None else neighbours
+        if _keeps_cached(table.get(msg.agent_id), msg, rx_time, params):
+            continue
+        if neighbours is None:
+            neighbours = dict(state.neighbours)
+        neighbours[msg.agent_id] = (msg, float(rx_time))
+    if neighbours is not None:
+        state = dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
+    return state
 
 
 def receive_target_state(state: ControllerState, msg: TargetBroadcast,

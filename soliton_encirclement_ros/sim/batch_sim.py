@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--engine', choices=ENGINES, default='auto',
                         help='controller engine (default auto: vectorised when exact)')
     parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--no-plots', action='store_true',
+                        help='write the CSVs and summary.json only, no PNG plots (what sweeps '
+                        'do; saves most of the fixed cost of a short run)')
     return parser
 
 
@@ -125,7 +128,7 @@ def main(argv=None) -> int:
         print(f'batch_sim: error: {exc}', file=sys.stderr)
         return 2
     result = simulate(scenario, args.engine)
-    summary = write_run_outputs(args.out, result)
+    summary = write_run_outputs(args.out, result, plots=not args.no_plots)
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '
