@@ -19,7 +19,7 @@ from rosbags.typesys import get_typestore, Stores
 
 from soliton_encirclement_ros.analysis import cli
 from soliton_encirclement_ros.analysis.recompute import load_run, metric_times, recompute_metrics
-from soliton_encirclement_ros.core.controller import AgentStateMsg, seconds_to_ns
+from soliton_encirclement_ros.core.controller import AgentBroadcast, seconds_to_ns
 from soliton_encirclement_ros.interface import AGENT_STATE, agent_state_values, AGENT_STATES_TOPIC
 
 TS = get_typestore(Stores.ROS2_KILTED)
@@ -78,8 +78,8 @@ def write_bag(path, agents, duration, rate, storage):
                 xy = target + radius * np.array([math.cos(angle), math.sin(angle)])
                 write(f'/uav{i + 1}/odom', 'nav_msgs/msg/Odometry', t,
                       odometry(t, xy, angle + math.pi / 2, 0.1 * radius))
-                state = AgentStateMsg(i + 1, k, seconds_to_ns(t), [xy[0], xy[1], 5.0],
-                                      np.zeros(3), 0.5, 0.5, incarnation=i + 1)
+                state = AgentBroadcast(i + 1, k, seconds_to_ns(t), [xy[0], xy[1], 5.0],
+                                       np.zeros(3), 0.5, 0.5, incarnation=i + 1)
                 write(AGENT_STATES_TOPIC, 'std_msgs/msg/Float64MultiArray', t,
                       T['std_msgs/msg/Float64MultiArray'](
                           layout=layout, data=np.array(agent_state_values(state))))

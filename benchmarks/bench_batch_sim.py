@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from soliton_encirclement_ros.analysis.report import summarise
-from soliton_encirclement_ros.core.params import PRESETS
+from soliton_encirclement_ros.core.gains import PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.batch_sim import simulate
 

@@ -19,7 +19,7 @@ from rclpy.time import Time
 from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg, seconds_to_ns, TargetStateMsg
+from soliton_encirclement_ros.core.controller import AgentBroadcast, seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 
 
@@ -44,7 +44,7 @@ def main() -> None:
     clock.ros_time_is_active = True
     clock.attach_clock(node.get_clock())
     period, n = node.config['metrics_period'], args.agents
-    target = TargetStateMsg(0, np.zeros(3), np.zeros(3))
+    target = TargetBroadcast(0, np.zeros(3), np.zeros(3))
     samples = {}
     ticks = int(args.seconds / period)
     for k in range(ticks + 1):
@@ -52,7 +52,7 @@ def main() -> None:
         clock.clock_callback(Clock(clock=Time(nanoseconds=round(now * 1e9)).to_msg()))
         for i in range(n):
             angle = 2 * math.pi * i / n + 0.01 * now
-            node.receive_agent_state(AgentStateMsg(
+            node.receive_agent_state(AgentBroadcast(
                 agent_id=i + 1, seq=k, stamp_ns=seconds_to_ns(now), position=np.array(
                     [20 * math.cos(angle), 20 * math.sin(angle), 0.0]),
                 velocity=np.zeros(3), u=0.0))

@@ -16,7 +16,7 @@ import timeit
 import numpy as np
 
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 CONFIGS = {
     'defaults (reference)': VehicleParams(),

@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from soliton_encirclement_ros.analysis.report import summarise
-from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
+from soliton_encirclement_ros.core.gains import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.stability import growth_curve, ring_growth_rate
 from soliton_encirclement_ros.sim.batch_sim import simulate

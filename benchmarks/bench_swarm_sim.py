@@ -1,15 +1,27 @@
 """
-Real-time factor of the swarm simulation through ROS 2 and of the batch simulator.
+swarm_sim's in-process lock-step: simulated seconds per CPU-second and peak memory.
 
-The ROS 2 one is swarm_sim's in-process lock-step; both run the same scenarios: N =
-4, 10, 32 agents, control period 0.05 s, mobility 0.01 s, odometry 50 Hz, 60 sim-s. Prints figures;
-asserts nothing.
+CPU seconds, not wall time: the figure is stable on a shared machine. Each case runs
+``swarm_sim`` (its ``main``, in-process mode) in a child process of its own, so peak RSS is per
+run; the child times the stepping loop with ``time.process_time`` (every thread of the process,
+DDS included) and the whole process with ``getrusage``.
 
-    .venv/bin/python benchmarks/bench_swarm_sim.py [--agents 4 10 32] [--duration 60]
+    .venv/bin/python benchmarks/bench_swarm_sim.py                 # the cases below
+    .venv/bin/python benchmarks/bench_swarm_sim.py --cases n10 n32 --duration 20
 
-Each run is its own process, so peak memory (max RSS) is per run.
+Cases (swarm_sim's defaults: control period 0.01 s, mobility 0.01 s, odometry 50 Hz):
+
+- ``n10-odom100``: N = 10, odometry 100 Hz: the issue's comparison with the original
+  experiment (GrADyS-SIM NG, 1.26 sim-s per CPU-s on that scenario);
+- ``n10``, ``n32``, ``n100``: N = 10 / 32 / 100 with the defaults.
+
+Columns: loop = sim-s per CPU-s of the stepping loop; total = sim-s per CPU-s of the whole
+process (start-up, DDS discovery, outputs and plots included); RSS = peak resident set. Also
+prints the sha256 of metrics.csv (lock-stepped runs are byte-identical for a seed). Asserts
+nothing.
 """
 import argparse
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -19,52 +31,76 @@ import sys
 import tempfile
 import time
 
-BIN = Path(sys.executable).parent
+CASES = {  # name -> (swarm_sim options, default sim duration [s])
+    'n10-odom100': (['--agents', '10', '--odom-rate', '100'], 30.0),
+    'n10': (['--agents', '10'], 30.0),
+    'n32': (['--agents', '32'], 10.0),
+    'n100': (['--agents', '100'], 2.0),
+}
 
 
-def run(command):
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (
-        wall,
-        after.ru_maxrss / 1024,
-        (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime),
-    )
+def child(argv: list[str]) -> None:
+    """Run swarm_sim's main here, timing its stepping loop; print one JSON line."""
+    from soliton_encirclement_ros.sim import inprocess, runner
+
+    loop = {}
+    run = inprocess.InProcessGraph.run
+
+    def timed(self, *args, **kwargs):
+        start = time.process_time()
+        try:
+            return run(self, *args, **kwargs)
+        finally:
+            loop['cpu'] = time.process_time() - start
+            loop['sim'] = self.sim_time
+
+    inprocess.InProcessGraph.run = timed
+    with open(os.devnull, 'w') as sink:
+        stdout, sys.stdout = sys.stdout, sink
+        try:
+            code = runner.main(argv)
+        finally:
+            sys.stdout = stdout
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    print(json.dumps({'code': code, 'loop_cpu': loop.get('cpu'), 'sim': loop.get('sim'),
+                      'total_cpu': usage.ru_utime + usage.ru_stime,
+                      'rss_mib': usage.ru_maxrss / 1024}))
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--agents', type=int, nargs='+', default=[4, 10, 32])
-    parser.add_argument('--duration', type=float, default=60.0)
+def measure(options: list[str], duration: float, seed: int, out: Path) -> dict:
+    argv = [*options, '--duration', str(duration), '--seed', str(seed), '--no-progress',
+            '--out', str(out)]
+    done = subprocess.run([sys.executable, __file__, '--child', *argv], check=True,
+                          stdout=subprocess.PIPE, text=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result['sha256'] = hashlib.sha256((out / 'metrics.csv').read_bytes()).hexdigest()
+    return result
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == '--child':
+        child(sys.argv[2:])
+        return
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--cases', nargs='+', choices=tuple(CASES), default=list(CASES))
+    parser.add_argument('--duration', type=float, default=None,
+                        help='sim seconds of every case (default: per case, see --help)')
+    parser.add_argument('--seed', type=int, default=0)
+    parser.add_argument('--repeat', type=int, default=1, help='runs per case')
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
-    common = ['--duration', str(args.duration), '--control-period', '0.05', '--seed', '0']
-    print(
-        f'{"simulator":<10}{"N":>4}{"RTF":>8}{"wall s":>9}{"CPU s":>8}'
-        f'{"max RSS MB":>12}{"final E_gap":>13}'
-    )
+    print(f'{"case":<13}{"sim s":>7}{"loop CPU s":>12}{"sim-s/CPU-s":>13}{"total CPU s":>13}'
+          f'{"sim-s/CPU-s (total)":>21}{"peak RSS MiB":>14}  metrics.csv sha256')
     with tempfile.TemporaryDirectory() as tmp:
-        for n in args.agents:
-            for name, command in (
-                (
-                    'swarm_sim',
-                    [str(BIN / 'swarm_sim'), '--agents', str(n), '--no-progress', *common],
-                ),
-                ('batch_sim', [str(BIN / 'batch_sim'), '--agents', str(n), *common]),
-            ):
-                out = Path(tmp) / f'{name}_{n}'
-                wall, rss, cpu = run([*command, '--out', str(out)])
-                summary = json.loads((out / 'summary.json').read_text())
-                print(f'{name:<10}{n:>4}{summary["real_time_factor"]:>8.2f}{wall:>9.1f}{cpu:>8.1f}'
-                      f'{rss:>12.0f}{summary["final"]["E_gap"]:>13.4f}', flush=True)
-    print(
-        'RTF = simulated seconds per wall second of the stepping loop '
-        '(start-up and plots excluded);'
-        ' max RSS is the largest of the runs so far (getrusage of children).'
-    )
+        for name in args.cases:
+            options, duration = CASES[name]
+            duration = args.duration or duration
+            for run in range(args.repeat):
+                r = measure(options, duration, args.seed, Path(tmp) / f'{name}_{run}')
+                print(f'{name:<13}{r["sim"]:>7.1f}{r["loop_cpu"]:>12.1f}'
+                      f'{r["sim"] / r["loop_cpu"]:>13.2f}{r["total_cpu"]:>13.1f}'
+                      f'{r["sim"] / r["total_cpu"]:>21.2f}{r["rss_mib"]:>14.0f}  '
+                      f'{r["sha256"][:16]}', flush=True)
 
 
 if __name__ == '__main__':

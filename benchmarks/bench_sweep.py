@@ -1,14 +1,19 @@
 """
 Sweep throughput: runs stepped together (``sweep_sim``) against one ``batch_sim`` per run.
 
-    .venv/bin/python benchmarks/bench_sweep.py            # the issue's cases (about 15 min)
-    .venv/bin/python benchmarks/bench_sweep.py --quick    # the same cases, shorter runs
+    .venv/bin/python benchmarks/bench_sweep.py            # the documented scenario (~15 min)
+    .venv/bin/python benchmarks/bench_sweep.py --quick    # a smoke test, NOT that scenario
+
+By default it measures the documented scenario (N = 10, 120 s runs, P = 0.01 s). ``--quick``
+(20 s runs) says so on every line it prints: there the one-off start-up of each ``batch_sim``
+process dominates, and the ratio is several times the real one.
 
 Cases: static target, N = 10, 120 s, control period 0.01 s, seeds 0..199, as ``sweep_sim``
 runs them (chunks of one shape, one process, CPU time of the work); the same figure for
 ``batch_sim`` started as a process per run (a few seeds, CPU time of the child including start-up
 and its outputs, as a shell loop pays it); their ratio; the wall time 1000 such runs would take
-on this machine's cores. Then N = 100 (50 runs) and N = 1000 (5 runs), and how the cost of a
+on this machine's cores. ``batch_sim`` is measured with its plots and with ``--no-plots`` (what
+a sweep writes: tables only). Then N = 100 (50 runs) and N = 1000 (5 runs), and how the cost of a
 chunk grows with the runs in it. Throughput is agent-simulated-seconds per CPU-second. Prints
 figures only; nothing here asserts.
 """
@@ -33,13 +38,13 @@ def sweep_throughput(agents: int, duration: float, runs: int, workers: int = 1) 
     work = chunks(todo, workers)
     cpu = time.process_time()
     for chunk in work:
-        rows = run_chunk([r.scenario.__dict__ for r in chunk])
+        rows = run_chunk([r.scenario.to_mapping() for r in chunk])
         assert not any(row['error'] for row in rows), rows
     cpu = time.process_time() - cpu
     return agents * duration * runs / cpu, cpu, len(work)
 
 
-def batch_sim_throughput(agents: int, duration: float, seeds: int) -> tuple:
+def batch_sim_throughput(agents: int, duration: float, seeds: int, *options: str) -> tuple:
     """Return (agent-s per CPU-s, CPU s per run) of one ``batch_sim`` process per run."""
     exe = find_executable('batch_sim')
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -47,7 +52,7 @@ def batch_sim_throughput(agents: int, duration: float, seeds: int) -> tuple:
         for seed in range(seeds):
             subprocess.run([str(exe), '--agents', str(agents), '--duration', str(duration),
                             '--control-period', '0.01', '--seed', str(seed), '--out',
-                            f'{out}/{seed}'], check=True, stdout=subprocess.DEVNULL)
+                            f'{out}/{seed}', *options], check=True, stdout=subprocess.DEVNULL)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return agents * duration * seeds / cpu, cpu / seeds
@@ -55,29 +60,38 @@ def batch_sim_throughput(agents: int, duration: float, seeds: int) -> tuple:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    parser.add_argument('--quick', action='store_true', help='20 s runs instead of 120 s')
+    parser.add_argument('--quick', action='store_true',
+                        help='20 s runs instead of 120 s: a smoke test, not the documented '
+                        'scenario (start-up dominates)')
+    parser.add_argument('--n10-only', action='store_true',
+                        help='only the N = 10 comparison (no N = 100/1000, no chunk sizes)')
     args = parser.parse_args()
     duration = 20.0 if args.quick else 120.0
     cores = os.cpu_count() or 1
-    print(f'static target, control period 0.01 s, {duration:g} s per run, {cores} cores')
+    mark = '[QUICK: 20 s runs, not the documented scenario] ' if args.quick else ''
+    print(f'{mark}static target, N=10, control period 0.01 s, {duration:g} s per run, '
+          f'{cores} cores')
     sweep, cpu, n_chunks = sweep_throughput(10, duration, 200)
-    single, per_run = batch_sim_throughput(10, duration, 3)
-    print(f'N=10, 200 runs, sweep chunks ({n_chunks}): {sweep:,.0f} agent-s per CPU-s '
-          f'({cpu:.1f} CPU s, {cpu / 200:.3f} CPU s per run)')
-    print(f'N=10, one batch_sim process per run: {single:,.0f} agent-s per CPU-s '
-          f'({per_run:.2f} CPU s per run)')
-    print(f'ratio: {sweep / single:.1f}x')
+    print(f'{mark}N=10, 200 runs, sweep chunks ({n_chunks}): {sweep:,.0f} agent-s per CPU-s '
+          f'({cpu:.1f} CPU s, {cpu / 200:.3f} CPU s per run)', flush=True)
+    for label, options in (('', ()), (' --no-plots', ('--no-plots',))):
+        single, per_run = batch_sim_throughput(10, duration, 3, *options)
+        print(f'{mark}N=10, one batch_sim{label} process per run: {single:,.0f} agent-s per '
+              f'CPU-s ({per_run:.2f} CPU s per run); sweep ratio {sweep / single:.1f}x',
+              flush=True)
     projected = 1000 * cpu / 200 * (120.0 / duration) / cores
-    print(f'1000 runs of 120 s on {cores} cores: about {projected / 60:.1f} min wall')
+    print(f'{mark}1000 runs of 120 s on {cores} cores: about {projected / 60:.1f} min wall')
+    if args.n10_only:
+        return
     for agents, runs, dur in ((100, 50, duration / 4), (1000, 5, duration / 12)):
         rate, cpu, n_chunks = sweep_throughput(agents, dur, runs)
-        print(f'N={agents}, {runs} runs of {dur:g} s ({n_chunks} chunks): {rate:,.0f} agent-s '
-              f'per CPU-s ({cpu:.1f} CPU s)')
-    print('runs per chunk (N=10, 10 s runs): agent-s per CPU-s')
+        print(f'{mark}N={agents}, {runs} runs of {dur:g} s ({n_chunks} chunks): '
+              f'{rate:,.0f} agent-s per CPU-s ({cpu:.1f} CPU s)')
+    print(f'{mark}runs per chunk (N=10, 10 s runs): agent-s per CPU-s')
     for size in (1, 10, 50, 100, 200):
         base = Scenario(agents=10, duration=10.0, control_period=0.01)
         cpu = time.process_time()
-        run_chunk([base.with_changes(seed=s).__dict__ for s in range(size)])
+        run_chunk([base.with_changes(seed=s).to_mapping() for s in range(size)])
         cpu = time.process_time() - cpu
         print(f'  {size:4d}: {10 * 10.0 * size / cpu:,.0f}')
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from rclpy.serialization import serialize_message
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg
+from soliton_encirclement_ros.core.controller import AgentBroadcast
 from soliton_encirclement_ros.interface import agent_state_to_msg, target_state_to_msg
 
 CONTROL_RATE = 20.0    # Hz, the swarm plan's control period 0.05 s: one agent state each
@@ -20,7 +20,7 @@ TARGET_RATE = 20.0     # Hz, target_node's broadcast_period 0.05 s
 
 
 def main() -> None:
-    agent = len(serialize_message(agent_state_to_msg(AgentStateMsg(
+    agent = len(serialize_message(agent_state_to_msg(AgentBroadcast(
         3, 10, 10**9, np.zeros(3), np.zeros(3), 0.1, 0.0, 12345))))
     print(f'agent state: {agent} B')
     for n in (10, 100):

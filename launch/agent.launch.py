@@ -7,8 +7,7 @@ The controller reads <agent_name>/odom and writes <agent_name>/cmd_vel; it meets
 the swarm on /swarm/agent_states and the target on /target/state, best effort by default (a
 radio link between hosts): the target and metrics hosts must use the same swarm_reliability.
 """
-from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, live_scenario, SwarmPlan)
+from soliton_encirclement_ros.bringup.launch_plans import agent_nodes
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 ARGUMENTS = {
@@ -23,16 +22,5 @@ ARGUMENTS = {
 }
 
 
-def _specs(value):
-    scenario = live_scenario(agents=1, radius=value.real('radius'),
-                             altitude_hold=value.real('altitude'))
-    plan = SwarmPlan(scenario=scenario,
-                     names=(value['agent_name'],), ids=(value.integer('agent_id'),),
-                     params_files=value.files('params_file'),
-                     use_sim_time=value.flag('use_sim_time'),
-                     swarm_reliability=value['swarm_reliability'])
-    return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
-
-
 def generate_launch_description():
-    return plan_launch_description(ARGUMENTS, _specs)
+    return plan_launch_description(ARGUMENTS, agent_nodes)

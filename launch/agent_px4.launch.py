@@ -18,8 +18,7 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, live_scenario, parse_origins, parse_simulated, SwarmPlan)
+from soliton_encirclement_ros.bringup.launch_plans import agent_px4_nodes
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -40,21 +39,5 @@ ARGUMENTS = {
 }
 
 
-def _specs(value):
-    scenario = live_scenario(agents=1, radius=value.real('radius'),
-                             altitude_hold=value.real('altitude'),
-                             controller={'d_safe': value.real('d_safe')})
-    plan = SwarmPlan(scenario=scenario,
-                     names=(value['agent_name'],), ids=(value.integer('agent_id'),),
-                     mode='px4', use_sim_time=False,
-                     params_files=value.files('params_file'),
-                     px4_namespaces=(value['px4_namespace'],),
-                     px4_target_systems=(value.integer('target_system'),),
-                     px4_origins=(parse_origins(value['origin'], 1)[0],),
-                     swarm_reliability=value['swarm_reliability'],
-                     simulated=parse_simulated(value['simulated']))
-    return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
-
-
 def generate_launch_description():
-    return plan_launch_description(ARGUMENTS, _specs)
+    return plan_launch_description(ARGUMENTS, agent_px4_nodes)

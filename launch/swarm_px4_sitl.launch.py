@@ -19,8 +19,7 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.bringup.graph import (
-    build_graph, live_scenario, parse_origins, parse_simulated, SwarmPlan)
+from soliton_encirclement_ros.bringup.launch_plans import swarm_px4_sitl_nodes
 from soliton_encirclement_ros.bringup.launch_support import (
     LIVE_VIEW_ARGUMENTS, live_view_nodes, plan_launch_description)
 
@@ -47,25 +46,7 @@ ARGUMENTS = {
 }
 
 
-def _specs(value):
-    n = value.integer('num_agents')
-    spacing = value.real('spawn_spacing')
-    origins = (parse_origins(value['origins'], n) if value['origins']
-               else tuple((0.0, (i + 1) * spacing, 0.0) for i in range(n)))
-    scenario = live_scenario(agents=n, radius=value.real('radius'),
-                             target_motion=value['target_motion'],
-                             altitude_hold=value.real('altitude'),
-                             controller={'d_safe': value.real('d_safe')})
-    plan = SwarmPlan(scenario=scenario,
-                     mode='px4', px4_origins=origins,
-                     swarm_reliability=value['swarm_reliability'],
-                     use_sim_time=value.flag('use_sim_time'),
-                     params_files=value.files('params_file'),
-                     simulated=parse_simulated(value['simulated']))
-    return build_graph(plan)
-
-
 def generate_launch_description():
     return plan_launch_description(
-        ARGUMENTS, _specs,
+        ARGUMENTS, swarm_px4_sitl_nodes,
         extra=lambda value: live_view_nodes(value, value.flag('use_sim_time')))

@@ -11,8 +11,8 @@ import os
 from ament_index_python.packages import get_package_share_directory
 from launch_ros.actions import Node
 
-from soliton_encirclement_ros.bringup.graph import (
-    build_graph, live_scenario, rviz_problem, SwarmPlan)
+from soliton_encirclement_ros.bringup.graph import rviz_problem
+from soliton_encirclement_ros.bringup.launch_plans import swarm_sim_nodes
 from soliton_encirclement_ros.bringup.launch_support import (
     LIVE_VIEW_ARGUMENTS, live_view_nodes, package_found, plan_launch_description)
 
@@ -34,21 +34,6 @@ ARGUMENTS = {
 }
 
 
-def _specs(value):
-    params_file = value['params_file']
-    plan = SwarmPlan(
-        scenario=live_scenario(
-            agents=value.integer('num_agents'), radius=value.real('radius'),
-            seed=value.integer('seed'), control_period=value.real('control_period'),
-            target_motion=value['target_motion']),
-        params_files=(params_file,) if params_file else (),
-        use_sim_time=value.flag('use_sim_time'),
-        clock_source='mobility',
-        real_time_factor=value.real('real_time_factor'),
-    )
-    return build_graph(plan)
-
-
 def _wants_rviz(value):
     return value.flag('rviz')
 
@@ -67,5 +52,5 @@ def _extra(value):
 
 def generate_launch_description():
     return plan_launch_description(
-        ARGUMENTS, _specs, extra=_extra,
+        ARGUMENTS, swarm_sim_nodes, extra=_extra,
         problem=lambda value: rviz_problem(_wants_rviz(value), package_found))

@@ -7,7 +7,7 @@ run time. From that one definition:
 
 - :func:`check_fields` validates an instance (``__post_init__`` calls it): one ``ValueError``
   naming the field, the value and the rule;
-- ``ros_support.params.specs_of`` declares the ROS parameters, with descriptors and ranges;
+- ``ros_support.ros_parameters.specs_of`` declares the ROS parameters, with descriptors and ranges;
 - :func:`add_options` adds the command-line options (``--control-period``), with help text and
   the same rules;
 - the README parameter tables are generated from the ROS specs.

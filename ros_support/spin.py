@@ -9,7 +9,6 @@ outputs are being written only prints "writing outputs, please wait".
 """
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 import sys
 from typing import Callable, Iterable, Sequence
@@ -21,13 +20,12 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from ros_support.params import parameters_help
+from ros_support.ros_parameters import declared_names, given_names, parameters_help
 from ros_support.signals import StopRequest
-from ros_support.validation import read_yaml
+from ros_support.validation import read_yaml, unknown_parameters
 
 SPIN_SLICE_S = 0.2  # how soon the main loop notices a stop request
 # Parameters every node has without declaring them in its spec table.
-BUILTIN_PARAMETERS = ('use_sim_time', 'start_type_description_service')
 
 
 def params_file_problem(args: Iterable[str]) -> str | None:
@@ -51,20 +49,16 @@ def params_file_problem(args: Iterable[str]) -> str | None:
 
 def unknown_overrides(node: Node) -> list[str]:
     """
-    Return warnings for parameter overrides (YAML or ``-p``) that ``node`` never declared.
+    Return one warning per parameter given to ``node`` (YAML or ``-p``) that it never declared.
 
-    Each names the closest declared parameter.
-    Warnings, not errors: ``/**`` files are shared.
+    The policy of :func:`ros_support.validation.unknown_parameters`, for a node that does not
+    know its graph: a ``/**`` file is shared, so a parameter a sibling declares lands here too.
+    The graphs this package starts (``swarm_sim``, the launch files) refuse a parameter no node
+    of theirs declares before anything starts; a node started alone warns.
     """
-    declared = set(node._parameters)  # rclpy keeps the declared parameters here
-    lines = []
-    for name in sorted(set(node._parameter_overrides) - declared - set(BUILTIN_PARAMETERS)):
-        if name.startswith('qos_overrides.'):
-            continue
-        close = difflib.get_close_matches(name, sorted(declared), n=1)
-        hint = f'; did you mean {close[0]}?' if close else ''
-        lines.append(f'parameter {name!r} is not a parameter of this node and is ignored{hint}')
-    return lines
+    name = node.get_fully_qualified_name()
+    return [f'unknown parameter {phrase}: not a parameter of this node, ignored'
+            for phrase in unknown_parameters({name: given_names(node)}, declared_names(node))]
 
 
 def configuration_error(error: Exception) -> str:

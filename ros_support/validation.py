@@ -3,8 +3,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import math
-from typing import Any, Mapping, TypeVar
+from typing import Any, Iterable, Mapping, TypeVar
 
 import yaml
 
@@ -114,3 +115,31 @@ def number(low: float | None = None, strict: bool = False, integer: bool = False
             raise argparse.ArgumentTypeError(f'{rule}, got {text}')
         return value
     return parse
+
+
+# Parameters every rclpy node has without declaring them in its specs.
+BUILTIN_PARAMETERS = ('use_sim_time', 'start_type_description_service')
+
+
+def unknown_parameters(given: Mapping[str, Iterable[str]], declared: Iterable[str]) -> list[str]:
+    """
+    Return one phrase per parameter given to a node that no node of the graph declares.
+
+    The one policy for a misspelt parameter: ``given`` maps a node's name to the parameters it
+    was given (params files and ``-p``), ``declared`` is what the graph's nodes declare. A
+    parameter of a shared ``/**`` section that another node declares is not unknown. Each phrase
+    names the parameter, the node and the closest declared name: ``k_rr (given to
+    /uav1/agent; did you mean k_r?)``.
+    """
+    known = set(declared) | set(BUILTIN_PARAMETERS)
+    first: dict[str, str] = {}
+    for node, names in given.items():
+        for name in names:
+            if name not in known and not name.startswith('qos_overrides.'):
+                first.setdefault(name, node)
+    phrases = []
+    for name in sorted(first):
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        phrases.append(f'{name} (given to {first[name]}'
+                       + (f'; did you mean {close[0]}?)' if close else ')'))
+    return phrases

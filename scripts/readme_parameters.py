@@ -23,17 +23,8 @@ BLOCK = re.compile(
 
 def node_parameters() -> dict:
     """Return every node's parameter specs, in declaration order, by executable name."""
-    from soliton_encirclement_ros.nodes import agent_node, metrics_node, target_node
-    from soliton_encirclement_ros.px4 import bridge_node
-    from velocity_mobility_ros.nodes import mobility_node, swarm_mobility_node
-    return {
-        'mobility_node': mobility_node.PARAMETERS,
-        'swarm_mobility_node': swarm_mobility_node.PARAMETERS,
-        'agent_node': agent_node.PARAMETERS,
-        'target_node': target_node.PARAMETERS,
-        'metrics_node': metrics_node.PARAMETERS,
-        'px4_bridge_node': bridge_node.PARAMETERS,
-    }
+    from soliton_encirclement_ros.nodes.catalogue import node_parameters as table
+    return table()
 
 
 def blocks() -> dict:
@@ -52,7 +43,7 @@ def blocks() -> dict:
 
 def render(text: str) -> str:
     """Return ``text`` with every parameter block regenerated."""
-    from ros_support.params import markdown_table
+    from ros_support.ros_parameters import markdown_table
     tables = blocks()
 
     def table(match: re.Match) -> str:

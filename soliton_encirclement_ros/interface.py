@@ -7,8 +7,10 @@ else, to name a swarm topic, choose its QoS or read and write a swarm message.
 Swarm messages are ``std_msgs/Float64MultiArray`` (a pip-only install cannot build custom
 messages). Each layout is versioned: the first ``layout.dim`` label is ``<name>.v<version>:``
 followed by the field names, so a receiver speaking another version fails with one clear error
-instead of misreading positions. Adding a broadcast field means changing the field tuple and the
-version here, and nothing else.
+instead of misreading positions. Encoding and decoding go by field name (:data:`WIRE_FIELDS`
+says which wire names carry which attribute of the decoded view), so the order is written once,
+in the layout: adding a broadcast field means adding its name to the layout (and, for a new
+view attribute, one :data:`WIRE_FIELDS` entry) and bumping the version here, and nothing else.
 
 - ``/swarm/agent_states`` (:data:`AGENT_STATE`): ``agent_id`` (int), ``incarnation`` (int,
   random per process start: two processes broadcasting one ``agent_id`` are told apart),
@@ -20,8 +22,8 @@ version here, and nothing else.
 
 Integer fields travel as float64 values, exact below 2**53: a stamp is split into seconds and
 nanoseconds so that it stays exact at epoch times (a single float64 would round it to 0.2 us).
-Decoding checks they are integers. The decoded views (:class:`AgentStateMsg`,
-:class:`TargetStateMsg`) have ``agent_id`` and ``stamp_ns`` as ``int``.
+Decoding checks they are integers. The decoded views (:class:`AgentBroadcast`,
+:class:`TargetBroadcast`) have ``agent_id`` and ``stamp_ns`` as ``int``.
 
 rclpy and std_msgs are imported only by the functions that build ROS objects, so the batch
 simulator and the analysis can use the layouts without a ROS install.
@@ -30,21 +32,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 import math
-from typing import Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg, TargetStateMsg
+from soliton_encirclement_ros.core.controller import AgentBroadcast, TargetBroadcast
 
 __all__ = [
     'AGENT_CMD_TOPIC', 'AGENT_ODOM_TOPIC', 'AGENT_STATE', 'agent_state_array',
     'agent_state_from_msg', 'agent_state_from_values', 'agent_state_to_msg', 'agent_state_values',
-    'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentStateMsg', 'BEST_EFFORT',
-    'check_reliability', 'CLOCK_TOPIC', 'DIAGNOSTICS_TOPIC', 'DOMAIN_IDS', 'Layout',
-    'MARKERS_TOPIC',
+    'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentBroadcast', 'BEST_EFFORT',
+    'check_reliability', 'CLOCK_TOPIC', 'decode', 'DIAGNOSTICS_TOPIC', 'DOMAIN_IDS', 'encode',
+    'Layout', 'MARKERS_TOPIC', 'WIRE_FIELDS', 'WireField',
     'METRICS_TOPIC_PREFIX',
     'RELIABLE', 'SWARM_RELIABILITIES', 'swarm_qos', 'TARGET_ODOM_TOPIC', 'TARGET_STATE',
-    'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetStateMsg']
+    'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetBroadcast']
 
 # --- topics -----------------------------------------------------------------------------------
 AGENT_STATES_TOPIC = '/swarm/agent_states'
@@ -143,9 +145,7 @@ TARGET_STATE = Layout('target_state', 2, (
 # node, which must not mix versions), converted to AGENT_STATE order.
 AGENT_STATE_V2 = Layout('agent_state', 2, (
     'agent_id', 'incarnation', 'seq', 'stamp', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss'))
-_AGENT_SIZE = len(AGENT_STATE.fields)
 _TARGET_SIZE = len(TARGET_STATE.fields)
-_AGENT_IDS = ('agent_id', 'incarnation', 'seq')  # integers; the stamp is checked apart
 
 
 def _with_layout(data: list[float], layout: Layout):
@@ -168,23 +168,82 @@ def _stamp_ns(layout: Layout, sec: float, nanosec: float) -> int:
     return int(sec) * NS_PER_S + int(nanosec)
 
 
-def agent_state_values(state: AgentStateMsg) -> list[float]:
+@dataclass(frozen=True)
+class WireField:
+    """How one attribute of a decoded view travels: its wire names and the two conversions."""
+
+    names: tuple[str, ...]
+    encode: Callable[[Any], Sequence[float]]
+    decode: Callable[[Layout, Sequence[float]], Any]
+
+
+def _integer(name: str) -> WireField:
+    def decode(layout: Layout, values: Sequence[float]) -> int:
+        if values[0] != int(values[0]):
+            raise ValueError(f'{layout.name.replace("_", " ")} {name} {float(values[0])!r} is not '
+                             'an integer')
+        return int(values[0])
+    return WireField((name,), lambda value: (float(value),), decode)
+
+
+def _real(name: str) -> WireField:
+    return WireField((name,), lambda value: (float(value),), lambda layout, values: values[0])
+
+
+def _vector(*names: str) -> WireField:
+    return WireField(names, lambda value: tuple(map(float, value)),
+                     lambda layout, values: np.array(values, dtype=float))
+
+
+# Attribute of AgentBroadcast / TargetBroadcast -> its wire fields. A layout carries those of its
+# fields; the order on the wire is the layout's.
+WIRE_FIELDS = {
+    'agent_id': _integer('agent_id'),
+    'incarnation': _integer('incarnation'),
+    'seq': _integer('seq'),
+    'stamp_ns': WireField(('stamp_sec', 'stamp_nanosec'), lambda ns: stamp_fields(ns),
+                          lambda layout, values: _stamp_ns(layout, *values)),
+    'position': _vector('px', 'py', 'pz'),
+    'velocity': _vector('vx', 'vy', 'vz'),
+    'u': _real('u'),
+    'u_ss': _real('u_ss'),
+    'omega_ref': _real('omega_ref'),
+}
+
+
+def encode(layout: Layout, attribute: Callable[[str], Any]) -> list[float]:
+    """Return the wire values of ``layout``'s fields, by name, from ``attribute(name)``."""
+    named: dict[str, float] = {}
+    for name, wire in WIRE_FIELDS.items():
+        if wire.names[0] in layout.fields:
+            named.update(zip(wire.names, wire.encode(attribute(name))))
+    return [named[name] for name in layout.fields]
+
+
+def decode(layout: Layout, values: Sequence[float]) -> dict[str, Any]:
+    """Return the view attributes that ``values`` (``layout``'s fields, in order) carry."""
+    named = dict(zip(layout.fields, values))
+    return {name: wire.decode(layout, [named[n] for n in wire.names])
+            for name, wire in WIRE_FIELDS.items() if wire.names[0] in named}
+
+
+def agent_state_values(state: AgentBroadcast) -> list[float]:
     """Return the wire values of an agent state, in :data:`AGENT_STATE` order."""
-    return [float(state.agent_id), float(state.incarnation), float(state.seq),
-            *stamp_fields(state.stamp_ns), *map(float, state.position),
-            *map(float, state.velocity), state.u, state.u_ss]
+    return encode(AGENT_STATE, lambda name: getattr(state, name))
 
 
-def agent_state_to_msg(state: AgentStateMsg):
+def agent_state_to_msg(state: AgentBroadcast):
     """std_msgs/Float64MultiArray of an agent state."""
     return _with_layout(agent_state_values(state), AGENT_STATE)
 
 
 def _from_v2(values: np.ndarray) -> np.ndarray:
     """AGENT_STATE_V2 values (stamp in float seconds) in AGENT_STATE order."""
-    stamp = values[AGENT_STATE_V2.fields.index('stamp')]
-    ns = round(stamp * 1e9) if math.isfinite(stamp) else 0
-    return np.concatenate((values[:3], stamp_fields(ns), values[4:]))
+    named = dict(zip(AGENT_STATE_V2.fields, values))
+    stamp = named.pop('stamp')
+    named.update(zip(('stamp_sec', 'stamp_nanosec'),
+                     stamp_fields(round(stamp * 1e9) if math.isfinite(stamp) else 0)))
+    return np.array([named[name] for name in AGENT_STATE.fields])
 
 
 _OLDER_AGENT_STATES = {AGENT_STATE_V2.label: (AGENT_STATE_V2, _from_v2)}
@@ -208,21 +267,15 @@ def agent_state_array(msg, older: bool = False) -> np.ndarray:
     return values if convert is None else convert(values)
 
 
-def agent_state_from_values(values) -> AgentStateMsg:
+def agent_state_from_values(values) -> AgentBroadcast:
     """Decode finite :data:`AGENT_STATE` values; ``ValueError`` says what is wrong."""
     if not np.all(np.isfinite(values)):
         bad = [AGENT_STATE.fields[i] for i in np.flatnonzero(~np.isfinite(values))]
         raise ValueError(f'agent state has non-finite {", ".join(bad)}')
-    for i, name in enumerate(_AGENT_IDS):
-        if values[i] != int(values[i]):
-            raise ValueError(f'agent state {name} {float(values[i])!r} is not an integer')
-    return AgentStateMsg(agent_id=int(values[0]), incarnation=int(values[1]), seq=int(values[2]),
-                         stamp_ns=_stamp_ns(AGENT_STATE, values[3], values[4]),
-                         position=values[5:8], velocity=values[8:11], u=float(values[11]),
-                         u_ss=float(values[12]))
+    return AgentBroadcast(**decode(AGENT_STATE, [float(v) for v in values]))
 
 
-def agent_state_from_msg(msg) -> AgentStateMsg:
+def agent_state_from_msg(msg) -> AgentBroadcast:
     """Decode an agent state message (rclpy or rosbags); ``ValueError`` on a bad one."""
     return agent_state_from_values(agent_state_array(msg))
 
@@ -230,14 +283,15 @@ def agent_state_from_msg(msg) -> AgentStateMsg:
 def target_state_to_msg(stamp_ns: int, position, velocity, omega_ref: float = 0.0,
                         lambdas: Mapping[int, float] | None = None):
     """std_msgs/Float64MultiArray of a target state stamped ``stamp_ns`` (int nanoseconds)."""
-    data = [*stamp_fields(stamp_ns), *map(float, position), *map(float, velocity),
-            float(omega_ref)]
+    given = {'stamp_ns': stamp_ns, 'position': position, 'velocity': velocity,
+             'omega_ref': omega_ref}
+    data = encode(TARGET_STATE, given.__getitem__)
     for agent_id, weight in sorted((lambdas or {}).items()):
         data += [float(agent_id), float(weight)]
     return _with_layout(data, TARGET_STATE)
 
 
-def target_state_from_msg(msg) -> TargetStateMsg:
+def target_state_from_msg(msg) -> TargetBroadcast:
     """Decode a target state message; ``ValueError`` on a bad one."""
     TARGET_STATE.check_label(msg)
     data = msg.data
@@ -251,7 +305,5 @@ def target_state_from_msg(msg) -> TargetStateMsg:
     pairs = values[n:]
     if any(agent_id != int(agent_id) for agent_id in pairs[::2]):
         raise ValueError('target state has a non-integer agent id in its (id, lambda) pairs')
-    return TargetStateMsg(stamp_ns=_stamp_ns(TARGET_STATE, values[0], values[1]),
-                          position=np.array(values[2:5]), velocity=np.array(values[5:8]),
-                          omega_ref=values[8],
-                          lambdas={int(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)})
+    return TargetBroadcast(**decode(TARGET_STATE, values[:n]),
+                           lambdas={int(pairs[i]): pairs[i + 1] for i in range(0, len(pairs), 2)})

@@ -63,7 +63,7 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
         'bag_custom_data': run.custom_data,
     }
     summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories),
-                                fmt)
+                                fmt=fmt)
     if max_frames > 0:
         agent_xy = np.stack([_positions_or_nan(track, times) for track in run.agents.values()],
                             axis=1)

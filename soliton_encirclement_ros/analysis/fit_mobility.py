@@ -29,7 +29,7 @@ import numpy as np
 from ros_support.validation import number, OneLineParser
 from velocity_mobility_ros.core.fit import (
     AXES, DEFAULT_HOLDOUT, DELAY, fit, FitError, FitResult, Flight, PARAM_NAMES, predict, UNITS)
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 EXIT_ERROR = 1
 YAML_FILE, JSON_FILE, REPORT_FILE = 'mobility_fit.yaml', 'fit.json', 'fit_report.png'

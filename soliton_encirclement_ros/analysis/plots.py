@@ -17,8 +17,8 @@ from matplotlib.figure import Figure
 import numpy as np
 
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS
+from soliton_encirclement_ros.core.gains import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES, SETTLE_THRESHOLDS, settle_time
-from soliton_encirclement_ros.core.params import ControllerParams, PRESETS
 from soliton_encirclement_ros.provenance import package_version
 
 METRIC_LABELS = {

@@ -21,7 +21,7 @@ import tempfile
 
 import numpy as np
 
-from soliton_encirclement_ros.analysis import plots
+from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES, SETTLE_THRESHOLDS, settle_time
 
 METRICS_HEADER = ('timestamp',) + METRIC_NAMES
@@ -82,15 +82,23 @@ def summarise(metrics: np.ndarray) -> dict:
             'closest': closest_approach(metrics[:, 0], columns['d_min'])}
 
 
-def write_run_outputs(out_dir, result: RunResult, fmt: str = 'png') -> dict:
+def __getattr__(name: str):
+    """Import ``plots`` (matplotlib) when first used: runs without plots never load it."""
+    if name == 'plots':
+        from soliton_encirclement_ros.analysis import plots
+        return plots
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str = 'png') -> dict:
     """
     Write a run's outputs into ``out_dir`` and return its summary.
 
     The outputs: metrics.csv, agents.csv, one figure per metric, dashboard, trajectories
     (when the result has trajectories, with ``params['radius']``, if present, drawn as the
-    desired circle around the target's last position) and summary.json. Figures are
-    ``fmt`` files (``plots.FORMATS``: png, or vector pdf/svg), titled with the run's identity
-    (``plots.run_title``).
+    desired circle around the target's last position) and summary.json; ``plots=False``: no
+    figures (and matplotlib is not imported). Figures are ``fmt`` files (``FIGURE_FORMATS``:
+    png, or vector pdf/svg), titled with the run's identity (``plots.run_title``).
 
     Files are written into a temporary directory first and moved into place only when all of
     them succeeded, so an error never leaves partial outputs behind.
@@ -99,8 +107,9 @@ def write_run_outputs(out_dir, result: RunResult, fmt: str = 'png') -> dict:
     trajectories, real_time_factor = result.trajectories, result.real_time_factor
     metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
     agents = _checked_table(agents, len(AGENTS_HEADER), 'agents')
-    plots.figure_name('dashboard', fmt)  # a bad format fails before anything is written
-    title = plots.run_title(params)
+    if fmt not in FIGURE_FORMATS:  # before anything is written
+        raise ValueError(f'figure format must be one of {", ".join(FIGURE_FORMATS)}, '
+                         f'got {fmt!r}')
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summarise(metrics)
@@ -110,19 +119,27 @@ def write_run_outputs(out_dir, result: RunResult, fmt: str = 'png') -> dict:
     try:
         _write_csv(staging / 'metrics.csv', METRICS_HEADER, metrics)
         _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
-        for i, name in enumerate(METRIC_NAMES):
-            plots.metric_plot(staging / plots.figure_name(name, fmt), {'': metrics[:, [0, i + 1]]},
-                              name, title)
-        plots.dashboard(staging / plots.figure_name('dashboard', fmt), {'': metrics}, title)
-        if trajectories is not None:
-            plots.trajectory_plot(staging / plots.figure_name('trajectories', fmt), trajectories,
-                                  params.get('radius'), title)
+        if plots:
+            _write_plots(staging, metrics, trajectories, params, fmt)
         (staging / 'summary.json').write_text(json_text(summary))
         for produced in staging.iterdir():
             os.replace(produced, out_dir / produced.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return summary
+
+
+def _write_plots(staging: Path, metrics: np.ndarray, trajectories, params: dict,
+                 fmt: str) -> None:
+    from soliton_encirclement_ros.analysis import plots
+    title = plots.run_title(params)
+    for i, name in enumerate(METRIC_NAMES):
+        plots.metric_plot(staging / plots.figure_name(name, fmt), {'': metrics[:, [0, i + 1]]},
+                          name, title)
+    plots.dashboard(staging / plots.figure_name('dashboard', fmt), {'': metrics}, title)
+    if trajectories is not None:
+        plots.trajectory_plot(staging / plots.figure_name('trajectories', fmt), trajectories,
+                              params.get('radius'), title)
 
 
 def _checked_table(table, columns: int, what: str) -> np.ndarray:

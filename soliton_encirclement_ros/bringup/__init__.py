@@ -7,7 +7,7 @@ The node-graph plan (one pure function for launch files and runners) and launch 
 """
 from soliton_encirclement_ros.bringup.graph import (
     build_graph, in_namespace, LaunchArguments, live_scenario, NodeSpec, parse_origins,
-    parse_simulated, SwarmPlan)
+    parse_simulated, precedence_notes, SwarmPlan)
 
 __all__ = ['build_graph', 'in_namespace', 'LaunchArguments', 'live_scenario', 'NodeSpec',
-           'parse_origins', 'parse_simulated', 'SwarmPlan']
+           'parse_origins', 'parse_simulated', 'precedence_notes', 'SwarmPlan']

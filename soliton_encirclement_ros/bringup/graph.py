@@ -11,12 +11,16 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 import math
-from typing import Any, Callable, ClassVar, Mapping, Sequence
+import re
+from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 
 import yaml
 
-from ros_support.validation import bounded
+from ros_support.settings import settings_fields
+from ros_support.validation import bounded, read_yaml
+from soliton_encirclement_ros.core.faults import Impairments
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.target_motion import TargetMotionSettings
 from soliton_encirclement_ros.interface import AGENT_CMD_TOPIC, check_reliability, RELIABLE
 
 PACKAGE = 'soliton_encirclement_ros'
@@ -35,9 +39,11 @@ class NodeSpec:
     params_files: tuple[str, ...] = ()
     remappings: tuple[tuple[str, str], ...] = ()
     package: str = PACKAGE
+    # One line per parameter given both by the user and by a params file (the user's wins).
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def ros_args(self) -> list[str]:
-        """``--ros-args`` for this node: files first, then explicit parameters (which win)."""
+        """``--ros-args`` for this node: files first, then the plan's parameters (which win)."""
         args = ['--ros-args', '-r', f'__node:={self.name}']
         if self.namespace:
             args += ['-r', f'__ns:={self.namespace}']
@@ -121,6 +127,11 @@ class SwarmPlan:
     figure_format: str = 'png'          # metrics_node's plots: png, pdf or svg
     swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
     simulated: tuple[str, ...] = ()     # mode px4: these agents fly mobility_node, not a PX4
+    # The values the user gave explicitly (a CLI option, a launch argument, a scenario file),
+    # by setting name (a scenario field, a controller gain, a vehicle limit) -> where from,
+    # e.g. {'control_period': 'swarm_sim option --control-period'}. They win over a params
+    # file; every other value of the scenario is a default, which a params file replaces.
+    given: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.scenario, Scenario):
@@ -203,121 +214,203 @@ def _checked_simulated(plan: SwarmPlan) -> tuple[str, ...]:
     return simulated
 
 
-def _changed(scenario: Scenario, names: Mapping[str, str]) -> dict[str, Any]:
-    """Return the scenario fields that differ from the defaults, under their node names."""
+# How a value reaches a node: ``(parameter, value, setting)``. ``setting`` names the scenario
+# field, gain or vehicle limit it comes from (the key of ``SwarmPlan.given``), or is None for
+# what the plan itself decides (names, ids, clock, start poses): those are always given.
+Parameter = tuple[str, Any, 'str | None']
+
+
+def _unless_default(plan: SwarmPlan, names: Sequence[str]) -> list[Parameter]:
+    """Return the scenario fields ``names`` not at their default, or given (same-named)."""
     defaults = Scenario()
-    return {node_name: getattr(scenario, name) for name, node_name in names.items()
-            if getattr(scenario, name) != getattr(defaults, name)}
+    return [(name, getattr(plan.scenario, name), name) for name in names
+            if getattr(plan.scenario, name) != getattr(defaults, name) or name in plan.given]
 
 
-def target_parameters(scenario: Scenario) -> dict[str, Any]:
-    """
-    Return the target_node parameters that carry the scenario's target.
+def shared(plan: SwarmPlan, group: type) -> list[Parameter]:
+    """Return the scenario's values of the settings ``group`` it shares with a node, by name."""
+    return [(f.name, getattr(plan.scenario, f.name), f.name) for f in settings_fields(group)]
 
-    Fields left at their defaults are not given, so that a parameter file still sets them.
-    """
-    params = {'motion': scenario.target_motion, 'seed': scenario.seed,
-              'broadcast_period': scenario.control_period,
-              **_changed(scenario, {'target_speed': 'speed', 'target_period': 'motion_period',
-                                    'target_boundary': 'boundary', 'omega_ref': 'omega_ref'})}
-    if scenario.waypoints != Scenario().waypoints:
-        params['waypoints'] = [float(c) for p in scenario.waypoints
-                               for c in (tuple(p) + (0.0,) * 3)[:3]]
+
+def target_parameters(plan: SwarmPlan) -> list[Parameter]:
+    """Return the target_node parameters that carry the scenario's target."""
+    scenario = plan.scenario
+    params = [*shared(plan, TargetMotionSettings),
+              ('seed', scenario.seed, 'seed'),
+              ('broadcast_period', scenario.control_period, 'control_period'),
+              *_unless_default(plan, ['omega_ref'])]
+    if scenario.waypoints != Scenario().waypoints or 'waypoints' in plan.given:
+        params.append(('waypoints', [float(c) for p in scenario.waypoints
+                                     for c in (tuple(p) + (0.0,) * 3)[:3]], 'waypoints'))
     if scenario.arrival_times is not None:
-        params['arrival_times'] = [float(t) for t in scenario.arrival_times]
+        params.append(('arrival_times', [float(t) for t in scenario.arrival_times],
+                       'arrival_times'))
     if scenario.lambdas:
-        params['lambda_ids'] = list(scenario.lambdas)
-        params['lambda_values'] = list(scenario.lambdas.values())
+        params += [('lambda_ids', list(scenario.lambdas), 'lambdas'),
+                   ('lambda_values', list(scenario.lambdas.values()), 'lambdas')]
     if 'sim_dt' in scenario.vehicle:
-        params['sim_dt'] = float(scenario.vehicle['sim_dt'])
+        params.append(('sim_dt', float(scenario.vehicle['sim_dt']), 'sim_dt'))
     return params
 
 
 def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
-    """Return the nodes of ``plan``, in start order (simulation before controllers)."""
+    """
+    Return the nodes of ``plan``, in start order (simulation before controllers).
+
+    Each node gets the plan's values as parameters, by one precedence rule: a value the user
+    gave (``plan.given``) wins over a params file, which wins over the plan's defaults (a
+    default that a params file sets for that node is not passed). :func:`precedence_notes`
+    says where a given value overrides a params file.
+    """
     files = tuple(plan.params_files)
-    time = {'use_sim_time': plan.use_sim_time}
+    sections = params_file_sections(files)
+
+    def spec(executable: str, name: str, namespace: str, parameters: list[Parameter]):
+        full_name = NodeSpec(executable, name, namespace).full_name
+        in_files = file_parameters(sections, full_name)
+        values, notes = {}, []
+        for parameter, value, setting in parameters:
+            if setting is None or setting in plan.given:
+                values[parameter] = value
+                if setting is not None and parameter in in_files:
+                    notes.append(_note(setting, plan.given[setting], value, *in_files[parameter],
+                                       parameter))
+            elif parameter not in in_files:
+                values[parameter] = value
+        return NodeSpec(executable, name, namespace=namespace, parameters=values,
+                        params_files=files, notes=tuple(notes))
+
+    time: list[Parameter] = [('use_sim_time', plan.use_sim_time, None)]
     # Given only when not the default, so a lock-stepped plan's node commands stay as they were.
-    swarm = ({} if plan.swarm_reliability == RELIABLE
-             else {'swarm_reliability': plan.swarm_reliability})
+    swarm: list[Parameter] = ([] if plan.swarm_reliability == RELIABLE
+                              else [('swarm_reliability', plan.swarm_reliability, None)])
+    scenario = plan.scenario
     nodes: list[NodeSpec] = []
     if plan.mode == 'sim':
-        nodes.append(
-            NodeSpec(
-                'swarm_mobility_node',
-                'swarm_mobility',
-                params_files=files,
-                parameters={
-                    **time,
-                    'vehicle_names': list(plan.names),
-                    'initial_positions': [c for p in plan.initial_positions() for c in p],
-                    'odom_rate': plan.odom_rate,
-                    **dict(plan.scenario.vehicle),
-                    **(
-                        {
-                            'publish_clock': True,
-                            'real_time_factor': plan.real_time_factor or 1.0,
-                            # every other node of the plan subscribes /clock: start when all are up
-                            'clock_subscribers': plan.num_agents + 2,
-                        }
-                        if plan.clock_source == 'mobility' and plan.use_sim_time
-                        else {}
-                    ),
-                },
-            )
-        )
-    nodes.append(NodeSpec(
-        'target_node', 'target', namespace='/target', params_files=files,
-        parameters={**time, **target_parameters(plan.scenario), **swarm}))
-    scenario = plan.scenario
+        clock: list[Parameter] = [
+            ('publish_clock', True, None),
+            ('real_time_factor', plan.real_time_factor or 1.0, None),
+            # every other node of the plan subscribes /clock: start when all are up
+            ('clock_subscribers', plan.num_agents + 2, None),
+        ] if plan.clock_source == 'mobility' and plan.use_sim_time else []
+        nodes.append(spec('swarm_mobility_node', 'swarm_mobility', '', [
+            *time,
+            ('vehicle_names', list(plan.names), None),
+            ('initial_positions', [c for p in plan.initial_positions() for c in p], None),
+            ('odom_rate', plan.odom_rate, 'odom_rate'),
+            *[(k, v, k) for k, v in scenario.vehicle.items()],
+            *clock]))
+    nodes.append(spec('target_node', 'target', '/target',
+                      [*time, *target_parameters(plan), *swarm]))
     for index, (agent_id, name) in enumerate(zip(plan.agent_ids, plan.names)):
-        nodes.append(
-            NodeSpec(
-                'agent_node',
-                'agent',
-                namespace=f'/{name}',
-                params_files=files,
-                parameters={
-                    **time,
-                    'agent_id': agent_id,
-                    **dict(scenario.controller),
-                    # the command clamp is the vehicle's limit, as in Scenario.controller_params
-                    **{k: v for k, v in scenario.vehicle.items()
-                       if k in ('max_speed_xy', 'max_speed_z')},
-                    'radius': scenario.radius,
-                    'control_period': scenario.control_period,
-                    'failures_per_min': scenario.failures_per_min,
-                    'failure_off_time': scenario.failure_off_time,
-                    'loss': scenario.loss,
-                    'delay': scenario.delay,
-                    'seed': scenario.seed,
-                    **_changed(scenario, {'failure_check_period': 'failure_check_period'}),
-                    **swarm,
-                },
-            )
-        )
+        nodes.append(spec('agent_node', 'agent', f'/{name}', [
+            *time,
+            ('agent_id', agent_id, None),
+            *[(k, v, k) for k, v in scenario.controller.items()],
+            # the command clamp is the vehicle's limit, as in Scenario.controller_params
+            *[(k, v, k) for k, v in scenario.vehicle.items()
+              if k in ('max_speed_xy', 'max_speed_z')],
+            *[(k, getattr(scenario, k), k) for k in ('radius', 'control_period', 'seed')],
+            *shared(plan, Impairments),
+            *swarm]))
         if plan.mode == 'px4':  # exactly one vehicle per agent: simulated, or its PX4
             nodes.append(mobility_spec(plan, index, name, files) if name in plan.simulated
                          else px4_bridge_spec(plan, index, name, files))
-    nodes.append(
-        NodeSpec(
-            'metrics_node',
-            'metrics',
-            namespace='/swarm',
-            params_files=files,
-            parameters={
-                **time,
-                'radius': scenario.radius,
-                'metrics_period': scenario.metrics_period or scenario.control_period,
-                **_changed(scenario, {'telemetry_period': 'telemetry_period'}),
-                **swarm,
-                **({'output_dir': plan.metrics_output_dir} if plan.metrics_output_dir else {}),
-                **({'figure_format': plan.figure_format} if plan.figure_format != 'png' else {}),
-            },
-        )
-    )
+    nodes.append(spec('metrics_node', 'metrics', '/swarm', [
+        *time,
+        ('radius', scenario.radius, 'radius'),
+        ('metrics_period', scenario.metrics_period or scenario.control_period,
+         'metrics_period'),
+        *_unless_default(plan, ['telemetry_period']),
+        *swarm,
+        *([('output_dir', plan.metrics_output_dir, None)] if plan.metrics_output_dir else []),
+        *([('figure_format', plan.figure_format, None)] if plan.figure_format != 'png'
+          else [])]))
     check_vehicles(plan, nodes)
     return nodes
+
+
+def given_parameters(specs: Sequence[NodeSpec]) -> dict[str, set[str]]:
+    """Return the parameters each node is given, by full name: its params files' and ``-p``."""
+    sections = params_file_sections(list(dict.fromkeys(p for s in specs for p in s.params_files)))
+    return {spec.full_name: set(spec.parameters)
+            | {name for path, pattern, params in sections if path in spec.params_files
+               and pattern.match(spec.full_name) for name in params}
+            for spec in specs}
+
+
+def precedence_notes(specs: Iterable[NodeSpec]) -> list[str]:
+    """
+    Return the nodes' notes once each: one line per value given by the user and a params file.
+
+    Each names both sources and the value that won, e.g. ``control_period: 0.02 from swarm_sim
+    option --control-period wins over 0.05 from params file a.yaml`` (however many agents).
+    """
+    return list(dict.fromkeys(note for spec in specs for note in spec.notes))
+
+
+def _note(setting: str, source: str, value: Any, path: str, file_value: Any,
+          parameter: str) -> str:
+    named = setting if parameter == setting else f'{setting} (parameter {parameter})'
+    return (f'{named}: {_yaml_value(value)} from {source} wins over {_yaml_value(file_value)} '
+            f'from params file {path}')
+
+
+def params_file_sections(paths: Sequence[str]) -> list[tuple[str, re.Pattern, dict]]:
+    """
+    Return the sections of ROS 2 params files: (path, node-name pattern, flat parameters).
+
+    ``ValueError`` in one line for a file that cannot be read or is not {node: {ros__parameters:
+    {...}}}. Nested parameter mappings are flattened with dots, as ROS names them.
+    """
+    sections = []
+    for path in paths:
+        content = read_yaml(path, 'params file')
+        found: list[tuple[str, dict]] = []
+        _sections(content, '', found)
+        if not found or not isinstance(content, dict):
+            raise ValueError(f'params file {path} must map node names to '
+                             '{ros__parameters: {...}}')
+        sections += [(path, _node_pattern(name), _flat(params)) for name, params in found]
+    return sections
+
+
+def _sections(content: Any, prefix: str, found: list) -> None:
+    if not isinstance(content, dict):
+        return
+    for key, value in content.items():
+        if key == 'ros__parameters' and isinstance(value, dict):
+            found.append((prefix or '/', value))
+        elif key != 'ros__parameters':
+            _sections(value, f'{prefix}/{str(key).strip("/")}', found)
+
+
+def _flat(params: Mapping[str, Any], prefix: str = '') -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in params.items():
+        if isinstance(value, dict):
+            flat.update(_flat(value, f'{prefix}{key}.'))
+        else:
+            flat[f'{prefix}{key}'] = value
+    return flat
+
+
+def _node_pattern(name: str) -> re.Pattern:
+    """Return a params file's node name as a regex: ``/**`` any namespaces, ``/*`` one token."""
+    tokens = [t for t in name.split('/') if t]
+    pattern = ''.join('(/[^/]+)*' if t == '**' else '/[^/]+' if t == '*'
+                      else '/' + re.escape(t) for t in tokens)
+    return re.compile(f'^{pattern}$')
+
+
+def file_parameters(sections: Sequence[tuple[str, re.Pattern, dict]],
+                    full_name: str) -> dict[str, tuple[str, Any]]:
+    """Return what params file ``sections`` give node ``full_name``: {name: (path, value)}."""
+    given: dict[str, tuple[str, Any]] = {}
+    for path, pattern, params in sections:
+        if pattern.match(full_name):
+            given.update({name: (path, value) for name, value in params.items()})
+    return given
 
 
 def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]) -> NodeSpec:
@@ -414,6 +507,20 @@ class LaunchArguments(dict):
     ``num_agents:=abc`` then fails with "launch argument num_agents must be an integer, got
     'abc'" instead of Python's bare int() message; ``use_sim_time:=yes`` is an error, not false.
     """
+
+    def __init__(self, *args: Any, given: Iterable[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # the arguments the user gave (the others hold their declared defaults); all by default
+        self.given = frozenset(self if given is None else given)
+
+    def sources(self, **settings: str) -> dict[str, str]:
+        """
+        Return ``SwarmPlan.given`` for arguments: {setting: 'launch argument arg:=value'}.
+
+        ``settings`` maps a setting to the argument that sets it; only given arguments count.
+        """
+        return {setting: f'launch argument {arg}:={self[arg]}'
+                for setting, arg in settings.items() if arg in self.given}
 
     def _parsed(self, name: str, parse: Callable[[str], Any], what: str) -> Any:
         text = self[name].strip()

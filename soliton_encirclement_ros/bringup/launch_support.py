@@ -6,14 +6,18 @@ from typing import Callable, Iterable, Mapping
 from ament_index_python.packages import get_package_prefix
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
+import launch.logging
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from soliton_encirclement_ros.bringup.graph import launch_plan, LaunchArguments, NodeSpec
+from ros_support.validation import unknown_parameters
+from soliton_encirclement_ros.bringup.graph import (
+    given_parameters, launch_plan, LaunchArguments, LaunchRefused, NodeSpec, precedence_notes)
+from soliton_encirclement_ros.nodes.catalogue import node_parameters
 
 
 def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node]:
-    """One launch_ros Node per spec: parameter files first, then the plan's explicit values."""
+    """One launch_ros Node per spec: parameter files first, then the plan's values (which win)."""
     return [Node(package=spec.package, executable=spec.executable, name=spec.name,
                  namespace=spec.namespace or None,
                  parameters=[*spec.params_files, dict(spec.parameters)],
@@ -62,13 +66,29 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
     names one, nothing starts: launch logs it as an error and ``ros2 launch`` exits 1
     (``graph.launch_plan`` raises ``LaunchRefused``).
     """
+    given: set[str] = set()
+
+    def before_defaults(context):
+        # Runs before the DeclareLaunchArgument actions fill in their defaults: what is set
+        # now was given (command line, or an including launch file).
+        given.update(name for name in arguments if name in context.launch_configurations)
+
     def nodes(context):
         values = LaunchArguments(
-            {name: LaunchConfiguration(name).perform(context) for name in arguments})
+            {name: LaunchConfiguration(name).perform(context) for name in arguments},
+            given=given)
         node_specs, actions = launch_plan(values, specs, extra, problem)
+        unknown = unknown_parameters(given_parameters(node_specs), {
+            spec.name for node in node_specs
+            for spec in node_parameters().get(node.executable, ())})
+        if unknown:  # as swarm_sim: a misspelt parameter starts nothing
+            raise LaunchRefused(f'unknown parameter(s): {", ".join(unknown)}')
+        for note in precedence_notes(node_specs):
+            launch.logging.get_logger('launch').warning(note)
         return [*launch_nodes(node_specs), *actions]
 
     return LaunchDescription([
+        OpaqueFunction(function=before_defaults),
         *[DeclareLaunchArgument(name, default_value=default, description=description)
           for name, (default, description) in arguments.items()],
         OpaqueFunction(function=nodes),

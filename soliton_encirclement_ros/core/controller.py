@@ -20,12 +20,12 @@ from typing import Any, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, is_fresh, known_age, NO_NEIGHBOUR, select_neighbours)
-from soliton_encirclement_ros.core.params import ControllerParams
 
 
 def seconds_to_ns(seconds: float) -> int:
@@ -64,7 +64,7 @@ def _vector3(name: str, value) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class AgentStateMsg(_Stamped):
+class AgentBroadcast(_Stamped):
     """
     An agent's broadcast.
 
@@ -92,7 +92,7 @@ class AgentStateMsg(_Stamped):
 
 
 @dataclass(frozen=True)
-class TargetStateMsg(_Stamped):
+class TargetBroadcast(_Stamped):
     """
     The target's broadcast: stamp, world-frame state, spin reference and arc weights.
 
@@ -120,8 +120,8 @@ class ControllerState:
     """
     Everything one agent's controller remembers between ticks.
 
-    ``neighbours`` maps agent id -> (last AgentStateMsg, receive time); ``target`` is
-    (last TargetStateMsg, receive time) or None; ``prev_cmd`` the last command (world frame).
+    ``neighbours`` maps agent id -> (last AgentBroadcast, receive time); ``target`` is
+    (last TargetBroadcast, receive time) or None; ``prev_cmd`` the last command (world frame).
     """
 
     agent_id: int
@@ -130,8 +130,8 @@ class ControllerState:
     pred: Optional[int] = None
     succ: Optional[int] = None
     prev_cmd: np.ndarray = field(default_factory=lambda: _vector3('prev_cmd', np.zeros(3)))
-    neighbours: Mapping[int, tuple[AgentStateMsg, float]] = field(default_factory=dict)
-    target: Optional[tuple[TargetStateMsg, float]] = None
+    neighbours: Mapping[int, tuple[AgentBroadcast, float]] = field(default_factory=dict)
+    target: Optional[tuple[TargetBroadcast, float]] = None
     seq: int = 0
     incarnation: int = 0
     started: Optional[float] = None  # time of the first tick: inputs never heard age from it
@@ -166,7 +166,7 @@ def stepped_back(cached_rx: float, rx_time: float, params: ControllerParams) -> 
     return rx_time < cached_rx - params.max_future_stamp
 
 
-def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
+def receive_agent_state(state: ControllerState, msg: AgentBroadcast,
                         rx_time: float, params: ControllerParams) -> ControllerState:
     """
     Cache a neighbour's broadcast with its receive time.
@@ -178,18 +178,51 @@ def receive_agent_state(state: ControllerState, msg: AgentStateMsg,
     """
     if msg.agent_id == state.agent_id:
         return state
-    cached = state.neighbours.get(msg.agent_id)
-    if (cached is not None and msg.seq <= cached[0].seq
-            and msg.incarnation == cached[0].incarnation
-            and is_alive(cached[1], rx_time, params.agent_timeout)
-            and not stepped_back(cached[1], rx_time, params)):
+    if _keeps_cached(state.neighbours.get(msg.agent_id), msg, rx_time, params):
         return state
     neighbours = dict(state.neighbours)
     neighbours[msg.agent_id] = (msg, float(rx_time))
     return dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
 
 
-def receive_target_state(state: ControllerState, msg: TargetStateMsg,
+def _keeps_cached(cached, msg: AgentBroadcast, rx_time: float, params: ControllerParams) -> bool:
+    """Whether the cached entry of ``msg``'s sender stays (``msg`` is dropped)."""
+    return (cached is not None and msg.seq <= cached[0].seq
+            and msg.incarnation == cached[0].incarnation
+            and is_alive(cached[1], rx_time, params.agent_timeout)
+            and not stepped_back(cached[1], rx_time, params))
+
+
+def receive_states(state: ControllerState, received, params: ControllerParams
+                   ) -> ControllerState:
+    """
+    Cache ``received`` broadcasts, ``(msg, rx_time)`` in arrival order, in one new state.
+
+    The same as :func:`receive_agent_state` / :func:`receive_target_state` (by the message's
+    type) one after the other, without a new state per message.
+    """
+    neighbours = None
+    for msg, rx_time in received:
+        if not isinstance(msg, AgentBroadcast):
+            if neighbours is not None:
+                state = dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
+                neighbours = None
+            state = receive_target_state(state, msg, rx_time, params)
+            continue
+        if msg.agent_id == state.agent_id:
+            continue
+        table = state.neighbours if neighbours is None else neighbours
+        if _keeps_cached(table.get(msg.agent_id), msg, rx_time, params):
+            continue
+        if neighbours is None:
+            neighbours = dict(state.neighbours)
+        neighbours[msg.agent_id] = (msg, float(rx_time))
+    if neighbours is not None:
+        state = dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
+    return state
+
+
+def receive_target_state(state: ControllerState, msg: TargetBroadcast,
                          rx_time: float, params: ControllerParams) -> ControllerState:
     """
     Cache the target's broadcast with its receive time.
@@ -206,19 +239,19 @@ def receive_target_state(state: ControllerState, msg: TargetStateMsg,
 
 
 def outgoing_state(state: ControllerState, own_position, own_velocity,
-                   now: float) -> AgentStateMsg:
+                   now: float) -> AgentBroadcast:
     """
     Return the AgentState to broadcast at this tick (before ``control_step``).
 
     Seq = ``state.seq``.
     """
-    return AgentStateMsg(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
-                         position=own_position, velocity=own_velocity,
-                         u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
+    return AgentBroadcast(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
+                          position=own_position, velocity=own_velocity,
+                          u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
 
 
 def live_neighbours(state: ControllerState, now: float,
-                    params: ControllerParams) -> dict[int, AgentStateMsg]:
+                    params: ControllerParams) -> dict[int, AgentBroadcast]:
     """
     Return the cached agent states that are live at ``now``.
 
@@ -228,13 +261,13 @@ def live_neighbours(state: ControllerState, now: float,
             if is_fresh(rx, now, params.agent_timeout)}
 
 
-def _view(msg: Optional[AgentStateMsg], theta: float) -> NeighbourView:
+def _view(msg: Optional[AgentBroadcast], theta: float) -> NeighbourView:
     if msg is None:
         return MISSING_NEIGHBOUR
     return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss, msg.agent_id)
 
 
-def _obstacles(neighbours, live: Mapping[int, AgentStateMsg], now: float,
+def _obstacles(neighbours, live: Mapping[int, AgentBroadcast], now: float,
                params: ControllerParams) -> dict:
     """Return the d_safe term's inputs: live neighbours, silent ones at rest where last heard."""
     kept = [(msg, i in live) for i, (msg, rx) in neighbours.items()
@@ -336,7 +369,7 @@ class Tick(NamedTuple):
 
     state: ControllerState
     command: Optional[np.ndarray]        # world-frame velocity to publish; None = publish none
-    broadcast: Optional[AgentStateMsg]   # own state to broadcast; None = stay silent
+    broadcast: Optional[AgentBroadcast]   # own state to broadcast; None = stay silent
     status: Status
 
 

@@ -13,7 +13,7 @@ same law (``law.encirclement_step``) and the same neighbour selection
 - ``batch``: ``batch_engine.BatchControllers`` for one run, receiver x sender arrays, exact
   everywhere (loss, delay, outages), O(N^2) memory; the sweep steps R runs with it at once.
 
-``test/unit/test_engine_conformance.py`` runs every registered engine over one fixed set of
+``test/unit/core/test_engines.py`` runs every registered engine over one fixed set of
 scenarios and checks it against the reference, the way Gymnasium checks every registered
 environment. An engine registered here is picked up by ``batch_sim --engine`` and that test.
 """
@@ -29,7 +29,7 @@ from soliton_encirclement_ros.core.batch_engine import BatchControllers
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
     control_step, initial_state, outgoing_state, receive_agent_state, receive_target_state,
-    TargetStateMsg)
+    TargetBroadcast)
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 
@@ -38,7 +38,7 @@ class SwarmEngine(Protocol):
     """What an engine does each control tick: deliveries, broadcasts, then every command."""
 
     def tick(self, now: float, live: np.ndarray, positions: np.ndarray,
-             velocities: np.ndarray, target_msg: TargetStateMsg) -> tuple[np.ndarray, np.ndarray]:
+             velocities: np.ndarray, target_msg: TargetBroadcast) -> tuple[np.ndarray, np.ndarray]:
         """Return the commands (N, 3) of the working agents (zero rows if failed) and u (N,)."""
 
 
@@ -56,7 +56,7 @@ class PerAgentSwarm:
             for msg, arrival in channel.due(now):
                 if not live[i]:
                     continue  # a failed agent ignores what reaches it
-                if isinstance(msg, TargetStateMsg):
+                if isinstance(msg, TargetBroadcast):
                     self.states[i] = receive_target_state(
                         self.states[i], msg, arrival, self.params
                     )

@@ -11,14 +11,35 @@ ROS run and a batch run with the same seed fail the same agents at the same time
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 from typing import Optional, Sequence
 
 import numpy as np
 
+from ros_support.settings import setting
 from ros_support.validation import bounded
 
 FAULT_STREAM = 1  # RNG stream id of the outage process (see seed_sequence)
+
+
+@dataclass(frozen=True)
+class Impairments:
+    """
+    A run's injected failures and link impairments, defined once for a scenario and an agent.
+
+    ``Scenario`` and ``agent_node``'s settings inherit these fields, so each is one scenario
+    field, one ``--option``, one sweep grid name and one agent parameter, with one description,
+    unit and rule; the graph passes every one of them to the agents.
+    """
+
+    failures_per_min: float = setting(0.0, 'Poisson rate of injected outages per agent', '1/min',
+                                      0.0)
+    failure_off_time: float = setting(8.0, 'length of an injected outage', 's', 0.0)
+    failure_check_period: float = setting(0.1, 'period of the failure draw', 's', 1e-3)
+    loss: float = setting(0.0, 'probability that a received swarm or target message is lost',
+                          low=0.0, high=1.0, high_strict=True, rule='a probability in [0, 1)')
+    delay: float = setting(0.0, 'delay of every swarm and target message', 's', 0.0)
 
 
 def seed_sequence(seed: Optional[int], agent_id: int, stream: int):

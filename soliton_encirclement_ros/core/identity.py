@@ -44,6 +44,11 @@ class DuplicateIds:
         An episode starts when two incarnations are heard within the window, and ends when all
         but one have been silent for the window plus the margin.
         """
+        heard = self._heard.get(agent_id)
+        if (heard is not None and len(heard) == 1 and incarnation in heard
+                and agent_id not in self._active):  # the usual case: one sender, heard again
+            heard[incarnation] = float(now)
+            return None
         agent_id = int(agent_id)
         heard = self._heard.setdefault(agent_id, {})
         heard[int(incarnation)] = float(now)

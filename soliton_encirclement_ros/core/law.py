@@ -12,9 +12,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame
 from soliton_encirclement_ros.core.neighbours import gap_to_pred, gap_to_succ, NO_NEIGHBOUR
-from soliton_encirclement_ros.core.params import ControllerParams
 from velocity_mobility_ros.core.geometry import saturate
 
 DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this

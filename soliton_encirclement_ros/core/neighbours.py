@@ -7,6 +7,8 @@ ints; ``NO_NEIGHBOUR`` (-1) marks "none" in arrays.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from soliton_encirclement_ros.core.comms import TIME_EPS
@@ -17,6 +19,8 @@ NO_NEIGHBOUR = -1
 
 def is_alive(rx_time, now: float, timeout: float):
     """Return True where a state received at ``rx_time`` is still live at ``now``."""
+    if isinstance(rx_time, float) and isinstance(now, float):  # one entry: no arrays
+        return now - rx_time <= timeout
     return np.asarray(now - np.asarray(rx_time, dtype=float)) <= timeout
 
 
@@ -28,6 +32,9 @@ def known_age(rx_time, now: float):
     delivers what is due) means the clock stepped back (a simulator reset, a looped bag):
     nothing known about its age can be trusted.
     """
+    if isinstance(rx_time, float) and isinstance(now, float):  # one entry: no arrays
+        age = now - rx_time
+        return age if age >= -TIME_EPS else math.inf
     age = np.asarray(now - np.asarray(rx_time, dtype=float))
     return np.where(age >= -TIME_EPS, age, np.inf)
 

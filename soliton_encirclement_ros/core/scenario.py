@@ -3,8 +3,10 @@ Encirclement scenarios: one validated dataclass, YAML loading, initial placement
 
 A scenario names everything a run needs besides the gains: swarm size and radius, seed,
 duration, control/metrics timing, target motion, failures and communication impairments.
-Controller gains (``controller:``) and vehicle limits (``vehicle:``) are nested mappings that
-go through :class:`ControllerParams` and ``VehicleParams``. Unknown keys are errors.
+Controller gains (``controller:``) and vehicle limits (``vehicle:``) are nested mappings of the
+values given (what a ROS graph passes on); a scenario resolves them once, at creation, into the
+typed, validated :class:`ControllerParams` and ``VehicleParams`` it then holds (``gains`` and
+``limits``). Unknown keys are errors.
 """
 from __future__ import annotations
 
@@ -17,12 +19,12 @@ import numpy as np
 
 from ros_support.settings import check_fields, setting
 from ros_support.validation import bounded, from_mapping, read_yaml
-from soliton_encirclement_ros.core.params import ControllerParams
-from soliton_encirclement_ros.core.target_motion import make_target_motion, TARGET_MOTIONS
-from velocity_mobility_ros.core.params import VehicleParams
+from soliton_encirclement_ros.core.faults import Impairments
+from soliton_encirclement_ros.core.gains import ControllerParams
+from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, TargetMotionSettings
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
-TARGET_MOTION_STREAM = 3       # RNG stream id of the random target heading
 # Start placements (Scenario.placement): the reference's, and the degenerate starts a real
 # swarm meets (PX4's multi-vehicle SITL spawns vehicles on one line; a launch pad is a cluster).
 PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster', 'file')
@@ -103,11 +105,13 @@ def read_placement_file(path, n: int) -> tuple:
 
 
 @dataclass(frozen=True)
-class Scenario:
+class Scenario(Impairments, TargetMotionSettings):
     """
     One encirclement run.
 
-    Defaults: the reference static scenario (N=10, R=20 m, 120 s).
+    Defaults: the reference static scenario (N=10, R=20 m, 120 s). The target's motion settings
+    (``TargetMotionSettings``) and the failures and link impairments (``Impairments``) are
+    inherited: target_node and agent_node inherit the same fields.
     """
 
     # batch_sim and swarm_sim step everything on the mobility step sim_dt, so their periods
@@ -139,24 +143,10 @@ class Scenario:
     placement_spread: float = setting(1.0, 'radius of the cluster placement', 'm', 0.0)
     placement_file: str = setting('', 'YAML list of start points [x, y(, z)], one per agent, '
                                   'for placement: file')
-    target_motion: str = setting('static', 'target motion model', choices=TARGET_MOTIONS)
-    target_speed: float = setting(5.0, 'target speed (random) or speed limit (waypoints)', 'm/s',
-                                  0.0, strict=True)
-    target_period: float = setting(1.0, 'heading change period of the random target', 's', 0.0,
-                                   strict=True)
-    target_boundary: float = setting(20.0, 'the random target steers home beyond |x| or |y| of '
-                                     'this', 'm', 0.0, strict=True)
-    waypoints: tuple = ((0.0, 0.0), (40.0, 0.0), (40.0, 40.0), (0.0, 40.0), (0.0, 0.0))
+    waypoints: tuple = DEFAULT_WAYPOINTS
     arrival_times: Optional[tuple] = None
     omega_ref: float = setting(0.0, 'swarm spin reference broadcast by the target', 'rad/s')
     lambdas: Mapping[int, float] = field(default_factory=dict)  # arc weights by agent id
-    failures_per_min: float = setting(0.0, 'Poisson rate of injected outages per agent', '1/min',
-                                      0.0)
-    failure_off_time: float = setting(8.0, 'length of an injected outage', 's', 0.0)
-    failure_check_period: float = setting(0.1, 'period of the failure draw', 's', 1e-3)
-    loss: float = setting(0.0, 'probability that a received swarm or target message is lost',
-                          low=0.0, high=1.0, high_strict=True, rule='a probability in [0, 1)')
-    delay: float = setting(0.0, 'delay of every swarm and target message', 's', 0.0)
     controller: Mapping[str, Any] = field(default_factory=dict)  # ControllerParams overrides
     vehicle: Mapping[str, Any] = field(default_factory=dict)     # VehicleParams overrides
 
@@ -173,8 +163,12 @@ class Scenario:
                              f'{self.placement_file!r}')
         if self.placement == 'file':
             read_placement_file(self.placement_file, self.agents)
-        # Build once so that bad gains, limits or waypoints fail here, naming the field.
-        controller = self.controller_params()
+        # Resolved once, here: bad gains, limits or waypoints fail now, naming the field, and
+        # every later reader gets these same objects.
+        limits = VehicleParams.from_mapping(dict(self.vehicle))
+        object.__setattr__(self, 'limits', limits)
+        object.__setattr__(self, 'gains', self._resolved_gains(limits))
+        controller = self.gains
         r_min = controller.r_min
         if self.radius < r_min:
             raise ValueError(f'radius must be >= the controller r_min ({r_min:g} m): the '
@@ -187,11 +181,10 @@ class Scenario:
                              f'd_safe {d_safe:g} m apart: the even ring spacing 2 R sin(pi/N) = '
                              f'{spacing:.3g} m must exceed d_safe (R > '
                              f'{d_safe / (2.0 * math.sin(math.pi / max(self.agents, 2))):.3g} m)')
-        self.vehicle_params()
         self.target_model()
         if not self.steps_on_sim_dt:
             return
-        sim_dt = self.vehicle_params().sim_dt
+        sim_dt = limits.sim_dt
         for name in ('control_period', 'metrics_period'):
             period = getattr(self, name)
             if period and abs(period / sim_dt - round(period / sim_dt)) > 1e-6:
@@ -203,14 +196,17 @@ class Scenario:
                              f'metrics period ({shortest:g} s here): a shorter run gives no '
                              f'metrics; got {self.duration:g} s')
 
-    def controller_params(self) -> ControllerParams:
+    # Set by __post_init__ (not dataclass fields: neither compared, copied nor given).
+    gains: ClassVar[ControllerParams]
+    limits: ClassVar[VehicleParams]
+
+    def _resolved_gains(self, vehicle: VehicleParams) -> ControllerParams:
         """
-        Gains: the ``controller`` overrides, with radius.
+        Return the gains: the ``controller`` overrides, with radius.
 
         Control_period and speed limits taken from the scenario and vehicle so that they cannot
         disagree.
         """
-        vehicle = self.vehicle_params()
         overrides = dict(self.controller)
         for name in ('radius', 'control_period', 'max_speed_xy', 'max_speed_z'):
             if name in overrides:
@@ -220,22 +216,21 @@ class Scenario:
             **overrides, 'radius': self.radius, 'control_period': self.control_period,
             'max_speed_xy': vehicle.max_speed_xy, 'max_speed_z': vehicle.max_speed_z})
 
+    def controller_params(self) -> ControllerParams:
+        """Return the resolved gains (``gains``, built once when the scenario was)."""
+        return self.gains
+
     def vehicle_params(self) -> VehicleParams:
-        return VehicleParams.from_mapping(dict(self.vehicle))
+        """Return the resolved vehicle limits (``limits``, built once when the scenario was)."""
+        return self.limits
 
     def target_model(self):
         """Return a fresh target motion model (the random one seeded from the scenario seed)."""
-        seed = None if self.seed is None else [self.seed, 0, TARGET_MOTION_STREAM]
-        return make_target_motion(
-            self.target_motion, speed=self.target_speed, period=self.target_period,
-            boundary=self.target_boundary, waypoints=self.waypoints,
-            arrival_times=self.arrival_times, seed=seed)
+        return self.motion_model(self.waypoints, self.arrival_times, self.seed)
 
     def target_start(self) -> np.ndarray:
         """Where the target starts: the origin, or the first waypoint."""
-        if self.target_motion == 'waypoints':
-            return self.target_model().points[0].copy()
-        return np.zeros(3)
+        return self.motion_start(self.waypoints, self.arrival_times)
 
     def start_positions(self) -> np.ndarray:
         """Return the agents' start positions (N, 3), world ENU, by ``placement``."""
@@ -257,9 +252,13 @@ class Scenario:
         out = dataclasses.asdict(self)
         out['waypoints'] = [list(p) for p in self.waypoints]
         out['arrival_times'] = None if self.arrival_times is None else list(self.arrival_times)
-        out['controller'] = self.controller_params().as_dict()
-        out['vehicle'] = dataclasses.asdict(self.vehicle_params())
+        out['controller'] = self.gains.as_dict()
+        out['vehicle'] = dataclasses.asdict(self.limits)
         return out
+
+    def to_mapping(self) -> dict[str, Any]:
+        """Return the fields as given, by name: what :meth:`from_mapping` takes back."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> 'Scenario':

@@ -32,8 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import omega_damping_gain
-from soliton_encirclement_ros.core.params import ControllerParams
 
 STATE = ('phi', 'w', 'u', 's', 'phi_prev', 'w_prev', 'u_prev', 's_prev')
 

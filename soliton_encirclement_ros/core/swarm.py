@@ -18,12 +18,12 @@ import math
 
 import numpy as np
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, NeighbourView, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, NO_NEIGHBOUR, select_neighbours)
-from soliton_encirclement_ros.core.params import ControllerParams
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,
@@ -94,7 +94,7 @@ class SwarmControllers:
                             rx_time, now, sent)
 
     def deliver_target(self, msg, rx_time, receivers: np.ndarray):
-        """Deliver a TargetStateMsg to the agents where ``receivers`` (bool, N) is true."""
+        """Deliver a TargetBroadcast to the agents where ``receivers`` (bool, N) is true."""
         self.target_has[receivers] = True
         self.target_rx[receivers] = rx_time
         self.target_position[receivers] = msg.position

@@ -8,17 +8,22 @@ random model keeps its current heading as state). Models are ROS-free and shared
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 import math
 from typing import Callable, Mapping, Optional, Protocol, Sequence
 
 import numpy as np
 
+from ros_support.settings import setting
 from ros_support.validation import bounded
 
 # Waypoint following: proportional gain on the position error [1/s] and the distance [m]
 # within which a waypoint counts as reached (untimed mode).
 POSITION_GAIN = 1.0
 ARRIVAL_RADIUS = 0.5
+TARGET_MOTION_STREAM = 3  # RNG stream id of the random target heading (with the run seed)
+# The waypoints of a scenario, or of target_node, that names none: a 40 m square.
+DEFAULT_WAYPOINTS = ((0.0, 0.0), (40.0, 0.0), (40.0, 40.0), (0.0, 40.0), (0.0, 0.0))
 
 
 def _positive(name: str, value: float) -> float:
@@ -166,3 +171,41 @@ def make_target_motion(name: str, **settings) -> TargetMotion:
         raise ValueError(f'target_motion must be one of {", ".join(TARGET_MOTIONS)}, '
                          f'got {name!r}')
     return TARGET_MOTION_MODELS[name](**settings)
+
+
+@dataclass(frozen=True)
+class TargetMotionSettings:
+    """
+    The target's motion settings, defined once for a :class:`Scenario` and ``target_node``.
+
+    Both inherit these fields, so a scenario's ``target_speed`` is the node's ``target_speed``
+    parameter, the ``--target-speed`` option and a sweep grid name, with one description, unit
+    and rule. Where the waypoints come from differs (a scenario's list of points, the node's
+    flat parameter), so :meth:`motion_model` takes them.
+    """
+
+    target_motion: str = setting('static', 'target motion model', choices=TARGET_MOTIONS)
+    target_speed: float = setting(5.0, 'target speed (random) or speed limit (waypoints)', 'm/s',
+                                  0.0, strict=True)
+    target_period: float = setting(1.0, 'heading change period of the random target', 's', 0.0,
+                                   strict=True)
+    target_boundary: float = setting(20.0, 'the random target steers home beyond |x| or |y| of '
+                                     'this', 'm', 0.0, strict=True)
+
+    def motion_model(self, waypoints, arrival_times, seed: Optional[int]) -> TargetMotion:
+        """
+        Return a fresh motion model of these settings.
+
+        ``waypoints``: points of x, y(, z); ``seed``: the run's seed (None = unseeded), from
+        which the random model draws on its own stream.
+        """
+        return make_target_motion(
+            self.target_motion, speed=self.target_speed, period=self.target_period,
+            boundary=self.target_boundary, waypoints=waypoints, arrival_times=arrival_times,
+            seed=None if seed is None else [seed, 0, TARGET_MOTION_STREAM])
+
+    def motion_start(self, waypoints, arrival_times) -> np.ndarray:
+        """Return where the target starts: the first waypoint, or the origin."""
+        if self.target_motion == 'waypoints':
+            return self.motion_model(waypoints, arrival_times, None).points[0].copy()
+        return np.zeros(3)

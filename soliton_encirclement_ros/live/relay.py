@@ -20,6 +20,7 @@ import re
 
 from rclpy.node import Node
 
+from ros_support.topics import follow_new
 from soliton_encirclement_ros.interface import (
     AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC, MARKERS_TOPIC, METRICS_TOPIC_PREFIX,
     TARGET_STATE_TOPIC)
@@ -95,16 +96,8 @@ class FoxgloveRelay:
 
     def discover(self) -> list[str]:
         """Serve matching topics not seen before; return the new ones."""
-        added = []
-        for topic, types in self._node.get_topic_names_and_types():
-            if topic in self._subscriptions or topic in self._skipped:
-                continue
-            if not self._pattern.search(topic):
-                continue
-            publishers = self._node.get_publishers_info_by_topic(topic)
-            if publishers and self._serve(topic, types, publishers):
-                added.append(topic)
-        return added
+        return follow_new(self._node, self._pattern, set(self._subscriptions) | self._skipped,
+                          self._serve)
 
     def tick(self) -> None:
         """Broadcast the node's clock as the server's time (at most every 0.05 s of it)."""

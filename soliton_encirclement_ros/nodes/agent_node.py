@@ -27,15 +27,15 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
-from ros_support.params import declare, declare_validated, specs_of
+from ros_support.ros_parameters import declare, declare_validated, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentStateMsg, BLIND, FAILED, future_stamp_reason, initial_state, OK,
-    receive_agent_state, receive_target_state, STARTING, Status, TARGET_LOST)
+    agent_tick, AgentBroadcast, BLIND, FAILED, future_stamp_reason, initial_state, OK,
+    receive_states, STARTING, Status, TARGET_LOST, TargetBroadcast)
 from soliton_encirclement_ros.core.faults import OutageProcess
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
-from soliton_encirclement_ros.core.params import ControllerParams
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
     AGENT_STATES_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
@@ -55,7 +55,7 @@ STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
 
 # One parameter per ControllerParams field: default, description and range from the core.
 CONTROLLER_SPECS = specs_of(ControllerParams)
-NODE_SPECS = specs_of(AgentSettings)
+NODE_SPECS = specs_of(AgentSettings, read_only=True)
 # Everything agent_node declares, in order (the README's table is generated from it).
 PARAMETERS = (*CONTROLLER_SPECS, *NODE_SPECS)
 
@@ -64,11 +64,13 @@ class AgentNode(Node):
     """
     One agent's soliton encirclement controller.
 
-    ``subscribe_swarm=False`` leaves the swarm topic to a caller that decodes each state once
-    and hands it to :meth:`receive_agent_state` (the in-process runner's shared subscription).
+    ``subscribe_swarm=False`` / ``subscribe_target=False`` leave the swarm / target topic to a
+    caller that decodes each state once and hands it to :meth:`receive_agent_state` /
+    :meth:`receive_target_state` (the in-process runner's shared subscriptions).
     """
 
-    def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
+    def __init__(self, subscribe_swarm: bool = True, subscribe_target: bool = True,
+                 **kwargs) -> None:
         super().__init__('agent', **kwargs)
         self._params = declare_validated(self, CONTROLLER_SPECS, ControllerParams.from_mapping,
                                          self._set_params)
@@ -95,8 +97,9 @@ class AgentNode(Node):
         if subscribe_swarm:
             create_swarm_subscription(self, Float64MultiArray, AGENT_STATES_TOPIC,
                                       self._on_agent_state, reliability)
-        create_swarm_subscription(self, Float64MultiArray, TARGET_STATE_TOPIC,
-                                  self._on_target_state, reliability)
+        if subscribe_target:
+            create_swarm_subscription(self, Float64MultiArray, TARGET_STATE_TOPIC,
+                                      self._on_target_state, reliability)
         self.create_service(SetBool, '~/inject_failure', self._on_inject_failure)
         self._timer = self.create_timer(self._params.control_period, self._on_tick)
         self.create_timer(STATUS_PERIOD, self._publish_status)
@@ -122,16 +125,22 @@ class AgentNode(Node):
             return
         self.receive_agent_state(state)
 
-    def receive_agent_state(self, state: AgentStateMsg) -> None:
+    def receive_agent_state(self, state: AgentBroadcast, now_ns: int | None = None) -> None:
+        """Take a decoded swarm state heard at ``now_ns`` (default: this node's clock now)."""
+        self.receive_agent_states((state,), self._now_ns() if now_ns is None else now_ns)
+
+    def receive_agent_states(self, states, now_ns: int) -> None:
+        """Take decoded swarm states heard at ``now_ns``, in arrival order."""
         if self._failed:
             return
-        now = self._now_ns() * 1e-9
-        self._observe_incarnation(state.agent_id, state.incarnation, now)
-        if state.agent_id == self.agent_id:
-            return
-        if self._rejected_stamp('agent', state.stamp, now):
-            return
-        self._channel.receive(('agent', state), now)
+        now = now_ns * 1e-9
+        for state in states:
+            self._observe_incarnation(state.agent_id, state.incarnation, now)
+            if state.agent_id == self.agent_id:
+                continue
+            if self._rejected_stamp('agent', state.stamp, now):
+                continue
+            self._channel.receive(('agent', state), now)
 
     def _observe_incarnation(self, agent_id: int, incarnation: int, now: float) -> None:
         duplicate = self._duplicates.observe(agent_id, incarnation, now)
@@ -150,7 +159,13 @@ class AgentNode(Node):
         except ValueError as error:
             self.get_logger().warning(f'ignoring target state: {error}', throttle_duration_sec=5.0)
             return
-        now = self._now_ns() * 1e-9
+        self.receive_target_state(state)
+
+    def receive_target_state(self, state: TargetBroadcast, now_ns: int | None = None) -> None:
+        """Take a decoded target state heard at ``now_ns`` (default: this node's clock now)."""
+        if self._failed:
+            return
+        now = (self._now_ns() if now_ns is None else now_ns) * 1e-9
         if not self._rejected_stamp('target', state.stamp, now):
             self._channel.receive(('target', state), now)
 
@@ -189,9 +204,10 @@ class AgentNode(Node):
         if failed:
             return
         self._observe_incarnation(self.agent_id, self.incarnation, now)
-        for (kind, message), rx_time in self._channel.due(now - THIS_TICK):
-            receive = receive_agent_state if kind == 'agent' else receive_target_state
-            self._state = receive(self._state, message, rx_time, self._params)
+        due = self._channel.due(now - THIS_TICK)
+        if due:
+            self._state = receive_states(
+                self._state, [(message, rx_time) for (_, message), rx_time in due], self._params)
         odometry = self._latest_odometry_before(now_ns)
         if odometry is not None:
             odometry = (odometry[0] * 1e-9, odometry[1], odometry[2])

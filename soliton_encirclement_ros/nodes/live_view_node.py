@@ -16,7 +16,7 @@ import re
 from rclpy.clock import Clock
 from rclpy.node import Node
 
-from ros_support.params import declare, specs_of
+from ros_support.ros_parameters import declare, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.spin import spin_node
 from ros_support.validation import from_mapping

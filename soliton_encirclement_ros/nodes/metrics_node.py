@@ -22,13 +22,13 @@ from rclpy.node import Node
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
-from ros_support.params import declare, specs_of
+from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
     AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs)
 from soliton_encirclement_ros.analysis.stream import (
     CsvStream, DecimatingTrace, WRITING_MARKER, WritingMarker)
-from soliton_encirclement_ros.core.controller import AgentStateMsg
+from soliton_encirclement_ros.core.controller import AgentBroadcast, TargetBroadcast
 from soliton_encirclement_ros.core.identity import DuplicateIds
 from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
 from soliton_encirclement_ros.interface import (
@@ -46,16 +46,18 @@ class MetricsNode(Node):
     """
     Every parameter is read-only (periods and timeouts are fixed at start-up).
 
-    ``subscribe_swarm=False``: states come through :meth:`receive_agent_state` instead.
+    ``subscribe_swarm=False`` / ``subscribe_target=False``: states come through
+    :meth:`receive_agent_state` / :meth:`receive_target_state` instead.
     """
 
-    def __init__(self, subscribe_swarm: bool = True, **kwargs) -> None:
+    def __init__(self, subscribe_swarm: bool = True, subscribe_target: bool = True,
+                 **kwargs) -> None:
         super().__init__('metrics', **kwargs)
         self.settings = MetricsSettings.from_mapping(declare(self, SPECS))
         self._timeout_ns = int(self.settings.agent_timeout * 1e9)
         self._pending: list = []          # (rx_ns, kind, state) not yet in effect
-        self._agents: dict = {}           # id -> (AgentStateMsg, rx_ns)
-        self._target = None               # TargetStateMsg
+        self._agents: dict = {}           # id -> (AgentBroadcast, rx_ns)
+        self._target = None               # TargetBroadcast
         self._trails: dict = {}           # id -> deque of (x, y)
         self._ticks = 0                   # metrics ticks so far (agents.csv every n-th)
         # Rows go to disk as they come (readable during the run, bounded memory): into
@@ -77,8 +79,9 @@ class MetricsNode(Node):
         if subscribe_swarm:
             create_swarm_subscription(self, Float64MultiArray, AGENT_STATES_TOPIC,
                                       self._on_agent_state, reliability)
-        create_swarm_subscription(self, Float64MultiArray, TARGET_STATE_TOPIC,
-                                  self._on_target_state, reliability)
+        if subscribe_target:
+            create_swarm_subscription(self, Float64MultiArray, TARGET_STATE_TOPIC,
+                                      self._on_target_state, reliability)
         self.create_timer(self.settings.metrics_period, self._on_tick)
         if self.settings.marker_period > 0:
             self.create_timer(self.settings.marker_period, self._publish_markers)
@@ -92,21 +95,31 @@ class MetricsNode(Node):
         except ValueError as error:
             self.get_logger().warning(f'ignoring agent state: {error}', throttle_duration_sec=5.0)
 
-    def receive_agent_state(self, state: AgentStateMsg) -> None:
-        now_ns = self._now_ns()
-        duplicate = self._duplicates.observe(state.agent_id, state.incarnation, now_ns * 1e-9)
-        if duplicate is not None:
-            self.get_logger().error(
-                f'duplicate agent_id {state.agent_id}: broadcast by incarnations '
-                f'{", ".join(map(str, duplicate))}; two vehicles were started with the same '
-                'agent_id, and the metrics of that id mix both')
-        self._pending.append((now_ns, 'agent', state))
+    def receive_agent_state(self, state: AgentBroadcast, now_ns: int | None = None) -> None:
+        """Take a decoded swarm state heard at ``now_ns`` (default: this node's clock now)."""
+        self.receive_agent_states((state,), self._now_ns() if now_ns is None else now_ns)
+
+    def receive_agent_states(self, states, now_ns: int) -> None:
+        """Take decoded swarm states heard at ``now_ns``, in arrival order."""
+        for state in states:
+            duplicate = self._duplicates.observe(state.agent_id, state.incarnation,
+                                                 now_ns * 1e-9)
+            if duplicate is not None:
+                self.get_logger().error(
+                    f'duplicate agent_id {state.agent_id}: broadcast by incarnations '
+                    f'{", ".join(map(str, duplicate))}; two vehicles were started with the '
+                    'same agent_id, and the metrics of that id mix both')
+            self._pending.append((now_ns, 'agent', state))
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
         try:
-            self._pending.append((self._now_ns(), 'target', target_state_from_msg(msg)))
+            self.receive_target_state(target_state_from_msg(msg))
         except ValueError as error:
             self.get_logger().warning(f'ignoring target state: {error}', throttle_duration_sec=5.0)
+
+    def receive_target_state(self, state: TargetBroadcast, now_ns: int | None = None) -> None:
+        """Take a decoded target state heard at ``now_ns`` (default: this node's clock now)."""
+        self._pending.append((self._now_ns() if now_ns is None else now_ns, 'target', state))
 
     def _apply_pending(self, now_ns: int) -> None:
         """States received before this tick take effect; this tick's wait for the next one."""
@@ -186,7 +199,7 @@ class MetricsNode(Node):
         seen = sorted(name for name in trajectories if name != 'target')  # N in the figures' title
         return write_run_outputs(output_dir, RunResult(
             metrics, agents, {'radius': self.settings.radius, 'agents': seen}, trajectories),
-            self.settings.figure_format)
+            fmt=self.settings.figure_format)
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:

@@ -25,7 +25,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from ros_support.params import declare, parameters_help, specs_of
+from ros_support.ros_parameters import declare, parameters_help, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.signals import StopRequest
 from ros_support.spin import configuration_error

@@ -1,10 +1,12 @@
 """
 Typed, validated settings of the agent, target and metrics nodes (no rclpy).
 
-Each node declares one ROS parameter per field (``ros_support.params.specs_of``) and builds its
-settings object from the declared values, so a node reads ``settings.loss``, never
-``config['loss']``. A field that means what a scenario field means is defined by it
-(``same_as``): its description, unit, bounds and default are written once.
+Each node declares one ROS parameter per field (``ros_support.ros_parameters.specs_of``) and
+builds its settings object from the declared values, so a node reads ``settings.loss``, never
+``config['loss']``. The settings a node shares with a scenario are inherited from the same
+group (``core.faults.Impairments``, ``core.target_motion.TargetMotionSettings``), or, for a
+single field, defined by the scenario's (``same_as``): description, unit, bounds and default are
+written once, and every node parameter is read-only (the nodes read them once at start-up).
 """
 from __future__ import annotations
 
@@ -16,11 +18,13 @@ import numpy as np
 from ros_support.settings import check_fields, same_as, setting
 from ros_support.validation import from_mapping
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS
-from soliton_encirclement_ros.core.params import ControllerParams
+from soliton_encirclement_ros.core.faults import Impairments
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, TargetMotionSettings
 from soliton_encirclement_ros.interface import (
     RELIABLE, SWARM_RELIABILITIES, SWARM_RELIABILITY_DESCRIPTION)
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 
 def swarm_reliability_setting():
@@ -38,16 +42,11 @@ class _Settings:
 
 
 @dataclass(frozen=True)
-class AgentSettings(_Settings):
+class AgentSettings(Impairments, _Settings):
     """agent_node's settings besides the controller gains (those are ControllerParams)."""
 
     agent_id: int = setting(0, 'integer id of this agent in the swarm (0 = digits of the '
                             'namespace)', low=0, high=1_000_000, read_only=True)
-    failures_per_min: float = same_as(Scenario, 'failures_per_min', read_only=True)
-    failure_off_time: float = same_as(Scenario, 'failure_off_time', read_only=True)
-    failure_check_period: float = same_as(Scenario, 'failure_check_period', read_only=True)
-    loss: float = same_as(Scenario, 'loss', read_only=True)
-    delay: float = same_as(Scenario, 'delay', read_only=True)
     seed: int = same_as(Scenario, 'seed', optional=False, read_only=True,
                         description='swarm seed of the failure and impairment draws (combined '
                         'with agent_id)')
@@ -58,13 +57,9 @@ class AgentSettings(_Settings):
 
 
 @dataclass(frozen=True)
-class TargetSettings(_Settings):
+class TargetSettings(TargetMotionSettings, _Settings):
     """target_node's settings: the simulated motion or the tracked target, and the broadcast."""
 
-    motion: str = same_as(Scenario, 'target_motion', read_only=True)
-    speed: float = same_as(Scenario, 'target_speed', read_only=True)
-    motion_period: float = same_as(Scenario, 'target_period', read_only=True)
-    boundary: float = same_as(Scenario, 'target_boundary', read_only=True)
     seed: int = setting(0, 'seed of the random model', low=0, high=2**31 - 1, read_only=True)
     waypoints: list = setting(description='waypoints as a flat list x1, y1, z1, x2, ...',
                               unit='m', array='double', read_only=True, default_factory=list)
@@ -107,25 +102,26 @@ class TargetSettings(_Settings):
         if len(self.initial_position) != 3:
             raise ValueError(f'initial_position must be [x, y, z], got {self.initial_position}')
         if not self.follow_topic:
-            self.motion_scenario()  # bad waypoints or arrival times fail at start-up
+            self.target_model()  # bad waypoints or arrival times fail at start-up
 
     @property
     def lambdas(self) -> dict[int, float]:
         return dict(zip(map(int, self.lambda_ids), map(float, self.lambda_values)))
 
-    def motion_scenario(self) -> Scenario:
-        """Return the scenario whose ``target_model()`` this target flies."""
-        return Scenario(
-            target_motion=self.motion, target_speed=self.speed, target_period=self.motion_period,
-            target_boundary=self.boundary, seed=self.seed,
-            arrival_times=self.arrival_times or None,
-            **({'waypoints': np.reshape(self.waypoints, (-1, 3)).tolist()}
-               if self.waypoints else {}))
+    def _points(self):
+        """Return the waypoints as points (the scenario's default square when none are given)."""
+        if not self.waypoints:
+            return DEFAULT_WAYPOINTS
+        return np.reshape(self.waypoints, (-1, 3)).tolist()
+
+    def target_model(self):
+        """Return the motion model this target flies (as a scenario of the same settings)."""
+        return self.motion_model(self._points(), self.arrival_times or None, self.seed)
 
     def start(self) -> np.ndarray:
         """Where the simulated target starts: the first waypoint, or ``initial_position``."""
-        if self.motion == 'waypoints':
-            return self.motion_scenario().target_start()
+        if self.target_motion == 'waypoints':
+            return self.motion_start(self._points(), self.arrival_times or None)
         return np.array(self.initial_position, dtype=float)
 
 

@@ -15,17 +15,17 @@ from rclpy.node import Node
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
-from ros_support.params import declare, specs_of
+from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.controller import future_stamp_reason
 from soliton_encirclement_ros.interface import target_state_to_msg, TARGET_STATE_TOPIC
 from soliton_encirclement_ros.nodes.settings import TargetSettings
 from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_publisher
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays, to_odometry
 
-SPECS = specs_of(TargetSettings)
+SPECS = specs_of(TargetSettings, read_only=True)
 PARAMETERS = tuple(SPECS)  # everything target_node declares (the README table comes from it)
 
 
@@ -53,7 +53,7 @@ class TargetNode(Node):
             self._motion = None
             self.create_subscription(Odometry, settings.follow_topic, self._on_tracked, 10)
         else:
-            self._motion = settings.motion_scenario().target_model()
+            self._motion = settings.target_model()
             self._vehicle_state = VehicleState.at_rest(np.reshape(settings.start(), (1, 3)))
             self._sim_time = None
         self.create_timer(settings.broadcast_period, self._on_tick)

@@ -38,7 +38,7 @@ from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, Reliab
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
-from ros_support.params import declare_validated, specs_of
+from ros_support.ros_parameters import declare_validated, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.validation import from_mapping

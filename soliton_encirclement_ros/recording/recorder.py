@@ -28,6 +28,7 @@ from rosbags.interfaces import (
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
 from rosbags.typesys import get_typestore, Stores
 
+from ros_support.topics import follow_new
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC, MARKERS_TOPIC,
     METRICS_TOPIC_PREFIX, TARGET_STATE_TOPIC)
@@ -110,17 +111,9 @@ class BagRecorder:
 
     def discover(self) -> list[str]:
         """Subscribe to matching topics not seen before; return the newly recorded ones."""
-        added = []
-        for topic, types in self._node.get_topic_names_and_types():
-            if topic in self._subscriptions or topic in self._skipped:
-                continue
-            if not self._pattern.search(topic):
-                continue
-            publishers = self._node.get_publishers_info_by_topic(topic)
-            if not publishers:
-                continue  # nothing to record yet; look again at the next discovery
-            if self._subscribe(topic, types, publishers):
-                added.append(topic)
+        # A topic with no publisher yet is looked at again at the next discovery.
+        added = follow_new(self._node, self._pattern, set(self._subscriptions) | self._skipped,
+                           self._subscribe)
         if added:  # one line per discovery round, not one per topic
             self._node.get_logger().info(recording_line(
                 {topic: self._types[topic] for topic in added}))

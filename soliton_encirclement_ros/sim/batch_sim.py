@@ -28,7 +28,7 @@ import numpy as np
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
-from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetStateMsg
+from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
@@ -70,8 +70,8 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
         live = ~outages.update(now)
         positions, velocities = bodies.position[:n], bodies.velocity[:n]
         target_position, target_velocity = bodies.position[n], bodies.velocity[n]
-        target_msg = TargetStateMsg(seconds_to_ns(now), target_position, target_velocity,
-                                    scenario.omega_ref, scenario.lambdas)
+        target_msg = TargetBroadcast(seconds_to_ns(now), target_position, target_velocity,
+                                     scenario.omega_ref, scenario.lambdas)
         cmds, u = swarm.tick(now, live, positions, velocities, target_msg)
         if k % metrics_every == 0:
             metrics_rows.append((now, *compute_metrics(positions[live], velocities[live],
@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--engine', choices=ENGINES, default='auto',
                         help='controller engine (default auto: vectorised when exact)')
     parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--no-plots', action='store_true',
+                        help='write the CSVs and summary.json only, no PNG plots (what sweeps '
+                        'do; saves most of the fixed cost of a short run)')
     parser.add_argument('--format', choices=FIGURE_FORMATS, default='png',
                         help='figure format: png, or vector pdf/svg for papers '
                              '(default %(default)s)')
@@ -128,7 +131,7 @@ def main(argv=None) -> int:
         print(f'batch_sim: error: {exc}', file=sys.stderr)
         return 2
     result = simulate(scenario, args.engine)
-    summary = write_run_outputs(args.out, result, args.format)
+    summary = write_run_outputs(args.out, result, plots=not args.no_plots, fmt=args.format)
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '

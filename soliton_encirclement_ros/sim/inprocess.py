@@ -23,9 +23,12 @@ from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 
+from ros_support.ros_parameters import declared_names, given_names
+from ros_support.validation import unknown_parameters
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import (
-    agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos)
+    agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos, target_state_from_msg,
+    TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -38,7 +41,8 @@ NODE_CLASSES = {
     'agent_node': AgentNode,
     'metrics_node': MetricsNode,
 }
-# Nodes whose swarm-state subscription the graph replaces with one shared, decode-once one.
+# Nodes whose swarm- and target-state subscriptions the graph replaces with one shared,
+# decode-once subscription per topic.
 FANOUT_CLASSES = (AgentNode, MetricsNode)
 CLOCK_PUBLISH_PERIOD_NS = 10_000_000  # /clock for tools outside the process (100 Hz sim time)
 MATCH_TIMEOUT = 20.0         # s to wait for every in-graph publisher to see its subscribers
@@ -68,17 +72,25 @@ class InProcessGraph:
             self.clock_node = Node('swarm_sim', context=self.context,
                                    parameter_overrides=[Parameter('use_sim_time', value=True)])
             self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
-            self._swarm_receivers = [
-                n.receive_agent_state for n in self.nodes if type(n) in FANOUT_CLASSES
-            ]
+            fanout = [n for n in self.nodes if type(n) in FANOUT_CLASSES]
+            self._swarm_receivers = [n.receive_agent_states for n in fanout]
+            self._heard: list = []  # swarm states of this instant not yet handed out
+            self._target_receivers = [n.receive_target_state for n in fanout]
             self.clock_node.create_subscription(
                 Float64MultiArray, AGENT_STATES_TOPIC, self._fan_out, swarm_qos(RELIABLE)
             )
+            self.clock_node.create_subscription(
+                Float64MultiArray, TARGET_STATE_TOPIC, self._fan_out_target,
+                swarm_qos(RELIABLE, TARGET_STATE_TOPIC))
             self.executor = EventsExecutor(context=self.context)
+            # Direct delivery (no DDS between the graph's own nodes) unless a bag is recorded
+            # here: the recorder takes serialised messages from DDS. Made before the nodes join
+            # the executor, which then never sees the timers the lock-step calls.
+            self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],
+                                     STALL_TIMEOUT, direct=not record)
+            self.lockstep.after_delivery.append(self._hand_out_heard)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)
-            self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],
-                                     STALL_TIMEOUT)
             self.lockstep.wait_for_matching(MATCH_TIMEOUT)
             if record:
                 from soliton_encirclement_ros.provenance import bag_custom_data
@@ -109,16 +121,41 @@ class InProcessGraph:
         return self.sim_time_ns * 1e-9
 
     def _fan_out(self, msg: Float64MultiArray) -> None:
-        """One subscription for all in-process agents and the metrics node: decode once."""
+        """
+        One subscription for all in-process agents and the metrics node: decode once.
+
+        With direct delivery the states of an instant are gathered and each receiver takes
+        them in one call once the instant's messages are delivered (``_hand_out_heard``).
+        """
+        state = self._decoded(msg, agent_state_from_msg, 'agent')
+        if state is not None:
+            self._heard.append(state)
+            if not self.lockstep.direct:
+                self._hand_out_heard()
+
+    def _hand_out_heard(self) -> None:
+        if not self._heard:
+            return
+        states, self._heard = self._heard, []
+        now_ns = self.sim_time_ns  # every clock of the graph reads this instant
+        for receive in self._swarm_receivers:
+            receive(states, now_ns)
+
+    def _fan_out_target(self, msg: Float64MultiArray) -> None:
+        state = self._decoded(msg, target_state_from_msg, 'target')
+        if state is not None:
+            for receive in self._target_receivers:
+                receive(state, self.sim_time_ns)
+
+    def _decoded(self, msg, decode, kind: str):
+        """Return ``decode(msg)``, or None after a (throttled) warning naming what is wrong."""
         try:
-            state = agent_state_from_msg(msg)
+            return decode(msg)
         except ValueError as error:
             self.clock_node.get_logger().warning(
-                f'ignoring agent state: {error}', throttle_duration_sec=5.0
+                f'ignoring {kind} state: {error}', throttle_duration_sec=5.0
             )
-            return
-        for receive in self._swarm_receivers:
-            receive(state)
+            return None
 
     def step(self) -> None:
         """
@@ -170,6 +207,8 @@ class InProcessGraph:
             self.recorder.close()
         if self.live is not None:
             self.live.close()
+        if hasattr(self, 'lockstep'):
+            self.lockstep.close_timers()
         for node in getattr(self, 'nodes', []) + (
             [self.clock_node] if hasattr(self, 'clock_node') else []
         ):
@@ -188,7 +227,8 @@ class InProcessGraph:
 def _make_node(spec: NodeSpec, context: Context) -> Node:
     try:
         cls = NODE_CLASSES[spec.executable]
-        extra = {'subscribe_swarm': False} if cls in FANOUT_CLASSES else {}
+        extra = ({'subscribe_swarm': False, 'subscribe_target': False}
+                 if cls in FANOUT_CLASSES else {})
         return cls(cli_args=spec.ros_args(), context=context, **extra)
     except (ValueError, TypeError, ParameterException) as error:
         raise ValueError(f'{spec.full_name}: {error}') from None
@@ -217,16 +257,9 @@ def check_plan(plan: SwarmPlan) -> None:
 
 
 def check_unknown_parameters(nodes: list[Node]) -> None:
-    """Reject a parameter given (YAML or -p) that no node of the graph declares."""
-    given: dict[str, str] = {}
-    declared: set[str] = set()
-    for node in nodes:
-        for name in node._parameter_overrides:  # rclpy keeps a node's overrides here
-            given.setdefault(name, node.get_fully_qualified_name())
-        declared.update(node._parameters)
-    unknown = sorted(set(given) - declared)
+    """Reject a parameter given (YAML or -p) that no node of the graph declares (the policy)."""
+    unknown = unknown_parameters(
+        {node.get_fully_qualified_name(): given_names(node) for node in nodes},
+        set().union(*(declared_names(node) for node in nodes)))
     if unknown:
-        raise ValueError(
-            'unknown parameter(s): '
-            + ', '.join(f'{name} (given to {given[name]})' for name in unknown)
-        )
+        raise ValueError(f'unknown parameter(s): {", ".join(unknown)}')

@@ -11,6 +11,17 @@ Only the graph's own messages count: a message whose publisher is outside the gr
 participant (another swarm in the same ROS domain, ``ros2 topic pub``) is dropped, counted apart
 in ``foreign`` and reported once per topic, so it can neither unbalance the count nor make the
 run depend on something other than its seed.
+
+``direct=True`` (``swarm_sim``'s in-process graph) takes DDS off the lock-step's own path: the
+lock-step calls every due timer itself (the timers are taken from the executor) and hands each
+message published in the graph straight to the graph's subscriptions of that topic and type,
+once, after the instant's last timer callback. A message still goes to DDS when a subscription
+outside the graph matches its publisher (``ros2 topic echo``, a recorder elsewhere), and always
+on a transient-local publisher (late joiners get the last value); one executor turn per instant
+serves services and reports foreign messages. The graph's own messages coming back over DDS
+(while something outside listens) were delivered already and are dropped. A subscriber gets the
+publisher's message object, not a copy: it must not keep it (every node of the package converts
+what it hears at once). The tests' ``Harness`` keeps the DDS path (``direct=False``).
 """
 from __future__ import annotations
 
@@ -19,6 +30,7 @@ import time
 from typing import Callable, Iterable
 
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, qos_check_compatible, QoSCompatibility
 from rclpy.subscription import Subscription
 from rclpy.time import Time
 from rclpy.time_source import TimeSource
@@ -45,7 +57,7 @@ class LockStep:
     """
 
     def __init__(self, executor, nodes: Iterable[Node], stall_timeout: float = STALL_TIMEOUT,
-                 on_foreign: Callable[[str], None] | None = None):
+                 on_foreign: Callable[[str], None] | None = None, direct: bool = False):
         self.executor = executor
         self.nodes = list(nodes)
         self.stall_timeout = stall_timeout
@@ -53,6 +65,13 @@ class LockStep:
         self.on_foreign = on_foreign or self._warn_foreign
         self.foreign: dict[str, int] = {}  # topic -> messages from outside the graph, dropped
         self._own_prefix = self._participant_prefix()
+        # Direct delivery needs to tell the graph's own messages coming back over DDS apart.
+        self.direct = direct and self._own_prefix is not None
+        self._queue: list = []         # (callbacks, message) published, not yet delivered
+        self._originals: dict = {}     # subscription -> its callback before counting
+        # Called once the queue is empty (direct mode), e.g. to hand out what was gathered.
+        self.after_delivery: list[Callable[[], None]] = []
+        self._taken = 0                # messages taken from DDS (own or foreign)
         self._time_source = TimeSource()
         self._time_source.ros_time_is_active = True
         for node in self.nodes:
@@ -136,10 +155,15 @@ class LockStep:
         """
         Count in-graph deliveries: a publish owes a callback per matched in-graph subscription.
 
-        Call again after a node adds publishers, subscriptions or timers (idempotent).
+        Call again after a node adds publishers, subscriptions or timers (idempotent). In
+        direct mode it routes each publisher to the graph's subscriptions of its topic instead
+        and takes the timers from the executor.
         """
         self._subscribers = self.subscriber_counts()
-        self._timers = [timer for node in self.nodes for timer in node.timers]
+        if self.direct:
+            self._adopt_timers()
+        else:
+            self._timers = [timer for node in self.nodes for timer in node.timers]
         for timer in self._timers:
             if not getattr(timer.callback, 'counted', False):
                 timer.callback = self._once_per_instant(timer)
@@ -147,9 +171,65 @@ class LockStep:
             for sub in node.subscriptions:
                 if not getattr(sub.callback, 'counted', False):
                     self._count_deliveries(sub)
+        for node in self.nodes:
             for pub in node.publishers:
-                if not getattr(pub.publish, 'counted', False):
+                if self.direct:
+                    self._route(pub)
+                elif not getattr(pub.publish, 'counted', False):
                     pub.publish = self._counted_publish(pub)
+
+    def _adopt_timers(self) -> None:
+        """
+        Take the nodes' timers from the executor: the lock-step calls them (direct mode).
+
+        A timer leaves its node's list (the executor only sees the nodes' lists), so
+        ``destroy_node`` no longer destroys it: :meth:`close_timers` does.
+        """
+        for node in self.nodes:
+            while node._timers:  # rclpy: a node's timers, as its executor sees them
+                self._timers.append(node._timers.pop(0))
+
+    def close_timers(self) -> None:
+        """Destroy the timers taken from the nodes (direct mode); safe to call twice."""
+        for timer in self._timers:
+            try:
+                timer.destroy()
+            except Exception:  # noqa: B902 - already destroyed with its context
+                pass
+        self._timers = []
+
+    def _route(self, pub) -> None:
+        """
+        Wrap ``pub`` (direct mode): in-graph subscriptions get the message, DDS only if needed.
+
+        The routes are the graph's subscriptions of the same topic, type and compatible QoS,
+        the ones DDS would deliver to; recomputed at every :meth:`instrument`.
+        """
+        routes = [self._originals[sub] for node in self.nodes for sub in node.subscriptions
+                  if sub.topic_name == pub.topic_name and sub.msg_type is pub.msg_type
+                  and sub in self._originals
+                  and qos_check_compatible(pub.qos_profile, sub.qos_profile)[0]
+                  != QoSCompatibility.ERROR]
+        if getattr(pub.publish, 'counted', False):
+            pub.publish.routes[:] = routes
+            return
+        publish = pub.publish
+        latched = pub.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+        queue = self._queue
+        outside = [None, False]  # (instant, whether a subscription outside the graph matches)
+
+        def direct(msg):
+            # Someone outside the graph listens (or a late joiner must get it): DDS too.
+            if outside[0] != self.now_ns:  # asked once per instant
+                outside[0] = self.now_ns
+                outside[1] = pub.get_subscription_count() > len(routes)
+            if latched or outside[1]:
+                publish(msg)
+            if routes:
+                queue.append((routes, msg))
+        direct.counted = True
+        direct.routes = routes
+        pub.publish = direct
 
     def _once_per_instant(self, timer):
         """
@@ -181,6 +261,8 @@ class LockStep:
         callback = sub.callback
         wants_info = sub._callback_type == Subscription.CallbackType.WithMessageInfo
         topic = sub.topic_name
+        if not (wants_info or sub.raw):
+            self._originals[sub] = callback  # what direct delivery calls
 
         prefix = self._own_prefix
 
@@ -197,7 +279,10 @@ class LockStep:
         def counted_own(*args):
             msg, info = args[0] if len(args) == 1 else args  # one (msg, info) tuple, or two
             gid = info.get('publisher_gid')
+            self._taken += 1
             if gid is None or gid['data'][:PARTICIPANT_PREFIX_BYTES] == prefix:
+                if self.direct:
+                    return  # delivered directly when it was published
                 self._delivered += 1
                 if wants_info:
                     callback(msg, info)
@@ -244,12 +329,59 @@ class LockStep:
 
     def drain(self) -> None:
         """Run callbacks until the graph is quiescent at the current time."""
+        if self.direct:
+            self._drain_direct()
+            return
         deadline = time.monotonic() + self.stall_timeout
         while not self.quiescent():
             self.executor.spin_once(timeout_sec=QUEUE_WAIT)
             if time.monotonic() > deadline:
                 raise LockStepStalled(f'lock-step stalled at t={self.now_ns * 1e-9:.2f} s: '
                                       f'{self.undelivered} message(s) undelivered')
+
+    def _drain_direct(self) -> None:
+        """
+        Call each due timer once, then deliver what they published, then one executor turn.
+
+        Delivering after the last timer makes the outcome independent of the timers' order: no
+        timer callback sees a message of its own instant (as when every message arrives over
+        DDS after the instant's timers).
+
+        The turn (repeated while it takes messages) serves services and the messages from DDS.
+        """
+        if any(node._timers for node in self.nodes):  # created since (a changed period)
+            self.instrument()
+        for timer in self._timers:
+            wait = timer.time_until_next_call()
+            if wait is None or wait > 0:
+                continue
+            try:
+                with timer.handle:
+                    timer.handle.call_timer()
+            except Exception:  # noqa: B902 - cancelled or destroyed meanwhile: not due
+                continue
+            timer.callback()
+        self._deliver()  # after every timer of the instant: none sees this instant's messages
+        while True:
+            taken = self._taken
+            self.executor.spin_once(timeout_sec=0)
+            if self._queue:
+                self._deliver()
+            if self._taken == taken:
+                break
+
+    def _deliver(self) -> None:
+        """Hand every queued message to its in-graph subscriptions, until none is left."""
+        queue = self._queue
+        while queue:
+            batch = queue[:]
+            del queue[:]
+            for callbacks, msg in batch:
+                for callback in callbacks:
+                    callback(msg)
+            if not queue:
+                for hook in self.after_delivery:
+                    hook()
 
     def next_due_ns(self) -> int:
         """Sim time of the earliest timer due next (``DEFAULT_STEP_NS`` ahead if none)."""

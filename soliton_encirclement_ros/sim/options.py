@@ -10,18 +10,16 @@ from __future__ import annotations
 
 import argparse
 
-from ros_support.settings import add_options, given_options
-from soliton_encirclement_ros.core.params import PRESETS
+from ros_support.settings import add_options, given_options, settings_fields
+from ros_support.validation import read_yaml
+from soliton_encirclement_ros.core.gains import PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
 
-# Every scalar field of Scenario; waypoints, arrival times, lambdas, gains and vehicle limits
+# Every setting field of Scenario (the scalars), its own first, then those it inherits
+# (target motion, impairments); waypoints, arrival times, lambdas, gains and vehicle limits
 # come from a scenario file (or, for swarm_sim, also from ROS parameter files).
-SCENARIO_OPTIONS = (
-    'agents', 'radius', 'seed', 'duration', 'control_period', 'metrics_period',
-    'telemetry_period', 'altitude', 'placement', 'placement_distance', 'placement_spacing',
-    'placement_bearing', 'placement_spread', 'placement_file', 'target_motion', 'target_speed',
-    'target_period', 'target_boundary', 'omega_ref', 'failures_per_min', 'failure_off_time',
-    'failure_check_period', 'loss', 'delay')
+SCENARIO_OPTIONS = tuple(sorted((f.name for f in settings_fields(Scenario)),
+                                key=lambda name: name not in Scenario.__annotations__))
 
 
 def add_scenario_options(parser: argparse.ArgumentParser) -> None:
@@ -45,3 +43,25 @@ def scenario_from_args(args: argparse.Namespace) -> Scenario:
     if args.preset:
         changes['controller'] = {**PRESETS[args.preset], **base.controller}
     return base.with_changes(**changes) if changes else base
+
+
+def given_settings(args: argparse.Namespace, prog: str) -> dict[str, str]:
+    """
+    Return the settings the user gave, by name, with where from (``SwarmPlan.given``).
+
+    A scenario file's fields (its ``controller:`` gains and ``vehicle:`` limits by their own
+    names), then the ``--preset`` gains, then the options: the last one named is what wins.
+    """
+    given: dict[str, str] = {}
+    if args.scenario:
+        content = read_yaml(args.scenario, 'scenario') or {}
+        for name, value in content.items():
+            if name in ('controller', 'vehicle') and isinstance(value, dict):
+                given.update({key: f'scenario file {args.scenario}' for key in value})
+            else:
+                given[name] = f'scenario file {args.scenario}'
+    if args.preset:
+        given.update({key: f'{prog} --preset {args.preset}' for key in PRESETS[args.preset]})
+    for name in given_options(args, Scenario, SCENARIO_OPTIONS):
+        given[name] = f'{prog} option --{name.replace("_", "-")}'
+    return given

@@ -25,12 +25,13 @@ from typing import NamedTuple
 import numpy as np
 
 from ros_support.signals import StopRequest
-from ros_support.validation import broken_rule, number, OneLineParser, read_yaml
+from ros_support.validation import broken_rule, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
-from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
+from soliton_encirclement_ros.bringup.graph import build_graph, precedence_notes, SwarmPlan
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
-from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
+from soliton_encirclement_ros.sim.options import (
+    add_scenario_options, given_settings, scenario_from_args)
 
 DEFAULT_FOXGLOVE_PORT = 8765   # live.relay.DEFAULT_PORT (not imported: it needs rclpy)
 DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
@@ -49,13 +50,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     ros = parser.add_argument_group('ROS graph', 'how the scenario is run')
     ros.add_argument('--real-time-factor', type=number(0), default=0.0,
                      help='sim seconds per wall second; 0 = as fast as possible (default)')
-    ros.add_argument('--odom-rate', type=number(0, strict=True), default=50.0,
+    ros.add_argument('--odom-rate', type=number(0, strict=True), default=None,
                      help='odometry rate [Hz] (default 50)')
     ros.add_argument('--names', default='',
                      help='comma-separated agent names (default uav1..uavN)')
     ros.add_argument('--params-file', action='append', default=[],
-                     help='ROS 2 parameter YAML applied to every node (repeatable); the '
-                     'fields the scenario sets win over it')
+                     help='ROS 2 parameter YAML applied to every node (repeatable); it '
+                     'wins over the defaults, an option or --scenario field wins over it (one '
+                     'line says so)')
     ros.add_argument('--processes', action='store_true',
                      help='one process per node, as ros2 launch does')
     ros.add_argument('--domain-id', type=number(integer=True, check=_domain_id), default=None,
@@ -97,24 +99,18 @@ def _domain_id(value: int) -> int:
 
 
 def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
-    for path in args.params_file:
-        check_params_file(path)
     names = tuple(n.strip() for n in args.names.split(',') if n.strip())
+    scenario = scenario_from_args(args)
+    given = given_settings(args, 'swarm_sim')
+    if args.odom_rate is not None:
+        given['odom_rate'] = 'swarm_sim option --odom-rate'
     return SwarmPlan(
-        scenario=scenario_from_args(args), names=names,
+        scenario=scenario, names=names,
         params_files=tuple(os.path.abspath(p) for p in args.params_file),
         clock_source='mobility' if args.processes else 'runner',
         real_time_factor=(args.real_time_factor or 1.0) if args.processes else 0.0,
-        odom_rate=args.odom_rate, figure_format=args.format)
-
-
-def check_params_file(path: str) -> None:
-    """Check that a parameter file exists and is ROS 2 YAML: {node: {ros__parameters: {...}}}."""
-    content = read_yaml(path, 'params file')
-    if not isinstance(content, dict) or not all(
-            isinstance(section, dict) and isinstance(section.get('ros__parameters'), dict)
-            for section in content.values()):
-        raise ValueError(f'params file {path} must map node names to {{ros__parameters: {{...}}}}')
+        given=given, figure_format=args.format,
+        **({} if args.odom_rate is None else {'odom_rate': args.odom_rate}))
 
 
 def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
@@ -157,10 +153,12 @@ def main(argv=None) -> int:
         os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
     try:
         plan = plan_from_args(args)
-        build_graph(plan)
+        notes = precedence_notes(build_graph(plan))  # a bad params file: one line
     except ValueError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return 2
+    for note in notes:
+        print(f'swarm_sim: {note}', file=sys.stderr)
     out_dir = Path(args.out)
     problem = output_dir_problem(out_dir, '--out')
     if problem:
@@ -266,7 +264,7 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         return None, failure, ''
     result = RunResult(metrics, agents, plan_summary(plan, args), trajectories,
                        sim_time / wall if wall > 0 else None, sim_time, wall)
-    return write_run_outputs(out_dir, result, args.format), failure, ''
+    return write_run_outputs(out_dir, result, fmt=args.format), failure, ''
 
 
 def _live(args: argparse.Namespace) -> tuple[str, int] | None:
@@ -364,7 +362,7 @@ def _collect_process_outputs(written: Path, out_dir: Path, plan: SwarmPlan,
                   if (written / 'agents.csv').exists() else np.empty((0, len(AGENTS_HEADER))))
         if len(metrics):
             summary = write_run_outputs(written, RunResult(
-                metrics, agents, plan_summary(plan, args), None, *timing), args.format)
+                metrics, agents, plan_summary(plan, args), None, *timing), fmt=args.format)
             incomplete = (
                 'metrics_node did not write its outputs; summary.json and the plots were '
                 f'recomputed from the streamed metrics.csv and agents.csv (up to '

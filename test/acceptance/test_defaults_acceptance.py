@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from soliton_encirclement_ros.analysis.report import summarise
-from soliton_encirclement_ros.core.params import ControllerParams, REFERENCE_GAINS
+from soliton_encirclement_ros.core.gains import ControllerParams, REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.batch_sim import main, simulate
 

@@ -15,7 +15,7 @@ from rclpy.qos import ReliabilityPolicy
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg, seconds_to_ns
+from soliton_encirclement_ros.core.controller import AgentBroadcast, seconds_to_ns
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, agent_state_to_msg, target_state_to_msg)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
@@ -45,7 +45,7 @@ class Feeds:
                                           'uav1/base_link'))
         if self.neighbour_on:
             self.seq += 1
-            self.states.publish(agent_state_to_msg(AgentStateMsg(
+            self.states.publish(agent_state_to_msg(AgentBroadcast(
                 agent_id=2, seq=self.seq, stamp_ns=seconds_to_ns(now),
                 position=np.array([-20.0, 0.0, 0.0]),
                 velocity=np.zeros(3), u=0.0, incarnation=5)))
@@ -200,10 +200,10 @@ def test_duplicate_incarnations_of_one_id_are_an_error_once(agent, capfd):
 
     def twin(now):
         agent.feeds(now)
-        other.publish(agent_state_to_msg(AgentStateMsg(
+        other.publish(agent_state_to_msg(AgentBroadcast(
             agent_id=2, seq=1000 + round(now * 100), stamp_ns=seconds_to_ns(now),
             position=np.array([0.0, 20.0, 0.0]), velocity=np.zeros(3), u=0.0, incarnation=6)))
-        other.publish(agent_state_to_msg(AgentStateMsg(
+        other.publish(agent_state_to_msg(AgentBroadcast(
             agent_id=1, seq=1, stamp_ns=seconds_to_ns(now), position=np.array([0.0, -20.0, 0.0]),
             velocity=np.zeros(3), u=0.0, incarnation=own.incarnation + 1)))
 
@@ -224,7 +224,7 @@ def test_metrics_node_reports_a_duplicate_id(capfd):
 
     def publish(now):
         for incarnation, y in ((1, 20.0), (2, -20.0)):
-            states.publish(agent_state_to_msg(AgentStateMsg(
+            states.publish(agent_state_to_msg(AgentBroadcast(
                 agent_id=3, seq=round(now * 100), stamp_ns=seconds_to_ns(now),
                 position=np.array([0.0, y, 0.0]),
                 velocity=np.zeros(3), u=0.0, incarnation=incarnation)))

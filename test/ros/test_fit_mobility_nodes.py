@@ -23,7 +23,7 @@ from support.synthetic_flight import fly, px4_typestore, rich_commands, write_px
     write_ros_bag
 from velocity_mobility_ros.core.fit import PARAM_NAMES
 from velocity_mobility_ros.core.model import VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 from velocity_mobility_ros.nodes.mobility_node import MobilityNode
 
 SLOW = VehicleParams(tau_xy=0.6, tau_z=0.7, max_acc_xy=1.5, max_acc_z=1.0, max_speed_xy=2.5,

@@ -24,7 +24,7 @@ from std_msgs.msg import UInt32MultiArray
 from transforms3d.euler import euler2quat
 
 from support.harness import spin_until
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 from velocity_mobility_ros.nodes.messages import (
     odometry_to_arrays, to_odometry, twist_to_arrays, twist_values)
 from velocity_mobility_ros.nodes.mobility_node import COUNTER_QOS, MobilityNode, SIM_QOS

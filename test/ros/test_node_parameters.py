@@ -14,7 +14,8 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.parameter import Parameter
 from rclpy.parameter_client import AsyncParameterClient
 
-from soliton_encirclement_ros.core.params import ControllerParams
+from ros_support.ros_parameters import declared_names
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -103,7 +104,7 @@ def test_every_writable_parameter_takes_effect_or_is_read_only(name, context):
     node = NODES[name](context)
     try:
         writable = []
-        for param in sorted(set(node._parameters) - BUILTIN):
+        for param in sorted(declared_names(node) - BUILTIN):
             descriptor = node.describe_parameter(param)
             value = node.get_parameter(param).value
             new = changed_value(value, descriptor)

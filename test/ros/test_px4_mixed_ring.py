@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.bringup.graph import parse_simulated
-from soliton_encirclement_ros.core.metrics import compute_metrics
 from support.harness import default_context_executor, spin_until
-from support.px4_ring import every, Separation, sitl_plan, start_graph, true_position_enu
+from support.px4_ring import (
+    DEADLINE, engage_and_form_ring, every, Separation, sitl_plan, start_graph,
+    true_position_enu)
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
 pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
@@ -25,11 +26,7 @@ pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
 
 N = 4
 SIMULATED = 'uav3,uav4'   # the launch argument
-RING_E_GAP = 0.05         # the project's settle threshold (analysis.report.SETTLE_THRESHOLDS)
-ALTITUDE_TOLERANCE = 0.5  # m
-DEADLINE = 120.0          # s of wall time; a healthy run needs a fraction of it
 OBSERVE_PERIOD = 0.01     # s: true positions sampled at 100 Hz (the fakes move at 50 Hz)
-CHECK_PERIOD = 0.05       # s between two checks of the ring
 OFFBOARD, AUTO_LAND = 14, 18  # px4_msgs VehicleStatus nav_state
 # docs/separation.md: a close approach is two agents closer than 0.5 d_safe after they were once
 # farther than d_safe apart (the push is soft: 0 at d_safe; a pair may come back a few mm inside)
@@ -103,33 +100,12 @@ def test_two_px4_and_two_simulated_vehicles_form_one_ring_and_keep_their_fail_sa
     for name in real:
         assert true_position_enu(fakes[name]) == pytest.approx(list(origins[name]), abs=1e-9)
 
-    engaged_at = time.monotonic()
-    futures = {name: client.call_async(Trigger.Request()) for name, client in engage.items()}
-    assert spin_until(ros, lambda: all(f.done() for f in futures.values()), timeout=DEADLINE,
-                      each=observe)
-    for name, future in futures.items():
-        assert future.result().success, f'{name}: {future.result().message}'
-
-    def odometry_enu():
-        return np.array([[getattr(odoms[name].pose.pose.position, c) for c in 'xyz']
-                         for name in plan.names])
-
-    state = {}
-
-    def ring_formed():
-        observe()
-        p = odometry_enu()
-        metrics = compute_metrics(p, np.zeros_like(p), np.zeros(3), np.zeros(3), radius)
-        state.update(metrics=metrics, positions=p)
-        return (metrics.E_gap < RING_E_GAP
-                and np.all(np.abs(p[:, 2] - altitude) < ALTITUDE_TOLERANCE))
-
-    formed = spin_until(ros, every(CHECK_PERIOD, ring_formed), timeout=DEADLINE, each=observe)
-    p, metrics = state['positions'], state['metrics']
+    formed, settle, p, metrics = engage_and_form_ring(
+        ros, engage, odoms, plan.names, radius, altitude, observe)
 
     def by_pair(values):
         return {f'{plan.names[i]}-{plan.names[j]}': round(d, 3) for (i, j), d in values.items()}
-    print(f'\nmixed ring: formed={formed} after {time.monotonic() - engaged_at:.1f} s wall from '
+    print(f'\nmixed ring: formed={formed} after {settle:.1f} s wall from '
           f'the engage; E_gap {metrics.E_gap:.4f}, E_r {metrics.E_r:.4f}, altitudes '
           f'{np.round(p[:, 2], 2).tolist()}; closest approach after first farther than d_safe '
           f'({d_safe} m): {by_pair(separation.min_after)}')

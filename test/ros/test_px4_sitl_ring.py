@@ -12,14 +12,14 @@ Without Gazebo there is no /clock, so the nodes run on the wall clock (``use_sim
 the metrics node is left out (the test computes the metrics itself). Needs a built px4_msgs.
 """
 import importlib.util
-import time
 
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.core.metrics import compute_metrics
 from support.harness import default_context_executor, spin_until
-from support.px4_ring import every, Separation, sitl_plan, start_graph, true_position_enu
+from support.px4_ring import (
+    DEADLINE, engage_and_form_ring, every, Separation, sitl_plan, start_graph,
+    true_position_enu)
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
 pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
@@ -27,11 +27,7 @@ pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
     'in a colcon workspace and source it'))
 
 N = 3
-RING_E_GAP = 0.05        # the project's settle threshold (analysis.report.SETTLE_THRESHOLDS)
-ALTITUDE_TOLERANCE = 0.5  # m
-DEADLINE = 120.0         # s of wall time; a healthy run needs a fraction of it
 OBSERVE_PERIOD = 0.01    # s: true positions sampled at 100 Hz (the fakes move at 50 Hz)
-CHECK_PERIOD = 0.05      # s between two checks of the ring
 
 ros = pytest.fixture(default_context_executor)
 
@@ -75,30 +71,8 @@ def test_sitl_defaults_engaged_on_the_ground_climb_and_form_the_ring_apart(ros):
     assert separation.first[(1, 2)] == pytest.approx(1.0)
     assert separation.first[(0, 2)] == pytest.approx(2.0)
 
-    engaged_at = time.monotonic()
-    futures = [client.call_async(Trigger.Request()) for client in engage]
-    assert spin_until(ros, lambda: all(f.done() for f in futures), timeout=DEADLINE,
-                      each=observe)
-    for name, future in zip(plan.names, futures):
-        assert future.result().success, f'{name}: {future.result().message}'
-
-    def odometry_enu():
-        return np.array([[getattr(odoms[name].pose.pose.position, c) for c in 'xyz']
-                         for name in plan.names])
-
-    state = {}
-
-    def ring_formed():
-        observe()
-        p = odometry_enu()
-        metrics = compute_metrics(p, np.zeros_like(p), np.zeros(3), np.zeros(3), radius)
-        state.update(metrics=metrics, positions=p)
-        return (metrics.E_gap < RING_E_GAP
-                and np.all(np.abs(p[:, 2] - altitude) < ALTITUDE_TOLERANCE))
-
-    formed = spin_until(ros, every(CHECK_PERIOD, ring_formed), timeout=DEADLINE, each=observe)
-    settle = time.monotonic() - engaged_at
-    p, metrics = state['positions'], state['metrics']
+    formed, settle, p, metrics = engage_and_form_ring(
+        ros, dict(zip(plan.names, engage)), odoms, plan.names, radius, altitude, observe)
 
     def by_pair(values):
         return {f'{plan.names[i]}-{plan.names[j]}': round(d, 3) for (i, j), d in values.items()}

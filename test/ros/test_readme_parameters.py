@@ -5,7 +5,8 @@ from pathlib import Path
 import rclpy
 from rclpy.context import Context
 
-from ros_support.spin import BUILTIN_PARAMETERS
+from ros_support.ros_parameters import declared_names
+from ros_support.validation import BUILTIN_PARAMETERS
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -42,7 +43,7 @@ def test_every_parameter_a_node_declares_is_in_its_table():
     try:
         specs = readme_parameters.node_parameters()
         for name, node in nodes.items():
-            declared = set(node._parameters) - set(BUILTIN_PARAMETERS)
+            declared = declared_names(node) - set(BUILTIN_PARAMETERS)
             listed = {spec.name for spec in specs[name]}
             assert declared == listed, (name, declared ^ listed)
     finally:

@@ -12,7 +12,7 @@ from rclpy.time import Time
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg, seconds_to_ns
+from soliton_encirclement_ros.core.controller import AgentBroadcast, seconds_to_ns
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, agent_state_to_msg, target_state_from_msg, target_state_to_msg)
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
@@ -37,7 +37,7 @@ def agent_harness():
         odom.publish(
             to_odometry([25.0, 0.0, 0.0], [0.0, 0.0, 0.0], 0.0, stamp, 'world', 'uav1/base_link')
         )
-        other = AgentStateMsg(
+        other = AgentBroadcast(
             agent_id=2,
             seq=next(seq),
             stamp_ns=seconds_to_ns(now),
@@ -114,7 +114,7 @@ def test_malformed_states_are_ignored_and_bad_gains_rejected(agent_harness):
 
 
 def test_random_target_moves_at_its_speed_and_broadcasts_state():
-    harness = target_node_harness(motion='random', speed=3.0, seed=4)
+    harness = target_node_harness(target_motion='random', target_speed=3.0, seed=4)
     try:
         harness.record(Odometry, '/target/odom')
         harness.record(Float64MultiArray, '/target/state')
@@ -143,7 +143,8 @@ def test_unreachable_waypoint_time_is_a_startup_error():
     try:
         with pytest.raises(ValueError, match='cannot be reached'):
             TargetNode(context=context, parameter_overrides=[
-                Parameter('motion', value='waypoints'), Parameter('speed', value=2.0),
+                Parameter('target_motion', value='waypoints'),
+                Parameter('target_speed', value=2.0),
                 Parameter('waypoints', value=[0.0, 0.0, 0.0, 100.0, 0.0, 0.0]),
                 Parameter('arrival_times', value=[0.0, 5.0])])
     finally:
@@ -168,7 +169,7 @@ def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
                 angle = 2 * math.pi * i / 6 + 0.3
                 states.publish(
                     agent_state_to_msg(
-                        AgentStateMsg(
+                        AgentBroadcast(
                             agent_id=i + 1,
                             seq=k,
                             stamp_ns=seconds_to_ns(now),
@@ -215,7 +216,7 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
 
         def two_agents(now):
             for i in (1, 2):
-                states.publish(agent_state_to_msg(AgentStateMsg(
+                states.publish(agent_state_to_msg(AgentBroadcast(
                     agent_id=i, seq=round(now * 100), stamp_ns=seconds_to_ns(now),
                     position=np.array([20.0 * (3 - 2 * i), 0.0, 0.0]), velocity=np.zeros(3),
                     u=0.0)))
@@ -249,7 +250,7 @@ def test_metrics_node_writes_agent_rows_every_telemetry_period():
         harness.settle()
 
         def one_agent(now):
-            states.publish(agent_state_to_msg(AgentStateMsg(
+            states.publish(agent_state_to_msg(AgentBroadcast(
                 agent_id=1, seq=round(now * 100), stamp_ns=seconds_to_ns(now),
                 position=np.array([20.0, 0.0, 0.0]), velocity=np.zeros(3), u=0.0)))
             target.publish(target_state_to_msg(seconds_to_ns(now), [0.0, 0.0, 0.0],

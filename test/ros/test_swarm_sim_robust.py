@@ -23,7 +23,7 @@ from rclpy.context import Context
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg
+from soliton_encirclement_ros.core.controller import AgentBroadcast
 from soliton_encirclement_ros.interface import (
     agent_state_to_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos)
 from soliton_encirclement_ros.sim import runner
@@ -259,7 +259,7 @@ def test_a_foreign_publisher_mid_run_is_neither_counted_nor_delivered(capfd):
         intruder = Intruder()
         wait_until(lambda: intruder.pub.get_subscription_count() >= 1,
                    what='the intruder to match the graph')
-        phantom = agent_state_to_msg(AgentStateMsg(
+        phantom = agent_state_to_msg(AgentBroadcast(
             agent_id=99, seq=1, stamp_ns=graph.sim_time_ns, position=np.zeros(3),
             velocity=np.zeros(3), u=0.0))
         end = 1.0

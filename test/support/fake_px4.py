@@ -38,7 +38,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 
 from soliton_encirclement_ros.px4.bridge_node import px4_topic
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 WRITER_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
                         depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)

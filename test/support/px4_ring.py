@@ -30,6 +30,8 @@ def launch_defaults():
                 and any(getattr(t, 'id', None) == 'ARGUMENTS' for t in node.targets)):
             defaults = {}
             for key, value in zip(node.value.keys, node.value.values):
+                if key is None:
+                    continue  # **LIVE_VIEW_ARGUMENTS: the live view's, not the graph's
                 try:
                     defaults[ast.literal_eval(key)] = ast.literal_eval(value.elts[0])
                 except ValueError:
@@ -140,3 +142,41 @@ class Separation:
                 self.min_after_wide[pair] = min(self.min_after_wide[pair], d)
             elif d > 2.0 * self.d_safe:
                 self.wide[pair] = True
+
+
+RING_E_GAP = 0.05        # the project's settle threshold (analysis.report.SETTLE_THRESHOLDS)
+ALTITUDE_TOLERANCE = 0.5  # m
+DEADLINE = 120.0         # s of wall time; a healthy run needs a fraction of it
+CHECK_PERIOD = 0.05      # s between two checks of the ring
+
+
+def engage_and_form_ring(ros, engage, odoms, names, radius, altitude, observe):
+    """
+    Call every bridge's ``~/engage``, then spin until the odometry shows the ring at altitude.
+
+    ``engage`` maps a vehicle name to its ``~/engage`` client; ``odoms`` holds the latest
+    Odometry by name. Returns ``(formed, wall seconds from the engage, positions, metrics)``.
+    """
+    from soliton_encirclement_ros.core.metrics import compute_metrics
+    from std_srvs.srv import Trigger
+    from support.harness import spin_until
+
+    engaged_at = time.monotonic()
+    futures = {name: client.call_async(Trigger.Request()) for name, client in engage.items()}
+    assert spin_until(ros, lambda: all(f.done() for f in futures.values()), timeout=DEADLINE,
+                      each=observe)
+    for name, future in futures.items():
+        assert future.result().success, f'{name}: {future.result().message}'
+    state = {}
+
+    def ring_formed():
+        observe()
+        p = np.array([[getattr(odoms[name].pose.pose.position, c) for c in 'xyz']
+                      for name in names])
+        metrics = compute_metrics(p, np.zeros_like(p), np.zeros(3), np.zeros(3), radius)
+        state.update(metrics=metrics, positions=p)
+        return (metrics.E_gap < RING_E_GAP
+                and np.all(np.abs(p[:, 2] - altitude) < ALTITUDE_TOLERANCE))
+
+    formed = spin_until(ros, every(CHECK_PERIOD, ring_formed), timeout=DEADLINE, each=observe)
+    return formed, time.monotonic() - engaged_at, state['positions'], state['metrics']

@@ -10,12 +10,12 @@ from typing import Callable, NamedTuple, Optional
 
 import numpy as np
 
-from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetStateMsg
+from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import PerAgentSwarm, VectorisedSwarm
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.metrics import compute_metrics
-from soliton_encirclement_ros.core.params import ControllerParams
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 
 class Run(NamedTuple):
@@ -49,8 +49,8 @@ def run_swarm(start, params: ControllerParams, duration: float,
         live = np.ones(n, dtype=bool) if down is None else ~np.asarray(down(now))
         p, v = bodies.position[:n], bodies.velocity[:n]
         cmds, _ = swarm.tick(now, live, p, v,
-                             TargetStateMsg(seconds_to_ns(now), bodies.position[n],
-                                            bodies.velocity[n]))
+                             TargetBroadcast(seconds_to_ns(now), bodies.position[n],
+                                             bodies.velocity[n]))
         times.append(now)
         metrics.append(compute_metrics(p[live], v[live], bodies.position[n], bodies.velocity[n],
                                        params.radius))

@@ -20,7 +20,7 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import get_types_from_msg, get_typestore, Stores
 
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 # px4_msgs message definitions (PX4/px4_msgs, msg/*.msg, main), the fields the fit reads.
 TRAJECTORY_SETPOINT_MSG = """\

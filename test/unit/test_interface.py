@@ -5,10 +5,11 @@ import numpy as np
 import pytest
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
-from soliton_encirclement_ros.core.controller import AgentStateMsg, seconds_to_ns, TargetStateMsg
+from soliton_encirclement_ros.core.controller import AgentBroadcast, seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.interface import (
     AGENT_STATE, agent_state_array, agent_state_from_msg, agent_state_to_msg, AGENT_STATE_V2,
-    TARGET_STATE, target_state_from_msg, target_state_to_msg)
+    agent_state_values, decode, encode, Layout, TARGET_STATE, target_state_from_msg,
+    target_state_to_msg)
 
 # 2026-11-23 09:43:20.123456789 UTC: a float64 of seconds would round this to 0.24 us.
 EPOCH_NS = 1_795_426_000_123_456_789
@@ -17,7 +18,7 @@ EPOCH_NS = 1_795_426_000_123_456_789
 def agent(stamp_ns=EPOCH_NS, **changes):
     fields = {'agent_id': 7, 'seq': 123456, 'stamp_ns': stamp_ns, 'position': [1.5, -2.0, 10.0],
               'velocity': [0.1, 0.2, -0.3], 'u': 0.25, 'u_ss': -0.5, 'incarnation': 2**31 - 1}
-    return AgentStateMsg(**{**fields, **changes})
+    return AgentBroadcast(**{**fields, **changes})
 
 
 def labelled(values, label):
@@ -96,5 +97,21 @@ def test_seconds_passed_as_a_stamp_are_a_type_error():
                                         'got 1.5; convert seconds with seconds_to_ns'):
         agent(stamp_ns=1.5)
     with pytest.raises(TypeError, match='stamp_ns'):
-        TargetStateMsg(0.05, np.zeros(3), np.zeros(3))
-    assert TargetStateMsg(seconds_to_ns(0.05), np.zeros(3), np.zeros(3)).stamp_ns == 50_000_000
+        TargetBroadcast(0.05, np.zeros(3), np.zeros(3))
+    assert TargetBroadcast(seconds_to_ns(0.05), np.zeros(3), np.zeros(3)).stamp_ns == 50_000_000
+
+
+def test_the_codec_goes_by_name_so_the_field_order_is_written_once():
+    """Issue 25 §4: a layout in another order (or a later interface package) changes one list."""
+    state = agent()
+    shuffled = Layout('agent_state', 99, tuple(reversed(AGENT_STATE.fields)))
+    values = encode(shuffled, lambda name: getattr(state, name))
+    assert values == list(reversed(agent_state_values(state)))
+    decoded = AgentBroadcast(**decode(shuffled, values))
+    assert (decoded.agent_id, decoded.seq, decoded.stamp_ns, decoded.incarnation) == (
+        state.agent_id, state.seq, state.stamp_ns, state.incarnation)
+    assert decoded.position.tolist() == state.position.tolist() and decoded.u_ss == state.u_ss
+    # a layout without a view attribute's fields neither encodes nor decodes it
+    short = Layout('agent_state', 98, ('agent_id', 'seq', 'stamp_sec', 'stamp_nanosec'))
+    assert set(decode(short, encode(short, lambda name: getattr(state, name)))) == {
+        'agent_id', 'seq', 'stamp_ns'}

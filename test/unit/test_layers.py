@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 # Every module of these packages is pure; the modules listed singly are the pure ones of a
 # package that also holds shells.
 PURE_PACKAGES = ['velocity_mobility_ros/core', 'soliton_encirclement_ros/core',
-                 'soliton_encirclement_ros/analysis', 'soliton_encirclement_ros/sim']
+                 'soliton_encirclement_ros/analysis', 'soliton_encirclement_ros/sim',
+                 'soliton_encirclement_ros/sim/sweep']
 PURE_MODULES = ['ros_support.validation', 'ros_support.signals', 'ros_support.entry',
                 'soliton_encirclement_ros.interface', 'soliton_encirclement_ros.bringup.graph',
                 'soliton_encirclement_ros.px4.frames', 'soliton_encirclement_ros.px4.offboard',

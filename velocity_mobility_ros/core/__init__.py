@@ -5,6 +5,6 @@ The vehicle model, pure: limits, the vectorised step, geometry, the command buff
 """
 from velocity_mobility_ros.core.commands import CommandBuffer
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import InterfaceParams, VehicleParams
+from velocity_mobility_ros.core.vehicle import InterfaceParams, VehicleParams
 
 __all__ = ['CommandBuffer', 'InterfaceParams', 'step', 'VehicleParams', 'VehicleState']

@@ -36,7 +36,7 @@ from scipy.optimize import least_squares
 
 from velocity_mobility_ros.core.geometry import saturate
 from velocity_mobility_ros.core.model import apply_velocity_limits
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 AXES = ('xy', 'z')
 PLANE_PARAMS = {'xy': ('tau_xy', 'max_acc_xy', 'max_speed_xy'),

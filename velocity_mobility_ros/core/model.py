@@ -25,7 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from velocity_mobility_ros.core.geometry import saturate, wrap_angle
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 # Below this horizontal speed [m/s] the 'velocity' heading mode holds the current yaw, since
 # the direction of travel of a hovering vehicle is noise.

@@ -28,13 +28,13 @@ from rclpy.time import Time
 from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
-from ros_support.params import declare, declare_validated, ParamSpec, specs_of
+from ros_support.ros_parameters import declare, declare_validated, ParamSpec, specs_of
 from ros_support.spin import spin_node
 from ros_support.validation import from_mapping
 from velocity_mobility_ros.core.commands import CommandBuffer
 from velocity_mobility_ros.core.geometry import body_to_world
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import (
+from velocity_mobility_ros.core.vehicle import (
     ClockSettings, InterfaceParams, PoseSettings, split_node_params, VehicleParams)
 from velocity_mobility_ros.nodes.messages import (
     fill_odometry, new_odometry, transforms_of, write_twist)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ros_support.params import declare, specs_of
+from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from ros_support.validation import from_mapping
 from velocity_mobility_ros.core.model import VehicleState
-from velocity_mobility_ros.core.params import SwarmPoseSettings
+from velocity_mobility_ros.core.vehicle import SwarmPoseSettings
 from velocity_mobility_ros.nodes.mobility_node import (
     CLOCK_PARAMS, MOBILITY_PARAMS, MobilityNodeBase, VehicleIO)
 

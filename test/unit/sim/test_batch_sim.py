@@ -1,13 +1,15 @@
 """Batch simulator: reference acceptance (static, N = 10), engine equivalence, CLI."""
 import json
 import math
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from soliton_encirclement_ros.analysis.report import summarise
+from soliton_encirclement_ros.core.gains import REFERENCE_GAINS
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
-from soliton_encirclement_ros.core.params import REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.batch_sim import choose_engine, main, simulate
 
@@ -66,6 +68,23 @@ def test_cli_writes_outputs_and_summary(tmp_path):
     assert summary['params']['radius'] == 15.0 and summary['params']['agents'] == 4
     rows = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
     assert rows.shape == (41, 7) and math.isclose(rows[-1, 0], 2.0)
+
+
+def test_no_plots_writes_the_tables_and_never_loads_matplotlib_or_the_bag_readers(tmp_path):
+    """A short run's fixed cost: matplotlib, rosbags and mcap only when used (issue 23)."""
+    out = tmp_path / 'run'
+    code = (
+        'import sys\n'
+        'from soliton_encirclement_ros.sim.batch_sim import main\n'
+        f'assert main(["--agents", "3", "--duration", "1", "--no-plots", "--out", {str(out)!r}])'
+        ' == 0\n'
+        'print(sorted(m for m in ("matplotlib", "rosbags", "mcap") if m in sys.modules))\n')
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip().splitlines()[-1] == '[]'
+    assert sorted(p.name for p in out.iterdir()) == ['agents.csv', 'metrics.csv', 'summary.json']
+    summary = json.loads((out / 'summary.json').read_text())
+    assert set(summary['final']) == set(METRIC_NAMES)
 
 
 def test_cli_scenario_file_with_overrides(tmp_path):

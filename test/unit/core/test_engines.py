@@ -12,7 +12,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.core.controller import TargetStateMsg
+from soliton_encirclement_ros.core.controller import TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES, REFERENCE
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.batch_sim import simulate
@@ -72,8 +72,8 @@ def test_engine_tick_contract(engine):
     live = np.array([True, True, False, True, True])
     for k in range(20):
         now = k * s.control_period
-        target = TargetStateMsg(int(now * 1e9), np.zeros(3), np.zeros(3), s.omega_ref,
-                                s.lambdas)
+        target = TargetBroadcast(int(now * 1e9), np.zeros(3), np.zeros(3), s.omega_ref,
+                                 s.lambdas)
         cmds, u = swarm.tick(now, live, positions, velocities, target)
         assert cmds.shape == (5, 3) and u.shape == (5,)
         assert np.all(np.isfinite(cmds)) and np.all(cmds[~live] == 0.0)

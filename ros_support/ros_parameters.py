@@ -136,6 +136,18 @@ def declare(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
     return current_values(node, specs)
 
 
+# rclpy has no public API for these: the parameters a node was given (params files and -p,
+# before it declares them) and the ones it declared. Read here only.
+def given_names(node: Node) -> set[str]:
+    """Return the names of the parameters ``node`` was given (params files and ``-p``)."""
+    return set(node._parameter_overrides)
+
+
+def declared_names(node: Node) -> set[str]:
+    """Return the names of the parameters ``node`` declared (rclpy's own included)."""
+    return set(node._parameters)
+
+
 def _declare_empty_array(node: Node, spec: ParamSpec) -> None:
     """
     Declare an array whose default is empty with a typed empty value.
@@ -146,7 +158,7 @@ def _declare_empty_array(node: Node, spec: ParamSpec) -> None:
     takes an explicitly typed value.
     """
     descriptor = spec.descriptor()
-    if spec.name in node._parameter_overrides:
+    if spec.name in given_names(node):
         node.declare_parameter(spec.name, spec.param_type, descriptor)
     else:
         node._declare_parameter_common([Parameter(spec.name, spec.param_type, [])],

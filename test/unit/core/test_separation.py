@@ -9,9 +9,9 @@ import math
 import numpy as np
 import pytest
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import separation_velocity
 from soliton_encirclement_ros.core.metrics import compute_metrics, min_pair_distance
-from soliton_encirclement_ros.core.params import ControllerParams
 from support.swarm_loop import ring, run_swarm
 
 R = 20.0

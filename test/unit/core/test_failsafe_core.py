@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentStateMsg, BLIND, future_stamp_reason, initial_state, live_neighbours, OK,
+    agent_tick, AgentBroadcast, BLIND, future_stamp_reason, initial_state, live_neighbours, OK,
     receive_agent_state, receive_target_state, seconds_to_ns, STARTING, TARGET_LOST,
-    TargetStateMsg)
+    TargetBroadcast)
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, EPISODE_MARGIN, new_incarnation
 from soliton_encirclement_ros.core.law import vertical_velocity
-from soliton_encirclement_ros.core.params import ControllerParams
 
 P = ControllerParams(control_period=0.05)  # liveness: agents 0.15 s, target 0.25 s
 HERE = np.array([25.0, 0.0, 0.0])
@@ -22,14 +22,14 @@ TARGET_V = np.array([1.0, 0.5, 0.0])
 
 
 def target(stamp, position=(0.0, 0.0, 0.0), velocity=TARGET_V):
-    return TargetStateMsg(seconds_to_ns(stamp), np.array(position, dtype=float),
-                          np.array(velocity, dtype=float))
+    return TargetBroadcast(seconds_to_ns(stamp), np.array(position, dtype=float),
+                           np.array(velocity, dtype=float))
 
 
 def neighbour(seq, incarnation=1, stamp=0.0):
-    return AgentStateMsg(agent_id=2, seq=seq, stamp_ns=seconds_to_ns(stamp),
-                         position=np.array([-20.0, 0.0, 0.0]),
-                         velocity=np.zeros(3), u=0.0, incarnation=incarnation)
+    return AgentBroadcast(agent_id=2, seq=seq, stamp_ns=seconds_to_ns(stamp),
+                          position=np.array([-20.0, 0.0, 0.0]),
+                          velocity=np.zeros(3), u=0.0, incarnation=incarnation)
 
 
 def run(state, t0, t1, odom_until=math.inf, target_until=math.inf, params=P):

@@ -8,6 +8,7 @@ from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.faults import OutageProcess, SwarmOutages
 from soliton_encirclement_ros.core.scenario import initial_positions, load_scenario, Scenario
 from soliton_encirclement_ros.core.target_motion import RandomHeading, Static, Waypoints
+from support import ROOT
 
 
 def test_static_target():
@@ -134,8 +135,29 @@ def test_scenario_validation_and_yaml(tmp_path):
 
 
 def test_shipped_scenarios_load():
-    from pathlib import Path
-    files = sorted((Path(__file__).parents[2] / 'config' / 'scenarios').glob('*.yaml'))
+    files = sorted((ROOT / 'config' / 'scenarios').glob('*.yaml'))
     assert files
     for path in files:
         load_scenario(path)
+
+
+def test_a_scenario_resolves_its_gains_and_limits_once(monkeypatch):
+    """Issue 25 §2: 3 builds to create a Scenario and 5 + 3 in one simulate, before."""
+    from soliton_encirclement_ros.core.gains import ControllerParams
+    from soliton_encirclement_ros.sim.batch_sim import simulate
+    from velocity_mobility_ros.core.vehicle import VehicleParams
+    builds = []
+    for cls in (ControllerParams, VehicleParams):
+        checked = cls.__post_init__
+        monkeypatch.setattr(cls, '__post_init__', lambda self, checked=checked: (
+            builds.append(type(self).__name__), checked(self))[1])
+    scenario = Scenario(agents=3, duration=0.5, controller={'k_r': 2.0},
+                        vehicle={'max_speed_xy': 6.0})
+    assert sorted(builds) == ['ControllerParams', 'VehicleParams']
+    assert scenario.gains.k_r == 2.0 and scenario.gains.max_speed_xy == 6.0
+    assert scenario.limits.max_speed_xy == 6.0 and scenario.controller_params() is scenario.gains
+    builds.clear()
+    simulate(scenario)
+    assert builds == []
+    assert scenario == Scenario(agents=3, duration=0.5, controller={'k_r': 2.0},
+                                vehicle={'max_speed_xy': 6.0})  # held objects not compared

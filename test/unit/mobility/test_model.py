@@ -12,7 +12,7 @@ import pytest
 from velocity_mobility_ros.core.geometry import body_to_world, world_to_body, wrap_angle
 from velocity_mobility_ros.core.model import (
     apply_acceleration_limits, apply_velocity_limits, integrate_position, step, VehicleState)
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 
 def test_reference_worked_values():

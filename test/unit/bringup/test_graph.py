@@ -46,11 +46,13 @@ def test_initial_poses_are_seeded_and_follow_the_reference_placement():
         assert 0.8 * 20 - 1e-9 <= (x * x + y * y) ** 0.5 <= 1.2 * 20 + 1e-9
 
 
-def test_parameters_and_files_flow_to_every_node():
+def test_parameters_and_files_flow_to_every_node(tmp_path):
+    params = tmp_path / 'p.yaml'
+    params.write_text('/**:\n  ros__parameters: {}\n')
     swarm = plan(agents=2, radius=35.0, control_period=0.02, failures_per_min=1.5,
-                 loss=0.1, delay=0.02, params_files=('/tmp/p.yaml',), use_sim_time=False)
+                 loss=0.1, delay=0.02, params_files=(str(params),), use_sim_time=False)
     specs = build_graph(swarm)
-    assert all(s.params_files == ('/tmp/p.yaml',) for s in specs)
+    assert all(s.params_files == (str(params),) for s in specs)
     assert all(s.parameters['use_sim_time'] is False for s in specs)
     agent = by_executable(specs, 'agent_node')[0]
     expected = {
@@ -65,13 +67,15 @@ def test_parameters_and_files_flow_to_every_node():
     assert by_executable(specs, 'target_node')[0].parameters['broadcast_period'] == 0.02
 
 
-def test_ros_args_are_the_command_line_of_a_ros2_run():
+def test_ros_args_are_the_command_line_of_a_ros2_run(tmp_path):
+    params = tmp_path / 'p.yaml'
+    params.write_text('/**:\n  ros__parameters: {}\n')
     spec = by_executable(
-        build_graph(plan(agents=1, params_files=('/p.yaml',))), 'agent_node'
+        build_graph(plan(agents=1, params_files=(str(params),))), 'agent_node'
     )[0]
     args = spec.ros_args()
     assert args[:5] == ['--ros-args', '-r', '__node:=agent', '-r', '__ns:=/uav1']
-    assert args[5:7] == ['--params-file', '/p.yaml']
+    assert args[5:7] == ['--params-file', str(params)]
     assert '-p' in args and 'agent_id:=1' in args and 'use_sim_time:=true' in args
 
 
@@ -201,7 +205,7 @@ def test_the_scenario_reaches_the_nodes_that_run_it():
     expected = initial_positions(3, 20.0, 4, (5.0, 0.0, 0.0), 2.0)
     assert np.array(mobility['initial_positions']).reshape(3, 3).tolist() == expected.tolist()
     target = by_executable(specs, 'target_node')[0].parameters
-    assert target['motion'] == 'waypoints' and target['speed'] == 3.0
+    assert target['target_motion'] == 'waypoints' and target['target_speed'] == 3.0
     assert target['waypoints'] == [5.0, 0.0, 0.0, 30.0, 0.0, 0.0]
     assert target['arrival_times'] == [0.0, 10.0] and target['omega_ref'] == 0.2
     assert (target['lambda_ids'], target['lambda_values']) == ([1, 3], [2.0, 0.5])
@@ -212,10 +216,13 @@ def test_the_scenario_reaches_the_nodes_that_run_it():
     assert by_executable(specs, 'metrics_node')[0].parameters['metrics_period'] == 0.1
 
 
-def test_fields_left_at_their_defaults_leave_parameter_files_in_charge():
-    specs = build_graph(SwarmPlan())
+def test_fields_left_at_their_defaults_leave_parameter_files_in_charge(tmp_path):
+    params = tmp_path / 'p.yaml'
+    params.write_text('/**:\n  ros__parameters:\n    target_speed: 2.0\n    target_period: 2.0\n'
+                      '    failure_check_period: 0.5\n')
+    specs = build_graph(SwarmPlan(params_files=(str(params),)))
     target = by_executable(specs, 'target_node')[0].parameters
-    assert not {'speed', 'motion_period', 'boundary', 'waypoints', 'lambda_ids'} & set(target)
+    assert not {'target_speed', 'target_period', 'waypoints', 'lambda_ids'} & set(target)
     agent = by_executable(specs, 'agent_node')[0].parameters
     assert not {'k_r', 'failure_check_period', 'max_speed_xy'} & set(agent)
     mobility = by_executable(specs, 'swarm_mobility_node')[0].parameters
@@ -226,7 +233,7 @@ def test_default_waypoints_leave_a_parameter_file_s_waypoints_in_charge():
     """target_motion:=waypoints alone must not override the waypoints of a params file."""
     specs = build_graph(SwarmPlan(scenario=Scenario(target_motion='waypoints')))
     target = by_executable(specs, 'target_node')[0].parameters
-    assert target['motion'] == 'waypoints'
+    assert target['target_motion'] == 'waypoints'
     assert not {'waypoints', 'arrival_times'} & set(target)
 
 

@@ -7,7 +7,7 @@ from hypothesis.extra.numpy import arrays
 import numpy as np
 
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 TOL = 1e-9
 N = 4

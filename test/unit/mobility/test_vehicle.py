@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from velocity_mobility_ros.core.params import InterfaceParams, split_node_params, VehicleParams
+from velocity_mobility_ros.core.vehicle import InterfaceParams, split_node_params, VehicleParams
 
 
 def test_defaults_are_the_reference_scenario_with_extensions_off():

@@ -88,7 +88,7 @@ def test_sweep_rows_equal_batch_sim_runs_of_the_same_scenario(tmp_path):
 
 
 def test_a_run_that_raises_is_recorded_and_the_others_are_kept():
-    good = Scenario.from_mapping({**IMPAIRED, 'duration': 2.0}).__dict__
+    good = Scenario.from_mapping({**IMPAIRED, 'duration': 2.0}).to_mapping()
     bad = {**good, 'agents': 0}
     rows = run_chunk([good, bad, good])
     assert [bool(r['error']) for r in rows] == [False, True, False]
@@ -363,7 +363,7 @@ def test_each_grid_point_is_checked_once_not_once_per_seed(tmp_path, monkeypatch
         post_init(self)
     monkeypatch.setattr(Scenario, '__post_init__', counting)
     started = []
-    monkeypatch.setattr(sweep, '_sweep', lambda *args, **kw: started.append(len(built)) or 0)
+    monkeypatch.setattr(sweep.cli, '_sweep', lambda *args, **kw: started.append(len(built)) or 0)
     spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 1.0},
                        grid={'k_r': [0.5, 1.0, 2.0], 'loss': [0.0, 0.1]}, seeds=50)
     assert main([str(spec), '--out', str(tmp_path / 'out')]) == 0

@@ -14,8 +14,8 @@ from soliton_encirclement_ros.analysis import plots
 from soliton_encirclement_ros.analysis.animation import (
     animation_file, frame_indices, write_animation)
 from soliton_encirclement_ros.analysis.report import RunResult, summarise, write_run_outputs
+from soliton_encirclement_ros.core.gains import REFERENCE_GAINS
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
-from soliton_encirclement_ros.core.params import REFERENCE_GAINS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.provenance import package_version
 from soliton_encirclement_ros.sim import batch_sim
@@ -121,7 +121,7 @@ def test_vector_formats_write_vector_files_and_no_png(tmp_path, fmt):
     result = RunResult(converging_metrics(), np.empty((0, 4)), params,
                        {'uav1': np.array([[0.0, 1.0, 0.0], [1.0, 2.0, 0.0]]),
                         'target': np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])})
-    write_run_outputs(tmp_path, result, fmt)
+    write_run_outputs(tmp_path, result, fmt=fmt)
     assert not list(tmp_path.glob('*.png'))
     for name in ('dashboard', 'trajectories', *METRIC_NAMES):
         data = (tmp_path / f'{name}.{fmt}').read_bytes()
@@ -144,7 +144,7 @@ def test_vector_formats_write_vector_files_and_no_png(tmp_path, fmt):
 def test_a_bad_format_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match='format must be one of png, pdf, svg'):
         write_run_outputs(tmp_path / 'out', RunResult(converging_metrics(), np.empty((0, 4)), {}),
-                          'jpg')
+                          fmt='jpg')
     assert not (tmp_path / 'out').exists()
 
 

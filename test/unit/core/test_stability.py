@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.core.params import ControllerParams
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.stability import (
     growth_curve, mode_growth, radial_growth_rate, ring_growth_rate)
 from support.swarm_loop import ring, run_swarm

@@ -17,7 +17,7 @@ from soliton_encirclement_ros.core.scenario import load_scenario
 from support.synthetic_flight import fly, write_ros_bag
 from velocity_mobility_ros.core.fit import PARAM_NAMES, simulate_velocity
 from velocity_mobility_ros.core.model import step, VehicleState
-from velocity_mobility_ros.core.params import VehicleParams
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 TRUTH = VehicleParams(tau_xy=0.8, tau_z=0.5, max_acc_xy=3.0, max_acc_z=2.0, max_speed_xy=6.0,
                       max_speed_z=2.5)

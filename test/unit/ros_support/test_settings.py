@@ -4,8 +4,10 @@ import dataclasses
 
 import pytest
 
-from ros_support.settings import add_options, check_value, given_options
+from ros_support.settings import add_options, check_value, given_options, settings_fields
+from soliton_encirclement_ros.core.faults import Impairments
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.target_motion import TargetMotionSettings
 from soliton_encirclement_ros.nodes.settings import AgentSettings, MetricsSettings, TargetSettings
 from soliton_encirclement_ros.sim.options import SCENARIO_OPTIONS
 
@@ -15,17 +17,30 @@ def field(cls, name):
 
 
 def test_a_node_setting_that_means_a_scenario_field_is_defined_by_it():
-    for node_cls, node_name, scenario_name in (
-            (AgentSettings, 'loss', 'loss'), (AgentSettings, 'delay', 'delay'),
-            (AgentSettings, 'failures_per_min', 'failures_per_min'),
-            (TargetSettings, 'speed', 'target_speed'), (TargetSettings, 'motion', 'target_motion'),
-            (TargetSettings, 'boundary', 'target_boundary'),
-            (MetricsSettings, 'radius', 'radius')):
-        node_f, scenario_f = field(node_cls, node_name), field(Scenario, scenario_name)
-        assert node_f.default == scenario_f.default, node_name
-        for key in ('unit', 'low', 'high', 'strict', 'high_strict', 'choices'):
-            assert node_f.metadata[key] == scenario_f.metadata[key], (node_name, key)
-        assert node_f.metadata['read_only']  # read once at start-up by the node
+    node_f, scenario_f = field(MetricsSettings, 'radius'), field(Scenario, 'radius')
+    assert node_f.default == scenario_f.default
+    for key in ('unit', 'low', 'high', 'strict', 'high_strict', 'choices'):
+        assert node_f.metadata[key] == scenario_f.metadata[key], key
+    assert node_f.metadata['read_only']  # read once at start-up by the node
+
+
+@pytest.mark.parametrize('node_cls, group, executable', [
+    (AgentSettings, Impairments, 'agent_node'),
+    (TargetSettings, TargetMotionSettings, 'target_node')])
+def test_a_shared_setting_is_declared_once_and_reaches_cli_grid_and_node(node_cls, group,
+                                                                         executable):
+    """One field of a group: the scenario's, the option's, the grid's and the node's."""
+    from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
+    from soliton_encirclement_ros.sim.sweep import parameter_home
+    assert issubclass(Scenario, group) and issubclass(node_cls, group)
+    names = [f.name for f in settings_fields(group)]
+    assert names
+    node = next(s for s in build_graph(SwarmPlan(scenario=Scenario(agents=2)))
+                if s.executable == executable)
+    for name in names:
+        assert field(node_cls, name) is field(Scenario, name) is field(group, name)
+        assert name in SCENARIO_OPTIONS and parameter_home(name) == 'scenario'
+        assert node.parameters[name] == getattr(Scenario(), name)
     # the same rule, the same words
     with pytest.raises(ValueError, match=r'^loss must be a probability in \[0, 1\), got 1.0'):
         AgentSettings(loss=1.0)
@@ -45,9 +60,9 @@ def test_agent_seed_is_an_integer_even_though_a_scenario_seed_may_be_null():
     ({'lambda_ids': [1.5], 'lambda_values': [1.0]}, 'lambda_ids must be a list of integers'),
     ({'waypoints': [0.0, 1.0]}, 'waypoints must be x, y, z triples, got 2 numbers'),
     ({'initial_position': [0.0]}, r'initial_position must be \[x, y, z\]'),
-    ({'motion': 'orbit'}, 'motion must be one of static, random, waypoints'),
-    ({'speed': 0.0}, 'speed must be > 0, got 0.0'),
-    ({'motion': 'waypoints', 'waypoints': [0.0, 0.0, 0.0, 100.0, 0.0, 0.0],
+    ({'target_motion': 'orbit'}, 'target_motion must be one of static, random, waypoints'),
+    ({'target_speed': 0.0}, 'target_speed must be > 0, got 0.0'),
+    ({'target_motion': 'waypoints', 'waypoints': [0.0, 0.0, 0.0, 100.0, 0.0, 0.0],
       'arrival_times': [0.0, 1.0]}, 'waypoint 1 .* cannot be reached at t=1 s'),
     ({'swarm_reliability': 'sometimes'}, 'swarm_reliability must be one of reliable, '
      'best_effort'),
@@ -58,12 +73,12 @@ def test_target_settings_name_what_is_wrong(kwargs, message):
 
 
 def test_target_settings_give_the_motion_and_start():
-    flying = TargetSettings(motion='waypoints', waypoints=[5.0, 1.0, 2.0, 30.0, 1.0, 2.0],
+    flying = TargetSettings(target_motion='waypoints', waypoints=[5.0, 1.0, 2.0, 30.0, 1.0, 2.0],
                             lambda_ids=[3], lambda_values=[2.0])
     assert flying.start().tolist() == [5.0, 1.0, 2.0] and flying.lambdas == {3: 2.0}
     assert TargetSettings(initial_position=[1, 2, 3]).start().tolist() == [1.0, 2.0, 3.0]
     # a tracked target does not build a motion model, so bad waypoints do not matter there
-    assert TargetSettings(follow_topic='/tracker/odom', motion='waypoints',
+    assert TargetSettings(follow_topic='/tracker/odom', target_motion='waypoints',
                           waypoints=[0.0, 0.0, 0.0]).follow_topic
 
 

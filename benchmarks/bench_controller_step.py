@@ -1,0 +1,72 @@
+"""
+One agent's controller tick (``core.controller``) in microseconds, as agent_node calls it.
+
+    .venv/bin/python benchmarks/bench_controller_step.py [--neighbours 9 31 99]
+
+An agent on the R = 20 m ring with ``n`` live neighbours evenly spaced and a static target:
+``receive_states`` (one tick's broadcasts: every neighbour and the target) then ``agent_tick``.
+CPU time per tick (time.process_time), best of 5 rounds. Prints figures; asserts nothing.
+"""
+import argparse
+import math
+import time
+
+import numpy as np
+
+from soliton_encirclement_ros.core.controller import (
+    agent_tick, AgentBroadcast, initial_state, receive_states, TargetBroadcast)
+from soliton_encirclement_ros.core.gains import ControllerParams
+
+
+def ring(n: int, now_ns: int, seq: int) -> list:
+    states = []
+    for i in range(1, n + 2):
+        angle = 2 * math.pi * (i - 1) / (n + 1)
+        states.append(AgentBroadcast(
+            agent_id=i, seq=seq, stamp_ns=now_ns, position=(20 * math.cos(angle),
+                                                            20 * math.sin(angle), 10.0),
+            velocity=(-math.sin(angle), math.cos(angle), 0.0), u=0.1))
+    return states
+
+
+def cost(n: int, ticks: int = 400) -> tuple[float, float]:
+    """(receive_states µs, agent_tick µs) per tick for an agent with ``n`` neighbours."""
+    params = ControllerParams()
+    period_ns = round(params.control_period * 1e9)
+    state = initial_state(1)
+    best_rx, best_tick = math.inf, math.inf
+    for _ in range(5):
+        rx_cpu = tick_cpu = 0.0
+        for k in range(1, ticks + 1):
+            now_ns = k * period_ns
+            now = now_ns * 1e-9
+            heard = ring(n, now_ns - period_ns, k)
+            target = TargetBroadcast(now_ns - period_ns, np.zeros(3), np.zeros(3))
+            received = [(s, now - params.control_period) for s in heard] + [
+                (target, now - params.control_period)]
+            start = time.process_time()
+            state = receive_states(state, received, params)
+            middle = time.process_time()
+            tick = agent_tick(state, (now - params.control_period, heard[0].position,
+                                      heard[0].velocity), now, params)
+            end = time.process_time()
+            state = tick.state
+            rx_cpu += middle - start
+            tick_cpu += end - middle
+        best_rx = min(best_rx, rx_cpu / ticks * 1e6)
+        best_tick = min(best_tick, tick_cpu / ticks * 1e6)
+    return best_rx, best_tick
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--neighbours', type=int, nargs='+', default=[9, 31, 99])
+    args = parser.parse_args()
+    print(f'{"neighbours":>10}{"receive_states us":>19}{"agent_tick us":>15}')
+    for n in args.neighbours:
+        rx, tick = cost(n)
+        print(f'{n:>10}{rx:>19.0f}{tick:>15.0f}', flush=True)
+
+
+if __name__ == '__main__':
+    main()

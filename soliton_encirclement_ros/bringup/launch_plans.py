@@ -1,0 +1,82 @@
+"""
+What each launch file starts, from its argument values, as pure functions (no launch).
+
+A launch file declares its arguments and calls one of these through
+``launch_support.plan_launch_description``; tests call them directly. The arguments the user
+gave become ``SwarmPlan.given`` (they win over the params file, with one line saying so); the
+others are defaults, which the params file replaces.
+"""
+from __future__ import annotations
+
+from soliton_encirclement_ros.bringup.graph import (
+    build_graph, in_namespace, LaunchArguments, live_scenario, NodeSpec, parse_origins,
+    parse_simulated, SwarmPlan)
+
+
+def swarm_sim_nodes(value: LaunchArguments) -> list[NodeSpec]:
+    """``swarm_sim.launch.py``: N simulated UAVs, the target and the metrics node."""
+    plan = SwarmPlan(
+        scenario=live_scenario(
+            agents=value.integer('num_agents'), radius=value.real('radius'),
+            seed=value.integer('seed'), control_period=value.real('control_period'),
+            target_motion=value['target_motion']),
+        params_files=value.files('params_file'),
+        use_sim_time=value.flag('use_sim_time'),
+        clock_source='mobility',
+        real_time_factor=value.real('real_time_factor'),
+        given=value.sources(radius='radius', seed='seed', control_period='control_period',
+                            target_motion='target_motion'),
+    )
+    return build_graph(plan)
+
+
+def agent_nodes(value: LaunchArguments) -> list[NodeSpec]:
+    """``agent.launch.py``: one agent's controller (e.g. on a companion computer)."""
+    scenario = live_scenario(agents=1, radius=value.real('radius'),
+                             altitude_hold=value.real('altitude'))
+    plan = SwarmPlan(scenario=scenario,
+                     names=(value['agent_name'],), ids=(value.integer('agent_id'),),
+                     params_files=value.files('params_file'),
+                     use_sim_time=value.flag('use_sim_time'),
+                     swarm_reliability=value['swarm_reliability'],
+                     given=value.sources(radius='radius', altitude='altitude'))
+    return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
+
+
+def agent_px4_nodes(value: LaunchArguments) -> list[NodeSpec]:
+    """``agent_px4.launch.py``: one agent's controller and its PX4 offboard bridge."""
+    scenario = live_scenario(agents=1, radius=value.real('radius'),
+                             altitude_hold=value.real('altitude'),
+                             controller={'d_safe': value.real('d_safe')})
+    plan = SwarmPlan(scenario=scenario,
+                     names=(value['agent_name'],), ids=(value.integer('agent_id'),),
+                     mode='px4', use_sim_time=False,
+                     params_files=value.files('params_file'),
+                     px4_namespaces=(value['px4_namespace'],),
+                     px4_target_systems=(value.integer('target_system'),),
+                     px4_origins=(parse_origins(value['origin'], 1)[0],),
+                     swarm_reliability=value['swarm_reliability'],
+                     simulated=parse_simulated(value['simulated']),
+                     given=value.sources(radius='radius', altitude='altitude', d_safe='d_safe'))
+    return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
+
+
+def swarm_px4_sitl_nodes(value: LaunchArguments) -> list[NodeSpec]:
+    """``swarm_px4_sitl.launch.py``: N agents against N PX4 SITL instances."""
+    n = value.integer('num_agents')
+    spacing = value.real('spawn_spacing')
+    origins = (parse_origins(value['origins'], n) if value['origins']
+               else tuple((0.0, (i + 1) * spacing, 0.0) for i in range(n)))
+    scenario = live_scenario(agents=n, radius=value.real('radius'),
+                             target_motion=value['target_motion'],
+                             altitude_hold=value.real('altitude'),
+                             controller={'d_safe': value.real('d_safe')})
+    plan = SwarmPlan(scenario=scenario,
+                     mode='px4', px4_origins=origins,
+                     swarm_reliability=value['swarm_reliability'],
+                     use_sim_time=value.flag('use_sim_time'),
+                     params_files=value.files('params_file'),
+                     simulated=parse_simulated(value['simulated']),
+                     given=value.sources(radius='radius', altitude='altitude', d_safe='d_safe',
+                                         target_motion='target_motion'))
+    return build_graph(plan)

@@ -1,0 +1,197 @@
+"""``sweep_sim``: the command, from the spec to the outputs."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+import platform
+import sys
+import time
+from typing import Iterable, Iterator, Optional
+
+import numpy as np
+
+from ros_support.validation import number, OneLineParser
+from soliton_encirclement_ros.analysis.outputs import output_dir_problem
+from soliton_encirclement_ros.analysis.report import json_text
+from soliton_encirclement_ros.provenance import code_identity, git_commit, PACKAGE
+from soliton_encirclement_ros.sim.sweep.results import (
+    print_table, RUNS_FILE, runs_header, RunsFile, RunTable, SPEC_FILE, SUMMARY_FILE,
+    summary_rows, write_summary)
+from soliton_encirclement_ros.sim.sweep.scheduling import (
+    dask_results, identity_mismatch, local_results, stream_chunks)
+from soliton_encirclement_ros.sim.sweep.spec import (
+    Checked, Interrupted, load_spec, Run, Spec, SpecError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog='sweep_sim', description='Monte-Carlo sweeps of the soliton encirclement: every '
+        'grid point x seed, runs of one shape stepped together, on all cores or a Dask cluster.')
+    parser.add_argument('spec', help='sweep spec YAML (scenario, grid, seeds, plot, preset)')
+    parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--workers', type=number(1, integer=True), default=None,
+                        help='local worker processes (default: every core)')
+    parser.add_argument('--scheduler', default=None,
+                        help='Dask distributed scheduler address (e.g. tcp://host:8786)')
+    parser.add_argument('--resume', action='store_true',
+                        help='keep the finished runs in --out and run only the others')
+    parser.add_argument('--no-plots', action='store_true', help='skip the PNG plots')
+    return parser
+
+
+def main(argv: Optional[Iterable[str]] = None) -> int:
+    from ros_support.signals import StopRequest
+    args = build_parser().parse_args(argv)
+    out = Path(args.out)
+    # From here a signal only sets a flag: checked between scenarios, then between chunks.
+    stop = StopRequest('sweep_sim').install()
+    try:
+        spec = load_spec(args.spec)
+        print(f'sweep_sim: {spec.run_count} runs ({spec.point_count} grid point(s) x '
+              f'{len(spec.seeds)} seed(s)); checking {spec.point_count} scenario(s)', flush=True)
+        problem = output_dir_problem(out, '--out')
+        if problem:
+            raise SpecError(problem)
+        if (out / RUNS_FILE).exists() and not args.resume:
+            raise SpecError(f'--out {out} already holds a sweep ({RUNS_FILE}); '
+                            'add --resume to finish it, or choose another --out')
+        if args.resume and (out / SPEC_FILE).exists():
+            previous = json.loads((out / SPEC_FILE).read_text()).get('spec')
+            if previous != spec.raw:
+                raise SpecError(f"--resume: {out / SPEC_FILE} is another sweep's spec")
+        checked = spec.check(lambda: stop.requested)
+        cluster_threads = _cluster_threads(args.scheduler) if args.scheduler else None
+        if stop.requested:
+            raise Interrupted('interrupted before the first run; nothing was run or written')
+    except SpecError as exc:
+        print(f'sweep_sim: error: {exc}', file=sys.stderr)
+        return 2
+    except Interrupted as exc:
+        print(f'sweep_sim: {exc}', file=sys.stderr)
+        StopRequest.ignore_from_now()
+        return 130
+    except ImportError as exc:
+        print(f'sweep_sim: error: --scheduler needs Dask distributed ({exc.name} is not '
+              'installed): pip install "dask[distributed]"', file=sys.stderr)
+        return 2
+    return _sweep(spec, checked, out, args, stop, cluster_threads)
+
+
+def _cluster_threads(address: str) -> int:
+    """
+    Return the worker threads of the Dask cluster at ``address``.
+
+    ``SpecError`` (one line) if it has none, or if a worker runs another version or commit of
+    this package than the client: its rows could differ silently from the client's.
+    """
+    from dask.distributed import Client
+    try:
+        with Client(address, timeout='10s') as client:
+            threads = sum(client.nthreads().values())
+            identities = client.run(code_identity, on_error='return') if threads else {}
+    except (OSError, TimeoutError) as exc:
+        raise SpecError(f'--scheduler {address}: cannot reach a Dask scheduler ({exc})') from None
+    if not threads:
+        raise SpecError(f'--scheduler {address}: the cluster has no workers')
+    client_identity = code_identity()
+    refused = {}
+    for worker, identity in sorted(identities.items()):
+        if isinstance(identity, BaseException):
+            refused[worker] = (f'cannot run {PACKAGE} '
+                               f'({type(identity).__name__}: {identity})')
+        elif identity_mismatch(identity, client_identity):
+            refused[worker] = identity_mismatch(identity, client_identity)
+    if refused:
+        worker, why = next(iter(refused.items()))
+        raise SpecError(
+            f'--scheduler {address}: {len(refused)} of {len(identities)} worker(s) run other '
+            f'code than this client, e.g. {worker}: {why}; install the same {PACKAGE} '
+            'checkout on every worker')
+    return threads
+
+
+def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=None) -> int:
+    from tqdm import tqdm
+
+    from ros_support.signals import StopRequest
+    out.mkdir(parents=True, exist_ok=True)
+    workers = cluster_threads or args.workers or os.cpu_count() or 1
+    runs_file = RunsFile(out / RUNS_FILE, runs_header(spec), args.resume)
+    total = spec.run_count
+    todo = total - min(len(runs_file.done), total)
+    started = time.time()
+    _write_spec(out, spec, args, total, None, started)
+    n_chunks = 0
+
+    def work() -> Iterator[list[Run]]:
+        nonlocal n_chunks
+        for chunk in stream_chunks(spec.runs(checked, runs_file.done.__contains__), checked,
+                                   workers):
+            n_chunks += 1
+            yield chunk
+    errors = finished = 0
+    bar = tqdm(total=total, initial=total - todo, unit='run', desc='sweep_sim',
+               file=sys.stderr, dynamic_ncols=True)
+    cpu_start = time.process_time()
+    should_stop = (lambda: stop.requested)
+    results = (dask_results(work(), args.scheduler, workers, should_stop) if args.scheduler
+               else local_results(work(), workers, should_stop))
+    try:
+        for chunk, rows in results:
+            for run, row in zip(chunk, rows):
+                runs_file.add(run, row)
+                errors += bool(row.get('error'))
+                finished += 1
+            bar.update(len(chunk))
+            if stop.requested:
+                break
+    finally:
+        stop.writing = True
+        results.close()
+        runs_file.close()
+        bar.close()
+    interrupted = stop.requested or finished < todo
+    table = RunTable(out / RUNS_FILE, list(spec.grid))
+    summary = summary_rows(spec, table)
+    write_summary(out / SUMMARY_FILE, summary)
+    if not args.no_plots:
+        from soliton_encirclement_ros.analysis.sweep_plots import write_sweep_plots
+        write_sweep_plots(out, spec, table, summary)
+    totals = {'runs': total, 'finished': len(table), 'errors': int(table.failed.sum()),
+              'this_session': {'runs': finished, 'errors': errors,
+                               'wall_time': time.time() - started,
+                               'parent_cpu_time': time.process_time() - cpu_start,
+                               'chunks': n_chunks, 'workers': workers,
+                               'scheduler': args.scheduler},
+              'interrupted': interrupted}
+    _write_spec(out, spec, args, total, totals, started)
+    print_table(spec, summary, spec.plot['metric'])
+    print(f'sweep_sim: {len(table)}/{total} runs in {out} ({totals["errors"]} failed); '
+          f'{finished} this session in {time.time() - started:.1f} s'
+          + ('; interrupted: --resume finishes it' if interrupted else ''))
+    StopRequest.ignore_from_now()
+    return 130 if interrupted else (1 if totals['errors'] else 0)
+
+
+def _write_spec(out: Path, spec: Spec, args, total: int, totals: Optional[dict],
+                started: float) -> None:
+    import importlib.metadata as md
+    versions = {'python': platform.python_version(), 'numpy': np.__version__}
+    for package in ('soliton_encirclement_ros', 'dask', 'distributed'):
+        try:
+            versions[package] = md.version(package)
+        except md.PackageNotFoundError:
+            pass
+    versions['soliton_encirclement_ros_commit'] = git_commit()
+    doc = {'spec': spec.raw, 'spec_file': str(Path(args.spec).absolute()), 'runs': total,
+           'started': time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(started)),
+           'versions': versions, 'totals': totals}
+    tmp = out / (SPEC_FILE + '.tmp')
+    tmp.write_text(json_text(doc))
+    tmp.replace(out / SPEC_FILE)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,218 @@
+"""Scheduling a sweep's runs: chunks of runs that share a numpy step, on a local pool or Dask."""
+from __future__ import annotations
+
+import math
+import multiprocessing
+import signal
+import time
+import traceback
+from typing import Any, Iterable, Iterator
+
+import numpy as np
+
+from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS, summarise
+from soliton_encirclement_ros.core import batch_engine
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.provenance import code_identity
+from soliton_encirclement_ros.sim.sweep.spec import Checked, Run
+
+# Largest R * N^2 of one chunk of the receiver x sender engine; above it, runs go one by one
+# through batch_sim's own engines (O(N log N) per tick for lossless large swarms).
+CHUNK_BUDGET = 10_000
+SINGLE_RUN_AGENTS = 64
+# Chunks handed to each worker at a time (the others wait in the run generator), and the most
+# generated runs waiting for their chunk to fill: memory does not grow with the sweep.
+CHUNKS_IN_FLIGHT_PER_WORKER = 2
+MAX_WAITING_RUNS = 20_000
+
+
+def chunk_size(agents: int, group_runs: int, workers: int) -> int:
+    """
+    Return the runs per chunk of a group.
+
+    At most ``CHUNK_BUDGET / N^2``, cut so that every worker gets work; large swarms one by one.
+    """
+    size = 1 if agents > SINGLE_RUN_AGENTS else max(1, CHUNK_BUDGET // (agents * agents))
+    return max(1, min(size, math.ceil(group_runs / max(1, workers))))
+
+
+def chunks(runs: list[Run], workers: int) -> list[list[Run]]:
+    """
+    Split a list of ``runs`` (each with a :class:`Scenario`) into chunks stepped together.
+
+    Runs of one :func:`batch_engine.group_key` share a chunk (see :func:`chunk_size`).
+    """
+    groups: dict[str, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(batch_engine.group_key(run.scenario), []).append(run)
+    out = []
+    for members in groups.values():
+        size = chunk_size(members[0].scenario.agents, len(members), workers)
+        out += [members[k:k + size] for k in range(0, len(members), size)]
+    return out
+
+
+def stream_chunks(runs: Iterable[Run], checked: Checked, workers: int) -> Iterator[list[Run]]:
+    """
+    Yield the chunks of a spec's ``runs`` as they fill (or their group ends), never all at once.
+
+    Chunk sizes as :func:`chunks` gives them for the whole group; at most
+    ``MAX_WAITING_RUNS`` runs wait for their chunk to fill (the fullest goes first).
+    """
+    sizes = [chunk_size(n, total, workers)
+             for n, total in zip(checked.group_agents, checked.group_runs)]
+    filling: dict[int, list[Run]] = {}
+    waiting = 0
+    for run in runs:
+        bucket = filling.setdefault(run.group, [])
+        bucket.append(run)
+        waiting += 1
+        if len(bucket) >= sizes[run.group]:
+            waiting -= len(bucket)
+            yield filling.pop(run.group)
+        elif waiting > MAX_WAITING_RUNS:
+            fullest = max(filling, key=lambda g: len(filling[g]))
+            waiting -= len(filling[fullest])
+            yield filling.pop(fullest)
+    yield from filling.values()
+
+
+def run_chunk(scenarios: list[dict]) -> list[dict]:
+    """
+    Simulate runs (scenario mappings) together; a result row per run.
+
+    A chunk that raises is run again one run at a time, so a run that fails is recorded with
+    its error and the others are not lost. Runs in the worker process, also on a Dask worker.
+    """
+    start = time.perf_counter()
+    try:
+        built = [Scenario.from_mapping(s) for s in scenarios]
+        series = _simulate(built)
+        wall = (time.perf_counter() - start) / len(scenarios)
+        return [_row(m, wall) for m in series]
+    except Exception:  # noqa: B902 - a failing chunk is isolated run by run below
+        if len(scenarios) == 1:
+            return [{'error': traceback.format_exc(limit=1).strip().splitlines()[-1]}]
+        return [row for s in scenarios for row in run_chunk([s])]
+
+
+def run_chunk_checked(scenarios: list[dict], client: dict) -> list[dict]:
+    """
+    :func:`run_chunk` on a Dask worker that runs the client's code (``client``: its identity).
+
+    A worker with another package version or commit (one that joined after the start-up check)
+    gives every run of the chunk an error row instead of results that may differ silently;
+    ``--resume`` runs them again.
+    """
+    mismatch = identity_mismatch(code_identity(), client)
+    if mismatch:
+        return [{'error': f'worker runs other code: {mismatch}'} for _ in scenarios]
+    return run_chunk(scenarios)
+
+
+def identity_mismatch(worker: dict, client: dict) -> str:
+    """Say how a worker's code identity differs from the client's, or ''."""
+    differ = [f'{key} {worker.get(key)} (this client: {client.get(key)})'
+              for key in ('version', 'commit') if worker.get(key) != client.get(key)]
+    return ', '.join(differ)
+
+
+def _simulate(scenarios: list[Scenario]) -> list[np.ndarray]:
+    if len(scenarios) == 1 and scenarios[0].agents > SINGLE_RUN_AGENTS:
+        from soliton_encirclement_ros.sim.batch_sim import simulate
+        return [simulate(scenarios[0]).metrics]
+    return batch_engine.simulate_runs(scenarios).metrics
+
+
+def _row(metrics: np.ndarray, wall: float) -> dict:
+    s = summarise(metrics)
+    row = {f'final_{m}': s['final'][m] for m in METRIC_NAMES}
+    row.update({f'mean_{m}': s['mean'][m] for m in METRIC_NAMES})
+    row.update({f'settle_{m}': s['settle_time'][m] for m in SETTLE_THRESHOLDS})
+    row.update({'d_min': s['closest']['d_min'], 'd_min_time': s['closest']['time'],
+                'wall_time': wall, 'error': ''})
+    return row
+
+
+def _ignore_interrupts() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
+
+
+def _results(work: Iterable[list[Run]], submit, in_flight: int,
+             should_stop) -> Iterator[tuple[list[Run], Any]]:
+    """Yield (chunk, job) as jobs finish, with at most ``in_flight`` submitted at a time."""
+    work = iter(work)
+    pending: list = []
+    exhausted = False
+    while not should_stop():
+        while not exhausted and len(pending) < in_flight:
+            chunk = next(work, None)
+            if chunk is None:
+                exhausted = True
+            else:
+                pending.append((chunk, submit([r.mapping() for r in chunk])))
+        if not pending:
+            return
+        ready = [job for job in pending if job[1].done()]
+        for job in ready:
+            pending.remove(job)
+            yield job
+        if not ready:
+            time.sleep(0.05)
+
+
+class _PoolJob:
+
+    def __init__(self, result) -> None:
+        self.result = result
+
+    def done(self) -> bool:
+        return self.result.ready()
+
+
+def local_results(work: Iterable[list[Run]], workers: int,
+                  should_stop=lambda: False) -> Iterator[tuple[list[Run], list]]:
+    """Yield (chunk, rows) as a local process pool finishes them, until ``should_stop()``."""
+    if workers == 1:
+        for chunk in work:
+            if should_stop():
+                return
+            yield chunk, run_chunk([r.mapping() for r in chunk])
+        return
+    # spawn, not fork: the caller may have threads (tqdm's monitor, rclpy, a test runner's DDS
+    # participants), and a forked child can inherit a lock one of them held, and hang.
+    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=_ignore_interrupts)
+    try:
+        for chunk, job in _results(
+                work, lambda s: _PoolJob(pool.apply_async(run_chunk, (s,))),
+                CHUNKS_IN_FLIGHT_PER_WORKER * workers, should_stop):
+            yield chunk, job.result.get()
+        pool.close()
+    finally:
+        pool.terminate()
+        pool.join()
+
+
+def dask_results(work: Iterable[list[Run]], address: str, workers: int = 1,
+                 should_stop=lambda: False) -> Iterator[tuple[list[Run], list]]:
+    """Yield (chunk, rows) as the Dask cluster at ``address`` (``workers`` threads) ends them."""
+    from dask.distributed import Client
+    client = Client(address, timeout='10s')
+    in_flight: set = set()  # only these are held: a finished chunk's result is let go
+
+    identity = code_identity()
+
+    def submit(scenarios):
+        future = client.submit(run_chunk_checked, scenarios, identity, pure=False)
+        in_flight.add(future)
+        return future
+    try:
+        for chunk, future in _results(work, submit, CHUNKS_IN_FLIGHT_PER_WORKER * workers,
+                                      should_stop):
+            rows = future.result()
+            in_flight.discard(future)
+            yield chunk, rows
+    finally:
+        client.cancel(list(in_flight))
+        client.close()

@@ -1,0 +1,67 @@
+"""
+swarm_sim with real rclpy: a params file means what it says, a given option wins over it.
+
+The plan's values come after ``--params-file`` on each node's command line, so before the fix
+``-p metrics_period:=0.05`` (the control period) silently beat a file's ``metrics_period``.
+Observed in the outputs: metrics.csv has one row per metrics period. ``--processes`` needs a
+few seconds before its children all run, hence its longer runs.
+"""
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.sim import runner
+
+PARAMS = '/swarm/metrics:\n  ros__parameters:\n    metrics_period: 0.15\n'
+
+
+def metrics_step(out):
+    times = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)[:, 0]
+    steps = np.round(np.diff(times), 6)
+    assert len(steps) > 5
+    return float(np.median(steps))
+
+
+@pytest.mark.parametrize('mode', [['--duration', '2'], ['--processes', '--duration', '8']],
+                         ids=['in-process', 'processes'])
+def test_the_file_beats_defaults_and_a_given_option_beats_the_file(tmp_path, capfd, mode):
+    params = tmp_path / 'params.yaml'
+    params.write_text(PARAMS)
+    out = tmp_path / 'file'
+    code = runner.main(['--no-progress', *mode, '--agents', '3', '--control-period', '0.05',
+                        '--params-file', str(params), '--out', str(out)])
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert metrics_step(out) == 0.15  # the file's, not the control period 0.05
+    assert ' wins over ' not in err
+
+    out = tmp_path / 'option'
+    code = runner.main(['--no-progress', *mode, '--agents', '3', '--control-period', '0.05',
+                        '--metrics-period', '0.1', '--params-file', str(params),
+                        '--out', str(out)])
+    err = capfd.readouterr().err
+    assert code == 0, err
+    assert metrics_step(out) == 0.1
+    assert [line for line in err.splitlines() if ' wins over ' in line] == [
+        'swarm_sim: metrics_period: 0.1 from swarm_sim option --metrics-period wins over 0.15 '
+        f'from params file {params}']
+
+
+def test_the_launch_files_refuse_a_parameter_no_node_of_theirs_declares(tmp_path):
+    """The check launch_support runs before a launch starts anything (launch itself not needed)."""
+    from ros_support.validation import unknown_parameters
+    from soliton_encirclement_ros.bringup.graph import given_parameters, LaunchArguments
+    from soliton_encirclement_ros.bringup.launch_plans import swarm_sim_nodes
+    from soliton_encirclement_ros.nodes.catalogue import node_parameters
+    params = tmp_path / 'params.yaml'
+    defaults = {'num_agents': '2', 'radius': '20.0', 'use_sim_time': 'true',
+                'real_time_factor': '1.0', 'seed': '0', 'control_period': '0.05',
+                'target_motion': 'static', 'rviz': 'false', 'params_file': str(params)}
+
+    def unknown():
+        specs = swarm_sim_nodes(LaunchArguments(defaults, given={'num_agents'}))
+        return unknown_parameters(given_parameters(specs), {
+            spec.name for node in specs for spec in node_parameters()[node.executable]})
+    params.write_text('/**:\n  ros__parameters:\n    k_r: 2.0\n    marker_period: 1.0\n')
+    assert unknown() == []  # a shared /** file: each name is some node's
+    params.write_text('/**/agent:\n  ros__parameters:\n    k_rr: 2.0\n')
+    assert unknown() == ['k_rr (given to /uav1/agent; did you mean k_r?)']

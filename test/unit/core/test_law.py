@@ -1,0 +1,82 @@
+"""The control law terms (core/law.py) against hand-computed values."""
+import math
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.core.geometry import polar_frame, wrap_2pi
+from soliton_encirclement_ros.core.law import (
+    clamp_velocity, compose_command, damped_spacing_error, limiter, radial_velocity,
+    soliton_update, spacing_error, tangential_velocity)
+from support.core_cases import ORIGIN, P
+
+
+def test_radial_pd_hand_value():
+    r, e_r, _ = polar_frame([22.0, 0.0, 0.0], ORIGIN)
+    v = radial_velocity(r, e_r, [1.0, 3.0, 0.0], [0.5, 0.0, 0.0], P)
+    # e = 2, v_r = 0.5 -> -1*2 - 0.5*0.5 = -2.25 along +x
+    assert v == pytest.approx([-2.25, 0.0])
+
+
+def test_spacing_error_four_agents_known_angles():
+    # agents at 0, 1, 2.5, 4 rad: agent at 1 has gap_pred 1, gap_succ 1.5 -> e = 0.5/2.5
+    theta = np.array([0.0, 1.0, 2.5, 4.0])
+    gap_pred = wrap_2pi(theta - np.roll(theta, 1))
+    gap_succ = wrap_2pi(np.roll(theta, -1) - theta)
+    e = spacing_error(gap_pred, gap_succ)
+    assert e == pytest.approx([(1 - (2 * math.pi - 4)) / (1 + 2 * math.pi - 4), 0.2, 0.0,
+                               (2 * math.pi - 4 - 1.5) / (2 * math.pi - 4 + 1.5)])
+
+
+def test_spacing_error_lambda_missing_and_degenerate():
+    # l_pred = 2, l_self = 1, gaps 1 and 1 -> (2 - 1)/(2 + 1)
+    assert spacing_error(1.0, 1.0, 2.0, 1.0) == pytest.approx(1 / 3)
+    assert spacing_error(np.nan, 1.0) == 0.0
+    assert spacing_error(0.0, 0.0) == 0.0
+    assert spacing_error(np.inf, 1.0) == 0.0
+
+
+def test_omega_damping_hand_value_and_fallbacks():
+    assert damped_spacing_error(0.2, 0.3, 0.1, 0.3, 0.1) == pytest.approx(0.2 - 0.1 * 0.1)
+    assert damped_spacing_error(0.2, 0.3, np.nan, 0.5, 0.1) == pytest.approx(0.2 + 0.02)
+    assert damped_spacing_error(0.2, 0.3, np.nan, np.nan, 0.1) == 0.2
+    assert damped_spacing_error(0.2, np.nan, 0.1, 0.1, 0.1) == 0.2
+    assert damped_spacing_error(0.2, 0.3, 0.1, 0.3, 0.0) == 0.2
+
+
+def test_u_update_core_form_and_kdv_terms():
+    core = P.with_changes(kappa_u_diff=0.0, k_u_steepen=0.0, kappa_u_disp=0.0)
+    u, u_ss = soliton_update(0.5, 0.2, 0.6, 0.0, 0.0, 0.1, core)
+    du = 2.0 * 0.4 - 7.0 * 0.5 - 0.5 * 0.125 + 25.0 * 0.1
+    assert u == pytest.approx(0.5 + 0.01 * du)
+    assert u_ss == pytest.approx(0.6 - 1.0 + 0.2)
+    full, _ = soliton_update(0.5, 0.2, 0.6, 0.3, -0.1, 0.1, P)
+    du_full = du + 0.1 * (-0.2) - 0.3 * 0.5 * 0.4 + 0.05 * (-0.1 - 0.3)
+    assert full == pytest.approx(0.5 + 0.01 * du_full)
+
+
+def test_soft_limiter_and_non_finite_guard():
+    soft = P.with_changes(soft_limiter=True)
+    assert limiter(2.0, soft) == pytest.approx(8.0 / 2.0)
+    assert limiter(2.0, P) == 8.0
+    u, _ = soliton_update(1e300, 0.0, 0.0, 0.0, 0.0, 0.0, P)
+    assert u == 0.0
+
+
+def test_tangential_mapping_uses_r_eff_and_spin_reference():
+    _, _, t = polar_frame([0.5, 0.0, 0.0], ORIGIN)
+    v = tangential_velocity(1.0, 0.5, t, 0.0, P)
+    assert v == pytest.approx([0.0, 0.2 * 1.0 * 1.0])  # r_eff = R_MIN = 1
+    v = tangential_velocity(1.0, 20.0, t, 0.1, P)
+    assert v == pytest.approx([0.0, 0.2 * 20.0 + 0.1 * 20.0])
+
+
+def test_command_composition_clamping_and_fallback():
+    cmd = compose_command([3.0, 0.0], [0.0, 4.0], [1.0, 0.0, 9.0], np.zeros(3), P)
+    assert cmd == pytest.approx([4.0, 4.0, 5.0])
+    cmd = compose_command([30.0, 0.0], [0.0, 0.0], [0.0, 0.0, 0.0], np.zeros(3), P)
+    assert cmd == pytest.approx([10.0, 0.0, 0.0])
+    cmd = compose_command([np.nan, 0.0], [0.0, 1.0], [1.0, 2.0, 0.0], np.zeros(3), P)
+    assert cmd == pytest.approx([1.0, 2.0, 0.0])
+    assert clamp_velocity([15.0, 15.0, 10.0], 10.0, 5.0) == pytest.approx([7.0711, 7.0711, 5.0],
+                                                                          abs=1e-4)

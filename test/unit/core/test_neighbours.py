@@ -1,0 +1,70 @@
+"""Ring neighbours and hysteresis (core/neighbours.py)."""
+from hypothesis import given, settings
+from hypothesis import strategies as st
+import numpy as np
+
+from soliton_encirclement_ros.core.neighbours import (
+    apply_hysteresis, NO_NEIGHBOUR, ring_candidates, ring_neighbours)
+
+
+def test_ring_neighbours_sorted_by_angle_then_id():
+    assert ring_neighbours(1, 0.5, [2, 3, 4], [1.0, 3.0, 6.0]) == (4, 2)
+    assert ring_neighbours(1, 6.2, [2, 3], [1.0, 3.0]) == (3, 2)  # wraps around
+    # equal angles: order by id, so 2 comes after 1 and 0 before it
+    assert ring_neighbours(1, 1.0, [0, 2, 3], [1.0, 1.0, 4.0]) == (0, 2)
+
+
+def test_ring_one_other_agent_is_both_and_alone_has_none():
+    assert ring_neighbours(1, 0.5, [7], [4.0]) == (7, 7)
+    assert ring_neighbours(1, 0.5, [], []) == (NO_NEIGHBOUR, NO_NEIGHBOUR)
+
+
+def _ring_by_sorting(own_id, own_theta, ids, thetas):
+    """Sort self and the others by (theta, id) and take the neighbours either side."""
+    ring = sorted(zip(thetas, ids)) if len(ids) else []
+    if not ring:
+        return NO_NEIGHBOUR, NO_NEIGHBOUR
+    ring = sorted(ring + [(own_theta, own_id)])
+    k = ring.index((own_theta, own_id))
+    return ring[k - 1][1], ring[(k + 1) % len(ring)][1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 12), st.sampled_from([0.0, 1.0, 2.0, 3.0, 6.0])
+                          | st.floats(0.0, 6.28)),
+                min_size=1, max_size=8, unique_by=lambda t: t[0]),
+       st.floats(0.0, 6.28), st.randoms(use_true_random=False))
+def test_array_ring_candidates_equal_the_sorted_ring(entries, stale_own_theta, rnd):
+    """ring_candidates (rows x columns, any column order, masks) == sorting by (theta, id)."""
+    rnd.shuffle(entries)
+    ids = np.array([e[0] for e in entries])
+    thetas = np.array([e[1] for e in entries])
+    askers = np.arange(0, 14)
+    own_thetas = np.where(np.isin(askers, ids), stale_own_theta, (askers * 0.9) % 6.28)
+    own_thetas[::3] = thetas[0]  # exact ties with a stored angle
+    visible = (ids != askers[:, None]) & np.array(
+        [[rnd.random() < 0.8 for _ in ids] for _ in askers])
+    pred, succ = ring_candidates(visible, thetas, own_thetas, askers, ids)
+    for k, agent in enumerate(askers):
+        use = visible[k]
+        want = _ring_by_sorting(agent, own_thetas[k], ids[use].tolist(), thetas[use].tolist())
+        got = tuple(NO_NEIGHBOUR if c == NO_NEIGHBOUR else ids[c] for c in (pred[k], succ[k]))
+        assert got == want
+
+
+def test_hysteresis_keeps_current_unless_much_closer():
+    # current successor 5 at gap 0.50; candidate 6 at gap 0.47 -> keep; at 0.40 -> switch
+    keep = apply_hysteresis(2, 6, 0.3, 0.47, 2, 5, 0.3, 0.50, 0.05)
+    assert (int(keep[0]), int(keep[1])) == (2, 5)
+    switch = apply_hysteresis(2, 6, 0.3, 0.40, 2, 5, 0.3, 0.50, 0.05)
+    assert int(switch[1]) == 6
+
+
+def test_hysteresis_accepts_when_current_expired_missing_or_crossed():
+    expired = apply_hysteresis(2, 6, 0.3, 0.47, 2, 5, 0.3, np.nan, 0.05)
+    assert int(expired[1]) == 6
+    missing = apply_hysteresis(2, 6, 0.3, 0.47, NO_NEIGHBOUR, NO_NEIGHBOUR, np.nan, np.nan, 0.05)
+    assert (int(missing[0]), int(missing[1])) == (2, 6)
+    # passed the successor: 5 is now the predecessor (gap 0.01) -> take the new pair at once
+    crossed = apply_hysteresis(5, 6, 0.01, 0.3, 2, 5, 0.02, 6.27, 0.05)
+    assert (int(crossed[0]), int(crossed[1])) == (5, 6)
