@@ -97,13 +97,14 @@ def test_the_agent_launch_plans_hold_altitude_and_d_safe_by_the_same_rule(tmp_pa
         f'altitude: 3.0 from launch argument altitude:=3.0 wins over 5.0 from params file '
         f'{path}',)
     px4 = {**common, 'altitude': '10.0', 'd_safe': '2.0', 'px4_namespace': '',
-           'target_system': '1', 'origin': '0,0,0'}
+           'target_system': '1', 'origin': '0,0,0', 'simulated': ''}
     specs = agent_px4_nodes(LaunchArguments(px4, given={'d_safe'}))
     agent = of(specs, 'agent_node')[0]
     assert agent.parameters['d_safe'] == 2.0 and 'altitude' not in agent.parameters
     sitl = {'num_agents': '2', 'origins': '', 'spawn_spacing': '1.0', 'altitude': '10.0',
             'swarm_reliability': 'best_effort', 'radius': '20.0', 'd_safe': '2.0',
-            'target_motion': 'static', 'params_file': path, 'use_sim_time': 'true'}
+            'target_motion': 'static', 'params_file': path, 'use_sim_time': 'true',
+            'simulated': ''}
     specs = swarm_px4_sitl_nodes(LaunchArguments(sitl, given={'num_agents'}))
     assert all(not {'d_safe', 'altitude', 'radius'} & set(a.parameters)
                for a in of(specs, 'agent_node'))
