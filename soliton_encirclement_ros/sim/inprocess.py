@@ -84,10 +84,11 @@ class InProcessGraph:
                 swarm_qos(RELIABLE, TARGET_STATE_TOPIC))
             self.executor = EventsExecutor(context=self.context)
             # Direct delivery (no DDS between the graph's own nodes) unless a bag is recorded
-            # here: the recorder takes serialised messages from DDS. Made before the nodes join
-            # the executor, which then never sees the timers the lock-step calls.
+            # or the live view serves the run here: both take serialised messages from DDS.
+            # Made before the nodes join the executor, which then never sees the timers the
+            # lock-step calls.
             self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],
-                                     STALL_TIMEOUT, direct=not record)
+                                     STALL_TIMEOUT, direct=not record and live is None)
             self.lockstep.after_delivery.append(self._hand_out_heard)
             for node in [self.clock_node, *self.nodes]:
                 self.executor.add_node(node)
