@@ -5,6 +5,7 @@ import argparse
 import dataclasses
 import difflib
 import math
+import re
 from typing import Any, Iterable, Mapping, TypeVar
 
 import yaml
@@ -15,6 +16,14 @@ Settings = TypeVar('Settings')
 def finite_float(name: str, value: Any) -> float:
     """``value`` as a float; ``ValueError`` naming ``name`` if it is not a finite number."""
     return bounded(name, value)
+
+
+def regular_expression(name: str, value: str) -> re.Pattern:
+    """Return ``value`` compiled; ``ValueError`` naming the parameter if it is not one."""
+    try:
+        return re.compile(value)
+    except re.error as error:
+        raise ValueError(f'{name} {value!r} is not a regular expression: {error}') from None
 
 
 def bounded(name: str, value: Any, low: float | None = None, high: float | None = None,

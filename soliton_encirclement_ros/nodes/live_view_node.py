@@ -11,7 +11,6 @@ the messages' log times and the server's time are sim time.
 from __future__ import annotations
 
 from dataclasses import dataclass
-import re
 
 from rclpy.clock import Clock
 from rclpy.node import Node
@@ -19,7 +18,7 @@ from rclpy.node import Node
 from ros_support.ros_parameters import declare, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.spin import spin_node
-from ros_support.validation import from_mapping
+from ros_support.validation import from_mapping, regular_expression
 from soliton_encirclement_ros.live.relay import (
     DEFAULT_HOST, DEFAULT_LIVE_TOPICS, DEFAULT_PORT, FoxgloveRelay)
 
@@ -42,11 +41,7 @@ class LiveViewSettings:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        try:
-            re.compile(self.topics_regex)
-        except re.error as error:
-            raise ValueError(f'topics_regex {self.topics_regex!r} is not a regular expression: '
-                             f'{error}') from None
+        regular_expression('topics_regex', self.topics_regex)
 
 
 PARAMETERS = tuple(specs_of(LiveViewSettings))  # everything live_view declares

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass
-import re
 import sys
 import time
 
@@ -29,7 +28,7 @@ from ros_support.ros_parameters import declare, parameters_help, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.signals import StopRequest
 from ros_support.spin import configuration_error
-from ros_support.validation import from_mapping
+from ros_support.validation import from_mapping, regular_expression
 from soliton_encirclement_ros.provenance import bag_custom_data
 from soliton_encirclement_ros.recording.recorder import (
     BagRecorder, DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS)
@@ -53,11 +52,7 @@ class RecorderSettings:
         check_fields(self)
         if not self.output:
             raise ValueError("output must name a new bag directory, got ''")
-        try:
-            re.compile(self.topics_regex)
-        except re.error as error:
-            raise ValueError(f'topics_regex {self.topics_regex!r} is not a regular expression: '
-                             f'{error}') from None
+        regular_expression('topics_regex', self.topics_regex)
 
 
 PARAMETERS = tuple(specs_of(RecorderSettings))  # everything run_recorder declares
