@@ -177,6 +177,9 @@ class ProcessGraph:
         failure = stop_processes(
             [(spec.full_name, process, log) for spec, process, log in self.processes],
             writing=self.writing)
+        # The executor first: a spin_once that timed out can leave its wait set holding the
+        # node's handles, and destroying a publisher then waits for them forever.
+        self.executor.shutdown()
         if self.recorder is not None:
             self.recorder.close()
             self.recorder = None
@@ -186,7 +189,6 @@ class ProcessGraph:
         if getattr(self, 'node', None) is not None:
             self.node.destroy_node()
             self.node = None
-        self.executor.shutdown()
         rclpy.try_shutdown(context=self.context)
         self.context.destroy()  # the participant leaves the domain now, not at garbage collection
         if not failure:

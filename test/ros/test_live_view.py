@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from support.waits import DEADLINE
+from support.waits import DEADLINE, wait_for
 
 pytestmark = pytest.mark.skipif(
     not (importlib.util.find_spec('foxglove') and importlib.util.find_spec('websockets')),
@@ -41,14 +41,14 @@ def swarm_sim(*args):
 
 
 def wait_for_port(port: int, process) -> None:
-    deadline = time.monotonic() + DEADLINE
-    while time.monotonic() < deadline and process.poll() is None:
+    def serving():
+        assert process.poll() is None, f'swarm_sim exited ({process.poll()}) before serving'
         try:
             socket.create_connection(('127.0.0.1', port), timeout=1.0).close()
-            return
         except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f'no live view on port {port} (exit {process.poll()})')
+            return False
+        return True
+    wait_for(serving, f'the live view on port {port}')
 
 
 def old_client_status(port: int) -> int:

@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 import signal
 import subprocess
-import time
 
 import numpy as np
 import pytest
@@ -25,6 +24,7 @@ from soliton_encirclement_ros.sim.batch_sim import main as batch_sim_main
 from soliton_encirclement_ros.sim.batch_sim import simulate
 from soliton_encirclement_ros.sim.executables import find_executable
 from soliton_encirclement_ros.sim.sweep import main, RESULT_COLUMNS, run_chunk
+from support.waits import wait_for
 
 # Failures with outages shorter than the liveness timeouts, loss, delay and a moving target:
 # everything that makes receivers disagree, so nothing here can hold by accident.
@@ -182,11 +182,7 @@ def test_ctrl_c_keeps_the_finished_runs_and_resume_completes_them(tmp_path):
            '--no-plots']
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 120.0
-        while time.monotonic() < deadline:
-            if (out / 'runs.csv').exists() and len(_rows(out)) >= 1:
-                break
-            time.sleep(0.05)
+        wait_for(lambda: (out / 'runs.csv').exists() and _rows(out), 'rows of the first chunk')
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
@@ -336,11 +332,7 @@ def test_the_runs_of_a_huge_spec_are_streamed_not_held(tmp_path):
                    '1', '--no-plots'])
     try:
         assert _first_line(proc, 60.0).startswith('sweep_sim: 2000000 runs')
-        deadline = time.monotonic() + 120.0
-        while time.monotonic() < deadline:  # the first chunk finished
-            if (out / 'runs.csv').exists() and len(_rows(out)) >= 1:
-                break
-            time.sleep(0.05)
+        wait_for(lambda: (out / 'runs.csv').exists() and _rows(out), 'rows of the first chunk')
         peak_kb = int(next(line.split()[1] for line in
                            Path(f'/proc/{proc.pid}/status').read_text().splitlines()
                            if line.startswith('VmHWM:')))
