@@ -180,15 +180,7 @@ def test_ctrl_c_keeps_the_finished_runs_and_resume_completes_them(tmp_path):
     # Beside Python (pip) or in the ament prefix (colcon test), as the runner finds nodes.
     cmd = [find_executable('sweep_sim'), str(spec), '--out', str(out), '--workers', '1',
            '--no-plots']
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        wait_for(lambda: (out / 'runs.csv').exists() and _rows(out), 'rows of the first chunk')
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 130, stderr
-    assert 'Traceback' not in stderr and 'interrupted: --resume finishes it' in stdout
+    _interrupt_after_first_chunk(_start(cmd), out)
     kept = _rows(out)
     assert 1 <= len(kept) < 40 and (out / 'summary.csv').exists()
     assert json.loads((out / 'sweep.json').read_text())['totals']['interrupted'] is True
@@ -287,6 +279,20 @@ def _start(cmd):
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def _interrupt_after_first_chunk(proc, out, probe=lambda: None):
+    """SIGINT a running sweep once its first rows are written; check it stopped as asked."""
+    try:
+        wait_for(lambda: (out / 'runs.csv').exists() and _rows(out), 'rows of the first chunk')
+        measured = probe()
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, stderr
+    assert 'Traceback' not in stderr and 'interrupted: --resume finishes it' in stdout
+    return measured
+
+
 def _first_line(proc, deadline_s: float) -> str:
     """Return the first stdout line, or fail if it does not come within the deadline."""
     lines = []
@@ -332,16 +338,12 @@ def test_the_runs_of_a_huge_spec_are_streamed_not_held(tmp_path):
                    '1', '--no-plots'])
     try:
         assert _first_line(proc, 60.0).startswith('sweep_sim: 2000000 runs')
-        wait_for(lambda: (out / 'runs.csv').exists() and _rows(out), 'rows of the first chunk')
-        peak_kb = int(next(line.split()[1] for line in
-                           Path(f'/proc/{proc.pid}/status').read_text().splitlines()
-                           if line.startswith('VmHWM:')))
-        proc.send_signal(signal.SIGINT)
-        stdout, stderr = proc.communicate(timeout=120)
-    finally:
+    except BaseException:
         proc.kill()
-    assert proc.returncode == 130, stderr
-    assert 'Traceback' not in stderr and 'interrupted: --resume finishes it' in stdout
+        raise
+    peak_kb = _interrupt_after_first_chunk(proc, out, probe=lambda: int(next(
+        line.split()[1] for line in Path(f'/proc/{proc.pid}/status').read_text().splitlines()
+        if line.startswith('VmHWM:'))))
     assert 1 <= len(_rows(out)) < 2_000_000
     assert peak_kb < 400_000  # holding 2,000,000 runs took about 2 GB
 
