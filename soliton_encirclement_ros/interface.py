@@ -16,7 +16,9 @@ view attribute, one :data:`WIRE_FIELDS` entry) and bumping the version here, and
   random per process start: two processes broadcasting one ``agent_id`` are told apart),
   ``seq`` (int, per incarnation), ``stamp_sec stamp_nanosec`` (ints, the sender's ROS clock as
   in ``builtin_interfaces/Time``), ``px py pz`` (m, world ENU), ``vx vy vz`` (m/s, world ENU),
-  ``u`` and ``u_ss`` (soliton state, dimensionless).
+  ``u`` and ``u_ss`` (soliton state, dimensionless), ``member`` (1: a ring member's state; 0: a
+  *presence* broadcast of an agent whose controller is out, whose vehicle the others keep
+  ``d_safe`` from but leave out of the ring and the metrics).
 - ``/target/state`` (:data:`TARGET_STATE`): ``stamp_sec stamp_nanosec``, ``px py pz`` (m, world
   ENU), ``vx vy vz`` (m/s, world ENU), ``omega_ref`` (rad/s), then ``(agent_id, lambda)`` pairs.
 
@@ -135,9 +137,9 @@ class Layout:
                              'every host')
 
 
-AGENT_STATE = Layout('agent_state', 3, (
+AGENT_STATE = Layout('agent_state', 4, (
     'agent_id', 'incarnation', 'seq', 'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy',
-    'vz', 'u', 'u_ss'))
+    'vz', 'u', 'u_ss', 'member'))
 TARGET_STATE = Layout('target_state', 2, (
     'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'omega_ref'),
     pairs=('id_k', 'lambda_k'))
@@ -145,6 +147,7 @@ TARGET_STATE = Layout('target_state', 2, (
 # node, which must not mix versions), converted to AGENT_STATE order.
 AGENT_STATE_V2 = Layout('agent_state', 2, (
     'agent_id', 'incarnation', 'seq', 'stamp', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss'))
+AGENT_STATE_V3 = Layout('agent_state', 3, AGENT_STATE.fields[:-1])  # before presence: members
 _TARGET_SIZE = len(TARGET_STATE.fields)
 
 
@@ -186,6 +189,15 @@ def _integer(name: str) -> WireField:
     return WireField((name,), lambda value: (float(value),), decode)
 
 
+def _flag(name: str) -> WireField:
+    def decode(layout: Layout, values: Sequence[float]) -> bool:
+        if values[0] not in (0.0, 1.0):
+            raise ValueError(f'{layout.name.replace("_", " ")} {name} {float(values[0])!r} is '
+                             'neither 0 nor 1')
+        return values[0] == 1.0
+    return WireField((name,), lambda value: (1.0 if value else 0.0,), decode)
+
+
 def _real(name: str) -> WireField:
     return WireField((name,), lambda value: (float(value),), lambda layout, values: values[0])
 
@@ -207,6 +219,7 @@ WIRE_FIELDS = {
     'velocity': _vector('vx', 'vy', 'vz'),
     'u': _real('u'),
     'u_ss': _real('u_ss'),
+    'member': _flag('member'),
     'omega_ref': _real('omega_ref'),
 }
 
@@ -243,10 +256,16 @@ def _from_v2(values: np.ndarray) -> np.ndarray:
     stamp = named.pop('stamp')
     named.update(zip(('stamp_sec', 'stamp_nanosec'),
                      stamp_fields(round(stamp * 1e9) if math.isfinite(stamp) else 0)))
-    return np.array([named[name] for name in AGENT_STATE.fields])
+    return _from_v3(np.array([named[name] for name in AGENT_STATE_V3.fields]))
 
 
-_OLDER_AGENT_STATES = {AGENT_STATE_V2.label: (AGENT_STATE_V2, _from_v2)}
+def _from_v3(values: np.ndarray) -> np.ndarray:
+    """AGENT_STATE_V3 values in AGENT_STATE order: every state then was a ring member's."""
+    return np.append(values, 1.0)
+
+
+_OLDER_AGENT_STATES = {AGENT_STATE_V2.label: (AGENT_STATE_V2, _from_v2),
+                       AGENT_STATE_V3.label: (AGENT_STATE_V3, _from_v3)}
 
 
 def agent_state_array(msg, older: bool = False) -> np.ndarray:

@@ -35,6 +35,7 @@ AGENT_STATES_TYPE = 'std_msgs/msg/Float64MultiArray'
 NANOSECOND = 1e-9
 # Columns of ``RecordedRun.states``: the log time, then the agent-state layout's fields.
 STATE_COLUMNS = ('log_time',) + AGENT_STATE.fields
+_MEMBER = AGENT_STATE.fields.index('member')  # in a state's values (no log time)
 _ID = STATE_COLUMNS.index('agent_id')
 _POSITION = slice(STATE_COLUMNS.index('px'), STATE_COLUMNS.index('pz') + 1)
 _VELOCITY = slice(STATE_COLUMNS.index('vx'), STATE_COLUMNS.index('vz') + 1)
@@ -118,7 +119,8 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
                 except ValueError as error:  # a layout this version does not know
                     ignored, states = str(error), []
                     continue
-                states.append(np.concatenate(([log_time * 1e-9], data)))
+                if data[_MEMBER]:  # a presence broadcast (controller out) is no live agent
+                    states.append(np.concatenate(([log_time * 1e-9], data)))
         truncated, topics, custom_data = bag.truncated, bag.topics, bag.custom_data
     warnings = () if ignored is None else (
         f'{AGENT_STATES_TOPIC} set aside ({ignored}); the metrics come from the odometry alone, '

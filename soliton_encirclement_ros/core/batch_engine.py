@@ -149,6 +149,7 @@ class BatchControllers:
         self.velocity = np.full((r, n, n, 3), np.nan)
         self.nb_u = np.zeros((r, n, n))
         self.nb_u_ss = np.zeros((r, n, n))
+        self.member = np.zeros((r, n, n), dtype=bool)  # a ring member's state, not a presence
         self.target_has = np.zeros((r, n), dtype=bool)
         self.target_rx = np.full((r, n), -math.inf)
         self.target_position = np.zeros((r, n, 3))
@@ -160,14 +161,18 @@ class BatchControllers:
                        if (self.loss > 0.0).any() else None)
 
     def _send(self, now, live, positions, velocities, target_position, target_velocity):
-        """Offer this tick's broadcasts to every receiver's channel (loss drawn here)."""
+        """
+        Offer this tick's broadcasts to every receiver's channel (loss drawn here).
+
+        Every agent sends: a working one its state, a failed one its vehicle's presence.
+        """
         r, n = live.shape
-        sent = live[:, None, :] & ~np.eye(n, dtype=bool)  # (R, receiver, sender)
+        sent = np.broadcast_to(~np.eye(n, dtype=bool), (r, n, n))  # (R, receiver, sender)
         keep_target = np.ones((r, n), dtype=bool)
         keep = sent
         if self._draws is not None:
             lossy = self.loss > 0.0
-            # Per receiver: the target's message first, then each live other agent in order.
+            # Per receiver: the target's message first, then each other agent in order.
             counts = np.where(lossy[:, None], 1 + sent.sum(axis=2), 0)
             u = self._draws.take(counts.ravel()).reshape(r, n, -1)
             offset = np.cumsum(sent, axis=2) - sent  # earlier live senders (self excluded)
@@ -179,11 +184,11 @@ class BatchControllers:
         self._in_flight.append((now + self.delay, keep_target, keep,
                                 target_position.copy(), target_velocity.copy(),
                                 positions.copy(), velocities.copy(), self.u.copy(),
-                                self.u_ss.copy()))
+                                self.u_ss.copy(), live.copy()))
 
     def _deliver(self, now, live):
         while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
-            (arrival, keep_target, keep, t_pos, t_vel, pos, vel, u, u_ss) = \
+            (arrival, keep_target, keep, t_pos, t_vel, pos, vel, u, u_ss, member) = \
                 self._in_flight.pop(0)
             to_target = keep_target & live
             self.target_has |= to_target
@@ -193,6 +198,7 @@ class BatchControllers:
             got = keep & live[:, :, None]
             self.has |= got
             self.rx[got] = arrival
+            np.copyto(self.member, member[:, None, :], where=got)
             if got.sum() == got.shape[0] * got.shape[1] * (got.shape[2] - 1):
                 # Everyone heard everyone (the usual tick): plain copies. The diagonal (own
                 # state) is written too but never read: ``has`` stays False there.
@@ -243,7 +249,8 @@ class BatchControllers:
         t_pos = get(self.target_position)
         t_vel = get(self.target_velocity)
         own = get(positions)
-        entry = get(self.has) & (now - get(self.rx) <= p.agent_timeout)  # (M, N)
+        heard = get(self.has) & (now - get(self.rx) <= p.agent_timeout)  # (M, N)
+        entry = heard & get(self.member)  # ring members; the rest are presence
         nb_pos = get(self.position)
         dx = nb_pos[..., 0] - t_pos[:, 0, None]
         dy = nb_pos[..., 1] - t_pos[:, 1, None]
@@ -279,7 +286,7 @@ class BatchControllers:
         others = {}
         if p.d_safe:  # states arrive ``delay`` after they were sent
             rx = get(self.rx)
-            others = silent_obstacles(entry, get(self.has) & (now - rx <= p.obstacle_memory),
+            others = silent_obstacles(heard, get(self.has) & (now - rx <= p.obstacle_memory),
                                       nb_pos, nb_vel, now - rx + self.delay)
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
@@ -335,15 +342,16 @@ def batch_metrics(positions, velocities, live, target_position, target_velocity,
 
 class SeparationTracker:
     """
-    Closest approach of two live agents after they were once farther than ``apart`` (R runs).
+    Closest approach of two vehicles after they were once farther than ``apart`` (R runs).
 
     The separation benchmark's figure: a start may put agents closer than the safety distance
-    (a launch pad, PX4's SITL spawn line), but two agents that were once ``apart`` from each
+    (a launch pad, PX4's SITL spawn line), but two vehicles that were once ``apart`` from each
     other must not come close again. ``after`` (R,) is that closest distance (inf: no such
-    pair), ``overall`` (R,) the closest approach of any two live agents at any time, both in
-    the horizontal plane, as ``d_min``. Checked every control tick. An agent that fails starts
-    afresh when it comes back: while failed it is silent and its vehicle hovers where it was,
-    unseen by the others, so its return is a start of its own.
+    pair), ``overall`` (R,) the closest approach of any two vehicles at any time, both in
+    the horizontal plane, as ``d_min``. Checked every control tick, over the vehicles of
+    ``present`` (R, N): the separation benchmark passes every vehicle, failed agents' too
+    (their vehicles hover where they failed and announce it), so a vehicle's failure and
+    return is no new start.
     """
 
     def __init__(self, runs: int, agents: int, apart: float):
@@ -353,7 +361,7 @@ class SeparationTracker:
         self.overall = np.full(runs, np.inf)
 
     def update(self, positions: np.ndarray, live: np.ndarray) -> None:
-        """Take in one tick: positions (R, N, 3), live (R, N)."""
+        """Take in one tick: positions (R, N, 3), the vehicles counted (R, N)."""
         xy = positions[..., :2]
         d = np.hypot(xy[:, :, None, 0] - xy[:, None, :, 0], xy[:, :, None, 1] - xy[:, None, :, 1])
         both = live[:, :, None] & live[:, None, :] & ~np.eye(live.shape[1], dtype=bool)
@@ -412,8 +420,8 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         positions, velocities = pos[:, :n], vel[:, :n]
         t_pos, t_vel = pos[:, n], vel[:, n]
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel)
-        if tracker is not None:
-            tracker.update(positions, live)
+        if tracker is not None:  # every vehicle: a failed agent's hovers where it failed
+            tracker.update(positions, np.ones_like(live))
         if k % metrics_every == 0:
             times.append(now)
             rows.append(batch_metrics(positions, velocities, live, t_pos, t_vel, radius))

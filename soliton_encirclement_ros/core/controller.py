@@ -70,7 +70,9 @@ class AgentBroadcast(_Stamped):
 
     Id, sequence number, sender stamp (integer nanoseconds of the sender's ROS clock),
     world-frame state (ENU, m and m/s), ``u``, ``u_ss`` and the sender's incarnation.
-    ``stamp`` is the same instant in seconds, the core's unit of time.
+    ``stamp`` is the same instant in seconds, the core's unit of time. ``member`` is False for
+    a *presence* broadcast: the agent's controller is out (failed), so it is no ring member,
+    but its vehicle is still there and the others keep ``d_safe`` from it.
     """
 
     agent_id: int
@@ -81,9 +83,11 @@ class AgentBroadcast(_Stamped):
     u: float
     u_ss: float = 0.0
     incarnation: int = 0  # random per process start: tells two senders of one id apart
+    member: bool = True  # False: presence only (controller out), an obstacle, not in the ring
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'agent_id', int(self.agent_id))
+        object.__setattr__(self, 'member', bool(self.member))
         object.__setattr__(self, 'incarnation', int(self.incarnation))
         object.__setattr__(self, 'seq', int(self.seq))
         self._check_stamp()
@@ -250,15 +254,30 @@ def outgoing_state(state: ControllerState, own_position, own_velocity,
                           u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
 
 
+def presence_state(state: ControllerState, own_position, own_velocity,
+                   now: float) -> tuple[ControllerState, AgentBroadcast]:
+    """
+    Return (state, the presence broadcast) of an agent whose controller is out (failed).
+
+    Its vehicle is still in the air: the broadcast (``member`` False) tells the others where,
+    so that they keep ``d_safe`` from it, and leaves it out of their ring. It takes the next
+    sequence number, so the agent's own broadcasts stay in order when it comes back.
+    """
+    msg = AgentBroadcast(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
+                         position=own_position, velocity=own_velocity, u=0.0, u_ss=0.0,
+                         incarnation=state.incarnation, member=False)
+    return dataclasses.replace(state, seq=state.seq + 1), msg
+
+
 def live_neighbours(state: ControllerState, now: float,
                     params: ControllerParams) -> dict[int, AgentBroadcast]:
     """
-    Return the cached agent states that are live at ``now``.
+    Return the cached ring members' states that are live at ``now``.
 
-    Live: ``now - rx_time <= agent_timeout``.
+    Live: ``now - rx_time <= agent_timeout``; a presence broadcast (``member`` False) is none.
     """
     return {i: msg for i, (msg, rx) in state.neighbours.items()
-            if is_fresh(rx, now, params.agent_timeout)}
+            if msg.member and is_fresh(rx, now, params.agent_timeout)}
 
 
 def _view(msg: Optional[AgentBroadcast], theta: float) -> NeighbourView:
@@ -267,11 +286,15 @@ def _view(msg: Optional[AgentBroadcast], theta: float) -> NeighbourView:
     return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss, msg.agent_id)
 
 
-def _obstacles(neighbours, live: Mapping[int, AgentBroadcast], now: float,
-               params: ControllerParams) -> dict:
-    """Return the d_safe term's inputs: live neighbours, silent ones at rest where last heard."""
-    kept = [(msg, i in live) for i, (msg, rx) in neighbours.items()
-            if i in live or is_fresh(rx, now, params.obstacle_memory)]
+def _obstacles(neighbours, now: float, params: ControllerParams) -> dict:
+    """
+    Return the d_safe term's inputs: every vehicle heard, ring member or presence.
+
+    Those heard within ``agent_timeout`` count where they are; those silent since count at
+    rest where last heard, for ``d_safe_memory``.
+    """
+    kept = [(msg, is_fresh(rx, now, params.agent_timeout)) for msg, rx in neighbours.values()
+            if is_fresh(rx, now, params.obstacle_memory)]
     rows = np.array([m.position for m, _ in kept]).reshape(-1, 3)
     return silent_obstacles(np.array([on for _, on in kept], dtype=bool),
                             np.ones(len(kept), dtype=bool), rows,
@@ -326,7 +349,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         _view(live.get(succ), theta_of.get(succ, np.nan)),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
         ring_size=len(live) + 1, own_id=state.agent_id,
-        **(_obstacles(neighbours, live, now, params) if params.d_safe else {}))
+        **(_obstacles(neighbours, now, params) if params.d_safe else {}))
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
@@ -373,6 +396,45 @@ class Tick(NamedTuple):
     status: Status
 
 
+def odometry_problem(state: ControllerState, odometry, now: float,
+                     params: ControllerParams) -> Optional[Status]:
+    """
+    Why the own odometry ``(stamp, position, velocity)`` (or None) cannot be flown on, or None.
+
+    STARTING within ``odom_timeout`` of the first tick with none yet; BLIND when there is none
+    after that, when it is older than ``odom_timeout`` or stamped ahead of this clock.
+    """
+    if odometry is None:
+        started = now if state.started is None else state.started
+        if now - started <= params.odom_timeout:
+            return Status(STARTING, 'waiting for odometry')
+        return Status(BLIND, 'no odometry received')
+    age = now - odometry[0]
+    if age > params.odom_timeout:
+        return Status(BLIND, f'odometry {age:.1f} s old')
+    if -age > params.max_future_stamp:
+        return Status(BLIND, f'odometry stamped {-age:.1f} s ahead of this clock (did '
+                             'the clock step back?)')
+    return None
+
+
+def failed_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]], now: float,
+                params: ControllerParams, detail: str = 'injected') -> Tick:
+    """
+    One tick of an agent whose controller is out (a failure): no command, its vehicle's presence.
+
+    The vehicle holds on the zero command sent when it failed. While the own odometry is fresh
+    the tick broadcasts :func:`presence_state` (not a ring member, an obstacle for the others'
+    ``d_safe``); with stale odometry it stays silent, as a blind agent does.
+    """
+    if state.started is None:
+        state = dataclasses.replace(state, started=float(now))
+    if odometry_problem(state, odometry, now, params) is not None:
+        return Tick(state, None, None, Status(FAILED, detail))
+    state, presence = presence_state(state, odometry[1], odometry[2], now)
+    return Tick(state, None, presence, Status(FAILED, detail))
+
+
 def agent_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]], now: float,
                params: ControllerParams) -> Tick:
     """
@@ -386,20 +448,12 @@ def agent_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]
     """
     if state.started is None:
         state = dataclasses.replace(state, started=float(now))
-    if odometry is None:
-        if now - state.started <= params.odom_timeout:
-            return Tick(state, None, None, Status(STARTING, 'waiting for odometry'))
-        return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None,
-                    Status(BLIND, 'no odometry received'))
-    stamp, position, velocity = odometry
-    age = now - stamp
-    if age > params.odom_timeout:
-        return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None,
-                    Status(BLIND, f'odometry {age:.1f} s old'))
-    if -age > params.max_future_stamp:
-        return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None,
-                    Status(BLIND, f'odometry stamped {-age:.1f} s ahead of this clock (did '
-                                  'the clock step back?)'))
+    blind = odometry_problem(state, odometry, now, params)
+    if blind is not None:
+        if blind.kind == STARTING:
+            return Tick(state, None, None, blind)
+        return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None, blind)
+    _, position, velocity = odometry
     broadcast = outgoing_state(state, position, velocity, now)
     state, command = control_step(state, position, velocity, now, params)
     lost_for = target_age(state, now)

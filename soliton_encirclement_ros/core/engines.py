@@ -28,8 +28,8 @@ import numpy as np
 from soliton_encirclement_ros.core.batch_engine import BatchControllers
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
-    control_step, initial_state, outgoing_state, receive_agent_state, receive_target_state,
-    TargetBroadcast)
+    control_step, initial_state, outgoing_state, presence_state, receive_agent_state,
+    receive_target_state, TargetBroadcast)
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 
@@ -62,8 +62,14 @@ class PerAgentSwarm:
                     )
                 else:
                     self.states[i] = receive_agent_state(self.states[i], msg, arrival, self.params)
-        outgoing = [outgoing_state(self.states[j], positions[j], velocities[j], now)
-                    for j in np.flatnonzero(live)]
+        outgoing = []  # in id order: live agents' states, failed agents' presence
+        for j in range(self.ids.size):
+            if live[j]:
+                outgoing.append(outgoing_state(self.states[j], positions[j], velocities[j], now))
+            else:
+                self.states[j], presence = presence_state(self.states[j], positions[j],
+                                                          velocities[j], now)
+                outgoing.append(presence)
         for i, channel in enumerate(self.channels):
             channel.receive(target_msg, now)
             for msg in outgoing:
@@ -91,10 +97,9 @@ class VectorisedSwarm:
             arrival, target, agents = self._in_flight.popleft()
             c.deliver_target(target, arrival, live)
             c.deliver_agents(*agents, rx_time=arrival, now=now, sent=arrival - self.delay)
-        rows = np.flatnonzero(live)
-        self._in_flight.append((now + self.delay, target_msg,
-                                (c.ids[rows], positions[rows], velocities[rows],
-                                 c.u[rows], c.u_ss[rows])))
+        self._in_flight.append((now + self.delay, target_msg,  # failed agents: presence
+                                (c.ids, positions.copy(), velocities.copy(), c.u.copy(),
+                                 c.u_ss.copy(), live.copy())))
         return c.step(live, positions, velocities, now), c.u
 
 

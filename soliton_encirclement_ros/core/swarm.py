@@ -43,12 +43,14 @@ class SharedStates:
         self.velocity = np.full((n, 3), np.nan)
         self.u = np.zeros(n)
         self.u_ss = np.zeros(n)
+        self.member = np.zeros(n, dtype=bool)    # a ring member's state (False: presence)
         self.rx_time = np.full(n, -math.inf)     # arrival (receive) time
         self.sent = np.full(n, -math.inf)        # sender stamp
         self.delivered = np.full(n, -math.inf)   # tick at which receivers took it in
 
-    def deliver(self, rows, position, velocity, u, u_ss, rx_time, now, sent=None):
+    def deliver(self, rows, position, velocity, u, u_ss, member, rx_time, now, sent=None):
         self.has[rows] = True
+        self.member[rows] = member
         self.position[rows] = position
         self.velocity[rows] = velocity
         self.u[rows] = u
@@ -88,10 +90,15 @@ class SwarmControllers:
         self.accept_since[live & ~self._live] = now
         self._live = live.copy()
 
-    def deliver_agents(self, ids, position, velocity, u, u_ss, rx_time, now, sent=None):
-        """Broadcasts from agents ``ids``, sent at ``sent``, reaching every receiver at ``now``."""
+    def deliver_agents(self, ids, position, velocity, u, u_ss, member, rx_time, now,
+                       sent=None):
+        """
+        Broadcasts from agents ``ids``, sent at ``sent``, reaching every receiver at ``now``.
+
+        ``member`` (per sender) is False for a failed agent's presence broadcast.
+        """
         self.agents.deliver(self.index_of[np.asarray(ids)], position, velocity, u, u_ss,
-                            rx_time, now, sent)
+                            member, rx_time, now, sent)
 
     def deliver_target(self, msg, rx_time, receivers: np.ndarray):
         """Deliver a TargetBroadcast to the agents where ``receivers`` (bool, N) is true."""
@@ -145,7 +152,8 @@ class SwarmControllers:
             raise RuntimeError('receivers with a live target disagree on it: the vectorised '
                                'swarm needs no loss and outages longer than the timeouts')
         a = self.agents
-        entry = a.has & is_alive(a.rx_time, now, p.agent_timeout)
+        heard = a.has & is_alive(a.rx_time, now, p.agent_timeout)  # a member or a presence
+        entry = heard & a.member
         entries = np.flatnonzero(entry)
         theta_all = np.full(self.ids.size, np.nan)
         theta_all[entries] = target_angle(a.position[entries], shared_target)
@@ -170,10 +178,10 @@ class SwarmControllers:
         succ_view = self._neighbour(succ, visible, theta_all)[0]
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
         others = {}
-        if p.d_safe:  # every other live agent each row hears: (rows, N, 3), NaN where not
+        if p.d_safe:  # every other vehicle each row hears: (rows, N, 3), NaN where not
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
-            others = silent_obstacles(seen, kept & ~entry & usable, a.position, a.velocity,
-                                      now - a.sent)
+            others = silent_obstacles(heard & usable, kept & ~heard & usable, a.position,
+                                      a.velocity, now - a.sent)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,

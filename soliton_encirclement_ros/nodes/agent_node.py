@@ -10,13 +10,16 @@ gives the same result whatever order the executor runs callbacks in.
 Fail-safe (decided by ``core.controller.agent_tick``, reported here): odometry older than
 ``odom_timeout`` makes the agent blind (silent on the swarm topic, zero velocity); a target
 unheard for ``target_timeout`` gives zero velocity; states stamped more than
-``max_future_stamp`` ahead are rejected; an id heard from two incarnations is an error. Each
+``max_future_stamp`` ahead are rejected; an id heard from two incarnations is an error. An
+injected failure takes the controller out (``core.controller.failed_tick``): zero velocity
+once, deaf, out of the ring, broadcasting only its vehicle's presence (``member`` 0). Each
 episode is logged once and ``~/status`` (diagnostic_msgs/DiagnosticStatus) and ``/diagnostics``
 say why, on change and at 1 Hz (an id heard from two incarnations makes the status an ERROR).
 """
 from __future__ import annotations
 
 from collections import deque
+import dataclasses
 import math
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -31,7 +34,7 @@ from ros_support.ros_parameters import declare, declare_validated, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentBroadcast, BLIND, FAILED, future_stamp_reason, initial_state, OK,
+    agent_tick, AgentBroadcast, BLIND, FAILED, failed_tick, future_stamp_reason, initial_state, OK,
     receive_states, STARTING, Status, TARGET_LOST, TargetBroadcast)
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.gains import ControllerParams
@@ -201,17 +204,17 @@ class AgentNode(Node):
         failed = self._outage.update(now) or now_ns < self._manual_failure_until_ns
         if failed != self._failed:
             self._on_failure_change(failed)
-        if failed:
-            return
         self._observe_incarnation(self.agent_id, self.incarnation, now)
-        due = self._channel.due(now - THIS_TICK)
-        if due:
-            self._state = receive_states(
-                self._state, [(message, rx_time) for (_, message), rx_time in due], self._params)
+        if not failed:
+            due = self._channel.due(now - THIS_TICK)
+            if due:
+                self._state = receive_states(
+                    self._state, [(message, rx_time) for (_, message), rx_time in due],
+                    self._params)
         odometry = self._latest_odometry_before(now_ns)
         if odometry is not None:
             odometry = (odometry[0] * 1e-9, odometry[1], odometry[2])
-        tick = agent_tick(self._state, odometry, now, self._params)
+        tick = (failed_tick if failed else agent_tick)(self._state, odometry, now, self._params)
         self._state = tick.state
         if tick.broadcast is not None:
             self._state_pub.publish(agent_state_to_msg(tick.broadcast))
@@ -234,8 +237,9 @@ class AgentNode(Node):
             self._cmd_pub.publish(Twist())
             self._channel.due(math.inf)  # drop what is in flight: a failed agent hears nothing
             self._set_status(Status(FAILED, 'injected'))
-        else:
-            self._state = initial_state(self.agent_id, self.incarnation)
+        else:  # a fresh controller; the sequence numbers go on after the presence broadcasts
+            self._state = dataclasses.replace(initial_state(self.agent_id, self.incarnation),
+                                              seq=self._state.seq)
             self.get_logger().info(f'agent {self.agent_id}: recovered, resuming control')
 
     # --- status -------------------------------------------------------------------------------
@@ -253,8 +257,8 @@ class AgentNode(Node):
             log.warning(f'agent {self.agent_id}: {status}: holding (zero velocity) until the '
                         'target is heard again')
         elif status.kind == FAILED:
-            log.warning(f'agent {self.agent_id}: failure injected, commanding zero and going '
-                        'silent')
+            log.warning(f'agent {self.agent_id}: failure injected, commanding zero, out of the '
+                        'ring; broadcasting only where its vehicle is (presence)')
         elif status.kind == OK and previous.kind in (BLIND, TARGET_LOST):
             log.info(f'agent {self.agent_id}: {previous.kind} episode over, resuming control')
         self._publish_status()

@@ -129,7 +129,7 @@ class MetricsNode(Node):
                 keep.append((rx_ns, kind, state))
             elif kind == 'target':
                 self._target = state
-            else:
+            elif state.member:  # a presence broadcast (controller out) is no live agent
                 self._agents[state.agent_id] = (state, rx_ns)
         self._pending = keep
 

@@ -75,7 +75,7 @@ def test_agent_commands_the_radial_pd_correction_and_broadcasts_its_state(agent_
     assert mine[-1].position.tolist() == [25.0, 0.0, 0.0]
 
 
-def test_failure_service_silences_the_agent_and_recovery_resumes(agent_harness):
+def test_failure_service_takes_the_agent_out_of_the_ring_and_recovery_resumes(agent_harness):
     agent_harness.advance(0.5, before_step=agent_harness.feed)
     client = agent_harness.driver.create_client(SetBool, '/uav1/agent/inject_failure')
     assert client.wait_for_service(timeout_sec=5.0)
@@ -87,13 +87,22 @@ def test_failure_service_silences_the_agent_and_recovery_resumes(agent_harness):
 
     assert call(True).success
     broadcasts_before = len(own_states(agent_harness))
+    commands_before = len(agent_harness.received['/uav1/cmd_vel'])
     agent_harness.advance(1.0, before_step=agent_harness.feed)
-    assert len(own_states(agent_harness)) == broadcasts_before  # silent while failed
+    # While failed: one zero command, then none; only its vehicle's presence is broadcast.
+    assert len(agent_harness.received['/uav1/cmd_vel']) <= commands_before + 1
     last = agent_harness.received['/uav1/cmd_vel'][-1]
     assert (last.linear.x, last.linear.y, last.linear.z) == (0.0, 0.0, 0.0)
+    failed = own_states(agent_harness)[broadcasts_before:]
+    assert len(failed) == pytest.approx(20, abs=2) and not any(s.member for s in failed)
+    assert failed[-1].position.tolist() == [25.0, 0.0, 0.0]
     assert call(False).success
     agent_harness.advance(0.5, before_step=agent_harness.feed)
-    assert len(own_states(agent_harness)) > broadcasts_before
+    mine = own_states(agent_harness)
+    back = [s for s in mine[broadcasts_before:] if s.member]
+    assert back and mine[-1].member
+    seqs = [s.seq for s in mine]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # one sequence throughout
     assert agent_harness.received['/uav1/cmd_vel'][-1].linear.x == pytest.approx(-5.0, abs=1e-9)
 
 

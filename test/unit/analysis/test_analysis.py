@@ -52,16 +52,20 @@ def odometry(t, name, xy, yaw, forward_speed):
 
 
 # The agent-state wire layouts, written out here independently of the package's interface:
-# v3 (now: the stamp as integer seconds and nanoseconds) and v2 (archived bags: float seconds).
-STATE_LABEL = ('agent_state.v3:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,vy,'
-               'vz,u,u_ss')
+# v4 (now: ``member``, 0 for a failed agent's presence broadcast), v3 (archived: the stamp as
+# integer seconds and nanoseconds) and v2 (archived: float seconds).
+STATE_LABEL = ('agent_state.v4:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,vy,'
+               'vz,u,u_ss,member')
+STATE_LABEL_V3 = ('agent_state.v3:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,'
+                  'vy,vz,u,u_ss')
 STATE_LABEL_V2 = 'agent_state.v2:agent_id,incarnation,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss'
 
 
-def agent_state(agent_id, seq, t, xy, velocity, label=STATE_LABEL):
-    stamp = list(divmod(int(round(t * 1e9)), 10**9)) if label.startswith('agent_state.v3') else [t]
+def agent_state(agent_id, seq, t, xy, velocity, label=STATE_LABEL, member=True):
+    stamp = (list(divmod(int(round(t * 1e9)), 10**9))
+             if label.startswith(('agent_state.v3', 'agent_state.v4')) else [t])
     values = [agent_id, 7, seq, *stamp, xy[0], xy[1], 5.0, velocity[0], velocity[1], 0.0, 0.5,
-              0.5]
+              0.5] + ([float(member)] if label.endswith(',member') else [])
     if not label.startswith('agent_state.v'):  # the v1 layout: no incarnation
         del values[1]
     layout = T['std_msgs/msg/MultiArrayLayout'](
@@ -76,8 +80,9 @@ def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, fa
     ``agents`` vehicles uav1..
 
     on the desired circle at equal angles, turning around a still target, plus /swarm/agent_states.
-    With ``failed_after`` an extra vehicle uav<agents+1> sits on the target and stops sending
-    states at that time (it keeps publishing odometry).
+    With ``failed_after`` an extra vehicle uav<agents+1> sits on the target and fails at that
+    time (it keeps publishing odometry): from then on it sends presence broadcasts (``member``
+    0) in a layout that has them, else nothing.
     """
     with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
         connections = {}
@@ -102,9 +107,10 @@ def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, fa
             if failed_after is not None:
                 name = f'uav{agents + 1}'
                 write(f'/{name}/odom', ODOM, t, odometry(t, name, TARGET, 0.0, 0.0))
-                if t - 10.0 < failed_after:
-                    write('/swarm/agent_states', STATES, t,
-                          agent_state(agents + 1, k, t, TARGET, np.zeros(2)))
+                member = t - 10.0 < failed_after
+                if member or state_label.endswith(',member'):
+                    write('/swarm/agent_states', STATES, t, agent_state(
+                        agents + 1, k, t, TARGET, np.zeros(2), state_label, member))
             write('/swarm/metrics/E_r', FLOAT, t, T[FLOAT](data=0.0))
     return path
 
@@ -227,7 +233,7 @@ def test_truncated_bag_is_analysed_up_to_the_cut(tmp_path):
 
 @pytest.mark.parametrize('label', [
     'id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss',  # the first package's unversioned states
-    'agent_state.v4:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,vy,vz,u,u_ss',
+    'agent_state.v5:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,vy,vz,u,u_ss',
 ])
 def test_agent_states_of_an_unknown_layout_are_set_aside_with_a_warning(tmp_path, label):
     """A layout this version cannot read costs the liveness only: odometry gives every metric."""
@@ -237,7 +243,7 @@ def test_agent_states_of_an_unknown_layout_are_set_aside_with_a_warning(tmp_path
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'Traceback' not in result.stderr
     assert lines[0].startswith(f'analyze_run: warning: {bag}: /swarm/agent_states set aside (')
-    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v3' in lines[0]
+    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v4' in lines[0]
     assert 'odometry alone' in lines[0]
     metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
     side = 2.0 * RADIUS * math.sin(math.pi / 5)
@@ -303,16 +309,22 @@ def test_a_matching_topic_of_another_type_is_named(tmp_path):
             'nav_msgs/msg/Odometry') in result.stderr
 
 
-def test_a_bag_recorded_with_the_v2_layout_reads_as_the_v3_one(tmp_path):
-    """Archived bags (float-second stamps) give the same run, liveness included."""
+def test_bags_recorded_with_the_v2_and_v3_layouts_read_as_the_v4_one(tmp_path):
+    """
+    Archived bags (float-second stamps; no presence) give the same run, liveness included.
+
+    In the v4 bag the failed vehicle goes on with presence broadcasts: they are no live agent.
+    """
     kept = {}
-    for label in (STATE_LABEL, STATE_LABEL_V2):
+    for label in (STATE_LABEL, STATE_LABEL_V3, STATE_LABEL_V2):
         bag = write_circle_bag(tmp_path / label[:14], failed_after=1.0, state_label=label)
         kept[label] = load_run(bag), metrics_from_bag(bag)
-    (new, new_metrics), (old, old_metrics) = kept[STATE_LABEL], kept[STATE_LABEL_V2]
-    np.testing.assert_array_equal(old.states, new.states)
-    np.testing.assert_array_equal(old_metrics, new_metrics)
-    assert old.agent_ids == new.agent_ids == {f'uav{i}': i for i in range(1, 8)}
+    new, new_metrics = kept[STATE_LABEL]
+    for old, old_metrics in (kept[STATE_LABEL_V3], kept[STATE_LABEL_V2]):
+        np.testing.assert_array_equal(old.states, new.states)
+        np.testing.assert_array_equal(old_metrics, new_metrics)
+        assert old.agent_ids == new.agent_ids == {f'uav{i}': i for i in range(1, 8)}
+    old = kept[STATE_LABEL_V2][0]
     stamp_sec = STATE_COLUMNS.index('stamp_sec')
     stamp_nanosec = STATE_COLUMNS.index('stamp_nanosec')
     # Each state is stamped at its recording time (10.0 s + k / 20 Hz): exact to the nanosecond.

@@ -28,6 +28,10 @@ SCENARIOS = {
                               failures_per_min=40.0, failure_off_time=0.3),
     'collinear start, d_safe': Scenario(agents=5, seed=0, duration=8.0, control_period=0.05,
                                         placement='collinear', controller={'d_safe': 1.0}),
+    # Failed agents' presence broadcasts in the d_safe term, near each other from the start.
+    'collinear start, d_safe, outages': Scenario(
+        agents=6, seed=4, duration=8.0, control_period=0.05, placement='collinear',
+        failures_per_min=30.0, failure_off_time=2.0, controller={'d_safe': 1.0}),
 }
 
 
