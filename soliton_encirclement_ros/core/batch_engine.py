@@ -348,10 +348,11 @@ class SeparationTracker:
     (a launch pad, PX4's SITL spawn line), but two vehicles that were once ``apart`` from each
     other must not come close again. ``after`` (R,) is that closest distance (inf: no such
     pair), ``overall`` (R,) the closest approach of any two vehicles at any time, both in
-    the horizontal plane, as ``d_min``. Checked every control tick, over the vehicles of
-    ``present`` (R, N): the separation benchmark passes every vehicle, failed agents' too
-    (their vehicles hover where they failed and announce it), so a vehicle's failure and
-    return is no new start.
+    the horizontal plane, as ``d_min``. Checked every control tick, over every pair of vehicles
+    of which at least one agent works (``live``): a failed agent's vehicle brakes to a hover
+    where it failed and announces it, so the working ones must keep clear of it, and its
+    failure and return is no new start. Two failed agents' vehicles are not counted: neither
+    has a controller that could act.
     """
 
     def __init__(self, runs: int, agents: int, apart: float):
@@ -361,15 +362,16 @@ class SeparationTracker:
         self.overall = np.full(runs, np.inf)
 
     def update(self, positions: np.ndarray, live: np.ndarray) -> None:
-        """Take in one tick: positions (R, N, 3), the vehicles counted (R, N)."""
+        """Take in one tick: positions (R, N, 3), live (R, N)."""
         xy = positions[..., :2]
         d = np.hypot(xy[:, :, None, 0] - xy[:, None, :, 0], xy[:, :, None, 1] - xy[:, None, :, 1])
-        both = live[:, :, None] & live[:, None, :] & ~np.eye(live.shape[1], dtype=bool)
-        d = np.where(both, d, np.inf)
-        self.overall = np.minimum(self.overall, d.min(axis=(1, 2)))
-        self.after = np.minimum(self.after, np.where(self.was_apart, d, np.inf).min(axis=(1, 2)))
-        self.was_apart |= both & (d > self.apart)
-        self.was_apart &= live[:, :, None] & live[:, None, :]
+        np.einsum('rii->ri', d)[...] = np.inf  # a vehicle and itself
+        either = live[:, :, None] | live[:, None, :]
+        counted = np.where(either, d, np.inf)
+        self.overall = np.minimum(self.overall, counted.min(axis=(1, 2)))
+        self.after = np.minimum(self.after,
+                                np.where(self.was_apart, counted, np.inf).min(axis=(1, 2)))
+        self.was_apart |= d > self.apart
 
 
 @dataclass
@@ -420,8 +422,8 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         positions, velocities = pos[:, :n], vel[:, :n]
         t_pos, t_vel = pos[:, n], vel[:, n]
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel)
-        if tracker is not None:  # every vehicle: a failed agent's hovers where it failed
-            tracker.update(positions, np.ones_like(live))
+        if tracker is not None:
+            tracker.update(positions, live)
         if k % metrics_every == 0:
             times.append(now)
             rows.append(batch_metrics(positions, velocities, live, t_pos, t_vel, radius))

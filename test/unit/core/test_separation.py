@@ -148,6 +148,10 @@ def test_separation_tracker_counts_approaches_after_two_agents_were_apart():
     tick(1.5)   # back within d_safe: counted (horizontal distance, z ignored)
     assert tracker.after[0] == 1.5
     tick(5.0)
-    tick(0.5, live=(True, False, True))  # agent 2 failed: not live, not counted
-    tick(0.4)   # back from a failure: a start of its own
-    assert tracker.after[0] == 1.5 and tracker.overall[0] == 0.4
+    # Agent 2 failed: its vehicle is still there, and agent 1 works, so the pair counts.
+    tick(0.9, live=(True, False, True))
+    assert tracker.after[0] == 0.9
+    tick(5.0, live=(False, False, True))
+    tick(0.5, live=(False, False, True))  # both failed: neither could act, not counted
+    tick(0.7)   # back from a failure: no new start
+    assert tracker.after[0] == 0.7 and tracker.overall[0] == 0.7
