@@ -352,7 +352,8 @@ class SeparationTracker:
     of which at least one agent works (``live``): a failed agent's vehicle brakes to a hover
     where it failed and announces it, so the working ones must keep clear of it, and its
     failure and return is no new start. Two failed agents' vehicles are not counted: neither
-    has a controller that could act.
+    has a controller that could act (both brake to a hover on their last zero command, and
+    may drift together); where they are when one comes back is a start of its own.
     """
 
     def __init__(self, runs: int, agents: int, apart: float):
@@ -372,6 +373,7 @@ class SeparationTracker:
         self.after = np.minimum(self.after,
                                 np.where(self.was_apart, counted, np.inf).min(axis=(1, 2)))
         self.was_apart |= d > self.apart
+        self.was_apart &= either  # where two failed vehicles drifted, a return is a new start
 
 
 @dataclass

@@ -151,7 +151,10 @@ def test_separation_tracker_counts_approaches_after_two_agents_were_apart():
     # Agent 2 failed: its vehicle is still there, and agent 1 works, so the pair counts.
     tick(0.9, live=(True, False, True))
     assert tracker.after[0] == 0.9
+    tick(5.0)
+    tick(0.7)   # back from that failure: no new start, counted
+    assert tracker.after[0] == 0.7
     tick(5.0, live=(False, False, True))
     tick(0.5, live=(False, False, True))  # both failed: neither could act, not counted
-    tick(0.7)   # back from a failure: no new start
-    assert tracker.after[0] == 0.7 and tracker.overall[0] == 0.7
+    tick(0.6)   # both back where they drifted: a start of their own
+    assert tracker.after[0] == 0.7 and tracker.overall[0] == 0.6
