@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+import math
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional
 
@@ -23,9 +24,10 @@ import numpy as np
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView, silent_obstacles)
+    encirclement_step, encirclement_step_one, fallback_command, MISSING_NEIGHBOUR, NeighbourView,
+    silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
-    is_alive, is_fresh, known_age, NO_NEIGHBOUR, select_neighbours)
+    is_alive, is_fresh, known_age, NO_NEIGHBOUR, select_neighbours, select_neighbours_one)
 
 
 def seconds_to_ns(seconds: float) -> int:
@@ -308,9 +310,17 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     target = state.target[0]
     live = live_neighbours(state, now, params)
     theta_self = float(target_angle(position, target.position))
-    ids = np.fromiter(live, dtype=np.int64, count=len(live))
     thetas = (target_angle(np.array([live[i].position for i in live]), target.position)
               if live else np.empty(0))
+    if not params.d_safe:
+        fast = _control_step_floats(state, position, velocity, target, live, theta_self,
+                                    thetas.tolist(), params)
+        if fast is not None:
+            pred, succ, u_new, u_ss, cmd = fast
+            return dataclasses.replace(
+                state, u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
+                neighbours=neighbours, seq=seq, started=started), cmd
+    ids = np.fromiter(live, dtype=np.int64, count=len(live))
     theta_of = dict(zip(ids.tolist(), thetas.tolist()))
     column = {i: k for k, i in enumerate(theta_of)}
     pred_col, succ_col = select_neighbours(
@@ -331,6 +341,42 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
         neighbours=neighbours, seq=seq, started=started), cmd
+
+
+def _control_step_floats(state, position, velocity, target, live, theta_self, thetas, params):
+    """
+    :func:`control_step`'s neighbour choice and law in Python floats (``d_safe`` 0).
+
+    The same decisions and bits as the array path (``select_neighbours_one``,
+    ``encirclement_step_one``), at a fraction of the cost. Returns (pred, succ, u, u_ss,
+    v_cmd), or None when an input is not finite (the array path then decides).
+    """
+    own = (*position.tolist(), *velocity.tolist(), *state.prev_cmd.tolist(),
+           *target.position.tolist(), *target.velocity.tolist(), target.omega_ref,
+           theta_self, sum(thetas))
+    if not all(map(math.isfinite, own)):
+        return None
+    ids = list(live)
+    pred, succ = select_neighbours_one(theta_self, state.agent_id, ids, thetas, state.pred,
+                                       state.succ, params.hysteresis)
+    theta_of = dict(zip(ids, thetas))
+    lambdas = target.lambdas
+    u_new, u_ss, cmd = encirclement_step_one(
+        state.u, own[0:3], own[3:6], own[6:9], own[9:12], own[12:15], own[15], theta_self,
+        _view_floats(live.get(pred), theta_of), _view_floats(live.get(succ), theta_of),
+        lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
+        ring_size=len(live) + 1, own_id=state.agent_id)
+    return pred, succ, float(u_new), float(u_ss), _vector3('v_cmd', cmd)
+
+
+def _view_floats(msg: Optional[AgentBroadcast], theta_of) -> NeighbourView:
+    if msg is None:
+        return _MISSING_FLOATS
+    return NeighbourView(theta_of[msg.agent_id], msg.position.tolist(), msg.velocity.tolist(),
+                         float(msg.u), float(msg.u_ss), msg.agent_id)
+
+
+_MISSING_FLOATS = NeighbourView(math.nan, (math.nan,) * 3, (math.nan,) * 3, 0.0, 0.0)
 
 
 def target_age(state: ControllerState, now: float) -> float:
