@@ -58,7 +58,12 @@ class _Stamped:
 
 
 def _vector3(name: str, value) -> np.ndarray:
-    v = np.array(value, dtype=float).reshape(-1)
+    if (type(value) is np.ndarray and value.base is None and not value.flags.writeable
+            and value.dtype == np.float64 and value.shape == (3,)):
+        return value  # already such an immutable vector (one made here): no copy
+    v = np.array(value, dtype=float)
+    if v.ndim != 1:
+        v = v.reshape(-1)
     if v.shape != (3,):
         raise ValueError(f'{name} must have 3 components, got {v.size}')
     v.setflags(write=False)
@@ -204,12 +209,11 @@ def receive_states(state: ControllerState, received, params: ControllerParams
     type) one after the other, without a new state per message.
     """
     neighbours = None
+    target = state.target
     for msg, rx_time in received:
         if not isinstance(msg, AgentBroadcast):
-            if neighbours is not None:
-                state = dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
-                neighbours = None
-            state = receive_target_state(state, msg, rx_time, params)
+            if not _keeps_target(target, msg, rx_time, params):
+                target = (msg, float(rx_time))
             continue
         if msg.agent_id == state.agent_id:
             continue
@@ -220,7 +224,9 @@ def receive_states(state: ControllerState, received, params: ControllerParams
             neighbours = dict(state.neighbours)
         neighbours[msg.agent_id] = (msg, float(rx_time))
     if neighbours is not None:
-        state = dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
+        return dataclasses.replace(state, neighbours=MappingProxyType(neighbours), target=target)
+    if target is not state.target:
+        return dataclasses.replace(state, target=target)
     return state
 
 
@@ -233,11 +239,17 @@ def receive_target_state(state: ControllerState, msg: TargetBroadcast,
     expired (``target_liveness``) any stamp is accepted, so a target that restarted or whose
     clock stepped back is heard again.
     """
-    if (state.target is not None and msg.stamp_ns < state.target[0].stamp_ns
-            and is_alive(state.target[1], rx_time, params.target_liveness)
-            and not stepped_back(state.target[1], rx_time, params)):
+    if _keeps_target(state.target, msg, rx_time, params):
         return state
     return dataclasses.replace(state, target=(msg, float(rx_time)))
+
+
+def _keeps_target(cached, msg: TargetBroadcast, rx_time: float, params: ControllerParams
+                  ) -> bool:
+    """Whether the cached target entry stays (``msg`` is dropped)."""
+    return (cached is not None and msg.stamp_ns < cached[0].stamp_ns
+            and is_alive(cached[1], rx_time, params.target_liveness)
+            and not stepped_back(cached[1], rx_time, params))
 
 
 def outgoing_state(state: ControllerState, own_position, own_velocity,
@@ -309,9 +321,9 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
 
     target = state.target[0]
     live = live_neighbours(state, now, params)
-    theta_self = float(target_angle(position, target.position))
-    thetas = (target_angle(np.array([live[i].position for i in live]), target.position)
-              if live else np.empty(0))
+    angles = target_angle(np.array([position, *(msg.position for msg in live.values())]),
+                          target.position)  # one call: the same bits as one call each
+    theta_self, thetas = float(angles[0]), angles[1:]
     if not params.d_safe:
         fast = _control_step_floats(state, position, velocity, target, live, theta_self,
                                     thetas.tolist(), params)
@@ -447,7 +459,7 @@ def agent_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]
                     Status(BLIND, f'odometry stamped {-age:.1f} s ahead of this clock (did '
                                   'the clock step back?)'))
     broadcast = outgoing_state(state, position, velocity, now)
-    state, command = control_step(state, position, velocity, now, params)
+    state, command = control_step(state, broadcast.position, broadcast.velocity, now, params)
     lost_for = target_age(state, now)
     if lost_for > params.target_timeout:
         heard = 'never heard' if state.target is None else f'last heard {lost_for:.1f} s ago'

@@ -377,7 +377,10 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
             e_tau = e
     r_eff = r if not r < p.r_min else p.r_min                          # effective_radius
     omega_self = ((prev_cmd[0] - tvx) * thx + (0.0 + (prev_cmd[1] - tvy) * thy)) / r_eff
-    gain = float(omega_damping_gain(ring_size, p))                      # damped_spacing_error
+    gain = p.k_omega_damp + p.k_omega_damp_n * float(ring_size)        # omega_damping_gain
+    if p.k_omega_damp_n and p.k_e_tau * p.k_tau > 0.0:
+        cap = (EULER_DECAY_MAX / p.control_period - p.beta_u) / (p.k_e_tau * p.k_tau)
+        gain = min(gain, max(cap, p.k_omega_damp))
     e_eff = e_tau
     if gain != 0.0:
         o_pred = _angular_rate_one(pred, tx, ty, tvx, tvy)
@@ -386,7 +389,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
             local = 0.5 * (o_pred + o_succ) if math.isfinite(o_succ) else o_pred
         else:
             local = o_succ
-        damped = e_tau - gain * (omega_self - local)
+        damped = e_tau - gain * (omega_self - local)                 # damped_spacing_error
         if math.isfinite(damped):
             e_eff = damped
     u_s = succ.u - pred.u                                               # soliton_update
