@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+import math
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple, Optional
 
@@ -23,9 +24,10 @@ import numpy as np
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, MISSING_NEIGHBOUR, NeighbourView, silent_obstacles)
+    encirclement_step, encirclement_step_one, fallback_command, MISSING_NEIGHBOUR, NeighbourView,
+    silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
-    is_alive, is_fresh, known_age, NO_NEIGHBOUR, select_neighbours)
+    is_alive, is_fresh, known_age, NO_NEIGHBOUR, select_neighbours, select_neighbours_one)
 
 
 def seconds_to_ns(seconds: float) -> int:
@@ -56,7 +58,12 @@ class _Stamped:
 
 
 def _vector3(name: str, value) -> np.ndarray:
-    v = np.array(value, dtype=float).reshape(-1)
+    if (type(value) is np.ndarray and value.base is None and not value.flags.writeable
+            and value.dtype == np.float64 and value.shape == (3,)):
+        return value  # already such an immutable vector (one made here): no copy
+    v = np.array(value, dtype=float)
+    if v.ndim != 1:
+        v = v.reshape(-1)
     if v.shape != (3,):
         raise ValueError(f'{name} must have 3 components, got {v.size}')
     v.setflags(write=False)
@@ -206,12 +213,11 @@ def receive_states(state: ControllerState, received, params: ControllerParams
     type) one after the other, without a new state per message.
     """
     neighbours = None
+    target = state.target
     for msg, rx_time in received:
         if not isinstance(msg, AgentBroadcast):
-            if neighbours is not None:
-                state = dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
-                neighbours = None
-            state = receive_target_state(state, msg, rx_time, params)
+            if not _keeps_target(target, msg, rx_time, params):
+                target = (msg, float(rx_time))
             continue
         if msg.agent_id == state.agent_id:
             continue
@@ -222,7 +228,9 @@ def receive_states(state: ControllerState, received, params: ControllerParams
             neighbours = dict(state.neighbours)
         neighbours[msg.agent_id] = (msg, float(rx_time))
     if neighbours is not None:
-        state = dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
+        return dataclasses.replace(state, neighbours=MappingProxyType(neighbours), target=target)
+    if target is not state.target:
+        return dataclasses.replace(state, target=target)
     return state
 
 
@@ -235,11 +243,17 @@ def receive_target_state(state: ControllerState, msg: TargetBroadcast,
     expired (``target_liveness``) any stamp is accepted, so a target that restarted or whose
     clock stepped back is heard again.
     """
-    if (state.target is not None and msg.stamp_ns < state.target[0].stamp_ns
-            and is_alive(state.target[1], rx_time, params.target_liveness)
-            and not stepped_back(state.target[1], rx_time, params)):
+    if _keeps_target(state.target, msg, rx_time, params):
         return state
     return dataclasses.replace(state, target=(msg, float(rx_time)))
+
+
+def _keeps_target(cached, msg: TargetBroadcast, rx_time: float, params: ControllerParams
+                  ) -> bool:
+    """Whether the cached target entry stays (``msg`` is dropped)."""
+    return (cached is not None and msg.stamp_ns < cached[0].stamp_ns
+            and is_alive(cached[1], rx_time, params.target_liveness)
+            and not stepped_back(cached[1], rx_time, params))
 
 
 def outgoing_state(state: ControllerState, own_position, own_velocity,
@@ -330,10 +344,18 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
 
     target = state.target[0]
     live = live_neighbours(state, now, params)
-    theta_self = float(target_angle(position, target.position))
+    angles = target_angle(np.array([position, *(msg.position for msg in live.values())]),
+                          target.position)  # one call: the same bits as one call each
+    theta_self, thetas = float(angles[0]), angles[1:]
+    if not params.d_safe:
+        fast = _control_step_floats(state, position, velocity, target, live, theta_self,
+                                    thetas.tolist(), params)
+        if fast is not None:
+            pred, succ, u_new, u_ss, cmd = fast
+            return dataclasses.replace(
+                state, u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
+                neighbours=neighbours, seq=seq, started=started), cmd
     ids = np.fromiter(live, dtype=np.int64, count=len(live))
-    thetas = (target_angle(np.array([live[i].position for i in live]), target.position)
-              if live else np.empty(0))
     theta_of = dict(zip(ids.tolist(), thetas.tolist()))
     column = {i: k for k, i in enumerate(theta_of)}
     pred_col, succ_col = select_neighbours(
@@ -354,6 +376,42 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
         neighbours=neighbours, seq=seq, started=started), cmd
+
+
+def _control_step_floats(state, position, velocity, target, live, theta_self, thetas, params):
+    """
+    :func:`control_step`'s neighbour choice and law in Python floats (``d_safe`` 0).
+
+    The same decisions and bits as the array path (``select_neighbours_one``,
+    ``encirclement_step_one``), at a fraction of the cost. Returns (pred, succ, u, u_ss,
+    v_cmd), or None when an input is not finite (the array path then decides).
+    """
+    own = (*position.tolist(), *velocity.tolist(), *state.prev_cmd.tolist(),
+           *target.position.tolist(), *target.velocity.tolist(), target.omega_ref,
+           theta_self, sum(thetas))
+    if not all(map(math.isfinite, own)):
+        return None
+    ids = list(live)
+    pred, succ = select_neighbours_one(theta_self, state.agent_id, ids, thetas, state.pred,
+                                       state.succ, params.hysteresis)
+    theta_of = dict(zip(ids, thetas))
+    lambdas = target.lambdas
+    u_new, u_ss, cmd = encirclement_step_one(
+        state.u, own[0:3], own[3:6], own[6:9], own[9:12], own[12:15], own[15], theta_self,
+        _view_floats(live.get(pred), theta_of), _view_floats(live.get(succ), theta_of),
+        lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
+        ring_size=len(live) + 1, own_id=state.agent_id)
+    return pred, succ, float(u_new), float(u_ss), _vector3('v_cmd', cmd)
+
+
+def _view_floats(msg: Optional[AgentBroadcast], theta_of) -> NeighbourView:
+    if msg is None:
+        return _MISSING_FLOATS
+    return NeighbourView(theta_of[msg.agent_id], msg.position.tolist(), msg.velocity.tolist(),
+                         float(msg.u), float(msg.u_ss), msg.agent_id)
+
+
+_MISSING_FLOATS = NeighbourView(math.nan, (math.nan,) * 3, (math.nan,) * 3, 0.0, 0.0)
 
 
 def target_age(state: ControllerState, now: float) -> float:
@@ -455,7 +513,7 @@ def agent_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]
         return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None, blind)
     _, position, velocity = odometry
     broadcast = outgoing_state(state, position, velocity, now)
-    state, command = control_step(state, position, velocity, now, params)
+    state, command = control_step(state, broadcast.position, broadcast.velocity, now, params)
     lost_for = target_age(state, now)
     if lost_for > params.target_timeout:
         heard = 'never heard' if state.target is None else f'last heard {lost_for:.1f} s ago'

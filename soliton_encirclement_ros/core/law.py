@@ -8,14 +8,15 @@ reference specifies. ``ControllerParams`` supplies the gains.
 """
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame
+from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame, R_EPS
 from soliton_encirclement_ros.core.neighbours import gap_to_pred, gap_to_succ, NO_NEIGHBOUR
-from velocity_mobility_ros.core.geometry import saturate
+from velocity_mobility_ros.core.geometry import saturate, TWO_PI
 
 DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
 # The d_safe term takes out the law's approach to an agent in proportion
@@ -331,6 +332,104 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
                                 v_rad + v_tau + np.asarray(target_velocity, dtype=float)[..., :2],
                                 others_age)
     return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, position, params, v_sep)
+
+
+def encirclement_step_one(u, position, velocity, prev_cmd, target_position, target_velocity,
+                          omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
+                          params: ControllerParams, ring_size=0, own_id=None):
+    """
+    :func:`encirclement_step` for one agent without ``d_safe``, in Python floats.
+
+    The same operations in the same order (so the same bits) as the array version, at a
+    fraction of its cost: the per-agent controller's path. The vectors are sequences of 3
+    finite floats, ``pred``/``succ`` :class:`NeighbourView` with float fields (NaN angle and
+    position when missing); ``params.d_safe`` must be 0. The transcendental functions stay
+    numpy's (``math``'s differ from them in the last bit), and a sum of two products is
+    written ``a + (0.0 + b)`` as ``np.sum`` adds it (the sign of a zero). Returns (u_new,
+    u_ss, v_cmd) with v_cmd a tuple of 3 floats.
+    """
+    p = params
+    px, py, pz = position
+    tx, ty = target_position[0], target_position[1]
+    tvx, tvy, tvz = target_velocity
+    rx, ry = px - tx, py - ty                                           # polar_frame
+    r = float(np.hypot(rx, ry))
+    if r >= R_EPS:
+        erx, ery = rx / r, ry / r
+    else:
+        erx = ery = 0.0
+    thx, thy = -ery, erx
+    v_r = (velocity[0] - tvx) * erx + (0.0 + (velocity[1] - tvy) * ery)  # radial_velocity
+    v_r_corr = -p.k_r * (r - p.radius) - p.k_dr * v_r
+    radx, rady = v_r_corr * erx, v_r_corr * ery
+    gap_pred = (theta_self - pred.theta) % TWO_PI                      # gap_to_pred/succ
+    if gap_pred == 0.0 and own_id is not None and pred.agent_id > own_id:
+        gap_pred = TWO_PI
+    gap_succ = (succ.theta - theta_self) % TWO_PI
+    if gap_succ == 0.0 and own_id is not None and succ.agent_id < own_id:
+        gap_succ = TWO_PI
+    num = lambda_pred * gap_succ - lambda_self * gap_pred               # spacing_error
+    den = lambda_pred * gap_succ + lambda_self * gap_pred
+    e_tau = 0.0
+    if den > DENOMINATOR_EPS:
+        e = num / den
+        if math.isfinite(e):
+            e_tau = e
+    r_eff = r if not r < p.r_min else p.r_min                          # effective_radius
+    omega_self = ((prev_cmd[0] - tvx) * thx + (0.0 + (prev_cmd[1] - tvy) * thy)) / r_eff
+    gain = p.k_omega_damp + p.k_omega_damp_n * float(ring_size)        # omega_damping_gain
+    if p.k_omega_damp_n and p.k_e_tau * p.k_tau > 0.0:
+        cap = (EULER_DECAY_MAX / p.control_period - p.beta_u) / (p.k_e_tau * p.k_tau)
+        gain = min(gain, max(cap, p.k_omega_damp))
+    e_eff = e_tau
+    if gain != 0.0:
+        o_pred = _angular_rate_one(pred, tx, ty, tvx, tvy)
+        o_succ = _angular_rate_one(succ, tx, ty, tvx, tvy)
+        if math.isfinite(o_pred):
+            local = 0.5 * (o_pred + o_succ) if math.isfinite(o_succ) else o_pred
+        else:
+            local = o_succ
+        damped = e_tau - gain * (omega_self - local)                 # damped_spacing_error
+        if math.isfinite(damped):
+            e_eff = damped
+    u_s = succ.u - pred.u                                               # soliton_update
+    u_ss = succ.u - 2.0 * u + pred.u
+    u_sss = succ.u_ss - pred.u_ss
+    g = float(np.asarray(u, dtype=float) ** 3)
+    if p.soft_limiter:
+        g = g / (1.0 + float(np.asarray(abs(u) / p.u_lim) ** 2))
+    du = (p.c_coupling * u_s - p.beta_u * u - p.alpha_u * g + p.k_e_tau * e_eff
+          + p.kappa_u_diff * u_ss - p.k_u_steepen * u * u_s + p.kappa_u_disp * u_sss)
+    u_new = u + p.control_period * du
+    if math.isfinite(u_new):
+        cap = u_bound(p)
+        u_new = _clip(u_new, -cap, cap)
+    else:
+        u_new = 0.0
+    speed = p.k_tau * u_new * r_eff + omega_ref * r                    # tangential_velocity
+    vz = p.k_z * (p.altitude - pz) + tvz if p.altitude_hold else tvz   # compose_command
+    x = radx + speed * thx + tvx + 0.0
+    y = rady + speed * thy + tvy + 0.0
+    if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
+        x, y = tvx, tvy
+    norm = float(np.hypot(x, y))                                        # saturate
+    limit = p.max_speed_xy / (norm if norm > 1e-300 else 1e-300)
+    scale = limit if limit < 1.0 else 1.0
+    return u_new, u_ss, (x * scale, y * scale, _clip(vz, -p.max_speed_z, p.max_speed_z))
+
+
+def _clip(x, low, high):
+    """``np.clip`` of one float (the same choice on ties and signed zeros)."""
+    x = x if x > low else low
+    return x if x < high else high
+
+
+def _angular_rate_one(view, tx, ty, tvx, tvy):
+    """:func:`geometry.angular_rate` of one neighbour view in floats (NaN when missing)."""
+    rx, ry = view.position[0] - tx, view.position[1] - ty
+    r2 = rx * rx + ry * ry
+    cross = rx * (view.velocity[1] - tvy) - ry * (view.velocity[0] - tvx)
+    return cross / r2 if r2 >= R_EPS ** 2 else math.nan
 
 
 class NeighbourView(NamedTuple):

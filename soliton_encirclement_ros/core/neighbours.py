@@ -41,6 +41,9 @@ def known_age(rx_time, now: float):
 
 def is_fresh(rx_time, now: float, timeout: float):
     """:func:`is_alive` by :func:`known_age`: what a control tick may act on."""
+    if isinstance(rx_time, float) and isinstance(now, float):  # known_age's, inline (hot)
+        age = now - rx_time
+        return (age if age >= -TIME_EPS else math.inf) <= timeout
     return known_age(rx_time, now) <= timeout
 
 
@@ -119,6 +122,53 @@ def select_neighbours(visible, theta, theta_self, own_ids, ids, cur_pred, cur_su
     return apply_hysteresis(
         cand_pred, cand_succ, gap(gap_to_pred, cand_pred), gap(gap_to_succ, cand_succ),
         cur_pred, cur_succ, gap(gap_to_pred, cur_pred), gap(gap_to_succ, cur_succ), hysteresis)
+
+
+def select_neighbours_one(theta_self: float, own_id: int, ids, thetas, cur_pred, cur_succ,
+                          hysteresis: float):
+    """
+    :func:`select_neighbours` for one agent (M = 1) in plain Python, by ids.
+
+    ``ids``/``thetas`` the other live agents and their finite angles (lists of int and
+    float), ``cur_pred``/``cur_succ`` the current neighbours' ids or None. The same choice,
+    tie-breaks and gaps as the array version. Returns (pred, succ) ids, None when alone.
+    """
+    if not ids:
+        return None, None
+    ring = list(zip(thetas, ids))
+    after = [e for e in ring if e[0] > theta_self or (e[0] == theta_self and e[1] > own_id)]
+    before = [e for e in ring if not (e[0] > theta_self
+                                      or (e[0] == theta_self and e[1] > own_id))]
+    cand_succ = min(after or ring)
+    cand_pred = max(before or ring)
+    theta_of = dict(zip(ids, thetas))
+    cur_pred = cur_pred if cur_pred in theta_of else None
+    cur_succ = cur_succ if cur_succ in theta_of else None
+    crossed = cand_pred[1] != cand_succ[1] and (
+        (cur_succ is not None and cand_pred[1] == cur_succ)
+        or (cur_pred is not None and cand_succ[1] == cur_pred))
+    pred, succ = cand_pred[1], cand_succ[1]
+    if not crossed and cur_pred is not None and not (
+            _gap_pred_one(theta_self, cand_pred[0], own_id, cand_pred[1])
+            < _gap_pred_one(theta_self, theta_of[cur_pred], own_id, cur_pred) - hysteresis):
+        pred = cur_pred
+    if not crossed and cur_succ is not None and not (
+            _gap_succ_one(theta_self, cand_succ[0], own_id, cand_succ[1])
+            < _gap_succ_one(theta_self, theta_of[cur_succ], own_id, cur_succ) - hysteresis):
+        succ = cur_succ
+    return pred, succ
+
+
+def _gap_pred_one(own_theta: float, pred_theta: float, own_id: int, pred_id: int) -> float:
+    """:func:`gap_to_pred` of floats (Python's float ``%`` is ``np.mod``)."""
+    gap = (own_theta - pred_theta) % TWO_PI
+    return TWO_PI if gap == 0.0 and pred_id > own_id else gap
+
+
+def _gap_succ_one(own_theta: float, succ_theta: float, own_id: int, succ_id: int) -> float:
+    """:func:`gap_to_succ` of floats."""
+    gap = (succ_theta - own_theta) % TWO_PI
+    return TWO_PI if gap == 0.0 and succ_id < own_id else gap
 
 
 def ring_neighbours(own_id: int, own_theta: float, ids, thetas) -> tuple[int, int]:

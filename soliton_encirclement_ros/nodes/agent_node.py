@@ -46,7 +46,7 @@ from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import (
     create_swarm_publisher, create_swarm_subscription)
-from velocity_mobility_ros.nodes.messages import odometry_to_arrays
+from velocity_mobility_ros.nodes.messages import odometry_position_velocity
 
 # Messages that arrived within this much of the current tick wait for the next tick.
 THIS_TICK = 1e-6
@@ -113,7 +113,7 @@ class AgentNode(Node):
 
     def _on_odometry(self, msg: Odometry) -> None:
         try:
-            position, velocity, _ = odometry_to_arrays(msg)
+            position, velocity = odometry_position_velocity(msg)
         except ValueError as error:
             self.get_logger().warning(f'ignoring odometry: {error}', throttle_duration_sec=5.0)
             return

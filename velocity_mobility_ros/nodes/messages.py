@@ -111,6 +111,17 @@ def odometry_to_arrays(msg: Odometry) -> tuple[np.ndarray, np.ndarray, float]:
     The child-frame twist is rotated by the full orientation, so odometry with roll and pitch
     (e.g. from PX4) converts correctly. Raises ``ValueError`` naming a non-finite field.
     """
+    position, velocity, quaternion = _odometry_world(msg)
+    return position, velocity, quat2euler(quaternion, 'sxyz')[2]
+
+
+def odometry_position_velocity(msg: Odometry) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`odometry_to_arrays` without the yaw (what a controller reads, per message)."""
+    return _odometry_world(msg)[:2]
+
+
+def _odometry_world(msg: Odometry):
+    """(position, world-frame velocity, orientation w, x, y, z), every field checked finite."""
     pose, twist = msg.pose.pose, msg.twist.twist
     p, o, v = pose.position, pose.orientation, twist.linear
     fields = {
@@ -123,5 +134,4 @@ def odometry_to_arrays(msg: Odometry) -> tuple[np.ndarray, np.ndarray, float]:
             raise ValueError(f'{name} is not finite: {values}')
     quaternion = fields['pose.pose.orientation']
     velocity = quat2mat(quaternion) @ np.array(fields['twist.twist.linear'])
-    yaw = quat2euler(quaternion, 'sxyz')[2]
-    return np.array(fields['pose.pose.position']), velocity, yaw
+    return np.array(fields['pose.pose.position']), velocity, quaternion
