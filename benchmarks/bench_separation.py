@@ -4,6 +4,8 @@ Separation over adversarial starts: does d_safe keep every two agents apart.
     .venv/bin/python benchmarks/bench_separation.py              # the full grid (1,440 runs)
     .venv/bin/python benchmarks/bench_separation.py --quick      # one seed, 30 s runs
     .venv/bin/python benchmarks/bench_separation.py --d-safe 0   # the same starts, no d_safe
+    .venv/bin/python benchmarks/bench_separation.py --failures 0 --ns 24,32,48,64 \
+        --placements coincident,cluster,collinear --workers 2    # a subset of the grid
 
 The grid, run through ``sweep_sim``'s engine (``batch_engine.simulate_runs``, runs of one shape
 stepped together, every core): N = 3 to 64; starts random about the circle (the reference
@@ -43,11 +45,12 @@ IMPAIRMENTS = ((0.0, 0.0), (0.1, 0.1), (0.2, 0.2))  # (loss, delay [s])
 TARGETS = ('static', 'random')
 
 
-def grid(d_safe: float, seeds, duration: float) -> list[Run]:
-    """Every run of the benchmark, as sweep runs (point, seed, scenario)."""
+def grid(d_safe: float, seeds, duration: float, ns=NS, placements=PLACEMENTS,
+         failures_axis=FAILURES, impairments=IMPAIRMENTS, targets=TARGETS) -> list[Run]:
+    """Every run of the benchmark (or of the subset of the axes given), as sweep runs."""
     runs = []
     for n, placement, failures, (loss, delay), target in itertools.product(
-            NS, PLACEMENTS, FAILURES, IMPAIRMENTS, TARGETS):
+            ns, placements, failures_axis, impairments, targets):
         point = {'agents': n, 'placement': placement, 'failures_per_min': failures,
                  'loss': loss, 'delay': delay, 'target_motion': target}
         for seed in seeds:
@@ -69,14 +72,45 @@ def run_chunk(scenarios: list[Scenario], apart: float) -> tuple[list, list, list
     return sep.after.tolist(), sep.overall.tolist(), e_gap, time.process_time() - cpu
 
 
+def subset(text: str, axis: tuple, name: str, parse) -> tuple:
+    """Return the values of ``axis`` named in the comma-separated ``text`` (None: all)."""
+    if text is None:
+        return axis
+    values = tuple(parse(v) for v in text.split(',') if v.strip())
+    unknown = [v for v in values if v not in axis]
+    if unknown or not values:
+        raise SystemExit(f'--{name} {text}: each value must be one of '
+                         f'{",".join(str(v) for v in axis)}')
+    return values
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--quick', action='store_true', help='one seed, 30 s runs')
     parser.add_argument('--d-safe', type=float, default=2.0, help='safety distance [m]')
     parser.add_argument('--workers', type=int, default=os.cpu_count() or 1)
+    parser.add_argument('--ns', help='only these N, comma-separated (e.g. 24,32,48,64)')
+    parser.add_argument('--placements', help='only these starts, comma-separated '
+                        f'({",".join(PLACEMENTS)})')
+    parser.add_argument('--failures', help='only these failures per minute, comma-separated '
+                        f'({",".join(f"{f:g}" for f in FAILURES)})')
+    parser.add_argument('--links', help='only these loss/delay pairs, comma-separated indices '
+                        'into ' + ', '.join(f'{i}: {loss:g}/{delay:g} s'
+                                            for i, (loss, delay) in enumerate(IMPAIRMENTS)))
+    parser.add_argument('--targets', help=f'only these targets ({",".join(TARGETS)})')
+    parser.add_argument('--seeds', help='seeds, comma-separated (default 0,1,2; --quick 0)')
+    parser.add_argument('--worst', type=int, default=12, help='how many worst runs to print')
     args = parser.parse_args()
     seeds = (0,) if args.quick else (0, 1, 2)
-    runs = grid(args.d_safe, seeds, 30.0 if args.quick else 60.0)
+    if args.seeds:
+        seeds = tuple(int(s) for s in args.seeds.split(','))
+    links = subset(args.links, tuple(range(len(IMPAIRMENTS))), 'links', int)
+    runs = grid(args.d_safe, seeds, 30.0 if args.quick else 60.0,
+                ns=subset(args.ns, NS, 'ns', int),
+                placements=subset(args.placements, PLACEMENTS, 'placements', str.strip),
+                failures_axis=subset(args.failures, FAILURES, 'failures', float),
+                impairments=tuple(IMPAIRMENTS[i] for i in links),
+                targets=subset(args.targets, TARGETS, 'targets', str.strip))
     apart = args.d_safe or 2.0  # without d_safe, measure against the default's 2 m
     work = chunks(runs, args.workers)
     print(f'{len(runs)} runs in {len(work)} chunks on {args.workers} worker(s), '
@@ -119,15 +153,15 @@ def main() -> None:
     print('\n| N | runs | min after / d_safe | close approaches, by loss/delay ' +
           ' / '.join(f'{loss:g}/{delay:g} s' for loss, delay in IMPAIRMENTS) + ' |')
     print('|---|---|---|---|')
-    for n in NS:
+    for n in dict.fromkeys(run.point['agents'] for run, *_ in rows):
         mask = np.array([run.point['agents'] == n for run, *_ in rows])
         by_link = [int(close[mask & np.array([(run.point['loss'], run.point['delay']) == link
                                               for run, *_ in rows])].sum())
                    for link in IMPAIRMENTS]
         print(f'| {n} | {mask.sum()} | {after[mask].min():.3f} | '
               + ' / '.join(map(str, by_link)) + ' |')
-    print('\nworst runs (after / d_safe):')
-    for k in np.argsort(after)[:12]:
+    print('\nworst runs (after / d_safe; rerun one with --seeds and the filters above):')
+    for k in np.argsort(after)[:args.worst]:
         run = rows[k][0]
         print(f'  {after[k]:.3f}  d_min {overall[k]:.3f}  seed {run.seed}  {run.point}')
 

@@ -75,6 +75,10 @@ class ControllerParams:
     t_safe: float = setting(1.0, 'look-ahead of the d_safe term: the distance counted is the '
                             'current one minus t_safe x the closing speed (about the vehicle '
                             'velocity lag); 0 = the plain distance', 's', low=0.0)
+    a_safe: float = setting(4.0, 'braking of the d_safe look-ahead: a closing speed c also '
+                            'takes c^2 / (2 a_safe) off the distance counted (the stopping '
+                            'distance of an acceleration-limited vehicle, 4 m/s^2 by default); '
+                            '0 = off', 'm/s^2', low=0.0)
     d_safe_memory: float = setting(15.0, 'a neighbour that falls silent stays in the d_safe term '
                                    'this long, at rest where it was last heard (a failed or '
                                    'blind agent holds there; on PX4 it lands after land_after)',

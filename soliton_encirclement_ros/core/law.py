@@ -188,19 +188,22 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     agents this agent hears (NaN rows: none), sent ``others_age`` (..., M) seconds ago (None:
     now); ``position``/``velocity`` its own. A state is carried forward to now along its
     velocity, at most ``t_safe``: a link's delay would otherwise hide a closing agent (at
-    0.2 s and 10 m/s, 2 m). In the
-    horizontal plane, with ``d`` the distance to another agent and ``closing`` the speed at
-    which it shrinks, each agent whose look-ahead distance ``d_ahead = d - t_safe*closing``
-    (``closing`` counted when positive) is below ``d_safe`` pushes this agent straight away from
-    it with ``v_safe * min(1, 1 - d_ahead/d_safe)``: nothing at ``d_safe``, ``v_safe`` at
-    contact. The look-ahead ``t_safe`` (about the vehicle's velocity lag) starts braking before
-    a fast approach is inside ``d_safe``; ``t_safe = 0`` uses the plain distance. The sum is
+    0.2 s and 10 m/s, 2 m). In the horizontal plane, with ``d`` the distance to another agent
+    and ``closing`` the speed at which it shrinks, each agent whose look-ahead distance
+    ``d_ahead = d - t_safe*closing - closing^2/(2 a_safe)`` (``closing`` counted when positive;
+    the last term is the stopping distance at ``a_safe``, none when it is 0) is below
+    ``d_safe`` pushes this agent straight away from it with ``v_safe * min(1, 1 -
+    d_ahead/d_safe)``: nothing at ``d_safe``, ``v_safe`` at contact. The look-ahead ``t_safe``
+    (about the vehicle's velocity lag) starts braking before a fast approach is inside
+    ``d_safe``; ``t_safe = 0`` uses the plain distance. The sum is
     bounded to norm ``v_safe``. Two agents at the very same point push nothing (no direction).
 
     With ``v_law`` (..., 2), the rest of the command, the result also takes out the part of
     ``v_law`` that heads toward each such agent, in proportion ``min(1, SEPARATION_YIELD (1 -
     d_ahead/d_safe))`` (all of it from 0.8 ``d_safe`` in), so the law cannot out-vote the
     repulsion: the only balance of the two inside ``d_safe`` is within 0.2 ``d_safe`` of it.
+    The pushes' sum loses its part toward each such agent that is closing in, in the same
+    proportion: the pushes of a crowd must not carry the agent into one closing in from outside.
     """
     position = np.asarray(position, dtype=float)
     if params.d_safe == 0.0 or others_position is None:
@@ -217,7 +220,10 @@ def separation_velocity(position, velocity, others_position, others_velocity,
         apart = d > DENOMINATOR_EPS
         unit = np.where(apart[..., None], away / np.where(apart, d, 1.0)[..., None], 0.0)
         closing = np.maximum(-np.sum(rel_v * unit, axis=-1), 0.0)
-        d_ahead = d - params.t_safe * np.where(np.isfinite(closing), closing, 0.0)
+        closing = np.where(np.isfinite(closing), closing, 0.0)
+        d_ahead = d - params.t_safe * closing
+        if params.a_safe > 0.0:  # and what braking at a_safe takes
+            d_ahead = d_ahead - closing * closing / (2.0 * params.a_safe)
         near = apart & (d_ahead < params.d_safe)
         weight = np.where(near, params.v_safe * np.minimum(1.0, 1.0 - d_ahead / params.d_safe),
                           0.0)
@@ -227,20 +233,34 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     push = push * scale[..., None]
     if v_law is not None:  # take out the approach, one agent after the other
         v_law = np.asarray(v_law, dtype=float)[..., :2]
-        kept = v_law.copy()
         yield_ = np.minimum(1.0, SEPARATION_YIELD * weight / params.v_safe)
-        full = np.where(yield_ >= 1.0, 1.0, 0.0)
         active = np.flatnonzero(np.any(near.reshape(-1, near.shape[-1]), axis=0)) \
             if near.size else ()
-        # Taking out the approach to one agent can head toward another: later passes over the
-        # agents whose approach goes entirely converge on a velocity that approaches none.
-        for share in [yield_] + [full] * (SEPARATION_PASSES - 1):
-            for j in active:
-                e = unit[..., j, :]
-                toward = np.minimum(np.sum(kept * e, axis=-1), 0.0)
-                kept = kept - share[..., j, None] * toward[..., None] * e
-        push = push + kept - v_law
+        # The pushes too lose their approach to each agent that is closing in: in a crowd the
+        # sum of many neighbours' pushes (each away from one of them, bounded to v_safe) headed
+        # at 10 m/s straight at an agent outside the crowd that was closing in, and out-voted
+        # that one's own push. An agent that is not closing in does not hold the pushes back
+        # (one pushed from behind may flee toward agents ahead that move on).
+        push = (_take_out(push, unit, np.where(closing > 0.0, yield_, 0.0), active)
+                + _take_out(v_law, unit, yield_, active) - v_law)
     return push
+
+
+def _take_out(v, unit, share, active):
+    """
+    Return ``v`` (..., 2) less its part toward each ``active`` agent, in proportion ``share``.
+
+    Taking out the approach to one agent can head toward another: later passes over the agents
+    whose approach goes entirely (share 1) converge on a velocity that approaches none.
+    """
+    kept = v.copy()
+    full = np.where(share >= 1.0, 1.0, 0.0)
+    for s in [share] + [full] * (SEPARATION_PASSES - 1):
+        for j in active:
+            e = unit[..., j, :]
+            toward = np.minimum(np.sum(kept * e, axis=-1), 0.0)
+            kept = kept - s[..., j, None] * toward[..., None] * e
+    return kept
 
 
 def silent_obstacles(live, silent, position, velocity, age) -> dict:

@@ -36,7 +36,7 @@ def test_min_pair_distance_is_the_closest_pair():
 
 
 def test_separation_velocity_values():
-    params = ControllerParams(d_safe=4.0, v_safe=2.0, t_safe=0.0)
+    params = ControllerParams(d_safe=4.0, v_safe=2.0, t_safe=0.0, a_safe=0.0)
     me, still = np.zeros(3), np.zeros(3)
 
     def sep(others, velocities=None, own=still, p=params, v_law=None):
@@ -56,6 +56,10 @@ def test_separation_velocity_values():
     ahead = params.with_changes(t_safe=1.0)
     assert sep([[6.0, 0, 0]], [[-3.0, 0, 0]], p=ahead) == pytest.approx([-0.5, 0.0])
     assert sep([[6.0, 0, 0]], [[3.0, 0, 0]], p=ahead) == pytest.approx([0.0, 0.0])  # opening
+    # and the stopping distance at a_safe: 6 - 3 - 3^2 / (2 x 4) = 1.875 m, 2 (1 - 1.875/4)
+    braking = ahead.with_changes(a_safe=4.0)
+    assert sep([[6.0, 0, 0]], [[-3.0, 0, 0]], p=braking) == pytest.approx([-1.0625, 0.0])
+    assert sep([[6.0, 0, 0]], [[3.0, 0, 0]], p=braking) == pytest.approx([0.0, 0.0])
     # the law's own velocity toward the agent is taken out: all of it 0.2 d_safe inside,
     # 5 x the push's proportion nearer d_safe (3.8 m of 4: 5 x 0.05 = 1/4 of it)
     v = sep([[1.0, 0.0, 0.0]], v_law=np.array([4.0, 1.0]))
@@ -72,6 +76,42 @@ def test_separation_velocity_values():
                                np.array([[[3.0, 0, 0]], [[0, -2.0, 0]]]), np.zeros((2, 1, 3)),
                                params)
     assert rows == pytest.approx(np.array([[-0.5, 0.0], [0.0, 1.0]]))
+
+
+def test_a_crowds_pushes_do_not_carry_an_agent_into_one_closing_in():
+    """
+    Three agents 0.3 m behind this one push it (bounded to v_safe) toward a fourth.
+
+    The fourth, 1.5 m ahead, closes in at 2 m/s: its own push alone is smaller than the
+    crowd's, and the sum headed at it (+x). The approach to an agent closing in is taken out
+    of the pushes too; one that is not closing in leaves the crowd's push as it was.
+    """
+    params = ControllerParams(d_safe=2.0, v_safe=10.0, t_safe=1.0, a_safe=4.0)
+    me = np.zeros(3)
+    others = np.array([[-0.3, 0.0, 0.0], [-0.3, 0.2, 0.0], [-0.3, -0.2, 0.0], [1.5, 0.0, 0.0]])
+    closing = np.array([[0.0] * 3] * 3 + [[-2.0, 0.0, 0.0]])
+    v = separation_velocity(me, me, others, closing, params, np.zeros(2))
+    assert v[0] <= 1e-12  # not toward the agent closing in (before: +x at several m/s)
+    assert math.hypot(*v) <= params.v_safe + 1e-9
+    still = separation_velocity(me, me, others, np.zeros((4, 3)), params, np.zeros(2))
+    assert still[0] > 1.0  # a still agent ahead does not hold the crowd's push back
+
+
+def test_a_coincident_crowd_spreads_without_a_close_approach():
+    """
+    64 agents started at one point (bench_separation's worst no-failure start) spread out.
+
+    Before the braking look-ahead and the pushes' yield, an agent that had got out of the
+    crowd flew back at 3.6 m/s into one the crowd's pushes sent at it: 0.87 m apart.
+    """
+    from soliton_encirclement_ros.core.batch_engine import simulate_runs
+    from soliton_encirclement_ros.core.scenario import Scenario
+    scenario = Scenario(agents=64, radius=64 * 2.0 / math.pi, seed=0, duration=20.0,
+                        control_period=PERIOD, placement='coincident',
+                        controller={'d_safe': 2.0})
+    tracker = simulate_runs([scenario], apart=2.0).separation
+    assert tracker.overall[0] == 0.0  # they did start at one point
+    assert tracker.after[0] > 1.0, tracker.after[0]  # never closer than 0.5 d_safe once apart
 
 
 def _inside(n=24):
