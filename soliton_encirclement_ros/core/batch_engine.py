@@ -287,7 +287,8 @@ class BatchControllers:
         if p.d_safe:  # states arrive ``delay`` after they were sent
             rx = get(self.rx)
             others = silent_obstacles(heard, get(self.has) & (now - rx <= p.obstacle_memory),
-                                      nb_pos, nb_vel, now - rx + self.delay)
+                                      nb_pos, nb_vel, now - rx + self.delay,
+                                      ~get(self.member), p)
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,

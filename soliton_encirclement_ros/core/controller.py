@@ -305,7 +305,7 @@ def _obstacles(neighbours, now: float, params: ControllerParams) -> dict:
     Return the d_safe term's inputs: every vehicle heard, ring member or presence.
 
     Those heard within ``agent_timeout`` count where they are; those silent since count at
-    rest where last heard, for ``d_safe_memory``.
+    rest where last heard, for ``d_safe_memory``; a presence also where it will come to rest.
     """
     kept = [(msg, is_fresh(rx, now, params.agent_timeout)) for msg, rx in neighbours.values()
             if is_fresh(rx, now, params.obstacle_memory)]
@@ -313,7 +313,8 @@ def _obstacles(neighbours, now: float, params: ControllerParams) -> dict:
     return silent_obstacles(np.array([on for _, on in kept], dtype=bool),
                             np.ones(len(kept), dtype=bool), rows,
                             np.array([m.velocity for m, _ in kept]).reshape(-1, 3),
-                            now - np.array([m.stamp for m, _ in kept], dtype=float))
+                            now - np.array([m.stamp for m, _ in kept], dtype=float),
+                            np.array([not m.member for m, _ in kept], dtype=bool), params)
 
 
 def control_step(state: ControllerState, own_position, own_velocity, now: float,

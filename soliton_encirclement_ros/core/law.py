@@ -9,7 +9,7 @@ reference specifies. ``ControllerParams`` supplies the gains.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
@@ -263,7 +263,8 @@ def _take_out(v, unit, share, active):
     return kept
 
 
-def silent_obstacles(live, silent, position, velocity, age) -> dict:
+def silent_obstacles(live, silent, position, velocity, age, presence=None,
+                     params: Optional[ControllerParams] = None) -> dict:
     """
     Return the inputs of the ``d_safe`` term, neighbours that fell silent as obstacles at rest.
 
@@ -272,13 +273,51 @@ def silent_obstacles(live, silent, position, velocity, age) -> dict:
     their last states. A silent agent's vehicle holds where it was last heard (a failed agent
     commands zero once, a blind one holds, PX4 lands it after ``land_after``): it counts there
     at rest, not carried forward. Rows neither live nor silent are NaN (not counted).
+
+    ``presence`` (..., M) marks those whose last broadcast was a presence: a failed agent's
+    vehicle, braking to a hover on its last zero command. Each also counts at rest where it
+    will stop (:func:`stopping_offset` ahead of it, with ``params``' ``t_safe`` as the vehicle's
+    lag and ``a_safe`` as its braking), as M more columns: carried forward along its velocity
+    alone, a vehicle that brakes as hard as the one behind it looks as if it were not closing.
     """
     live = np.asarray(live, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~live
     shown = (live | silent)[..., None]
-    return {'others_position': np.where(shown, position, np.nan),
-            'others_velocity': np.where(live[..., None], velocity, np.where(shown, 0.0, np.nan)),
-            'others_age': np.where(live, np.broadcast_to(age, live.shape), 0.0)}
+    out = {'others_position': np.where(shown, position, np.nan),
+           'others_velocity': np.where(live[..., None], velocity, np.where(shown, 0.0, np.nan)),
+           'others_age': np.where(live, np.broadcast_to(age, live.shape), 0.0)}
+    if presence is None:
+        return out
+    stops = shown & np.asarray(presence, dtype=bool)[..., None]
+    rest = np.where(stops, np.asarray(position, dtype=float)
+                    + stopping_offset(velocity, params.t_safe, params.a_safe), np.nan)
+    return {'others_position': np.concatenate((out['others_position'], rest), axis=-2),
+            'others_velocity': np.concatenate((out['others_velocity'], rest * 0.0), axis=-2),
+            'others_age': np.concatenate((out['others_age'], np.zeros(rest.shape[:-1])),
+                                         axis=-1)}
+
+
+def stopping_offset(velocity, lag: float, braking: float):
+    """
+    Return (..., 3) how far a vehicle flying ``velocity`` (..., 3) goes on a zero command.
+
+    Horizontally, along its velocity: a first-order lag ``lag`` [s] whose deceleration is
+    bounded to ``braking`` [m/s^2] (0: unbounded) stops from speed v in ``v lag`` while
+    ``v/lag <= braking``, else in ``(v^2 - (braking lag)^2) / (2 braking) + braking lag^2``.
+    """
+    v = np.asarray(velocity, dtype=float)
+    xy = np.where(np.isfinite(v[..., :2]), v[..., :2], 0.0)
+    speed = np.hypot(xy[..., 0], xy[..., 1])
+    knee = braking * lag
+    distance = speed * lag
+    if braking > 0.0:
+        distance = np.where(speed > knee,
+                            (speed * speed - knee * knee) / (2.0 * braking) + knee * lag,
+                            distance)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        along = np.where(speed[..., None] > 0.0, xy / np.where(speed > 0.0, speed, 1.0)[..., None],
+                         0.0)
+    return np.concatenate((along * distance[..., None], np.zeros(speed.shape + (1,))), axis=-1)
 
 
 def compose_command(v_rad, v_tau, target_velocity, position, params: ControllerParams,

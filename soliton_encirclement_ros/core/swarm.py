@@ -181,7 +181,7 @@ class SwarmControllers:
         if p.d_safe:  # every other vehicle each row hears: (rows, N, 3), NaN where not
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
             others = silent_obstacles(heard & usable, kept & ~heard & usable, a.position,
-                                      a.velocity, now - a.sent)
+                                      a.velocity, now - a.sent, ~a.member, p)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,
