@@ -66,3 +66,26 @@ def test_every_engine_keeps_clear_of_an_agent_failed_before_it_was_ever_heard(en
         cmds, _ = swarm.tick(now, live, positions, np.zeros_like(positions), target)
     assert cmds[1].tolist() == [0.0, 0.0, 0.0]
     assert cmds[0, 0] < -1.0  # away from agent 2, along -x
+
+
+def test_a_braking_vehicle_stops_where_the_lag_and_the_braking_limit_say():
+    from soliton_encirclement_ros.core.law import stopping_offset
+    # Below braking x lag (4 m/s) a first-order lag of 1 s goes v x lag; above it brakes at
+    # 4 m/s^2 down to 4 m/s first: (9^2 - 4^2) / 8 + 4 = 12.125 m.
+    offsets = stopping_offset(np.array([[0.0, 3.0, 1.0], [-9.0, 0.0, 0.0], [0, 0, 0]]), 1.0, 4.0)
+    np.testing.assert_allclose(offsets, [[0, 3.0, 0], [-12.125, 0, 0], [0, 0, 0]])
+    np.testing.assert_allclose(stopping_offset(np.array([0.0, 9.0, 0.0]), 1.0, 0.0), [0, 9.0, 0])
+
+
+def test_an_agent_behind_a_failed_one_brakes_for_where_it_will_stop():
+    """Both at 9 m/s in a row on the circle, 8 m apart: the one ahead fails, stops 12.1 m on."""
+    me = receive_target_state(initial_state(1), TargetBroadcast(0, np.zeros(3), np.zeros(3)),
+                              0.0, PARAMS)
+    ahead = AgentBroadcast(2, 0, 0, [20.0, 8.0, 0], [0.0, 9.0, 0], 0.0, member=False)
+    own = (np.array([20.0, 0.09, 0]), np.array([0.0, 9.0, 0]))  # 0.01 s later
+    _, braking = control_step(receive_agent_state(me, ahead, 0.0, PARAMS), *own, 0.01, PARAMS)
+    _, alone = control_step(me, *own, 0.01, PARAMS)
+    assert abs(alone[1]) < 0.01
+    # Where it is, 8 m ahead at the same speed, it is not closing in; where it will stop, 20.0 m
+    # on, it is: 20.0 - 9 m/s x 1 s - 9^2 / (2 x 4) = 0.9 m < d_safe, a push of 5.5 m/s back.
+    assert braking[1] == pytest.approx(-5.45, abs=0.05)
