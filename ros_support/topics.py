@@ -4,6 +4,25 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterator
 import re
 
+# The node name rmw gives an endpoint until its node's graph information (a message of its
+# own, on ros_discovery_info) has arrived; also that of a plain DDS writer of no ROS node.
+UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'
+
+
+def publisher_node(info) -> str | None:
+    """Return ``/namespace/name`` of an endpoint's node (``TopicEndpointInfo``); None if not."""
+    if info.node_name == UNKNOWN_NODE_NAME:
+        return None
+    return '/'.join((info.node_namespace.rstrip('/'), info.node_name))
+
+
+def node_of_writer(gid: bytes, infos) -> str | None:
+    """Return the node of the endpoint ``gid`` among ``infos``; None if not found or unnamed."""
+    for info in infos:
+        if bytes(info.endpoint_gid) == gid:
+            return publisher_node(info)
+    return None
+
 
 def new_topics(node, pattern: re.Pattern, known: Container[str]) -> Iterator[tuple]:
     """

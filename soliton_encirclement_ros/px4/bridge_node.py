@@ -41,6 +41,7 @@ from std_srvs.srv import Trigger
 from ros_support.ros_parameters import declare_validated, specs_of
 from ros_support.settings import check_fields, setting
 from ros_support.spin import help_requested, node_help, spin_node
+from ros_support.topics import publisher_node
 from ros_support.validation import from_mapping
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.px4 import offboard
@@ -64,7 +65,6 @@ TARGET_COMPONENT = 1
 CLOCK_STALL = 1.0  # s of steady time without the ROS clock advancing before a warning
 GRAPH_PERIOD = 1.0  # s between looks for other publishers on the vehicle's setpoint topics
 STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
-UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'  # rmw's node name of a writer not matched to a node
 STATUS_LEVELS = {offboard.OK: DiagnosticStatus.OK, offboard.WARN: DiagnosticStatus.WARN,
                  offboard.ERROR: DiagnosticStatus.ERROR}
 # The sequencer's MAVLink numbers, checked against the built px4_msgs at start-up.
@@ -361,11 +361,10 @@ class Px4BridgeNode(Node):
         topics = (self.topics['offboard_control_mode'], self.topics['trajectory_setpoint'])
         infos = [info for topic in topics for info in self.get_publishers_info_by_topic(topic)
                  if (info.node_name, info.node_namespace) != me]
-        unnamed = any(info.node_name == UNKNOWN_NODE_NAME for info in infos)
-        others = {f'{info.node_namespace.rstrip("/")}/{info.node_name}'
-                  if info.node_name != UNKNOWN_NODE_NAME else 'a DDS writer of no ROS node'
-                  for info in infos
-                  if info.node_name != UNKNOWN_NODE_NAME or self._unnamed_seen}
+        names = [publisher_node(info) for info in infos]
+        unnamed = None in names
+        others = {name or 'a DDS writer of no ROS node' for name in names
+                  if name is not None or self._unnamed_seen}
         self._unnamed_seen = unnamed
         self._seq.on_other_publishers(self._steady_now(), others, ', '.join(topics))
 

@@ -16,14 +16,14 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import Empty
 
+from ros_support.topics import publisher_node
 from soliton_encirclement_ros.interface import (
     AGENT_STATES_TOPIC, CLOCK_TOPIC, DOMAIN_IDS, TARGET_STATE_TOPIC)
 
 SWARM_TOPICS = (CLOCK_TOPIC, AGENT_STATES_TOPIC, TARGET_STATE_TOPIC)
-DISCOVERY_WAIT = 1.0   # wall s to hear from the participants already in the domain, at least
+DISCOVERY_WAIT = 2.0   # wall s to hear from the participants already in the domain, at least
 BEACON_FACTOR = 3.0    # ... and this many times what our own beacon participant took
 MAX_DISCOVERY_WAIT = 10.0
-UNKNOWN_NODE = '_NODE_NAME_UNKNOWN_'  # what the graph says until a node's name is discovered
 
 
 def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:
@@ -52,10 +52,10 @@ def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:
         while True:
             for topic in SWARM_TOPICS:
                 for info in node.get_publishers_info_by_topic(topic):
-                    if info.node_name == UNKNOWN_NODE:
+                    name = publisher_node(info)
+                    if name is None:
                         unnamed = f'a node not yet named publishes {topic}'
                         continue
-                    name = '/'.join((info.node_namespace.rstrip('/'), info.node_name))
                     return f'{name} publishes {topic}'
             now = time.monotonic()
             if not heard_beacon and node.count_publishers(beacon_topic):

@@ -31,6 +31,7 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
 
+from ros_support.topics import node_of_writer
 from soliton_encirclement_ros.analysis.stream import marker_age, WRITING_MARKER
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import CLOCK_TOPIC
@@ -102,7 +103,10 @@ class ProcessGraph:
             self.processes.append((spec, process, log))
 
     def _on_clock(self, msg: Clock, info) -> None:  # two arguments: rclpy adds the info
-        if not self._from_own_clock(info):
+        source = self._clock_source(info)
+        if source is None:  # a publisher whose node is not discovered yet: ours, most likely
+            return
+        if not source:
             self.foreign_clock += 1
             if self.foreign_clock == 1:
                 self.node.get_logger().warning(
@@ -111,18 +115,26 @@ class ProcessGraph:
             return
         self.sim_time_ns = Time.from_msg(msg.clock).nanoseconds
 
-    def _from_own_clock(self, info) -> bool:
-        """Whether a /clock message (its ``MessageInfo``) comes from the plan's clock node."""
+    def _clock_source(self, info) -> bool | None:
+        """
+        Whether a /clock message (its ``MessageInfo``) comes from the plan's clock node.
+
+        None while its publisher's node is not named yet: the graph names a node in a message
+        of its own, which may come after the node's first /clock (a busy machine). Taking such
+        a publisher for another graph's warned of one that was not there.
+        """
         data = ((info or {}).get('publisher_gid') or {}).get('data')
         if not data or self._clock_node is None:
             return True  # nothing to tell them apart by
-        if not self._clock_gids:
-            self._clock_gids = {
-                bytes(found.endpoint_gid)
-                for found in self.node.get_publishers_info_by_topic(CLOCK_TOPIC)
-                if '/'.join((found.node_namespace.rstrip('/'), found.node_name))
-                == self._clock_node}
-        return bytes(data) in self._clock_gids
+        gid = bytes(data)
+        if gid in self._clock_gids:
+            return True
+        name = node_of_writer(gid, self.node.get_publishers_info_by_topic(CLOCK_TOPIC))
+        if name is None:
+            return None
+        if name == self._clock_node:
+            self._clock_gids.add(gid)
+        return name == self._clock_node
 
     @property
     def sim_time(self) -> float:
