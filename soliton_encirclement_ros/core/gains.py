@@ -79,6 +79,11 @@ class ControllerParams:
                             'takes c^2 / (2 a_safe) off the distance counted (the stopping '
                             'distance of an acceleration-limited vehicle, 4 m/s^2 by default); '
                             '0 = off', 'm/s^2', low=0.0)
+    t_react: float = setting(0.3, 'reaction time of the d_safe term to an agent ahead stopping: '
+                             'were it to brake to a hover now, this one flies on this long (after '
+                             'the age of its state) before it brakes too, and must still pass '
+                             'its rest point d_safe/2 apart (a following distance at speed); '
+                             '0 = off', 's', low=0.0)
     d_safe_memory: float = setting(15.0, 'a neighbour that falls silent stays in the d_safe term '
                                    'this long, at rest where it was last heard (a failed or '
                                    'blind agent holds there; on PX4 it lands after land_after)',

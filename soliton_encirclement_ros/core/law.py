@@ -23,6 +23,11 @@ DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
 # min(1, SEPARATION_YIELD * (1 - d_ahead/d_safe)): all of it once 0.2 d_safe inside. With
 # yield 1 (the push's own proportion) a law at full speed balanced the push at 0.5 d_safe.
 SEPARATION_YIELD = 5.0
+# Were another agent to stop now (law.stopping_gap), this agent must still pass its rest point
+# this share of d_safe apart: a contingency, not the nominal distance (the separation
+# benchmark's close approach is 0.5 d_safe). The whole of d_safe held a ring packed tighter
+# than d_safe in a jostle that never settled.
+CONTINGENCY_SHARE = 0.5
 SEPARATION_PASSES = 4  # passes of the approach removal (see separation_velocity)
 # |u| is kept where the explicit Euler step of its decay, control_period x (beta_u + 3 alpha_u
 # u^2), stays below this (2 is where the step starts to oscillate with growing amplitude).
@@ -195,7 +200,10 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     ``d_safe`` pushes this agent straight away from it with ``v_safe * min(1, 1 -
     d_ahead/d_safe)``: nothing at ``d_safe``, ``v_safe`` at contact. The look-ahead ``t_safe``
     (about the vehicle's velocity lag) starts braking before a fast approach is inside
-    ``d_safe``; ``t_safe = 0`` uses the plain distance. The sum is
+    ``d_safe``; ``t_safe = 0`` uses the plain distance. For an agent ahead, the distance
+    counted is also at most :func:`stopping_gap` (reacting ``t_react`` late, were that one to
+    stop now) plus ``(1 - CONTINGENCY_SHARE) d_safe``, pushing along that gap: a following
+    distance at speed. The sum is
     bounded to norm ``v_safe``. Two agents at the very same point push nothing (no direction).
 
     With ``v_law`` (..., 2), the rest of the command, the result also takes out the part of
@@ -224,6 +232,16 @@ def separation_velocity(position, velocity, others_position, others_velocity,
         d_ahead = d - params.t_safe * closing
         if params.a_safe > 0.0:  # and what braking at a_safe takes
             d_ahead = d_ahead - closing * closing / (2.0 * params.a_safe)
+        if params.t_react > 0.0:  # and were the other to stop now: a follower's gap
+            gap, unit_gap = stopping_gap(position, velocity, others_xy, others_velocity,
+                                         params.t_react + (0.0 if others_age is None else age),
+                                         params)
+            gap = gap + (1.0 - CONTINGENCY_SHARE) * params.d_safe  # to keep the share only
+            worse = gap < d_ahead
+            d_ahead = np.where(worse, gap, d_ahead)
+            unit = np.where(worse[..., None], unit_gap, unit)
+            closing = np.where(worse, np.maximum(closing, 1.0), closing)
+            apart = apart | (worse & (gap > DENOMINATOR_EPS))
         near = apart & (d_ahead < params.d_safe)
         weight = np.where(near, params.v_safe * np.minimum(1.0, 1.0 - d_ahead / params.d_safe),
                           0.0)
@@ -244,6 +262,43 @@ def separation_velocity(position, velocity, others_position, others_velocity,
         push = (_take_out(push, unit, np.where(closing > 0.0, yield_, 0.0), active)
                 + _take_out(v_law, unit, yield_, active) - v_law)
     return push
+
+
+def stopping_gap(position, velocity, others_xy, others_velocity, react, params):
+    """
+    Return how close (..., M) this agent would come to each other one were it to stop now.
+
+    The other vehicle, at ``others_xy`` (..., M, 2) flying ``others_velocity``, stops on a
+    zero command where :func:`stopping_offset` puts it (``t_safe`` lag, ``a_safe`` braking);
+    this one hears it ``react`` (..., M) seconds later, flying on at ``velocity`` meanwhile,
+    then stops as well. The gap is the distance from the other's rest point to this agent's
+    path to its own (a straight segment), and the unit vector (..., M, 2) points from that rest
+    point to the path's closest point (away from the other when they coincide); inf for one
+    that is not ahead (along this agent's velocity). A follower
+    as fast as the one ahead keeps ``v react`` more than its distance; one faster also what
+    braking from the higher speed takes. (A leader that braked to a hover ran the follower
+    0.2 s behind it from 6 m to 0.65 m: both braked at 4 m/s^2.)
+    """
+    xy = np.asarray(position, dtype=float)[..., None, :2]
+    own = np.asarray(velocity, dtype=float)[..., None, :2]
+    rest = others_xy + stopping_offset(others_velocity, params.t_safe, params.a_safe)[..., :2]
+    path = own * np.asarray(react, dtype=float)[..., None] \
+        + stopping_offset(own, params.t_safe, params.a_safe)[..., :2]
+    rel = rest - xy
+    length2 = np.sum(path * path, axis=-1)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        along = np.clip(np.sum(rel * path, axis=-1) / np.where(length2 > 0.0, length2, 1.0),
+                        0.0, 1.0)
+        diff = along[..., None] * path - rel
+        gap = np.hypot(diff[..., 0], diff[..., 1])
+        away = xy - others_xy
+        d = np.hypot(away[..., 0], away[..., 1])
+        unit = np.where((gap > DENOMINATOR_EPS)[..., None],
+                        diff / np.where(gap > DENOMINATOR_EPS, gap, 1.0)[..., None],
+                        away / np.where(d > DENOMINATOR_EPS, d, 1.0)[..., None])
+    # Only one ahead of this agent counts: the rest point of one behind lies on its way, but
+    # this agent is past it by then (that one's own rule keeps it back).
+    return np.where(np.sum(away * own, axis=-1) < 0.0, gap, np.inf), unit
 
 
 def _take_out(v, unit, share, active):

@@ -198,3 +198,55 @@ def test_separation_tracker_counts_approaches_after_two_agents_were_apart():
     tick(0.5, live=(False, False, True))  # both failed: neither could act, not counted
     tick(0.6)   # both back where they drifted: a start of their own
     assert tracker.after[0] == 0.7 and tracker.overall[0] == 0.6
+
+
+def test_a_follower_keeps_a_following_distance_at_speed():
+    """
+    Were the agent ahead to brake to a hover now, the one behind must still pass it.
+
+    Both at 8 m/s, the state of the one ahead 0.2 s old: sent from 2.4 m ahead, it is 4 m ahead
+    now. Had it failed just after it sent that, this one hears of it 0.3 s (``t_react``) from
+    now, 0.5 s after it began to brake, flying on meanwhile: its path to a stop ends 4 m short
+    of where the other stops (the stopping distances cancel), at 0 m, where the contingency
+    keeps half d_safe: a push of v_safe (1 - 1/2) back. The one ahead is not pushed; nor is the
+    follower without ``t_react``.
+    """
+    params = ControllerParams(d_safe=2.0, v_safe=10.0, t_safe=1.0, a_safe=4.0)
+    fast = np.array([8.0, 0.0, 0.0])
+
+    def sep(other, own_v, other_v, p=params, age=0.2):
+        return separation_velocity(np.zeros(3), own_v, np.array([other]), np.array([other_v]),
+                                   p, None, np.array([age]))
+
+    assert sep([2.4, 0, 0], fast, fast) == pytest.approx([-5.0, 0.0])
+    assert sep([-5.6, 0, 0], fast, fast) == pytest.approx([0.0, 0.0])  # the one ahead
+    assert sep([2.4, 0, 0], fast, fast, params.with_changes(t_react=0.0)) == pytest.approx([0, 0])
+    assert sep([5.4, 0, 0], fast, fast) == pytest.approx([0.0, 0.0])  # 7 - 4 m: far enough
+    assert sep([2.4, 3.0, 0], fast, fast) == pytest.approx([0.0, 0.0])  # beside it, not behind
+    # The traced run: 9.3 m/s, 7 m behind one at 6.6 m/s. Counted by the closing speed alone it
+    # was 7 - 2.7 - 2.7^2/8 = 3.4 m away, no push; the one ahead failed, braked, and the two
+    # came within 0.65 m. Where that one would stop (7 + 7.4 m on) lies on this one's way to a
+    # stop (0.3 x 9.3 + 12.8 m): a push of 5 m/s back.
+    assert sep([7.0, 0, 0], np.array([9.3, 0, 0]), np.array([6.6, 0, 0]), age=0.0) == \
+        pytest.approx([-5.0, 0.0])
+    assert sep([7.0, 0, 0], np.array([9.3, 0, 0]), np.array([6.6, 0, 0]),
+               params.with_changes(t_react=0.0), age=0.0) == pytest.approx([0.0, 0.0])
+
+
+# The benchmark's last two close approaches (bench_separation --failures 4 --links 2
+# --targets random): a follower at 8-9 m/s, 6-7 m behind an agent that failed and braked to a
+# hover; it heard the presence 0.2 s later and braked as hard, and they came 0.65 m (N = 48
+# cluster, seed 0, at 7.9 s) and 0.92 m (N = 32 coincident, seed 2, at 5.8 s) apart.
+FOLLOWING = {'48 cluster': (48, 'cluster', 0, 9.0), '32 coincident': (32, 'coincident', 2, 7.0)}
+
+
+@pytest.mark.parametrize('name', list(FOLLOWING))
+def test_a_follower_at_speed_keeps_clear_of_one_that_fails_ahead(name):
+    from soliton_encirclement_ros.core.batch_engine import simulate_runs
+    from soliton_encirclement_ros.core.scenario import Scenario
+    n, placement, seed, duration = FOLLOWING[name]
+    scenario = Scenario(agents=n, radius=max(20.0, n * 2.0 / math.pi), seed=seed,
+                        duration=duration, control_period=PERIOD, placement=placement,
+                        failures_per_min=4.0, failure_off_time=8.0, loss=0.2, delay=0.2,
+                        target_motion='random', target_speed=5.0, controller={'d_safe': 2.0})
+    assert simulate_runs([scenario], apart=2.0).separation.after[0] > 1.0
