@@ -145,7 +145,7 @@ def crossings() -> None:
     from pathlib import Path
     import sys
     tests = Path(__file__).resolve().parents[1] / 'test'
-    sys.path[:0] = [str(tests), str(tests / 'unit')]  # support/, and the scenarios' test module
+    sys.path[:0] = [str(tests), str(tests / 'unit' / 'core')]  # support/, the scenarios' module
     from test_separation import CROSSINGS, PERIOD
 
     from support.swarm_loop import run_swarm
