@@ -60,11 +60,27 @@ def children_named(parent_pid: int, name: str) -> list[int]:
     return found
 
 
-def streamed_rows(tmp: Path, name: str) -> int:
+def streamed_lines(tmp: Path, name: str) -> list[str]:
     """Rows metrics_node has flushed into swarm_sim's temporary ``name`` (a CSV) so far."""
     for path in tmp.glob(f'swarm_sim_metrics_*/run/{name}'):
-        return max(0, len(path.read_text().splitlines()) - 1)
-    return 0
+        return path.read_text().splitlines()[1:]
+    return []
+
+
+def streamed_rows(tmp: Path, name: str) -> int:
+    """How many rows of ``name`` (a CSV) metrics_node has flushed so far."""
+    return len(streamed_lines(tmp, name))
+
+
+def streamed_agents(tmp: Path) -> set[int]:
+    """Return the agent ids of the complete rows of the streamed ``agents.csv`` so far."""
+    ids = set()
+    for line in streamed_lines(tmp, 'agents.csv'):
+        try:
+            ids.add(int(float(line.split(',')[0])))
+        except ValueError:  # a row still being written
+            pass
+    return ids
 
 
 @pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
@@ -86,9 +102,11 @@ def test_processes_keep_the_streamed_outputs_when_metrics_node_never_writes(tmp_
         env={**os.environ, 'TMPDIR': str(tmp)})
     stopped = []
     try:
+        # Every agent's rows, not just 3 rows: on a loaded machine the third agent's process
+        # started late, and its rows were not streamed before the stop.
         wait_until(lambda: (streamed_rows(tmp, 'metrics.csv') >= 10
-                            and streamed_rows(tmp, 'agents.csv') >= 3) or proc.poll() is not None,
-                   what='metrics and agents rows streamed')
+                            and streamed_agents(tmp) == {1, 2, 3}) or proc.poll() is not None,
+                   what="metrics rows and every agent's rows streamed")
         assert proc.poll() is None, proc.communicate()
         stopped = children_named(proc.pid, 'metrics_node')
         assert len(stopped) == 1
