@@ -18,9 +18,11 @@ The radius is max(20 m, N d_safe / pi), so that the even ring's spacing is at le
 Per run it takes the closest approach of two live agents, horizontally, at any time
 (``d_min``, which a start may put below ``d_safe``), and after the two were once farther than
 ``d_safe`` apart (``after``). A close approach is ``after < 0.5 d_safe``; the goal is none.
-Failed agents are not counted while failed: their vehicle hovers silently where it was (on PX4
-the bridge lands it, ``land_after``); the others keep away from where they last heard it for
-``d_safe_memory``, but one that failed before another could hear it is invisible to that one.
+Every pair of vehicles of which at least one agent works counts: a failed agent's vehicle
+brakes to a hover and broadcasts its presence, so the working ones must keep clear of it, and
+its failure and return is no new start. A pair of two failed agents' vehicles does not count
+(neither has a controller; where they drifted is a new start for the one that comes back):
+``batch_engine.SeparationTracker``.
 Prints figures only (CPU seconds, distributions, counts, the worst runs); nothing here asserts.
 """
 from __future__ import annotations
