@@ -134,21 +134,33 @@ def call_engage(ros, operator):
     return call(ros, operator.engage)
 
 
-def call(ros, client):
+def call(ros, client, each=None):
+    """Call a Trigger service and return its response; ``each()`` runs every executor turn."""
     from std_srvs.srv import Trigger
-    assert spin_until(ros, lambda: client.service_is_ready())
+    assert spin_until(ros, lambda: client.service_is_ready(), each=each)
     future = client.call_async(Trigger.Request())
-    assert spin_until(ros, future.done, timeout=15.0)
+    assert spin_until(ros, future.done, timeout=15.0, each=each)
     return future.result()
 
 
 def engaged_graph(ros, bridge_params=(), **fake_options):
-    """Return the graph with the bridge engaged and flying cmd_vel."""
+    """
+    Return the graph with the bridge engaged and flying cmd_vel.
+
+    Both services are discovered before the engage: on a loaded machine discovering ``~/land``
+    once took 57 s, and an agent silent that long is landed by ``land_after``.
+    """
     fake, bridge, operator = make_graph(ros, bridge_params, **fake_options)
-    assert spin_until(ros, lambda: operator.odoms)
+    assert spin_until(ros, lambda: operator.odoms and operator.engage.service_is_ready()
+                      and operator.land.service_is_ready())
     response = call_engage(ros, operator)
     assert response.success, response.message
     return fake, bridge, operator
+
+
+def alive(operator):
+    """Return an ``each`` callback: the agent keeps publishing cmd_vel (it is alive)."""
+    return lambda: operator.cmd_pub.publish(command())
 
 
 def flying(fake, operator):
@@ -326,7 +338,7 @@ def test_a_lost_nav_land_is_resent_and_land_answers_once_px4_confirms(ros):
     from px4_msgs.msg import VehicleStatus
     fake, bridge, operator = engaged_graph(ros, {'command_retry': 0.3}, lose_land=2)
     assert spin_until(ros, flying(fake, operator))
-    response = call(ros, operator.land)
+    response = call(ros, operator.land, each=alive(operator))
     assert response.success, response.message
     assert response.message.startswith('landing confirmed: PX4 reports nav_state=18 (AUTO_LAND)')
     assert len(fake.landed_commands()) == 3  # two lost on the link, the third answered
@@ -339,7 +351,7 @@ def test_a_denied_landing_stops_the_heartbeat_and_px4_failsafe_takes_the_vehicle
     from px4_msgs.msg import VehicleStatus
     fake, bridge, operator = engaged_graph(ros, deny_land=True)
     assert spin_until(ros, flying(fake, operator))
-    response = call(ros, operator.land)
+    response = call(ros, operator.land, each=alive(operator))
     assert not response.success
     assert response.message.startswith(
         'NAV_LAND not confirmed (PX4 refused NAV_LAND (21): DENIED): stopping the offboard '
@@ -364,7 +376,7 @@ def test_a_denied_landing_stops_the_heartbeat_and_px4_failsafe_takes_the_vehicle
 def test_an_unanswered_landing_is_handed_to_px4_failsafe(ros):
     fake, bridge, operator = engaged_graph(
         ros, {'command_retry': 0.3, 'confirm_timeout': 1.0}, lose_land=1000)
-    response = call(ros, operator.land)
+    response = call(ros, operator.land, each=alive(operator))
     assert not response.success
     sent = len(fake.landed_commands())  # every command_retry during confirm_timeout
     assert sent >= 3 and f'PX4 did not answer NAV_LAND (sent {sent} times)' in response.message
