@@ -165,16 +165,20 @@ def alive(operator):
 
 def flying(fake, operator):
     """Return a spin_until condition: cmd_vel (1, 2, 0.5) published and flown."""
+    publish = alive(operator)
+
     def condition():
-        operator.cmd_pub.publish(command())
+        publish()
         return bool(fake.setpoints) and fake.setpoints[-1].velocity[0] > 1.5
     return condition
 
 
 def holding(fake, operator):
     """Return a spin_until condition: cmd_vel published, zero velocity flown."""
+    publish = alive(operator)
+
     def condition():
-        operator.cmd_pub.publish(command())
+        publish()
         return bool(fake.setpoints) and zero(fake.setpoints[-1])
     return condition
 
@@ -215,7 +219,7 @@ def test_bridge_odometry_engage_gate_and_velocity_stream(ros):
     assert stamp_ns < bridge.get_clock().now().nanoseconds - SAMPLE_AGE_US * 1000 + 10**8
 
     # Streaming zero velocity; cmd_vel is not flown and nothing is commanded before engage.
-    spin_for(ros, 0.8, each=lambda: operator.cmd_pub.publish(command()))
+    spin_for(ros, 0.8, each=alive(operator))
     assert fake.heartbeats and fake.setpoints and not fake.commands
     assert all(zero(s) for s in fake.setpoints)
     assert all(h.velocity and not h.position for h in fake.heartbeats)
@@ -280,7 +284,7 @@ def test_land_after_lands_the_vehicle_of_a_dead_agent(ros, capfd):
     assert spin_until(ros, lambda: operator.odoms)
     spin_for(ros, 0.5)
     assert call_engage(ros, operator).success
-    spin_for(ros, 0.5, each=lambda: operator.cmd_pub.publish(command()))
+    spin_for(ros, 0.5, each=alive(operator))
     start = time.monotonic()
     assert spin_until(ros, lambda: fake.landed_commands(), timeout=5.0)
     waited = time.monotonic() - start
@@ -402,7 +406,7 @@ def test_a_second_bridge_on_the_vehicle_is_named_and_cannot_engage(ros, capfd):
                                        for s in operator.statuses), timeout=10.0)
     fake.setpoints.clear()
     assert spin_until(ros, holding(fake, operator))
-    spin_for(ros, 0.5, each=lambda: operator.cmd_pub.publish(command()))
+    spin_for(ros, 0.5, each=alive(operator))
     assert all(zero(sp) for sp in fake.setpoints[-5:])
     spare = Node('spare_operator')
     spare.engage = spare.create_client(Trigger, '/spare/px4_bridge/engage')
@@ -441,7 +445,7 @@ def test_an_estimator_jump_is_logged_and_held_until_re_engaged(ros, capfd):
     fake.reset_estimate([3.0, -4.0, 0.0])  # 5 m: more than max_reset_jump 2 m
     fake.setpoints.clear()
     assert spin_until(ros, holding(fake, operator))
-    spin_for(ros, 2.0, each=lambda: operator.cmd_pub.publish(command()))  # > reset_hold
+    spin_for(ros, 2.0, each=alive(operator))  # > reset_hold
     assert all(zero(sp) for sp in fake.setpoints[-20:])
     assert spin_until(ros, lambda: operator.statuses and operator.statuses[-1].message.startswith(
         'PX4 estimator reset moved the position estimate 5.00 m (> max_reset_jump 2 m)'))
