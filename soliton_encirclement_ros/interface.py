@@ -18,7 +18,9 @@ view attribute, one :data:`WIRE_FIELDS` entry) and bumping the version here, and
   in ``builtin_interfaces/Time``), ``px py pz`` (m, world ENU), ``vx vy vz`` (m/s, world ENU),
   ``u`` and ``u_ss`` (soliton state, dimensionless), ``member`` (1: a ring member's state; 0: a
   *presence* broadcast of an agent whose controller is out, whose vehicle the others keep
-  ``d_safe`` from but leave out of the ring and the metrics).
+  ``d_safe`` from but leave out of the ring and the metrics), ``uncertainty`` (m: how far the
+  vehicle may be from ``px py pz``, from its odometry's position covariance, e.g. after an
+  estimator reset; the others keep ``d_safe`` from that disc).
 - ``/target/state`` (:data:`TARGET_STATE`): ``stamp_sec stamp_nanosec``, ``px py pz`` (m, world
   ENU), ``vx vy vz`` (m/s, world ENU), ``omega_ref`` (rad/s), then ``(agent_id, lambda)`` pairs.
 
@@ -137,9 +139,9 @@ class Layout:
                              'every host')
 
 
-AGENT_STATE = Layout('agent_state', 4, (
+AGENT_STATE = Layout('agent_state', 5, (
     'agent_id', 'incarnation', 'seq', 'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy',
-    'vz', 'u', 'u_ss', 'member'))
+    'vz', 'u', 'u_ss', 'member', 'uncertainty'))
 TARGET_STATE = Layout('target_state', 2, (
     'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'omega_ref'),
     pairs=('id_k', 'lambda_k'))
@@ -147,7 +149,8 @@ TARGET_STATE = Layout('target_state', 2, (
 # node, which must not mix versions), converted to AGENT_STATE order.
 AGENT_STATE_V2 = Layout('agent_state', 2, (
     'agent_id', 'incarnation', 'seq', 'stamp', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss'))
-AGENT_STATE_V3 = Layout('agent_state', 3, AGENT_STATE.fields[:-1])  # before presence: members
+AGENT_STATE_V3 = Layout('agent_state', 3, AGENT_STATE.fields[:-2])  # before presence: members
+AGENT_STATE_V4 = Layout('agent_state', 4, AGENT_STATE.fields[:-1])  # before uncertainty: 0
 _TARGET_SIZE = len(TARGET_STATE.fields)
 
 
@@ -220,6 +223,7 @@ WIRE_FIELDS = {
     'u': _real('u'),
     'u_ss': _real('u_ss'),
     'member': _flag('member'),
+    'uncertainty': _real('uncertainty'),
     'omega_ref': _real('omega_ref'),
 }
 
@@ -261,11 +265,17 @@ def _from_v2(values: np.ndarray) -> np.ndarray:
 
 def _from_v3(values: np.ndarray) -> np.ndarray:
     """AGENT_STATE_V3 values in AGENT_STATE order: every state then was a ring member's."""
-    return np.append(values, 1.0)
+    return _from_v4(np.append(values, 1.0))
+
+
+def _from_v4(values: np.ndarray) -> np.ndarray:
+    """AGENT_STATE_V4 values in AGENT_STATE order: no position uncertainty was broadcast."""
+    return np.append(values, 0.0)
 
 
 _OLDER_AGENT_STATES = {AGENT_STATE_V2.label: (AGENT_STATE_V2, _from_v2),
-                       AGENT_STATE_V3.label: (AGENT_STATE_V3, _from_v3)}
+                       AGENT_STATE_V3.label: (AGENT_STATE_V3, _from_v3),
+                       AGENT_STATE_V4.label: (AGENT_STATE_V4, _from_v4)}
 
 
 def agent_state_array(msg, older: bool = False) -> np.ndarray:

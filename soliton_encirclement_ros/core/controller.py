@@ -79,7 +79,9 @@ class AgentBroadcast(_Stamped):
     world-frame state (ENU, m and m/s), ``u``, ``u_ss`` and the sender's incarnation.
     ``stamp`` is the same instant in seconds, the core's unit of time. ``member`` is False for
     a *presence* broadcast: the agent's controller is out (failed), so it is no ring member,
-    but its vehicle is still there and the others keep ``d_safe`` from it.
+    but its vehicle is still there and the others keep ``d_safe`` from it. ``uncertainty``
+    (m, >= 0) is how far the vehicle may be from ``position`` (its odometry's position
+    covariance: e.g. after an estimator reset); the others keep ``d_safe`` from that disc.
     """
 
     agent_id: int
@@ -91,9 +93,14 @@ class AgentBroadcast(_Stamped):
     u_ss: float = 0.0
     incarnation: int = 0  # random per process start: tells two senders of one id apart
     member: bool = True  # False: presence only (controller out), an obstacle, not in the ring
+    uncertainty: float = 0.0  # m: the vehicle is within this of position
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'agent_id', int(self.agent_id))
+        uncertainty = float(self.uncertainty)
+        if not uncertainty >= 0.0 or not math.isfinite(uncertainty):
+            raise ValueError(f'uncertainty must be a finite distance >= 0, got {uncertainty}')
+        object.__setattr__(self, 'uncertainty', uncertainty)
         object.__setattr__(self, 'member', bool(self.member))
         object.__setattr__(self, 'incarnation', int(self.incarnation))
         object.__setattr__(self, 'seq', int(self.seq))
@@ -257,19 +264,20 @@ def _keeps_target(cached, msg: TargetBroadcast, rx_time: float, params: Controll
 
 
 def outgoing_state(state: ControllerState, own_position, own_velocity,
-                   now: float) -> AgentBroadcast:
+                   now: float, uncertainty: float = 0.0) -> AgentBroadcast:
     """
     Return the AgentState to broadcast at this tick (before ``control_step``).
 
-    Seq = ``state.seq``.
+    Seq = ``state.seq``; ``uncertainty`` the own position's (m).
     """
     return AgentBroadcast(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
                           position=own_position, velocity=own_velocity,
-                          u=state.u, u_ss=state.u_ss, incarnation=state.incarnation)
+                          u=state.u, u_ss=state.u_ss, incarnation=state.incarnation,
+                          uncertainty=uncertainty)
 
 
 def presence_state(state: ControllerState, own_position, own_velocity,
-                   now: float) -> tuple[ControllerState, AgentBroadcast]:
+                   now: float, uncertainty: float = 0.0) -> tuple[ControllerState, AgentBroadcast]:
     """
     Return (state, the presence broadcast) of an agent whose controller is out (failed).
 
@@ -279,7 +287,8 @@ def presence_state(state: ControllerState, own_position, own_velocity,
     """
     msg = AgentBroadcast(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
                          position=own_position, velocity=own_velocity, u=0.0, u_ss=0.0,
-                         incarnation=state.incarnation, member=False)
+                         incarnation=state.incarnation, member=False,
+                         uncertainty=uncertainty)
     return dataclasses.replace(state, seq=state.seq + 1), msg
 
 
@@ -300,25 +309,34 @@ def _view(msg: Optional[AgentBroadcast], theta: float) -> NeighbourView:
     return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss, msg.agent_id)
 
 
-def _obstacles(neighbours, now: float, params: ControllerParams) -> dict:
+def _obstacles(neighbours, now: float, params: ControllerParams,
+               own_uncertainty: float = 0.0) -> dict:
     """
     Return the d_safe term's inputs: every vehicle heard, ring member or presence.
 
     Those heard within ``agent_timeout`` count where they are; those silent since count at
     rest where last heard, for ``d_safe_memory``; a presence also where it will come to rest.
+    A vehicle (this one included) that broadcasts an ``uncertainty`` counts as a disc.
     """
     kept = [(msg, is_fresh(rx, now, params.agent_timeout)) for msg, rx in neighbours.values()
             if is_fresh(rx, now, params.obstacle_memory)]
     rows = np.array([m.position for m, _ in kept]).reshape(-1, 3)
-    return silent_obstacles(np.array([on for _, on in kept], dtype=bool),
-                            np.ones(len(kept), dtype=bool), rows,
-                            np.array([m.velocity for m, _ in kept]).reshape(-1, 3),
-                            now - np.array([m.stamp for m, _ in kept], dtype=float),
-                            np.array([not m.member for m, _ in kept], dtype=bool), params)
+    radius = np.array([m.uncertainty for m, _ in kept], dtype=float)
+    uncertain = own_uncertainty > 0.0 or bool(np.any(radius > 0.0))
+    obstacles = silent_obstacles(np.array([on for _, on in kept], dtype=bool),
+                                 np.ones(len(kept), dtype=bool), rows,
+                                 np.array([m.velocity for m, _ in kept]).reshape(-1, 3),
+                                 now - np.array([m.stamp for m, _ in kept], dtype=float),
+                                 np.array([not m.member for m, _ in kept], dtype=bool), params,
+                                 radius if uncertain else None)
+    if uncertain:
+        obstacles['own_radius'] = own_uncertainty
+    return obstacles
 
 
 def control_step(state: ControllerState, own_position, own_velocity, now: float,
-                 params: ControllerParams) -> tuple[ControllerState, np.ndarray]:
+                 params: ControllerParams,
+                 own_uncertainty: float = 0.0) -> tuple[ControllerState, np.ndarray]:
     """
     One control tick from this agent's own odometry and cached messages.
 
@@ -372,7 +390,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         _view(live.get(succ), theta_of.get(succ, np.nan)),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
         ring_size=len(live) + 1, own_id=state.agent_id,
-        **(_obstacles(neighbours, now, params) if params.d_safe else {}))
+        **(_obstacles(neighbours, now, params, own_uncertainty) if params.d_safe else {}))
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
@@ -477,6 +495,11 @@ def odometry_problem(state: ControllerState, odometry, now: float,
     return None
 
 
+def odometry_uncertainty(odometry) -> float:
+    """Return the position uncertainty [m] of ``(stamp, position, velocity[, uncertainty])``."""
+    return float(odometry[3]) if len(odometry) > 3 else 0.0
+
+
 def failed_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]], now: float,
                 params: ControllerParams, detail: str = 'injected') -> Tick:
     """
@@ -490,7 +513,8 @@ def failed_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any
         state = dataclasses.replace(state, started=float(now))
     if odometry_problem(state, odometry, now, params) is not None:
         return Tick(state, None, None, Status(FAILED, detail))
-    state, presence = presence_state(state, odometry[1], odometry[2], now)
+    state, presence = presence_state(state, odometry[1], odometry[2], now,
+                                     odometry_uncertainty(odometry))
     return Tick(state, None, presence, Status(FAILED, detail))
 
 
@@ -512,9 +536,11 @@ def agent_tick(state: ControllerState, odometry: Optional[tuple[float, Any, Any]
         if blind.kind == STARTING:
             return Tick(state, None, None, blind)
         return Tick(dataclasses.replace(state, prev_cmd=_ZERO), _ZERO, None, blind)
-    _, position, velocity = odometry
-    broadcast = outgoing_state(state, position, velocity, now)
-    state, command = control_step(state, broadcast.position, broadcast.velocity, now, params)
+    _, position, velocity = odometry[:3]
+    uncertainty = odometry_uncertainty(odometry)
+    broadcast = outgoing_state(state, position, velocity, now, uncertainty)
+    state, command = control_step(state, broadcast.position, broadcast.velocity, now, params,
+                                  uncertainty)
     lost_for = target_age(state, now)
     if lost_for > params.target_timeout:
         heard = 'never heard' if state.target is None else f'last heard {lost_for:.1f} s ago'

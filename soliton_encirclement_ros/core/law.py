@@ -185,7 +185,8 @@ def with_vertical(v_t, position, params: ControllerParams):
 
 
 def separation_velocity(position, velocity, others_position, others_velocity,
-                        params: ControllerParams, v_law=None, others_age=None):
+                        params: ControllerParams, v_law=None, others_age=None,
+                        others_radius=None, own_radius=0.0):
     """
     Repulsion (..., 2) of the optional safety distance ``d_safe`` (zero when it is 0).
 
@@ -212,6 +213,11 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     repulsion: the only balance of the two inside ``d_safe`` is within 0.2 ``d_safe`` of it.
     The pushes' sum loses its part toward each such agent that is closing in, in the same
     proportion: the pushes of a crowd must not carry the agent into one closing in from outside.
+
+    ``others_radius`` (..., M) and ``own_radius`` (...) are position uncertainties [m] (the
+    broadcast ``uncertainty``, e.g. after an estimator reset): each vehicle counts as a disc,
+    so every distance above is counted less their sum (``d_safe`` kept from the disc's edge).
+    None: points.
     """
     position = np.asarray(position, dtype=float)
     if params.d_safe == 0.0 or others_position is None:
@@ -224,19 +230,23 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     away = position[..., None, :2] - others_xy
     rel_v = np.asarray(velocity, dtype=float)[..., None, :2] - others_velocity
     d = np.hypot(away[..., 0], away[..., 1])
+    margin = 0.0
+    if others_radius is not None:  # discs: where the vehicles may be, not where they say
+        margin = (np.nan_to_num(np.asarray(others_radius, dtype=float))
+                  + np.asarray(own_radius, dtype=float)[..., None])
     with np.errstate(invalid='ignore', divide='ignore'):
         apart = d > DENOMINATOR_EPS
         unit = np.where(apart[..., None], away / np.where(apart, d, 1.0)[..., None], 0.0)
         closing = np.maximum(-np.sum(rel_v * unit, axis=-1), 0.0)
         closing = np.where(np.isfinite(closing), closing, 0.0)
-        d_ahead = d - params.t_safe * closing
+        d_ahead = d - margin - params.t_safe * closing
         if params.a_safe > 0.0:  # and what braking at a_safe takes
             d_ahead = d_ahead - closing * closing / (2.0 * params.a_safe)
         if params.t_react > 0.0:  # and were the other to stop now: a follower's gap
             gap, unit_gap = stopping_gap(position, velocity, others_xy, others_velocity,
                                          params.t_react + (0.0 if others_age is None else age),
                                          params)
-            gap = gap + (1.0 - CONTINGENCY_SHARE) * params.d_safe  # to keep the share only
+            gap = gap - margin + (1.0 - CONTINGENCY_SHARE) * params.d_safe  # keep the share
             worse = gap < d_ahead
             d_ahead = np.where(worse, gap, d_ahead)
             unit = np.where(worse[..., None], unit_gap, unit)
@@ -319,7 +329,7 @@ def _take_out(v, unit, share, active):
 
 
 def silent_obstacles(live, silent, position, velocity, age, presence=None,
-                     params: Optional[ControllerParams] = None) -> dict:
+                     params: Optional[ControllerParams] = None, radius=None) -> dict:
     """
     Return the inputs of the ``d_safe`` term, neighbours that fell silent as obstacles at rest.
 
@@ -334,6 +344,9 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     will stop (:func:`stopping_offset` ahead of it, with ``params``' ``t_safe`` as the vehicle's
     lag and ``a_safe`` as its braking), as M more columns: carried forward along its velocity
     alone, a vehicle that brakes as hard as the one behind it looks as if it were not closing.
+
+    ``radius`` (..., M): their position uncertainties (``others_radius``; None: none), the
+    rest points' too.
     """
     live = np.asarray(live, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~live
@@ -341,15 +354,20 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     out = {'others_position': np.where(shown, position, np.nan),
            'others_velocity': np.where(live[..., None], velocity, np.where(shown, 0.0, np.nan)),
            'others_age': np.where(live, np.broadcast_to(age, live.shape), 0.0)}
+    if radius is not None:
+        out['others_radius'] = np.broadcast_to(np.asarray(radius, dtype=float), live.shape)
     if presence is None:
         return out
     stops = shown & np.asarray(presence, dtype=bool)[..., None]
     rest = np.where(stops, np.asarray(position, dtype=float)
                     + stopping_offset(velocity, params.t_safe, params.a_safe), np.nan)
-    return {'others_position': np.concatenate((out['others_position'], rest), axis=-2),
+    both = {'others_position': np.concatenate((out['others_position'], rest), axis=-2),
             'others_velocity': np.concatenate((out['others_velocity'], rest * 0.0), axis=-2),
             'others_age': np.concatenate((out['others_age'], np.zeros(rest.shape[:-1])),
                                          axis=-1)}
+    if radius is not None:
+        both['others_radius'] = np.concatenate((out['others_radius'],) * 2, axis=-1)
+    return both
 
 
 def stopping_offset(velocity, lag: float, braking: float):
@@ -410,7 +428,8 @@ def fallback_command(target_velocity, target_age, position, params: ControllerPa
 def encirclement_step(u, position, velocity, prev_cmd, target_position, target_velocity,
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
                       params: ControllerParams, others_position=None, others_velocity=None,
-                      ring_size=0, own_id=None, others_age=None):
+                      ring_size=0, own_id=None, others_age=None, others_radius=None,
+                      own_radius=0.0):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen.
 
@@ -419,7 +438,8 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     ``pred``/``succ`` are :class:`NeighbourView` of the chosen neighbours (NaN angle/position
     and zero ``u`` when missing). ``others_position``/``others_velocity`` (..., M, 3): the
     states of every other live agent heard, for the ``d_safe`` repulsion (None: none), sent
-    ``others_age`` (..., M) seconds ago;
+    ``others_age`` (..., M) seconds ago, uncertain by ``others_radius`` (..., M; this agent by
+    ``own_radius``: :func:`separation_velocity`);
     ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`; 0:
     ``k_omega_damp`` alone); ``own_id`` this agent's id, which with the neighbours' ids breaks
     exact ties of angle in ring order (:func:`gap_to_pred`). Elementwise over agents: one
@@ -444,7 +464,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
     v_sep = separation_velocity(position, velocity, others_position, others_velocity, params,
                                 v_rad + v_tau + np.asarray(target_velocity, dtype=float)[..., :2],
-                                others_age)
+                                others_age, others_radius, own_radius)
     return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, position, params, v_sep)
 
 

@@ -46,7 +46,7 @@ from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import (
     create_swarm_publisher, create_swarm_subscription)
-from velocity_mobility_ros.nodes.messages import odometry_position_velocity
+from velocity_mobility_ros.nodes.messages import odometry_position_velocity, position_uncertainty
 
 # Messages that arrived within this much of the current tick wait for the next tick.
 THIS_TICK = 1e-6
@@ -86,7 +86,8 @@ class AgentNode(Node):
         self._channel = ImpairedChannel(settings.loss, settings.delay, settings.seed,
                                         self.agent_id)
         self._state = initial_state(self.agent_id, self.incarnation)
-        self._odometry: deque = deque(maxlen=8)  # (stamp_ns, position, velocity)
+        # (stamp_ns, position, velocity, position uncertainty [m] from the pose covariance)
+        self._odometry: deque = deque(maxlen=8)
         self._duplicates = DuplicateIds(self._params.agent_timeout)
         self._failed = False
         self._manual_failure_until_ns = -1
@@ -118,7 +119,7 @@ class AgentNode(Node):
             self.get_logger().warning(f'ignoring odometry: {error}', throttle_duration_sec=5.0)
             return
         stamp = rclpy.time.Time.from_msg(msg.header.stamp).nanoseconds
-        self._odometry.append((stamp, position, velocity))
+        self._odometry.append((stamp, position, velocity, position_uncertainty(msg)))
 
     def _on_agent_state(self, msg: Float64MultiArray) -> None:
         try:
@@ -213,7 +214,7 @@ class AgentNode(Node):
                     self._params)
         odometry = self._latest_odometry_before(now_ns)
         if odometry is not None:
-            odometry = (odometry[0] * 1e-9, odometry[1], odometry[2])
+            odometry = (odometry[0] * 1e-9, *odometry[1:])
         tick = (failed_tick if failed else agent_tick)(self._state, odometry, now, self._params)
         self._state = tick.state
         if tick.broadcast is not None:

@@ -82,13 +82,13 @@ def test_a_live_node_refuses_the_v2_layout_and_the_analysis_converts_it():
     v2 = [7, 9, 3, 12.25, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 0.5, 0.0]
     msg = labelled(v2, AGENT_STATE_V2.label)
     with pytest.raises(ValueError, match='the sender speaks agent_state.v2, this node '
-                                         'agent_state.v4'):
+                                         'agent_state.v5'):
         agent_state_from_msg(msg)
     values = agent_state_array(msg, older=True)
     assert dict(zip(AGENT_STATE.fields, values)) == {
         'agent_id': 7, 'incarnation': 9, 'seq': 3, 'stamp_sec': 12, 'stamp_nanosec': 250_000_000,
         'px': 1.0, 'py': 2.0, 'pz': 3.0, 'vx': 0.0, 'vy': 0.0, 'vz': 0.0, 'u': 0.5, 'u_ss': 0.0,
-        'member': 1.0}  # before presence broadcasts every state was a ring member's
+        'member': 1.0, 'uncertainty': 0.0}  # every state then was a ring member's, certain
     with pytest.raises(ValueError, match='expected 13 values|has 11 values, expected 12'):
         agent_state_array(labelled(v2[:-1], AGENT_STATE_V2.label), older=True)
 

@@ -120,6 +120,31 @@ def odometry_position_velocity(msg: Odometry) -> tuple[np.ndarray, np.ndarray]:
     return _odometry_world(msg)[:2]
 
 
+# x, y, z variances of a row-major 6x6 pose covariance (nav_msgs/Odometry pose.covariance).
+POSITION_VARIANCES = (0, 7, 14)
+
+
+def position_uncertainty(msg: Odometry) -> float:
+    """
+    How far [m] the vehicle may be from the Odometry's position, horizontally.
+
+    The square root of the larger of the x and y position variances (NaN or negative: 0): the
+    one convention of the package for a position's uncertainty, written by
+    :func:`with_position_uncertainty`.
+    """
+    cov = msg.pose.covariance
+    worst = max(cov[POSITION_VARIANCES[0]], cov[POSITION_VARIANCES[1]])
+    return math.sqrt(worst) if worst > 0.0 and math.isfinite(worst) else 0.0
+
+
+def with_position_uncertainty(pose_covariance: ArrayLike, radius: float) -> np.ndarray:
+    """Return a pose covariance (36,) whose x, y, z variances grow by ``radius**2`` [m^2]."""
+    cov = np.array(pose_covariance, dtype=float).reshape(-1)
+    if radius > 0.0:
+        cov[list(POSITION_VARIANCES)] += radius * radius
+    return cov
+
+
 def _odometry_world(msg: Odometry):
     """(position, world-frame velocity, orientation w, x, y, z), every field checked finite."""
     pose, twist = msg.pose.pose, msg.twist.twist

@@ -233,7 +233,7 @@ def test_truncated_bag_is_analysed_up_to_the_cut(tmp_path):
 
 @pytest.mark.parametrize('label', [
     'id,seq,stamp,px,py,pz,vx,vy,vz,u,u_ss',  # the first package's unversioned states
-    'agent_state.v5:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,vy,vz,u,u_ss',
+    'agent_state.v9:agent_id,incarnation,seq,stamp_sec,stamp_nanosec,px,py,pz,vx,vy,vz,u,u_ss',
 ])
 def test_agent_states_of_an_unknown_layout_are_set_aside_with_a_warning(tmp_path, label):
     """A layout this version cannot read costs the liveness only: odometry gives every metric."""
@@ -243,7 +243,7 @@ def test_agent_states_of_an_unknown_layout_are_set_aside_with_a_warning(tmp_path
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'Traceback' not in result.stderr
     assert lines[0].startswith(f'analyze_run: warning: {bag}: /swarm/agent_states set aside (')
-    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v4' in lines[0]
+    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v5' in lines[0]
     assert 'odometry alone' in lines[0]
     metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
     side = 2.0 * RADIUS * math.sin(math.pi / 5)

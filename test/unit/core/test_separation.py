@@ -250,3 +250,40 @@ def test_a_follower_at_speed_keeps_clear_of_one_that_fails_ahead(name):
                         failures_per_min=4.0, failure_off_time=8.0, loss=0.2, delay=0.2,
                         target_motion='random', target_speed=5.0, controller={'d_safe': 2.0})
     assert simulate_runs([scenario], apart=2.0).separation.after[0] > 1.0
+
+
+def test_an_uncertain_vehicle_counts_as_a_disc():
+    """Issue 38: after an estimator reset a vehicle may be as far as the jump from its estimate."""
+    params = ControllerParams(d_safe=2.0, v_safe=2.0, t_safe=0.0, a_safe=0.0, t_react=0.0)
+    me, still = np.zeros(3), np.zeros(3)
+    other = [[4.0, 0.0, 0.0]]
+    point = separation_velocity(me, still, other, [still], params)
+    assert np.all(point == 0.0)                    # 4 m > d_safe: no push
+    disc = separation_velocity(me, still, other, [still], params, others_radius=[3.0])
+    # counted 4 - 3 = 1 m away: half inside d_safe, half of v_safe straight away
+    np.testing.assert_allclose(disc, [-1.0, 0.0])
+    both = separation_velocity(me, still, other, [still], params, others_radius=[2.0],
+                               own_radius=1.0)
+    np.testing.assert_allclose(both, disc)         # the radii add up
+    zero = separation_velocity(me, still, other, [still], params, others_radius=[0.0])
+    assert np.array_equal(zero, point)             # radius 0: the very same bits
+
+
+def test_a_neighbour_broadcasting_uncertainty_is_kept_clear_of_by_the_controller():
+    from soliton_encirclement_ros.core.controller import (
+        AgentBroadcast, control_step, initial_state, receive_agent_state, receive_target_state,
+        TargetBroadcast)
+    params = ControllerParams(d_safe=2.0)
+    state = initial_state(1)
+    state = receive_target_state(state, TargetBroadcast(0, [0.0, 0.0, 10.0], [0.0, 0.0, 0.0]),
+                                 0.0, params)
+    me = np.array([20.0, 0.0, 10.0])
+
+    def command(uncertainty):
+        heard = AgentBroadcast(2, 0, 0, [20.0, 3.0, 10.0], [0.0, 0.0, 0.0], 0.0,
+                               uncertainty=uncertainty)
+        s = receive_agent_state(state, heard, 0.0, params)
+        return control_step(s, me, np.zeros(3), 0.0, params)[1]
+
+    # 3 m away: outside d_safe as a point, well inside it as a 2.5 m disc
+    assert command(2.5)[1] < command(0.0)[1] - 1.0
