@@ -43,12 +43,13 @@ from ros_support.settings import check_fields, setting
 from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.topics import publisher_node
 from ros_support.validation import from_mapping
+from soliton_encirclement_ros.core.identity import new_incarnation
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
-from velocity_mobility_ros.nodes.messages import new_odometry
+from velocity_mobility_ros.nodes.messages import new_odometry, with_position_uncertainty
 
 PX4_MSGS_MISSING = (
     'px4_bridge_node: cannot import px4_msgs ({error}). Build PX4/px4_msgs at the branch that '
@@ -56,8 +57,9 @@ PX4_MSGS_MISSING = (
     'into a colcon workspace, colcon build, then source install/setup.bash) and run again.')
 PX4_MESSAGE_TYPES = ('VehicleOdometry', 'VehicleStatus', 'VehicleCommandAck', 'VehicleCommand',
                      'OffboardControlMode', 'TrajectorySetpoint')
-# Read when the built px4_msgs has it (PX4 >= 1.14): which failsafe PX4 is in.
-PX4_OPTIONAL_TYPES = ('FailsafeFlags',)
+# Read when the built px4_msgs has them: which failsafe PX4 is in (PX4 >= 1.14), and whether the
+# vehicle has landed (with nav_state, the truth about a landing).
+PX4_OPTIONAL_TYPES = ('FailsafeFlags', 'VehicleLandDetected')
 VERSION_SUFFIX_MODES = ('auto', 'none')
 _NAMESPACE = re.compile(r'^/?([A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*)?$')
 # The autopilot component of the vehicle (MAV_COMP_ID_AUTOPILOT1).
@@ -223,6 +225,9 @@ class Px4BridgeNode(Node):
         self._settings = declare_validated(self, PARAMS, BridgeSettings.from_mapping, self._apply)
         s = self._settings
         self._seq = OffboardSequencer(s.offboard, s.target_system)
+        # Random per process start: in ~/status, so that two bridges started with one name and
+        # namespace (a launch started twice) are told apart.
+        self.incarnation = new_incarnation()
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
         self._clock_seen = (self.get_clock().now().nanoseconds, self._steady_now())
         self._clock_stalled = False
@@ -249,6 +254,9 @@ class Px4BridgeNode(Node):
         }
         if 'FailsafeFlags' in px4_msgs:
             self.topics['failsafe_flags'] = topic('out', 'failsafe_flags', 'FailsafeFlags')
+        if 'VehicleLandDetected' in px4_msgs:
+            self.topics['vehicle_land_detected'] = topic('out', 'vehicle_land_detected',
+                                                         'VehicleLandDetected')
         self._odom_pub = self.create_publisher(Odometry, 'odom', 10)
         self._command_pub = self.create_publisher(
             px4_msgs['VehicleCommand'], self.topics['vehicle_command'], PX4_IN_QOS)
@@ -266,6 +274,11 @@ class Px4BridgeNode(Node):
         if 'failsafe_flags' in self.topics:
             self.create_subscription(px4_msgs['FailsafeFlags'], self.topics['failsafe_flags'],
                                      self._on_failsafe_flags, PX4_OUT_QOS)
+        if 'vehicle_land_detected' in self.topics:
+            self.create_subscription(
+                px4_msgs['VehicleLandDetected'], self.topics['vehicle_land_detected'],
+                lambda msg: self._seq.on_land_detected(self._steady_now(), msg.landed),
+                PX4_OUT_QOS)
         self._status_pub = StatusPublisher(self)  # ~/status and /diagnostics
         # The engage answer waits for PX4 while the timers keep running: its own group.
         self.create_service(Trigger, '~/engage', self._on_engage,
@@ -348,23 +361,37 @@ class Px4BridgeNode(Node):
         msg = DiagnosticStatus(level=STATUS_LEVELS[status.level],
                                name=self.get_fully_qualified_name(), message=status.message)
         msg.values = [KeyValue(key=k, value=v) for k, v in status.values]
+        msg.values.append(KeyValue(key='incarnation', value=str(self.incarnation)))
         self._status_pub.publish(msg)
 
     def _look_for_other_publishers(self):
         """
-        Tell the sequencer who else publishes on this vehicle's setpoint topics.
+        Tell the sequencer who else publishes on this vehicle's ``/fmu/in/`` topics.
 
-        A writer whose node is not discovered yet (rmw's ``_NODE_NAME_UNKNOWN_``) is named only
-        when it is still unnamed at the next look: a non-ROS DDS writer.
+        By what is published, not by name: this bridge writes each topic once, so any further
+        writer is another, a twin with this node's own name and namespace (the same launch
+        started twice) included. A writer whose node is not discovered yet (rmw's
+        ``_NODE_NAME_UNKNOWN_``) is named only when it is still unnamed at the next look: a
+        non-ROS DDS writer.
         """
         me = (self.get_name(), self.get_namespace())
-        topics = (self.topics['offboard_control_mode'], self.topics['trajectory_setpoint'])
-        infos = [info for topic in topics for info in self.get_publishers_info_by_topic(topic)
-                 if (info.node_name, info.node_namespace) != me]
-        names = [publisher_node(info) for info in infos]
+        topics = (self.topics['offboard_control_mode'], self.topics['trajectory_setpoint'],
+                  self.topics['vehicle_command'])
+        names, twins = [], 0
+        for topic in topics:
+            mine = 0
+            for info in self.get_publishers_info_by_topic(topic):
+                if (info.node_name, info.node_namespace) == me:
+                    mine += 1
+                else:
+                    names.append(publisher_node(info))
+            twins = max(twins, mine - 1)
         unnamed = None in names
         others = {name or 'a DDS writer of no ROS node' for name in names
                   if name is not None or self._unnamed_seen}
+        if twins:
+            others.add(f'{self.get_fully_qualified_name()} (another bridge with this one'
+                       "'s own name: the same launch started twice?)")
         self._unnamed_seen = unnamed
         self._seq.on_other_publishers(self._steady_now(), others, ', '.join(topics))
 
@@ -386,12 +413,18 @@ class Px4BridgeNode(Node):
                 f'dropping {self.topics["vehicle_odometry"]} sample: {error}',
                 throttle_duration_sec=5.0)
             return
-        self._seq.on_odometry(self._steady_now(), odom.position, msg.reset_counter)
+        now = self._steady_now()
+        self._seq.on_odometry(now, odom.position, msg.reset_counter)
         stamp_ns = sample_stamp_ns(self.get_clock().now().nanoseconds, msg.timestamp,
                                    msg.timestamp_sample)
         covariances = odometry_covariances(msg.position_variance, msg.orientation_variance,
                                            msg.velocity_variance, msg.velocity_frame,
                                            odom.orientation)
+        # After an estimator reset the vehicle may be as far as the jump from its estimate: the
+        # pose covariance says so, and the agent broadcasts it (the others keep d_safe from it).
+        covariances = (with_position_uncertainty(covariances[0],
+                                                 self._seq.position_uncertainty(now)),
+                       covariances[1])
         fill_enu_odometry(self._odom_msg, odom, rclpy.time.Time(nanoseconds=stamp_ns).to_msg(),
                           covariances)
         self._odom_pub.publish(self._odom_msg)

@@ -111,10 +111,15 @@ class OffboardConfig:
     reset_hold: float = setting(1.0, 'after a PX4 estimator reset (a new VehicleOdometry.'
                                 'reset_counter) the bridge commands zero velocity this long '
                                 'before it flies cmd_vel on the new estimate', 's', 0.0, 60.0)
-    max_reset_jump: float = setting(2.0, 'an estimator reset that moves the position estimate '
-                                    'farther than this holds the vehicle (zero velocity) until '
-                                    'the operator calls ~/engage again', 'm', 0.0, 1000.0,
-                                    strict=True)
+    max_reset_jump: float = setting(2.0, 'estimator resets that move the position estimate '
+                                    'farther than this (summed over reset_window) hold the '
+                                    'vehicle (zero velocity) until the operator calls ~/engage '
+                                    'again', 'm', 0.0, 1000.0, strict=True)
+    reset_window: float = setting(5.0, 'estimator resets within this time add up: their summed '
+                                  'jump is checked against max_reset_jump, and the published '
+                                  'odometry counts it as position uncertainty (pose covariance) '
+                                  'for this long after the last reset, or until ~/engage after '
+                                  'a hold', 's', 0.0, 600.0)
 
     def __post_init__(self):
         check_fields(self)
@@ -175,6 +180,7 @@ class _Pending:
     sent: int = 1                 # times sent
     accepted: bool = False        # PX4 answered ACCEPTED or IN_PROGRESS
     last_result: int | None = None
+    refusals: int = 0             # final refusals in a row (a NAV_LAND's: see on_command_ack)
 
 
 @dataclass
@@ -185,12 +191,19 @@ class _Landing:
 
 @dataclass
 class _Reset:
-    """The last estimator reset: when, how far the estimate jumped, whether it latched."""
+    """
+    The last estimator reset: when, how far the estimate jumped, whether it latched.
+
+    ``total`` is the jumps summed over ``reset_window`` (this one included): what the hold
+    is decided on and how far the vehicle may be from its estimate.
+    """
 
     at: float
     jump: float
     counters: tuple
     latched: bool
+    total: float = math.nan
+    resolved: bool = False   # the operator accepted the new estimate (~/engage)
 
 
 def nav_state_text(nav):
@@ -238,6 +251,8 @@ class OffboardSequencer:
         self._active_since = None
         self._pending = None             # _Pending: sent, not yet confirmed
         self._landing = None             # _Landing while phase is LANDING
+        self._landed = None              # (vehicle_land_detected.landed, stamp)
+        self._landed_after_all = None    # a landing seen after its NAV_LAND was given up on
         self._denial = None              # final refusal from vehicle_command_ack
         self._held_reason = None         # why setpoints are zero now (reported once)
         self._report = []                # info lines for the next tick
@@ -282,6 +297,11 @@ class OffboardSequencer:
                 and (nav, arming) != (NAVIGATION_STATE_OFFBOARD, ARMING_STATE_ARMED)):
             self._left_offboard = self._state_text()
 
+    def on_land_detected(self, now, landed):
+        """Take vehicle_land_detected.landed: with nav_state, the truth about a landing."""
+        self._landed = (bool(landed), now)
+        self._heard_px4(now)
+
     def on_failsafe_flags(self, now, active):
         """Take the names of the ``failsafe_flags`` set now (which failsafe PX4 is in)."""
         self._failsafe_flags = (tuple(active), now)
@@ -307,10 +327,19 @@ class OffboardSequencer:
         else:
             delta = position - previous[1]
             jump = float(np.linalg.norm(delta))
-        latched = not jump <= self.config.max_reset_jump  # NaN (unknown) latches too
-        self._reset = _Reset(now, jump, (previous[0], int(reset_counter)), latched)
+        # Resets within reset_window add up: two 1.5 m jumps in 0.3 s are a 3 m jump.
+        earlier = self._reset
+        total = jump
+        if (earlier is not None and not earlier.resolved
+                and (earlier.latched or now - earlier.at <= self.config.reset_window)):
+            total = jump + earlier.total
+        latched = not total <= self.config.max_reset_jump  # NaN (unknown) latches too
+        self._reset = _Reset(now, jump, (previous[0], int(reset_counter)), latched, total)
         moved = ('by an unknown distance' if delta is None or not math.isfinite(jump) else
                  f'{jump:.2f} m (' + ', '.join(f'{d:+.2f}' for d in delta) + ')')
+        if total != jump and math.isfinite(total):
+            moved += (f', {total:.2f} m with the resets of the last reset_window '
+                      f'{self.config.reset_window:g} s')
         line = (f'PX4 estimator reset (reset_counter {previous[0]} -> {int(reset_counter)}): '
                 f'the position estimate jumped {moved}; ')
         if latched:
@@ -366,6 +395,16 @@ class OffboardSequencer:
             return
         if result in (VEHICLE_CMD_RESULT_ACCEPTED, VEHICLE_CMD_RESULT_IN_PROGRESS):
             pending.accepted = True
+            pending.refusals = 0
+            return
+        pending.refusals += 1
+        if command == VEHICLE_CMD_NAV_LAND and (pending.refusals < 2 or pending.sent < 2):
+            # Acks carry no request id: one refusal may answer an earlier attempt, or come
+            # late. The landing's truth is PX4's state; NAV_LAND is sent again at once, and a
+            # refusal counts only when two sends in a row are refused.
+            pending.sent_at = -math.inf
+            self._report.append(f'PX4 refused NAV_LAND ({result_text(result)}): sending it '
+                                'again (an ack may answer an earlier attempt)')
             return
         self._denial = (command, f'PX4 refused {command_text(command)}: {result_text(result)}')
 
@@ -378,7 +417,10 @@ class OffboardSequencer:
         larger than ``max_reset_jump``, an engage acknowledges the new estimate instead.
         """
         if self.phase is Phase.ACTIVE and self._reset is not None and self._reset.latched:
-            self._reset.latched = False
+            problem = self._others_problem()
+            if problem:
+                return problem
+            self._accept_estimate()
             self._queued_outcome = Outcome(True, 'engaged again after the estimator reset: '
                                                  'following cmd_vel on the new estimate')
             self._report.append(self._queued_outcome.message)
@@ -389,16 +431,16 @@ class OffboardSequencer:
         if self.phase is not Phase.IDLE:
             return f'an engage request is already {self.phase.value}'
         problem = (self._link_problem(now) or self._system_id_problem()
-                   or self._others_problem() or self._failsafe_problem(now))
+                   or self._others_problem() or self._failsafe_problem(now)
+                   or self._landing_problem())
         if problem:
             return problem
         if self._stream_stopped is not None:
             # The heartbeat was stopped: PX4 must hear it for warmup again before OFFBOARD.
-            self._stream_stopped = None
+            self._stream_stopped = self._landed_after_all = None
             self._stream_start = self._feedback_since = None
             self._report.append('offboard heartbeat restarted for this engage')
-        if self._reset is not None:
-            self._reset.latched = False
+        self._accept_estimate()
         self._engage_requested_at = now
         self._denial = None
         self._pending = None
@@ -459,7 +501,7 @@ class OffboardSequencer:
             self._warned_system_id = True
             warnings += (self._system_id_problem(),)
         if self.phase is Phase.IDLE:
-            out = TickOutput()
+            out = self._watch_given_up_landing()
         elif self.phase is Phase.ACTIVE:
             out = self._watch_active(now)
         elif self.phase is Phase.LANDING:
@@ -486,8 +528,14 @@ class OffboardSequencer:
                        ('reset_counter', str(self._odom_sample[0]))]
         if self._others:
             values.append(('other_publishers', ', '.join(self._others)))
+        if self._reset is not None:
+            values.append(('position_uncertainty_m', f'{self.position_uncertainty(now):.2f}'))
         values = tuple(values)
         if not self.streaming:
+            late = self._landed_after_all
+            if late is not None and late[1] is not None:
+                return Status(OK, f'landing confirmed: {late[1]}; offboard heartbeat stopped, '
+                              '~/engage starts it again', values)
             return Status(ERROR, 'offboard heartbeat stopped: ' + self._stream_stopped, values)
         if self._reset is not None and self._reset.latched:
             return Status(ERROR, self._reset_latched_text() + ': holding (zero velocity) until '
@@ -520,7 +568,9 @@ class OffboardSequencer:
         return self._status is not None and self._status[0] == NAVIGATION_STATE_OFFBOARD
 
     def _reset_latched_text(self):
-        return (f'PX4 estimator reset moved the position estimate {self._reset.jump:.2f} m '
+        total = self._reset.total
+        moved = f'{total:.2f} m' if math.isfinite(total) else 'by an unknown distance'
+        return (f'PX4 estimator reset moved the position estimate {moved} '
                 f'(> max_reset_jump {self.config.max_reset_jump:g} m)')
 
     def _hold_reason(self, now):
@@ -537,7 +587,8 @@ class OffboardSequencer:
             return ('others', None)  # on_other_publishers warned, naming them
         if self._reset is not None and self._reset.latched:
             return ('reset latched', None)  # on_odometry warned
-        if self._reset is not None and now - self._reset.at < self.config.reset_hold:
+        if (self._reset is not None and not self._reset.resolved
+                and now - self._reset.at < self.config.reset_hold):
             return ('reset hold', None)
         if self._odom_stamp is None or now - self._odom_stamp > self.config.status_timeout:
             age = 'none received' if self._odom_stamp is None else (
@@ -549,6 +600,52 @@ class OffboardSequencer:
             age = 'none received' if self._cmd is None else f'{now - self._cmd[2]:.2f} s old'
             return ('cmd_vel', f'cmd_vel stale ({age} > cmd_timeout {self.config.cmd_timeout:g}'
                     ' s): commanding zero velocity (hover)')
+        return None
+
+    def _accept_estimate(self):
+        """Accept the estimate after a reset (the operator's engage): no hold, no uncertainty."""
+        if self._reset is not None:
+            self._reset.latched = False
+            self._reset.resolved = True
+
+    def position_uncertainty(self, now):
+        """
+        How far (m) the vehicle may be from its position estimate after estimator resets.
+
+        The jumps summed over ``reset_window``: for ``reset_window`` after the last reset, or
+        after a hold until the operator's ``~/engage`` accepts the new estimate. A jump of
+        unknown size counts as ``max_reset_jump``. 0 when there is no such reset.
+        """
+        reset = self._reset
+        if reset is None or reset.resolved:
+            return 0.0
+        if not reset.latched and now - reset.at > max(self.config.reset_window,
+                                                      self.config.reset_hold):
+            return 0.0
+        total = reset.total
+        return total if math.isfinite(total) else self.config.max_reset_jump
+
+    def _engaged_text(self, now):
+        """Say what an engage confirmed now does: follow cmd_vel, or hold after a reset (why)."""
+        reset = self._reset
+        if reset is not None and reset.latched:
+            return ('holding (zero velocity): ' + self._reset_latched_text()
+                    + '; call ~/engage again to accept the new estimate')
+        if (reset is not None and not reset.resolved
+                and now - reset.at < self.config.reset_hold):
+            return (f'holding (zero velocity) for reset_hold {self.config.reset_hold:g} s after '
+                    f'an estimator reset ({reset.jump:.2f} m), then following cmd_vel')
+        return 'following cmd_vel'
+
+    def _landing_problem(self):
+        """Why an engage must not start now: PX4 is landing (armed, in AUTO_LAND), or None."""
+        if self._status is None:
+            return None
+        nav, arming, _ = self._status
+        if nav == NAVIGATION_STATE_AUTO_LAND and arming == ARMING_STATE_ARMED:
+            return (f'PX4 is landing ({self._state_text()}): the bridge never takes a vehicle '
+                    'out of a landing; take over with the RC or the ground station first, or '
+                    'engage once it has landed and disarmed')
         return None
 
     def _link_problem(self, now):
@@ -671,8 +768,11 @@ class OffboardSequencer:
             self.phase = Phase.ACTIVE
             self._pending = None
             self._active_since = now
-            message = 'engaged: PX4 confirmed OFFBOARD and ARMED; following cmd_vel'
+            message = 'engaged: PX4 confirmed OFFBOARD and ARMED; ' + self._engaged_text(now)
             return TickOutput(info=(message,), outcome=Outcome(True, message))
+        if nav == NAVIGATION_STATE_AUTO_LAND and armed:
+            return self._fail(f'PX4 started landing during the engage ({self._state_text()}): '
+                              'the bridge never takes a vehicle out of a landing')
         if now - self._engage_requested_at > self.config.confirm_timeout:
             reason = self._unconfirmed(now)
             if offboard:
@@ -707,19 +807,32 @@ class OffboardSequencer:
         self._pending = _Pending(wanted, now)
         return TickOutput(commands=(wanted,), info=(f'sending {_COMMAND_NAMES[wanted.command]}',))
 
+    def _landing_seen(self, since):
+        """
+        Return what shows PX4 landing or landed, heard after ``since``, or None.
+
+        The truth is PX4's state, not its acks: nav_state AUTO_LAND, DISARMED, or
+        vehicle_land_detected ``landed``.
+        """
+        if self._status is not None and self._status[2] >= since:
+            nav, arming, _ = self._status
+            if nav == NAVIGATION_STATE_AUTO_LAND or arming == ARMING_STATE_DISARMED:
+                return f'PX4 reports {self._state_text()}'
+        if self._landed is not None and self._landed[0] and self._landed[1] >= since:
+            return 'PX4 reports landed (vehicle_land_detected)'
+        return None
+
     def _advance_landing(self, now):
         landing, pending = self._landing, self._pending
+        seen = self._landing_seen(landing.started)
+        if seen is not None:
+            message = f'landing confirmed: {seen}'
+            self._go_idle()
+            return TickOutput(info=(message,), land_outcome=Outcome(True, message))
         if self._denial:
             _, reason = self._denial
             self._denial = None
             return self._landing_failed(reason)
-        if self._status is not None and not self._status_stale(now):
-            nav, arming, _ = self._status
-            if arming == ARMING_STATE_DISARMED or (pending.accepted
-                                                   and nav == NAVIGATION_STATE_AUTO_LAND):
-                message = f'landing confirmed: PX4 reports {self._state_text()}'
-                self._go_idle()
-                return TickOutput(info=(message,), land_outcome=Outcome(True, message))
         if now - landing.started > self.config.confirm_timeout:
             sent = f'sent {pending.sent} time{"s" if pending.sent > 1 else ""}'
             if pending.last_result is None:
@@ -732,6 +845,19 @@ class OffboardSequencer:
                                         f'{self.config.confirm_timeout:g} s: {answer}; {state}')
         return self._send_pending(now, pending.request)
 
+    def _watch_given_up_landing(self):
+        """Say once that a landing given up on (heartbeat stopped) shows after all."""
+        given_up = self._landed_after_all
+        if self._stream_stopped is None or given_up is None or given_up[1] is not None:
+            return TickOutput()
+        seen = self._landing_seen(given_up[0])
+        if seen is None:
+            return TickOutput()
+        self._landed_after_all = (given_up[0], seen)
+        return TickOutput(info=(f'landing confirmed after all: {seen} (its confirmation came '
+                                'late); the offboard heartbeat stays stopped, ~/engage starts '
+                                'it again',))
+
     def _landing_failed(self, reason):
         """Stop the heartbeat: PX4's offboard-loss failsafe takes the vehicle. One line."""
         if self._offboard_in_status():
@@ -742,6 +868,7 @@ class OffboardSequencer:
             then = (f'PX4 is not in OFFBOARD (nav_state={nav}): it keeps its own mode')
         message = (f'NAV_LAND not confirmed ({reason}): stopping the offboard heartbeat, {then};'
                    ' ~/engage starts it again')
+        self._landed_after_all = (self._landing.started, None)
         self._go_idle()
         self._stream_stopped = f'NAV_LAND not confirmed ({reason})'
         return TickOutput(warnings=(message,), land_outcome=Outcome(False, message))

@@ -102,7 +102,7 @@ px4 = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
 ros = pytest.fixture(default_context_executor)
 
 
-def make_graph(ros, bridge_params=(), **fake_options):
+def make_graph(ros, bridge_params=(), with_bridge=True, **fake_options):
     from diagnostic_msgs.msg import DiagnosticStatus
     from rclpy.node import Node
     from rclpy.parameter import Parameter
@@ -115,7 +115,7 @@ def make_graph(ros, bridge_params=(), **fake_options):
     params = {'px4_namespace': 'px4_1', 'target_system': 2, 'warmup': 0.3, 'cmd_timeout': 0.3,
               'command_retry': 1.0, 'origin_enu': [100.0, 0.0, 0.0], **dict(bridge_params)}
     bridge = Px4BridgeNode(load_px4_msgs(), namespace='uav1', parameter_overrides=[
-        Parameter(name, value=value) for name, value in params.items()])
+        Parameter(name, value=value) for name, value in params.items()]) if with_bridge else None
     operator = Node('operator')
     operator.odoms = []
     operator.create_subscription(Odometry, '/uav1/odom', operator.odoms.append, 10)
@@ -126,7 +126,8 @@ def make_graph(ros, bridge_params=(), **fake_options):
     operator.create_subscription(DiagnosticStatus, '/uav1/px4_bridge/status',
                                  operator.statuses.append, 10)
     for node in (fake, bridge, operator):
-        ros.add_node(node)
+        if node is not None:
+            ros.add_node(node)
     return fake, bridge, operator
 
 
@@ -581,3 +582,102 @@ def test_shipped_yaml_declares_every_parameter_with_valid_values():
     assert set(values) == set(DEFAULTS)
     assert values == DEFAULTS
     BridgeSettings.from_mapping(values)
+
+
+# ---- issue 38: the landing's truth, a twin launch, the reset's uncertainty ------------------
+@px4
+@pytest.mark.parametrize('fake_options', [
+    {'lose_land_acks': True},                      # acks lost: PX4 lands all the same
+    {'land_ack_delay': 3.0},                       # acks late, after confirm_timeout
+    {'stale_land_ack': 2},                         # a DENIED left over from an earlier attempt
+], ids=['lost', 'late', 'stale'])
+def test_land_answers_from_px4_state_whatever_the_acks(ros, fake_options):
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = engaged_graph(ros, {'confirm_timeout': 2.0, 'command_retry': 0.3},
+                                           **fake_options)
+    assert spin_until(ros, flying(fake, operator))
+    response = call(ros, operator.land, each=alive(operator))
+    assert response.success, response.message
+    assert response.message.startswith('landing confirmed: PX4 reports nav_state=18 (AUTO_LAND)')
+    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LAND
+    assert bridge._seq.streaming  # the heartbeat was never stopped
+    spin_for(ros, 3.5)            # a late ack arrives: it changes nothing
+    assert bridge._seq.streaming
+    assert spin_until(ros, lambda: operator.statuses
+                      and operator.statuses[-1].level == DiagnosticStatus.OK)
+
+
+@px4
+def test_a_landing_confirmed_after_it_was_given_up_clears_the_error(ros, capfd):
+    from diagnostic_msgs.msg import DiagnosticStatus
+    fake, bridge, operator = engaged_graph(
+        ros, {'confirm_timeout': 1.0, 'command_retry': 0.3}, lose_land_acks=True, land_delay=2.5)
+    assert spin_until(ros, flying(fake, operator))
+    response = call(ros, operator.land, each=alive(operator))
+    assert not response.success and 'stopping the offboard heartbeat' in response.message
+    assert spin_until(ros, lambda: operator.statuses
+                      and operator.statuses[-1].level == DiagnosticStatus.ERROR)
+    # PX4 reports AUTO_LAND late: the status is cleared, once.
+    assert spin_until(ros, lambda: operator.statuses[-1].level == DiagnosticStatus.OK,
+                      timeout=15.0)
+    assert operator.statuses[-1].message.startswith(
+        'landing confirmed: PX4 reports nav_state=18 (AUTO_LAND)')
+    spin_for(ros, 1.0)
+    assert capfd.readouterr().err.count('landing confirmed after all') == 1
+
+
+@px4
+def test_engage_is_refused_while_px4_is_landing(ros):
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = make_graph(
+        ros, nav_state=VehicleStatus.NAVIGATION_STATE_AUTO_LAND,
+        arming_state=VehicleStatus.ARMING_STATE_ARMED)
+    assert spin_until(ros, lambda: operator.odoms and operator.engage.service_is_ready())
+    response = call_engage(ros, operator)
+    assert not response.success
+    assert response.message.startswith(
+        'PX4 is landing (nav_state=18 (AUTO_LAND), arming_state=2 (ARMED)): the bridge never '
+        'takes a vehicle out of a landing')
+    spin_for(ros, 1.0)
+    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LAND
+    assert not any(c.command == 176 for c in fake.commands)  # no DO_SET_MODE was sent
+
+
+@px4
+def test_the_same_bridge_launched_twice_refuses_to_engage(ros):
+    """Two /uav1/px4_bridge processes (one launch started twice): neither engages."""
+    from support.waits import Running
+    fake, _, operator = make_graph(ros, with_bridge=False)
+    args = ['--ros-args', '-r', '__ns:=/uav1', '-p', 'px4_namespace:=px4_1',
+            '-p', 'target_system:=2', '-p', 'warmup:=0.3']
+    with Running(bridge_command() + args) as first, Running(bridge_command() + args) as second:
+        for proc in (first, second):
+            proc.wait_for_line('bridging cmd_vel/odom')
+        for proc in (first, second):  # each names the other, once
+            proc.wait_for_line('another node publishes setpoints to this vehicle')
+        assert spin_until(ros, lambda: operator.engage.service_is_ready())
+        response = call_engage(ros, operator)
+        assert not response.success
+        assert response.message.startswith(
+            'another node publishes setpoints to this vehicle: /uav1/px4_bridge (another bridge '
+            "with this one's own name: the same launch started twice?)")
+        spin_for(ros, 1.5)
+        assert not any(c.command == 176 for c in fake.commands)  # nothing reached PX4
+        incarnations = {s.values[-1].value for s in operator.statuses
+                        if s.values and s.values[-1].key == 'incarnation'}
+        assert len(incarnations) >= 2  # the two twins tell themselves apart on ~/status
+
+
+@px4
+def test_after_a_reset_the_odometry_carries_the_jump_as_position_uncertainty(ros):
+    fake, bridge, operator = engaged_graph(ros)
+    assert spin_until(ros, flying(fake, operator))
+    base = operator.odoms[-1].pose.covariance
+    assert base[0] == pytest.approx(0.04) and base[7] == pytest.approx(0.01)  # PX4's, ENU
+    fake.reset_estimate([3.0, -4.0, 0.0])  # 5 m
+    assert spin_until(ros, lambda: operator.odoms[-1].pose.covariance[0] > 20.0)
+    cov = operator.odoms[-1].pose.covariance
+    assert cov[0] == pytest.approx(25.04) and cov[7] == pytest.approx(25.01)
+    assert call_engage(ros, operator).success   # the operator accepts the new estimate
+    assert spin_until(ros, lambda: operator.odoms[-1].pose.covariance[0] < 1.0)

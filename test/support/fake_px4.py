@@ -19,8 +19,12 @@ documented rules.
 Options: refuse ARM, drop the first mode requests, answer the first commands
 TEMPORARILY_REJECTED, fail the pre-flight checks (ARM answered TEMPORARILY_REJECTED, as PX4's
 commander does), report another ``system_id``, lose the first ``lose_land`` NAV_LANDs (no
-ack, no landing), deny NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with
-a new ``reset_counter``.
+ack, no landing), deny NAV_LAND; acks of NAV_LAND that are lost (``lose_land_acks``: the
+landing happens), late (``land_ack_delay`` s) or preceded by a leftover of an earlier attempt
+(``stale_land_ack``: that result, once); a landing that starts ``land_delay`` s after its
+NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with a new
+``reset_counter``. ``vehicle_land_detected`` (landed while disarmed) at 50 Hz, when the built
+px4_msgs has it.
 
 Kinematic mode (``kinematic=True``; off by default, when the position is fixed): the vehicle
 starts disarmed on the ground at its spawn point (NED origin of this PX4, as PX4 SITL measures
@@ -75,7 +79,8 @@ class FakePx4(Node):
                  drop_mode_requests=0, temporarily_reject=0, offboard_loss_timeout=0.5,
                  nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0), lose_land=0,
                  deny_land=False, preflight_fail=False, kinematic=False, vehicle_params=None,
-                 node_name='fake_px4'):
+                 node_name='fake_px4', lose_land_acks=False, land_ack_delay=0.0,
+                 stale_land_ack=None, land_delay=0.0):
         super().__init__(node_name)
         import px4_msgs.msg
         from px4_msgs.msg import (
@@ -99,6 +104,9 @@ class FakePx4(Node):
         )
         self.q_ned = list(q_ned)
         self.lose_land, self.deny_land = lose_land, deny_land
+        self.lose_land_acks, self.land_ack_delay = lose_land_acks, land_ack_delay
+        self.stale_land_ack, self.land_delay = stale_land_ack, land_delay
+        self._later = []   # (due us, what to do) for late acks and delayed landings
         self.preflight_fail = preflight_fail
         self.position_ned, self.reset_counter = list(POSITION_NED), 0
         self.kinematic = kinematic
@@ -133,6 +141,11 @@ class FakePx4(Node):
             self.setpoints.append, READER_QOS)
         self._flags_pub = None if flags_cls is None else self.create_publisher(
             flags_cls, name('out', 'failsafe_flags', 'FailsafeFlags'), WRITER_QOS)
+        land_cls = getattr(px4_msgs.msg, 'VehicleLandDetected', None)
+        if land_cls is not None:
+            self.m['VehicleLandDetected'] = land_cls
+        self._land_pub = None if land_cls is None else self.create_publisher(
+            land_cls, name('out', 'vehicle_land_detected', 'VehicleLandDetected'), WRITER_QOS)
         self.create_timer(0.02, self._publish_state)
 
     def reset_estimate(self, jump_ned):
@@ -184,6 +197,10 @@ class FakePx4(Node):
 
     def _publish_state(self):
         status_cls, odom_cls = self.m['VehicleStatus'], self.m['VehicleOdometry']
+        due = [entry for entry in self._later if entry[0] <= self._now_us()]
+        self._later = [entry for entry in self._later if entry[0] > self._now_us()]
+        for _, action in due:
+            action()
         if self.nav_state == status_cls.NAVIGATION_STATE_OFFBOARD and not self._heartbeat_alive():
             self.nav_state = status_cls.NAVIGATION_STATE_AUTO_LOITER  # offboard-loss failsafe
             self.failsafe = True
@@ -220,6 +237,11 @@ class FakePx4(Node):
             for flag in self.failsafe_flags:
                 setattr(flags, flag, True)
             self._flags_pub.publish(flags)
+        if self._land_pub is not None:
+            land = self._land_pub.msg_type()
+            land.timestamp = now
+            land.landed = self.arming_state == status_cls.ARMING_STATE_DISARMED
+            self._land_pub.publish(land)
 
     def _on_command(self, msg):
         cmd, ack_cls, status = self.m['VehicleCommand'], self.m['VehicleCommandAck'], \
@@ -255,11 +277,28 @@ class FakePx4(Node):
             if self.lose_land > 0:
                 self.lose_land -= 1
                 return  # lost on the link: no ack, no landing
+            if self.stale_land_ack is not None:  # left over from an earlier attempt
+                self._ack(msg, self.stale_land_ack)
+                self.stale_land_ack = None
             if self.deny_land:
                 result = ack_cls.VEHICLE_CMD_RESULT_DENIED
+            elif self.land_delay > 0.0:
+                self._later.append((self._now_us() + self.land_delay * 1e6, self._land))
             else:
-                self.nav_state = self.user_intention = status.NAVIGATION_STATE_AUTO_LAND
-        ack = ack_cls()
+                self._land()
+            if self.lose_land_acks:
+                return  # the landing happens; its ack is lost on the link
+            if self.land_ack_delay > 0.0:
+                self._later.append((self._now_us() + self.land_ack_delay * 1e6,
+                                    lambda: self._ack(msg, result)))
+                return
+        self._ack(msg, result)
+
+    def _land(self):
+        self.nav_state = self.user_intention = self.m['VehicleStatus'].NAVIGATION_STATE_AUTO_LAND
+
+    def _ack(self, msg, result):
+        ack = self.m['VehicleCommandAck']()
         ack.timestamp = self._now_us()
         ack.command, ack.result = msg.command, result
         ack.target_system, ack.target_component = msg.source_system, msg.source_component

@@ -379,7 +379,9 @@ def test_a_temporarily_rejected_land_is_retried():
 def test_a_denied_landing_stops_the_heartbeat_so_px4_failsafe_takes_the_vehicle():
     seq = engaged(2.0)
     sent, outs = land_run(seq, 2.0, lambda now, c: DENIED, lambda now: (OFFBOARD, ARMED))
-    assert sent == [2.0]
+    assert sent == [2.0, 2.1]  # one refusal may answer an earlier attempt: two in a row count
+    assert any('PX4 refused NAV_LAND (DENIED): sending it again' in line
+               for o in outs for line in o.info)
     (line,) = outs[-1].warnings
     assert line == ('NAV_LAND not confirmed (PX4 refused NAV_LAND (21): DENIED): stopping the '
                     "offboard heartbeat, so that PX4's offboard-loss failsafe takes the vehicle "
@@ -649,3 +651,151 @@ def test_setpoints_are_always_finite(inputs):
 def test_config_rejects_bad_durations(name, value):
     with pytest.raises(ValueError, match=f'^{name} must be '):
         OffboardConfig(**{name: value})
+
+
+# ---- issue 38: summed resets, the uncertainty they leave, the engage reply ------------------
+def test_small_resets_in_a_row_add_up_to_a_hold():
+    """1.5 m twice in 0.3 s is a 3 m jump: over max_reset_jump 2 m, the vehicle holds."""
+    seq = engaged(2.0)
+    odom(seq, 2.0, [0.0, 0.0, 10.0], 3)
+    out, sp = odom(seq, 2.1, [1.5, 0.0, 10.0], 4)
+    assert sp.held and 'commanding zero velocity for reset_hold 1 s' in out.warnings[0]
+    assert seq.position_uncertainty(2.1) == pytest.approx(1.5)
+    out, sp = odom(seq, 2.4, [3.0, 0.0, 10.0], 5)
+    assert out.warnings == (
+        'PX4 estimator reset (reset_counter 4 -> 5): the position estimate jumped 1.50 m '
+        '(+1.50, +0.00, +0.00), 3.00 m with the resets of the last reset_window 5 s; more than '
+        'max_reset_jump 2 m: commanding zero velocity until the operator calls ~/engage again',)
+    assert all(odom(seq, 2.4 + 0.5 * k, [3.0, 0.0, 10.0], 5)[1].held for k in range(1, 40))
+    assert seq.status(30.0).message.startswith(
+        'PX4 estimator reset moved the position estimate 3.00 m (> max_reset_jump 2 m)')
+    # Held until the operator accepts the estimate; the uncertainty stays until then.
+    assert seq.position_uncertainty(30.0) == pytest.approx(3.0)
+    assert seq.request_engage(30.0) is None
+    assert seq.position_uncertainty(30.0) == 0.0
+
+
+def test_small_resets_far_apart_do_not_add_up():
+    seq = engaged(2.0)
+    odom(seq, 2.0, [0.0, 0.0, 10.0], 3)
+    odom(seq, 2.1, [1.5, 0.0, 10.0], 4)
+    assert seq.position_uncertainty(7.0) == pytest.approx(1.5)   # within reset_window 5 s
+    assert seq.position_uncertainty(7.2) == 0.0                  # settled
+    out, sp = odom(seq, 8.0, [3.0, 0.0, 10.0], 5)
+    assert 'reset_window' not in out.warnings[0] and 'for reset_hold 1 s' in out.warnings[0]
+    assert not odom(seq, 9.2, [3.0, 0.0, 10.0], 5)[1].held
+
+
+def test_an_unknown_jump_counts_as_max_reset_jump():
+    seq = engaged(2.0)
+    odom(seq, 2.0, [0.0, 0.0, 10.0], 1)
+    odom(seq, 2.1, [math.nan, 0.0, 10.0], 2)
+    assert seq.position_uncertainty(50.0) == CFG.max_reset_jump
+
+
+def test_an_engage_confirmed_during_a_reset_hold_says_it_holds():
+    seq = linked(2.0, POSCTL, DISARMED)
+    seq.on_odometry(2.0, [0.0, 0.0, 0.0], 1)
+    assert seq.request_engage(2.0) is None
+    seq.on_odometry(2.05, [5.0, 0.0, 0.0], 2)   # a 5 m reset during the engage
+    outcome = None
+    for k in range(1, 40):
+        now = round(2.0 + 0.1 * k, 2)
+        state = (OFFBOARD, ARMED) if now >= 3.5 else (POSCTL, DISARMED)
+        seq.on_status(now, *state, 1)
+        seq.on_odometry(now, [5.0, 0.0, 0.0], 2)
+        out = seq.tick(now)
+        if out.outcome:
+            outcome = out.outcome
+            break
+    assert outcome.success
+    assert outcome.message == (
+        'engaged: PX4 confirmed OFFBOARD and ARMED; holding (zero velocity): PX4 estimator '
+        'reset moved the position estimate 5.00 m (> max_reset_jump 2 m); call ~/engage again '
+        'to accept the new estimate')
+    assert seq.setpoint(now).held
+
+
+def test_position_uncertainty_is_reported_in_the_status():
+    seq = engaged(2.0)
+    odom(seq, 2.0, [0.0, 0.0, 10.0], 3)
+    odom(seq, 2.1, [1.0, 0.0, 10.0], 4)
+    assert ('position_uncertainty_m', '1.00') in seq.status(2.2).values
+    assert ('position_uncertainty_m', '0.00') in seq.status(20.0).values
+
+
+# ---- issue 38: the landing's truth is PX4's state, not its acks -----------------------------
+def test_a_landing_with_lost_acks_is_confirmed_by_auto_land():
+    seq = engaged(2.0)
+    sent, outs = land_run(seq, 2.0, lambda now, c: None,
+                          lambda now: (AUTO_LAND, ARMED) if now >= 2.5 else (OFFBOARD, ARMED))
+    assert outs[-1].land_outcome.success and seq.streaming
+    assert outs[-1].land_outcome.message == ('landing confirmed: PX4 reports nav_state=18 '
+                                             '(AUTO_LAND), arming_state=2 (ARMED)')
+    assert seq.status(2.6).level == OK
+
+
+def test_a_stale_refusal_from_an_earlier_attempt_does_not_fail_a_landing():
+    seq = engaged(2.0)
+    seq.request_land(2.0)
+    ack(seq, 2.0, VEHICLE_CMD_NAV_LAND, DENIED)   # left over from an earlier attempt
+    outs = []
+    for k in range(1, 30):
+        now = round(2.0 + 0.1 * k, 2)
+        out = feed(seq, now, AUTO_LAND if now >= 2.4 else OFFBOARD, ARMED)
+        outs.append(out)
+        if out.land_outcome:
+            break
+    assert outs[-1].land_outcome.success and seq.streaming
+    assert not any(o.warnings for o in outs)
+
+
+def test_a_late_accepted_ack_after_a_new_land_request_needs_px4_state():
+    """An ACCEPTED ack of an earlier attempt does not confirm a landing PX4 does not show."""
+    seq = engaged(2.0)
+    sent, outs = land_run(seq, 2.0, lambda now, c: VEHICLE_CMD_RESULT_ACCEPTED,
+                          lambda now: (OFFBOARD, ARMED))
+    assert not outs[-1].land_outcome.success
+    assert 'PX4 answered NAV_LAND ACCEPTED' in outs[-1].land_outcome.message
+
+
+def test_land_detected_confirms_a_landing():
+    seq = engaged(2.0)
+    seq.request_land(2.0)
+    seq.on_land_detected(2.3, True)
+    out = feed(seq, 2.3, OFFBOARD, ARMED)
+    assert out.land_outcome.success
+    assert out.land_outcome.message == ('landing confirmed: PX4 reports landed '
+                                        '(vehicle_land_detected)')
+
+
+def test_a_landing_seen_after_it_was_given_up_clears_the_error():
+    seq = engaged(2.0)
+    sent, outs = land_run(seq, 2.0, lambda now, c: None, lambda now: (OFFBOARD, ARMED))
+    assert not outs[-1].land_outcome.success and not seq.streaming
+    assert seq.status(7.2).level == ERROR
+    out = feed(seq, 8.0, AUTO_LAND, ARMED)   # the confirmation came late
+    assert out.info[-1] == ('landing confirmed after all: PX4 reports nav_state=18 (AUTO_LAND), '
+                            'arming_state=2 (ARMED) (its confirmation came late); the offboard '
+                            'heartbeat stays stopped, ~/engage starts it again')
+    status = seq.status(8.0)
+    assert status.level == OK and status.message.startswith('landing confirmed: PX4 reports')
+    assert not any('after all' in line for line in feed(seq, 8.5, AUTO_LAND, ARMED).info)
+
+
+def test_engage_is_refused_while_px4_lands():
+    seq = linked(2.0, AUTO_LAND, ARMED)
+    assert seq.request_engage(2.0) == (
+        'PX4 is landing (nav_state=18 (AUTO_LAND), arming_state=2 (ARMED)): the bridge never '
+        'takes a vehicle out of a landing; take over with the RC or the ground station first, '
+        'or engage once it has landed and disarmed')
+    seq = linked(2.0, AUTO_LAND, DISARMED)     # landed and disarmed: may take off again
+    assert seq.request_engage(2.0) is None
+
+
+def test_px4_landing_during_an_engage_ends_it():
+    seq = linked(2.0)
+    assert seq.request_engage(2.0) is None
+    out = feed(seq, 2.1, AUTO_LAND, ARMED)
+    assert not out.outcome.success
+    assert out.outcome.message.startswith('PX4 started landing during the engage')
