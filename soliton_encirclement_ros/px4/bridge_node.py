@@ -279,6 +279,12 @@ class Px4BridgeNode(Node):
                 px4_msgs['VehicleLandDetected'], self.topics['vehicle_land_detected'],
                 lambda msg: self._seq.on_land_detected(self._steady_now(), msg.landed),
                 PX4_OUT_QOS)
+        # The heartbeats heard on this vehicle's offboard_control_mode against those sent: more
+        # heard than sent is another writer at work (a twin of this bridge: same name).
+        self._heartbeats = {'sent': 0, 'heard': 0, 'looked': (0, 0)}
+        self.create_subscription(px4_msgs['OffboardControlMode'],
+                                 self.topics['offboard_control_mode'], self._on_heartbeat_heard,
+                                 PX4_OUT_QOS)
         self._status_pub = StatusPublisher(self)  # ~/status and /diagnostics
         # The engage answer waits for PX4 while the timers keep running: its own group.
         self.create_service(Trigger, '~/engage', self._on_engage,
@@ -389,7 +395,12 @@ class Px4BridgeNode(Node):
         unnamed = None in names
         others = {name or 'a DDS writer of no ROS node' for name in names
                   if name is not None or self._unnamed_seen}
-        if twins:
+        # A writer of this node's own name counts once it writes: a bridge that died leaves its
+        # endpoints in the graph until its DDS lease ends, and it writes nothing.
+        beats = self._heartbeats
+        sent, heard = beats['sent'] - beats['looked'][0], beats['heard'] - beats['looked'][1]
+        beats['looked'] = (beats['sent'], beats['heard'])
+        if twins and heard > sent + max(2, sent // 3):
             others.add(f'{self.get_fully_qualified_name()} (another bridge with this one'
                        "'s own name: the same launch started twice?)")
         self._unnamed_seen = unnamed
@@ -443,6 +454,9 @@ class Px4BridgeNode(Node):
                                  msg.target_system, msg.target_component,
                                  source=(s.source_system, s.source_component))
 
+    def _on_heartbeat_heard(self, msg):
+        self._heartbeats['heard'] += 1
+
     def _publish_setpoint(self):
         if not self._seq.streaming:
             return  # a landing PX4 did not confirm: its offboard-loss failsafe takes over
@@ -465,6 +479,7 @@ class Px4BridgeNode(Node):
             msg.timestamp = self._stamp_us()
             msg.velocity = True
             self._mode_pub.publish(msg)
+            self._heartbeats['sent'] += 1
         self._send(self._seq.tick(now))
         self._publish_status()
         self._watch_clock(now)

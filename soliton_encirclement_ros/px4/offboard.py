@@ -430,8 +430,8 @@ class OffboardSequencer:
                     'engage once it is confirmed')
         if self.phase is not Phase.IDLE:
             return f'an engage request is already {self.phase.value}'
-        problem = (self._link_problem(now) or self._system_id_problem()
-                   or self._others_problem() or self._failsafe_problem(now)
+        problem = (self._others_problem() or self._link_problem(now)
+                   or self._system_id_problem() or self._failsafe_problem(now)
                    or self._landing_problem())
         if problem:
             return problem

@@ -109,6 +109,7 @@ class FakePx4(Node):
         self._later = []   # (due us, what to do) for late acks and delayed landings
         self.preflight_fail = preflight_fail
         self.position_ned, self.reset_counter = list(POSITION_NED), 0
+        self.estimate_offset_ned = [0.0, 0.0, 0.0]  # estimate less truth (kinematic resets)
         self.kinematic = kinematic
         if kinematic:  # on the ground at the spawn point, at rest
             self.vehicle_params = vehicle_params or VehicleParams()
@@ -149,9 +150,22 @@ class FakePx4(Node):
         self.create_timer(0.02, self._publish_state)
 
     def reset_estimate(self, jump_ned):
-        """Jump the position estimate by ``jump_ned`` [m] with a new reset_counter (EKF reset)."""
+        """
+        Jump the position estimate by ``jump_ned`` [m] with a new reset_counter (EKF reset).
+
+        Kinematic mode: the vehicle stays where it is (:attr:`true_position_ned`); from now on
+        its estimate is off by the jumps so far, as an EKF that reset onto a biased fix.
+        """
+        if self.kinematic:
+            self.estimate_offset_ned = [o + d for o, d in zip(self.estimate_offset_ned,
+                                                              jump_ned)]
         self.position_ned = [p + d for p, d in zip(self.position_ned, jump_ned)]
         self.reset_counter = (self.reset_counter + 1) % 256
+
+    @property
+    def true_position_ned(self):
+        """Where the vehicle really is (NED, from its spawn point): the estimate less its error."""
+        return [p - o for p, o in zip(self.position_ned, self.estimate_offset_ned)]
 
     def enter_failsafe(self, nav_state, flags):
         """Enter a failsafe: ``nav_state`` (its action) with ``flags`` set in failsafe_flags."""
@@ -193,7 +207,8 @@ class FakePx4(Node):
             return
         self.vehicle = fly_kinematic(self.vehicle, self.setpoints[-1] if self.setpoints else None,
                                      params, steps)
-        self.position_ned = self.vehicle.position[0].tolist()
+        self.position_ned = [p + o for p, o in zip(self.vehicle.position[0].tolist(),
+                                                   self.estimate_offset_ned)]
 
     def _publish_state(self):
         status_cls, odom_cls = self.m['VehicleStatus'], self.m['VehicleOdometry']

@@ -40,13 +40,16 @@ def launch_defaults():
     raise AssertionError(f'no ARGUMENTS in {LAUNCH_FILE}')
 
 
-def sitl_plan(n, simulated=()):
+def sitl_plan(n, simulated=(), target_motion=None):
     """
     Return the plan of ``swarm_px4_sitl.launch.py num_agents:=n simulated:=...``.
 
     The launch's defaults, except that without Gazebo there is no /clock: the wall clock.
+    ``target_motion`` replaces the launch's (its ``target_motion:=`` argument).
     """
     d = launch_defaults()
+    if target_motion is not None:
+        d['target_motion'] = target_motion
     spacing = float(d['spawn_spacing'])
     scenario = live_scenario(agents=n, radius=float(d['radius']),
                              target_motion=d['target_motion'],
@@ -111,8 +114,8 @@ def every(seconds, fn):
 def true_position_enu(vehicle):
     """Return a vehicle's true position in the world ENU frame: a fake PX4's or a simulation's."""
     from soliton_encirclement_ros.px4.frames import ned_to_enu
-    if hasattr(vehicle, 'position_ned'):  # a PX4 measures from its spawn origin, in NED
-        return vehicle.origin_enu + ned_to_enu(vehicle.position_ned)
+    if hasattr(vehicle, 'true_position_ned'):  # a PX4 measures from its spawn origin, in NED
+        return vehicle.origin_enu + ned_to_enu(vehicle.true_position_ned)
     return np.array(vehicle.state.position[0], dtype=float)  # mobility_node: world ENU
 
 
