@@ -32,7 +32,9 @@ ARGUMENTS = {
     'swarm_reliability': ('best_effort', 'QoS of the swarm topics (the same on every host)'),
     'radius': ('20.0', 'encirclement radius R [m]'),
     'd_safe': ('2.0', 'separation: every vehicle heard closer than this is pushed away [m]; '
-               '0 = off (not for real vehicles)'),
+               'a lower value (here or in params_file) is refused unless allow_no_separation'),
+    'allow_no_separation': ('false', 'true: fly with a d_safe below 2.0 (or 0: none), each '
+                            'agent warning at start-up; not for real vehicles'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
     'simulated': ('', "this agent's name to fly it on the mobility simulation, not PX4; "
                   'empty = PX4'),

@@ -36,7 +36,9 @@ ARGUMENTS = {
     'swarm_reliability': ('best_effort', 'QoS of the swarm topics'),
     'radius': ('20.0', 'encirclement radius R [m]'),
     'd_safe': ('2.0', 'separation: every vehicle heard closer than this is pushed away [m]; '
-               '0 = off (not for real vehicles)'),
+               'a lower value (here or in params_file) is refused unless allow_no_separation'),
+    'allow_no_separation': ('false', 'true: fly with a d_safe below 2.0 (or 0: none), each '
+                            'agent warning at start-up; not for real vehicles'),
     'target_motion': ('static', 'static, random or waypoints'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
     'use_sim_time': ('true', 'follow the SITL /clock (bridge it from Gazebo)'),

@@ -19,6 +19,7 @@ import yaml
 from ros_support.settings import settings_fields
 from ros_support.validation import bounded, read_yaml
 from soliton_encirclement_ros.core.faults import Impairments
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_motion import TargetMotionSettings
 from soliton_encirclement_ros.interface import AGENT_CMD_TOPIC, check_reliability, RELIABLE
@@ -98,6 +99,11 @@ def live_scenario(altitude_hold: float = math.nan, **fields: Any) -> LiveScenari
     return LiveScenario(**{'control_period': LIVE_CONTROL_PERIOD, **fields})
 
 
+# The PX4 launch files' d_safe (launch argument default) and the least d_safe they fly with: a
+# lower one, from a launch argument or a params file, is refused unless allow_no_separation.
+PX4_D_SAFE = 2.0
+
+
 @dataclass(frozen=True)
 class SwarmPlan:
     """
@@ -127,6 +133,10 @@ class SwarmPlan:
     figure_format: str = 'png'          # metrics_node's plots: png, pdf or svg
     swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
     simulated: tuple[str, ...] = ()     # mode px4: these agents fly mobility_node, not a PX4
+    # The least d_safe every agent must fly with (the PX4 launches: PX4_D_SAFE), whatever sets
+    # it; below it the plan is refused, or with allow_no_separation each agent warns at start.
+    min_d_safe: float = 0.0
+    allow_no_separation: bool = False
     # The values the user gave explicitly (a CLI option, a launch argument, a scenario file),
     # by setting name (a scenario field, a controller gain, a vehicle limit) -> where from,
     # e.g. {'control_period': 'swarm_sim option --control-period'}. They win over a params
@@ -313,6 +323,8 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
             *[(k, getattr(scenario, k), k) for k in ('radius', 'control_period', 'seed')],
             *shared(plan, Impairments),
             *swarm]))
+        if plan.min_d_safe > 0.0:
+            nodes[-1] = _with_separation_floor(plan, nodes[-1], sections)
         if plan.mode == 'px4':  # exactly one vehicle per agent: simulated, or its PX4
             nodes.append(mobility_spec(plan, index, name, files) if name in plan.simulated
                          else px4_bridge_spec(plan, index, name, files))
@@ -328,6 +340,35 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
           else [])]))
     check_vehicles(plan, nodes)
     return nodes
+
+
+def _with_separation_floor(plan: SwarmPlan, agent: NodeSpec, sections) -> NodeSpec:
+    """
+    Refuse an agent whose effective ``d_safe`` is below ``plan.min_d_safe``, or pass it on.
+
+    Effective: after the precedence (a given value, else a params file's, else the plan's).
+    ``ValueError`` in one line naming the value, its source, the rule and the way out; with
+    ``allow_no_separation`` the agent gets ``min_d_safe`` and ``allow_no_separation`` and warns
+    at start-up itself.
+    """
+    in_files = file_parameters(sections, agent.full_name)
+    if 'd_safe' in agent.parameters:
+        value = float(agent.parameters['d_safe'])
+        source = plan.given.get('d_safe', 'the launch default')
+    elif 'd_safe' in in_files:
+        value, source = float(in_files['d_safe'][1]), f'params file {in_files["d_safe"][0]}'
+    else:
+        value, source = ControllerParams().d_safe, 'the controller default'
+    if value < plan.min_d_safe and not plan.allow_no_separation:
+        raise ValueError(
+            f'd_safe {value:g} m ({source}, {agent.full_name}) is below {plan.min_d_safe:g} m, '
+            'the least separation this PX4 launch flies with: set d_safe:='
+            f'{plan.min_d_safe:g} or more, or allow_no_separation:=true to fly without it '
+            '(not for real vehicles)')
+    extra = {'min_d_safe': plan.min_d_safe}
+    if plan.allow_no_separation:
+        extra['allow_no_separation'] = True
+    return dataclasses.replace(agent, parameters={**agent.parameters, **extra})
 
 
 def given_parameters(specs: Sequence[NodeSpec]) -> dict[str, set[str]]:

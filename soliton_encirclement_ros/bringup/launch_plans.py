@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from soliton_encirclement_ros.bringup.graph import (
     build_graph, in_namespace, LaunchArguments, live_scenario, NodeSpec, parse_origins,
-    parse_simulated, SwarmPlan)
+    parse_simulated, PX4_D_SAFE, SwarmPlan)
 
 
 def swarm_sim_nodes(value: LaunchArguments) -> list[NodeSpec]:
@@ -57,6 +57,8 @@ def agent_px4_nodes(value: LaunchArguments) -> list[NodeSpec]:
                      px4_origins=(parse_origins(value['origin'], 1)[0],),
                      swarm_reliability=value['swarm_reliability'],
                      simulated=parse_simulated(value['simulated']),
+                     min_d_safe=PX4_D_SAFE,
+                     allow_no_separation=value.flag('allow_no_separation'),
                      given=value.sources(radius='radius', altitude='altitude', d_safe='d_safe'))
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
@@ -77,6 +79,8 @@ def swarm_px4_sitl_nodes(value: LaunchArguments) -> list[NodeSpec]:
                      use_sim_time=value.flag('use_sim_time'),
                      params_files=value.files('params_file'),
                      simulated=parse_simulated(value['simulated']),
+                     min_d_safe=PX4_D_SAFE,
+                     allow_no_separation=value.flag('allow_no_separation'),
                      given=value.sources(radius='radius', altitude='altitude', d_safe='d_safe',
                                          target_motion='target_motion'))
     return build_graph(plan)

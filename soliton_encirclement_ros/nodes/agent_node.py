@@ -30,7 +30,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
 
-from ros_support.ros_parameters import declare, declare_validated, specs_of
+from ros_support.ros_parameters import current_values, declare, declare_validated, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
@@ -75,9 +75,12 @@ class AgentNode(Node):
     def __init__(self, subscribe_swarm: bool = True, subscribe_target: bool = True,
                  **kwargs) -> None:
         super().__init__('agent', **kwargs)
-        self._params = declare_validated(self, CONTROLLER_SPECS, ControllerParams.from_mapping,
+        self._d_safe_floor = (0.0, False)  # (min_d_safe, allow_no_separation), set below
+        self._params = declare_validated(self, CONTROLLER_SPECS, self._controller_params,
                                          self._set_params)
         settings = AgentSettings.from_mapping(declare(self, NODE_SPECS))
+        self._d_safe_floor = (settings.min_d_safe, settings.allow_no_separation)
+        self._controller_params(current_values(self, CONTROLLER_SPECS))  # refuse below it
         reliability = settings.swarm_reliability
         self.agent_id = settings.agent_id or _id_from_namespace(self.get_namespace())
         self.incarnation = new_incarnation()
@@ -190,6 +193,30 @@ class AgentNode(Node):
         response.success = True
         self.get_logger().info(response.message)
         return response
+
+    def _controller_params(self, values) -> ControllerParams:
+        """
+        Validate the controller gains, and ``d_safe`` against ``min_d_safe``.
+
+        A PX4 launch sets ``min_d_safe``: a lower ``d_safe`` (a params file, ``ros2 param
+        set``) is refused in one line, unless ``allow_no_separation``, with which it is flown
+        and the start-up warns once.
+        """
+        params = ControllerParams.from_mapping(values)
+        floor, allowed = self._d_safe_floor
+        if params.d_safe < floor:
+            if not allowed:
+                raise ValueError(
+                    f'd_safe {params.d_safe:g} m is below min_d_safe {floor:g} m, the least '
+                    'separation this vehicle flies with: set d_safe to it or more, or launch '
+                    'with allow_no_separation:=true to fly without it (not for real vehicles)')
+            if not getattr(self, '_warned_no_separation', False):
+                self._warned_no_separation = True
+                self.get_logger().warning(
+                    f'd_safe {params.d_safe:g} m is below min_d_safe {floor:g} m and '
+                    'allow_no_separation is true: this vehicle flies WITHOUT the separation '
+                    'its launch requires; not for real vehicles')
+        return params
 
     def _set_params(self, params: ControllerParams) -> None:
         if params.control_period != self._params.control_period:

@@ -51,6 +51,13 @@ class AgentSettings(Impairments, _Settings):
                         description='swarm seed of the failure and impairment draws (combined '
                         'with agent_id)')
     swarm_reliability: str = swarm_reliability_setting()
+    min_d_safe: float = setting(0.0, 'the least d_safe this agent may fly with (the PX4 launch '
+                                'files set their d_safe, 2 m): a lower d_safe is refused at '
+                                'start-up and at run time unless allow_no_separation', 'm',
+                                0.0, 1000.0, read_only=True)
+    allow_no_separation: bool = setting(False, 'fly with a d_safe below min_d_safe after all '
+                                        '(set by a PX4 launch with allow_no_separation:=true): '
+                                        'one WARN at start-up', read_only=True)
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -5,6 +5,8 @@ Through the plans of the launch files (pure, no launch needed) and of swarm_sim.
 parameters a plan passes with ``-p`` come after ``--params-file`` and so win over it: a value
 the user did not give must not be among them when a params file sets it.
 """
+from pathlib import Path
+
 import pytest
 
 from soliton_encirclement_ros.bringup.graph import (
@@ -14,7 +16,8 @@ from soliton_encirclement_ros.bringup.launch_plans import (
     agent_nodes, agent_px4_nodes, swarm_px4_sitl_nodes, swarm_sim_nodes)
 from soliton_encirclement_ros.sim import runner
 
-CONTROLLER = 'config/controller.yaml'  # sets radius 20.0 and control_period 0.01 for /**
+ROOT = Path(__file__).resolve().parents[3]
+CONTROLLER = str(ROOT / 'config' / 'controller.yaml')  # sets radius 20.0, control_period 0.01
 
 
 def of(specs, executable):
@@ -97,17 +100,81 @@ def test_the_agent_launch_plans_hold_altitude_and_d_safe_by_the_same_rule(tmp_pa
         f'altitude: 3.0 from launch argument altitude:=3.0 wins over 5.0 from params file '
         f'{path}',)
     px4 = {**common, 'altitude': '10.0', 'd_safe': '2.0', 'px4_namespace': '',
-           'target_system': '1', 'origin': '0,0,0', 'simulated': ''}
+           'target_system': '1', 'origin': '0,0,0', 'simulated': '',
+           'allow_no_separation': 'false'}
     specs = agent_px4_nodes(LaunchArguments(px4, given={'d_safe'}))
     agent = of(specs, 'agent_node')[0]
     assert agent.parameters['d_safe'] == 2.0 and 'altitude' not in agent.parameters
-    sitl = {'num_agents': '2', 'origins': '', 'spawn_spacing': '1.0', 'altitude': '10.0',
-            'swarm_reliability': 'best_effort', 'radius': '20.0', 'd_safe': '2.0',
-            'target_motion': 'static', 'params_file': path, 'use_sim_time': 'true',
-            'simulated': ''}
-    specs = swarm_px4_sitl_nodes(LaunchArguments(sitl, given={'num_agents'}))
+    sitl = sitl_launch(path)
+    # the file's d_safe 1.0 is below the PX4 launch's 2 m: only with allow_no_separation
+    specs = swarm_px4_sitl_nodes(LaunchArguments({**sitl, 'allow_no_separation': 'true'},
+                                                 given={'num_agents', 'allow_no_separation'}))
     assert all(not {'d_safe', 'altitude', 'radius'} & set(a.parameters)
                for a in of(specs, 'agent_node'))
+
+
+def sitl_launch(params_file, **values):
+    """swarm_px4_sitl.launch.py's argument values: its declared defaults and ``values``."""
+    return {'num_agents': '2', 'origins': '', 'spawn_spacing': '1.0', 'altitude': '10.0',
+            'swarm_reliability': 'best_effort', 'radius': '20.0', 'd_safe': '2.0',
+            'target_motion': 'static', 'params_file': params_file, 'use_sim_time': 'true',
+            'simulated': '', 'allow_no_separation': 'false', **values}
+
+
+def agent_px4_launch(params_file, **values):
+    """agent_px4.launch.py's argument values: its declared defaults and ``values``."""
+    return {'agent_name': 'uav1', 'agent_id': '1', 'px4_namespace': '', 'target_system': '1',
+            'origin': '0,0,0', 'altitude': '10.0', 'swarm_reliability': 'best_effort',
+            'radius': '20.0', 'd_safe': '2.0', 'params_file': params_file, 'simulated': '',
+            'allow_no_separation': 'false', **values}
+
+
+def effective_d_safe(agent):
+    """Return the d_safe an agent flies with: given with -p, else its params file's."""
+    if 'd_safe' in agent.parameters:
+        return agent.parameters['d_safe']
+    sections = params_file_sections(agent.params_files)
+    return file_parameters(sections, agent.full_name).get('d_safe', (None, 0.0))[1]
+
+
+@pytest.mark.parametrize('plan', [swarm_px4_sitl_nodes, agent_px4_nodes])
+def test_the_shipped_controller_example_keeps_separation_on_a_px4_launch(plan):
+    """Issue 38: params_file:=config/controller.yaml set d_safe 0 on both PX4 launches."""
+    launch = sitl_launch if plan is swarm_px4_sitl_nodes else agent_px4_launch
+    specs = plan(LaunchArguments(launch(CONTROLLER), given={'params_file'}))
+    agents = of(specs, 'agent_node')
+    assert agents and all(effective_d_safe(a) == 2.0 for a in agents)
+    assert all(a.parameters['min_d_safe'] == 2.0 for a in agents)
+    assert not any('allow_no_separation' in a.parameters for a in agents)
+
+
+@pytest.mark.parametrize('plan', [swarm_px4_sitl_nodes, agent_px4_nodes])
+def test_a_d_safe_below_the_px4_launch_default_is_refused_in_one_line(plan, tmp_path):
+    launch = sitl_launch if plan is swarm_px4_sitl_nodes else agent_px4_launch
+    zero = params_file(tmp_path, '/**:\n  ros__parameters:\n    d_safe: 0.0\n')
+    with pytest.raises(ValueError) as refused:
+        plan(LaunchArguments(launch(zero), given={'params_file'}))
+    (line,) = str(refused.value).splitlines()
+    assert line.startswith(f'd_safe 0 m (params file {zero}, /uav1/agent) is below 2 m, the '
+                           'least separation this PX4 launch flies with: set d_safe:=2 or more, '
+                           'or allow_no_separation:=true to fly without it')
+    with pytest.raises(ValueError, match=r'^d_safe 0.5 m \(launch argument d_safe:=0.5, '):
+        plan(LaunchArguments(launch('', d_safe='0.5'), given={'d_safe'}))
+    with pytest.raises(ValueError, match=r'^d_safe 0 m \(params file .*reference.yaml'):
+        plan(LaunchArguments(launch('config/reference.yaml'), given={'params_file'}))
+    allowed = plan(LaunchArguments(launch(zero, allow_no_separation='true'),
+                                   given={'params_file', 'allow_no_separation'}))
+    for agent in of(allowed, 'agent_node'):  # each agent warns at start-up itself
+        assert agent.parameters['allow_no_separation'] is True
+        assert agent.parameters['min_d_safe'] == 2.0 and effective_d_safe(agent) == 0.0
+
+
+def test_the_px4_launch_files_default_d_safe_is_the_plans_floor():
+    from soliton_encirclement_ros.bringup.graph import PX4_D_SAFE
+    from support.px4_ring import launch_defaults
+    assert float(launch_defaults()['d_safe']) == PX4_D_SAFE
+    text = (ROOT / 'launch' / 'agent_px4.launch.py').read_text()
+    assert f"'d_safe': ('{PX4_D_SAFE}'," in text
 
 
 def test_swarm_sim_options_and_scenario_files_are_given_values(tmp_path):
