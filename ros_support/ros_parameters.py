@@ -235,7 +235,7 @@ def declare_validated(node: Node, specs: Sequence[ParamSpec],
 
 
 def markdown_table(specs: Iterable[ParamSpec]) -> str:
-    """Return the README table of ``specs``: name, default, range and description, one row each."""
+    """Return the parameter table of ``specs``: name, default, range, description per row."""
     rows = ['| parameter | default | range | description |', '|---|---|---|---|']
     for spec in specs:
         name = f'`{spec.name}`' + (' (read-only)' if spec.read_only else '')
@@ -252,7 +252,7 @@ def markdown_table(specs: Iterable[ParamSpec]) -> str:
 
 def parameters_help(specs: Iterable[ParamSpec]) -> str:
     """
-    Return the parameters of a ``--help``: one entry per spec, as the README tables give them.
+    Return the parameters of a ``--help``: one entry per spec, as the parameter tables give them.
 
     Name, type, default, range and read-only on one line, the description on the next (plain
     ASCII, for any terminal).

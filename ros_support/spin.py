@@ -100,7 +100,7 @@ def node_help(prog: str, node_class: Callable[..., Node]) -> str:
     Return the ``--help`` of a node executable: usage, what it does, its parameters.
 
     What it does is the first paragraph of the node's module docstring; its parameters are the
-    module's ``PARAMETERS`` (the specs it declares, as the README tables give them).
+    module's ``PARAMETERS`` (the specs it declares, as the parameter tables give them).
     """
     module = sys.modules[getattr(node_class, 'func', node_class).__module__]
     doc = (module.__doc__ or '').strip().split('\n\n')[0].replace('``', '')

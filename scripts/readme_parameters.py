@@ -1,8 +1,8 @@
 """
-Write (or check) the README's parameter tables from the nodes' own parameter specs.
+Write (or check) the parameter tables (docs/parameters.md) from the nodes' own parameter specs.
 
-    .venv/bin/python scripts/readme_parameters.py          # rewrite the tables in README.md
-    .venv/bin/python scripts/readme_parameters.py --check  # exit 1 if README.md is stale
+    .venv/bin/python scripts/readme_parameters.py          # rewrite docs/parameters.md
+    .venv/bin/python scripts/readme_parameters.py --check  # exit 1 if docs/parameters.md is stale
 
 Each table sits between ``<!-- parameters: NODE -->`` and ``<!-- end parameters -->``; its
 rows come from the ParamSpec lists the node declares (description, unit and bounds live there
@@ -16,7 +16,7 @@ from pathlib import Path
 import re
 import sys
 
-README = Path(__file__).resolve().parents[1] / 'README.md'
+README = Path(__file__).resolve().parents[1] / 'docs' / 'parameters.md'
 BLOCK = re.compile(
     r'(<!-- parameters: (?P<node>\w+) -->\n)(?P<table>.*?)(<!-- end parameters -->)', re.S)
 
@@ -28,7 +28,7 @@ def node_parameters() -> dict:
 
 
 def blocks() -> dict:
-    """Return the README's tables by block name: the nodes' specs, shared ones once."""
+    """Return the parameter tables by block name: the nodes' specs, shared ones once."""
     from velocity_mobility_ros.nodes import mobility_node, swarm_mobility_node
     nodes = node_parameters()
     return {
@@ -49,7 +49,7 @@ def render(text: str) -> str:
     def table(match: re.Match) -> str:
         node = match.group('node')
         if node not in tables:
-            raise SystemExit(f'README.md names no known node in a parameters block: {node}')
+            raise SystemExit(f'docs/parameters.md: no known node in a parameters block: {node}')
         return match.group(1) + markdown_table(tables[node]) + match.group(4)
     return BLOCK.sub(table, text)
 
@@ -62,7 +62,7 @@ def main(argv=None) -> int:
     new = render(text)
     if args.check:
         if new != text:
-            print('README.md parameter tables are stale: run scripts/readme_parameters.py',
+            print('docs/parameters.md is stale: run scripts/readme_parameters.py',
                   file=sys.stderr)
             return 1
         return 0

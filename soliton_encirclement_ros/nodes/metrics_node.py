@@ -39,7 +39,7 @@ from soliton_encirclement_ros.nodes.settings import MetricsSettings
 from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_subscription
 
 SPECS = specs_of(MetricsSettings)
-PARAMETERS = tuple(SPECS)  # everything metrics_node declares (the README table comes from it)
+PARAMETERS = tuple(SPECS)  # everything metrics_node declares (docs/parameters.md)
 
 
 class MetricsNode(Node):

@@ -26,7 +26,7 @@ from velocity_mobility_ros.core.vehicle import VehicleParams
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays, to_odometry
 
 SPECS = specs_of(TargetSettings, read_only=True)
-PARAMETERS = tuple(SPECS)  # everything target_node declares (the README table comes from it)
+PARAMETERS = tuple(SPECS)  # everything target_node declares (docs/parameters.md)
 
 
 class TargetNode(Node):

@@ -152,7 +152,7 @@ class BridgeSettings:
             'offboard': OffboardConfig(**{k: v for k, v in values.items() if k in timing})})
 
 
-# Everything px4_bridge_node declares (the README table comes from it).
+# Everything px4_bridge_node declares (its table in docs/parameters.md comes from it).
 PARAMS = (*specs_of(BridgeSettings), *specs_of(OffboardConfig))
 PARAMETERS = PARAMS
 
