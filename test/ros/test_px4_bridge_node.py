@@ -662,11 +662,12 @@ def test_the_same_bridge_launched_twice_refuses_to_engage(ros):
         assert response.message.startswith(
             'another node publishes setpoints to this vehicle: /uav1/px4_bridge (another bridge '
             "with this one's own name: the same launch started twice?)")
-        spin_for(ros, 1.5)
+        def incarnations():
+            return {s.values[-1].value for s in operator.statuses
+                    if s.values and s.values[-1].key == 'incarnation'}
+        # the two twins tell themselves apart on ~/status (each publishes it every second)
+        assert spin_until(ros, lambda: len(incarnations()) >= 2, timeout=30.0)
         assert not any(c.command == 176 for c in fake.commands)  # nothing reached PX4
-        incarnations = {s.values[-1].value for s in operator.statuses
-                        if s.values and s.values[-1].key == 'incarnation'}
-        assert len(incarnations) >= 2  # the two twins tell themselves apart on ~/status
 
 
 @px4
