@@ -662,6 +662,7 @@ def test_the_same_bridge_launched_twice_refuses_to_engage(ros):
         assert response.message.startswith(
             'another node publishes setpoints to this vehicle: /uav1/px4_bridge (another bridge '
             "with this one's own name: the same launch started twice?)")
+
         def incarnations():
             return {s.values[-1].value for s in operator.statuses
                     if s.values and s.values[-1].key == 'incarnation'}
