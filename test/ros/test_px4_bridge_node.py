@@ -657,11 +657,19 @@ def test_the_same_bridge_launched_twice_refuses_to_engage(ros):
         for proc in (first, second):  # each names the other, once
             proc.wait_for_line('another node publishes setpoints to this vehicle')
         assert spin_until(ros, lambda: operator.engage.service_is_ready())
-        response = call_engage(ros, operator)
-        assert not response.success
-        assert response.message.startswith(
-            'another node publishes setpoints to this vehicle: /uav1/px4_bridge (another bridge '
-            "with this one's own name: the same launch started twice?)")
+        # One call reaches both servers; both refuse, and each says so in its log. (The
+        # client keeps the first answer: a reply can be lost while the second server's reply
+        # writer is still being matched, so the logs are the test, the answer where it came.)
+        from std_srvs.srv import Trigger
+        refusal = ('engage refused: another node publishes setpoints to this vehicle: '
+                   "/uav1/px4_bridge (another bridge with this one's own name: the same launch "
+                   'started twice?)')
+        future = operator.engage.call_async(Trigger.Request())
+        assert spin_until(ros, lambda: refusal in first.err and refusal in second.err,
+                          timeout=30.0)
+        if future.done():
+            assert not future.result().success
+            assert future.result().message.startswith(refusal[len('engage refused: '):])
 
         def incarnations():
             return {s.values[-1].value for s in operator.statuses
