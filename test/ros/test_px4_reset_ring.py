@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from support.harness import default_context_executor, spin_until
-from support.px4_ring import DEADLINE, every, Separation, sitl_plan, start_graph, true_position_enu
+from support.px4_ring import (
+    DEADLINE, every, observe_graph, Separation, sitl_plan, start_graph, true_position_enu)
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
 pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
@@ -33,23 +34,11 @@ ros = pytest.fixture(default_context_executor)
 
 
 def test_a_held_vehicle_after_a_large_reset_is_kept_clear_of(ros):
-    from nav_msgs.msg import Odometry
-    from rclpy.node import Node
     from std_srvs.srv import Trigger
 
     defaults, plan = sitl_plan(N, target_motion='random')  # the ring moves past the held one
     d_safe = float(defaults['d_safe'])
-    nodes = start_graph(ros, plan)
-    bridges = [node for name, node in nodes.items() if name.endswith('/px4_bridge')]
-    fakes = [node for name, node in nodes.items() if name.startswith('fake ')]
-    observer = Node('observer')
-    ros.add_node(observer)
-    odoms = {}
-    for name in plan.names:
-        observer.create_subscription(Odometry, f'/{name}/odom',
-                                     lambda msg, name=name: odoms.__setitem__(name, msg), 10)
-    engage = [observer.create_client(Trigger, f'{bridge.get_fully_qualified_name()}/engage')
-              for bridge in bridges]
+    bridges, fakes, odoms, engage = observe_graph(ros, plan, start_graph(ros, plan))
     separation = Separation(d_safe, N)
     held = 1  # the middle vehicle, spawned 1 m from each of the others
     closest = {'d': np.inf, 'at': None}

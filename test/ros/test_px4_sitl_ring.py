@@ -18,7 +18,7 @@ import pytest
 
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, engage_and_form_ring, every, Separation, sitl_plan, start_graph,
+    DEADLINE, engage_and_form_ring, every, observe_graph, Separation, sitl_plan, start_graph,
     true_position_enu)
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
@@ -38,26 +38,11 @@ def true_positions_enu(vehicles):
 
 
 def test_sitl_defaults_engaged_on_the_ground_climb_and_form_the_ring_apart(ros):
-    from nav_msgs.msg import Odometry
-    from rclpy.node import Node
-    from std_srvs.srv import Trigger
-
     defaults, plan = sitl_plan(N)
     d_safe, altitude = float(defaults['d_safe']), float(defaults['altitude'])
     radius = plan.radius
     assert d_safe > float(defaults['spawn_spacing'])  # the case of the issue: spawned inside
-    nodes = start_graph(ros, plan)
-    bridges = [node for name, node in nodes.items() if name.endswith('/px4_bridge')]
-    fakes = [node for name, node in nodes.items() if name.startswith('fake ')]
-
-    observer = Node('observer')
-    ros.add_node(observer)
-    odoms = {}
-    for name in plan.names:
-        observer.create_subscription(Odometry, f'/{name}/odom',
-                                     lambda msg, name=name: odoms.__setitem__(name, msg), 10)
-    engage = [observer.create_client(Trigger, f'{bridge.get_fully_qualified_name()}/engage')
-              for bridge in bridges]
+    bridges, fakes, odoms, engage = observe_graph(ros, plan, start_graph(ros, plan))
 
     separation = Separation(d_safe, N)
 

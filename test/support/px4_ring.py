@@ -94,6 +94,30 @@ def start_graph(ros, plan):
     return nodes
 
 
+def observe_graph(ros, plan, nodes):
+    """
+    Return (bridges, fakes, odometry, engage clients) of a graph that :func:`start_graph` made.
+
+    ``odometry`` holds the latest Odometry of each of the plan's vehicles, by name, as an
+    observer node of the test hears it; the clients call each bridge's ``~/engage``.
+    """
+    from nav_msgs.msg import Odometry
+    from rclpy.node import Node
+    from std_srvs.srv import Trigger
+
+    bridges = [node for name, node in nodes.items() if name.endswith('/px4_bridge')]
+    fakes = [node for name, node in nodes.items() if name.startswith('fake ')]
+    observer = Node('observer')
+    ros.add_node(observer)
+    odoms = {}
+    for name in plan.names:
+        observer.create_subscription(Odometry, f'/{name}/odom',
+                                     lambda msg, name=name: odoms.__setitem__(name, msg), 10)
+    engage = [observer.create_client(Trigger, f'{bridge.get_fully_qualified_name()}/engage')
+              for bridge in bridges]
+    return bridges, fakes, odoms, engage
+
+
 def every(seconds, fn):
     """
     Return ``fn`` run at most once every ``seconds`` of wall time (else its last result).
