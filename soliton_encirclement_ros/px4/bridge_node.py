@@ -164,6 +164,36 @@ def px4_topic(px4_namespace, direction, name, message_version=0):
     return f'{prefix}/fmu/{direction}/{name}{suffix}'
 
 
+_VERSION_SUFFIX = re.compile(r'_v(\d+)$')
+
+
+def other_versions(topic, topic_names):
+    """
+    Return the names in ``topic_names`` that are ``topic`` under another message version.
+
+    PX4 >= 1.16 appends ``_v<MESSAGE_VERSION>`` to versioned topics, and px4_msgs must match the
+    firmware: a bridge built against another px4_msgs listens on a name this PX4 never
+    publishes (``vehicle_status_v4`` where PX4 publishes ``vehicle_status_v2``, or no suffix).
+    """
+    base = _VERSION_SUFFIX.sub('', topic)
+    return sorted(name for name in topic_names if name != topic
+                  and (name == base or (name.startswith(base + '_v')
+                                        and _VERSION_SUFFIX.sub('', name) == base)))
+
+
+def version_mismatch_text(topic, others, type_name):
+    """One line: PX4 publishes ``others``, the bridge listens on ``topic``; what to build."""
+    def version(name):
+        match = _VERSION_SUFFIX.search(name)
+        return int(match.group(1)) if match else 0
+    theirs = ', '.join(others)
+    wanted = ' or '.join(sorted({f'MESSAGE_VERSION {version(name)}' for name in others}))
+    return (f'PX4 publishes {theirs} but this bridge listens on {topic}: its px4_msgs does not '
+            f'match the firmware; build the px4_msgs branch whose {type_name} has {wanted} (the '
+            'release of the PX4 firmware, docs/px4.md step 1), or set message_version_suffix '
+            'if PX4 publishes no suffix')
+
+
 def load_px4_msgs():
     """Return the px4_msgs message classes by name; ``ImportError`` when px4_msgs is not built."""
     module = importlib.import_module('px4_msgs.msg')
@@ -239,10 +269,15 @@ class Px4BridgeNode(Node):
         self._status_sent = None
         self._unnamed_seen = False  # a setpoint writer of an undiscovered node at the last look
 
+        self._topic_types = {}  # topic -> px4_msgs type name
+        self._version_hints = set()  # version mismatches already warned about
+
         def topic(direction, name, type_name):
             version = getattr(px4_msgs[type_name], 'MESSAGE_VERSION', 0)
-            return px4_topic(s.px4_namespace, direction, name,
+            full = px4_topic(s.px4_namespace, direction, name,
                              version if s.message_version_suffix == 'auto' else 0)
+            self._topic_types[full] = type_name
+            return full
 
         self.topics = {
             'vehicle_odometry': topic('out', 'vehicle_odometry', 'VehicleOdometry'),
@@ -294,6 +329,7 @@ class Px4BridgeNode(Node):
         self.create_timer(1.0 / s.setpoint_rate, self._publish_setpoint, clock=self._steady)
         self.create_timer(1.0 / s.heartbeat_rate, self._heartbeat, clock=self._steady)
         self.create_timer(GRAPH_PERIOD, self._look_for_other_publishers, clock=self._steady)
+        self.create_timer(GRAPH_PERIOD, self._look_for_other_versions, clock=self._steady)
         self.create_timer(STATUS_PERIOD, lambda: self._publish_status(force=True),
                           clock=self._steady)
         self.get_logger().info(
@@ -405,6 +441,31 @@ class Px4BridgeNode(Node):
                        "'s own name: the same launch started twice?)")
         self._unnamed_seen = unnamed
         self._seq.on_other_publishers(self._steady_now(), others, ', '.join(topics))
+
+    def _look_for_other_versions(self):
+        """
+        Name a px4_msgs that does not match the firmware, instead of waiting silently.
+
+        A PX4 topic this bridge reads with no writer (or writes with no reader but its own),
+        whose name exists in the graph under another ``_vN``: one WARN per topic, and the engage
+        refusal for a missing vehicle_status says it.
+        """
+        names = [name for name, _ in self.get_topic_names_and_types()]
+        hints = []
+        for topic, type_name in self._topic_types.items():
+            if '/fmu/out/' in topic:
+                unheard = self.count_publishers(topic) == 0
+            else:  # this bridge reads its own offboard_control_mode (twins): not PX4's reader
+                own = 1 if topic == self.topics['offboard_control_mode'] else 0
+                unheard = self.count_subscribers(topic) <= own
+            others = other_versions(topic, names) if unheard else []
+            if others:
+                hints.append(version_mismatch_text(topic, others, type_name))
+        for hint in hints:
+            if hint not in self._version_hints:
+                self._version_hints.add(hint)
+                self.get_logger().warning(hint)
+        self._seq.link_hint = hints[0] if hints else None
 
     # ---- callbacks ----------------------------------------------------------------------
     def _on_cmd_vel(self, msg):

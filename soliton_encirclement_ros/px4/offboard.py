@@ -259,6 +259,8 @@ class OffboardSequencer:
         self._alerts = []                # warning lines for the next tick
         self._queued_outcome = None      # engage outcome decided outside a tick
         self._warned_system_id = False
+        # Why PX4 may be unheard, from the node (a px4_msgs of another message version).
+        self.link_hint = None
 
     # ---- inputs -------------------------------------------------------------------------
     def on_cmd_vel(self, now, linear_enu, yaw_rate_enu):
@@ -650,6 +652,8 @@ class OffboardSequencer:
 
     def _link_problem(self, now):
         if self._status is None:
+            if self.link_hint:
+                return f'no vehicle_status received from PX4 yet: {self.link_hint}'
             return ('no vehicle_status received from PX4 yet (is the uXRCE-DDS agent running '
                     'and px4_namespace right?)')
         if now - self._status[2] > self.config.status_timeout:

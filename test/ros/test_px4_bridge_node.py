@@ -691,3 +691,40 @@ def test_after_a_reset_the_odometry_carries_the_jump_as_position_uncertainty(ros
     assert cov[0] == pytest.approx(25.04) and cov[7] == pytest.approx(25.01)
     assert call_engage(ros, operator).success   # the operator accepts the new estimate
     assert spin_until(ros, lambda: operator.odoms[-1].pose.covariance[0] < 1.0)
+
+
+# ---- issue 37 §6: a px4_msgs that does not match the firmware is named, not waited on -------
+def test_a_topic_under_another_message_version_is_found():
+    from soliton_encirclement_ros.px4.bridge_node import other_versions, version_mismatch_text
+    names = ['/px4_1/fmu/out/vehicle_status_v2', '/px4_1/fmu/out/vehicle_status_v4x',
+             '/px4_2/fmu/out/vehicle_status', '/px4_1/fmu/out/vehicle_odometry',
+             '/px4_1/fmu/out/vehicle_status_v4']
+    assert other_versions('/px4_1/fmu/out/vehicle_status_v4', names) == [
+        '/px4_1/fmu/out/vehicle_status_v2']
+    assert other_versions('/px4_2/fmu/out/vehicle_status_v1', names) == [
+        '/px4_2/fmu/out/vehicle_status']
+    assert other_versions('/px4_1/fmu/out/vehicle_odometry', names) == []
+    line = version_mismatch_text('/fmu/out/vehicle_status_v4', ['/fmu/out/vehicle_status_v2'],
+                                 'VehicleStatus')
+    assert line.startswith('PX4 publishes /fmu/out/vehicle_status_v2 but this bridge listens on '
+                           '/fmu/out/vehicle_status_v4: its px4_msgs does not match the firmware; '
+                           'build the px4_msgs branch whose VehicleStatus has MESSAGE_VERSION 2')
+
+
+@px4
+def test_a_px4_msgs_of_another_message_version_is_named_in_one_line(ros, capfd):
+    """PX4 publishes vehicle_status_v2, the built px4_msgs listens on _v4: say so, once."""
+    from px4_msgs.msg import VehicleStatus
+    ours = getattr(VehicleStatus, 'MESSAGE_VERSION', 0)
+    theirs = 2 if ours != 2 else 3
+    fake, bridge, operator = make_graph(ros, message_versions={'VehicleStatus': theirs})
+    expected = (f'PX4 publishes /px4_1/fmu/out/vehicle_status_v{theirs} but this bridge listens '
+                f'on {bridge.topics["vehicle_status"]}: its px4_msgs does not match the firmware; '
+                f'build the px4_msgs branch whose VehicleStatus has MESSAGE_VERSION {theirs}')
+    assert spin_until(ros, lambda: bridge._seq.link_hint is not None, timeout=30.0)
+    assert spin_until(ros, lambda: operator.odoms and operator.engage.service_is_ready())
+    response = call_engage(ros, operator)
+    assert not response.success
+    assert response.message.startswith('no vehicle_status received from PX4 yet: ' + expected)
+    spin_for(ros, 2.0)
+    assert capfd.readouterr().err.count(f'px4_bridge]: {expected}') == 1  # warned once

@@ -23,8 +23,9 @@ ack, no landing), deny NAV_LAND; acks of NAV_LAND that are lost (``lose_land_ack
 landing happens), late (``land_ack_delay`` s) or preceded by a leftover of an earlier attempt
 (``stale_land_ack``: that result, once); a landing that starts ``land_delay`` s after its
 NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with a new
-``reset_counter``. ``vehicle_land_detected`` (landed while disarmed) at 50 Hz, when the built
-px4_msgs has it.
+``reset_counter``; ``message_versions`` ({type name: version}) puts those topics under another
+``_vN`` (a firmware that does not match the built px4_msgs). ``vehicle_land_detected``
+(landed while disarmed) at 50 Hz, when the built px4_msgs has it.
 
 Kinematic mode (``kinematic=True``; off by default, when the position is fixed): the vehicle
 starts disarmed on the ground at its spawn point (NED origin of this PX4, as PX4 SITL measures
@@ -80,7 +81,7 @@ class FakePx4(Node):
                  nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0), lose_land=0,
                  deny_land=False, preflight_fail=False, kinematic=False, vehicle_params=None,
                  node_name='fake_px4', lose_land_acks=False, land_ack_delay=0.0,
-                 stale_land_ack=None, land_delay=0.0):
+                 stale_land_ack=None, land_delay=0.0, message_versions=None):
         super().__init__(node_name)
         import px4_msgs.msg
         from px4_msgs.msg import (
@@ -121,9 +122,11 @@ class FakePx4(Node):
         self.heartbeat_times = []
         self._last_heartbeat = None
 
+        versions = message_versions or {}  # type name -> the version a firmware of its own uses
+
         def name(direction, topic, type_name):
-            return px4_topic(px4_namespace, direction, topic,
-                             getattr(self.m[type_name], 'MESSAGE_VERSION', 0))
+            return px4_topic(px4_namespace, direction, topic, versions.get(
+                type_name, getattr(self.m[type_name], 'MESSAGE_VERSION', 0)))
 
         self._odom_pub = self.create_publisher(
             VehicleOdometry, name('out', 'vehicle_odometry', 'VehicleOdometry'), WRITER_QOS)

@@ -799,3 +799,12 @@ def test_px4_landing_during_an_engage_ends_it():
     out = feed(seq, 2.1, AUTO_LAND, ARMED)
     assert not out.outcome.success
     assert out.outcome.message.startswith('PX4 started landing during the engage')
+
+
+def test_an_unheard_px4_names_the_node_hint():
+    """The node's hint (a px4_msgs of another message version) is the engage refusal's why."""
+    seq = OffboardSequencer(CFG, target_system=1)
+    assert 'is the uXRCE-DDS agent running' in seq.request_engage(0.0)
+    seq.link_hint = 'PX4 publishes /fmu/out/vehicle_status_v2 but this bridge listens on ...'
+    assert seq.request_engage(0.0) == ('no vehicle_status received from PX4 yet: PX4 publishes '
+                                       '/fmu/out/vehicle_status_v2 but this bridge listens on ...')
