@@ -1,0 +1,86 @@
+"""
+fit_mobility recovers known limits and delays through the command line (pure: no rclpy).
+
+Two synthetic vehicles flown by the project's own model (``support.synthetic_flight``), recorded
+into an MCAP bag and fitted once (the minute-scale part of ``unit/mobility/test_fit.py``).
+"""
+import json
+
+import pytest
+import yaml
+
+from soliton_encirclement_ros.analysis import fit_mobility
+from soliton_encirclement_ros.core.scenario import load_scenario
+from support.synthetic_flight import fly, write_ros_bag
+from velocity_mobility_ros.core.fit import PARAM_NAMES
+from velocity_mobility_ros.core.vehicle import VehicleParams
+
+TRUTH = VehicleParams(tau_xy=0.8, tau_z=0.5, max_acc_xy=3.0, max_acc_z=2.0, max_speed_xy=6.0,
+                      max_speed_z=2.5)
+DELAYS = {'uav1': 0.08, 'uav2': 0.04}  # multiples of sim_dt, as a node's step sees them
+ODOM_PERIOD = 0.02  # 50 Hz
+
+
+@pytest.fixture(scope='module')
+def fitted(tmp_path_factory):
+    """Two vehicles with known limits and different delays, fitted through the CLI once."""
+    root = tmp_path_factory.mktemp('fit')
+    bag = root / 'flight'
+    write_ros_bag(bag, {name: fly(TRUTH, delay=delay, noise=0.05, seed=i)
+                        for i, (name, delay) in enumerate(DELAYS.items())})
+    out = root / 'out'
+    assert fit_mobility.main([str(bag), '--out', str(out)]) == 0
+    return out, json.loads((out / 'fit.json').read_text())
+
+
+@pytest.mark.parametrize('which', ['uav1', 'uav2', 'pooled'])
+def test_each_parameter_is_recovered_within_5_percent(fitted, which):
+    _, report = fitted
+    result = report['pooled'] if which == 'pooled' else report['vehicles'][which]
+    params = result['parameters']
+    for name in PARAM_NAMES:
+        assert params[name]['identified'], (name, params[name])
+        value, truth = params[name]['value'], getattr(TRUTH, name)
+        assert abs(value - truth) <= 0.05 * truth, (name, value, truth)
+        assert 0.0 < params[name]['std'] < 0.05 * truth
+    if which != 'pooled':  # the pooled delay lies between the two vehicles'
+        assert abs(params['delay']['value'] - DELAYS[which]) <= ODOM_PERIOD, params['delay']
+    held_out = result['after']['holdout']
+    assert held_out['r2'] > 0.99 and held_out['rmse'] < 0.1  # the noise is 0.05 m/s per axis
+    assert result['before']['holdout']['r2'] < held_out['r2']
+
+
+def test_the_parameters_file_is_what_the_simulators_read(fitted):
+    out, report = fitted
+    content = yaml.safe_load((out / 'mobility_fit.yaml').read_text())
+    pooled = {n: report['pooled']['parameters'][n]['value'] for n in PARAM_NAMES}
+    for node in ('/**/mobility', '/swarm_mobility'):
+        values = content[node]['ros__parameters']
+        assert set(values) == set(PARAM_NAMES)
+        for name, value in values.items():
+            assert isinstance(value, float)  # ROS types a 3 as an integer parameter
+            assert value == pytest.approx(pooled[name], rel=1e-3)
+    assert set(content['/**/agent']['ros__parameters']) == {'max_speed_xy', 'max_speed_z'}
+    # batch_sim / sweep_sim / swarm_sim --scenario: the vehicle: overrides
+    vehicle = load_scenario(out / 'mobility_fit.yaml').vehicle_params()
+    for name in PARAM_NAMES:
+        assert getattr(vehicle, name) == pytest.approx(pooled[name], rel=1e-3)
+    assert (out / 'fit_report.png').stat().st_size > 10_000
+
+
+def test_batch_sim_and_a_sweep_take_the_parameters_file_as_it_is(fitted, tmp_path):
+    from soliton_encirclement_ros.sim import batch_sim
+    from soliton_encirclement_ros.sim.sweep import load_spec
+    out, report = fitted
+    pooled = {n: report['pooled']['parameters'][n]['value'] for n in PARAM_NAMES}
+    fit_file = out / 'mobility_fit.yaml'
+    assert batch_sim.main(['--scenario', str(fit_file), '--agents', '3', '--duration', '2',
+                           '--out', str(tmp_path / 'batch')]) == 0
+    flown = json.loads((tmp_path / 'batch' / 'summary.json').read_text())['params']
+    for name in PARAM_NAMES:
+        assert flown['vehicle'][name] == pytest.approx(pooled[name], rel=1e-3)
+    assert flown['controller']['max_speed_xy'] == flown['vehicle']['max_speed_xy']
+    spec = tmp_path / 'sweep.yaml'
+    spec.write_text(f'scenario: {fit_file}\ngrid: {{agents: [3]}}\n')
+    base = load_spec(spec).base['vehicle']
+    assert {n: pytest.approx(v, rel=1e-3) for n, v in pooled.items()} == base
