@@ -160,18 +160,20 @@ def initial_state(agent_id: int, incarnation: int = 0) -> ControllerState:
     return ControllerState(agent_id=int(agent_id), incarnation=int(incarnation))
 
 
-def future_stamp_reason(kind: str, stamp: float, now: float,
-                        params: ControllerParams) -> Optional[str]:
+def future_stamp_reason(kind: str, stamp: float, now: float, params: ControllerParams,
+                        cause: str = 'are the clocks synchronised?') -> Optional[str]:
     """
     Why a ``kind`` state stamped ``stamp`` must be rejected at ``now``, or None if it is fine.
 
     A state stamped more than ``max_future_stamp`` ahead of the receiver's clock comes from a
-    skewed or restarted clock; cached, it would make every later real state look old.
+    skewed or restarted clock; cached, it would make every later real state look old. ``cause``
+    ends the reason: what the caller can tell about why (the agent names the sender, or a late
+    ``/clock``).
     """
     ahead = stamp - now
     if ahead > params.max_future_stamp:
         return (f'{kind} state stamped {ahead:.3f} s ahead of this clock (max_future_stamp '
-                f'{params.max_future_stamp:g} s): rejected; are the clocks synchronised?')
+                f'{params.max_future_stamp:g} s): rejected; {cause}')
     return None
 
 

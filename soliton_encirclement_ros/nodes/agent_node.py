@@ -25,6 +25,7 @@ import math
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+import numpy as np
 import rclpy
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
@@ -39,6 +40,7 @@ from soliton_encirclement_ros.core.controller import (
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
+from soliton_encirclement_ros.core.links import LinkMonitor, offset_warning
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
     AGENT_STATES_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
@@ -50,6 +52,7 @@ from velocity_mobility_ros.nodes.messages import odometry_position_velocity, pos
 
 # Messages that arrived within this much of the current tick wait for the next tick.
 THIS_TICK = 1e-6
+LINK_KEY = 'link.'  # /diagnostics key of a sender's figures: link.<agent id> (core.links)
 STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
 STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
                  TARGET_LOST: DiagnosticStatus.WARN, BLIND: DiagnosticStatus.WARN,
@@ -76,10 +79,12 @@ class AgentNode(Node):
                  **kwargs) -> None:
         super().__init__('agent', **kwargs)
         self._d_safe_floor = (0.0, False)  # (min_d_safe, allow_no_separation), set below
+        self._clock_limit = 0.0  # max_clock_offset, set below
         self._params = declare_validated(self, CONTROLLER_SPECS, self._controller_params,
                                          self._set_params)
         settings = AgentSettings.from_mapping(declare(self, NODE_SPECS))
         self._d_safe_floor = (settings.min_d_safe, settings.allow_no_separation)
+        self._clock_limit = settings.max_clock_offset
         self._controller_params(current_values(self, CONTROLLER_SPECS))  # refuse below it
         reliability = settings.swarm_reliability
         self.agent_id = settings.agent_id or _id_from_namespace(self.get_namespace())
@@ -92,6 +97,10 @@ class AgentNode(Node):
         # (stamp_ns, position, velocity, position uncertainty [m] from the pose covariance)
         self._odometry: deque = deque(maxlen=8)
         self._duplicates = DuplicateIds(self._params.agent_timeout)
+        self._links = LinkMonitor(settings.link_window)
+        self._link_figures = {}   # sender id -> LinkFigures, as of the last 1 Hz status
+        self._clock_warned = {}   # sender id -> its warning, while its offset is past the limit
+        self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._failed = False
         self._manual_failure_until_ns = -1
         self.status = Status(STARTING, 'waiting for the first tick')
@@ -109,7 +118,7 @@ class AgentNode(Node):
                                       self._on_target_state, reliability)
         self.create_service(SetBool, '~/inject_failure', self._on_inject_failure)
         self._timer = self.create_timer(self._params.control_period, self._on_tick)
-        self.create_timer(STATUS_PERIOD, self._publish_status)
+        self.create_timer(STATUS_PERIOD, self._on_status_period)
 
     # --- inputs -----------------------------------------------------------------------------
     def _now_ns(self) -> int:
@@ -145,7 +154,8 @@ class AgentNode(Node):
             self._observe_incarnation(state.agent_id, state.incarnation, now)
             if state.agent_id == self.agent_id:
                 continue
-            if self._rejected_stamp('agent', state.stamp, now):
+            if self._rejected_stamp('agent', state.stamp, now, state.agent_id):
+                self._links.record(state.agent_id, state.incarnation, -1, state.stamp, now)
                 continue
             self._channel.receive(('agent', state), now)
 
@@ -176,8 +186,16 @@ class AgentNode(Node):
         if not self._rejected_stamp('target', state.stamp, now):
             self._channel.receive(('target', state), now)
 
-    def _rejected_stamp(self, kind: str, stamp: float, now: float) -> bool:
-        reason = future_stamp_reason(kind, stamp, now, self._params)
+    def _rejected_stamp(self, kind: str, stamp: float, now: float, sender=None) -> bool:
+        if self._sim_time:  # every node runs on /clock: the states are ahead of a late /clock
+            cause = ('this node runs on /clock (use_sim_time) and its /clock lags the '
+                     "sender's: is the clock publisher or this process falling behind?")
+        elif sender is None:
+            cause = "are this companion's and the target's clocks synchronised?"
+        else:
+            cause = (f"are this companion's and agent {sender}'s clocks synchronised? (its "
+                     'offset is in /diagnostics)')
+        reason = future_stamp_reason(kind, stamp, now, self._params, cause)
         if reason is not None:
             self.get_logger().warning(reason, throttle_duration_sec=5.0)
         return reason is not None
@@ -203,6 +221,11 @@ class AgentNode(Node):
         and the start-up warns once.
         """
         params = ControllerParams.from_mapping(values)
+        if self._clock_limit >= params.max_future_stamp:
+            raise ValueError(
+                f'max_clock_offset {self._clock_limit:g} s must be below max_future_stamp '
+                f'{params.max_future_stamp:g} s: a clock off by less than the warning limit '
+                'would have its states rejected without a warning')
         floor, allowed = self._d_safe_floor
         if params.d_safe < floor:
             if not allowed:
@@ -236,6 +259,7 @@ class AgentNode(Node):
         if not failed:
             due = self._channel.due(now - THIS_TICK)
             if due:
+                self._record_links(due)
                 self._state = receive_states(
                     self._state, [(message, rx_time) for (_, message), rx_time in due],
                     self._params)
@@ -251,6 +275,16 @@ class AgentNode(Node):
             twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in tick.command)
             self._cmd_pub.publish(twist)
         self._set_status(tick.status)
+
+    def _record_links(self, due) -> None:
+        """Note the agent states a tick takes in: who sent them, their seq, stamp and times."""
+        states = [(message, rx_time) for (kind, message), rx_time in due if kind == 'agent']
+        if not states:
+            return
+        sender, incarnation, seq, stamp, arrival = np.array(
+            [(m.agent_id, m.incarnation, m.seq, m.stamp, rx) for m, rx in states]).T
+        self._links.record(sender.astype(np.int64), incarnation.astype(np.int64),
+                           seq.astype(np.int64), stamp, arrival - self._channel.delay, arrival)
 
     def _latest_odometry_before(self, now_ns: int):
         """Newest odometry stamped strictly before now (else the newest): order-independent."""
@@ -291,8 +325,32 @@ class AgentNode(Node):
             log.info(f'agent {self.agent_id}: {previous.kind} episode over, resuming control')
         self._publish_status()
 
+    def _on_status_period(self) -> None:
+        """Close the link period: the figures per sender, a warning per clock off by too much."""
+        self._link_figures = self._links.figures(self._now_ns() * 1e-9)
+        log = self.get_logger()
+        for sender, figures in self._link_figures.items():
+            warning = offset_warning(self.agent_id, figures, self._clock_limit)
+            if warning is not None and sender not in self._clock_warned:
+                log.warning(warning)
+            elif warning is None and sender in self._clock_warned:
+                log.info(f'agent {self.agent_id}: the clock of agent {sender} is within '
+                         f'max_clock_offset {self._clock_limit:g} s again '
+                         f'({figures.offset:+.3f} s)')
+            if warning is None:
+                self._clock_warned.pop(sender, None)
+            else:
+                self._clock_warned[sender] = (f'clock of agent {sender} off by '
+                                              f'{figures.offset:+.3f} s')
+        for sender in set(self._clock_warned) - set(self._link_figures):
+            del self._clock_warned[sender]  # not heard within the window
+        self._publish_status()
+
     def _publish_status(self) -> None:
         level, message = STATUS_LEVELS[self.status.kind], str(self.status)
+        if self._clock_warned:
+            level = max(level, DiagnosticStatus.WARN)
+            message = f'{message}; {"; ".join(self._clock_warned.values())}'
         duplicate = self.agent_id in self._duplicates.duplicated
         if duplicate:
             level = DiagnosticStatus.ERROR
@@ -304,6 +362,8 @@ class AgentNode(Node):
                       KeyValue(key='agent_id', value=str(self.agent_id)),
                       KeyValue(key='incarnation', value=str(self.incarnation)),
                       KeyValue(key='duplicate_id', value=str(duplicate).lower())]
+        msg.values.extend(KeyValue(key=f'{LINK_KEY}{sender}', value=figures.text())
+                          for sender, figures in sorted(self._link_figures.items()))
         self._status_pub.publish(msg)
 
     @property

@@ -58,6 +58,13 @@ class AgentSettings(Impairments, _Settings):
     allow_no_separation: bool = setting(False, 'fly with a d_safe below min_d_safe after all '
                                         '(set by a PX4 launch with allow_no_separation:=true): '
                                         'one WARN at start-up', read_only=True)
+    max_clock_offset: float = setting(0.1, "a sender whose clock is off from this agent's by "
+                                      'more than this is named in a WARN and in /diagnostics '
+                                      '(must stay below max_future_stamp)', 's', 0.0,
+                                      strict=True, read_only=True)
+    link_window: float = setting(10.0, 'the per-sender link figures in /diagnostics (heard, '
+                                 'lost, age, clock offset) cover this long', 's', 1.0, 3600.0,
+                                 read_only=True)
 
     def __post_init__(self) -> None:
         check_fields(self)

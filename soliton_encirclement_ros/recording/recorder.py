@@ -30,16 +30,17 @@ from rosbags.typesys import get_typestore, Stores
 
 from ros_support.topics import follow_new
 from soliton_encirclement_ros.interface import (
-    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC, MARKERS_TOPIC,
-    METRICS_TOPIC_PREFIX, TARGET_STATE_TOPIC)
+    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC, DIAGNOSTICS_TOPIC,
+    MARKERS_TOPIC, METRICS_TOPIC_PREFIX, TARGET_STATE_TOPIC)
 
 # Every agent's odometry and commands (the target's odometry included), the swarm topics,
-# the metrics, the markers (Foxglove's 3D panel of a bag shows the ring and trails) and the
-# clock: built from the interface's names.
+# the metrics, the markers (Foxglove's 3D panel of a bag shows the ring and trails), the
+# clock and /diagnostics (each node's state and each agent's per-sender link figures, what a
+# flight report's timeline and who-heard-whom table come from): built from the interface's names.
 DEFAULT_TOPICS_REGEX = '^(' + '|'.join([
     f'/[^/]+/{AGENT_ODOM_TOPIC}', f'/[^/]+/{AGENT_CMD_TOPIC}', re.escape(AGENT_STATES_TOPIC),
     re.escape(TARGET_STATE_TOPIC), re.escape(METRICS_TOPIC_PREFIX) + '.+',
-    re.escape(MARKERS_TOPIC), re.escape(CLOCK_TOPIC)]) + ')$'
+    re.escape(MARKERS_TOPIC), re.escape(CLOCK_TOPIC), re.escape(DIAGNOSTICS_TOPIC)]) + ')$'
 STORAGE_PLUGINS = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 COMPRESSIONS = ('zstd', 'none')  # MCAP chunk compression (a 60 s run: 2.2 MB -> 0.3 MB)
 ROSBAG2_METADATA_VERSION = 9  # the version Jazzy and Kilted write; offered QoS as a YAML list

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
+from soliton_encirclement_ros.core.links import parse_link_text
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.processes import executable_path
 from support import netns
@@ -34,6 +35,8 @@ RADIUS = 5.0
 TARGET_TIMEOUT = 1.0
 ODOM_TIMEOUT = 0.5
 PROBE = Path(__file__).resolve().parents[1] / 'support' / 'netns_probe.py'
+SKEWED_CLOCK = PROBE.with_name('skewed_clock.py')
+CLOCK_OFFSET = 0.3  # s: uav1's companion clock runs this far ahead of every other host's
 DISCOVERY_PORT = 11811
 # The Fast DDS CLI of the wheels, next to this interpreter (its `python3` must be the venv's).
 FASTDDS = Path(sys.executable).parent / 'fastdds'
@@ -107,14 +110,19 @@ def hosts_without_multicast():
         emulated.close()
 
 
-def start_swarm(hosts, env, station='gs'):
-    """Start the ground station's nodes in ``station`` and one agent_node per host."""
+def start_swarm(hosts, env, station='gs', agent_args=None):
+    """
+    Start the ground station's nodes in ``station`` and one agent_node per host.
+
+    ``agent_args`` maps a host to more ROS arguments of its agent.
+    """
     plan = SwarmPlan(scenario=Scenario(agents=3, radius=RADIUS, control_period=0.05),
                      use_sim_time=False, swarm_reliability='best_effort',
                      positions=((6.0, 1.0, 0.0), (5.0, 3.0, 0.0), (4.0, 5.0, 0.0)))
     for spec in build_graph(plan):
         host = spec.namespace.strip('/') if spec.executable == 'agent_node' else station
-        extra = (['-p', f'target_timeout:={TARGET_TIMEOUT}', '-p', f'odom_timeout:={ODOM_TIMEOUT}']
+        extra = (['-p', f'target_timeout:={TARGET_TIMEOUT}', '-p', f'odom_timeout:={ODOM_TIMEOUT}',
+                  *(agent_args or {}).get(host, [])]
                  if spec.executable == 'agent_node' else [])
         hosts.run(host, command(spec) + extra, env)
 
@@ -209,3 +217,50 @@ def test_ring_forms_through_a_discovery_server_with_multicast_off(hosts_without_
     assert unaided.values('/uav1/cmd_vel') == [], \
         'a listener without the server heard another host: multicast discovery was not off'
     print(f'ring formed through the discovery server at {server}, multicast off')
+
+
+def test_a_companion_clock_off_by_0_3_s_is_named_and_the_ring_still_forms(hosts):
+    """
+    A companion clock 0.3 s ahead is named by every other agent, and the ring still forms.
+
+    uav1's agent runs on a skewed clock. The others name agent 1 in a WARN and in /diagnostics,
+    uav1 names them, and the ring of three forms: liveness goes by receive time, and 0.3 s is
+    within max_future_stamp (0.5 s).
+    """
+    env = ros_env()
+    hosts.run('uav1', [sys.executable, str(SKEWED_CLOCK), str(CLOCK_OFFSET), '/uav1/host_clock'],
+              env)
+    start_swarm(hosts, env, agent_args={
+        'uav1': ['-p', 'use_sim_time:=true', '-r', '/clock:=/uav1/host_clock']})
+    ground = Lines(hosts.run('gs', [sys.executable, str(PROBE), '/diagnostics:diagnostics',
+                                    '/rosout:log'] + [f'/{a}/odom:odom' for a in AGENTS], env))
+
+    def statuses(name):
+        return [status for _, array in ground.values('/diagnostics') for status in array
+                if status['name'] == name]
+
+    def warned(name, about):
+        return [log['text'] for _, log in ground.values('/rosout')
+                if log['name'] == name and log['level'] == 30
+                and f'the clock of agent {about} is' in log['text']]
+
+    wait_for(lambda: Ring(ground).formed(AGENTS, 0.3), 60.0,
+             'the ring of 3 to form with one clock 0.3 s ahead')
+    wait_for(lambda: warned('uav2.agent', 1) and warned('uav3.agent', 1)
+             and warned('uav1.agent', 2), 20.0, 'the agents to name the skewed clock')
+    assert 'ahead of this one (max_clock_offset 0.1 s)' in warned('uav2.agent', 1)[0]
+    assert 'behind this one' in warned('uav1.agent', 2)[0]
+    assert not warned('uav2.agent', 3), 'uav2 and uav3 share a clock: no warning between them'
+
+    def offsets(name):
+        latest = statuses(name)[-1]
+        return latest, {key: parse_link_text(value)['offset']
+                        for key, value in latest['values'].items() if key.startswith('link.')}
+    wait_for(lambda: len(offsets('/uav2/agent')[1]) == 2, 20.0, "uav2's link figures")
+    status, seen_by_uav2 = offsets('/uav2/agent')
+    assert 0.25 < seen_by_uav2['link.1'] < 0.35, seen_by_uav2
+    assert abs(seen_by_uav2['link.3']) < 0.05, seen_by_uav2
+    assert status['level'] == 1 and 'clock of agent 1 off by +0.' in status['message'], status
+    _, seen_by_uav1 = offsets('/uav1/agent')
+    assert all(-0.35 < offset < -0.25 for offset in seen_by_uav1.values()), seen_by_uav1
+    print(f'offsets heard by uav2: {seen_by_uav2}; by uav1: {seen_by_uav1}')

@@ -1,5 +1,6 @@
 """
-An agent never flies below its launch's ``d_safe`` without a word (issue 38 §3).
+An agent refuses a configuration that would fail silently: d_safe below its floor (issue 38
+§3), a clock limit it could never warn at (issue 37 §3).
 
 The PX4 launch files give every agent ``min_d_safe`` (2 m): ``agent_node`` refuses a lower
 ``d_safe`` at start-up in one line and at run time (``ros2 param set``), and with
@@ -52,3 +53,15 @@ def test_allow_no_separation_flies_it_with_one_warning_and_run_time_changes_keep
         agent.stop()
     assert not result.successful
     assert result.reason.startswith('d_safe 0.5 m is below min_d_safe 2 m')
+
+
+def test_a_clock_limit_at_or_above_max_future_stamp_is_refused_in_one_line():
+    result = subprocess.run(AGENT + ['-p', 'd_safe:=2.0', '-p', 'max_clock_offset:=0.5'],
+                            capture_output=True, text=True, timeout=DEADLINE,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and 'Traceback' not in result.stderr, result.stderr
+    assert lines[0] == ('AgentNode: invalid configuration: max_clock_offset 0.5 s must be below '
+                        'max_future_stamp 0.5 s: a clock off by less than the warning limit '
+                        'would have its states rejected without a warning')

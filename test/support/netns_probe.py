@@ -3,16 +3,19 @@ A listener run inside an emulated host (network namespace): prints one JSON line
 
     python netns_probe.py TOPIC:TYPE [TOPIC:TYPE ...]
 
-TYPE is one of twist, odom, float, status. Each line: {"topic", "t" (wall time, s), "v"}.
+TYPE is one of twist, odom, float, status, diagnostics (each status: name, level, message and
+its values), log (/rosout: node name, level, text). Each line: {"topic", "t" (wall time, s),
+"v"}.
 """
 import json
 import signal
 import sys
 import time
 
-from diagnostic_msgs.msg import DiagnosticStatus
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import Log
 import rclpy
 from rclpy.node import Node
 from rclpy.qos import QoSProfile, ReliabilityPolicy
@@ -24,6 +27,11 @@ TYPES = {
     'odom': (Odometry, lambda m: [m.pose.pose.position.x, m.pose.pose.position.y]),
     'float': (Float64, lambda m: m.data),
     'status': (DiagnosticStatus, lambda m: m.message),
+    'diagnostics': (DiagnosticArray, lambda m: [
+        {'name': s.name, 'level': int.from_bytes(s.level, 'little') if isinstance(s.level, bytes)
+         else int(s.level), 'message': s.message, 'values': {v.key: v.value for v in s.values}}
+        for s in m.status]),
+    'log': (Log, lambda m: {'name': m.name, 'level': int(m.level), 'text': m.msg}),
 }
 
 

@@ -1,0 +1,193 @@
+"""
+What one receiver hears from each sender: loss, age and the sender's clock offset (no rclpy).
+
+An agent records the swarm states it takes in, a control tick's at a time: the sender's id,
+incarnation and ``seq``, the sender's stamp, when each reached this receiver (``raw``, this
+receiver's clock) and when a control tick could use it (``arrival``: ``raw`` plus any emulated
+delay). The figures, over the last ``window`` seconds, are what the agent's 1 Hz
+``/diagnostics`` reports per sender:
+
+- ``heard`` and ``lost``: states taken in, and the gaps in ``seq`` between consecutive ones of
+  one incarnation (a new incarnation is a restart, not a loss). Emulated loss (``core.comms``)
+  shows here; the recorder of a bag, which drops nothing, does not see it.
+- ``age``: ``arrival - stamp`` (mean and max): transport, emulated delay and the clock offset
+  together, what a control tick sees.
+- ``offset``: the sender's clock minus this receiver's, from the lowest ``raw - stamp`` of
+  each period (the fastest delivery carries the least transport delay), the median over the
+  window's periods. It errs by about the shortest latency: well under a millisecond on a LAN,
+  a tick in a lock-stepped simulation.
+
+Clock offsets matter because the stamps do: a state stamped ahead of the receiver by more than
+``max_future_stamp`` is rejected (``core.controller.future_stamp_reason``). Liveness is judged
+by receive time, so it does not depend on the offset. An agent warns, naming the sender, when
+an offset passes ``max_clock_offset``, which must stay below ``max_future_stamp``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import Optional
+
+import numpy as np
+
+OFFSET_PERCENTILE = 5.0  # % of raw - stamp taken as the transport-free delivery
+
+
+@dataclass(frozen=True)
+class LinkFigures:
+    """One sender's figures as heard by one receiver over the window (times in s)."""
+
+    sender: int
+    heard: int
+    lost: int
+    restarts: int      # new incarnations seen
+    age_mean: float
+    age_max: float
+    offset: float      # the sender's clock minus this receiver's
+    last_heard: float  # arrival time of the newest state taken in
+
+    @property
+    def loss(self) -> float:
+        """Return the share of the sender's states that did not arrive (0 when none expected)."""
+        expected = self.heard + self.lost
+        return self.lost / expected if expected else 0.0
+
+    def text(self) -> str:
+        """One line for a diagnostics value: every figure, named."""
+        return (f'heard={self.heard} lost={self.lost} loss={self.loss:.4f} '
+                f'restarts={self.restarts} age_mean={self.age_mean:.4f} '
+                f'age_max={self.age_max:.4f} offset={self.offset:+.4f}')
+
+
+def parse_link_text(text: str) -> dict[str, float]:
+    """Return the figures of a :meth:`LinkFigures.text` line as name -> number."""
+    return {name: float(value) for name, value in
+            (item.split('=', 1) for item in text.split())}
+
+
+_SUMS = ('heard', 'lost', 'restarts', 'age_sum')
+
+
+class LinkMonitor:
+    """
+    The link figures of one receiver, per sender, over the last ``window`` s.
+
+    States are taken in by :meth:`record` as arrays (one control tick's, or one message's);
+    each call to :meth:`figures` closes a period (the caller's, 1 s for the agents) and answers
+    over the periods of the window: counts and age summed, age max the largest, and the offset
+    the median of the periods' lowest ``raw - stamp`` (each period's fastest delivery; the
+    median ignores a period whose one state came early or late). Memory and cost do not grow
+    with the message rate: a period keeps a handful of numbers per sender.
+    """
+
+    def __init__(self, window: float = 10.0) -> None:
+        if not window > 0.0:
+            raise ValueError(f'link window must be > 0 s, got {window!r}')
+        self.window = float(window)
+        self._slot: dict[int, int] = {}
+        self._senders = np.empty(0, dtype=np.int64)
+        self._last_seq = np.empty(0, dtype=np.int64)
+        self._last_inc = np.empty(0, dtype=np.int64)
+        self._last_heard = np.empty(0)
+        self._open = self._new_period(0)
+        self._closed: list[tuple[float, dict]] = []  # (end time, period) oldest first
+
+    @staticmethod
+    def _new_period(size: int) -> dict:
+        period = {name: np.zeros(size) for name in _SUMS}
+        period['age_max'] = np.full(size, -np.inf)
+        period['lag_min'] = np.full(size, np.inf)
+        return period
+
+    def _slots(self, sender) -> np.ndarray:
+        ids = np.asarray(sender, dtype=np.int64)
+        new = [int(i) for i in np.unique(ids) if int(i) not in self._slot]
+        if new:
+            for i in new:
+                self._slot[i] = len(self._slot)
+            grow = len(new)
+            self._senders = np.concatenate([self._senders, np.array(new, dtype=np.int64)])
+            self._last_seq = np.concatenate([self._last_seq, np.full(grow, -1, dtype=np.int64)])
+            self._last_inc = np.concatenate([self._last_inc, np.zeros(grow, dtype=np.int64)])
+            self._last_heard = np.concatenate([self._last_heard, np.full(grow, math.nan)])
+            for name, column in self._open.items():
+                self._open[name] = np.concatenate([column, self._new_period(grow)[name]])
+        return np.array([self._slot[int(i)] for i in ids], dtype=np.int64)
+
+    def record(self, sender, incarnation, seq, stamp, raw, arrival=None) -> None:
+        """
+        Take in states (arrays, or one state's numbers), in arrival order.
+
+        ``raw`` is when each reached this receiver and ``arrival`` when a tick could use it
+        (``raw`` plus an emulated delay; default ``raw``). A ``seq`` below 0 marks a state that
+        was not taken in (a rejected stamp): it counts for the offset only.
+        """
+        slot = self._slots(np.atleast_1d(sender))
+        incarnation, seq, stamp, raw = (np.atleast_1d(np.asarray(a)) for a in
+                                        (incarnation, seq, stamp, raw))
+        arrival = raw if arrival is None else np.atleast_1d(np.asarray(arrival, dtype=float))
+        period = self._open
+        np.minimum.at(period['lag_min'], slot, raw - stamp)
+        taken = seq >= 0
+        if not taken.all():
+            slot, incarnation, seq, stamp, arrival = (
+                a[taken] for a in (slot, incarnation, seq, stamp, arrival))
+        if slot.size == 0:
+            return
+        order = np.argsort(slot, kind='stable')  # by sender, arrival order within
+        slot, incarnation, seq, stamp, arrival = (
+            a[order] for a in (slot, incarnation, seq, stamp, arrival))
+        first = np.ones(slot.size, dtype=bool)
+        first[1:] = slot[1:] != slot[:-1]
+        prev_seq = np.where(first, self._last_seq[slot], np.roll(seq, 1))
+        prev_inc = np.where(first, self._last_inc[slot], np.roll(incarnation, 1))
+        heard_before = prev_seq >= 0
+        same = heard_before & (incarnation == prev_inc)
+        step = seq - prev_seq
+        np.add.at(period['lost'], slot, np.where(same & (step > 1), step - 1, 0))
+        np.add.at(period['restarts'], slot, heard_before & ~same)
+        np.add.at(period['heard'], slot, 1)
+        age = arrival - stamp
+        np.add.at(period['age_sum'], slot, age)
+        np.maximum.at(period['age_max'], slot, age)
+        last = np.ones(slot.size, dtype=bool)
+        last[:-1] = slot[1:] != slot[:-1]
+        self._last_seq[slot[last]] = seq[last]
+        self._last_inc[slot[last]] = incarnation[last]
+        self._last_heard[slot[last]] = arrival[last]
+
+    def figures(self, now: float) -> dict[int, LinkFigures]:
+        """Close the period at ``now``; return each sender's figures over the window, by id."""
+        self._closed.append((float(now), self._open))
+        self._open = self._new_period(self._senders.size)
+        self._closed = [(end, p) for end, p in self._closed if end > now - self.window]
+        size = self._senders.size
+        periods = [{name: np.concatenate([column, self._new_period(size - column.size)[name]])
+                    for name, column in p.items()} for _, p in self._closed]
+        sums = {name: np.sum([p[name] for p in periods], axis=0) for name in _SUMS}
+        age_max = np.max([p['age_max'] for p in periods], axis=0)
+        lags = np.array([p['lag_min'] for p in periods])
+        lags = np.where(np.isfinite(lags), lags, np.nan)
+        out = {}
+        for slot, sender in enumerate(self._senders):
+            lag = lags[:, slot]
+            if np.isnan(lag).all():
+                continue  # not heard within the window
+            heard = int(sums['heard'][slot])
+            out[int(sender)] = LinkFigures(
+                int(sender), heard, int(sums['lost'][slot]), int(sums['restarts'][slot]),
+                float(sums['age_sum'][slot] / heard) if heard else math.nan,
+                float(age_max[slot]) if heard else math.nan,
+                -float(np.nanmedian(lag)), float(self._last_heard[slot]))
+        return out
+
+
+def offset_warning(receiver: int, figures: LinkFigures, limit: float) -> Optional[str]:
+    """Return the warning line of a sender whose clock is off by more than ``limit``, or None."""
+    if not abs(figures.offset) > limit:
+        return None
+    side = 'ahead of' if figures.offset > 0 else 'behind'
+    return (f'agent {receiver}: the clock of agent {figures.sender} is '
+            f'{abs(figures.offset):.3f} s {side} this one (max_clock_offset {limit:g} s): '
+            "synchronise the companion computers' clocks (chrony or PTP); states stamped "
+            'more than max_future_stamp ahead are rejected')
