@@ -30,7 +30,8 @@ setup(
     license='Apache-2.0',
     extras_require={
         'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
-                       'mcap-ros2-support', 'pillow', 'tqdm', 'dask[distributed]', 'scipy'],
+                       'mcap-ros2-support', 'pillow', 'tqdm', 'dask[distributed]', 'scipy',
+                       'pymap3d'],
         # The live view (swarm_sim --foxglove, live_view): Foxglove's SDK and, for its headless
         # client (soliton_encirclement_ros.live.client, the CI test), websockets.
         'live': ['foxglove-sdk', 'websockets'],

@@ -7,7 +7,10 @@ One agent's controller plus the PX4 offboard bridge, for one real vehicle.
 Arming and OFFBOARD are never automatic: call /<agent_name>/px4_bridge/engage when ready; the
 agent then climbs to ``altitude`` and joins the ring. ``origin`` is where this PX4's local NED
 origin (where its estimator initialised, usually the take-off point) lies in the shared world
-ENU frame: every vehicle of the swarm must agree on that frame. Swarm topics are best effort
+ENU frame: every vehicle of the swarm must agree on that frame. With
+``geo_reference:=lat,lon,alt`` (the field's shared origin) the bridge places the vehicle from its
+own GPS instead (PX4's estimator reference), and a given ``origin`` is checked against it: off by
+more than 3 m refuses the engage. Swarm topics are best effort
 (radio links between companion computers): use the same swarm_reliability on every host.
 
 ``simulated:=<agent_name>`` flies this agent on the mobility simulation (a mobility_node starting
@@ -28,6 +31,9 @@ ARGUMENTS = {
     'px4_namespace': ('', "PX4 uXRCE-DDS namespace: '' for /fmu/..., px4_1 for /px4_1/fmu/..."),
     'target_system': ('1', 'MAV_SYS_ID of the autopilot'),
     'origin': ('0,0,0', "x,y,z [m] of this PX4's local origin in the world ENU frame"),
+    'geo_reference': ('', "the field's shared world origin 'lat,lon,alt' (deg, deg, m AMSL); "
+                      'given: the bridges place the vehicles from their own GPS (origin_source '
+                      'gps), and check a given origin against it'),
     'altitude': ('10.0', 'altitude hold of the agent [m, world ENU z]; nan = off'),
     'swarm_reliability': ('best_effort', 'QoS of the swarm topics (the same on every host)'),
     'radius': ('20.0', 'encirclement radius R [m]'),

@@ -32,6 +32,9 @@ ARGUMENTS = {
         "instance i at (0, i * spawn_spacing, 0) as PX4's gz_multi_vehicle.sh places them",
     ),
     'spawn_spacing': ('1.0', 'y spacing of the default origins [m] (gz_multi_vehicle.sh)'),
+    'geo_reference': ('', "the field's shared world origin 'lat,lon,alt' (deg, deg, m AMSL); "
+                      'given: the bridges place the vehicles from their own GPS (origin_source '
+                      'gps), and check a given origin against it'),
     'altitude': ('10.0', 'altitude hold of the agents [m, world ENU z]; nan = off'),
     'swarm_reliability': ('best_effort', 'QoS of the swarm topics'),
     'radius': ('20.0', 'encirclement radius R [m]'),

@@ -23,6 +23,7 @@ from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_motion import TargetMotionSettings
 from soliton_encirclement_ros.interface import AGENT_CMD_TOPIC, check_reliability, RELIABLE
+from soliton_encirclement_ros.px4.geo import check_geo_reference
 
 PACKAGE = 'soliton_encirclement_ros'
 MODES = ('sim', 'px4')
@@ -129,6 +130,10 @@ class SwarmPlan:
     px4_namespaces: tuple[str, ...] = ()
     px4_target_systems: tuple[int, ...] = ()
     px4_origins: tuple[tuple[float, float, float], ...] = ()
+    # The fleet's shared geodetic origin (lat, lon, alt AMSL), or (): the bridges then place
+    # their vehicles from PX4's GPS reference (origin_source gps), or, with px4_origins too,
+    # check those against it (px4.geo).
+    geo_reference: tuple[float, ...] = ()
     metrics_output_dir: str = ''
     figure_format: str = 'png'          # metrics_node's plots: png, pdf or svg
     swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
@@ -181,6 +186,8 @@ class SwarmPlan:
                 if getattr(self, name) and len(getattr(self, name)) != n:
                     raise ValueError(f'{name} needs one entry per agent ({n})')
         object.__setattr__(self, 'simulated', _checked_simulated(self))
+        if self.geo_reference:
+            object.__setattr__(self, 'geo_reference', check_geo_reference(self.geo_reference))
 
     # The scenario's fields the graph reads most, by their scenario names.
     num_agents = property(lambda self: self.scenario.agents)
@@ -465,6 +472,9 @@ def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]
     origin = (
         {'origin_enu': [float(c) for c in plan.px4_origins[index]]} if plan.px4_origins else {}
     )
+    if plan.geo_reference:  # from GPS; hand-measured origins are checked against it
+        origin.update(geo_reference=list(plan.geo_reference),
+                      origin_source='given' if plan.px4_origins else 'gps')
     return NodeSpec(
         'px4_bridge_node', 'px4_bridge', namespace=f'/{name}', params_files=tuple(files),
         parameters={'use_sim_time': plan.use_sim_time, 'px4_namespace': px4_ns,
@@ -588,6 +598,19 @@ class LaunchArguments(dict):
     def files(self, name: str) -> tuple[str, ...]:
         """Return a parameter file argument: one file, or none when empty."""
         return (self[name],) if self[name] else ()
+
+
+def parse_geo_reference(text: str) -> tuple[float, ...]:
+    """Parse a ``geo_reference`` launch argument 'lat,lon,alt' (empty: none)."""
+    if not text.strip():
+        return ()
+    try:
+        values = [float(v) for v in text.split(',')]
+    except ValueError:
+        values = []
+    if len(values) != 3:
+        raise ValueError(f"geo_reference must be 'lat,lon,alt' (deg, deg, m AMSL), got {text!r}")
+    return check_geo_reference(values)
 
 
 def parse_origins(text: str, count: int) -> tuple[tuple[float, float, float], ...]:

@@ -9,8 +9,8 @@ others are defaults, which the params file replaces.
 from __future__ import annotations
 
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, LaunchArguments, live_scenario, NodeSpec, parse_origins,
-    parse_simulated, PX4_D_SAFE, SwarmPlan)
+    build_graph, in_namespace, LaunchArguments, live_scenario, NodeSpec, parse_geo_reference,
+    parse_origins, parse_simulated, PX4_D_SAFE, SwarmPlan)
 
 
 def swarm_sim_nodes(value: LaunchArguments) -> list[NodeSpec]:
@@ -54,7 +54,12 @@ def agent_px4_nodes(value: LaunchArguments) -> list[NodeSpec]:
                      params_files=value.files('params_file'),
                      px4_namespaces=(value['px4_namespace'],),
                      px4_target_systems=(value.integer('target_system'),),
-                     px4_origins=(parse_origins(value['origin'], 1)[0],),
+                     # With a geo_reference, a hand-measured origin is only checked against
+                     # GPS when it was given; otherwise the bridge places from GPS.
+                     px4_origins=((parse_origins(value['origin'], 1)[0],)
+                                  if 'origin' in value.given or not value['geo_reference']
+                                  else ()),
+                     geo_reference=parse_geo_reference(value['geo_reference']),
                      swarm_reliability=value['swarm_reliability'],
                      simulated=parse_simulated(value['simulated']),
                      min_d_safe=PX4_D_SAFE,
@@ -67,14 +72,16 @@ def swarm_px4_sitl_nodes(value: LaunchArguments) -> list[NodeSpec]:
     """``swarm_px4_sitl.launch.py``: N agents against N PX4 SITL instances."""
     n = value.integer('num_agents')
     spacing = value.real('spawn_spacing')
+    geo_reference = parse_geo_reference(value['geo_reference'])
     origins = (parse_origins(value['origins'], n) if value['origins']
+               else () if geo_reference
                else tuple((0.0, (i + 1) * spacing, 0.0) for i in range(n)))
     scenario = live_scenario(agents=n, radius=value.real('radius'),
                              target_motion=value['target_motion'],
                              altitude_hold=value.real('altitude'),
                              controller={'d_safe': value.real('d_safe')})
     plan = SwarmPlan(scenario=scenario,
-                     mode='px4', px4_origins=origins,
+                     mode='px4', px4_origins=origins, geo_reference=geo_reference,
                      swarm_reliability=value['swarm_reliability'],
                      use_sim_time=value.flag('use_sim_time'),
                      params_files=value.files('params_file'),

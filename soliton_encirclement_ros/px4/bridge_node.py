@@ -48,6 +48,8 @@ from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
+from soliton_encirclement_ros.px4.geo import (
+    check_geo_reference, ORIGIN_SOURCES, OriginPlacement, text3)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
 from velocity_mobility_ros.nodes.messages import new_odometry, with_position_uncertainty
 
@@ -57,9 +59,10 @@ PX4_MSGS_MISSING = (
     'into a colcon workspace, colcon build, then source install/setup.bash) and run again.')
 PX4_MESSAGE_TYPES = ('VehicleOdometry', 'VehicleStatus', 'VehicleCommandAck', 'VehicleCommand',
                      'OffboardControlMode', 'TrajectorySetpoint')
-# Read when the built px4_msgs has them: which failsafe PX4 is in (PX4 >= 1.14), and whether the
-# vehicle has landed (with nav_state, the truth about a landing).
-PX4_OPTIONAL_TYPES = ('FailsafeFlags', 'VehicleLandDetected')
+# Read when the built px4_msgs has them: which failsafe PX4 is in (PX4 >= 1.14), whether the
+# vehicle has landed (with nav_state, the truth about a landing), and the estimator's global
+# reference (the origin from GPS: px4.geo).
+PX4_OPTIONAL_TYPES = ('FailsafeFlags', 'VehicleLandDetected', 'VehicleLocalPosition')
 VERSION_SUFFIX_MODES = ('auto', 'none')
 _NAMESPACE = re.compile(r'^/?([A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*)?$')
 # The autopilot component of the vehicle (MAV_COMP_ID_AUTOPILOT1).
@@ -126,8 +129,20 @@ class BridgeSettings:
                                   read_only=True)
     origin_enu: tuple = setting(description="position of this PX4's local origin in the world "
                                 'ENU frame (each PX4 starts its local frame where it '
-                                'initialised)', unit='m', array='double',
+                                'initialised); origin_source given', unit='m', array='double',
                                 default_factory=lambda: (0.0, 0.0, 0.0))
+    origin_source: str = setting('given', "'given': fly origin_enu (checked against GPS when "
+                                 "geo_reference is set); 'gps': place the vehicle from its "
+                                 "estimator's global reference (VehicleLocalPosition ref_lat/"
+                                 'ref_lon/ref_alt) in the frame of geo_reference',
+                                 choices=ORIGIN_SOURCES, read_only=True)
+    geo_reference: tuple = setting(description="the fleet's shared world origin [lat, lon, alt] "
+                                   '(deg, deg, m AMSL): world ENU is the tangent plane there; '
+                                   'empty = none', array='double', read_only=True,
+                                   default_factory=tuple)
+    origin_tolerance: float = setting(3.0, 'an origin_enu farther than this from the GPS-derived '
+                                      'origin refuses the engage', 'm', 0.0, strict=True,
+                                      read_only=True)
     offboard: OffboardConfig = field(default_factory=OffboardConfig)
 
     def __post_init__(self):
@@ -140,8 +155,15 @@ class BridgeSettings:
             raise ValueError(f'origin_enu must be 3 finite numbers [x, y, z], got '
                              f'{list(self.origin_enu)}')
         object.__setattr__(self, 'origin_enu', tuple(self.origin_enu))
+        object.__setattr__(self, 'geo_reference', check_geo_reference(self.geo_reference))
+        self.placement()  # origin_source gps without a geo_reference fails here
         if not self.world_frame_id:
             raise ValueError("world_frame_id must not be empty, got ''")
+
+    def placement(self):
+        """Return a new :class:`~.geo.OriginPlacement` of these settings."""
+        return OriginPlacement(self.origin_source, self.origin_enu, self.geo_reference,
+                               self.origin_tolerance)
 
     @classmethod
     def from_mapping(cls, values):
@@ -255,6 +277,9 @@ class Px4BridgeNode(Node):
         self._settings = declare_validated(self, PARAMS, BridgeSettings.from_mapping, self._apply)
         s = self._settings
         self._seq = OffboardSequencer(s.offboard, s.target_system)
+        self._placement = s.placement()
+        self._seq.origin_problem = self._placement.problem
+        self._unplaced_warned = False
         # Random per process start: in ~/status, so that two bridges started with one name and
         # namespace (a launch started twice) are told apart.
         self.incarnation = new_incarnation()
@@ -309,6 +334,15 @@ class Px4BridgeNode(Node):
         if 'failsafe_flags' in self.topics:
             self.create_subscription(px4_msgs['FailsafeFlags'], self.topics['failsafe_flags'],
                                      self._on_failsafe_flags, PX4_OUT_QOS)
+        if 'VehicleLocalPosition' in px4_msgs:
+            self.topics['vehicle_local_position'] = topic('out', 'vehicle_local_position',
+                                                          'VehicleLocalPosition')
+            self.create_subscription(px4_msgs['VehicleLocalPosition'],
+                                     self.topics['vehicle_local_position'],
+                                     self._on_local_position, PX4_OUT_QOS)
+        elif s.origin_source == 'gps':
+            raise ValueError("origin_source 'gps' needs px4_msgs' VehicleLocalPosition (the "
+                             "estimator's global reference); this px4_msgs has none")
         if 'vehicle_land_detected' in self.topics:
             self.create_subscription(
                 px4_msgs['VehicleLandDetected'], self.topics['vehicle_land_detected'],
@@ -404,6 +438,12 @@ class Px4BridgeNode(Node):
                                name=self.get_fully_qualified_name(), message=status.message)
         msg.values = [KeyValue(key=k, value=v) for k, v in status.values]
         msg.values.append(KeyValue(key='incarnation', value=str(self.incarnation)))
+        origin = self._placement.origin
+        msg.values += [KeyValue(key='origin_source', value=self._settings.origin_source),
+                       KeyValue(key='origin_enu', value='none' if origin is None
+                                else text3(origin))]
+        if self._seq.origin_problem:
+            msg.values.append(KeyValue(key='origin_problem', value=self._seq.origin_problem))
         self._status_pub.publish(msg)
 
     def _look_for_other_publishers(self):
@@ -475,11 +515,32 @@ class Px4BridgeNode(Node):
         if reason:
             self.get_logger().warning(reason, throttle_duration_sec=1.0)
 
+    def _on_local_position(self, msg):
+        """Place the vehicle from PX4's estimator reference (origin_source gps), or check it."""
+        placement = self._placement
+        lines = placement.on_reference(msg.xy_global and msg.z_global, msg.ref_lat, msg.ref_lon,
+                                       msg.ref_alt, msg.ref_timestamp)
+        problem = placement.problem
+        for line in lines:
+            if line == problem:
+                self.get_logger().error(f'engage refused until fixed: {line}')
+            else:
+                self.get_logger().info(line)
+        self._seq.origin_problem = problem
+        if placement.moved > 0.0:
+            self._seq.on_reference_change(self._steady_now(), placement.moved)
+
     def _on_odometry(self, msg):
+        origin = self._placement.origin
+        if origin is None:  # origin_source gps, no estimator reference yet: not placed
+            if not self._unplaced_warned:
+                self._unplaced_warned = True
+                self.get_logger().warning(f'not publishing odom: {self._placement.problem}')
+            self._seq.on_odometry(self._steady_now())  # PX4 is heard all the same
+            return
         try:
             odom = vehicle_odometry_to_enu(msg.pose_frame, msg.position, msg.q, msg.velocity_frame,
-                                           msg.velocity, msg.angular_velocity,
-                                           self._settings.origin_enu)
+                                           msg.velocity, msg.angular_velocity, origin)
         except OdometryFrameError as error:
             self.get_logger().warning(
                 f'dropping {self.topics["vehicle_odometry"]} sample: {error}',

@@ -261,6 +261,8 @@ class OffboardSequencer:
         self._warned_system_id = False
         # Why PX4 may be unheard, from the node (a px4_msgs of another message version).
         self.link_hint = None
+        # Why this vehicle is not placed in the world frame (px4.geo.OriginPlacement.problem).
+        self.origin_problem = None
 
     # ---- inputs -------------------------------------------------------------------------
     def on_cmd_vel(self, now, linear_enu, yaw_rate_enu):
@@ -329,6 +331,22 @@ class OffboardSequencer:
         else:
             delta = position - previous[1]
             jump = float(np.linalg.norm(delta))
+        self._note_reset(now, jump, delta, (previous[0], int(reset_counter)),
+                         f'PX4 estimator reset (reset_counter {previous[0]} -> '
+                         f'{int(reset_counter)}): the position estimate jumped')
+
+    def on_reference_change(self, now, jump, delta=None):
+        """
+        Take a new estimator reference that moved this vehicle's origin by ``jump`` [m].
+
+        Handled as an estimator reset of that size: logged, held for ``reset_hold``, and past
+        ``max_reset_jump`` until the operator's ``~/engage``.
+        """
+        self._note_reset(now, float(jump), delta, ('ref', 'ref'),
+                         'PX4 estimator reference changed (ref_timestamp): the origin moved')
+
+    def _note_reset(self, now, jump, delta, counters, what):
+        """Record a reset of ``jump`` m (NaN: unknown), warn once, and decide the hold."""
         # Resets within reset_window add up: two 1.5 m jumps in 0.3 s are a 3 m jump.
         earlier = self._reset
         total = jump
@@ -336,14 +354,14 @@ class OffboardSequencer:
                 and (earlier.latched or now - earlier.at <= self.config.reset_window)):
             total = jump + earlier.total
         latched = not total <= self.config.max_reset_jump  # NaN (unknown) latches too
-        self._reset = _Reset(now, jump, (previous[0], int(reset_counter)), latched, total)
-        moved = ('by an unknown distance' if delta is None or not math.isfinite(jump) else
-                 f'{jump:.2f} m (' + ', '.join(f'{d:+.2f}' for d in delta) + ')')
+        self._reset = _Reset(now, jump, counters, latched, total)
+        moved = ('by an unknown distance' if not math.isfinite(jump) else f'{jump:.2f} m'
+                 + ('' if delta is None else
+                    ' (' + ', '.join(f'{d:+.2f}' for d in delta) + ')'))
         if total != jump and math.isfinite(total):
             moved += (f', {total:.2f} m with the resets of the last reset_window '
                       f'{self.config.reset_window:g} s')
-        line = (f'PX4 estimator reset (reset_counter {previous[0]} -> {int(reset_counter)}): '
-                f'the position estimate jumped {moved}; ')
+        line = f'{what} {moved}; '
         if latched:
             line += (f'more than max_reset_jump {self.config.max_reset_jump:g} m: commanding '
                      'zero velocity until the operator calls ~/engage again')
@@ -434,7 +452,7 @@ class OffboardSequencer:
             return f'an engage request is already {self.phase.value}'
         problem = (self._others_problem() or self._link_problem(now)
                    or self._system_id_problem() or self._failsafe_problem(now)
-                   or self._landing_problem())
+                   or self._landing_problem() or self.origin_problem)
         if problem:
             return problem
         if self._stream_stopped is not None:
@@ -527,7 +545,8 @@ class OffboardSequencer:
                        ('failsafe', str(self._failsafe).lower())]
         if self._reset is not None:
             values += [('last_reset_jump_m', f'{self._reset.jump:.2f}'),
-                       ('reset_counter', str(self._odom_sample[0]))]
+                       ('reset_counter', str(self._odom_sample[0]) if self._odom_sample
+                        else 'none')]
         if self._others:
             values.append(('other_publishers', ', '.join(self._others)))
         if self._reset is not None:

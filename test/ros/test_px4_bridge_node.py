@@ -578,9 +578,13 @@ def test_node_process_names_a_bad_parameter_and_exits_1():
 def test_shipped_yaml_declares_every_parameter_with_valid_values():
     import yaml
     path = Path(__file__).resolve().parents[2] / 'config' / 'px4_bridge.yaml'
-    values = yaml.safe_load(path.read_text())['/**/px4_bridge']['ros__parameters']
-    assert set(values) == set(DEFAULTS)
-    assert values == DEFAULTS
+    text = path.read_text()
+    values = yaml.safe_load(text)['/**/px4_bridge']['ros__parameters']
+    # An empty list has no type in a ROS params file: geo_reference (unset) is a comment.
+    unset = {'geo_reference'}
+    assert set(values) == set(DEFAULTS) - unset
+    assert values == {k: v for k, v in DEFAULTS.items() if k not in unset}
+    assert all(f'# {name}: ' in text for name in unset)
     BridgeSettings.from_mapping(values)
 
 
@@ -672,8 +676,8 @@ def test_the_same_bridge_launched_twice_refuses_to_engage(ros):
             assert future.result().message.startswith(refusal[len('engage refused: '):])
 
         def incarnations():
-            return {s.values[-1].value for s in operator.statuses
-                    if s.values and s.values[-1].key == 'incarnation'}
+            return {v.value for s in operator.statuses for v in s.values
+                    if v.key == 'incarnation'}
         # the two twins tell themselves apart on ~/status (each publishes it every second)
         assert spin_until(ros, lambda: len(incarnations()) >= 2, timeout=30.0)
         assert not any(c.command == 176 for c in fake.commands)  # nothing reached PX4
@@ -728,3 +732,98 @@ def test_a_px4_msgs_of_another_message_version_is_named_in_one_line(ros, capfd):
     assert response.message.startswith('no vehicle_status received from PX4 yet: ' + expected)
     spin_for(ros, 2.0)
     assert capfd.readouterr().err.count(f'px4_bridge]: {expected}') == 1  # warned once
+
+
+# ---- origins from GPS (issue 37 part 1) ---------------------------------------------------
+GEO_REFERENCE = [47.397742, 8.545594, 488.0]  # the field's shared origin (PX4 SITL's default)
+
+
+def point_at(east, north, up=0.0):
+    """Return the (lat, lon, alt) ``east``, ``north``, ``up`` m from GEO_REFERENCE."""
+    import pymap3d
+    return pymap3d.enu2geodetic(east, north, up, *GEO_REFERENCE)
+
+
+@px4
+def test_gps_places_the_vehicle_from_its_estimator_reference(ros, capfd):
+    # This PX4's estimator took its reference 30 m east, 40 m north, 2 m up of the field origin.
+    fake, bridge, operator = make_graph(
+        ros, {'origin_source': 'gps', 'geo_reference': GEO_REFERENCE,
+              'origin_enu': [0.0, 0.0, 0.0]}, ref_point=point_at(30.0, 40.0, 2.0))
+    assert spin_until(ros, lambda: operator.odoms)
+    p = operator.odoms[-1].pose.pose.position
+    # The fake's local NED position (4, -2, -10) is ENU (-2, 4, 10) from its origin.
+    assert (p.x, p.y, p.z) == pytest.approx((30.0 - 2.0, 40.0 + 4.0, 2.0 + 10.0), abs=0.01)
+    assert spin_until(ros, lambda: operator.statuses and {
+        v.key: v.value for v in operator.statuses[-1].values}.get('origin_enu')
+        == '[30.00, 40.00, 2.00]')
+    assert "placed by GPS: PX4's estimator reference 47.39" in capfd.readouterr().err
+
+
+@px4
+def test_gps_without_a_fix_publishes_no_odometry_and_refuses_the_engage(ros, capfd):
+    fake, bridge, operator = make_graph(
+        ros, {'origin_source': 'gps', 'geo_reference': GEO_REFERENCE}, ref_point=None)
+    assert spin_until(ros, lambda: operator.engage.service_is_ready())
+    spin_for(ros, 0.5)
+    response = call_engage(ros, operator)
+    assert not response.success
+    assert response.message == (
+        'origin_source gps: no global position reference from PX4 yet (vehicle_local_position '
+        'xy_global/z_global not valid: GPS fix?), so this vehicle is not placed in the world '
+        'frame')
+    assert operator.odoms == []
+    assert capfd.readouterr().err.count('not publishing odom: origin_source gps') == 1
+    fake.set_reference(point_at(-5.0, 7.0))  # the fix comes
+    assert spin_until(ros, lambda: operator.odoms)
+    p = operator.odoms[-1].pose.pose.position
+    assert (p.x, p.y) == pytest.approx((-5.0 - 2.0, 7.0 + 4.0), abs=0.01)
+    assert call_engage(ros, operator).success
+
+
+@px4
+def test_an_origin_typo_is_refused_naming_both_values(ros):
+    # Measured by hand as (100, 0, 0); GPS says the estimator started at (10, 0, 0).
+    fake, bridge, operator = make_graph(
+        ros, {'origin_enu': [100.0, 0.0, 0.0], 'geo_reference': GEO_REFERENCE},
+        ref_point=point_at(10.0, 0.0))
+    assert spin_until(ros, lambda: operator.odoms and operator.engage.service_is_ready())
+    assert spin_until(ros, lambda: bridge._seq.origin_problem)
+    response = call_engage(ros, operator)
+    assert not response.success
+    assert response.message == (
+        'origin_enu [100.00, 0.00, 0.00] m disagrees with GPS [10.00, 0.00, 0.00] m by 90.00 m '
+        '(origin_tolerance 3 m): correct origin_enu, or fly origin_source gps')
+
+
+@px4
+def test_a_given_origin_within_tolerance_of_gps_engages(ros):
+    fake, bridge, operator = make_graph(
+        ros, {'origin_enu': [100.0, 0.0, 0.0], 'geo_reference': GEO_REFERENCE},
+        ref_point=point_at(101.5, 1.0))
+    assert spin_until(ros, lambda: operator.odoms and operator.engage.service_is_ready()
+                      and operator.statuses)
+    spin_for(ros, 0.3)
+    assert bridge._seq.origin_problem is None
+    assert call_engage(ros, operator).success
+
+
+@px4
+def test_a_new_estimator_reference_re_places_and_holds_like_a_reset(ros, capfd):
+    fake, bridge, operator = engaged_graph(
+        ros, {'origin_source': 'gps', 'geo_reference': GEO_REFERENCE},
+        ref_point=point_at(0.0, 0.0))
+    assert spin_until(ros, flying(fake, operator))
+    fake.set_reference(point_at(3.0, 4.0))  # 5 m: past max_reset_jump 2 m
+    fake.setpoints.clear()
+    assert spin_until(ros, holding(fake, operator))
+    assert spin_until(ros, lambda: operator.odoms[-1].pose.pose.position.x == pytest.approx(
+        3.0 - 2.0, abs=0.01))
+    err = capfd.readouterr().err
+    assert 'PX4 estimator reference changed (ref_timestamp' in err and '; re-placed' in err
+    assert ('PX4 estimator reference changed (ref_timestamp): the origin moved 5.00 m; more '
+            'than max_reset_jump 2 m: commanding zero velocity until the operator calls '
+            '~/engage again') in err
+    response = call_engage(ros, operator)
+    assert response.success and 'after the estimator reset' in response.message
+    assert spin_until(ros, flying(fake, operator))

@@ -1,6 +1,7 @@
 """
-An agent refuses a configuration that would fail silently: d_safe below its floor (issue 38
-§3), a clock limit it could never warn at (issue 37 §3).
+An agent refuses a configuration that would fail silently.
+
+A ``d_safe`` below its floor (issue 38 §3), a clock limit it could never warn at (issue 37 §3).
 
 The PX4 launch files give every agent ``min_d_safe`` (2 m): ``agent_node`` refuses a lower
 ``d_safe`` at start-up in one line and at run time (``ros2 param set``), and with

@@ -25,7 +25,10 @@ landing happens), late (``land_ack_delay`` s) or preceded by a leftover of an ea
 NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with a new
 ``reset_counter``; ``message_versions`` ({type name: version}) puts those topics under another
 ``_vN`` (a firmware that does not match the built px4_msgs). ``vehicle_land_detected``
-(landed while disarmed) at 50 Hz, when the built px4_msgs has it.
+(landed while disarmed) at 50 Hz, when the built px4_msgs has it. ``vehicle_local_position`` at
+50 Hz with the estimator's global reference ``ref_point`` (lat, lon, alt; None: no GPS, so
+``xy_global``/``z_global`` false); :meth:`FakePx4.set_reference` takes a new one (a new
+``ref_timestamp``).
 
 Kinematic mode (``kinematic=True``; off by default, when the position is fixed): the vehicle
 starts disarmed on the ground at its spawn point (NED origin of this PX4, as PX4 SITL measures
@@ -81,7 +84,7 @@ class FakePx4(Node):
                  nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0), lose_land=0,
                  deny_land=False, preflight_fail=False, kinematic=False, vehicle_params=None,
                  node_name='fake_px4', lose_land_acks=False, land_ack_delay=0.0,
-                 stale_land_ack=None, land_delay=0.0, message_versions=None):
+                 stale_land_ack=None, land_delay=0.0, message_versions=None, ref_point=None):
         super().__init__(node_name)
         import px4_msgs.msg
         from px4_msgs.msg import (
@@ -150,7 +153,18 @@ class FakePx4(Node):
             self.m['VehicleLandDetected'] = land_cls
         self._land_pub = None if land_cls is None else self.create_publisher(
             land_cls, name('out', 'vehicle_land_detected', 'VehicleLandDetected'), WRITER_QOS)
+        local_cls = getattr(px4_msgs.msg, 'VehicleLocalPosition', None)
+        self.ref_point, self.ref_timestamp = ref_point, 1_000_000
+        if local_cls is not None:
+            self.m['VehicleLocalPosition'] = local_cls
+        self._local_pub = None if local_cls is None else self.create_publisher(
+            local_cls, name('out', 'vehicle_local_position', 'VehicleLocalPosition'), WRITER_QOS)
         self.create_timer(0.02, self._publish_state)
+
+    def set_reference(self, ref_point):
+        """Take a new estimator reference (lat, lon, alt): a new ref_timestamp, a new origin."""
+        self.ref_point = ref_point
+        self.ref_timestamp = self._now_us()
 
     def reset_estimate(self, jump_ned):
         """
@@ -255,6 +269,16 @@ class FakePx4(Node):
             for flag in self.failsafe_flags:
                 setattr(flags, flag, True)
             self._flags_pub.publish(flags)
+        if self._local_pub is not None:
+            local = self._local_pub.msg_type()
+            local.timestamp = now
+            local.x, local.y, local.z = (float(v) for v in self.position_ned)
+            local.xy_valid = local.z_valid = True
+            local.xy_global = local.z_global = self.ref_point is not None
+            if self.ref_point is not None:
+                local.ref_lat, local.ref_lon, local.ref_alt = self.ref_point
+                local.ref_timestamp = self.ref_timestamp
+            self._local_pub.publish(local)
         if self._land_pub is not None:
             land = self._land_pub.msg_type()
             land.timestamp = now

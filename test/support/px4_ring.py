@@ -14,6 +14,7 @@ from pathlib import Path
 import time
 
 import numpy as np
+import pymap3d
 
 from soliton_encirclement_ros.bringup.graph import build_graph, live_scenario, SwarmPlan
 
@@ -62,11 +63,13 @@ def sitl_plan(n, simulated=(), target_motion=None):
                         params_files=(str(PARAMS_FILE),), simulated=tuple(simulated))
 
 
-def start_graph(ros, plan):
+def start_graph(ros, plan, spawns_enu=None):
     """
     Start the plan's nodes but metrics_node, and one kinematic fake PX4 per bridge.
 
-    Return {full node name: node}, with ``fake <px4_namespace>`` for the fakes.
+    Return {full node name: node}, with ``fake <px4_namespace>`` for the fakes. A plan with a
+    ``geo_reference`` needs ``spawns_enu``, where each PX4 really starts (world ENU, in the
+    bridges' order): its estimator's GPS reference is there, and the bridge is not told.
     """
     from soliton_encirclement_ros.nodes.agent_node import AgentNode
     from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -78,6 +81,7 @@ def start_graph(ros, plan):
     classes = {'target_node': TargetNode, 'agent_node': AgentNode, 'mobility_node': MobilityNode,
                'px4_bridge_node': lambda **kw: Px4BridgeNode(px4_msgs, **kw)}
     nodes = {}
+    spawns = iter(spawns_enu or ())
     for spec in build_graph(plan):
         if spec.executable not in classes:
             continue  # metrics_node: the tests compute the metrics from the odometry themselves
@@ -86,9 +90,13 @@ def start_graph(ros, plan):
         nodes[spec.full_name] = node
         if spec.executable == 'px4_bridge_node':
             params = spec.parameters
+            spawn = next(spawns) if plan.geo_reference else params['origin_enu']
+            ref_point = (pymap3d.enu2geodetic(*spawn, *plan.geo_reference) if plan.geo_reference
+                         else None)
             fake = FakePx4(params['px4_namespace'], system_id=params['target_system'],
-                           kinematic=True, node_name=f'fake_{params["px4_namespace"]}')
-            fake.origin_enu = np.array(params['origin_enu'])
+                           kinematic=True, node_name=f'fake_{params["px4_namespace"]}',
+                           ref_point=ref_point)
+            fake.origin_enu = np.array(spawn, dtype=float)
             ros.add_node(fake)
             nodes[f'fake {params["px4_namespace"]}'] = fake
     return nodes

@@ -1,6 +1,7 @@
 """
-A host clock off by OFFSET seconds, for a node run with ``use_sim_time``: publishes wall time
-plus OFFSET as rosgraph_msgs/Clock on TOPIC at 200 Hz.
+A host clock off by OFFSET seconds, for a node run with ``use_sim_time``.
+
+Publishes wall time plus OFFSET as rosgraph_msgs/Clock on TOPIC at 200 Hz.
 
     python skewed_clock.py OFFSET TOPIC
 
@@ -11,8 +12,8 @@ import signal
 import sys
 import time
 
-from rclpy.executors import SingleThreadedExecutor
 import rclpy
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time

@@ -101,7 +101,7 @@ def test_the_agent_launch_plans_hold_altitude_and_d_safe_by_the_same_rule(tmp_pa
         f'{path}',)
     px4 = {**common, 'altitude': '10.0', 'd_safe': '2.0', 'px4_namespace': '',
            'target_system': '1', 'origin': '0,0,0', 'simulated': '',
-           'allow_no_separation': 'false'}
+           'allow_no_separation': 'false', 'geo_reference': ''}
     specs = agent_px4_nodes(LaunchArguments(px4, given={'d_safe'}))
     agent = of(specs, 'agent_node')[0]
     assert agent.parameters['d_safe'] == 2.0 and 'altitude' not in agent.parameters
@@ -118,7 +118,7 @@ def sitl_launch(params_file, **values):
     return {'num_agents': '2', 'origins': '', 'spawn_spacing': '1.0', 'altitude': '10.0',
             'swarm_reliability': 'best_effort', 'radius': '20.0', 'd_safe': '2.0',
             'target_motion': 'static', 'params_file': params_file, 'use_sim_time': 'true',
-            'simulated': '', 'allow_no_separation': 'false', **values}
+            'simulated': '', 'allow_no_separation': 'false', 'geo_reference': '', **values}
 
 
 def agent_px4_launch(params_file, **values):
@@ -126,7 +126,7 @@ def agent_px4_launch(params_file, **values):
     return {'agent_name': 'uav1', 'agent_id': '1', 'px4_namespace': '', 'target_system': '1',
             'origin': '0,0,0', 'altitude': '10.0', 'swarm_reliability': 'best_effort',
             'radius': '20.0', 'd_safe': '2.0', 'params_file': params_file, 'simulated': '',
-            'allow_no_separation': 'false', **values}
+            'allow_no_separation': 'false', 'geo_reference': '', **values}
 
 
 def effective_d_safe(agent):
@@ -236,3 +236,26 @@ def test_one_policy_for_a_misspelt_parameter(tmp_path):
     assert unknown_parameters({'/target/target': {'k_r', 'use_sim_time'}}, declared) == []
     assert unknown_parameters(given, declared | set().union(*given.values()) - {'k_rr'}) == [
         'k_rr (given to /uav1/agent; did you mean k_r?)']
+
+
+FIELD = '47.397742,8.545594,488.0'
+
+
+@pytest.mark.parametrize('plan', [swarm_px4_sitl_nodes, agent_px4_nodes])
+def test_a_geo_reference_places_the_vehicles_from_gps_and_checks_given_origins(plan):
+    """Issue 37 §1: the PX4 launches fly origin_source gps when a geo_reference is given."""
+    launch = sitl_launch if plan is swarm_px4_sitl_nodes else agent_px4_launch
+    bridges = of(plan(LaunchArguments(launch('', geo_reference=FIELD),
+                                      given={'geo_reference'})), 'px4_bridge_node')
+    assert bridges and all(b.parameters['origin_source'] == 'gps'
+                           and b.parameters['geo_reference'] == [47.397742, 8.545594, 488.0]
+                           and 'origin_enu' not in b.parameters for b in bridges)
+    origins = {'origins': '0,1,0;0,2,0'} if plan is swarm_px4_sitl_nodes else {'origin': '0,1,0'}
+    bridges = of(plan(LaunchArguments(launch('', geo_reference=FIELD, **origins),
+                                      given={'geo_reference', *origins})), 'px4_bridge_node')
+    assert all(b.parameters['origin_source'] == 'given' and b.parameters['origin_enu'][1] > 0
+               and b.parameters['geo_reference'] for b in bridges)
+    bridges = of(plan(LaunchArguments(launch(''), given=())), 'px4_bridge_node')
+    assert all('origin_source' not in b.parameters for b in bridges)  # as before: given
+    with pytest.raises(ValueError, match="geo_reference must be 'lat,lon,alt'"):
+        plan(LaunchArguments(launch('', geo_reference='47.3,8.5'), given={'geo_reference'}))

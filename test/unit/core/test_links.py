@@ -44,6 +44,7 @@ def test_batches_in_one_call_give_the_same_figures_as_one_at_a_time():
     assert sum(f.lost for f in batch.figures(4.0).values()) == expected_lost
     assert sum(f.heard for f in batch.figures(4.0).values()) == 400
 
+
 def test_offset_is_the_senders_clock_minus_this_one_despite_late_outliers():
     links = LinkMonitor(window=5.0)
     rng = np.random.default_rng(1)
@@ -100,8 +101,8 @@ def test_text_reads_back():
     links.record(3, 1, 2, 0.1, 0.35)
     figures = links.figures(1.0)[3]
     parsed = parse_link_text(figures.text())
-    assert parsed['heard'] == 2 and parsed['lost'] == 1 and parsed['loss'] == pytest.approx(1 / 3,
-                                                                                           abs=1e-4)
+    assert parsed['heard'] == 2 and parsed['lost'] == 1
+    assert parsed['loss'] == pytest.approx(1 / 3, abs=1e-4)
     assert parsed['offset'] == pytest.approx(-0.25) and parsed['age_max'] == pytest.approx(0.25)
 
 
