@@ -50,7 +50,8 @@ __all__ = [
     'Layout', 'MARKERS_TOPIC', 'WIRE_FIELDS', 'WireField',
     'METRICS_TOPIC_PREFIX',
     'RELIABLE', 'SWARM_RELIABILITIES', 'swarm_qos', 'TARGET_ODOM_TOPIC', 'TARGET_STATE',
-    'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetBroadcast']
+    'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetBroadcast',
+    'VEHICLE_FAILURE_TOPIC']
 
 # --- topics -----------------------------------------------------------------------------------
 AGENT_STATES_TOPIC = '/swarm/agent_states'
@@ -67,6 +68,10 @@ DOMAIN_IDS = (0, 232)  # the ROS_DOMAIN_IDs Fast DDS accepts on one host
 AGENT_ODOM_TOPIC = 'odom'
 AGENT_CMD_TOPIC = 'cmd_vel'
 AGENT_STATUS_TOPIC = '~/status'
+# Why the vehicle has left the ring (std_msgs/String, latched; '' = it has not): the bridge
+# says it from a landing (battery, land_after, ~/land) until its next confirmed engage, and
+# the agent announces a failure with that reason. Relative: in the vehicle's namespace.
+VEHICLE_FAILURE_TOPIC = 'vehicle_failure'
 
 # --- QoS --------------------------------------------------------------------------------------
 RELIABLE = 'reliable'

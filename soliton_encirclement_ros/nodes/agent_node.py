@@ -28,7 +28,7 @@ from nav_msgs.msg import Odometry
 import numpy as np
 import rclpy
 from rclpy.node import Node
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool
 
 from ros_support.ros_parameters import current_values, declare, declare_validated, specs_of
@@ -43,11 +43,11 @@ from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
 from soliton_encirclement_ros.core.links import LinkMonitor, offset_warning
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
-    AGENT_STATES_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC)
+    AGENT_STATES_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC, VEHICLE_FAILURE_TOPIC)
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import (
-    create_swarm_publisher, create_swarm_subscription)
+    create_swarm_publisher, create_swarm_subscription, VEHICLE_FAILURE_QOS)
 from velocity_mobility_ros.nodes.messages import odometry_position_velocity, position_uncertainty
 
 # Messages that arrived within this much of the current tick wait for the next tick.
@@ -103,6 +103,7 @@ class AgentNode(Node):
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._failed = False
         self._manual_failure_until_ns = -1
+        self._vehicle_failure = ''  # why the vehicle left the ring (its bridge), '' = it has not
         self.status = Status(STARTING, 'waiting for the first tick')
 
         self._cmd_pub = self.create_publisher(Twist, AGENT_CMD_TOPIC, 10)
@@ -116,6 +117,8 @@ class AgentNode(Node):
         if subscribe_target:
             create_swarm_subscription(self, Float64MultiArray, TARGET_STATE_TOPIC,
                                       self._on_target_state, reliability)
+        self.create_subscription(String, VEHICLE_FAILURE_TOPIC, self._on_vehicle_failure,
+                                 VEHICLE_FAILURE_QOS)
         self.create_service(SetBool, '~/inject_failure', self._on_inject_failure)
         self._timer = self.create_timer(self._params.control_period, self._on_tick)
         self.create_timer(STATUS_PERIOD, self._on_status_period)
@@ -200,6 +203,13 @@ class AgentNode(Node):
             self.get_logger().warning(reason, throttle_duration_sec=5.0)
         return reason is not None
 
+    def _on_vehicle_failure(self, msg: String) -> None:
+        if msg.data != self._vehicle_failure:
+            self._vehicle_failure = msg.data
+            if msg.data:
+                self.get_logger().warning(f'agent {self.agent_id}: the vehicle left the ring: '
+                                          f'{msg.data}')
+
     def _on_inject_failure(self, request: SetBool.Request, response: SetBool.Response):
         now_ns = self._now_ns()
         if request.data:
@@ -252,7 +262,8 @@ class AgentNode(Node):
     def _on_tick(self) -> None:
         now_ns = self._now_ns()
         now = now_ns * 1e-9
-        failed = self._outage.update(now) or now_ns < self._manual_failure_until_ns
+        failed = (self._outage.update(now) or now_ns < self._manual_failure_until_ns
+                  or bool(self._vehicle_failure))
         if failed != self._failed:
             self._on_failure_change(failed)
         self._observe_incarnation(self.agent_id, self.incarnation, now)
@@ -266,7 +277,10 @@ class AgentNode(Node):
         odometry = self._latest_odometry_before(now_ns)
         if odometry is not None:
             odometry = (odometry[0] * 1e-9, *odometry[1:])
-        tick = (failed_tick if failed else agent_tick)(self._state, odometry, now, self._params)
+        if failed:
+            tick = failed_tick(self._state, odometry, now, self._params, self._failure_detail())
+        else:
+            tick = agent_tick(self._state, odometry, now, self._params)
         self._state = tick.state
         if tick.broadcast is not None:
             self._state_pub.publish(agent_state_to_msg(tick.broadcast))
@@ -286,6 +300,10 @@ class AgentNode(Node):
         self._links.record(sender.astype(np.int64), incarnation.astype(np.int64),
                            seq.astype(np.int64), stamp, arrival - self._channel.delay, arrival)
 
+    def _failure_detail(self) -> str:
+        """Why the controller is out: the vehicle's own reason, else an injected failure."""
+        return f'vehicle: {self._vehicle_failure}' if self._vehicle_failure else 'injected'
+
     def _latest_odometry_before(self, now_ns: int):
         """Newest odometry stamped strictly before now (else the newest): order-independent."""
         earlier = [entry for entry in self._odometry if entry[0] < now_ns]
@@ -298,7 +316,7 @@ class AgentNode(Node):
         if failed:
             self._cmd_pub.publish(Twist())
             self._channel.due(math.inf)  # drop what is in flight: a failed agent hears nothing
-            self._set_status(Status(FAILED, 'injected'))
+            self._set_status(Status(FAILED, self._failure_detail()))
         else:  # a fresh controller; the sequence numbers go on after the presence broadcasts
             self._state = dataclasses.replace(initial_state(self.agent_id, self.incarnation),
                                               seq=self._state.seq)
@@ -319,8 +337,8 @@ class AgentNode(Node):
             log.warning(f'agent {self.agent_id}: {status}: holding (zero velocity) until the '
                         'target is heard again')
         elif status.kind == FAILED:
-            log.warning(f'agent {self.agent_id}: failure injected, commanding zero, out of the '
-                        'ring; broadcasting only where its vehicle is (presence)')
+            log.warning(f'agent {self.agent_id}: failed ({status.detail}), commanding zero, '
+                        'out of the ring; broadcasting only where its vehicle is (presence)')
         elif status.kind == OK and previous.kind in (BLIND, TARGET_LOST):
             log.info(f'agent {self.agent_id}: {previous.kind} episode over, resuming control')
         self._publish_status()

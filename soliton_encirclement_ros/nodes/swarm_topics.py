@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 
 from soliton_encirclement_ros.interface import RELIABLE, swarm_qos
+
+# ``vehicle_failure``: reliable and latched, so an agent that starts late hears the last word.
+VEHICLE_FAILURE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 
 def create_swarm_publisher(node: Node, msg_type, topic: str, reliability: str):

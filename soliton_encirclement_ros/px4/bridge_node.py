@@ -36,6 +36,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
+from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ros_support.ros_parameters import declare_validated, specs_of
@@ -44,7 +45,9 @@ from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.topics import publisher_node
 from ros_support.validation import from_mapping
 from soliton_encirclement_ros.core.identity import new_incarnation
+from soliton_encirclement_ros.interface import VEHICLE_FAILURE_TOPIC
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
+from soliton_encirclement_ros.nodes.swarm_topics import VEHICLE_FAILURE_QOS
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
@@ -61,8 +64,9 @@ PX4_MESSAGE_TYPES = ('VehicleOdometry', 'VehicleStatus', 'VehicleCommandAck', 'V
                      'OffboardControlMode', 'TrajectorySetpoint')
 # Read when the built px4_msgs has them: which failsafe PX4 is in (PX4 >= 1.14), whether the
 # vehicle has landed (with nav_state, the truth about a landing), and the estimator's global
-# reference (the origin from GPS: px4.geo).
-PX4_OPTIONAL_TYPES = ('FailsafeFlags', 'VehicleLandDetected', 'VehicleLocalPosition')
+# reference (the origin from GPS: px4.geo), and the battery (min_battery).
+PX4_OPTIONAL_TYPES = ('FailsafeFlags', 'VehicleLandDetected', 'VehicleLocalPosition',
+                      'BatteryStatus')
 VERSION_SUFFIX_MODES = ('auto', 'none')
 _NAMESPACE = re.compile(r'^/?([A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*)?$')
 # The autopilot component of the vehicle (MAV_COMP_ID_AUTOPILOT1).
@@ -343,6 +347,16 @@ class Px4BridgeNode(Node):
         elif s.origin_source == 'gps':
             raise ValueError("origin_source 'gps' needs px4_msgs' VehicleLocalPosition (the "
                              "estimator's global reference); this px4_msgs has none")
+        if 'BatteryStatus' in px4_msgs:
+            self.topics['battery_status'] = topic('out', 'battery_status', 'BatteryStatus')
+            self.create_subscription(
+                px4_msgs['BatteryStatus'], self.topics['battery_status'],
+                lambda msg: self._seq.on_battery(self._steady_now(), msg.remaining, msg.warning),
+                PX4_OUT_QOS)
+        # Why this vehicle left the ring, for its agent (latched; '' = in the ring).
+        self._failure_pub = self.create_publisher(String, VEHICLE_FAILURE_TOPIC,
+                                                  VEHICLE_FAILURE_QOS)
+        self._failure_sent = None
         if 'vehicle_land_detected' in self.topics:
             self.create_subscription(
                 px4_msgs['VehicleLandDetected'], self.topics['vehicle_land_detected'],
@@ -603,6 +617,9 @@ class Px4BridgeNode(Node):
             self._mode_pub.publish(msg)
             self._heartbeats['sent'] += 1
         self._send(self._seq.tick(now))
+        if self._seq.out_of_ring != self._failure_sent:
+            self._failure_sent = self._seq.out_of_ring
+            self._failure_pub.publish(String(data=self._failure_sent or ''))
         self._publish_status()
         self._watch_clock(now)
 

@@ -35,6 +35,12 @@ An estimator reset (a new ``VehicleOdometry.reset_counter``) is logged with the 
 position estimate; the bridge then streams zero velocity for ``reset_hold`` seconds before it
 flies ``cmd_vel`` again, and after a jump larger than ``max_reset_jump`` until the operator
 engages again.
+
+Battery (``BatteryStatus``): below ``min_battery`` remaining, or at a CRITICAL (or worse)
+warning, an idle vehicle refuses the engage and an engaged one lands. From a landing (any
+reason) until the next confirmed engage, :attr:`OffboardSequencer.out_of_ring` says why the
+vehicle is out of the ring: the bridge publishes it on ``vehicle_failure``, and the agent
+announces a failure with that reason (its presence only, out of the ring).
 """
 from dataclasses import dataclass
 from enum import Enum
@@ -58,6 +64,8 @@ NAVIGATION_STATE_OFFBOARD = 14
 NAVIGATION_STATE_AUTO_LAND = 18
 ARMING_STATE_DISARMED = 1
 ARMING_STATE_ARMED = 2
+BATTERY_WARNING_CRITICAL = 2              # BatteryStatus.WARNING_CRITICAL (LOW 1, EMERGENCY 3)
+_BATTERY_WARNINGS = {2: 'CRITICAL', 3: 'EMERGENCY', 4: 'FAILED'}
 VEHICLE_CMD_RESULT_ACCEPTED = 0
 VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED = 1
 VEHICLE_CMD_RESULT_DENIED = 2
@@ -120,6 +128,10 @@ class OffboardConfig:
                                   'odometry counts it as position uncertainty (pose covariance) '
                                   'for this long after the last reset, or until ~/engage after '
                                   'a hold', 's', 0.0, 600.0)
+    min_battery: float = setting(0.25, 'below this share of charge remaining (BatteryStatus.'
+                                 'remaining), or at a CRITICAL battery warning, an engaged '
+                                 'vehicle leaves the ring and lands, and an idle one refuses the '
+                                 'engage; 0 = only the warning', '', 0.0, 1.0)
 
     def __post_init__(self):
         check_fields(self)
@@ -263,6 +275,9 @@ class OffboardSequencer:
         self.link_hint = None
         # Why this vehicle is not placed in the world frame (px4.geo.OriginPlacement.problem).
         self.origin_problem = None
+        self._battery = None             # (remaining 0..1 or NaN, warning, stamp)
+        # Why the vehicle is out of the ring: from a landing until the next confirmed engage.
+        self.out_of_ring = None
 
     # ---- inputs -------------------------------------------------------------------------
     def on_cmd_vel(self, now, linear_enu, yaw_rate_enu):
@@ -305,6 +320,23 @@ class OffboardSequencer:
         """Take vehicle_land_detected.landed: with nav_state, the truth about a landing."""
         self._landed = (bool(landed), now)
         self._heard_px4(now)
+
+    def on_battery(self, now, remaining, warning=0):
+        """Take ``BatteryStatus``: ``remaining`` charge 0..1 (negative or NaN: unknown)."""
+        remaining = float(remaining)
+        self._battery = (remaining if 0.0 <= remaining <= 1.0 else math.nan, int(warning), now)
+
+    def _battery_problem(self, now):
+        """Why the battery rules the vehicle out of flying, or None (unknown or stale: None)."""
+        if self._battery is None or now - self._battery[2] > self.config.status_timeout:
+            return None
+        remaining, warning, _ = self._battery
+        if remaining < self.config.min_battery:
+            return (f'battery {remaining:.0%} remaining, below min_battery '
+                    f'{self.config.min_battery:.0%}')
+        if warning >= BATTERY_WARNING_CRITICAL:
+            return f'battery warning {_BATTERY_WARNINGS.get(warning, warning)} from PX4'
+        return None
 
     def on_failsafe_flags(self, now, active):
         """Take the names of the ``failsafe_flags`` set now (which failsafe PX4 is in)."""
@@ -453,6 +485,9 @@ class OffboardSequencer:
         problem = (self._others_problem() or self._link_problem(now)
                    or self._system_id_problem() or self._failsafe_problem(now)
                    or self._landing_problem() or self.origin_problem)
+        battery = self._battery_problem(now)
+        if problem is None and battery:
+            problem = f'{battery}: charge or swap it before engaging'
         if problem:
             return problem
         if self._stream_stopped is not None:
@@ -479,6 +514,7 @@ class OffboardSequencer:
         self._go_idle()
         self.phase = Phase.LANDING
         self._landing = _Landing(now, why)
+        self.out_of_ring = f'landing ({why})'
         land = VehicleCommandRequest(VEHICLE_CMD_NAV_LAND)
         self._pending = _Pending(land, now)
         self._denial = None
@@ -551,6 +587,10 @@ class OffboardSequencer:
             values.append(('other_publishers', ', '.join(self._others)))
         if self._reset is not None:
             values.append(('position_uncertainty_m', f'{self.position_uncertainty(now):.2f}'))
+        if self._battery is not None:
+            values.append(('battery_remaining', f'{self._battery[0]:.2f}'))
+        if self.out_of_ring:
+            values.append(('out_of_ring', self.out_of_ring))
         values = tuple(values)
         if not self.streaming:
             late = self._landed_after_all
@@ -789,6 +829,7 @@ class OffboardSequencer:
             return self._leave_offboard(reason) if offboard else self._fail(reason)
         if offboard and armed:
             self.phase = Phase.ACTIVE
+            self.out_of_ring = None
             self._pending = None
             self._active_since = now
             message = 'engaged: PX4 confirmed OFFBOARD and ARMED; ' + self._engaged_text(now)
@@ -913,6 +954,12 @@ class OffboardSequencer:
                 f'{self.config.status_timeout:g} s) while engaged: PX4 leaving OFFBOARD could '
                 'not be seen; bridge idle, commanding zero velocity; a new ~/engage is needed '
                 'to fly again',))
+        battery = self._battery_problem(now)
+        if battery:
+            out = self.request_land(now, why=battery)
+            return TickOutput(commands=out.commands, warnings=(
+                f'{battery}: leaving the ring and landing; sending NAV_LAND and waiting for '
+                'PX4 to confirm it',))
         if self.config.land_after > 0:
             last = self._cmd[2] if self._cmd is not None else self._active_since
             silent = now - max(last, self._active_since)

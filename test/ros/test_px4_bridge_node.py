@@ -827,3 +827,38 @@ def test_a_new_estimator_reference_re_places_and_holds_like_a_reset(ros, capfd):
     response = call_engage(ros, operator)
     assert response.success and 'after the estimator reset' in response.message
     assert spin_until(ros, flying(fake, operator))
+
+
+# ---- battery (issue 37 §5) ---------------------------------------------------------------
+@px4
+def test_a_low_battery_lands_the_vehicle_and_its_agent_leaves_the_ring(ros, capfd):
+    from diagnostic_msgs.msg import DiagnosticStatus
+    from rclpy.parameter import Parameter
+    from std_msgs.msg import Float64MultiArray
+
+    from soliton_encirclement_ros.interface import agent_state_from_msg
+    from soliton_encirclement_ros.nodes.agent_node import AgentNode
+    fake, bridge, operator = engaged_graph(ros)
+    fake.battery = (0.6, 0)
+    agent = AgentNode(namespace='uav1', parameter_overrides=[Parameter('agent_id', value=1)])
+    ros.add_node(agent)
+    statuses, broadcasts = [], []
+    operator.create_subscription(DiagnosticStatus, '/uav1/agent/status', statuses.append, 10)
+    operator.create_subscription(Float64MultiArray, '/swarm/agent_states',
+                                 lambda m: broadcasts.append(agent_state_from_msg(m)), 50)
+    assert spin_until(ros, lambda: broadcasts and broadcasts[-1].member)  # in the ring
+    fake.battery = (0.2, 1)
+    reason = 'landing (battery 20% remaining, below min_battery 25%)'
+    assert spin_until(ros, lambda: fake.nav_state == 18)  # NAV_LAND: AUTO_LAND
+    assert spin_until(ros, lambda: statuses and statuses[-1].message
+                      == f'failed (vehicle: {reason})')
+    assert statuses[-1].level == DiagnosticStatus.ERROR
+    assert spin_until(ros, lambda: not broadcasts[-1].member)  # its presence only
+    err = capfd.readouterr().err
+    assert err.count('battery 20% remaining, below min_battery 25%: leaving the ring and '
+                     'landing') == 1
+    assert f'agent 1: the vehicle left the ring: {reason}' in err
+    # An agent started after it hears the latched reason too.
+    late = AgentNode(namespace='uav1', parameter_overrides=[Parameter('agent_id', value=1)])
+    ros.add_node(late)
+    assert spin_until(ros, lambda: late.failed)

@@ -28,7 +28,8 @@ NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with a new
 (landed while disarmed) at 50 Hz, when the built px4_msgs has it. ``vehicle_local_position`` at
 50 Hz with the estimator's global reference ``ref_point`` (lat, lon, alt; None: no GPS, so
 ``xy_global``/``z_global`` false); :meth:`FakePx4.set_reference` takes a new one (a new
-``ref_timestamp``).
+``ref_timestamp``). ``battery_status`` at 50 Hz while :attr:`FakePx4.battery` is a (remaining,
+warning) pair (None: not published).
 
 Kinematic mode (``kinematic=True``; off by default, when the position is fixed): the vehicle
 starts disarmed on the ground at its spawn point (NED origin of this PX4, as PX4 SITL measures
@@ -155,6 +156,12 @@ class FakePx4(Node):
             land_cls, name('out', 'vehicle_land_detected', 'VehicleLandDetected'), WRITER_QOS)
         local_cls = getattr(px4_msgs.msg, 'VehicleLocalPosition', None)
         self.ref_point, self.ref_timestamp = ref_point, 1_000_000
+        battery_cls = getattr(px4_msgs.msg, 'BatteryStatus', None)
+        self.battery = None
+        if battery_cls is not None:
+            self.m['BatteryStatus'] = battery_cls
+            self._battery_pub = self.create_publisher(
+                battery_cls, name('out', 'battery_status', 'BatteryStatus'), WRITER_QOS)
         if local_cls is not None:
             self.m['VehicleLocalPosition'] = local_cls
         self._local_pub = None if local_cls is None else self.create_publisher(
@@ -279,6 +286,11 @@ class FakePx4(Node):
                 local.ref_lat, local.ref_lon, local.ref_alt = self.ref_point
                 local.ref_timestamp = self.ref_timestamp
             self._local_pub.publish(local)
+        if self.battery is not None:
+            battery = self.m['BatteryStatus']()
+            battery.timestamp, battery.connected = now, True
+            battery.remaining, battery.warning = float(self.battery[0]), int(self.battery[1])
+            self._battery_pub.publish(battery)
         if self._land_pub is not None:
             land = self._land_pub.msg_type()
             land.timestamp = now

@@ -808,3 +808,48 @@ def test_an_unheard_px4_names_the_node_hint():
     seq.link_hint = 'PX4 publishes /fmu/out/vehicle_status_v2 but this bridge listens on ...'
     assert seq.request_engage(0.0) == ('no vehicle_status received from PX4 yet: PX4 publishes '
                                        '/fmu/out/vehicle_status_v2 but this bridge listens on ...')
+
+
+# ---- battery (issue 37 §5) ---------------------------------------------------------------
+def test_a_low_battery_refuses_the_engage_naming_the_charge():
+    seq = linked(2.0)
+    seq.on_battery(2.0, 0.18, 0)
+    assert seq.request_engage(2.0) == ('battery 18% remaining, below min_battery 25%: charge or '
+                                       'swap it before engaging')
+    seq.on_battery(2.0, 0.9, 2)  # charged, but PX4 says CRITICAL (e.g. a weak cell)
+    assert seq.request_engage(2.0).startswith('battery warning CRITICAL from PX4')
+    seq.on_battery(2.0, -1.0, 0)  # unknown charge (PX4: -1): not a reason to refuse
+    assert seq.request_engage(2.0) is None
+
+
+def test_a_battery_falling_below_min_battery_lands_and_leaves_the_ring_until_engaged():
+    seq = engaged(2.0)
+    seq.on_battery(2.5, 0.30, 0)
+    assert feed(seq, 2.5, OFFBOARD, ARMED).commands == ()
+    assert seq.out_of_ring is None
+    seq.on_battery(3.0, 0.24, 0)
+    out = feed(seq, 3.0, OFFBOARD, ARMED)
+    assert [c.command for c in out.commands] == [VEHICLE_CMD_NAV_LAND]
+    assert out.warnings == ('battery 24% remaining, below min_battery 25%: leaving the ring and '
+                            'landing; sending NAV_LAND and waiting for PX4 to confirm it',)
+    assert seq.phase is Phase.LANDING
+    assert seq.out_of_ring == 'landing (battery 24% remaining, below min_battery 25%)'
+    assert ('out_of_ring', seq.out_of_ring) in seq.status(3.0).values
+    land = feed(seq, 3.2, AUTO_LAND, ARMED)
+    assert land.land_outcome is None or land.land_outcome.success
+    feed(seq, 4.0, AUTO_LAND, DISARMED)
+    assert seq.out_of_ring  # landed: still out of the ring
+    seq.on_battery(5.0, 1.0, 0)  # a fresh battery; the operator engages again
+    seq.on_status(5.0, OFFBOARD, ARMED, 1)
+    assert seq.request_engage(5.0) is None
+    assert feed(seq, 5.0, OFFBOARD, ARMED).outcome.success
+    assert seq.out_of_ring is None
+
+
+def test_a_stale_battery_status_is_no_reason_and_zero_min_battery_keeps_only_warnings():
+    seq = linked(2.0, config=OffboardConfig(min_battery=0.0))
+    seq.on_battery(2.0, 0.05, 1)  # LOW: PX4's own failsafe acts on it
+    assert seq.request_engage(2.0) is None
+    seq = linked(10.0)
+    seq.on_battery(1.0, 0.05, 0)  # 9 s old, status_timeout 2 s
+    assert seq.request_engage(10.0) is None
