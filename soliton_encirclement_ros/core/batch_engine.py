@@ -20,6 +20,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from soliton_encirclement_ros.core.area import limit_to_area
 from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
 from soliton_encirclement_ros.core.faults import FAULT_STREAM, seed_sequence
 from soliton_encirclement_ros.core.geometry import target_angle
@@ -384,6 +385,7 @@ class BatchResult:
     metrics: list  # R arrays (T, 7): timestamp, E_r, E_vr, rho, G_max, E_gap, d_min
     sim_time: float
     separation: Optional[SeparationTracker] = None  # with simulate_runs(..., apart=d)
+    final_positions: Optional[np.ndarray] = None    # (R, N, 3) the agents' at the end
 
 
 def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchResult:
@@ -399,6 +401,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
                          + ', '.join(PER_RUN_FIELDS))
     s0 = scenarios[0]
     vehicle = s0.vehicle_params()
+    gains = s0.controller_params()  # t_safe and a_safe, shared by the group (group_key)
     r, n, period = len(scenarios), s0.agents, s0.control_period
     ids = s0.agent_ids()
     target_start = np.array([s.target_start() for s in scenarios])
@@ -425,6 +428,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         positions, velocities = pos[:, :n], vel[:, :n]
         t_pos, t_vel = pos[:, n], vel[:, n]
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel)
+        cmds = limit_to_area(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe)
         if tracker is not None:
             tracker.update(positions, live)
         if k % metrics_every == 0:
@@ -441,7 +445,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     series = np.stack(rows, axis=1)  # (R, T, 6)
     t = np.array(times)
     return BatchResult([np.column_stack((t, series[j])) for j in range(r)], ticks * period,
-                       tracker)
+                       tracker, bodies.position.reshape(r, n + 1, 3)[:, :n].copy())
 
 
 def replace_seed(scenario: Scenario, seed: int) -> Scenario:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ros_support.settings import check_fields, setting
 from ros_support.validation import bounded, from_mapping, read_yaml
+from soliton_encirclement_ros.core.area import SafetyArea
 from soliton_encirclement_ros.core.faults import Impairments
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, TargetMotionSettings
@@ -149,6 +150,9 @@ class Scenario(Impairments, TargetMotionSettings):
     lambdas: Mapping[int, float] = field(default_factory=dict)  # arc weights by agent id
     controller: Mapping[str, Any] = field(default_factory=dict)  # ControllerParams overrides
     vehicle: Mapping[str, Any] = field(default_factory=dict)     # VehicleParams overrides
+    # {polygon: [[x, y], ...] | polygon_latlon + geo_reference, z_min, z_max, margin}: every
+    # command keeps its vehicle able to stop inside (core.area); empty = none
+    safety_area: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -165,6 +169,7 @@ class Scenario(Impairments, TargetMotionSettings):
             read_placement_file(self.placement_file, self.agents)
         # Resolved once, here: bad gains, limits or waypoints fail now, naming the field, and
         # every later reader gets these same objects.
+        object.__setattr__(self, 'area', SafetyArea.from_mapping(dict(self.safety_area)))
         limits = VehicleParams.from_mapping(dict(self.vehicle))
         object.__setattr__(self, 'limits', limits)
         object.__setattr__(self, 'gains', self._resolved_gains(limits))
@@ -199,6 +204,7 @@ class Scenario(Impairments, TargetMotionSettings):
     # Set by __post_init__ (not dataclass fields: neither compared, copied nor given).
     gains: ClassVar[ControllerParams]
     limits: ClassVar[VehicleParams]
+    area: ClassVar[Optional[SafetyArea]]
 
     def _resolved_gains(self, vehicle: VehicleParams) -> ControllerParams:
         """
@@ -254,6 +260,7 @@ class Scenario(Impairments, TargetMotionSettings):
         out['arrival_times'] = None if self.arrival_times is None else list(self.arrival_times)
         out['controller'] = self.gains.as_dict()
         out['vehicle'] = dataclasses.asdict(self.limits)
+        out['safety_area'] = None if self.area is None else self.area.as_dict()
         return out
 
     def to_mapping(self) -> dict[str, Any]:

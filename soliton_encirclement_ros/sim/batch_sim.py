@@ -28,6 +28,7 @@ import numpy as np
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
+from soliton_encirclement_ros.core.area import limit_to_area
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
 from soliton_encirclement_ros.core.faults import SwarmOutages
@@ -73,6 +74,8 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
         target_msg = TargetBroadcast(seconds_to_ns(now), target_position, target_velocity,
                                      scenario.omega_ref, scenario.lambdas)
         cmds, u = swarm.tick(now, live, positions, velocities, target_msg)
+        cmds = limit_to_area(cmds, positions, velocities, scenario.area, params.t_safe,
+                             params.a_safe)
         if k % metrics_every == 0:
             metrics_rows.append((now, *compute_metrics(positions[live], velocities[live],
                                                        target_position, target_velocity,

@@ -18,7 +18,8 @@ NOT_DECLARED = {'px4_msgs'}  # built from source next to PX4 (docs/px4.md); impo
 PIP_KEYS = {'rosbags': 'python3-rosbags-pip', 'mcap_ros2': 'mcap-ros2-support',
             'yaml': 'python3-yaml', 'numpy': 'python3-numpy', 'matplotlib': 'python3-matplotlib',
             'transforms3d': 'python3-transforms3d', 'PIL': 'python3-pil', 'tqdm': 'python3-tqdm',
-            'scipy': 'python3-scipy', 'pymap3d': 'python3-pymap3d'}
+            'scipy': 'python3-scipy', 'pymap3d': 'python3-pymap3d',
+            'shapely': 'python3-shapely'}
 
 
 def imported_modules() -> set[str]:

@@ -1,0 +1,205 @@
+"""
+A safety area: a polygon in the world ENU x-y plane and an altitude band (no rclpy).
+
+Scenario key ``safety_area: {polygon: [[x, y], ...], z_min, z_max}`` (metres, world ENU), or
+``polygon_latlon: [[lat, lon], ...]`` with ``geo_reference: [lat, lon, alt]`` (converted with
+pymap3d into the tangent plane at ``geo_reference``, the frame of the PX4 bridges'
+``origin_source gps``). The polygon may be non-convex; it must be simple (shapely's
+``is_valid``).
+
+:func:`limit_to_area` bounds every command so that the vehicle can always stop inside. The
+vehicle's own velocity towards an edge, ``v``, already needs ``S(v) = v t + v^2 / (2 a)`` to
+stop (``t`` the velocity lag ``t_safe``, ``a`` the braking ``a_safe`` of the controller's
+``d_safe`` term: an upper bound of a first-order lag with an acceleration limit). The command
+towards that edge is at most the speed ``c`` with ``S(c) = d - S(v)``, ``d`` the distance to
+the edge segment: it reaches 0 when the vehicle's stop would end on the edge, so the boundary
+is a barrier whatever the target does. The same for the altitude band. The edges the commands
+respect lie ``margin`` (1 m by default) inside the area's (shapely's mitred inward buffer), so
+the vehicles stop short of the boundary itself. A vehicle found outside the polygon holds (zero
+velocity); above or below the band only a command back into it is kept. A PX4 bridge also
+refuses to engage outside and lands a vehicle that stays out for ``outside_land_after``.
+
+Per tick this is numpy over (agents x edges), and shapely's vectorised ``contains_xy`` for
+inside/outside.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import pymap3d
+import shapely
+
+PROJECTION_ROUNDS = 20  # most: a sharp corner's two edges take several rounds
+AREA_KEYS = ('polygon', 'polygon_latlon', 'geo_reference', 'z_min', 'z_max', 'margin')
+
+
+@dataclass(frozen=True, eq=False)
+class SafetyArea:
+    """A simple polygon (K, 2) in world ENU x, y and an altitude band [z_min, z_max]."""
+
+    polygon: np.ndarray
+    z_min: float = -math.inf
+    z_max: float = math.inf
+    margin: float = 1.0  # m: the commands stop the vehicles this far inside the boundary
+
+    def __post_init__(self) -> None:
+        points = np.asarray(self.polygon, dtype=float)
+        if points.ndim != 2 or points.shape[1] != 2 or len(points) < 3 or not np.all(
+                np.isfinite(points)):
+            raise ValueError('safety_area polygon must be 3 or more [x, y] points (m, world '
+                             f'ENU), got {np.asarray(self.polygon).tolist()}')
+        shape = shapely.Polygon(points)
+        if not shape.is_valid or shape.area <= 0.0:
+            raise ValueError(f'safety_area polygon must be simple (its edges must not cross) '
+                             f'and enclose an area: {shapely.is_valid_reason(shape)}')
+        if not self.z_min < self.z_max:
+            raise ValueError(f'safety_area z_min must be below z_max, got {self.z_min} and '
+                             f'{self.z_max}')
+        if not 0.0 <= self.margin or not self.z_max - self.z_min > 2.0 * self.margin:
+            raise ValueError(f'safety_area margin must be >= 0 and leave room in the altitude '
+                             f'band, got {self.margin}')
+        inner = shape.buffer(-self.margin, join_style='mitre')
+        if inner.is_empty or inner.geom_type != 'Polygon':
+            raise ValueError(f'safety_area polygon leaves no single area {self.margin:g} m '
+                             '(margin) inside its boundary')
+        stop = np.asarray(inner.exterior.coords)[:-1]
+        object.__setattr__(self, 'polygon', points)
+        object.__setattr__(self, 'shape', shape)
+        object.__setattr__(self, 'inner', inner)
+        shapely.prepare(shape)
+        shapely.prepare(inner)
+        # The commands stop the vehicles at the inner boundary, margin inside the real one.
+        object.__setattr__(self, 'edges', np.stack((stop, np.roll(stop, -1, axis=0)),
+                                                   axis=1))  # (K, 2, 2): start, end
+
+    shape: Any = None    # set by __post_init__: the shapely Polygon
+    inner: Any = None    # set by __post_init__: the polygon margin inside it
+    edges: Any = None    # set by __post_init__: (K, 2, 2)
+
+    @classmethod
+    def from_mapping(cls, values: Optional[Mapping[str, Any]]) -> Optional['SafetyArea']:
+        """Build from a scenario's ``safety_area`` mapping (None or empty: no area)."""
+        if not values:
+            return None
+        unknown = sorted(set(values) - set(AREA_KEYS))
+        if unknown:
+            raise ValueError(f'safety_area has unknown keys {unknown}; known: '
+                             f'{", ".join(AREA_KEYS)}')
+        if ('polygon' in values) == ('polygon_latlon' in values):
+            raise ValueError('safety_area needs exactly one of polygon ([[x, y], ...] m) and '
+                             'polygon_latlon ([[lat, lon], ...] with geo_reference)')
+        if 'polygon_latlon' in values:
+            reference = values.get('geo_reference')
+            if reference is None or len(reference) != 3:
+                raise ValueError('safety_area polygon_latlon needs geo_reference [lat, lon, '
+                                 f'alt], got {reference!r}')
+            latlon = np.asarray(values['polygon_latlon'], dtype=float).reshape(-1, 2)
+            east, north, _ = pymap3d.geodetic2enu(latlon[:, 0], latlon[:, 1], reference[2],
+                                                  *reference)
+            polygon = np.column_stack((east, north))
+        else:
+            polygon = values['polygon']
+        return cls(polygon, float(values.get('z_min', -math.inf)),
+                   float(values.get('z_max', math.inf)), float(values.get('margin', 1.0)))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return the area as a plain mapping (world ENU)."""
+        return {'polygon': self.polygon.tolist(), 'z_min': self.z_min, 'z_max': self.z_max,
+                'margin': self.margin}
+
+    def contains(self, positions) -> np.ndarray:
+        """Return, per position (..., >= 2), whether it is inside: polygon and band."""
+        p = np.asarray(positions, dtype=float)
+        inside = shapely.contains_xy(self.shape, p[..., 0], p[..., 1])
+        if p.shape[-1] > 2:
+            inside &= (p[..., 2] >= self.z_min) & (p[..., 2] <= self.z_max)
+        return inside
+
+    def distance(self, positions) -> np.ndarray:
+        """Return each position's horizontal distance to the boundary, negative outside."""
+        p = np.asarray(positions, dtype=float)[..., :2]
+        d, _ = _nearest_edges(p, np.stack((self.polygon, np.roll(self.polygon, -1, axis=0)),
+                                          axis=1))
+        inside = shapely.contains_xy(self.shape, p[..., 0], p[..., 1])
+        return np.where(inside, d.min(axis=-1), -d.min(axis=-1))
+
+
+def _nearest_edges(p, edges):
+    """Distance (..., K) from points (..., 2) to each edge segment, and the unit directions."""
+    a, b = edges[:, 0], edges[:, 1]                        # (K, 2)
+    ab = b - a
+    rel = p[..., None, :] - a                              # (..., K, 2)
+    s = np.clip(np.sum(rel * ab, axis=-1) / np.sum(ab * ab, axis=-1), 0.0, 1.0)
+    towards = a + s[..., None] * ab - p[..., None, :]      # to the nearest point
+    d = np.linalg.norm(towards, axis=-1)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        unit = np.where(d[..., None] > 0.0, towards / np.where(d > 0.0, d, 1.0)[..., None], 0.0)
+    return d, unit
+
+
+def stoppable_speed(distance, lag: float, braking: float):
+    """Return the speed ``c`` with ``c lag + c^2 / (2 braking) = distance`` (0 at or past it)."""
+    d = np.maximum(np.asarray(distance, dtype=float), 0.0)
+    if braking <= 0.0:
+        return d / lag if lag > 0.0 else np.full(d.shape, np.inf)
+    return braking * (np.sqrt(lag * lag + 2.0 * d / braking) - lag)
+
+
+def stopping_distance(speed, lag: float, braking: float):
+    """Return ``S(v) = v lag + v^2 / (2 braking)`` for speeds towards an edge (0 if away)."""
+    v = np.maximum(np.asarray(speed, dtype=float), 0.0)
+    return v * lag + (v * v / (2.0 * braking) if braking > 0.0 else 0.0)
+
+
+def limit_to_area(cmds, positions, velocities, area: Optional[SafetyArea], lag: float,
+                  braking: float):
+    """
+    Return ``cmds`` (..., 3) bounded so that each vehicle can stop inside.
+
+    ``positions``/``velocities`` (..., 3) are the vehicles'. Inside: the command towards each
+    edge is at most :func:`stoppable_speed` of the distance left once the vehicle's own
+    velocity has stopped (:func:`stopping_distance`); the excess along that direction is
+    taken out, edge after edge, in rounds until none is left (corners). Outside
+    the polygon: zero horizontal velocity (hold). Vertically the same against ``z_min`` and
+    ``z_max``; below or above the band only a command back into it is kept.
+    """
+    if area is None:
+        return cmds
+    cmds = np.array(cmds, dtype=float)
+    p = np.asarray(positions, dtype=float)
+    v = np.asarray(velocities, dtype=float)
+    d, unit = _nearest_edges(p[..., :2], area.edges)
+    # Between the inner edges and the boundary the nearest inner edge is behind: only moving
+    # back towards it (or along it) is allowed.
+    beyond = ~shapely.contains_xy(area.inner, p[..., 0], p[..., 1])
+    if np.any(beyond):
+        nearest = np.argmin(d, axis=-1)[..., None]
+        flip = beyond[..., None] & (np.arange(d.shape[-1]) == nearest)
+        unit = np.where(flip[..., None], -unit, unit)
+        d = np.where(flip, 0.0, d)
+    towards = np.sum(v[..., None, :2] * unit, axis=-1)     # (..., K)
+    allowed = stoppable_speed(d - stopping_distance(towards, lag, braking), lag, braking)
+    xy = cmds[..., :2]
+    # Only the edges some command could break; alternating projections onto their
+    # half-planes (a wedge's two edges pull against each other: a few rounds).
+    speed = np.linalg.norm(xy, axis=-1)[..., None]
+    near = [k for k in range(area.edges.shape[0]) if np.any(allowed[..., k] < speed[..., 0])]
+    for _ in range(PROJECTION_ROUNDS if near else 0):
+        worst = 0.0
+        for k in near:
+            excess = np.maximum(np.sum(xy * unit[..., k, :], axis=-1) - allowed[..., k], 0.0)
+            xy = xy - excess[..., None] * unit[..., k, :]
+            worst = max(worst, float(np.max(excess, initial=0.0)))
+        if worst < 1e-9:
+            break
+    inside = shapely.contains_xy(area.shape, p[..., 0], p[..., 1])
+    cmds[..., :2] = np.where(inside[..., None], xy, 0.0)
+    z, vz = p[..., 2], v[..., 2]
+    top, bottom = area.z_max - area.margin, area.z_min + area.margin
+    up = stoppable_speed(top - z - stopping_distance(vz, lag, braking), lag, braking)
+    down = stoppable_speed(z - bottom - stopping_distance(-vz, lag, braking), lag, braking)
+    cmds[..., 2] = np.clip(cmds[..., 2], -down, up)
+    return np.where(inside[..., None], cmds, 0.0)  # outside the polygon: hold
