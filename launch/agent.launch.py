@@ -7,7 +7,8 @@ The controller reads <agent_name>/odom and writes <agent_name>/cmd_vel; it meets
 the swarm on /swarm/agent_states and the target on /target/state, best effort by default (a
 radio link between hosts): the target and metrics hosts must use the same swarm_reliability.
 """
-from soliton_encirclement_ros.bringup.launch_plans import agent_nodes
+from soliton_encirclement_ros.bringup.launch_plans import (
+    agent_nodes, SAFETY_AREA_HELP)
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 ARGUMENTS = {
@@ -19,6 +20,7 @@ ARGUMENTS = {
     'swarm_reliability': ('best_effort', 'QoS of the swarm topics: best_effort over radio links, '
                           'reliable on one host; the same on every host'),
     'altitude': ('nan', 'altitude hold [m, world ENU z]; nan = off'),
+    'safety_area': ('', SAFETY_AREA_HELP),
 }
 
 

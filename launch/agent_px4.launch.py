@@ -21,7 +21,8 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.bringup.launch_plans import agent_px4_nodes
+from soliton_encirclement_ros.bringup.launch_plans import (
+    agent_px4_nodes, SAFETY_AREA_HELP)
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -44,6 +45,7 @@ ARGUMENTS = {
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
     'simulated': ('', "this agent's name to fly it on the mobility simulation, not PX4; "
                   'empty = PX4'),
+    'safety_area': ('', SAFETY_AREA_HELP),
 }
 
 

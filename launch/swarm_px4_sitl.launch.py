@@ -19,7 +19,8 @@ import os
 
 from ament_index_python.packages import get_package_share_directory
 
-from soliton_encirclement_ros.bringup.launch_plans import swarm_px4_sitl_nodes
+from soliton_encirclement_ros.bringup.launch_plans import (
+    SAFETY_AREA_HELP, swarm_px4_sitl_nodes)
 from soliton_encirclement_ros.bringup.launch_support import (
     LIVE_VIEW_ARGUMENTS, live_view_nodes, plan_launch_description)
 
@@ -48,6 +49,7 @@ ARGUMENTS = {
     'simulated': ('', "agents flown on the mobility simulation, not PX4, e.g. 'uav3,uav4'; "
                   'empty = none'),
     **LIVE_VIEW_ARGUMENTS,
+    'safety_area': ('', SAFETY_AREA_HELP),
 }
 
 

@@ -12,7 +12,8 @@ from ament_index_python.packages import get_package_share_directory
 from launch_ros.actions import Node
 
 from soliton_encirclement_ros.bringup.graph import rviz_problem
-from soliton_encirclement_ros.bringup.launch_plans import swarm_sim_nodes
+from soliton_encirclement_ros.bringup.launch_plans import (
+    SAFETY_AREA_HELP, swarm_sim_nodes)
 from soliton_encirclement_ros.bringup.launch_support import (
     LIVE_VIEW_ARGUMENTS, live_view_nodes, package_found, plan_launch_description)
 
@@ -31,6 +32,7 @@ ARGUMENTS = {
     'target_motion': ('static', 'static, random or waypoints'),
     'rviz': ('false', 'start RViz with config/swarm.rviz'),
     **LIVE_VIEW_ARGUMENTS,
+    'safety_area': ('', SAFETY_AREA_HELP),
 }
 
 

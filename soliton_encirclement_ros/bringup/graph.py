@@ -18,6 +18,7 @@ import yaml
 
 from ros_support.settings import settings_fields
 from ros_support.validation import bounded, read_yaml
+from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.core.faults import Impairments
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -134,6 +135,9 @@ class SwarmPlan:
     # their vehicles from PX4's GPS reference (origin_source gps), or, with px4_origins too,
     # check those against it (px4.geo).
     geo_reference: tuple[float, ...] = ()
+    # A safety area file (core.area) every agent keeps its vehicle inside, every bridge
+    # checks, and the markers draw; '' = none.
+    safety_area_file: str = ''
     metrics_output_dir: str = ''
     figure_format: str = 'png'          # metrics_node's plots: png, pdf or svg
     swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
@@ -188,6 +192,7 @@ class SwarmPlan:
         object.__setattr__(self, 'simulated', _checked_simulated(self))
         if self.geo_reference:
             object.__setattr__(self, 'geo_reference', check_geo_reference(self.geo_reference))
+        load_area_file(self.safety_area_file, self.geo_reference)  # one line if it is bad
 
     # The scenario's fields the graph reads most, by their scenario names.
     num_agents = property(lambda self: self.scenario.agents)
@@ -270,6 +275,15 @@ def target_parameters(plan: SwarmPlan) -> list[Parameter]:
     return params
 
 
+def area_parameters(plan: SwarmPlan) -> list[Parameter]:
+    """Return the safety area file, and the world origin a lat/lon polygon is placed from."""
+    if not plan.safety_area_file:
+        return []
+    return [('safety_area_file', plan.safety_area_file, None),
+            *([('geo_reference', list(plan.geo_reference), None)] if plan.geo_reference
+              else [])]
+
+
 def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
     """
     Return the nodes of ``plan``, in start order (simulation before controllers).
@@ -302,6 +316,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
     swarm: list[Parameter] = ([] if plan.swarm_reliability == RELIABLE
                               else [('swarm_reliability', plan.swarm_reliability, None)])
     scenario = plan.scenario
+    area = area_parameters(plan)
     nodes: list[NodeSpec] = []
     if plan.mode == 'sim':
         clock: list[Parameter] = [
@@ -329,6 +344,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
               if k in ('max_speed_xy', 'max_speed_z')],
             *[(k, getattr(scenario, k), k) for k in ('radius', 'control_period', 'seed')],
             *shared(plan, Impairments),
+            *area,
             *swarm]))
         if plan.min_d_safe > 0.0:
             nodes[-1] = _with_separation_floor(plan, nodes[-1], sections)
@@ -341,6 +357,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
         ('metrics_period', scenario.metrics_period or scenario.control_period,
          'metrics_period'),
         *_unless_default(plan, ['telemetry_period']),
+        *area,
         *swarm,
         *([('output_dir', plan.metrics_output_dir, None)] if plan.metrics_output_dir else []),
         *([('figure_format', plan.figure_format, None)] if plan.figure_format != 'png'
@@ -475,6 +492,8 @@ def px4_bridge_spec(plan: SwarmPlan, index: int, name: str, files: Sequence[str]
     if plan.geo_reference:  # from GPS; hand-measured origins are checked against it
         origin.update(geo_reference=list(plan.geo_reference),
                       origin_source='given' if plan.px4_origins else 'gps')
+    if plan.safety_area_file:
+        origin['safety_area_file'] = plan.safety_area_file
     return NodeSpec(
         'px4_bridge_node', 'px4_bridge', namespace=f'/{name}', params_files=tuple(files),
         parameters={'use_sim_time': plan.use_sim_time, 'px4_namespace': px4_ns,

@@ -12,6 +12,12 @@ from soliton_encirclement_ros.bringup.graph import (
     build_graph, in_namespace, LaunchArguments, live_scenario, NodeSpec, parse_geo_reference,
     parse_origins, parse_simulated, PX4_D_SAFE, SwarmPlan)
 
+# The help of the launch argument safety_area (a core.area file) that every launch file takes.
+SAFETY_AREA_HELP = ('safety area YAML: {polygon: [[x, y], ...] (m, world ENU) or '
+                    'polygon_latlon (with geo_reference), z_min, z_max}; the agents keep '
+                    'their vehicles able to stop inside, the bridges refuse to engage '
+                    "outside and land a vehicle that stays out; '' = none")
+
 
 def swarm_sim_nodes(value: LaunchArguments) -> list[NodeSpec]:
     """``swarm_sim.launch.py``: N simulated UAVs, the target and the metrics node."""
@@ -24,6 +30,7 @@ def swarm_sim_nodes(value: LaunchArguments) -> list[NodeSpec]:
         use_sim_time=value.flag('use_sim_time'),
         clock_source='mobility',
         real_time_factor=value.real('real_time_factor'),
+        safety_area_file=value['safety_area'],
         given=value.sources(radius='radius', seed='seed', control_period='control_period',
                             target_motion='target_motion'),
     )
@@ -39,6 +46,7 @@ def agent_nodes(value: LaunchArguments) -> list[NodeSpec]:
                      params_files=value.files('params_file'),
                      use_sim_time=value.flag('use_sim_time'),
                      swarm_reliability=value['swarm_reliability'],
+                     safety_area_file=value['safety_area'],
                      given=value.sources(radius='radius', altitude='altitude'))
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
@@ -60,6 +68,7 @@ def agent_px4_nodes(value: LaunchArguments) -> list[NodeSpec]:
                                   if 'origin' in value.given or not value['geo_reference']
                                   else ()),
                      geo_reference=parse_geo_reference(value['geo_reference']),
+                     safety_area_file=value['safety_area'],
                      swarm_reliability=value['swarm_reliability'],
                      simulated=parse_simulated(value['simulated']),
                      min_d_safe=PX4_D_SAFE,
@@ -82,6 +91,7 @@ def swarm_px4_sitl_nodes(value: LaunchArguments) -> list[NodeSpec]:
                              controller={'d_safe': value.real('d_safe')})
     plan = SwarmPlan(scenario=scenario,
                      mode='px4', px4_origins=origins, geo_reference=geo_reference,
+                     safety_area_file=value['safety_area'],
                      swarm_reliability=value['swarm_reliability'],
                      use_sim_time=value.flag('use_sim_time'),
                      params_files=value.files('params_file'),

@@ -203,3 +203,111 @@ def limit_to_area(cmds, positions, velocities, area: Optional[SafetyArea], lag: 
     down = stoppable_speed(z - bottom - stopping_distance(-vz, lag, braking), lag, braking)
     cmds[..., 2] = np.clip(cmds[..., 2], -down, up)
     return np.where(inside[..., None], cmds, 0.0)  # outside the polygon: hold
+
+
+def read_area_file(path, geo_reference=()) -> dict:
+    """
+    Read a safety area YAML file (the mapping of a scenario's ``safety_area:``), checked.
+
+    ``ValueError`` in one line naming the file and what is wrong. The same file serves
+    ``--safety-area`` of the runners and the ``safety_area_file`` parameter of the nodes. A
+    ``polygon_latlon`` without a ``geo_reference`` of its own takes ``geo_reference`` (the
+    fleet's world origin); one that names another is refused.
+    """
+    from ros_support.validation import read_yaml
+    values = read_yaml(path, 'safety area')
+    if not isinstance(values, dict):
+        raise ValueError(f'safety area {path}: must be a mapping with polygon (or '
+                         f'polygon_latlon), z_min, z_max; got {type(values).__name__}')
+    if geo_reference and 'polygon_latlon' in values:
+        own = values.get('geo_reference')
+        if own is None:
+            values = {**values, 'geo_reference': list(geo_reference)}
+        elif not np.allclose(np.asarray(own, dtype=float), np.asarray(geo_reference, float),
+                             rtol=0.0, atol=1e-7):
+            raise ValueError(f'safety area {path}: its geo_reference {list(own)} is not the '
+                             f"fleet's geo_reference {list(geo_reference)}: one world frame "
+                             "for all (drop the file's geo_reference)")
+    try:
+        SafetyArea.from_mapping(values)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f'safety area {path}: {exc}') from None
+    return values
+
+
+def load_area_file(path, geo_reference=()) -> Optional[SafetyArea]:
+    """Return the :class:`SafetyArea` of a file (``''``: None, no area)."""
+    return SafetyArea.from_mapping(read_area_file(path, geo_reference)) if path else None
+
+
+def write_area_file(area: SafetyArea, path) -> None:
+    """Write ``area`` (world ENU) as a safety area file that :func:`read_area_file` reads."""
+    import yaml
+    with open(path, 'w', encoding='utf-8') as stream:
+        yaml.safe_dump(area.as_dict(), stream, default_flow_style=None, sort_keys=False)
+
+
+def outside_text(area: SafetyArea, position) -> Optional[str]:
+    """Say where ``position`` (3,) is outside ``area`` (polygon or band), or None inside."""
+    p = np.asarray(position, dtype=float)
+    where = []
+    beyond = -float(area.distance(p))
+    if beyond > 0.0:
+        where.append(f'{beyond:.1f} m outside the polygon')
+    if p.shape[-1] > 2 and p[2] > area.z_max:
+        where.append(f'{p[2] - area.z_max:.1f} m above z_max {area.z_max:g} m')
+    if p.shape[-1] > 2 and p[2] < area.z_min:
+        where.append(f'{area.z_min - p[2]:.1f} m below z_min {area.z_min:g} m')
+    if not where:
+        return None
+    return f'at ({", ".join(f"{c:.1f}" for c in p[:3])}) m, ' + ' and '.join(where)
+
+
+@dataclass
+class AreaWatch:
+    """
+    A vehicle's time outside the safety area: hold at once, land after ``land_after``.
+
+    :meth:`update` is fed the vehicle's position (world ENU); it returns the lines to say (each
+    episode once) and keeps :attr:`outside` (where, or None inside), :attr:`since` and
+    :attr:`land` (outside for longer than ``land_after``; 0 = never land for it).
+    """
+
+    area: SafetyArea
+    land_after: float = 10.0
+    outside: Optional[str] = None
+    since: Optional[float] = None
+    land: bool = False
+    known: bool = False  # a position was seen
+
+    def state_text(self) -> str:
+        """One word or clause for a status: inside, outside (where), or unknown."""
+        if not self.known:
+            return 'unknown (no position yet)'
+        return 'inside' if self.outside is None else f'outside ({self.outside})'
+
+    def update(self, now: float, position) -> list[str]:
+        """Take the vehicle's position at ``now`` [s]; return what to say (once per episode)."""
+        outside = outside_text(self.area, position)
+        self.known = True
+        lines = []
+        if outside is not None and self.outside is None:
+            self.since = now
+            lines.append(f'outside the safety area ({outside}): holding (zero velocity)'
+                         + (f', landing after outside_land_after {self.land_after:g} s'
+                            if self.land_after > 0.0 else ''))
+        elif outside is None and self.outside is not None:
+            lines.append('back inside the safety area')
+            self.since, self.land = None, False
+        self.outside = outside
+        if outside is not None and self.land_after > 0.0 and not self.land \
+                and now - self.since >= self.land_after:
+            self.land = True
+            lines.append(f'outside the safety area for {now - self.since:.1f} s '
+                         f'(outside_land_after {self.land_after:g} s): landing')
+        return lines
+
+    def why(self, now: float) -> str:
+        """Why the vehicle leaves the ring (after :attr:`land`): one clause."""
+        return (f'outside the safety area for {now - (self.since or now):.1f} s '
+                f'({self.outside})')

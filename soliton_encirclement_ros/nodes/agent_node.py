@@ -33,6 +33,7 @@ from std_srvs.srv import SetBool
 
 from ros_support.ros_parameters import current_values, declare, declare_validated, specs_of
 from ros_support.spin import spin_node
+from soliton_encirclement_ros.core.area import AreaWatch, limit_to_area
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
     agent_tick, AgentBroadcast, BLIND, FAILED, failed_tick, future_stamp_reason, initial_state, OK,
@@ -104,6 +105,9 @@ class AgentNode(Node):
         self._failed = False
         self._manual_failure_until_ns = -1
         self._vehicle_failure = ''  # why the vehicle left the ring (its bridge), '' = it has not
+        self._area = settings.area
+        self._area_watch = (None if settings.area is None
+                            else AreaWatch(settings.area, settings.outside_land_after))
         self.status = Status(STARTING, 'waiting for the first tick')
 
         self._cmd_pub = self.create_publisher(Twist, AGENT_CMD_TOPIC, 10)
@@ -262,8 +266,14 @@ class AgentNode(Node):
     def _on_tick(self) -> None:
         now_ns = self._now_ns()
         now = now_ns * 1e-9
+        odometry = self._latest_odometry_before(now_ns)
+        if odometry is not None:
+            odometry = (odometry[0] * 1e-9, *odometry[1:])
+            if self._area_watch is not None:
+                for line in self._area_watch.update(now, odometry[1]):
+                    self.get_logger().warning(f'agent {self.agent_id}: {line}')
         failed = (self._outage.update(now) or now_ns < self._manual_failure_until_ns
-                  or bool(self._vehicle_failure))
+                  or bool(self._vehicle_failure) or self._outside_too_long())
         if failed != self._failed:
             self._on_failure_change(failed)
         self._observe_incarnation(self.agent_id, self.incarnation, now)
@@ -274,9 +284,6 @@ class AgentNode(Node):
                 self._state = receive_states(
                     self._state, [(message, rx_time) for (_, message), rx_time in due],
                     self._params)
-        odometry = self._latest_odometry_before(now_ns)
-        if odometry is not None:
-            odometry = (odometry[0] * 1e-9, *odometry[1:])
         if failed:
             tick = failed_tick(self._state, odometry, now, self._params, self._failure_detail())
         else:
@@ -285,8 +292,12 @@ class AgentNode(Node):
         if tick.broadcast is not None:
             self._state_pub.publish(agent_state_to_msg(tick.broadcast))
         if tick.command is not None:
+            command = tick.command
+            if self._area is not None and odometry is not None:  # able to stop inside
+                command = limit_to_area(command, odometry[1], odometry[2], self._area,
+                                        self._params.t_safe, self._params.a_safe)
             twist = Twist()
-            twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in tick.command)
+            twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in command)
             self._cmd_pub.publish(twist)
         self._set_status(tick.status)
 
@@ -300,9 +311,17 @@ class AgentNode(Node):
         self._links.record(sender.astype(np.int64), incarnation.astype(np.int64),
                            seq.astype(np.int64), stamp, arrival - self._channel.delay, arrival)
 
+    def _outside_too_long(self) -> bool:
+        """Whether the vehicle has been outside the safety area for outside_land_after."""
+        return self._area_watch is not None and self._area_watch.land
+
     def _failure_detail(self) -> str:
-        """Why the controller is out: the vehicle's own reason, else an injected failure."""
-        return f'vehicle: {self._vehicle_failure}' if self._vehicle_failure else 'injected'
+        """Why the controller is out: the vehicle's own reason, the area, else injected."""
+        if self._vehicle_failure:
+            return f'vehicle: {self._vehicle_failure}'
+        if self._outside_too_long():
+            return self._area_watch.why(self._now_ns() * 1e-9)
+        return 'injected'
 
     def _latest_odometry_before(self, now_ns: int):
         """Newest odometry stamped strictly before now (else the newest): order-independent."""

@@ -175,7 +175,7 @@ class MetricsNode(Node):
                   for agent_id, (state, _) in self._agents.items()}
         self._marker_pub.publish(swarm_markers(
             agents, self._target.position, self.settings.radius, self._trails,
-            self.settings.world_frame, self.get_clock().now().to_msg()))
+            self.settings.world_frame, self.get_clock().now().to_msg(), self.settings.area))
 
     def series(self) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
         """

@@ -18,12 +18,15 @@ import numpy as np
 from ros_support.settings import check_fields, same_as, setting
 from ros_support.validation import from_mapping
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS
+from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.core.faults import Impairments
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, TargetMotionSettings
 from soliton_encirclement_ros.interface import (
     RELIABLE, SWARM_RELIABILITIES, SWARM_RELIABILITY_DESCRIPTION)
+from soliton_encirclement_ros.px4.geo import check_geo_reference
+from soliton_encirclement_ros.px4.offboard import OffboardConfig
 from velocity_mobility_ros.core.vehicle import VehicleParams
 
 
@@ -62,12 +65,25 @@ class AgentSettings(Impairments, _Settings):
                                       'more than this is named in a WARN and in /diagnostics '
                                       '(must stay below max_future_stamp)', 's', 0.0,
                                       strict=True, read_only=True)
+    safety_area_file: str = setting('', 'safety area YAML (polygon in world ENU or '
+                                    'polygon_latlon with geo_reference; z_min, z_max): every '
+                                    'command keeps the vehicle able to stop inside; outside it '
+                                    "holds, and leaves the ring after outside_land_after; '' = "
+                                    'none', read_only=True)
+    outside_land_after: float = same_as(OffboardConfig, 'outside_land_after', read_only=True)
+    geo_reference: tuple = setting(description="the fleet's shared world origin [lat, lon, alt] "
+                                   '(deg, deg, m AMSL): world ENU is the tangent plane there (a '
+                                   'safety area in lat/lon is placed from it); empty = none',
+                                   array='double', read_only=True, default_factory=tuple)
     link_window: float = setting(10.0, 'the per-sender link figures in /diagnostics (heard, '
                                  'lost, age, clock offset) cover this long', 's', 1.0, 3600.0,
                                  read_only=True)
 
     def __post_init__(self) -> None:
         check_fields(self)
+        object.__setattr__(self, 'geo_reference', check_geo_reference(self.geo_reference))
+        object.__setattr__(self, 'area', load_area_file(self.safety_area_file,
+                                                        self.geo_reference))
 
 
 @dataclass(frozen=True)
@@ -158,6 +174,10 @@ class MetricsSettings(_Settings):
     trail_length: int = setting(60, 'positions kept per agent trail in the markers', low=0,
                                 high=100_000, read_only=True)
     world_frame: str = setting('world', 'frame of the markers', read_only=True)
+    safety_area_file: str = same_as(AgentSettings, 'safety_area_file',
+                                    description='safety area YAML drawn in the markers (the '
+                                    "agents' file); '' = none")
+    geo_reference: tuple = same_as(AgentSettings, 'geo_reference')
     output_dir: str = setting('', 'directory for the run outputs (CSV streamed during the run, '
                               'plots and summary.json on shutdown); empty = none',
                               read_only=True)
@@ -167,6 +187,8 @@ class MetricsSettings(_Settings):
 
     def __post_init__(self) -> None:
         check_fields(self)
+        object.__setattr__(self, 'area', load_area_file(self.safety_area_file,
+                                                        tuple(self.geo_reference)))
 
     @property
     def telemetry_every(self) -> int:

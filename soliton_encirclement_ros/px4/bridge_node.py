@@ -40,13 +40,15 @@ from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
 from ros_support.ros_parameters import declare_validated, specs_of
-from ros_support.settings import check_fields, setting
+from ros_support.settings import check_fields, same_as, setting
 from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.topics import publisher_node
 from ros_support.validation import from_mapping
+from soliton_encirclement_ros.core.area import AreaWatch, load_area_file
 from soliton_encirclement_ros.core.identity import new_incarnation
 from soliton_encirclement_ros.interface import VEHICLE_FAILURE_TOPIC
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
+from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import VEHICLE_FAILURE_QOS
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
@@ -140,13 +142,15 @@ class BridgeSettings:
                                  "estimator's global reference (VehicleLocalPosition ref_lat/"
                                  'ref_lon/ref_alt) in the frame of geo_reference',
                                  choices=ORIGIN_SOURCES, read_only=True)
-    geo_reference: tuple = setting(description="the fleet's shared world origin [lat, lon, alt] "
-                                   '(deg, deg, m AMSL): world ENU is the tangent plane there; '
-                                   'empty = none', array='double', read_only=True,
-                                   default_factory=tuple)
+    geo_reference: tuple = same_as(AgentSettings, 'geo_reference')
     origin_tolerance: float = setting(3.0, 'an origin_enu farther than this from the GPS-derived '
                                       'origin refuses the engage', 'm', 0.0, strict=True,
                                       read_only=True)
+    safety_area_file: str = setting('', 'safety area YAML (polygon in world ENU, or '
+                                    'polygon_latlon in the frame of geo_reference; z_min, '
+                                    'z_max): the engage is refused outside, and an engaged '
+                                    'vehicle outside holds, then lands after outside_land_after; '
+                                    "'' = none", read_only=True)
     offboard: OffboardConfig = field(default_factory=OffboardConfig)
 
     def __post_init__(self):
@@ -161,6 +165,8 @@ class BridgeSettings:
         object.__setattr__(self, 'origin_enu', tuple(self.origin_enu))
         object.__setattr__(self, 'geo_reference', check_geo_reference(self.geo_reference))
         self.placement()  # origin_source gps without a geo_reference fails here
+        object.__setattr__(self, 'area', load_area_file(self.safety_area_file,
+                                                        self.geo_reference))
         if not self.world_frame_id:
             raise ValueError("world_frame_id must not be empty, got ''")
 
@@ -283,6 +289,8 @@ class Px4BridgeNode(Node):
         self._seq = OffboardSequencer(s.offboard, s.target_system)
         self._placement = s.placement()
         self._seq.origin_problem = self._placement.problem
+        if s.area is not None:
+            self._seq.area_watch = AreaWatch(s.area, s.offboard.outside_land_after)
         self._unplaced_warned = False
         # Random per process start: in ~/status, so that two bridges started with one name and
         # namespace (a launch started twice) are told apart.

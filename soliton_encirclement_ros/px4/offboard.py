@@ -132,6 +132,9 @@ class OffboardConfig:
                                  'remaining), or at a CRITICAL battery warning, an engaged '
                                  'vehicle leaves the ring and lands, and an idle one refuses the '
                                  'engage; 0 = only the warning', '', 0.0, 1.0)
+    outside_land_after: float = setting(10.0, 'a vehicle outside the safety area '
+                                        '(safety_area_file) holds, and lands once it has been '
+                                        'outside this long; 0 = hold only', 's', 0.0, 600.0)
 
     def __post_init__(self):
         check_fields(self)
@@ -276,6 +279,8 @@ class OffboardSequencer:
         # Why this vehicle is not placed in the world frame (px4.geo.OriginPlacement.problem).
         self.origin_problem = None
         self._battery = None             # (remaining 0..1 or NaN, warning, stamp)
+        # The safety area (core.area.AreaWatch, set by the node), fed the odometry's position.
+        self.area_watch = None
         # Why the vehicle is out of the ring: from a landing until the next confirmed engage.
         self.out_of_ring = None
 
@@ -352,6 +357,10 @@ class OffboardSequencer:
         """
         self._odom_stamp = now
         self._heard_px4(now)
+        if self.area_watch is not None and position is not None:
+            lines = self.area_watch.update(now, position)
+            if self.phase is Phase.ACTIVE:
+                self._alerts.extend(lines)
         if reset_counter is None:
             return
         position = None if position is None else np.asarray(position, dtype=float)
@@ -482,12 +491,7 @@ class OffboardSequencer:
                     'engage once it is confirmed')
         if self.phase is not Phase.IDLE:
             return f'an engage request is already {self.phase.value}'
-        problem = (self._others_problem() or self._link_problem(now)
-                   or self._system_id_problem() or self._failsafe_problem(now)
-                   or self._landing_problem() or self.origin_problem)
-        battery = self._battery_problem(now)
-        if problem is None and battery:
-            problem = f'{battery}: charge or swap it before engaging'
+        problem = self.engage_problem(now)
         if problem:
             return problem
         if self._stream_stopped is not None:
@@ -501,6 +505,21 @@ class OffboardSequencer:
         self._pending = None
         self.phase = Phase.MODE_REQUESTED
         return None
+
+    def engage_problem(self, now):
+        """
+        Why an engage from IDLE would be refused now, or None; changes nothing.
+
+        ``~/status`` reports it as ``ready`` (``yes`` or the reason), the pre-flight a fleet
+        check reads.
+        """
+        problem = (self._others_problem() or self._link_problem(now)
+                   or self._system_id_problem() or self._failsafe_problem(now)
+                   or self._landing_problem() or self.origin_problem or self._area_problem())
+        battery = self._battery_problem(now)
+        if problem is None and battery:
+            problem = f'{battery}: charge or swap it before engaging'
+        return problem
 
     def request_land(self, now, why='operator request'):
         """
@@ -591,6 +610,12 @@ class OffboardSequencer:
             values.append(('battery_remaining', f'{self._battery[0]:.2f}'))
         if self.out_of_ring:
             values.append(('out_of_ring', self.out_of_ring))
+        if self.area_watch is not None:
+            values.append(('safety_area', self.area_watch.state_text()))
+        if self.phase is Phase.IDLE:
+            values.append(('ready', self.engage_problem(now) or 'yes'))
+        else:
+            values.append(('ready', f'no: {self.phase.value}'))
         values = tuple(values)
         if not self.streaming:
             late = self._landed_after_all
@@ -646,6 +671,8 @@ class OffboardSequencer:
             return ('ending', None)  # the next tick goes idle and says why
         if self._others:
             return ('others', None)  # on_other_publishers warned, naming them
+        if self.area_watch is not None and self.area_watch.outside is not None:
+            return ('outside', None)  # on_odometry warned (core.area.AreaWatch)
         if self._reset is not None and self._reset.latched:
             return ('reset latched', None)  # on_odometry warned
         if (self._reset is not None and not self._reset.resolved
@@ -697,6 +724,18 @@ class OffboardSequencer:
             return (f'holding (zero velocity) for reset_hold {self.config.reset_hold:g} s after '
                     f'an estimator reset ({reset.jump:.2f} m), then following cmd_vel')
         return 'following cmd_vel'
+
+    def _area_problem(self):
+        """Why an engage is refused for the safety area (outside it, or no position yet)."""
+        watch = self.area_watch
+        if watch is None:
+            return None
+        if watch.outside is not None:
+            return (f'outside the safety area ({watch.outside}): carry the vehicle inside '
+                    'before engaging')
+        if watch.since is None and not watch.known:
+            return 'no position in the world frame yet to check against the safety area'
+        return None
 
     def _landing_problem(self):
         """Why an engage must not start now: PX4 is landing (armed, in AUTO_LAND), or None."""
@@ -960,6 +999,12 @@ class OffboardSequencer:
             return TickOutput(commands=out.commands, warnings=(
                 f'{battery}: leaving the ring and landing; sending NAV_LAND and waiting for '
                 'PX4 to confirm it',))
+        if self.area_watch is not None and self.area_watch.land:
+            why = self.area_watch.why(now)
+            out = self.request_land(now, why=why)
+            return TickOutput(commands=out.commands, warnings=(
+                f'{why}: leaving the ring and landing; sending NAV_LAND and waiting for PX4 to '
+                'confirm it',))
         if self.config.land_after > 0:
             last = self._cmd[2] if self._cmd is not None else self._active_since
             silent = now - max(last, self._active_since)

@@ -12,7 +12,7 @@ import argparse
 
 from ros_support.settings import add_options, given_options, settings_fields
 from ros_support.validation import read_yaml
-from soliton_encirclement_ros.core.area import SafetyArea
+from soliton_encirclement_ros.core.area import read_area_file
 from soliton_encirclement_ros.core.gains import PRESETS
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
 
@@ -42,25 +42,12 @@ def add_scenario_options(parser: argparse.ArgumentParser) -> None:
     add_options(group, Scenario, SCENARIO_OPTIONS)
 
 
-def read_safety_area(path) -> dict:
-    """Read a ``--safety-area`` YAML file: the mapping of a scenario's ``safety_area:``."""
-    values = read_yaml(path, 'safety area')
-    if not isinstance(values, dict):
-        raise ValueError(f'safety area {path}: must be a mapping with polygon (or '
-                         f'polygon_latlon), z_min, z_max; got {type(values).__name__}')
-    try:
-        SafetyArea.from_mapping(values)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f'safety area {path}: {exc}') from None
-    return values
-
-
 def scenario_from_args(args: argparse.Namespace) -> Scenario:
     """Return the scenario the options describe; ``ValueError`` naming what is wrong."""
     base = load_scenario(args.scenario) if args.scenario else Scenario()
     changes = given_options(args, Scenario, SCENARIO_OPTIONS)
     if getattr(args, 'safety_area', None):
-        changes['safety_area'] = read_safety_area(args.safety_area)
+        changes['safety_area'] = read_area_file(args.safety_area)
     if args.preset:
         changes['controller'] = {**PRESETS[args.preset], **base.controller}
     return base.with_changes(**changes) if changes else base

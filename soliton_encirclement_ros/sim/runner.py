@@ -113,6 +113,15 @@ def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
         **({} if args.odom_rate is None else {'odom_rate': args.odom_rate}))
 
 
+def write_run_area(area, out_dir: Path) -> Path:
+    """Write the run's safety area (world ENU) into ``out_dir``; return its absolute path."""
+    from soliton_encirclement_ros.core.area import write_area_file
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = (out_dir / 'safety_area.yaml').absolute()
+    write_area_file(area, path)
+    return path
+
+
 def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
     """Return the run's parameters for summary.json: the scenario's, then the graph's."""
     return {
@@ -177,6 +186,9 @@ def main(argv=None) -> int:
             print('swarm_sim: error: --foxglove needs foxglove-sdk: pip install foxglove-sdk '
                   "(or the live extra: pip install -e '.[live]')", file=sys.stderr)
             return 2
+    if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
+        plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
+                                                                     out_dir)))
     from soliton_encirclement_ros.sim.domain import other_swarm_problem
     problem = other_swarm_problem()
     if problem:

@@ -34,7 +34,8 @@ def swarm_sim_launch(params_file='', given=(), **values):
     """swarm_sim.launch.py's argument values: its declared defaults, ``values`` given."""
     defaults = {'num_agents': '10', 'radius': '20.0', 'params_file': params_file,
                 'use_sim_time': 'true', 'real_time_factor': '1.0', 'seed': '0',
-                'control_period': '0.05', 'target_motion': 'static', 'rviz': 'false'}
+                'control_period': '0.05', 'target_motion': 'static', 'rviz': 'false',
+                'safety_area': ''}
     return LaunchArguments({**defaults, **values}, given={*given, *values})
 
 
@@ -91,7 +92,8 @@ def test_the_agent_launch_plans_hold_altitude_and_d_safe_by_the_same_rule(tmp_pa
     path = params_file(tmp_path, '/**:\n  ros__parameters:\n    altitude: 5.0\n    d_safe: 1.0\n'
                        '    radius: 25.0\n')
     common = {'agent_name': 'uav2', 'agent_id': '2', 'radius': '20.0', 'params_file': path,
-              'use_sim_time': 'false', 'swarm_reliability': 'best_effort', 'altitude': 'nan'}
+              'use_sim_time': 'false', 'swarm_reliability': 'best_effort', 'altitude': 'nan',
+              'safety_area': ''}
     agent = agent_nodes(LaunchArguments(common, given={'agent_name', 'agent_id'}))[0]
     assert not {'radius', 'altitude'} & set(agent.parameters)
     agent = agent_nodes(LaunchArguments({**common, 'altitude': '3.0'},
@@ -118,7 +120,8 @@ def sitl_launch(params_file, **values):
     return {'num_agents': '2', 'origins': '', 'spawn_spacing': '1.0', 'altitude': '10.0',
             'swarm_reliability': 'best_effort', 'radius': '20.0', 'd_safe': '2.0',
             'target_motion': 'static', 'params_file': params_file, 'use_sim_time': 'true',
-            'simulated': '', 'allow_no_separation': 'false', 'geo_reference': '', **values}
+            'simulated': '', 'allow_no_separation': 'false', 'geo_reference': '',
+            'safety_area': '', **values}
 
 
 def agent_px4_launch(params_file, **values):
@@ -126,7 +129,7 @@ def agent_px4_launch(params_file, **values):
     return {'agent_name': 'uav1', 'agent_id': '1', 'px4_namespace': '', 'target_system': '1',
             'origin': '0,0,0', 'altitude': '10.0', 'swarm_reliability': 'best_effort',
             'radius': '20.0', 'd_safe': '2.0', 'params_file': params_file, 'simulated': '',
-            'allow_no_separation': 'false', 'geo_reference': '', **values}
+            'allow_no_separation': 'false', 'geo_reference': '', 'safety_area': '', **values}
 
 
 def effective_d_safe(agent):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import numpy as np
 import pytest
 
+from soliton_encirclement_ros.core.area import AreaWatch, SafetyArea
 from soliton_encirclement_ros.px4.offboard import (
     ARMING_STATE_ARMED, ARMING_STATE_DISARMED, ERROR, NAVIGATION_STATE_OFFBOARD, OffboardConfig,
     OffboardSequencer, OK, Outcome, Phase, PX4_CUSTOM_MAIN_MODE_AUTO,
@@ -853,3 +854,81 @@ def test_a_stale_battery_status_is_no_reason_and_zero_min_battery_keeps_only_war
     seq = linked(10.0)
     seq.on_battery(1.0, 0.05, 0)  # 9 s old, status_timeout 2 s
     assert seq.request_engage(10.0) is None
+
+
+# ---- safety area (issue 37 §2) -------------------------------------------------------------
+FIELD = SafetyArea.from_mapping({'polygon': [[-20, -20], [20, -20], [20, 20], [-20, 20]],
+                                 'z_min': 0.0, 'z_max': 30.0})
+
+
+def fenced(now=2.0, position=(0.0, 0.0, 5.0), land_after=10.0):
+    """Return a linked sequencer with the safety area, its odometry at ``position``."""
+    seq = linked(0.0)
+    seq.area_watch = AreaWatch(FIELD, land_after)
+    seq.on_status(now, OFFBOARD, ARMED, 1)
+    seq.on_odometry(now, position)
+    return seq
+
+
+def test_the_engage_is_refused_outside_the_safety_area_and_without_a_position():
+    seq = fenced(position=(25.0, 0.0, 5.0))
+    assert seq.request_engage(2.0) == (
+        'outside the safety area (at (25.0, 0.0, 5.0) m, 5.0 m outside the polygon): carry the '
+        'vehicle inside before engaging')
+    assert ('safety_area', 'outside (at (25.0, 0.0, 5.0) m, 5.0 m outside the polygon)') in \
+        seq.status(2.0).values
+    unplaced = linked(2.0, OFFBOARD, ARMED)  # odometry heard, but no position in the world
+    unplaced.area_watch = AreaWatch(FIELD)
+    assert unplaced.request_engage(2.0) == ('no position in the world frame yet to check '
+                                            'against the safety area')
+    seq.on_odometry(2.5, (10.0, 0.0, 5.0))
+    assert seq.request_engage(2.5) is None
+
+
+def test_a_vehicle_outside_holds_at_once_says_so_once_and_lands_after_outside_land_after():
+    seq = fenced()
+    assert seq.request_engage(2.0) is None
+    assert feed(seq, 2.0, OFFBOARD, ARMED).outcome.success
+    seq.on_cmd_vel(2.1, (3.0, 0.0, 0.0), 0.0)
+    seq.on_odometry(2.1, (19.0, 0.0, 5.0))
+    assert not seq.setpoint(2.1).held
+    seq.on_cmd_vel(3.0, (3.0, 0.0, 0.0), 0.0)
+    seq.on_odometry(3.0, (21.0, 0.0, 5.0))  # pushed out (wind, a reset): hold at once
+    assert seq.setpoint(3.0).held
+    warnings = []
+    for k in range(1, 100):  # 10 s outside, odometry at 10 Hz
+        now = 3.0 + 0.1 * k
+        seq.on_cmd_vel(now, (3.0, 0.0, 0.0), 0.0)
+        seq.on_status(now, OFFBOARD, ARMED, 1)
+        seq.on_odometry(now, (21.0, 0.0, 5.0))
+        out = seq.tick(now)
+        warnings += out.warnings
+        assert seq.setpoint(now).held and out.commands == ()
+    assert warnings == ['outside the safety area (at (21.0, 0.0, 5.0) m, 1.0 m outside the '
+                        'polygon): holding (zero velocity), landing after outside_land_after '
+                        '10 s']
+    seq.on_status(13.0, OFFBOARD, ARMED, 1)
+    seq.on_odometry(13.0, (21.0, 0.0, 5.0))
+    out = seq.tick(13.0)
+    assert [c.command for c in out.commands] == [VEHICLE_CMD_NAV_LAND]
+    assert out.warnings[0].startswith('outside the safety area for 10.0 s (outside_land_after 10 '
+                                      's): landing')
+    assert out.warnings[-1] == ('outside the safety area for 10.0 s (at (21.0, 0.0, 5.0) m, 1.0 '
+                                'm outside the polygon): leaving the ring and landing; sending '
+                                'NAV_LAND and waiting for PX4 to confirm it')
+    assert seq.phase is Phase.LANDING
+    assert seq.out_of_ring.startswith('landing (outside the safety area for 10.0 s')
+
+
+def test_back_inside_before_outside_land_after_flies_on_and_above_the_band_counts_too():
+    seq = fenced()
+    seq.request_engage(2.0)
+    feed(seq, 2.0, OFFBOARD, ARMED)
+    seq.on_odometry(2.5, (0.0, 0.0, 31.0))
+    assert seq.area_watch.outside == 'at (0.0, 0.0, 31.0) m, 1.0 m above z_max 30 m'
+    seq.on_cmd_vel(5.0, (1.0, 0.0, 0.0), 0.0)
+    seq.on_status(5.0, OFFBOARD, ARMED, 1)
+    seq.on_odometry(5.0, (0.0, 0.0, 29.0))
+    assert not seq.setpoint(5.0).held
+    assert feed(seq, 5.0, OFFBOARD, ARMED).commands == ()
+    assert seq.phase is Phase.ACTIVE
