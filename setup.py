@@ -48,7 +48,8 @@ setup(
             f'{name} = ros_support.entry:{name}' for name in (
                 'mobility_node', 'swarm_mobility_node', 'agent_node', 'target_node',
                 'metrics_node', 'run_recorder', 'sweep_sim', 'swarm_sim', 'batch_sim',
-                'analyze_run', 'fit_mobility', 'px4_bridge_node', 'live_view')
+                'analyze_run', 'fit_mobility', 'px4_bridge_node', 'live_view', 'fleet',
+                'fleet_node')
         ],
     },
 )

@@ -42,6 +42,8 @@ EXECUTABLES = {
     'fit_mobility': 'soliton_encirclement_ros.analysis.fit_mobility',
     'px4_bridge_node': 'soliton_encirclement_ros.px4.bridge_node',
     'live_view': 'soliton_encirclement_ros.nodes.live_view_node',
+    'fleet': 'soliton_encirclement_ros.fleet.cli',
+    'fleet_node': 'soliton_encirclement_ros.nodes.fleet_node',
 }
 # Exit status of a stop before main ran: 0 (a node or swarm_sim stopped by a signal ends
 # normally), except where an executable says "interrupted" otherwise.

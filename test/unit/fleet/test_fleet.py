@@ -1,0 +1,155 @@
+"""fleet: the fleet file, its launch lines and the pre-flight verdicts (issue 37 §4)."""
+import math
+import shlex
+
+import numpy as np
+import pytest
+import yaml
+
+from soliton_encirclement_ros.fleet.checks import check_fleet, link_offsets, render, VehicleView
+from soliton_encirclement_ros.fleet.cli import main
+from soliton_encirclement_ros.fleet.fleet_file import launch_commands, load_fleet
+
+FIELD = [47.397742, 8.545594, 488.0]
+VEHICLES = [{'name': f'uav{i}', 'agent_id': i, 'px4_namespace': '', 'target_system': 1,
+             'host': f'companion{i}'} for i in (1, 2, 3)]
+
+
+def fleet_file(tmp_path, **changes):
+    (tmp_path / 'field.yaml').write_text(yaml.safe_dump(
+        {'polygon': [[-50, -50], [50, -50], [50, 50], [-50, 50]], 'z_min': -5.0,
+         'z_max': 40.0}))
+    path = tmp_path / 'fleet.yaml'
+    path.write_text(yaml.safe_dump({'geo_reference': FIELD, 'safety_area': 'field.yaml',
+                                    'vehicles': VEHICLES, **changes}))
+    return path
+
+
+def test_launch_commands_are_the_exact_line_for_each_companion(tmp_path, capsys):
+    fleet = load_fleet(fleet_file(tmp_path))
+    host, name, line = launch_commands(fleet)[1]
+    assert (host, name) == ('companion2', 'uav2')
+    assert shlex.split(line) == [
+        'ros2', 'launch', 'soliton_encirclement_ros', 'agent_px4.launch.py', 'agent_name:=uav2',
+        'agent_id:=2', 'px4_namespace:=', 'target_system:=1', 'radius:=20', 'altitude:=10',
+        'd_safe:=2', 'swarm_reliability:=best_effort',
+        'geo_reference:=47.397742,8.545594,488', f'safety_area:={tmp_path / "field.yaml"}']
+    assert main(['launch-commands', str(tmp_path / 'fleet.yaml')]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == '# uav1 on companion1' and out[3] == line
+    assert out[-1] == f'# every companion needs the safety area at {tmp_path / "field.yaml"}'
+
+
+@pytest.mark.parametrize('changes, message', [
+    ({'vehicles': VEHICLES + [{'name': 'uav1', 'agent_id': 9}]},
+     'names must be unique, got uav1'),
+    ({'vehicles': VEHICLES + [{'name': 'uav9', 'agent_id': 2}]},
+     'agent ids must be unique, got 2'),
+    ({'vehicles': [{**VEHICLES[0], 'host': 'a'}, {**VEHICLES[1], 'host': 'a'}]},
+     'two vehicles on one host share a px4_namespace (one PX4 each): a:(instance 0)'),
+    ({'geo_reference': None}, 'uav1, uav2, uav3 has no origin and there is no geo_reference'),
+    ({'min_battery': 1.5}, 'min_battery must be a number >= 0 and <= 1, got 1.5'),
+    ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'target_system': 300}]},
+     'uav1 target_system must be an integer in [0, 255], got 300'),
+    ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'origin': [1, 2]}]},
+     'uav1 origin must be [x, y, z] (m, world ENU), got [1, 2]'),
+    ({'vehicle': []}, 'unknown keys'),
+])
+def test_a_bad_fleet_file_is_one_line_naming_the_rule(tmp_path, changes, message, capsys):
+    path = fleet_file(tmp_path, **changes)
+    with pytest.raises(ValueError, match=None) as error:
+        load_fleet(path)
+    assert message in str(error.value) and '\n' not in str(error.value)
+    assert main(['check', str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f'fleet: error: fleet file {path}: ') and err.count('\n') == 1
+
+
+def healthy(fleet, offsets=None, bridge=None):
+    """Return views of a fleet ready to fly: 10 m apart, inside, charged, clocks agreeing."""
+    views = {}
+    for i, vehicle in enumerate(fleet.vehicles):
+        clock = offsets or {}  # agent id -> its clock's offset
+        links = {f'link.{other.agent_id}': 'heard=40 lost=0 offset='
+                 f'{clock.get(other.agent_id, 0.0) - clock.get(vehicle.agent_id, 0.0):+.4f}'
+                 for other in fleet.vehicles if other is not vehicle}
+        views[vehicle.name] = VehicleView(
+            bridge={'ready': 'yes', 'origin_enu': f'({10.0 * i:.2f}, 0.00, 0.00)',
+                    'origin_source': 'gps', 'battery_remaining': '0.80', 'safety_area': 'inside',
+                    **(bridge or {}).get(vehicle.name, {})},
+            bridge_age=0.5, agent={'agent_id': str(vehicle.agent_id), 'duplicate_id': 'false',
+                                   **links}, agent_age=0.5,
+            position=np.array([10.0 * i, 0.0, 0.0]))
+    return views
+
+
+def test_a_healthy_fleet_passes_every_check(tmp_path):
+    fleet = load_fleet(fleet_file(tmp_path))
+    report = check_fleet(fleet, healthy(fleet))
+    assert report.passed and len(report.verdicts) == 3 * 8
+    table = render(report).splitlines()
+    assert table[0].split() == ['vehicle', 'heard', 'id', 'ready', 'origin', 'area',
+                                'separation', 'clock', 'battery']
+    assert table[1].split() == ['uav1'] + ['ok'] * 8
+    assert table[-1] == 'all 24 checks passed'
+
+
+def failing(report):
+    return {(v.vehicle, v.check): v.detail for v in report.problems}
+
+
+def test_each_fault_fails_its_check_naming_the_vehicle_and_the_value(tmp_path):
+    fleet = load_fleet(fleet_file(tmp_path))
+    views = healthy(fleet, bridge={
+        'uav1': {'ready': 'PX4 is in a failsafe (nav_state=AUTO_LOITER): clear it (or take '
+                          'over) before engaging', 'battery_remaining': '0.12'},
+        'uav2': {'origin_problem': 'origin_enu (5.00, 0.00, 0.00) is 5.0 m from the GPS '
+                                   'origin (10.00, 0.00, 0.00)'}})
+    views['uav3'] = VehicleView(bridge=views['uav3'].bridge, bridge_age=0.5,
+                                agent=views['uav3'].agent, agent_age=0.5,
+                                position=np.array([60.0, 0.0, 0.0]))
+    problems = failing(check_fleet(fleet, views))
+    assert problems == {
+        ('uav1', 'ready'): 'PX4 is in a failsafe (nav_state=AUTO_LOITER): clear it (or take '
+                           'over) before engaging',
+        ('uav1', 'battery'): '12% remaining, below min_battery 25%',
+        ('uav2', 'origin'): 'origin_enu (5.00, 0.00, 0.00) is 5.0 m from the GPS origin '
+                            '(10.00, 0.00, 0.00)',
+        ('uav3', 'area'): 'outside the safety area (at (60.0, 0.0, 0.0) m, 10.0 m outside the '
+                          'polygon)'}
+
+
+def test_unheard_duplicate_close_and_unknown_battery_fail(tmp_path):
+    fleet = load_fleet(fleet_file(tmp_path))
+    views = healthy(fleet)
+    views['uav1'] = VehicleView(bridge={k: v for k, v in views['uav1'].bridge.items()
+                                        if k != 'battery_remaining'}, bridge_age=0.5,
+                                agent={**views['uav1'].agent, 'duplicate_id': 'true'},
+                                agent_age=0.5, position=np.array([11.5, 0.0, 0.0]))
+    views['uav3'] = VehicleView()
+    problems = failing(check_fleet(fleet, views))
+    assert problems[('uav1', 'id')] == 'agent_id 1 is broadcast by another process too'
+    assert problems[('uav1', 'battery')] == 'battery unknown: no BatteryStatus heard from PX4'
+    assert problems[('uav1', 'separation')] == ('uav2 is 1.50 m away, closer than d_safe 2 m')
+    assert problems[('uav3', 'heard')] == ('no status from /uav3/px4_bridge (never), /uav3/agent '
+                                           '(never): is its companion up, on this ROS_DOMAIN_ID '
+                                           'and network?')
+    # nothing of it is heard: one line says so, its other checks are not judged ('-')
+    assert {check for name, check in problems if name == 'uav3'} == {'heard'}
+    report = check_fleet(fleet, views)
+    assert not report.passed
+    assert render(report).splitlines()[3].split() == ['uav3', 'FAIL'] + ['-'] * 7
+
+
+def test_the_companion_whose_clock_is_off_is_the_one_named(tmp_path):
+    fleet = load_fleet(fleet_file(tmp_path))
+    report = check_fleet(fleet, healthy(fleet, offsets={2: 0.3}))
+    assert failing(report) == {('uav2', 'clock'): (
+        'its clock is +0.300 s off uav1, uav3 (agrees with 0 of 2), past max_clock_offset 0.1 '
+        's: synchronise it (chrony/NTP)')}
+    two = load_fleet(fleet_file(tmp_path, vehicles=VEHICLES[:2]))
+    assert set(failing(check_fleet(two, healthy(two, offsets={2: 0.3})))) == {
+        ('uav1', 'clock'), ('uav2', 'clock')}  # which of two is off cannot be told: both
+    assert link_offsets({'link.4': 'heard=3 lost=0 offset=-0.2950', 'state': 'ok'}) == {
+        4: pytest.approx(-0.295)}
+    assert math.isinf(VehicleView().bridge_age)
