@@ -5,6 +5,9 @@ What the CI test uses to prove the stream, and a way to look at a live run witho
 
     python -m soliton_encirclement_ros.live.client ws://127.0.0.1:8765 --seconds 10 --png frame.png
 
+``--call /fleet/check`` calls a service the server offers (Foxglove's "Services" capability,
+JSON-encoded) and prints its answer instead.
+
 It subscribes to every advertised channel it wants, decodes each message (CDR, with the rosbags
 Kilted typestore, as Foxglove decodes it from the advertised ``ros2msg`` schema) and keeps them
 with their log times; ``--png`` draws the last markers frame and the metric curves it received.
@@ -24,7 +27,9 @@ import time
 
 SUBPROTOCOL = 'foxglove.sdk.v1'
 OLD_SUBPROTOCOL = 'foxglove.websocket.v1'  # what clients before the SDK offer: refused (400)
-MESSAGE_DATA, TIME = 0x01, 0x02  # binary opcodes server -> client
+MESSAGE_DATA, TIME, SERVICE_CALL_RESPONSE = 0x01, 0x02, 0x03  # binary opcodes server -> client
+SERVICE_CALL_REQUEST = 0x02  # binary opcode client -> server
+SERVICE_ENCODING = 'json'
 UNKNOWN_CHANNEL = re.compile(r'Unknown channel ID: (\d+)')
 MAX_RETRIES, RETRY_DELAY = 20, 0.05  # s
 
@@ -97,6 +102,94 @@ async def receive(url: str, seconds: float, topics: str = '.*',
     return received
 
 
+class ServiceCallFailed(RuntimeError):
+    """The server answered a service call with ``serviceCallFailure``: its message."""
+
+
+async def _read_services(ws, services: dict[str, dict], names, deadline: float) -> None:
+    """Read the server's ops into ``services`` (by name) until ``names`` are all advertised."""
+    import websockets
+    while not set(names) <= services.keys():
+        try:
+            frame = await asyncio.wait_for(ws.recv(), max(0.01, deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise TimeoutError(f'services {sorted(set(names) - services.keys())} not advertised'
+                               f' (advertised: {sorted(services)})') from None
+        except websockets.ConnectionClosed as closed:
+            raise ConnectionError(f'the server closed the connection: {closed}') from None
+        if not isinstance(frame, str):
+            continue
+        op = json.loads(frame)
+        if op.get('op') == 'advertiseServices':
+            services.update({service['name']: service for service in op['services']})
+        elif op.get('op') == 'unadvertiseServices':
+            gone = set(op['serviceIds'])
+            for name in [n for n, service in services.items() if service['id'] in gone]:
+                del services[name]
+
+
+async def advertised_services(url: str, names=(), seconds: float = 10.0) -> dict[str, dict]:
+    """
+    Return the services the server advertises, by name (its ``advertiseServices`` entries).
+
+    Waits until all of ``names`` are advertised (``TimeoutError`` after ``seconds``); with no
+    ``names``, returns what was advertised within ``seconds``.
+    """
+    import websockets
+    services: dict[str, dict] = {}
+    deadline = time.monotonic() + seconds
+    async with websockets.connect(url, subprotocols=[SUBPROTOCOL], max_size=None) as ws:
+        try:
+            await _read_services(ws, services, names or ['(all, until the deadline)'], deadline)
+        except TimeoutError:
+            if names:
+                raise
+    return services
+
+
+async def call_service(url: str, name: str, request: bytes = b'{}',
+                       seconds: float = 180.0) -> bytes:
+    """
+    Call the service ``name`` the server advertises; return the answer's payload (JSON bytes).
+
+    The request is Foxglove's binary "Service Call Request" (opcode 0x02: service id, call id,
+    encoding length, encoding ``json``, payload; little-endian uint32s); the answer is the
+    binary "Service Call Response" (0x03, the same layout) of that call, or a
+    ``serviceCallFailure`` op (:class:`ServiceCallFailed`). ``TimeoutError`` if the service is
+    not advertised, or does not answer, within ``seconds`` of the connection.
+    """
+    import websockets
+    deadline = time.monotonic() + seconds
+    call_id = 1
+    async with websockets.connect(url, subprotocols=[SUBPROTOCOL], max_size=None) as ws:
+        services: dict[str, dict] = {}
+        await _read_services(ws, services, [name], deadline)
+        service_id = services[name]['id']
+        encoding = SERVICE_ENCODING.encode()
+        await ws.send(struct.pack('<BIII', SERVICE_CALL_REQUEST, service_id, call_id,
+                                  len(encoding)) + encoding + bytes(request))
+        while True:
+            try:
+                frame = await asyncio.wait_for(ws.recv(),
+                                               max(0.01, deadline - time.monotonic()))
+            except asyncio.TimeoutError:
+                raise TimeoutError(f'{name}: no answer within {seconds:g} s') from None
+            except websockets.ConnectionClosed as closed:
+                raise ConnectionError(f'{name}: the server closed the connection: '
+                                      f'{closed}') from None
+            if isinstance(frame, str):
+                op = json.loads(frame)
+                if (op.get('op') == 'serviceCallFailure' and op.get('callId') == call_id
+                        and op.get('serviceId') == service_id):
+                    raise ServiceCallFailed(f'{name}: {op.get("message", "")}')
+                continue
+            if frame[0] != SERVICE_CALL_RESPONSE or len(frame) < 13:
+                continue
+            answered_service, answered_call, length = struct.unpack_from('<III', frame, 1)
+            if (answered_service, answered_call) == (service_id, call_id):
+                return bytes(frame[13 + length:])
+
+
 def plot_frame(received: Received, path, title: str = '') -> None:
     """Draw the last markers frame (ring, trails, target) and the metric curves received."""
     import matplotlib
@@ -160,7 +253,12 @@ def main(argv=None) -> int:
     parser.add_argument('--seconds', type=float, default=10.0, help='how long to listen')
     parser.add_argument('--topics', default='.*', help='regular expression of topics')
     parser.add_argument('--png', default='', help='draw what was received into this PNG')
+    parser.add_argument('--call', default='', metavar='SERVICE',
+                        help='call this service (e.g. /fleet/check), print its answer, exit')
+    parser.add_argument('--request', default='{}', help="the call's JSON request (--call)")
     args = parser.parse_args(argv)
+    if args.call:
+        return _call(args.url, args.call, args.request.encode())
     try:
         received = asyncio.run(receive(args.url, args.seconds, args.topics))
     except OSError as error:
@@ -170,6 +268,24 @@ def main(argv=None) -> int:
         print(f'{topic}: {len(messages)} messages, last at {messages[-1][0] * 1e-9:.2f} s')
     if args.png:
         plot_frame(received, args.png)
+    return 0
+
+
+def _call(url: str, name: str, request: bytes) -> int:
+    try:
+        answer = asyncio.run(call_service(url, name, request))
+    except (OSError, TimeoutError, ServiceCallFailed) as error:
+        print(f'live client: error: {error}', file=sys.stderr)
+        return 1
+    try:
+        decoded = json.loads(answer)
+    except ValueError:
+        print(answer.decode(errors='replace'))
+        return 0
+    if isinstance(decoded, dict) and set(decoded) == {'success', 'message'}:
+        print(f"{name}: {'success' if decoded['success'] else 'FAILED'}\n{decoded['message']}")
+        return 0 if decoded['success'] else 1
+    print(json.dumps(decoded, indent=2))
     return 0
 
 

@@ -4,7 +4,8 @@
 A Foxglove WebSocket server (foxglove-sdk, the ``live`` extra) in this node relays odometry, the
 swarm and target states, the metrics, the markers, every status and ``/diagnostics`` as received;
 open ``ws://HOST:PORT`` in Foxglove and load config/foxglove_layout.json. With ``use_sim_time``
-the messages' log times and the server's time are sim time.
+the messages' log times and the server's time are sim time. The fleet's ``std_srvs/srv/Trigger``
+services (``services_regex``) are offered to Foxglove's Service Call panel.
 
     ros2 run soliton_encirclement_ros live_view --ros-args -p port:=8765 -p use_sim_time:=true
 """
@@ -20,7 +21,7 @@ from ros_support.settings import check_fields, setting
 from ros_support.spin import spin_node
 from ros_support.validation import from_mapping, regular_expression
 from soliton_encirclement_ros.live.relay import (
-    DEFAULT_HOST, DEFAULT_LIVE_TOPICS, DEFAULT_PORT, FoxgloveRelay)
+    DEFAULT_HOST, DEFAULT_LIVE_TOPICS, DEFAULT_PORT, DEFAULT_SERVICES, FoxgloveRelay)
 
 TIME_PERIOD = 0.05  # s (wall) between broadcasts of the clock as the server's time
 
@@ -36,24 +37,29 @@ class LiveViewSettings:
                         read_only=True)
     topics_regex: str = setting(DEFAULT_LIVE_TOPICS, 'serve topics whose name matches this '
                                 'regular expression (re.search)', read_only=True)
-    discovery_period: float = setting(1.0, 'time between topic discoveries (wall clock)', 's',
-                                      0.05, 60.0, read_only=True)
+    services_regex: str = setting(DEFAULT_SERVICES, 'offer the std_srvs/srv/Trigger services '
+                                  'whose name matches this regular expression (re.search) to '
+                                  "Foxglove's Service Call panel ('': none)", read_only=True)
+    discovery_period: float = setting(1.0, 'time between topic and service discoveries (wall '
+                                      'clock)', 's', 0.05, 60.0, read_only=True)
 
     def __post_init__(self) -> None:
         check_fields(self)
         regular_expression('topics_regex', self.topics_regex)
+        regular_expression('services_regex', self.services_regex)
 
 
 PARAMETERS = tuple(specs_of(LiveViewSettings))  # everything live_view declares
 
 
 class LiveViewNode(Node):
-    """Owns a :class:`FoxgloveRelay`; re-discovers topics every ``discovery_period``."""
+    """Owns a :class:`FoxgloveRelay`; re-discovers topics and services every period."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__('live_view', **kwargs)
         settings = from_mapping(LiveViewSettings, declare(self, PARAMETERS))
-        self.relay = FoxgloveRelay(self, settings.port, settings.host, settings.topics_regex)
+        self.relay = FoxgloveRelay(self, settings.port, settings.host, settings.topics_regex,
+                                   settings.services_regex)
         self.relay.discover()
         wall = Clock()  # discovery and the time broadcast must not wait for /clock
         self.create_timer(settings.discovery_period, self.relay.discover, clock=wall)

@@ -80,7 +80,7 @@ def test_swarm_sim_serves_the_run_in_sim_time_and_the_results_do_not_change(tmp_
         viewed.wait()
     assert viewed.returncode == 0, err
     assert f'swarm_sim: live view on ws://127.0.0.1:{port}' in err
-    assert received.server_info['capabilities'] == ['time']
+    assert received.server_info['capabilities'] == ['time', 'services']
     for topic in WANTED:
         assert len(received.messages.get(topic, ())) >= 2, (topic, sorted(received.messages))
     assert received.channels['/uav1/odom']['schemaName'] == 'nav_msgs/msg/Odometry'
