@@ -294,8 +294,10 @@ class AgentNode(Node):
         if tick.command is not None:
             command = tick.command
             if self._area is not None and odometry is not None:  # able to stop inside
+                # the command is flown until the next tick: that hold counts as lag too
                 command = limit_to_area(command, odometry[1], odometry[2], self._area,
-                                        self._params.t_safe, self._params.a_safe)
+                                        self._params.t_safe + self._params.control_period,
+                                        self._params.a_safe)
             twist = Twist()
             twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in command)
             self._cmd_pub.publish(twist)

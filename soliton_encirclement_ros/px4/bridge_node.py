@@ -38,13 +38,15 @@ from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, Reliab
 from rclpy.task import Future
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
+from transforms3d.quaternions import quat2mat
 
 from ros_support.ros_parameters import declare_validated, specs_of
 from ros_support.settings import check_fields, same_as, setting
 from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.topics import publisher_node
 from ros_support.validation import from_mapping
-from soliton_encirclement_ros.core.area import AreaWatch, load_area_file
+from soliton_encirclement_ros.core.area import AreaWatch, limit_to_area, load_area_file
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import new_incarnation
 from soliton_encirclement_ros.interface import VEHICLE_FAILURE_TOPIC
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
@@ -52,7 +54,8 @@ from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import VEHICLE_FAILURE_QOS
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
-    odometry_covariances, OdometryFrameError, sample_stamp_ns, vehicle_odometry_to_enu)
+    enu_to_ned, ned_to_enu, odometry_covariances, OdometryFrameError, sample_stamp_ns,
+    vehicle_odometry_to_enu)
 from soliton_encirclement_ros.px4.geo import (
     check_geo_reference, ORIGIN_SOURCES, OriginPlacement, text3)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
@@ -151,6 +154,10 @@ class BridgeSettings:
                                     'z_max): the engage is refused outside, and an engaged '
                                     'vehicle outside holds, then lands after outside_land_after; '
                                     "'' = none", read_only=True)
+    t_safe: float = same_as(ControllerParams, 't_safe', read_only=True, description=(
+        "the vehicle's velocity lag that the safety area limit allows for (as the agent's)"))
+    a_safe: float = same_as(ControllerParams, 'a_safe', read_only=True, description=(
+        "the braking that the safety area limit allows for (as the agent's)"))
     offboard: OffboardConfig = field(default_factory=OffboardConfig)
 
     def __post_init__(self):
@@ -301,6 +308,7 @@ class Px4BridgeNode(Node):
         vehicle = self.get_namespace().strip('/')
         child = s.child_frame_id or (f'{vehicle}/base_link' if vehicle else 'base_link')
         self._odom_msg = new_odometry(s.world_frame_id, child)
+        self._motion = None  # (position, velocity) world ENU of the newest odometry
         self._engage_future = None
         self._land_futures = []
         self._status_sent = None
@@ -569,6 +577,8 @@ class Px4BridgeNode(Node):
                 throttle_duration_sec=5.0)
             return
         now = self._steady_now()
+        # world ENU position and velocity: what the safety area limit of each setpoint reads
+        self._motion = (odom.position, quat2mat(odom.orientation) @ odom.linear_velocity)
         self._seq.on_odometry(now, odom.position, msg.reset_counter)
         stamp_ns = sample_stamp_ns(self.get_clock().now().nanoseconds, msg.timestamp,
                                    msg.timestamp_sample)
@@ -611,10 +621,28 @@ class Px4BridgeNode(Node):
         msg.timestamp = self._stamp_us()
         nan3 = [math.nan] * 3
         msg.position, msg.acceleration, msg.jerk = nan3, nan3, nan3
-        msg.velocity = [float(v) for v in setpoint.velocity_ned]
+        msg.velocity = [float(v) for v in self._inside(setpoint.velocity_ned)]
         msg.yaw = math.nan
         msg.yawspeed = float(setpoint.yawspeed)
         self._setpoint_pub.publish(msg)
+
+    def _inside(self, velocity_ned):
+        """
+        Bound a setpoint so that the vehicle can stop inside the safety area (no area: as is).
+
+        The agent bounds its commands already; the bridge bounds again at every setpoint with
+        its newest odometry, because it flies a cmd_vel for up to cmd_timeout, and a late
+        agent tick would otherwise carry the vehicle past the stop line.
+        """
+        area = self._settings.area
+        if area is None or self._motion is None:
+            return velocity_ned
+        position, velocity = self._motion
+        # the setpoint is flown until the next one: that hold counts as lag too
+        limited = limit_to_area(ned_to_enu(velocity_ned), position, velocity, area,
+                                self._settings.t_safe + 1.0 / self._settings.setpoint_rate,
+                                self._settings.a_safe)
+        return enu_to_ned(limited)
 
     def _heartbeat(self):
         now = self._steady_now()

@@ -63,13 +63,14 @@ def sitl_plan(n, simulated=(), target_motion=None):
                         params_files=(str(PARAMS_FILE),), simulated=tuple(simulated))
 
 
-def start_graph(ros, plan, spawns_enu=None):
+def start_graph(ros, plan, spawns_enu=None, extra_args=None):
     """
     Start the plan's nodes but metrics_node, and one kinematic fake PX4 per bridge.
 
     Return {full node name: node}, with ``fake <px4_namespace>`` for the fakes. A plan with a
     ``geo_reference`` needs ``spawns_enu``, where each PX4 really starts (world ENU, in the
     bridges' order): its estimator's GPS reference is there, and the bridge is not told.
+    ``extra_args`` ({full node name: [ros args]}) adds to a node's arguments (e.g. a clock).
     """
     from soliton_encirclement_ros.nodes.agent_node import AgentNode
     from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -85,7 +86,8 @@ def start_graph(ros, plan, spawns_enu=None):
     for spec in build_graph(plan):
         if spec.executable not in classes:
             continue  # metrics_node: the tests compute the metrics from the odometry themselves
-        node = classes[spec.executable](cli_args=spec.ros_args())
+        node = classes[spec.executable](
+            cli_args=spec.ros_args() + list((extra_args or {}).get(spec.full_name, ())))
         ros.add_node(node)
         nodes[spec.full_name] = node
         if spec.executable == 'px4_bridge_node':
