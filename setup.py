@@ -31,7 +31,7 @@ setup(
     extras_require={
         'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
                        'mcap-ros2-support', 'pillow', 'tqdm', 'dask[distributed]', 'scipy',
-                       'pymap3d', 'shapely'],
+                       'pymap3d', 'shapely', 'jinja2'],
         # The live view (swarm_sim --foxglove, live_view): Foxglove's SDK and, for its headless
         # client (soliton_encirclement_ros.live.client, the CI test), websockets.
         'live': ['foxglove-sdk', 'websockets'],

@@ -114,6 +114,15 @@ class LinkMonitor:
                 self._open[name] = np.concatenate([column, self._new_period(grow)[name]])
         return np.array([self._slot[int(i)] for i in ids], dtype=np.int64)
 
+    def deaf(self) -> None:
+        """
+        Stop counting gaps: this receiver hears nothing for a while (a failed agent).
+
+        The next state of each sender starts a new run, so what was sent while this receiver
+        was deaf counts neither as lost nor as a restart.
+        """
+        self._last_seq[:] = -1
+
     def record(self, sender, incarnation, seq, stamp, raw, arrival=None) -> None:
         """
         Take in states (arrays, or one state's numbers), in arrival order.

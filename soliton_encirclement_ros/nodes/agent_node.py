@@ -337,6 +337,7 @@ class AgentNode(Node):
         if failed:
             self._cmd_pub.publish(Twist())
             self._channel.due(math.inf)  # drop what is in flight: a failed agent hears nothing
+            self._links.deaf()  # what it misses meanwhile is not the link's loss
             self._set_status(Status(FAILED, self._failure_detail()))
         else:  # a fresh controller; the sequence numbers go on after the presence broadcasts
             self._state = dataclasses.replace(initial_state(self.agent_id, self.incarnation),

@@ -109,3 +109,15 @@ def test_text_reads_back():
 def test_window_must_be_positive():
     with pytest.raises(ValueError, match='link window must be > 0 s, got 0'):
         LinkMonitor(window=0)
+
+
+def test_what_a_deaf_receiver_missed_is_neither_loss_nor_a_restart():
+    """A failed agent takes in no states; its outage is not its link's loss (issue 36)."""
+    links = LinkMonitor(window=10.0)
+    for seq in (0, 1, 2):
+        links.record(4, 11, seq, 0.1 * seq, 0.1 * seq + 0.002)
+    links.deaf()  # failed for a while: seq 3..49 were sent, none taken in
+    for seq in (50, 51, 53):  # 52 lost after it recovered
+        links.record(4, 11, seq, 0.1 * seq, 0.1 * seq + 0.002)
+    figures = links.figures(6.0)[4]
+    assert (figures.heard, figures.lost, figures.restarts) == (6, 1, 0)
