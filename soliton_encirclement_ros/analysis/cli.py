@@ -2,10 +2,15 @@
 ``analyze_run``: metrics, plots, trajectories, animation and summary of recorded runs.
 
     analyze_run BAG [BAG2] --out DIR [--agent-pattern REGEX] [--target-topic T] [--radius R]
-                [--format png|pdf|svg]
+                [--format png|pdf|svg] [--report] [--compare SIM_BAG] [--d-safe M]
+                [--safety-area FILE]
 
 One bag: outputs go into DIR. Two bags: each bag's outputs go into DIR/<bag name>, and
-DIR/comparison.png overlays their metric curves. Exit status: 0 done, 1 unusable input
+DIR/comparison.png overlays their metric curves. ``--report`` adds DIR/report.html, one
+self-contained file: the run, the metrics summary, the link figures per sender and per
+receiver, the vehicles' timeline, the safety margins and every figure (analysis/flight.py).
+``--compare SIM_BAG`` analyses SIM_BAG as the second bag and also writes DIR/comparison.html,
+the two runs' metrics, links and margins side by side. Exit status: 0 done, 1 unusable input
 (one line on stderr: not a bag, no matching topic, a topic of another type), 2 bad command
 line, 3 a bag was truncated and only its readable part was analysed (or, cut before its
 first message, nothing). Agent states of a layout this version does not read are set aside
@@ -21,13 +26,15 @@ import sys
 import numpy as np
 
 from ros_support.validation import number, OneLineParser
-from soliton_encirclement_ros.analysis import plots
+from soliton_encirclement_ros.analysis import flight_report, plots
 from soliton_encirclement_ros.analysis.animation import animation_file, write_animation
 from soliton_encirclement_ros.analysis.bag_reader import BagError, TruncatedBagError
+from soliton_encirclement_ros.analysis.flight import DEFAULT_D_SAFE
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
 from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
+from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.provenance import describe
 
@@ -47,7 +54,16 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
     of the bag set aside). Figures are ``fmt`` files (png, pdf or svg); the animation is an
     MP4 when ffmpeg is on the PATH, a GIF otherwise.
     """
-    run = load_run(bag, agent_pattern, target_topic, relative_time=True)
+    return _analyse(bag, out_dir, agent_pattern=agent_pattern, target_topic=target_topic,
+                    radius=radius, period=period, state_timeout=state_timeout,
+                    max_frames=max_frames, warn=warn, fmt=fmt)[:3]
+
+
+def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period, state_timeout,
+             max_frames, warn, fmt):
+    """:func:`analyse_bag`, also returning the run read and its time origin (bag clock, s)."""
+    run = load_run(bag, agent_pattern, target_topic)
+    origin = _make_relative(run)
     for text in run.warnings:
         warn(text)
     times = metric_times(run, period)
@@ -76,18 +92,46 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
             os.replace(staging, out_dir / name)
         finally:
             staging.unlink(missing_ok=True)
-    return metrics, summary, run.truncated
+    return metrics, summary, run.truncated, run, origin
+
+
+def _make_relative(run) -> float:
+    """Count the run's times from its first odometry or agent state (``load_run``'s rule)."""
+    tables = [track.t for track in [*run.agents.values(), run.target] if len(track.t)]
+    if run.states is not None and len(run.states):
+        tables.append(run.states[:, 0])
+    origin = float(min(t.min() for t in tables))
+    for track in [*run.agents.values(), run.target]:
+        track.t = track.t - origin
+    if run.states is not None:
+        run.states[:, 0] -= origin
+    return origin
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    bags = list(args.bags)
+    if args.compare is not None:
+        if len(bags) != 1:
+            parser.error(f'argument --compare: compares one BAG with SIM_BAG, got {len(bags)} '
+                         'BAGs')
+        bags.append(args.compare)
+    area = None
+    if args.safety_area is not None:
+        try:
+            area = load_area_file(args.safety_area)
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            reason = ' '.join(str(getattr(err, 'strerror', None) or err).split())
+            parser.error(f'argument --safety-area: {args.safety_area!r}: {reason}')
+    flights = args.report or args.compare is not None
     out = Path(args.out)
-    labels = _labels(args.bags)
-    runs, truncated = {}, []
+    labels = _labels(bags)
+    runs, truncated, reports = {}, [], {}
     try:
-        for bag, label in zip(args.bags, labels):
-            bag_out = out if len(args.bags) == 1 else out / label
-            metrics, summary, cut = analyse_bag(
+        for bag, label in zip(bags, labels):
+            bag_out = out if len(bags) == 1 else out / label
+            metrics, summary, cut, run, origin = _analyse(
                 Path(bag), bag_out, agent_pattern=args.agent_pattern,
                 target_topic=args.target_topic, radius=args.radius, period=args.period,
                 state_timeout=args.state_timeout, max_frames=args.max_frames,
@@ -100,10 +144,23 @@ def main(argv: list[str] | None = None) -> int:
             print(f'{bag}: outputs in {bag_out}; ' + _summary_line(summary))
             if cut:
                 truncated.append(f'{bag}: {cut}')
+            if flights:
+                data = flight_report.flight_data(Path(bag), run, origin, d_safe=args.d_safe,
+                                                 area=area, area_file=args.safety_area)
+                if data.missing():
+                    print(f'analyze_run: {data.missing()}', file=sys.stderr)
+                reports[label] = (data, summary)
+                if args.report:
+                    report = flight_report.write_report(bag_out, data, summary, args.format)
+                    print(f'{bag}: flight report {report}')
         if len(runs) > 1:
             comparison = out / plots.figure_name('comparison', args.format)
             plots.dashboard(comparison, runs, 'comparison: ' + ' vs '.join(runs))
             print(f'comparison: {comparison}')
+            if reports:
+                page = flight_report.write_comparison(out / flight_report.COMPARISON_FILE,
+                                                      reports)
+                print(f'comparison: {page}')
     except TruncatedBagError as err:  # cut before anything could be analysed
         print(f'analyze_run: error: {err}', file=sys.stderr)
         return EXIT_TRUNCATED
@@ -146,6 +203,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument('--format', choices=plots.FORMATS, default='png',
                         help='figure format: png, or vector pdf/svg for papers '
                              '(default %(default)s)')
+    parser.add_argument('--report', action='store_true',
+                        help='also write DIR/report.html: one self-contained HTML file with '
+                             'the run, metrics, link figures, vehicle timeline, safety margins '
+                             'and figures')
+    parser.add_argument('--compare', metavar='SIM_BAG',
+                        help='a second bag (e.g. the simulation of this flight): both are '
+                             'analysed and DIR/comparison.html puts their metrics, links and '
+                             'margins side by side')
+    parser.add_argument('--d-safe', type=number(0, strict=True), default=None,
+                        help="separation for the safety margins [m] (default: the bag's "
+                             f'scenario controller d_safe, else {DEFAULT_D_SAFE})')
+    parser.add_argument('--safety-area', metavar='FILE',
+                        help='safety area YAML (as swarm_sim --safety-area): the report lists '
+                             "each agent's margin to it")
     return parser
 
 

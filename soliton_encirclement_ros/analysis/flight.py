@@ -1,0 +1,397 @@
+"""
+What a recorded flight says about the links, the vehicles and the safety margins (pure, no rclpy).
+
+Every function takes plain numbers (arrays, lists, :class:`Status` records) and returns small
+dataclasses, so it can be tested on synthetic inputs and fed from any bag reader
+(``flight_report`` reads them from a bag):
+
+- :func:`sender_links`: per sender, what the recorder of the bag heard of ``/swarm/agent_states``:
+  states recorded, lost (gaps in ``seq`` within one incarnation), age at the recorder (log time
+  minus stamp), the longest silence and the restarts. The recorder drops nothing an agent drops
+  at its receiver (emulated loss, ``core.comms``): those losses show in :func:`receiver_links`.
+- :func:`receiver_links`: who heard whom, from the agents' 1 Hz ``/diagnostics`` values
+  ``link.<sender>`` (``core.links.LinkFigures.text``, over the agents' link window).
+- :func:`timeline`: each vehicle's agent state (ok, starting, blind, target_lost, failed) and PX4
+  bridge phase (idle ... landing) over time, with the transitions and their reasons.
+- :func:`margins`: per pair of agents the closest horizontal approach and the time spent below
+  ``d_safe`` and below half of it (the controller's separation is horizontal, as ``d_min``); per
+  agent the margin to a safety area (horizontal and vertical, negative outside). Worst first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+import itertools
+import math
+import re
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from soliton_encirclement_ros.core.links import parse_link_text
+
+# Columns of the rows :func:`sender_links` takes: one recorded agent state each.
+SENDER_COLUMNS = ('log_time', 'agent_id', 'incarnation', 'seq', 'stamp')
+LINK_KEY = 'link.'            # /diagnostics key of one sender's figures at a receiver
+AGENT_SUFFIX = '/agent'       # /diagnostics status name of an agent: /<vehicle>/agent
+PX4_SUFFIX = '/px4_bridge'    # ... of a PX4 bridge: /<vehicle>/px4_bridge
+AGENT, PX4 = 'agent', 'px4'   # the two sources of a vehicle's timeline
+STALE_STATUS = 3.0            # s without a status: the vehicle's row shows 'no status'
+NO_STATUS = 'no status'
+DEFAULT_D_SAFE = 2.0          # m, when neither the command line nor the bag gives one
+
+
+@dataclass(frozen=True)
+class SenderLinks:
+    """What the recorder heard of one sender (times in s)."""
+
+    sender: int
+    recorded: int
+    lost: int
+    restarts: int             # incarnations seen - 1
+    age_mean: float           # log time - stamp
+    age_p95: float
+    age_max: float
+    longest_silence: float    # largest gap between consecutive log times
+    silence_start: float      # log time the longest silence began (NaN: fewer than 2 states)
+
+    @property
+    def loss(self) -> float:
+        """Return lost / (recorded + lost), 0 when nothing was expected."""
+        expected = self.recorded + self.lost
+        return self.lost / expected if expected else 0.0
+
+
+@dataclass(frozen=True)
+class Status:
+    """One DiagnosticStatus of a recorded ``/diagnostics`` array, at its log time [s]."""
+
+    time: float
+    name: str
+    level: int
+    message: str
+    values: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PairLink:
+    """What ``receiver`` heard of ``sender`` per its last status (``core.links`` figures)."""
+
+    receiver: int
+    sender: int
+    time: float               # log time of that status
+    heard: int
+    lost: int
+    restarts: int
+    age_mean: float
+    age_max: float
+    offset: float             # the sender's clock minus the receiver's
+
+    @property
+    def loss(self) -> float:
+        """Return lost / (heard + lost), 0 when nothing was expected."""
+        expected = self.heard + self.lost
+        return self.lost / expected if expected else 0.0
+
+
+@dataclass
+class ReceiverLinks:
+    """
+    Who heard whom.
+
+    ``last``: one :class:`PairLink` per (receiver, sender), from the receiver's last status that
+    names the sender; ``series``: (receiver, sender) -> (K, 4) rows ``time, loss, age_mean,
+    offset`` of every status.
+    """
+
+    last: list[PairLink]
+    series: dict[tuple[int, int], np.ndarray]
+
+    @property
+    def receivers(self) -> list[int]:
+        """Return the receivers' ids, sorted."""
+        return sorted({p.receiver for p in self.last})
+
+    @property
+    def senders(self) -> list[int]:
+        """Return the senders' ids, sorted."""
+        return sorted({p.sender for p in self.last})
+
+    def matrix(self, figure: str = 'loss') -> np.ndarray:
+        """Return (receivers, senders) of one :class:`PairLink` figure, NaN where unheard."""
+        rows, cols = self.receivers, self.senders
+        table = np.full((len(rows), len(cols)), math.nan)
+        for p in self.last:
+            table[rows.index(p.receiver), cols.index(p.sender)] = getattr(p, figure)
+        return table
+
+    def pooled_loss(self) -> float:
+        """Return the loss over every pair's last status: sum lost / sum (heard + lost)."""
+        expected = sum(p.heard + p.lost for p in self.last)
+        return sum(p.lost for p in self.last) / expected if expected else math.nan
+
+
+@dataclass(frozen=True)
+class Span:
+    """One state of one vehicle's row (``source`` agent or px4) from ``start`` to ``end``."""
+
+    vehicle: str
+    source: str
+    state: str
+    start: float
+    end: float
+    message: str
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A change of state of one vehicle's row at ``time``, with the status' reason."""
+
+    time: float
+    vehicle: str
+    source: str
+    before: Optional[str]     # None: the row's first status
+    after: str
+    reason: str
+
+
+@dataclass
+class Timeline:
+    """Each row's spans and transitions, in time order; ``rows`` (vehicle, source) sorted."""
+
+    rows: list[tuple[str, str]]
+    spans: list[Span]
+    transitions: list[Transition]
+
+
+@dataclass(frozen=True)
+class PairMargin:
+    """Closest horizontal approach of two agents and the time below d_safe and d_safe / 2."""
+
+    a: str
+    b: str
+    closest: float            # m, NaN when never both known
+    time: float               # its first time [s]
+    below: float              # s below d_safe
+    below_half: float         # s below 0.5 d_safe
+
+
+@dataclass(frozen=True)
+class AreaMargin:
+    """One agent's smallest margin to the safety area (negative: outside) [m], and when."""
+
+    agent: str
+    margin: float             # min of horizontal and vertical
+    time: float
+    horizontal: float         # smallest horizontal distance to the boundary
+    vertical: float           # smallest distance to z_min or z_max
+    outside: float            # s outside the area
+
+
+@dataclass
+class Margins:
+    """Pairs closest first, agents' area margins smallest first (empty without an area)."""
+
+    d_safe: float
+    pairs: list[PairMargin]
+    area: list[AreaMargin]
+
+
+def sender_links(states) -> list[SenderLinks]:
+    """
+    Return each sender's figures from recorded agent states, by sender id.
+
+    ``states``: rows (N, 5) ``log_time, agent_id, incarnation, seq, stamp``
+    (:data:`SENDER_COLUMNS`, seconds), any order (sorted by log time, stably). Lost: the gaps
+    in ``seq`` between consecutive states of one incarnation (a repeated or older ``seq``
+    counts none).
+    """
+    rows = np.asarray(states, dtype=float).reshape(-1, len(SENDER_COLUMNS))
+    rows = rows[np.argsort(rows[:, 0], kind='stable')]
+    out = []
+    for sender in np.unique(rows[:, 1]):
+        mine = rows[rows[:, 1] == sender]
+        lost = 0
+        for incarnation in np.unique(mine[:, 2]):
+            seq = mine[mine[:, 2] == incarnation, 3]
+            step = np.diff(seq)
+            lost += int(np.sum(np.where(step > 1, step - 1, 0)))
+        age = mine[:, 0] - mine[:, 4]
+        gaps = np.diff(mine[:, 0])
+        k = int(np.argmax(gaps)) if gaps.size else -1
+        out.append(SenderLinks(
+            int(sender), len(mine), lost, len(np.unique(mine[:, 2])) - 1,
+            float(age.mean()), float(np.percentile(age, 95)), float(age.max()),
+            float(gaps[k]) if gaps.size else 0.0, float(mine[k, 0]) if gaps.size else math.nan))
+    return out
+
+
+def agent_status(status: Status) -> bool:
+    """Return whether a status is an agent's (its values carry ``agent_id`` and ``state``)."""
+    return 'agent_id' in status.values and 'state' in status.values
+
+
+def px4_status(status: Status) -> bool:
+    """Return whether a status is a PX4 bridge's (named ``/<vehicle>/px4_bridge``, a phase)."""
+    return status.name.endswith(PX4_SUFFIX) and 'phase' in status.values
+
+
+def vehicle_name(status: Status) -> str:
+    """Return the vehicle of an agent's or PX4 bridge's status: its name's namespace."""
+    name = status.name
+    for suffix in (AGENT_SUFFIX, PX4_SUFFIX):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            name = name[:-len(suffix)]
+            break
+    return name.strip('/') or status.name
+
+
+def receiver_links(statuses: Iterable[Status]) -> ReceiverLinks:
+    """
+    Return who heard whom from the agents' statuses (any order: sorted by time, stably).
+
+    A receiver is an agent status' ``agent_id``; each ``link.<sender>`` value is parsed with
+    ``core.links.parse_link_text``; a value that does not parse is skipped.
+    """
+    last: dict[tuple[int, int], PairLink] = {}
+    series: dict[tuple[int, int], list] = {}
+    for status in sorted(statuses, key=lambda s: s.time):
+        if not agent_status(status):
+            continue
+        try:
+            receiver = int(status.values['agent_id'])
+        except ValueError:
+            continue
+        for key, text in status.values.items():
+            if not key.startswith(LINK_KEY):
+                continue
+            try:
+                sender = int(key[len(LINK_KEY):])
+                f = parse_link_text(text)
+                pair = PairLink(receiver, sender, status.time, int(f['heard']), int(f['lost']),
+                                int(f.get('restarts', 0)), f['age_mean'], f['age_max'],
+                                f.get('offset', math.nan))
+            except (KeyError, ValueError):
+                continue
+            last[(receiver, sender)] = pair
+            series.setdefault((receiver, sender), []).append(
+                (status.time, pair.loss, pair.age_mean, pair.offset))
+    return ReceiverLinks(sorted(last.values(), key=lambda p: (p.receiver, p.sender)),
+                         {k: np.asarray(v, dtype=float) for k, v in sorted(series.items())})
+
+
+def timeline(statuses: Iterable[Status], end: Optional[float] = None,
+             stale: float = STALE_STATUS) -> Timeline:
+    """
+    Return each vehicle's states over time from agent and PX4 bridge statuses.
+
+    A status holds until the next one of its row, at most ``stale`` s (a 1 Hz status missing
+    longer shows as :data:`NO_STATUS` until the next); the last holds until ``end`` (default: the
+    last status of any row), at most ``stale`` s too. Agents' state is their ``state`` value, PX4
+    bridges' their ``phase``; the reason is the status message (and a bridge's ``out_of_ring``).
+    """
+    rows: dict[tuple[str, str], list[tuple[float, str, str]]] = {}
+    for status in sorted(statuses, key=lambda s: s.time):
+        if agent_status(status):
+            key, state, reason = (vehicle_name(status), AGENT), status.values['state'], \
+                status.message
+        elif px4_status(status):
+            key, state = (vehicle_name(status), PX4), status.values['phase']
+            out = status.values.get('out_of_ring')
+            reason = status.message + (f'; out of the ring: {out}' if out else '')
+        else:
+            continue
+        rows.setdefault(key, []).append((status.time, state, reason))
+    if end is None:
+        end = max((r[-1][0] for r in rows.values()), default=0.0)
+    spans, transitions = [], []
+    for (vehicle, source), samples in sorted(rows.items(), key=lambda i: _natural_key(i[0])):
+        before = None
+        for k, (time, state, reason) in enumerate(samples):
+            following = samples[k + 1][0] if k + 1 < len(samples) else max(end, time)
+            if state != before:
+                transitions.append(Transition(time, vehicle, source, before, state, reason))
+            stop = min(following, time + stale)
+            spans.append(Span(vehicle, source, state, time, stop, reason))
+            if following > stop:
+                spans.append(Span(vehicle, source, NO_STATUS, stop, following,
+                                  f'no status for {following - time:.1f} s'))
+            before = state
+    transitions.sort(key=lambda t: t.time)
+    return Timeline(sorted(rows, key=_natural_key), _merged(spans), transitions)
+
+
+def margins(times, positions_by_agent: Mapping[str, Any], d_safe: float,
+            area=None) -> Margins:
+    """
+    Return the safety margins of a run, worst first.
+
+    ``times`` (T,) increasing [s]; ``positions_by_agent``: name -> (T, 2 or 3) positions at those
+    times (NaN rows: unknown). Each sample holds until the next (the last for no time), so the
+    times below ``d_safe`` sum those intervals. ``area``: a ``core.area.SafetyArea`` (its
+    ``distance`` horizontal, negative outside; ``z_min``/``z_max``) or None.
+    """
+    t = np.asarray(times, dtype=float)
+    hold = np.append(np.diff(t), 0.0) if t.size else t
+    positions = {name: np.asarray(p, dtype=float).reshape(len(t), -1)
+                 for name, p in positions_by_agent.items()}
+    pairs = []
+    for a, b in itertools.combinations(positions, 2):
+        d = np.hypot(*(positions[a][:, :2] - positions[b][:, :2]).T)
+        known = np.isfinite(d)
+        if not known.any():
+            pairs.append(PairMargin(a, b, math.nan, math.nan, 0.0, 0.0))
+            continue
+        k = int(np.nanargmin(d))
+        pairs.append(PairMargin(a, b, float(d[k]), float(t[k]),
+                                float(hold[known & (d < d_safe)].sum()),
+                                float(hold[known & (d < 0.5 * d_safe)].sum())))
+    pairs.sort(key=lambda p: (math.isnan(p.closest), p.closest))
+    area_rows = []
+    if area is not None:
+        for name, p in positions.items():
+            known = np.all(np.isfinite(p), axis=1)
+            if not known.any():
+                continue
+            horizontal = np.full(len(t), math.nan)
+            horizontal[known] = area.distance(p[known, :2])
+            vertical = np.full(len(t), math.inf)
+            if p.shape[1] > 2:
+                vertical = np.minimum(p[:, 2] - area.z_min, area.z_max - p[:, 2])
+            margin = np.minimum(horizontal, vertical)
+            k = int(np.nanargmin(margin))
+            area_rows.append(AreaMargin(name, float(margin[k]), float(t[k]),
+                                        float(np.nanmin(horizontal)), float(np.nanmin(vertical)),
+                                        float(hold[known & (margin < 0)].sum())))
+        area_rows.sort(key=lambda r: r.margin)
+    return Margins(float(d_safe), pairs, area_rows)
+
+
+def d_safe_from_scenario(scenario: Mapping[str, Any]) -> Optional[float]:
+    """Return the scenario's ``controller: {d_safe}`` when it is set (> 0), else None."""
+    controller = scenario.get('controller') if isinstance(scenario, Mapping) else None
+    value = controller.get('d_safe') if isinstance(controller, Mapping) else None
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    return value if value > 0 and math.isfinite(value) else None
+
+
+def _merged(spans: Sequence[Span]) -> list[Span]:
+    """Join consecutive spans of one row in one state (the 1 Hz repeats of a status)."""
+    out: list[Span] = []
+    for span in spans:
+        prev = out[-1] if out else None
+        same_row = prev is not None and (prev.vehicle, prev.source, prev.state) == (
+            span.vehicle, span.source, span.state)
+        if same_row and abs(prev.end - span.start) < 1e-12:
+            out[-1] = Span(prev.vehicle, prev.source, prev.state, prev.start, span.end,
+                           prev.message)
+        else:
+            out.append(span)
+    return out
+
+
+def _natural_key(key) -> list:
+    text = '/'.join(key) if isinstance(key, tuple) else str(key)
+    return [int(part) if part.isdigit() else part for part in re.split(r'(\d+)', text)]
