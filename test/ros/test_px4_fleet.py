@@ -14,9 +14,11 @@ operator runs the real ``fleet`` command in another process, as on a field:
 Needs a built px4_msgs (docs/px4.md step 1); skips without it.
 """
 import importlib.util
+import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -30,9 +32,9 @@ from rosgraph_msgs.msg import Clock
 import yaml
 
 from soliton_encirclement_ros.bringup.graph import live_scenario, SwarmPlan
-from support.harness import default_context_executor, spin_until
+from support.harness import default_context_executor, spin_for, spin_until
 from support.px4_ring import (
-    DEADLINE, engage_and_form_ring, every, observe_graph, PARAMS_FILE, start_graph,
+    DEADLINE, every, observe_graph, PARAMS_FILE, start_graph,
     true_position_enu)
 
 HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
@@ -154,7 +156,20 @@ def test_a_healthy_fleet_checks_engages_keeps_inside_and_lands_from_one_place(ro
     for fake in fakes:
         fake.battery = (0.8, 0)
     assert spin_until(ros, lambda: len(odoms) == len(NAMES), timeout=DEADLINE)
+    bag = tmp_path / 'flight_bag'  # the flight, recorded as on a field (issue 36)
+    recorder = subprocess.Popen([sys.executable, '-m',
+                                 'soliton_encirclement_ros.nodes.recorder_node', '-o', str(bag)],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        fly_and_report(ros, path, walker, nodes, fakes, odoms, recorder, bag, tmp_path)
+    finally:
+        if recorder.poll() is None:
+            recorder.kill()
+            recorder.wait()
 
+
+def fly_and_report(ros, path, walker, nodes, fakes, odoms, recorder, bag, tmp_path):
+    """Check, engage, walk the target off, land and analyse the bag (the test's body)."""
     code, out = fleet(ros, 'check', path)
     assert code == 0 and out.rstrip().endswith('all 32 checks passed'), out
     farthest = {'x': -math.inf}
@@ -165,9 +180,15 @@ def test_a_healthy_fleet_checks_engages_keeps_inside_and_lands_from_one_place(ro
     assert code == 0, out
     assert sorted(line.split(':')[0] for line in out.splitlines() if ': engage ok:' in line) \
         == list(NAMES), out
-    formed, settle, p, metrics = engage_and_form_ring(
-        ros, {}, odoms, NAMES, 20.0, 10.0, every(0.05, watch))
-    assert formed, f'no ring: E_gap {metrics.E_gap:.3f}, positions {np.round(p, 2).tolist()}'
+    engaged_at = time.monotonic()
+
+    def around_the_target():  # up and on the circle (an even ring: test_px4_field_day.py)
+        watch()
+        p = np.array([[getattr(odoms[n].pose.pose.position, c) for c in 'xyz'] for n in NAMES])
+        return (np.all(np.abs(p[:, 2] - 10.0) < 0.5)
+                and np.all(np.abs(np.hypot(p[:, 0] - walker.x, p[:, 1]) - 20.0) < 2.0))
+    assert spin_until(ros, every(0.1, around_the_target), timeout=DEADLINE)
+    settle = time.monotonic() - engaged_at
     walker.speed = 3.0  # off the field, to x = 90 m
 
     def target_gone_and_vehicles_stopped():
@@ -187,6 +208,31 @@ def test_a_healthy_fleet_checks_engages_keeps_inside_and_lands_from_one_place(ro
     assert code == 0, out
     assert sorted(line.split(':')[0] for line in out.splitlines() if ': land ok:' in line) \
         == list(NAMES), out
-    print(f'\nhealthy fleet: ring {settle:.1f} s after the engage; the target walked to x = '
+    assert spin_until(ros, lambda: all('vehicle: landing' in n.status.detail for n in
+                                       (nodes[f'/{v}/agent'] for v in NAMES)), timeout=DEADLINE)
+    spin_for(ros, 1.5)  # the agents' and bridges' next 1 Hz statuses reach the bag
+    recorder.send_signal(signal.SIGINT)
+    assert spin_until(ros, lambda: recorder.poll() is not None, timeout=DEADLINE)
+    assert recorder.returncode == 0, recorder.stdout.read()
+    report = tmp_path / 'report'
+    analysis = subprocess.run(
+        [sys.executable, '-m', 'soliton_encirclement_ros.analysis.cli', str(bag), '--out',
+         str(report), '--report', '--safety-area', str(tmp_path / 'field.yaml'),
+         '--agent-pattern', r'^/(?P<name>uav\d+)/odom$'],  # not the tracked target's odom
+        capture_output=True, text=True, timeout=600)
+    assert analysis.returncode == 0, analysis.stderr
+    flight = json.loads((report / 'flight.json').read_text())
+    for name in NAMES:  # each vehicle's timeline: engaged, flew, landed out of the ring
+        phases = [t['after'] for t in flight['transitions']
+                  if t['vehicle'] == name and t['source'] != 'agent']
+        assert 'active' in phases and phases.index('landing') > phases.index('active'), phases
+        failed = [t for t in flight['transitions'] if t['vehicle'] == name
+                  and t['source'] == 'agent' and t['after'] == 'failed']
+        assert failed and 'landing (operator request)' in failed[-1]['reason'], failed
+    assert sorted(row['agent'] for row in flight['area']) == list(NAMES)
+    assert all(row['margin'] > 0.5 for row in flight['area']), flight['area']
+    assert 'src="data:image/png;base64,' in (report / 'report.html').read_text()
+    print(f'\nhealthy fleet: on the circle {settle:.1f} s after the engage; the target walked '
+          'to x = '
           f'{walker.x:.0f} m; farthest vehicle x {farthest["x"]:.3f} m (stop line {STOP_LINE} '
           f'm)\n{out}')
