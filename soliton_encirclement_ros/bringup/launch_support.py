@@ -14,6 +14,7 @@ from ros_support.validation import unknown_parameters
 from soliton_encirclement_ros.bringup.graph import (
     given_parameters, launch_plan, LaunchArguments, LaunchRefused, NodeSpec, precedence_notes)
 from soliton_encirclement_ros.nodes.catalogue import node_parameters
+from soliton_encirclement_ros.sim.domain import launch_problem
 
 
 def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node]:
@@ -64,7 +65,9 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
     Then start the nodes that ``specs(values)`` plans from the argument values (a
     :class:`LaunchArguments`) and the actions ``extra(values)``. When ``problem(values)``
     names one, nothing starts: launch logs it as an error and ``ros2 launch`` exits 1
-    (``graph.launch_plan`` raises ``LaunchRefused``).
+    (``graph.launch_plan`` raises ``LaunchRefused``). Nor when the nodes form a swarm of their
+    own and another swarm runs in the ROS domain: the one line of ``swarm_sim``
+    (``sim.domain.launch_problem``).
     """
     given: set[str] = set()
 
@@ -83,6 +86,9 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
             for spec in node_parameters().get(node.executable, ())})
         if unknown:  # as swarm_sim: a misspelt parameter starts nothing
             raise LaunchRefused(f'unknown parameter(s): {", ".join(unknown)}')
+        busy = launch_problem(spec.executable for spec in node_specs)
+        if busy:  # as swarm_sim: another swarm in the domain starts nothing
+            raise LaunchRefused(busy)
         for note in precedence_notes(node_specs):
             launch.logging.get_logger('launch').warning(note)
         return [*launch_nodes(node_specs), *actions]

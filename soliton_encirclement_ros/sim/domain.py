@@ -3,12 +3,15 @@ Another swarm already running in this ROS domain: ``swarm_sim`` looks for one be
 
 Two graphs in one domain hear each other's ``/clock``, agent states and target: duplicate ids,
 mixed metrics, a lock-step that cannot tell whose messages it is waiting for. A publisher on
-one of ``SWARM_TOPICS`` that exists before this run starts belongs to someone else.
+one of ``SWARM_TOPICS`` that exists before this run starts belongs to someone else. The launch
+files look too (:func:`launch_problem`, called by ``bringup.launch_support``) when they start
+a swarm of their own; a launch of one vehicle's nodes joins the swarm of its domain.
 """
 from __future__ import annotations
 
 import os
 import time
+from typing import Iterable
 
 import rclpy
 from rclpy.context import Context
@@ -24,6 +27,10 @@ SWARM_TOPICS = (CLOCK_TOPIC, AGENT_STATES_TOPIC, TARGET_STATE_TOPIC)
 DISCOVERY_WAIT = 2.0   # wall s to hear from the participants already in the domain, at least
 BEACON_FACTOR = 3.0    # ... and this many times what our own beacon participant took
 MAX_DISCOVERY_WAIT = 10.0
+# The nodes a swarm has one of: a launch that starts one of them starts a swarm of its own.
+SWARM_WIDE_EXECUTABLES = frozenset({'target_node', 'metrics_node', 'swarm_mobility_node'})
+SWARM_SIM_REMEDY = '--domain-id N (or ROS_DOMAIN_ID=N), e.g. --domain-id {free}'
+LAUNCH_REMEDY = 'ROS_DOMAIN_ID=N, e.g. ROS_DOMAIN_ID={free} ros2 launch ...'
 
 
 def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:
@@ -80,12 +87,35 @@ def domain_id() -> int:
         return 0
 
 
-def other_swarm_problem(wait: float = DISCOVERY_WAIT) -> str | None:
-    """One line saying which other swarm runs in this domain and how to choose another; or None."""
+def other_swarm_problem(wait: float = DISCOVERY_WAIT, remedy: str = SWARM_SIM_REMEDY,
+                        ) -> str | None:
+    """
+    One line saying which other swarm runs in this domain and how to choose another; or None.
+
+    ``remedy`` says how to choose another domain (``{free}``: a domain id to suggest).
+    """
     found = other_swarm(wait)
     if found is None:
         return None
     here = domain_id()
     free = here + 1 if here < DOMAIN_IDS[1] else DOMAIN_IDS[0] + 1
     return (f'another swarm is running in ROS domain {here}: {found}; run this one in another '
-            f'domain with --domain-id N (or ROS_DOMAIN_ID=N), e.g. --domain-id {free}')
+            f'domain with {remedy.format(free=free)}')
+
+
+def starts_a_swarm(executables: Iterable[str]) -> bool:
+    """Whether nodes of these executables form a swarm of their own (one has a swarm-wide node)."""
+    return not SWARM_WIDE_EXECUTABLES.isdisjoint(executables)
+
+
+def launch_problem(executables: Iterable[str], wait: float = DISCOVERY_WAIT) -> str | None:
+    """
+    One line refusing a launch of these node executables into a busy domain; or None.
+
+    The line of ``swarm_sim`` (:func:`other_swarm_problem`), the remedy with ``ROS_DOMAIN_ID``.
+    Only a launch that starts a swarm of its own is checked (:func:`starts_a_swarm`): one
+    vehicle's nodes (``agent.launch.py``, ``agent_px4.launch.py``) join the swarm of the domain.
+    """
+    if not starts_a_swarm(executables):
+        return None
+    return other_swarm_problem(wait, LAUNCH_REMEDY)

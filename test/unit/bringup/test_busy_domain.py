@@ -1,0 +1,71 @@
+"""
+``ros2 launch`` into a busy domain is refused in one line (issue 39, part 7, defect 3).
+
+``swarm_sim`` refused a domain where a swarm already runs; the launch files started the graph
+anyway and flooded duplicate-id errors. ``plan_launch_description`` (only importable where the
+launch package is) now asks ``sim.domain.launch_problem``: tested here with a real agent_node
+process in the test's domain, and the call's wiring read from launch_support's source.
+"""
+import ast
+import os
+from pathlib import Path
+
+from soliton_encirclement_ros.bringup.graph import build_graph, in_namespace, SwarmPlan
+from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.interface import AGENT_STATES_TOPIC
+from soliton_encirclement_ros.sim.domain import launch_problem, starts_a_swarm
+from soliton_encirclement_ros.sim.executables import find_executable
+from support.waits import GraphProbe, Running
+
+LAUNCH_SUPPORT = (Path(__file__).resolve().parents[3]
+                  / 'soliton_encirclement_ros' / 'bringup' / 'launch_support.py')
+
+
+def executables(specs) -> list[str]:
+    return [spec.executable for spec in specs]
+
+
+def test_a_whole_swarm_is_checked_one_vehicle_joining_is_not():
+    swarm = build_graph(SwarmPlan(scenario=Scenario(agents=2)))
+    assert starts_a_swarm(executables(swarm))  # swarm_sim.launch.py, swarm_px4_sitl.launch.py
+    # agent.launch.py and agent_px4.launch.py: one vehicle's nodes (graph.in_namespace)
+    assert not starts_a_swarm(executables(in_namespace(swarm, '/uav1')))
+    assert launch_problem(executables(in_namespace(swarm, '/uav1')), wait=0.0) is None
+
+
+def test_launch_problem_refuses_a_domain_where_a_swarm_runs_in_one_line():
+    domain = int(os.environ['ROS_DOMAIN_ID'])  # this module's own (conftest)
+    swarm = executables(build_graph(SwarmPlan(scenario=Scenario(agents=2))))
+    assert launch_problem(swarm) is None  # an empty domain
+    command = [find_executable('agent_node', 'soliton_encirclement_ros'),
+               '--ros-args', '-r', '__ns:=/uav1']
+    with Running(command) as agent, GraphProbe() as probe:
+        probe.wait_until(lambda: any(
+            info.node_name == 'agent' and info.node_namespace == '/uav1'
+            for info in probe.node.get_publishers_info_by_topic(AGENT_STATES_TOPIC)),
+            f'/uav1/agent publishing {AGENT_STATES_TOPIC}')
+        problem = launch_problem(swarm)
+        assert problem == (
+            f'another swarm is running in ROS domain {domain}: /uav1/agent publishes '
+            f'{AGENT_STATES_TOPIC}; run this one in another domain with ROS_DOMAIN_ID=N, '
+            f'e.g. ROS_DOMAIN_ID={domain + 1} ros2 launch ...')
+        assert launch_problem(['agent_node']) is None  # a vehicle joins that swarm
+        assert agent.process.poll() is None
+
+
+def test_plan_launch_description_refuses_what_launch_problem_names():
+    """Read from the source: the launch package (launch_support's imports) is not here."""
+    tree = ast.parse(LAUNCH_SUPPORT.read_text())
+    imported = {(node.module, alias.name) for node in tree.body
+                if isinstance(node, ast.ImportFrom) for alias in node.names}
+    assert ('soliton_encirclement_ros.sim.domain', 'launch_problem') in imported
+    describe = next(node for node in tree.body if isinstance(node, ast.FunctionDef)
+                    and node.name == 'plan_launch_description')
+    nodes = next(node for node in ast.walk(describe) if isinstance(node, ast.FunctionDef)
+                 and node.name == 'nodes')
+    body = [ast.unparse(statement) for statement in nodes.body]
+    checked = next(i for i, text in enumerate(body)
+                   if text == 'busy = launch_problem((spec.executable for spec in node_specs))')
+    assert body[checked + 1] == 'if busy:\n    raise LaunchRefused(busy)'
+    started = next(i for i, text in enumerate(body) if text.startswith('return'))
+    assert checked < started and 'launch_nodes(node_specs)' in body[started]
