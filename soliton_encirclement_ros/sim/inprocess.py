@@ -69,6 +69,8 @@ class InProcessGraph:
                 self.nodes.append(_make_node(spec, self.context))
             check_unknown_parameters(self.nodes)
             self.metrics = next(n for n in self.nodes if isinstance(n, MetricsNode))
+            for agent in (n for n in self.nodes if isinstance(n, AgentNode)):
+                tell_radius(agent, self.metrics)
             self.clock_node = Node('swarm_sim', context=self.context,
                                    parameter_overrides=[Parameter('use_sim_time', value=True)])
             self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
@@ -230,9 +232,28 @@ def _make_node(spec: NodeSpec, context: Context) -> Node:
         cls = NODE_CLASSES[spec.executable]
         extra = ({'subscribe_swarm': False, 'subscribe_target': False}
                  if cls in FANOUT_CLASSES else {})
+        if cls is MetricsNode:  # the agents' radius: from tell_radius
+            extra['subscribe_parameters'] = False
         return cls(cli_args=spec.ros_args(), context=context, **extra)
     except (ValueError, TypeError, ParameterException) as error:
         raise ValueError(f'{spec.full_name}: {error}') from None
+
+
+def tell_radius(agent: Node, metrics: MetricsNode) -> None:
+    """
+    Hand ``metrics`` the radius ``agent`` flies: now, and whenever it is set.
+
+    What ``/parameter_events`` tells a metrics_node of its own (the agents declared theirs
+    before the metrics node existed), without DDS.
+    """
+    name = agent.get_fully_qualified_name()
+    metrics.receive_agent_radius(name, agent.get_parameter('radius').value, 'their parameters')
+
+    def changed(parameters) -> None:
+        for parameter in parameters:
+            if parameter.name == 'radius':
+                metrics.receive_agent_radius(name, parameter.value, 'parameter events')
+    agent.add_post_set_parameters_callback(changed)
 
 
 def check_plan(plan: SwarmPlan) -> None:

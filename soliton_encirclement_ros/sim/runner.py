@@ -18,7 +18,6 @@ import os
 from pathlib import Path
 import shutil
 import sys
-import tempfile
 import time
 from typing import NamedTuple
 
@@ -244,18 +243,44 @@ def _interrupted(stop: StopRequest) -> None:
         print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
 
 
+PREVIOUS_OUTPUTS = ('metrics.csv', 'agents.csv', 'summary.json')
+FIGURES = (*METRIC_NAMES, 'dashboard', 'trajectories')
+
+
+def clear_previous_outputs(out_dir: Path) -> None:
+    """
+    Remove the outputs a previous run left in ``out_dir`` (its CSVs, summary.json, figures).
+
+    Called once this run has started, before it streams into ``out_dir``: what a run killed
+    later leaves there is then its own, not mixed with an older summary. Nothing else in
+    ``out_dir`` is touched.
+    """
+    from soliton_encirclement_ros.analysis.stream import WRITING_MARKER
+    names = [*PREVIOUS_OUTPUTS, WRITING_MARKER,
+             *(f'{name}.{fmt}' for name in FIGURES for fmt in FIGURE_FORMATS)]
+    for name in names:
+        (out_dir / name).unlink(missing_ok=True)
+
+
 def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
-    """Run in this process; returns (summary or None, failure or '', incomplete: '')."""
+    """
+    Run in this process; returns (summary or None, failure or '', incomplete: '').
+
+    metrics_node streams metrics.csv and agents.csv into ``out_dir`` as the run goes (a killed
+    run leaves them there); plots and summary.json are added at the end.
+    """
     from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
     from soliton_encirclement_ros.sim.inprocess import InProcessGraph
     from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
     from soliton_encirclement_ros.live.relay import LiveViewUnavailable
+    plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     try:
         graph = InProcessGraph(plan, record=args.record, storage=args.storage,
                                live=_live(args))
     except (ValueError, LiveViewUnavailable) as error:
         raise StartupError(str(error)) from None
+    clear_previous_outputs(out_dir)  # metrics_node creates its files with its first row
     _say_live(graph.live)
     wall_start = time.perf_counter()
     failure = ''
@@ -271,11 +296,12 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         wall = time.perf_counter() - wall_start
         sim_time = graph.sim_time
         metrics, agents, trajectories = graph.metrics.series()
+        radius = graph.metrics.radius  # the agents' (metrics_node says when it is not R)
         graph.close()
     if len(metrics) == 0:
         return None, failure, ''
-    result = RunResult(metrics, agents, plan_summary(plan, args), trajectories,
-                       sim_time / wall if wall > 0 else None, sim_time, wall)
+    result = RunResult(metrics, agents, {**plan_summary(plan, args), 'radius': radius},
+                       trajectories, sim_time / wall if wall > 0 else None, sim_time, wall)
     return write_run_outputs(out_dir, result, fmt=args.format), failure, ''
 
 
@@ -294,8 +320,9 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
     """
     One process per node; returns (summary or None, failure naming the node or '', incomplete).
 
-    What metrics_node streamed is moved to ``out_dir`` whatever happened (see
-    :func:`_collect_process_outputs`); ``incomplete`` says what is missing from it, or ''.
+    metrics_node streams into ``out_dir`` from the start (a killed run leaves its rows there);
+    what it did not finish is completed at the end (see :func:`_collect_process_outputs`);
+    ``incomplete`` says what is missing, or ''.
     """
     from soliton_encirclement_ros.sim.inprocess import check_plan
     from soliton_encirclement_ros.sim.processes import ChildFailed, ProcessGraph
@@ -304,36 +331,33 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
         check_plan(plan)
     except ValueError as error:
         raise StartupError(str(error)) from None
-    metrics_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_metrics_'))
-    plan = plan.with_changes(metrics_output_dir=str(metrics_dir / 'run'))
+    plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     failure = ''
+    from soliton_encirclement_ros.live.relay import LiveViewUnavailable
+    clear_previous_outputs(out_dir)  # the plan was checked: the run starts now
     try:
-        from soliton_encirclement_ros.live.relay import LiveViewUnavailable
-        try:
-            graph = ProcessGraph(plan, record=args.record, storage=args.storage,
-                                 live=_live(args))
-        except (OSError, ValueError, LiveViewUnavailable) as error:
-            raise StartupError(str(error)) from None
-        _say_live(graph.live)
-        wall_start = time.perf_counter()
-        try:
-            with progress_bar(plan.scenario.duration, not args.no_progress) as on_progress:
-                graph.run(plan.scenario.duration, on_progress, should_stop=lambda: stop.requested)
-        except ChildFailed as error:
-            failure = str(error)
-        finally:
-            stop.writing = True
-            _interrupted(stop)
-            wall = time.perf_counter() - wall_start
-            sim_time = graph.sim_time
-            closing = graph.close()  # always: every node stops, the bag is closed
-            failure = failure or closing
-            summary, incomplete = _collect_process_outputs(  # whatever happened
-                metrics_dir / 'run', out_dir, plan, args,
-                RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall))
-        return summary, failure, incomplete
+        graph = ProcessGraph(plan, record=args.record, storage=args.storage,
+                             live=_live(args))
+    except (OSError, ValueError, LiveViewUnavailable) as error:
+        raise StartupError(str(error)) from None
+    _say_live(graph.live)
+    wall_start = time.perf_counter()
+    try:
+        with progress_bar(plan.scenario.duration, not args.no_progress) as on_progress:
+            graph.run(plan.scenario.duration, on_progress, should_stop=lambda: stop.requested)
+    except ChildFailed as error:
+        failure = str(error)
     finally:
-        shutil.rmtree(metrics_dir, ignore_errors=True)
+        stop.writing = True
+        _interrupted(stop)
+        wall = time.perf_counter() - wall_start
+        sim_time = graph.sim_time
+        closing = graph.close()  # always: every node stops, the bag is closed
+        failure = failure or closing
+        summary, incomplete = _collect_process_outputs(  # whatever happened
+            out_dir, plan, args,
+            RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall))
+    return summary, failure, incomplete
 
 
 class RunTiming(NamedTuple):
@@ -342,16 +366,16 @@ class RunTiming(NamedTuple):
     wall_time: float
 
 
-def _collect_process_outputs(written: Path, out_dir: Path, plan: SwarmPlan,
-                             args: argparse.Namespace, timing: RunTiming):
+def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Namespace,
+                             timing: RunTiming):
     """
-    Move what metrics_node wrote into ``out_dir`` with the run's parameters.
+    Complete what metrics_node wrote into ``written`` (``--out``) with the run's parameters.
 
     Returns (summary or None, what is incomplete or ''). The streamed metrics.csv and agents.csv
-    are moved whatever happened. If metrics_node did not write summary.json (killed, stopped,
+    stay whatever happened. If metrics_node did not write summary.json (killed, stopped,
     too slow), it and the plots are recomputed from those CSVs by the code metrics_node uses
     (``report.write_run_outputs``); trajectories.png, drawn from positions the CSVs do not
-    hold, is then missing.
+    hold, is then missing. summary.json keeps the radius metrics_node measured against.
     """
     from soliton_encirclement_ros.analysis.report import (
         AGENTS_HEADER, json_text, METRICS_HEADER, RunResult, write_run_outputs)
@@ -366,7 +390,9 @@ def _collect_process_outputs(written: Path, out_dir: Path, plan: SwarmPlan,
     if (written / 'summary.json').exists():
         summary = json.loads((written / 'summary.json').read_text())
         summary['real_time_factor'] = timing.real_time_factor
-        summary['params'] = plan_summary(plan, args)
+        measured = (summary.get('params') or {}).get('radius')
+        summary['params'] = {**plan_summary(plan, args),
+                             **({} if measured is None else {'radius': measured})}
         (written / 'summary.json').write_text(json_text(summary))
     elif (written / 'metrics.csv').exists():
         metrics = read_rows(written / 'metrics.csv', len(METRICS_HEADER))
@@ -379,10 +405,6 @@ def _collect_process_outputs(written: Path, out_dir: Path, plan: SwarmPlan,
                 'metrics_node did not write its outputs; summary.json and the plots were '
                 f'recomputed from the streamed metrics.csv and agents.csv (up to '
                 f't={metrics[-1, 0]:.2f} s), trajectories.png is missing')
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    shutil.move(str(written), out_dir)
     return summary, incomplete
 
 

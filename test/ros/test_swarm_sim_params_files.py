@@ -55,7 +55,8 @@ def test_the_launch_files_refuse_a_parameter_no_node_of_theirs_declares(tmp_path
     params = tmp_path / 'params.yaml'
     defaults = {'num_agents': '2', 'radius': '20.0', 'use_sim_time': 'true',
                 'real_time_factor': '1.0', 'seed': '0', 'control_period': '0.05',
-                'target_motion': 'static', 'rviz': 'false', 'params_file': str(params)}
+                'target_motion': 'static', 'rviz': 'false', 'params_file': str(params),
+                'safety_area': ''}
 
     def unknown():
         specs = swarm_sim_nodes(LaunchArguments(defaults, given={'num_agents'}))

@@ -60,22 +60,21 @@ def children_named(parent_pid: int, name: str) -> list[int]:
     return found
 
 
-def streamed_lines(tmp: Path, name: str) -> list[str]:
-    """Rows metrics_node has flushed into swarm_sim's temporary ``name`` (a CSV) so far."""
-    for path in tmp.glob(f'swarm_sim_metrics_*/run/{name}'):
-        return path.read_text().splitlines()[1:]
-    return []
+def streamed_lines(out: Path, name: str) -> list[str]:
+    """Rows metrics_node has flushed into ``name`` (a CSV) in swarm_sim's ``--out`` so far."""
+    path = out / name
+    return path.read_text().splitlines()[1:] if path.exists() else []
 
 
-def streamed_rows(tmp: Path, name: str) -> int:
+def streamed_rows(out: Path, name: str) -> int:
     """How many rows of ``name`` (a CSV) metrics_node has flushed so far."""
-    return len(streamed_lines(tmp, name))
+    return len(streamed_lines(out, name))
 
 
-def streamed_agents(tmp: Path) -> set[int]:
+def streamed_agents(out: Path) -> set[int]:
     """Return the agent ids of the complete rows of the streamed ``agents.csv`` so far."""
     ids = set()
-    for line in streamed_lines(tmp, 'agents.csv'):
+    for line in streamed_lines(out, 'agents.csv'):
         try:
             ids.add(int(float(line.split(',')[0])))
         except ValueError:  # a row still being written
@@ -104,8 +103,8 @@ def test_processes_keep_the_streamed_outputs_when_metrics_node_never_writes(tmp_
     try:
         # Every agent's rows, not just 3 rows: on a loaded machine the third agent's process
         # started late, and its rows were not streamed before the stop.
-        wait_until(lambda: (streamed_rows(tmp, 'metrics.csv') >= 10
-                            and streamed_agents(tmp) == {1, 2, 3}) or proc.poll() is not None,
+        wait_until(lambda: (streamed_rows(out, 'metrics.csv') >= 10
+                            and streamed_agents(out) == {1, 2, 3}) or proc.poll() is not None,
                    what="metrics rows and every agent's rows streamed")
         assert proc.poll() is None, proc.communicate()
         stopped = children_named(proc.pid, 'metrics_node')

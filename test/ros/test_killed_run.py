@@ -1,0 +1,79 @@
+"""
+A swarm_sim killed with SIGKILL leaves what it streamed under --out (issue 39, part 7, defect 2).
+
+Before the fix metrics_node streamed its rows into an unnamed temporary directory
+(``metrics_node_*`` in one process, ``swarm_sim_metrics_*`` with --processes) and the runner
+wrote --out only at the end: a killed run never created --out.
+"""
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from soliton_encirclement_ros.analysis.report import METRICS_HEADER
+from soliton_encirclement_ros.analysis.stream import read_rows
+from support.waits import wait_for
+
+DEADLINE = 180.0  # wall s for anything waited on (a loaded machine is slow)
+ROWS = 40         # metrics rows streamed before the kill
+
+
+def rows_in(path: Path) -> int:
+    """Return how many complete rows the streamed CSV ``path`` holds (0 if it is not there)."""
+    try:
+        return len(read_rows(path, len(METRICS_HEADER)))
+    except (OSError, ValueError):
+        return 0
+
+
+def children_of(pid: int) -> list[int]:
+    """Pids of the direct child processes of ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path('/proc').iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / 'status').read_text()
+            except OSError:
+                continue
+            if f'\nPPid:\t{pid}\n' in status:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
+@pytest.mark.parametrize('mode', [(), ('--processes', '--real-time-factor', '4')],
+                         ids=['in-process', 'processes'])
+def test_a_killed_swarm_sim_leaves_its_streamed_metrics_under_out(tmp_path, mode):
+    out = tmp_path / 'runs' / 'killed'
+    tmp = tmp_path / 'tmp'  # the run's temporary files: none of the outputs may hide there
+    tmp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, '-m', 'soliton_encirclement_ros.sim.runner', *mode, '--agents', '3',
+         '--duration', '100000', '--control-period', '0.05', '--no-progress',
+         '--out', str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, 'TMPDIR': str(tmp)})
+    try:
+        wait_for(lambda: rows_in(out / 'metrics.csv') >= ROWS or proc.poll() is not None,
+                 f'{ROWS} metrics rows in {out / "metrics.csv"}', timeout=DEADLINE)
+        assert proc.poll() is None, proc.communicate()[1]
+    finally:
+        # --processes: the nodes, in sessions of their own, outlive the runner
+        children = children_of(proc.pid) if proc.poll() is None else []
+        proc.kill()  # SIGKILL
+        proc.wait()
+        proc.stderr.close()
+        for pid in children:  # they outlive the runner: stop them before looking
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert proc.returncode == -signal.SIGKILL
+    assert rows_in(out / 'metrics.csv') >= ROWS
+    header = (out / 'metrics.csv').read_text().splitlines()[0]
+    assert header == ','.join(METRICS_HEADER)
+    assert (out / 'agents.csv').read_text().startswith('node_id,timestamp,u,velocity_norm\n')
+    assert not list(tmp.rglob('metrics.csv'))  # nothing of it in a temporary directory
