@@ -8,24 +8,17 @@ climb and form one ring about the target, in the right places: each vehicle's od
 world frame is where it truly is, and the true positions form the ring. Needs a built px4_msgs.
 """
 import dataclasses
-import importlib.util
 
 import numpy as np
 import pytest
 
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, engage_and_form_ring, every, observe_graph, sitl_plan, start_graph,
-    true_position_enu)
+    DEADLINE, engage_and_form_ring, every, FIELD, needs_px4_msgs, observe_graph, sitl_plan,
+    SPAWNS, start_graph, true_position_enu)
 
-HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
-pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
-    'px4_msgs is not importable: build PX4/px4_msgs (matching the PX4 version) '
-    'in a colcon workspace and source it'))
+pytestmark = needs_px4_msgs
 
-FIELD = (47.397742, 8.545594, 488.0)
-# Where each PX4 powered up and took its GPS reference (world ENU about FIELD), 3-9 m apart.
-SPAWNS = [(1.0, 1.5, 0.0), (6.0, 3.0, 0.5), (-4.0, 5.0, -0.3), (2.0, -6.0, 0.2)]
 
 ros = pytest.fixture(default_context_executor)
 

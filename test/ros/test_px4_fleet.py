@@ -13,7 +13,6 @@ operator runs the real ``fleet`` command in another process, as on a field:
 
 Needs a built px4_msgs (docs/px4.md step 1); skips without it.
 """
-import importlib.util
 import json
 import math
 import os
@@ -34,16 +33,11 @@ import yaml
 from soliton_encirclement_ros.bringup.graph import live_scenario, SwarmPlan
 from support.harness import default_context_executor, spin_for, spin_until
 from support.px4_ring import (
-    DEADLINE, every, observe_graph, PARAMS_FILE, start_graph,
+    DEADLINE, every, FIELD, needs_px4_msgs, observe_graph, PARAMS_FILE, SPAWNS, start_graph,
     true_position_enu)
 
-HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
-pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
-    'px4_msgs is not importable: build PX4/px4_msgs (matching the PX4 version) '
-    'in a colcon workspace and source it'))
+pytestmark = needs_px4_msgs
 
-FIELD = (47.397742, 8.545594, 488.0)
-SPAWNS = [(1.0, 1.5, 0.0), (6.0, 3.0, 0.5), (-4.0, 5.0, -0.3), (2.0, -6.0, 0.2)]
 NAMES = ('uav1', 'uav2', 'uav3', 'uav4')
 AREA = {'polygon': [[-30, -30], [30, -30], [30, 30], [-30, 30]], 'z_min': -2.0, 'z_max': 30.0}
 STOP_LINE = 29.0  # x: the area's edge less its 1 m margin

@@ -7,7 +7,6 @@ process on real rclpy: uav1 and uav2 fly kinematic fake PX4s (px4_1, px4_2) thro
 ``px4_bridge_node``; uav3 and uav4 fly ``mobility_node`` from their origins, in the same world
 ENU frame. Without Gazebo there is no /clock: the wall clock. Needs a built px4_msgs.
 """
-import importlib.util
 import time
 
 import numpy as np
@@ -16,13 +15,10 @@ import pytest
 from soliton_encirclement_ros.bringup.graph import parse_simulated
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, engage_and_form_ring, every, Separation, sitl_plan, start_graph,
+    DEADLINE, engage_and_form_ring, every, needs_px4_msgs, Separation, sitl_plan, start_graph,
     true_position_enu)
 
-HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
-pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
-    'px4_msgs is not importable: build PX4/px4_msgs (matching the PX4 version) '
-    'in a colcon workspace and source it'))
+pytestmark = needs_px4_msgs
 
 N = 4
 SIMULATED = 'uav3,uav4'   # the launch argument

@@ -10,7 +10,6 @@ jump as position covariance, the agent broadcasts it as ``uncertainty``, and the
 ``d_safe`` from the whole disc: the held vehicle's true position stays at least ``d_safe`` from
 every other. Needs a built px4_msgs.
 """
-import importlib.util
 import time
 
 import numpy as np
@@ -18,12 +17,10 @@ import pytest
 
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, every, observe_graph, Separation, sitl_plan, start_graph, true_position_enu)
+    DEADLINE, every, needs_px4_msgs, observe_graph, Separation, sitl_plan, start_graph,
+    true_position_enu)
 
-HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
-pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
-    'px4_msgs is not importable: build PX4/px4_msgs (matching the PX4 version) '
-    'in a colcon workspace and source it'))
+pytestmark = needs_px4_msgs
 
 N = 3
 JUMP_NED = (0.0, 5.0, 0.0)   # 5 m east (NED y) on the estimate: more than max_reset_jump 2 m

@@ -11,20 +11,16 @@ agent_node + px4_bridge_node per vehicle and target_node, against one kinematic
 Without Gazebo there is no /clock, so the nodes run on the wall clock (``use_sim_time`` false);
 the metrics node is left out (the test computes the metrics itself). Needs a built px4_msgs.
 """
-import importlib.util
 
 import numpy as np
 import pytest
 
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, engage_and_form_ring, every, observe_graph, Separation, sitl_plan, start_graph,
-    true_position_enu)
+    DEADLINE, engage_and_form_ring, every, needs_px4_msgs, observe_graph, Separation, sitl_plan,
+    start_graph, true_position_enu)
 
-HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
-pytestmark = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
-    'px4_msgs is not importable: build PX4/px4_msgs (matching the PX4 version) '
-    'in a colcon workspace and source it'))
+pytestmark = needs_px4_msgs
 
 N = 3
 OBSERVE_PERIOD = 0.01    # s: true positions sampled at 100 Hz (the fakes move at 50 Hz)

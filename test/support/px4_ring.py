@@ -8,6 +8,7 @@ for PX4 SITL + Gazebo behind every bridge; ``mobility_node`` flies the simulated
 mixed plan. Needs a built px4_msgs.
 """
 import ast
+import importlib.util
 import itertools
 import math
 from pathlib import Path
@@ -15,12 +16,22 @@ import time
 
 import numpy as np
 import pymap3d
+import pytest
 
 from soliton_encirclement_ros.bringup.graph import build_graph, live_scenario, SwarmPlan
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = ROOT / 'launch' / 'swarm_px4_sitl.launch.py'
 PARAMS_FILE = ROOT / 'config' / 'px4_bridge.yaml'  # installed as the launch's params_file
+HAVE_PX4_MSGS = importlib.util.find_spec('px4_msgs') is not None
+# pytestmark of the modules that need px4_msgs: they skip cleanly without it, saying why.
+needs_px4_msgs = pytest.mark.skipif(not HAVE_PX4_MSGS, reason=(
+    'px4_msgs is not importable: build PX4/px4_msgs (matching the PX4 version) '
+    'in a colcon workspace and source it'))
+# A field day's shared origin (lat, lon, alt AMSL) and where four PX4s powered up and took
+# their GPS reference (world ENU about FIELD), 3-9 m apart.
+FIELD = (47.397742, 8.545594, 488.0)
+SPAWNS = [(1.0, 1.5, 0.0), (6.0, 3.0, 0.5), (-4.0, 5.0, -0.3), (2.0, -6.0, 0.2)]
 
 
 def launch_defaults():
