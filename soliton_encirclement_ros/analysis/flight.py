@@ -355,9 +355,11 @@ def margins(times, positions_by_agent: Mapping[str, Any], d_safe: float,
             horizontal = np.full(len(t), math.nan)
             horizontal[known] = area.distance(p[known, :2])
             vertical = np.full(len(t), math.inf)
+            margin = horizontal
             if p.shape[1] > 2:
                 vertical = np.minimum(p[:, 2] - area.z_min, area.z_max - p[:, 2])
-            margin = np.minimum(horizontal, vertical)
+                margin = np.full(len(t), math.nan)
+                margin[known] = area.clearance(p[known])
             k = int(np.nanargmin(margin))
             area_rows.append(AreaMargin(name, float(margin[k]), float(t[k]),
                                         float(np.nanmin(horizontal)), float(np.nanmin(vertical)),

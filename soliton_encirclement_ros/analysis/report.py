@@ -47,6 +47,9 @@ class RunResult:
     sim_time: float | None = None
     wall_time: float | None = None
     final_positions: np.ndarray | None = None  # (N + 1, 3) agents then target, world ENU [m]
+    # The smallest margin of any agent to the safety area over the run [m] (negative: out);
+    # None: not measured, NaN: no area.
+    area_margin: float | None = None
 
 
 def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
@@ -114,6 +117,8 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
     out_dir.mkdir(parents=True, exist_ok=True)
     summary = summarise(metrics)
     summary['real_time_factor'] = real_time_factor
+    if result.area_margin is not None:
+        summary['area_margin'] = result.area_margin
     summary['params'] = params
     staging = Path(tempfile.mkdtemp(prefix='.outputs-', dir=out_dir))
     try:

@@ -118,6 +118,17 @@ class SafetyArea:
             inside &= (p[..., 2] >= self.z_min) & (p[..., 2] <= self.z_max)
         return inside
 
+    def clearance(self, positions) -> np.ndarray:
+        """
+        Return each position's (..., 3) clearance from the boundary [m], negative outside.
+
+        The smaller of :meth:`distance` (horizontal) and the distances to ``z_min`` and
+        ``z_max``: the margin a run kept to its safety area.
+        """
+        p = np.asarray(positions, dtype=float)
+        vertical = np.minimum(p[..., 2] - self.z_min, self.z_max - p[..., 2])
+        return np.minimum(self.distance(p), vertical)
+
     def distance(self, positions) -> np.ndarray:
         """Return each position's horizontal distance to the boundary, negative outside."""
         p = np.asarray(positions, dtype=float)[..., :2]
@@ -152,6 +163,17 @@ def stopping_distance(speed, lag: float, braking: float):
     """Return ``S(v) = v lag + v^2 / (2 braking)`` for speeds towards an edge (0 if away)."""
     v = np.maximum(np.asarray(speed, dtype=float), 0.0)
     return v * lag + (v * v / (2.0 * braking) if braking > 0.0 else 0.0)
+
+
+def limit_for_hold(cmds, positions, velocities, area: Optional[SafetyArea], lag: float,
+                   braking: float, hold: float):
+    """
+    :func:`limit_to_area` for commands flown for ``hold`` s before the next one comes.
+
+    A command is flown until the next (a control period, a setpoint period): that hold counts
+    as lag too. Every engine and node bounds its commands through here, each with its hold.
+    """
+    return limit_to_area(cmds, positions, velocities, area, lag + hold, braking)
 
 
 def limit_to_area(cmds, positions, velocities, area: Optional[SafetyArea], lag: float,

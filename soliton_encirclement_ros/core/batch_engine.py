@@ -20,7 +20,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from soliton_encirclement_ros.core.area import limit_to_area
+from soliton_encirclement_ros.core.area import limit_for_hold
 from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
 from soliton_encirclement_ros.core.faults import FAULT_STREAM, seed_sequence
 from soliton_encirclement_ros.core.geometry import target_angle
@@ -386,6 +386,7 @@ class BatchResult:
     sim_time: float
     separation: Optional[SeparationTracker] = None  # with simulate_runs(..., apart=d)
     final_positions: Optional[np.ndarray] = None    # (R, N, 3) the agents' at the end
+    area_margin: Optional[np.ndarray] = None  # (R,) smallest margin to the area (NaN: none)
 
 
 def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchResult:
@@ -420,6 +421,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     times = []
     v_des = np.zeros((r, n + 1, 3))
     tracker = SeparationTracker(r, n, apart) if apart > 0.0 else None
+    area_margin = np.full(r, np.inf if s0.area is not None else np.nan)
     for k in range(ticks + 1):
         now = k * period
         live = ~outages.update(now)
@@ -428,7 +430,10 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         positions, velocities = pos[:, :n], vel[:, :n]
         t_pos, t_vel = pos[:, n], vel[:, n]
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel)
-        cmds = limit_to_area(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe)
+        cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe,
+                              period)
+        if s0.area is not None:
+            area_margin = np.minimum(area_margin, s0.area.clearance(positions).min(axis=1))
         if tracker is not None:
             tracker.update(positions, live)
         if k % metrics_every == 0:
@@ -445,7 +450,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     series = np.stack(rows, axis=1)  # (R, T, 6)
     t = np.array(times)
     return BatchResult([np.column_stack((t, series[j])) for j in range(r)], ticks * period,
-                       tracker, bodies.position.reshape(r, n + 1, 3)[:, :n].copy())
+                       tracker, bodies.position.reshape(r, n + 1, 3)[:, :n].copy(), area_margin)
 
 
 def replace_seed(scenario: Scenario, seed: int) -> Scenario:

@@ -33,7 +33,7 @@ from std_srvs.srv import SetBool
 
 from ros_support.ros_parameters import current_values, declare, declare_validated, specs_of
 from ros_support.spin import spin_node
-from soliton_encirclement_ros.core.area import AreaWatch, limit_to_area
+from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
     agent_tick, AgentBroadcast, BLIND, FAILED, failed_tick, future_stamp_reason, initial_state, OK,
@@ -294,10 +294,9 @@ class AgentNode(Node):
         if tick.command is not None:
             command = tick.command
             if self._area is not None and odometry is not None:  # able to stop inside
-                # the command is flown until the next tick: that hold counts as lag too
-                command = limit_to_area(command, odometry[1], odometry[2], self._area,
-                                        self._params.t_safe + self._params.control_period,
-                                        self._params.a_safe)
+                command = limit_for_hold(command, odometry[1], odometry[2], self._area,
+                                         self._params.t_safe, self._params.a_safe,
+                                         self._params.control_period)
             twist = Twist()
             twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in command)
             self._cmd_pub.publish(twist)

@@ -45,7 +45,7 @@ from ros_support.settings import check_fields, same_as, setting
 from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.topics import publisher_node
 from ros_support.validation import from_mapping
-from soliton_encirclement_ros.core.area import AreaWatch, limit_to_area, load_area_file
+from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold, load_area_file
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import new_incarnation
 from soliton_encirclement_ros.interface import VEHICLE_FAILURE_TOPIC
@@ -638,10 +638,9 @@ class Px4BridgeNode(Node):
         if area is None or self._motion is None:
             return velocity_ned
         position, velocity = self._motion
-        # the setpoint is flown until the next one: that hold counts as lag too
-        limited = limit_to_area(ned_to_enu(velocity_ned), position, velocity, area,
-                                self._settings.t_safe + 1.0 / self._settings.setpoint_rate,
-                                self._settings.a_safe)
+        limited = limit_for_hold(ned_to_enu(velocity_ned), position, velocity, area,
+                                 self._settings.t_safe, self._settings.a_safe,
+                                 1.0 / self._settings.setpoint_rate)
         return enu_to_ned(limited)
 
     def _heartbeat(self):

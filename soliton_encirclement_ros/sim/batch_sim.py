@@ -28,7 +28,7 @@ import numpy as np
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
-from soliton_encirclement_ros.core.area import limit_to_area
+from soliton_encirclement_ros.core.area import limit_for_hold
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
 from soliton_encirclement_ros.core.faults import SwarmOutages
@@ -65,6 +65,7 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
 
     metrics_rows, agent_rows, trace_rows = [], [], []
     v_des = np.zeros((n + 1, 3))
+    area_margin = math.inf  # the smallest margin of any agent to the safety area [m]
     wall_start = time.perf_counter()
     for k in range(ticks + 1):
         now = k * period
@@ -74,8 +75,10 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
         target_msg = TargetBroadcast(seconds_to_ns(now), target_position, target_velocity,
                                      scenario.omega_ref, scenario.lambdas)
         cmds, u = swarm.tick(now, live, positions, velocities, target_msg)
-        cmds = limit_to_area(cmds, positions, velocities, scenario.area, params.t_safe,
-                             params.a_safe)
+        cmds = limit_for_hold(cmds, positions, velocities, scenario.area, params.t_safe,
+                              params.a_safe, period)
+        if scenario.area is not None:
+            area_margin = min(area_margin, float(scenario.area.clearance(positions).min()))
         if k % metrics_every == 0:
             metrics_rows.append((now, *compute_metrics(positions[live], velocities[live],
                                                        target_position, target_velocity,
@@ -101,7 +104,8 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     return RunResult(np.array(metrics_rows), np.vstack(agent_rows),
                      {**scenario.as_dict(), 'engine': engine}, trajectories,
                      sim_time / wall if wall > 0 else math.inf, sim_time, wall,
-                     bodies.position.copy())
+                     bodies.position.copy(),
+                     area_margin if scenario.area is not None else math.nan)
 
 
 def build_parser() -> argparse.ArgumentParser:

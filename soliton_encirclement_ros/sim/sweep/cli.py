@@ -15,6 +15,7 @@ import numpy as np
 from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import output_dir_problem
 from soliton_encirclement_ros.analysis.report import json_text
+from soliton_encirclement_ros.core.area import read_area_file
 from soliton_encirclement_ros.provenance import code_identity, git_commit, PACKAGE
 from soliton_encirclement_ros.sim.sweep.results import (
     print_table, RUNS_FILE, runs_header, RunsFile, RunTable, SPEC_FILE, SUMMARY_FILE,
@@ -38,6 +39,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument('--resume', action='store_true',
                         help='keep the finished runs in --out and run only the others')
     parser.add_argument('--no-plots', action='store_true', help='skip the PNG plots')
+    parser.add_argument('--safety-area', metavar='FILE',
+                        help='YAML safety area for every run (as swarm_sim and batch_sim take '
+                        "it; replaces the scenario's safety_area:): every command keeps its "
+                        'vehicle able to stop inside')
     return parser
 
 
@@ -49,6 +54,13 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     stop = StopRequest('sweep_sim').install()
     try:
         spec = load_spec(args.spec)
+        if args.safety_area:
+            try:
+                area = read_area_file(args.safety_area)
+            except ValueError as exc:
+                raise SpecError(f'--safety-area: {exc}') from None
+            spec.base['safety_area'] = area
+            spec.raw = {**spec.raw, 'safety_area': area}  # --resume compares it too
         print(f'sweep_sim: {spec.run_count} runs ({spec.point_count} grid point(s) x '
               f'{len(spec.seeds)} seed(s)); checking {spec.point_count} scenario(s)', flush=True)
         problem = output_dir_problem(out, '--out')

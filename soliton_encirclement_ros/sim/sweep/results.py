@@ -19,7 +19,8 @@ from soliton_encirclement_ros.sim.sweep.spec import _key, Run, Spec, SpecError
 RUNS_FILE, SUMMARY_FILE, SPEC_FILE = 'runs.csv', 'summary.csv', 'sweep.json'
 TABLE_ROWS = 40  # grid points printed at the end (summary.csv has them all)
 RESULT_COLUMNS = ([f'final_{m}' for m in METRIC_NAMES] + [f'mean_{m}' for m in METRIC_NAMES]
-                  + [f'settle_{m}' for m in SETTLE_THRESHOLDS] + ['d_min', 'd_min_time'])
+                  + [f'settle_{m}' for m in SETTLE_THRESHOLDS] + ['d_min', 'd_min_time',
+                                                                  'area_margin'])
 
 
 def runs_header(spec: Spec) -> list[str]:

@@ -88,9 +88,9 @@ def run_chunk(scenarios: list[dict]) -> list[dict]:
     start = time.perf_counter()
     try:
         built = [Scenario.from_mapping(s) for s in scenarios]
-        series = _simulate(built)
+        series, margins = _simulate(built)
         wall = (time.perf_counter() - start) / len(scenarios)
-        return [_row(m, wall) for m in series]
+        return [_row(m, wall, margin) for m, margin in zip(series, margins)]
     except Exception:  # noqa: B902 - a failing chunk is isolated run by run below
         if len(scenarios) == 1:
             return [{'error': traceback.format_exc(limit=1).strip().splitlines()[-1]}]
@@ -118,20 +118,23 @@ def identity_mismatch(worker: dict, client: dict) -> str:
     return ', '.join(differ)
 
 
-def _simulate(scenarios: list[Scenario]) -> list[np.ndarray]:
+def _simulate(scenarios: list[Scenario]) -> tuple[list[np.ndarray], list[float]]:
+    """Return each run's metrics series and its smallest margin to the safety area."""
     if len(scenarios) == 1 and scenarios[0].agents > SINGLE_RUN_AGENTS:
         from soliton_encirclement_ros.sim.batch_sim import simulate
-        return [simulate(scenarios[0]).metrics]
-    return batch_engine.simulate_runs(scenarios).metrics
+        result = simulate(scenarios[0])
+        return [result.metrics], [result.area_margin]
+    result = batch_engine.simulate_runs(scenarios)
+    return result.metrics, [float(m) for m in result.area_margin]
 
 
-def _row(metrics: np.ndarray, wall: float) -> dict:
+def _row(metrics: np.ndarray, wall: float, area_margin: float = math.nan) -> dict:
     s = summarise(metrics)
     row = {f'final_{m}': s['final'][m] for m in METRIC_NAMES}
     row.update({f'mean_{m}': s['mean'][m] for m in METRIC_NAMES})
     row.update({f'settle_{m}': s['settle_time'][m] for m in SETTLE_THRESHOLDS})
     row.update({'d_min': s['closest']['d_min'], 'd_min_time': s['closest']['time'],
-                'wall_time': wall, 'error': ''})
+                'area_margin': area_margin, 'wall_time': wall, 'error': ''})
     return row
 
 

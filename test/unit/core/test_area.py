@@ -92,9 +92,33 @@ def test_a_target_leaving_the_area_leaves_the_ring_stopped_inside_it(engine):
     assert xy[:, 0].max() > 25.0               # the ring followed the target to the edge
     assert result.trajectories['target'][-1, 1] > 100.0  # the target is long gone
     assert result.params['safety_area']['polygon'][1] == [30, -30]
+    assert 0.5 < result.area_margin <= 1.0 + 1e-6  # pressed against the stop line, 1 m inside
 
 
 def test_the_sweep_engine_keeps_the_area_too():
     runs = simulate_runs([Scenario(**RUNAWAY, seed=s) for s in (0, 1)])
     assert np.abs(runs.final_positions[..., :2]).max() < 30.0
     assert runs.final_positions[..., 0].max() > 25.0
+    assert np.all((runs.area_margin > 0.5) & (runs.area_margin <= 1.0 + 1e-6))
+
+
+def test_a_sweep_shows_that_every_run_stays_inside(tmp_path):
+    """sweep_sim --safety-area: each run's smallest margin to the area is in runs.csv."""
+    import csv
+    import yaml
+    from soliton_encirclement_ros.sim.sweep import main
+    scenario = {k: v for k, v in RUNAWAY.items() if k != 'safety_area'}
+    scenario['waypoints'] = [list(p) for p in scenario['waypoints']]
+    (tmp_path / 'spec.yaml').write_text(yaml.safe_dump(
+        {'scenario': {**scenario, 'duration': 40.0}, 'grid': {'agents': [4, 6]}, 'seeds': 2}))
+    (tmp_path / 'field.yaml').write_text(yaml.safe_dump(RUNAWAY['safety_area']))
+    out = tmp_path / 'out'
+    assert main([str(tmp_path / 'spec.yaml'), '--out', str(out), '--workers', '1',
+                 '--no-plots', '--safety-area', str(tmp_path / 'field.yaml')]) == 0
+    with open(out / 'runs.csv') as stream:
+        margins = [float(row['area_margin']) for row in csv.DictReader(stream)]
+    assert len(margins) == 4 and all(0.5 < m <= 1.0 + 1e-6 for m in margins), margins
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('polygon: [[0, 0], [1, 0]]\n')
+    assert main([str(tmp_path / 'spec.yaml'), '--out', str(tmp_path / 'o2'),
+                 '--safety-area', str(bad)]) == 2
