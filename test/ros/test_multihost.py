@@ -61,6 +61,18 @@ class Lines:
                 if r['topic'] == topic and r['t'] >= since]
 
 
+class Log:
+    """Collects a process's log lines (rclpy logs to stderr), so the pipe never fills."""
+
+    def __init__(self, stream):
+        self.lines = []
+        threading.Thread(target=self._read, args=(stream,), daemon=True).start()
+
+    def _read(self, stream):
+        for line in stream:
+            self.lines.append(line.rstrip('\n'))
+
+
 def wait_for(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -114,8 +126,10 @@ def start_swarm(hosts, env, station='gs', agent_args=None):
     """
     Start the ground station's nodes in ``station`` and one agent_node per host.
 
-    ``agent_args`` maps a host to more ROS arguments of its agent.
+    ``agent_args`` maps a host to more ROS arguments of its agent. Returns each agent's
+    :class:`Log` by host.
     """
+    logs = {}
     plan = SwarmPlan(scenario=Scenario(agents=3, radius=RADIUS, control_period=0.05),
                      use_sim_time=False, swarm_reliability='best_effort',
                      positions=((6.0, 1.0, 0.0), (5.0, 3.0, 0.0), (4.0, 5.0, 0.0)))
@@ -124,7 +138,10 @@ def start_swarm(hosts, env, station='gs', agent_args=None):
         extra = (['-p', f'target_timeout:={TARGET_TIMEOUT}', '-p', f'odom_timeout:={ODOM_TIMEOUT}',
                   *(agent_args or {}).get(host, [])]
                  if spec.executable == 'agent_node' else [])
-        hosts.run(host, command(spec) + extra, env)
+        process = hosts.run(host, command(spec) + extra, env)
+        if spec.executable == 'agent_node':
+            logs[host] = Log(process.stderr)
+    return logs
 
 
 class Ring:
@@ -230,33 +247,32 @@ def test_a_companion_clock_off_by_0_3_s_is_named_and_the_ring_still_forms(hosts)
     env = ros_env()
     hosts.run('uav1', [sys.executable, str(SKEWED_CLOCK), str(CLOCK_OFFSET), '/uav1/host_clock'],
               env)
-    start_swarm(hosts, env, agent_args={
+    logs = start_swarm(hosts, env, agent_args={
         'uav1': ['-p', 'use_sim_time:=true', '-r', '/clock:=/uav1/host_clock']})
-    ground = Lines(hosts.run('gs', [sys.executable, str(PROBE), '/diagnostics:diagnostics',
-                                    '/rosout:log'] + [f'/{a}/odom:odom' for a in AGENTS], env))
+    ground = Lines(hosts.run('gs', [sys.executable, str(PROBE), '/diagnostics:diagnostics']
+                             + [f'/{a}/odom:odom' for a in AGENTS], env))
 
     def statuses(name):
         return [status for _, array in ground.values('/diagnostics') for status in array
                 if status['name'] == name]
 
-    def warned(name, about):
-        return [log['text'] for _, log in ground.values('/rosout')
-                if log['name'] == name and log['level'] == 30
-                and f'the clock of agent {about} is' in log['text']]
+    def warned(host, about):  # from the agent's own log: said once, it must not be missed
+        return [line for line in list(logs[host].lines) if '[WARN]' in line
+                and f'the clock of agent {about} is' in line]
 
     wait_for(lambda: Ring(ground).formed(AGENTS, 0.3), 60.0,
              'the ring of 3 to form with one clock 0.3 s ahead')
-    wait_for(lambda: warned('uav2.agent', 1) and warned('uav3.agent', 1)
-             and warned('uav1.agent', 2), 20.0, 'the agents to name the skewed clock')
-    assert 'ahead of this one (max_clock_offset 0.1 s)' in warned('uav2.agent', 1)[0]
-    assert 'behind this one' in warned('uav1.agent', 2)[0]
-    assert not warned('uav2.agent', 3), 'uav2 and uav3 share a clock: no warning between them'
+    wait_for(lambda: warned('uav2', 1) and warned('uav3', 1) and warned('uav1', 2), 60.0,
+             'the agents to name the skewed clock')
+    assert 'ahead of this one (max_clock_offset 0.1 s)' in warned('uav2', 1)[0]
+    assert 'behind this one' in warned('uav1', 2)[0]
+    assert not warned('uav2', 3), 'uav2 and uav3 share a clock: no warning between them'
 
     def offsets(name):
         latest = statuses(name)[-1]
         return latest, {key: parse_link_text(value)['offset']
                         for key, value in latest['values'].items() if key.startswith('link.')}
-    wait_for(lambda: len(offsets('/uav2/agent')[1]) == 2, 20.0, "uav2's link figures")
+    wait_for(lambda: len(offsets('/uav2/agent')[1]) == 2, 60.0, "uav2's link figures")
     status, seen_by_uav2 = offsets('/uav2/agent')
     assert 0.25 < seen_by_uav2['link.1'] < 0.35, seen_by_uav2
     assert abs(seen_by_uav2['link.3']) < 0.05, seen_by_uav2
