@@ -158,6 +158,8 @@ class AgentNode(Node):
             return
         now = now_ns * 1e-9
         for state in states:
+            if _clock_not_started(now_ns, state.stamp_ns):
+                continue
             self._observe_incarnation(state.agent_id, state.incarnation, now)
             if state.agent_id == self.agent_id:
                 continue
@@ -189,7 +191,10 @@ class AgentNode(Node):
         """Take a decoded target state heard at ``now_ns`` (default: this node's clock now)."""
         if self._failed:
             return
-        now = (self._now_ns() if now_ns is None else now_ns) * 1e-9
+        now_ns = self._now_ns() if now_ns is None else now_ns
+        if _clock_not_started(now_ns, state.stamp_ns):
+            return
+        now = now_ns * 1e-9
         if not self._rejected_stamp('target', state.stamp, now):
             self._channel.receive(('target', state), now)
 
@@ -408,6 +413,17 @@ class AgentNode(Node):
     @property
     def failed(self) -> bool:
         return self._failed
+
+
+def _clock_not_started(now_ns: int, stamp_ns: int) -> bool:
+    """
+    Whether this node's clock has not started while the sender's has: nothing to compare.
+
+    Under ``use_sim_time`` the clock reads 0 until the first ``/clock``; a state stamped by a
+    running clock would look from the far future (and its sender's clock off by the epoch).
+    A lock-stepped simulation starts at 0 with states stamped 0: those are taken.
+    """
+    return now_ns == 0 and stamp_ns > 0
 
 
 def _id_from_namespace(namespace: str) -> int:

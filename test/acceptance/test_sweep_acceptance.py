@@ -45,7 +45,8 @@ def test_sweep_rows_equal_batch_sim_runs_of_the_same_scenario(tmp_path):
             expected = ([summary['final'][m] for m in METRIC_NAMES]
                         + [summary['mean'][m] for m in METRIC_NAMES]
                         + [summary['settle_time'][m] for m in SETTLE_THRESHOLDS]
-                        + [summary['closest']['d_min'], summary['closest']['time']])
+                        + [summary['closest']['d_min'], summary['closest']['time'],
+                           summary['area_margin']])  # no area: NaN (null) in both
             expected = np.array([math.nan if v is None else v for v in expected], dtype=float)
             [row] = [r for r in rows if float(r['k_r']) == k_r and int(r['seed']) == seed]
             np.testing.assert_allclose(_results(row), expected, rtol=0, atol=1e-9)
