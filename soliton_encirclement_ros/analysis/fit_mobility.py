@@ -28,7 +28,8 @@ import numpy as np
 
 from ros_support.validation import number, OneLineParser
 from velocity_mobility_ros.core.fit import (
-    AXES, DEFAULT_HOLDOUT, DELAY, fit, FitError, FitResult, Flight, PARAM_NAMES, predict, UNITS)
+    AXES, COVERAGE_Z, DEFAULT_HOLDOUT, DELAY, fit, FitError, FitResult, Flight, PARAM_NAMES,
+    predict, UNITS)
 from velocity_mobility_ros.core.vehicle import VehicleParams
 
 EXIT_ERROR = 1
@@ -47,6 +48,14 @@ PX4_VEHICLE = 'px4'  # the name of a PX4 vehicle without a namespace (/fmu/...)
 MOBILITY_NODES = ('/**/mobility', '/swarm_mobility')
 AGENT_NODE = '/**/agent'
 AGENT_PARAMS = ('max_speed_xy', 'max_speed_z')
+
+
+INTERVAL_NOTE = (
+    f'parameters.*.interval = value -+ ({COVERAGE_Z:g} std + systematic): std is robust to '
+    'residuals correlated in time (Newey-West over 2 s of scores), systematic the model '
+    'mismatch (half a step for the delay, 2 % of the value otherwise); it covered the truth '
+    'on independent continuous-time flights (docs/fit_mobility.md). std_white is the old '
+    'white-noise standard deviation, far too small.')
 
 
 class InputError(ValueError):
@@ -187,8 +196,9 @@ def params_yaml(result: FitResult, source: str) -> str:
     ]
     delay = result.estimates[DELAY]
     if delay.identified:
-        lines.append(f'# Transport delay {delay.value:.3f} +- {delay.std:.3f} s (the simulators '
-                     'have no command delay; not a parameter).')
+        lines.append(f'# Transport delay {delay.value:.3f} s, interval [{delay.low:.3f}, '
+                     f'{delay.high:.3f}] s (the simulators have no command delay; not a '
+                     'parameter).')
     for name, reason in result.unidentifiable().items():
         if name != DELAY:
             lines.append(f'# {name}: not identified ({reason}); the default stays.')
@@ -216,8 +226,11 @@ def result_dict(result: FitResult) -> dict:
         'vehicles': list(result.vehicles), 'axes': list(result.axes), 'sim_dt': result.sim_dt,
         'parameters': {n: {'value': e.value, 'std': e.std, 'unit': UNITS[n],
                            'identified': e.identified,
+                           **({'interval': [e.low, e.high], 'std_white': e.std_white,
+                               'systematic': e.systematic} if e.identified else {}),
                            **({'reason': e.reason} if e.reason else {})}
                        for n, e in result.estimates.items()},
+        'interval': INTERVAL_NOTE,
         'before': {'parameters': {n: getattr(result.start_params, n) for n in PARAM_NAMES},
                    'delay': 0.0, **scores(result.before)},
         'after': scores(result.after), 'function_evaluations': result.iterations,
@@ -240,7 +253,7 @@ def summary_text(per_vehicle: dict[str, FitResult], pooled: FitResult | None,
         for r in fits.values():
             e = r.estimates.get(n)
             cells.append('-' if e is None else 'unidentified' if not e.identified
-                         else f'{e.value:.3g} +- {e.std:.2g}')
+                         else f'{e.value:.3g} +- {e.half_width:.2g}')
         rows.append(f'{n + " [" + UNITS[n] + "]":<16}' + ''.join(f'{c:>{width + 8}}'
                                                                  for c in cells))
     for part in ('train', 'holdout'):
@@ -249,8 +262,9 @@ def summary_text(per_vehicle: dict[str, FitResult], pooled: FitResult | None,
                      for r in fits.values()]
             rows.append(f'{part + " " + label:<16}' + ''.join(f'{c:>{width + 8}}'
                                                               for c in cells))
-    rows.append('(scores: velocity RMSE [m/s] / R^2; before = the starting parameters, no '
-                'delay; holdout = the last part of each flight, not fitted)')
+    rows.append('(+-: the interval, COVERAGE_Z robust std + model mismatch; scores: velocity '
+                'RMSE [m/s] / R^2; before = the starting parameters, no delay; holdout = the '
+                'last part of each flight, not fitted)'.replace('COVERAGE_Z', f'{COVERAGE_Z:g}'))
     for r in fits.values():
         for note in r.notes:
             rows.append(f'note ({", ".join(r.vehicles)}): {note}')

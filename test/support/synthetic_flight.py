@@ -19,7 +19,6 @@ import numpy as np
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import get_types_from_msg, get_typestore, Stores
 
-from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.vehicle import VehicleParams
 
 # px4_msgs message definitions (PX4/px4_msgs, msg/*.msg, main), the fields the fit reads.
@@ -106,6 +105,9 @@ def fly(params: VehicleParams, duration: float = 60.0, delay: float = 0.08,
         noise: float = 0.05, cmd_rate: float = 20.0, odom_rate: float = 50.0, seed: int = 0,
         commands=rich_commands, altitude: float = 20.0) -> Recording:
     """Fly ``params`` through ``commands(t)`` (see the module doc)."""
+    # imported here: support.independent_flight uses this module's writers, not the model
+    from velocity_mobility_ros.core.model import step, VehicleState
+
     rng = np.random.default_rng(seed)
     dt_ns = round(params.sim_dt * 1e9)
     cmd_ns = np.arange(0, int(duration * 1e9), round(1e9 / cmd_rate), dtype=np.int64)

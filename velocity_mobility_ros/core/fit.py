@@ -12,18 +12,26 @@ the recorded commands and minimises the velocity error at the odometry samples w
 - a pure transport delay between a command and its effect (not a model parameter: the
   simulators have none; it is reported so that the limits are not bent to absorb it).
 
-Timing is the mobility node's: the state at ``t_k`` is one step from ``t_(k-1)`` under the
-command in force at ``t_k`` (the newest that arrived strictly before ``t_k - delay``). A
-fractional delay interpolates linearly between the commands in force one step apart, so the
-error is continuous in it. The simulation starts from the first odometry sample at or after the
-first command (the measured velocity), and the command before the first one is taken to be the
-first one.
+Timing: step ``k`` of the simulation (from ``t_(k-1)`` to ``t_k``) applies the mean, over the
+step, of the held commands shifted by the delay, so a command that takes effect mid-step drives
+the step for the fraction after it: neither a command's arrival nor the delay is rounded to the
+step grid (rounding them cost up to a step of delay, traded against the acceleration limits).
+A command arriving on a step boundary with a delay of whole steps drives the whole next step,
+the mobility node's own timing. The error is continuous in the delay. The simulation starts
+from the first odometry sample at or after the first command (the measured velocity), and the
+command before the first one is taken to be the first one. The search starts from a scan of
+the delay over its whole range (one vectorised pass), each plane's lag fast or slow.
 
 The first ``1 - holdout`` of each flight is fitted; the rest is held out and scored (RMSE of the
-velocity, R^2). Uncertainties are one standard deviation from the Jacobian at the solution
-(``s^2 (J^T J)^-1``; the residuals of a flight are correlated in time, so take them as a lower
-bound). A limit the flight never reached leaves the error flat in it: such a parameter is
-reported *unidentifiable* (no value), never guessed.
+velocity, R^2). Each estimate has an interval, ``value -+ (COVERAGE_Z std + systematic)``:
+``std`` is the sandwich standard deviation robust to residuals correlated in time (Newey-West
+over ``HAC_BANDWIDTH`` of per-sample scores; never below the white-noise one), ``systematic``
+the model mismatch that no resampling of one flight shows (half a step for the delay,
+``MODEL_MISMATCH`` of the value for the limits). On independent continuous-time flights the
+interval covered the truth where the error reached 4 white-noise standard deviations
+``s^2 (J^T J)^-1`` (``std_white``; on the flight of issue 39, 100). A limit the flight never
+reached leaves the error flat in it: such a parameter is reported *unidentifiable* (no value),
+never guessed.
 """
 from __future__ import annotations
 
@@ -53,6 +61,9 @@ MAX_RELATIVE_STD = 0.25   # a parameter known worse than this is reported uniden
 MIN_BINDING = 0.5         # s: a limit that bound for less than this in the fitted part is not
 BINDING_MARGIN = 0.05     # identified; it binds when asked for 5 % more than it allows
 DEFAULT_HOLDOUT = 0.3
+HAC_BANDWIDTH = 2.0       # s: residuals further apart than this are taken as uncorrelated
+COVERAGE_Z = 2.0          # the interval: value -+ (COVERAGE_Z std + systematic)
+MODEL_MISMATCH = 0.02     # relative systematic term of the limits and taus (see the docs)
 
 
 class FitError(ValueError):
@@ -85,11 +96,26 @@ class Flight:
 
 @dataclass(frozen=True)
 class Estimate:
-    """One fitted quantity: value and one standard deviation (None: unidentifiable)."""
+    """
+    One fitted quantity (None: unidentifiable).
+
+    ``std``: one standard deviation robust to residuals correlated in time; ``low``/``high``:
+    the interval, ``value -+ (COVERAGE_Z std + systematic)``; ``std_white``: the standard
+    deviation as if the residuals were white noise (``s^2 (J^T J)^-1``, far too small on a
+    real flight, kept for comparison).
+    """
 
     value: float | None
     std: float | None
     reason: str = ''   # why it is unidentifiable
+    low: float | None = None
+    high: float | None = None
+    std_white: float | None = None
+    systematic: float | None = None
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.high is None else 0.5 * (self.high - self.low)
 
     @property
     def identified(self) -> bool:
@@ -140,8 +166,10 @@ class _Prepared:
 
     flight: Flight
     t0: float
-    grid_u: np.ndarray         # (L + K + 1, 3): commands in force at t0 + (j - L) dt
-    lag_steps: int             # L: grid steps before t0 (room for the delay)
+    cmd_t: np.ndarray          # (C,) command arrival times relative to t0
+    cmd_v: np.ndarray          # (C, 3)
+    cmd_int: np.ndarray        # (C, 3): integral of the held commands from cmd_t[0] to cmd_t
+    dt: float
     steps: int                 # K
     odom_t: np.ndarray         # (M,) relative to t0
     odom_v: np.ndarray         # (M, 3)
@@ -162,6 +190,53 @@ def simulate_velocity(u: np.ndarray, v0: np.ndarray, params: Mapping[str, np.nda
     fit simulates every trial set of parameters in one pass. ``bound``, when given, receives
     per row the number of steps each acceleration and speed limit bound (clamped the step).
     """
+    if bound is not None:
+        return _simulate_counting(u, v0, params, dt, bound)
+    rows, steps = u.shape[0], u.shape[1]
+    commands = np.ascontiguousarray(np.moveaxis(np.asarray(u, dtype=float), 0, -1))  # K, 3, R
+    v = np.array(np.asarray(v0, dtype=float).T)                                      # 3, R
+    out = np.empty((steps + 1, 3, rows))
+    out[0] = v
+    gain = np.empty((3, rows))
+    gain[:2] = dt / np.asarray(params['tau_xy'], dtype=float)
+    gain[2] = dt / np.asarray(params['tau_z'], dtype=float)
+    lim_xy = np.asarray(params['max_acc_xy'], dtype=float) * dt
+    lim_z = np.asarray(params['max_acc_z'], dtype=float) * dt
+    speed_xy = np.asarray(params['max_speed_xy'], dtype=float) * np.ones(rows)
+    speed_z = np.asarray(params['max_speed_z'], dtype=float) * np.ones(rows)
+    lim_xy, lim_z = lim_xy * np.ones(rows), lim_z * np.ones(rows)
+    change, norm, scale = np.empty((3, rows)), np.empty(rows), np.empty(rows)
+    vx, vy, vz = v
+    cx, cy, cz = change
+    neg_lim_z, neg_speed_z = -lim_z, -speed_z
+    mul, hypot, minimum, maximum = np.multiply, np.hypot, np.minimum, np.maximum
+    for k in range(steps):
+        # the model's step (geometry.saturate twice), written for speed: (x, y, z) x rows
+        np.subtract(commands[k], v, out=change)
+        mul(change, gain, out=change)
+        hypot(cx, cy, out=norm)
+        maximum(norm, 1e-300, out=norm)
+        np.divide(lim_xy, norm, out=scale)
+        minimum(scale, 1.0, out=scale)
+        mul(cx, scale, out=cx)
+        mul(cy, scale, out=cy)
+        minimum(cz, lim_z, out=cz)
+        maximum(cz, neg_lim_z, out=cz)
+        np.add(v, change, out=v)
+        hypot(vx, vy, out=norm)
+        maximum(norm, 1e-300, out=norm)
+        np.divide(speed_xy, norm, out=scale)
+        minimum(scale, 1.0, out=scale)
+        mul(vx, scale, out=vx)
+        mul(vy, scale, out=vy)
+        minimum(vz, speed_z, out=vz)
+        maximum(vz, neg_speed_z, out=vz)
+        out[k + 1] = v
+    return np.moveaxis(out, -1, 0)
+
+
+def _simulate_counting(u, v0, params, dt, bound) -> np.ndarray:
+    """:func:`simulate_velocity` that also counts the steps each limit bound (slower)."""
     rows, steps = u.shape[0], u.shape[1]
     v = np.array(v0, dtype=float)
     out = np.empty((rows, steps + 1, 3))
@@ -178,8 +253,7 @@ def simulate_velocity(u: np.ndarray, v0: np.ndarray, params: Mapping[str, np.nda
         change[:, :2] *= dt
         change[:, 2] /= tau_z
         change[:, 2] *= dt
-        if bound is not None:
-            _count_binding(bound, u[:, k], change, v, lim_xy, lim_z, speed_xy, speed_z)
+        _count_binding(bound, u[:, k], change, v, lim_xy, lim_z, speed_xy, speed_z)
         change = saturate(change, lim_xy, lim_z)
         v = apply_velocity_limits(v + change, speed_xy, speed_z)
         out[:, k + 1] = v
@@ -268,8 +342,7 @@ def fit(flights: Sequence[Flight], axes: Sequence[str] = AXES, *,
         raise FitError(f'{names} never moved (commanded or measured peak speed below '
                        f'{MIN_MOTION} m/s on {" and ".join(axes)}): nothing to identify; '
                        f'{unident} unidentifiable')
-    lag = int(math.ceil(max_delay / dt)) + 1
-    prepared = [_prepare(f, dt, lag, holdout) for f in flights]
+    prepared = [_prepare(f, dt, holdout) for f in flights]
     names = [n for a in fitted_axes for n in PLANE_PARAMS[a]]
     x0, lower, upper = _initial(prepared, names, start, dt, max_delay)
     fixed = {n: getattr(start, n) for n in PARAM_NAMES}
@@ -296,20 +369,17 @@ def fit(flights: Sequence[Flight], axes: Sequence[str] = AXES, *,
     best = None
     # A second start from a slow lag only when the first leaves the error well above the noise
     # (an acceleration limit can mimic a slow lag).
-    for tau0 in (0.5, 2.0):
-        x_init = x0.copy()
-        for i, n in enumerate(names):
-            if n.startswith('tau'):
-                x_init[i] = tau0
+    for x_init in _starts(prepared, names, fixed, fitted_axes, x0, dt, max_delay):
         sol = least_squares(residuals, x_init, jac=jacobian, bounds=(lower, upper),
-                            x_scale='jac', xtol=1e-8, ftol=1e-8, gtol=1e-8, max_nfev=100)
+                            x_scale='jac', xtol=1e-5, ftol=1e-6, gtol=1e-8, max_nfev=100)
         if best is None or sol.cost < best.cost:
             best = sol
         if _r2(best.fun, prepared, fitted_axes) >= 0.98:
             break
     sol = best
     estimates = _estimates(sol, names, lower, upper, fitted_axes, axes,
-                           _binding_seconds(prepared, _rows(sol.x[None, :], names, fixed), dt))
+                           _binding_seconds(prepared, _rows(sol.x[None, :], names, fixed), dt),
+                           prepared, dt)
     fitted = _rows(sol.x[None, :], names, fixed)
     start_rows = _rows(np.append([getattr(start, n) for n in names], 0.0)[None, :], names,
                        fixed)
@@ -330,8 +400,7 @@ def predict(flight: Flight, params: VehicleParams, delay: float = 0.0,
     bool, for plots.
     """
     dt = params.sim_dt
-    lag = int(math.ceil(max(delay, MAX_DELAY) / dt)) + 1
-    prep = _prepare(flight, dt, lag, holdout, check=False)
+    prep = _prepare(flight, dt, holdout, check=False)
     rows = {n: np.array([getattr(params, n)]) for n in PARAM_NAMES}
     rows[DELAY] = np.array([delay])
     sim = _simulate_at_samples([prep], rows, dt)[0][0]
@@ -349,8 +418,7 @@ def _smooth(values: np.ndarray, width: int = 5) -> np.ndarray:
     return np.convolve(values, np.ones(width) / width, mode='valid')
 
 
-def _prepare(flight: Flight, dt: float, lag: int, holdout: float,
-             check: bool = True) -> _Prepared:
+def _prepare(flight: Flight, dt: float, holdout: float, check: bool = True) -> _Prepared:
     if flight.cmd_t.size == 0:
         raise FitError(f'{flight.name}: no commands in the window')
     odom_after = np.flatnonzero(flight.odom_t >= flight.cmd_t[0])
@@ -368,12 +436,28 @@ def _prepare(flight: Flight, dt: float, lag: int, holdout: float,
                        f'{odom_t.size} odometry samples after the first command (need >= '
                        f'{MIN_DURATION:g} s and {MIN_SAMPLES} samples in the fitted part)')
     steps = int(math.ceil(duration / dt - 1e-9)) + 1
-    grid = t0 + (np.arange(-lag, steps + 1) * dt)
-    # in force at t: the newest command that arrived strictly before t (the first one before it)
-    index = np.searchsorted(flight.cmd_t, grid - 1e-7, side='left') - 1
-    grid_u = flight.cmd_v[np.clip(index, 0, None)]
-    return _Prepared(flight, t0, grid_u, lag, steps, odom_t, odom_v, odom_v[0].copy(), train,
-                     held)
+    cmd_t = flight.cmd_t - t0
+    cmd_int = np.zeros_like(flight.cmd_v, dtype=float)
+    np.cumsum(flight.cmd_v[:-1] * np.diff(cmd_t)[:, None], axis=0, out=cmd_int[1:])
+    return _Prepared(flight, t0, cmd_t, flight.cmd_v, cmd_int, dt, steps, odom_t, odom_v,
+                     odom_v[0].copy(), train, held)
+
+
+def _step_commands(p: _Prepared, delays: np.ndarray, steps: int) -> np.ndarray:
+    """
+    Return the command each step applies, per delay: (R, steps, 3).
+
+    Step ``k`` (from ``(k-1) dt`` to ``k dt`` after ``t0``) applies the mean over the step of
+    the held commands, delayed: a command that takes effect mid-step drives the step for the
+    fraction after it, so neither its arrival nor the delay is rounded to the step. A command
+    that arrives on a step boundary with a delay of whole steps gives the mobility node's own
+    timing (it drives the whole step after it). Before the first command, the first one.
+    """
+    times = np.arange(steps + 1)[None, :] * p.dt - np.asarray(delays, dtype=float)[:, None]
+    index = np.searchsorted(p.cmd_t, times, side='right') - 1
+    np.maximum(index, 0, out=index)
+    integral = p.cmd_int[index] + p.cmd_v[index] * (times - p.cmd_t[index])[..., None]
+    return np.diff(integral, axis=1) / p.dt
 
 
 def _rows(x: np.ndarray, names: Sequence[str], fixed: Mapping[str, float]) -> dict:
@@ -386,21 +470,25 @@ def _rows(x: np.ndarray, names: Sequence[str], fixed: Mapping[str, float]) -> di
 
 
 def _simulate_at_samples(prepared: Sequence[_Prepared], rows: Mapping[str, np.ndarray],
-                         dt: float) -> list[np.ndarray]:
-    """Each flight simulated under every row: a list of (R, M, 3) at its odometry times."""
+                         dt: float, part: str | None = None) -> list[np.ndarray]:
+    """
+    Each flight simulated under every row: a list of (R, M, 3) at its odometry times.
+
+    With ``part`` ('train'), only as far as that part's last sample: the other samples' values
+    are then meaningless.
+    """
     n_rows = rows[DELAY].shape[0]
-    steps = max(p.steps for p in prepared)
+    if part is None:
+        steps = max(p.steps for p in prepared)
+    else:
+        steps = max(min(p.steps, int(math.ceil(p.odom_t[getattr(p, part)][-1] / dt)) + 1)
+                    for p in prepared)
     u = np.empty((n_rows * len(prepared), steps, 3))
     v0 = np.empty((n_rows * len(prepared), 3))
-    shift = rows[DELAY] / dt
-    whole = np.floor(shift).astype(int)
-    frac = (shift - whole)[:, None, None]
     for j, p in enumerate(prepared):
-        k = np.arange(1, steps + 1)
-        k = np.minimum(k, p.steps)  # past its end a flight holds its last command (unscored)
-        base = p.lag_steps + k[None, :] - whole[:, None]
+        # past its end a flight holds its last command (unscored)
         block = slice(j * n_rows, (j + 1) * n_rows)
-        u[block] = (1.0 - frac) * p.grid_u[base] + frac * p.grid_u[base - 1]
+        u[block] = _step_commands(p, rows[DELAY], steps)
         v0[block] = p.v0
     params = {n: np.tile(rows[n], len(prepared)) for n in PARAM_NAMES}
     sim = simulate_velocity(u, v0, params, dt)
@@ -417,7 +505,7 @@ def _simulate_at_samples(prepared: Sequence[_Prepared], rows: Mapping[str, np.nd
 def _residuals(prepared, rows, axes, dt, part) -> np.ndarray:
     """(R, n) residuals of every row on the ``part`` samples of every flight."""
     cols = _columns(axes)
-    sims = _simulate_at_samples(prepared, rows, dt)
+    sims = _simulate_at_samples(prepared, rows, dt, part)
     parts = []
     for p, sim in zip(prepared, sims):
         mask = getattr(p, part)
@@ -442,11 +530,15 @@ def _initial(prepared, names, start, dt, max_delay):
         for plane, cols in (('xy', slice(0, 2)), ('z', slice(2, 3))):
             speed = _smooth(np.linalg.norm(v[:, cols], axis=1))
             peak_speed[plane] = max(peak_speed[plane], float(np.max(speed, initial=0.0)))
-            if v.shape[0] > 12:
-                width = 5
+            # the slope over 0.2 s of the velocity averaged over 0.2 s: a ramp at the
+            # acceleration limit lasts longer than that, the noise averages out
+            period = float(np.median(np.diff(p.odom_t))) if v.shape[0] > 1 else 1.0
+            width = max(3, int(round(0.2 / max(period, 1e-6))))
+            if v.shape[0] > 3 * width:
                 smooth = np.stack([_smooth(v[:, c], width) for c in range(3)], axis=1)
                 t = _smooth(p.odom_t, width)
-                dv = np.diff(smooth[:, cols], axis=0) / np.maximum(np.diff(t), 1e-6)[:, None]
+                dv = (smooth[width:, cols] - smooth[:-width, cols]) / np.maximum(
+                    t[width:] - t[:-width], 1e-6)[:, None]
                 acc = np.linalg.norm(dv, axis=1)
                 peak_acc[plane] = max(peak_acc[plane], float(np.percentile(acc, 99)))
     x0, lower, upper = [], [], []
@@ -457,7 +549,7 @@ def _initial(prepared, names, start, dt, max_delay):
             lower.append(1.5 * dt)
             upper.append(20.0)
         elif n.startswith('max_acc'):
-            x0.append(min(max(1.2 * peak_acc[plane], 0.5), 99.0))
+            x0.append(min(max(peak_acc[plane], 0.5), 99.0))
             lower.append(0.01)
             upper.append(100.0)
         else:
@@ -468,6 +560,42 @@ def _initial(prepared, names, start, dt, max_delay):
     lower.append(0.0)
     upper.append(max_delay)
     return np.array(x0), np.array(lower), np.array(upper)
+
+
+def _starts(prepared, names, fixed, axes, x0, dt, max_delay) -> list[np.ndarray]:
+    """
+    Return the starting points: each plane's lag fast or slow, with the delay fitting best.
+
+    The delay is scanned every 20 ms over its whole range in one vectorised pass (the error
+    has local minima where a shorter delay and a lower acceleration limit trade off); each
+    plane takes the lag (0.5 or 2 s) that fits it better at that delay. The second start
+    swaps every plane's lag.
+    """
+    delays = np.arange(0.0, max_delay + 1e-9, 0.02)
+    taus = (0.5, 2.0)
+    trial = np.repeat(x0[None, :], len(taus) * delays.size, axis=0)
+    trial[:, -1] = np.tile(delays, len(taus))
+    for i, n in enumerate(names):
+        if n.startswith('tau'):
+            trial[:, i] = np.repeat([max(t, 2.0 * dt) for t in taus], delays.size)
+    res = _residuals(prepared, _rows(trial, names, fixed), axes, dt, 'train')
+    cols = _columns(axes)
+    res = res.reshape(len(taus), delays.size, -1, len(cols)) ** 2
+    plane_cost = {'xy': res[..., :2].sum(axis=(2, 3)) if 'xy' in axes else 0.0,
+                  'z': res[..., -1].sum(axis=2) if 'z' in axes else 0.0}
+    best_tau = {a: np.argmin(plane_cost[a], axis=0) for a in axes}   # per delay
+    total = sum(np.min(plane_cost[a], axis=0) for a in axes)
+    k = int(np.argmin(total))
+    out = []
+    for swap in (0, 1):
+        x = x0.copy()
+        x[-1] = delays[k]
+        for i, n in enumerate(names):
+            if n.startswith('tau'):
+                choice = best_tau['xy' if n.endswith('xy') else 'z'][k]
+                x[i] = max(taus[choice ^ swap], 2.0 * dt)
+        out.append(x)
+    return out
 
 
 def _r2(residual: np.ndarray, prepared, axes) -> float:
@@ -482,10 +610,7 @@ def _binding_seconds(prepared, rows, dt) -> dict[str, float]:
     total: dict[str, float] = {}
     for p in prepared:
         steps = max(1, int(round(float(p.odom_t[p.train][-1]) / dt)))
-        shift = float(rows[DELAY][0]) / dt
-        whole, frac = int(math.floor(shift)), shift - math.floor(shift)
-        base = p.lag_steps + np.arange(1, steps + 1) - whole
-        u = ((1.0 - frac) * p.grid_u[base] + frac * p.grid_u[base - 1])[None]
+        u = _step_commands(p, rows[DELAY][:1], steps)
         bound: dict = {}
         simulate_velocity(u, p.v0[None], {n: rows[n][:1] for n in PARAM_NAMES}, dt, bound)
         for name, count in bound.items():
@@ -493,8 +618,49 @@ def _binding_seconds(prepared, rows, dt) -> dict[str, float]:
     return total
 
 
+def _robust_std(jac: np.ndarray, res: np.ndarray, prepared, n_cols: int,
+                bandwidth: float = None) -> np.ndarray:
+    """
+    Return standard deviations robust to residuals correlated in time (active columns).
+
+    The sandwich ``H^-1 S H^-1`` with ``H = J^T J`` and ``S`` the long-run covariance of the
+    per-sample scores ``g_t = J_t^T r_t`` (Newey-West: Bartlett weights over ``bandwidth``
+    seconds, within each flight).
+    """
+    bandwidth = HAC_BANDWIDTH if bandwidth is None else bandwidth
+    p_count = jac.shape[1]
+    scores = (jac * res[:, None]).reshape(-1, n_cols, p_count).sum(axis=1)
+    s_mat = np.zeros((p_count, p_count))
+    start = 0
+    for p in prepared:
+        n = int(p.train.sum())
+        g = scores[start:start + n]
+        start += n
+        period = float(np.median(np.diff(p.odom_t[p.train]))) if n > 1 else 1.0
+        lags = min(n - 1, int(round(bandwidth / max(period, 1e-9))))
+        s_mat += g.T @ g
+        for lag in range(1, lags + 1):
+            cross = g[:-lag].T @ g[lag:]
+            s_mat += (1.0 - lag / (lags + 1.0)) * (cross + cross.T)
+    h_inv = np.linalg.pinv(jac.T @ jac)
+    return np.sqrt(np.maximum(np.diag(h_inv @ s_mat @ h_inv), 0.0))
+
+
+def _systematic(name: str, value: float, dt: float) -> float:
+    """
+    Return the part of the interval that no resampling of one flight shows: model mismatch.
+
+    The delay: half a step (the model applies a command over whole steps, so where an
+    acceleration limit binds the change starts up to a step early or late). The limits and
+    taus: ``MODEL_MISMATCH`` of the value (the errors beyond ``COVERAGE_Z`` robust standard
+    deviations on independent continuous-time flights stayed below it: docs/fit_mobility.md).
+    """
+    return 0.5 * dt if name == DELAY else MODEL_MISMATCH * abs(value)
+
+
 def _estimates(sol, names, lower, upper, fitted_axes, axes,
-               binding: Mapping[str, float]) -> dict[str, Estimate]:
+               binding: Mapping[str, float], prepared=(), dt: float = 0.01
+               ) -> dict[str, Estimate]:
     jac = sol.jac
     dof = max(sol.fun.size - sol.x.size, 1)
     s2 = 2.0 * sol.cost / dof
@@ -502,10 +668,14 @@ def _estimates(sol, names, lower, upper, fitted_axes, axes,
     flat = norms <= 1e-9 * max(norms.max(), 1e-300)
     active = ~flat
     std = np.full(sol.x.size, np.inf)
+    white = np.full(sol.x.size, np.inf)
     if active.any():
         ja = jac[:, active]
         cov = np.linalg.pinv(ja.T @ ja) * s2
-        std[active] = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        white[active] = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        # never below the white-noise one (Bartlett weights can cancel negative correlations)
+        std[active] = np.maximum(
+            _robust_std(ja, sol.fun, prepared, len(_columns(fitted_axes))), white[active])
     out: dict[str, Estimate] = {}
     for i, n in enumerate(list(names) + [DELAY]):
         value, sd = float(sol.x[i]), float(std[i])
@@ -519,7 +689,13 @@ def _estimates(sol, names, lower, upper, fitted_axes, axes,
         elif n in binding and binding[n] < MIN_BINDING:
             reason = (f'the flight never reached this limit (it bound for {binding[n]:.2f} s '
                       f'of the fitted part; {MIN_BINDING:g} s needed)')
-        out[n] = Estimate(None, None, reason) if reason else Estimate(value, sd)
+        if reason:
+            out[n] = Estimate(None, None, reason)
+            continue
+        systematic = _systematic(n, value, dt)
+        half = COVERAGE_Z * sd + systematic
+        out[n] = Estimate(value, sd, '', max(value - half, 0.0), value + half, float(white[i]),
+                          systematic)
     for plane in axes:
         if plane not in fitted_axes:
             for n in PLANE_PARAMS[plane]:
