@@ -94,27 +94,39 @@ def _described_scenario(custom_data) -> dict:
 
 
 def metric_plot(path: Path, series: dict[str, np.ndarray], name: str,
-                title: str | None = None) -> None:
-    """One metric against time; ``series`` maps a label to (T, 2) rows ``t,value``."""
+                title: str | None = None, settled: dict | None = None) -> None:
+    """
+    One metric against time; ``series`` maps a label to (T, 2) rows ``t,value``.
+
+    ``settled`` maps a label to the settle time to mark (None: never settled) when the series
+    is thinned (``stream.Envelope``) and the time was found on every row; a label it lacks
+    has its settle time found on its series.
+    """
     fig = Figure(figsize=(6, 3.4), dpi=DPI)
     ax = fig.add_subplot()
-    _draw_series(ax, series, name)
+    _draw_series(ax, series, name, settled)
     if title:
         fig.suptitle(title, fontsize='small')
     fig.tight_layout()
     _save(fig, path)
 
 
-def dashboard(path: Path, runs: dict[str, np.ndarray], title: str | None = None) -> Figure:
+def dashboard(path: Path, runs: dict, title: str | None = None,
+              settled: dict | None = None) -> Figure:
     """
     Every metric in one figure; ``runs`` maps a label to a (T, 1 + len(METRIC_NAMES)) array.
 
+    Or to a mapping of each metric name to its own (T, 2) rows ``t,value`` (thinned series).
+    ``settled`` maps a label to {metric: settle time to mark}, as for :func:`metric_plot`.
     Returns the figure (already written to ``path``), so tests can look at its axes.
     """
     fig = Figure(figsize=(10, 8.4), dpi=DPI)
     axes = fig.subplots((len(METRIC_NAMES) + 1) // 2, 2).ravel()
     for i, (ax, name) in enumerate(zip(axes, METRIC_NAMES)):
-        _draw_series(ax, {label: m[:, [0, i + 1]] for label, m in runs.items()}, name)
+        marks = None if settled is None else {
+            label: times[name] for label, times in settled.items() if name in times}
+        _draw_series(ax, {label: _column(m, i, name) for label, m in runs.items()}, name,
+                     marks)
     for ax in axes[len(METRIC_NAMES):]:
         ax.set_axis_off()
     if title:
@@ -173,7 +185,15 @@ def trajectory_plot(path: Path, trajectories: dict[str, np.ndarray], radius: flo
     return fig
 
 
-def _draw_series(ax, series: dict[str, np.ndarray], name: str) -> None:
+def _column(run, i: int, name: str) -> np.ndarray:
+    """(T, 2) rows ``t,value`` of metric ``i`` (``name``) of a dashboard run."""
+    if isinstance(run, dict):
+        return run[name]
+    return np.asarray(run)[:, [0, i + 1]]
+
+
+def _draw_series(ax, series: dict[str, np.ndarray], name: str,
+                 settled: dict | None = None) -> None:
     log = name in LOG_METRICS
     threshold = SETTLE_THRESHOLDS.get(name)
     for label, values in series.items():
@@ -182,10 +202,15 @@ def _draw_series(ax, series: dict[str, np.ndarray], name: str) -> None:
         # Exact zeros (a perfect ring) have no place on a log axis: they are left out.
         line, = ax.plot(t, np.where(v > 0, v, np.nan) if log else v, lw=1.0,
                         label=label or None)
-        settled = settle_time(t, v, threshold) if threshold is not None else None
-        if settled is not None:
-            ax.axvline(settled, color=line.get_color(), ls=':', lw=1.0,
-                       label=f'settled {settled:.1f} s' + (f' ({label})' if label else ''))
+        if threshold is None:
+            settled_at = None
+        elif settled is not None and label in settled:  # found on the rows before thinning
+            settled_at = settled[label]
+        else:
+            settled_at = settle_time(t, v, threshold)
+        if settled_at is not None:
+            ax.axvline(settled_at, color=line.get_color(), ls=':', lw=1.0,
+                       label=f'settled {settled_at:.1f} s' + (f' ({label})' if label else ''))
     if log:
         ax.set_yscale('log')
     if threshold is not None:

@@ -1,8 +1,11 @@
 """
 One run's record and its outputs: CSV files, plots and summary.json.
 
-:class:`RunResult` is what every producer of a run hands :func:`write_run_outputs`: batch_sim,
-swarm_sim in one process, metrics_node (swarm_sim --processes, ros2 launch) and analyze_run.
+:class:`RunResult` is what every producer of a run that holds its series hands
+:func:`write_run_outputs`: batch_sim and analyze_run. swarm_sim and metrics_node (swarm_sim
+--processes, ros2 launch) stream metrics.csv and agents.csv as the run goes and add the plots
+and summary.json from those files with :func:`write_streamed_outputs`, in memory that does not
+grow with the run's length (:class:`RunningSummary`, ``stream.Envelope``).
 
 No rclpy. ``metrics`` arrays are (T, 7) with columns ``timestamp`` then the six metrics in
 ``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4)
@@ -22,6 +25,8 @@ import tempfile
 import numpy as np
 
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS
+from soliton_encirclement_ros.analysis.stream import (
+    count_rows, Envelope, read_row_chunks, trim_half_row)
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES, SETTLE_THRESHOLDS, settle_time
 
 METRICS_HEADER = ('timestamp',) + METRIC_NAMES
@@ -85,6 +90,68 @@ def summarise(metrics: np.ndarray) -> dict:
             'closest': closest_approach(metrics[:, 0], columns['d_min'])}
 
 
+class RunningSummary:
+    """
+    :func:`summarise` of a metrics series handed over in chunks of rows, in bounded memory.
+
+    Feed (n, 7) chunks in time order to :meth:`add`; :meth:`result` is what :func:`summarise`
+    returns for all of them together: the same final values, settle times and closest approach,
+    and the same means when one chunk held every row (over several chunks, the means are summed
+    exactly (``math.fsum``) where numpy sums pairwise: they may differ in the last digit).
+    """
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._final = {name: math.nan for name in METRIC_NAMES}
+        self._sum = dict.fromkeys(METRIC_NAMES, 0.0)
+        self._count = dict.fromkeys(METRIC_NAMES, 0)
+        self._one_chunk_mean = {name: math.nan for name in METRIC_NAMES}
+        self._chunks = 0
+        # settle: (time of the first row after the last violation so far, next row settles it)
+        self._settle = {name: (None, True) for name in SETTLE_THRESHOLDS}
+        self._closest = {'d_min': math.nan, 'time': math.nan}
+
+    def add(self, metrics: np.ndarray) -> None:
+        """Take the next rows: a (n, 7) chunk, timestamp then the six metrics."""
+        metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
+        if len(metrics) == 0:
+            return
+        self.rows += len(metrics)
+        self._chunks += 1
+        t = metrics[:, 0]
+        for i, name in enumerate(METRIC_NAMES):
+            column = metrics[:, i + 1]
+            self._final[name] = float(column[-1])
+            finite = column[~np.isnan(column)]
+            self._sum[name] = math.fsum((self._sum[name], math.fsum(finite.tolist())))
+            self._count[name] += finite.size
+            self._one_chunk_mean[name] = _nanmean(column)
+        for name, threshold in SETTLE_THRESHOLDS.items():
+            violating = ~(metrics[:, METRIC_NAMES.index(name) + 1] < threshold)
+            settled, pending = self._settle[name]
+            if violating.any():
+                after = int(np.flatnonzero(violating)[-1]) + 1
+                self._settle[name] = ((float(t[after]), False) if after < len(t)
+                                      else (None, True))
+            elif pending:
+                self._settle[name] = (float(t[0]), False)
+        closest = closest_approach(t, metrics[:, METRIC_NAMES.index('d_min') + 1])
+        best = self._closest['d_min']
+        if not math.isnan(closest['d_min']) and (math.isnan(best) or closest['d_min'] < best):
+            self._closest = closest  # strictly smaller: the first time it was reached stays
+
+    def result(self) -> dict:
+        """Return the summary of every row added, as :func:`summarise` does."""
+        if self._chunks == 1:
+            mean = dict(self._one_chunk_mean)
+        else:
+            mean = {name: self._sum[name] / self._count[name] if self._count[name] else math.nan
+                    for name in METRIC_NAMES}
+        return {'final': dict(self._final), 'mean': mean,
+                'settle_time': {name: self._settle[name][0] for name in SETTLE_THRESHOLDS},
+                'closest': dict(self._closest)}
+
+
 def __getattr__(name: str):
     """Import ``plots`` (matplotlib) when first used: runs without plots never load it."""
     if name == 'plots':
@@ -125,23 +192,87 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
         _write_csv(staging / 'metrics.csv', METRICS_HEADER, metrics)
         _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
         if plots:
-            _write_plots(staging, metrics, trajectories, params, fmt)
-        (staging / 'summary.json').write_text(json_text(summary))
-        for produced in staging.iterdir():
-            os.replace(produced, out_dir / produced.name)
+            columns = {name: metrics[:, [0, i + 1]] for i, name in enumerate(METRIC_NAMES)}
+            _write_plots(staging, columns, None, trajectories, params, fmt)
+        _move_into(staging, out_dir, summary)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return summary
 
 
-def _write_plots(staging: Path, metrics: np.ndarray, trajectories, params: dict,
-                 fmt: str) -> None:
+def write_streamed_outputs(out_dir, params: dict, trajectories=None,
+                           real_time_factor: float | None = None, plots: bool = True,
+                           fmt: str = 'png', area_margin: float | None = None) -> dict | None:
+    """
+    Add the plots and summary.json to the metrics.csv and agents.csv streamed into ``out_dir``.
+
+    What :func:`write_run_outputs` writes for the same rows (the arguments are those of
+    :class:`RunResult`), in memory that does not grow with the run's length: metrics.csv is
+    read in chunks (``stream.read_row_chunks``) into a :class:`RunningSummary` and, for the
+    plots, into one ``stream.Envelope`` per metric (long series are thinned to a few points per
+    pixel column, drawn the same; the settle times marked are those of every row). agents.csv
+    is not read. A half row a killed writer left at the end of either file is cut off. Returns
+    the summary, or None when metrics.csv holds no row (then nothing is written). Plots and
+    summary.json are staged and moved into place together, as by :func:`write_run_outputs`.
+    """
+    if fmt not in FIGURE_FORMATS:  # before anything is written
+        raise ValueError(f'figure format must be one of {", ".join(FIGURE_FORMATS)}, '
+                         f'got {fmt!r}')
+    out_dir = Path(out_dir)
+    for name in ('metrics.csv', 'agents.csv'):
+        if (out_dir / name).exists():
+            trim_half_row(out_dir / name)
+    metrics_file = out_dir / 'metrics.csv'
+    rows = count_rows(metrics_file) if metrics_file.exists() else 0
+    if rows == 0:
+        return None
+    running = RunningSummary()
+    envelopes = {}
+    if plots:
+        from soliton_encirclement_ros.analysis.plots import LOG_METRICS
+        envelopes = {name: Envelope(rows, log=name in LOG_METRICS) for name in METRIC_NAMES}
+    for chunk in read_row_chunks(metrics_file, len(METRICS_HEADER)):
+        running.add(chunk)
+        for i, name in enumerate(envelopes):
+            envelopes[name].append(chunk[:, 0], chunk[:, i + 1])
+    summary = running.result()
+    summary['real_time_factor'] = real_time_factor
+    if area_margin is not None:
+        summary['area_margin'] = area_margin
+    summary['params'] = params
+    staging = Path(tempfile.mkdtemp(prefix='.outputs-', dir=out_dir))
+    try:
+        if plots:
+            _write_plots(staging, {name: e.array() for name, e in envelopes.items()},
+                         summary['settle_time'], trajectories, params, fmt)
+        _move_into(staging, out_dir, summary)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return summary
+
+
+def _move_into(staging: Path, out_dir: Path, summary: dict) -> None:
+    """Write summary.json into ``staging``, then move everything there into ``out_dir``."""
+    (staging / 'summary.json').write_text(json_text(summary))
+    for produced in staging.iterdir():
+        os.replace(produced, out_dir / produced.name)
+
+
+def _write_plots(staging: Path, columns: dict, settled: dict | None, trajectories,
+                 params: dict, fmt: str) -> None:
+    """
+    Write the figures: ``columns`` maps each metric to its (T, 2) rows ``t,value``.
+
+    ``settled``: the settle times to mark, by metric (None: from ``columns``).
+    """
     from soliton_encirclement_ros.analysis import plots
     title = plots.run_title(params)
-    for i, name in enumerate(METRIC_NAMES):
-        plots.metric_plot(staging / plots.figure_name(name, fmt), {'': metrics[:, [0, i + 1]]},
-                          name, title)
-    plots.dashboard(staging / plots.figure_name('dashboard', fmt), {'': metrics}, title)
+    for name in METRIC_NAMES:
+        plots.metric_plot(staging / plots.figure_name(name, fmt), {'': columns[name]}, name,
+                          title, **({} if settled is None else
+                                    {'settled': {'': settled.get(name)}}))
+    plots.dashboard(staging / plots.figure_name('dashboard', fmt), {'': columns}, title,
+                    **({} if settled is None else {'settled': {'': settled}}))
     if trajectories is not None:
         plots.trajectory_plot(staging / plots.figure_name('trajectories', fmt), trajectories,
                               params.get('radius'), title)

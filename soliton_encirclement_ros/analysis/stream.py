@@ -5,13 +5,18 @@ And memory stays bounded however long the run is (no rclpy).
 
 :class:`CsvStream` appends rows in the format of the finished outputs (``report``), flushing at
 least every ``flush_period`` s of wall time; :func:`read_rows` reads such a file back, whole rows
-only (a process killed mid-write can leave half a row). :class:`DecimatingTrace` keeps a
-bounded, evenly thinned trace for plots. :class:`WritingMarker` tells a supervisor that the
-final outputs are being written (``swarm_sim --processes`` waits while it is fresh).
+only (a process killed mid-write can leave half a row). :func:`read_row_chunks` reads it in
+chunks of at most ``CHUNK_ROWS`` rows and :class:`Envelope` thins a column for a plot as it goes,
+so the outputs written at the end of a run take the same memory however long the run was.
+:class:`DecimatingTrace` keeps a bounded, evenly thinned trace for plots. :class:`WritingMarker`
+tells a supervisor that the final outputs are being written (``swarm_sim --processes`` waits
+while it is fresh).
 """
 from __future__ import annotations
 
 import io
+from itertools import islice
+import math
 import os
 from pathlib import Path
 import threading
@@ -20,6 +25,8 @@ import time
 import numpy as np
 
 CSV_FORMAT = '%.9g'  # the number format of every CSV output
+CHUNK_ROWS = 2048    # rows parsed at a time by read_row_chunks (about 1 MB, whatever the file)
+PLOT_BUCKETS = 1000  # an Envelope keeps 4 points per bucket, 2 buckets per pixel column
 WRITING_MARKER = '.writing'  # in an output directory while its final outputs are written
 HEARTBEAT_PERIOD = 1.0       # s between two touches of the marker
 
@@ -96,6 +103,119 @@ def read_rows(path, width: int) -> np.ndarray:
     if not body.strip():
         return np.empty((0, width))
     return np.loadtxt(io.StringIO(body), delimiter=',', ndmin=2).reshape(-1, width)
+
+
+def read_row_chunks(path, width: int, chunk_rows: int = CHUNK_ROWS):
+    """
+    Yield the rows of a streamed CSV file as (n <= ``chunk_rows``, ``width``) arrays, in order.
+
+    The numbers are those :func:`read_rows` returns (same parser); the header is skipped and a
+    last line without its newline (the writer was killed mid-row) is left out. Memory: one chunk.
+    """
+    with open(path) as handle:
+        handle.readline()  # the header
+        while True:
+            read = list(islice(handle, chunk_rows))
+            lines = [line for line in read if line.endswith('\n') and line.strip()]
+            if lines:  # (a line without its newline is half a row: the end of the file)
+                yield np.loadtxt(lines, delimiter=',', ndmin=2).reshape(-1, width)
+            if len(read) < chunk_rows:
+                return
+
+
+def count_rows(path) -> int:
+    """Return the number of whole rows of a streamed CSV file (its header left out)."""
+    newlines, block = 0, 1 << 20
+    with open(path, 'rb') as handle:
+        while chunk := handle.read(block):
+            newlines += chunk.count(b'\n')
+    return max(0, newlines - 1)
+
+
+def last_row(path, width: int) -> np.ndarray | None:
+    """Return the last whole row of a streamed CSV file, or None when it has none."""
+    with open(path, 'rb') as handle:
+        end = handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, end - 4096))
+        tail = handle.read().decode(errors='replace')
+    lines = tail[:tail.rfind('\n') + 1].splitlines()
+    if len(lines) < 2:  # the header (or a line cut by the 4 kB read) and a row
+        return None
+    return np.loadtxt(lines[-1:], delimiter=',', ndmin=2).reshape(width)
+
+
+def trim_half_row(path) -> None:
+    """Cut a last line without its newline (a writer killed mid-row) off a streamed file."""
+    with open(path, 'rb+') as handle:
+        end = handle.seek(0, os.SEEK_END)
+        position = end
+        while position > 0:
+            start = max(0, position - 4096)
+            handle.seek(start)
+            block = handle.read(position - start)
+            if position == end and block.endswith(b'\n'):
+                return  # whole rows only
+            newline = block.rfind(b'\n')
+            if newline >= 0:
+                handle.truncate(start + newline + 1)
+                return
+            position = start
+        handle.truncate(0)
+
+
+class Envelope:
+    """
+    A column of ``rows`` values thinned for a line plot that looks the same, in bounded memory.
+
+    The rows are split into about ``buckets`` runs of consecutive rows; of each run the first,
+    last, smallest and largest value are kept (M4 aggregation), and the first value that is not
+    drawn (NaN, or not > 0 on a ``log`` axis), so a gap stays a gap. With at most 4 rows per
+    bucket nothing is dropped. Feed the rows in order with :meth:`append`, in chunks of any size.
+    """
+
+    def __init__(self, rows: int, buckets: int = PLOT_BUCKETS, log: bool = False) -> None:
+        self.size = max(1, math.ceil(rows / max(1, buckets)))
+        if self.size <= 4:
+            self.size = 1  # nothing to gain: every row is kept
+        self.log = log
+        self._seen = 0
+        self._carry = np.empty((0, 2))
+        self._kept: list[np.ndarray] = []
+
+    def append(self, t, values) -> None:
+        """Take the next rows: times ``t`` and their ``values`` (1-D, same length)."""
+        rows = np.column_stack([np.asarray(t, dtype=float), np.asarray(values, dtype=float)])
+        rows = np.concatenate([self._carry, rows]) if len(self._carry) else rows
+        whole = len(rows) - len(rows) % self.size
+        self._carry = rows[whole:]
+        if whole:
+            self._kept.append(self._thin(rows[:whole]))
+
+    def array(self) -> np.ndarray:
+        """Return the (M, 2) rows ``t, value`` kept so far, in order."""
+        tail = [self._thin(self._carry)] if len(self._carry) else []
+        kept = self._kept + tail
+        return np.concatenate(kept) if kept else np.empty((0, 2))
+
+    def _thin(self, rows: np.ndarray) -> np.ndarray:
+        if self.size == 1:
+            return rows
+        b, n = self.size, len(rows)
+        buckets = math.ceil(n / b)
+        pad = buckets * b - n
+        v = rows[:, 1]
+        drawn = np.isfinite(v) & (v > 0 if self.log else True)
+        low = np.concatenate([np.where(drawn, v, np.inf), np.full(pad, np.inf)])
+        high = np.concatenate([np.where(drawn, v, -np.inf), np.full(pad, -np.inf)])
+        gap = np.concatenate([~drawn, np.zeros(pad, dtype=bool)])
+        starts = np.arange(buckets) * b
+        ends = np.minimum(starts + b, n) - 1
+        keep = np.concatenate([
+            starts, ends,
+            starts + low.reshape(buckets, b).argmin(axis=1),
+            starts + high.reshape(buckets, b).argmax(axis=1),
+            starts + gap.reshape(buckets, b).argmax(axis=1)])
+        return rows[np.unique(keep)]
 
 
 class WritingMarker:

@@ -38,7 +38,7 @@ from visualization_msgs.msg import MarkerArray
 from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
-    AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs)
+    AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs, write_streamed_outputs)
 from soliton_encirclement_ros.analysis.stream import (
     CsvStream, DecimatingTrace, WRITING_MARKER, WritingMarker)
 from soliton_encirclement_ros.core.controller import AgentBroadcast, TargetBroadcast
@@ -313,7 +313,17 @@ class MetricsNode(Node):
             tables = (np.empty((0, len(METRICS_HEADER))), np.empty((0, len(AGENTS_HEADER))))
         else:
             tables = (self._metric_rows.read(), self._agent_rows.read())
-        return (*tables, {name: trace.array() for name, trace in self._traces.items()})
+        return (*tables, self.trajectories())
+
+    def trajectories(self) -> dict[str, np.ndarray]:
+        """Return {name: (T, 3) rows t, x, y} gathered so far, thinned to a bound."""
+        return {name: trace.array() for name, trace in self._traces.items()}
+
+    def flush(self) -> None:
+        """Put every row gathered so far into metrics.csv and agents.csv."""
+        for stream in (self._metric_rows, self._agent_rows):
+            if stream is not None:
+                stream.flush()
 
     def destroy_node(self) -> None:
         for stream in (self._metric_rows, self._agent_rows):
@@ -324,12 +334,28 @@ class MetricsNode(Node):
         super().destroy_node()
 
     def save(self, output_dir: str) -> dict:
-        """Write the run outputs (CSV, plots, summary.json) of the series gathered so far."""
-        metrics, agents, trajectories = self.series()
+        """
+        Write the run outputs (CSV, plots, summary.json) of the rows gathered so far.
+
+        From the streamed files (``report.write_streamed_outputs``): the memory this takes does
+        not grow with the run's length. Into another directory than the rows', the CSV files
+        are copied there first.
+        """
+        trajectories = self.trajectories()
         seen = sorted(name for name in trajectories if name != 'target')  # N in the figures' title
-        return write_run_outputs(output_dir, RunResult(
-            metrics, agents, {'radius': self.radius, 'agents': seen}, trajectories),
-            fmt=self.settings.figure_format)
+        params = {'radius': self.radius, 'agents': seen}
+        fmt = self.settings.figure_format
+        if self._metric_rows is None:  # nothing measured: tables with their header only
+            return write_run_outputs(output_dir, RunResult(
+                np.empty((0, len(METRICS_HEADER))), np.empty((0, len(AGENTS_HEADER))), params,
+                trajectories), fmt=fmt)
+        self.flush()
+        out = Path(output_dir)
+        if out.absolute() != self._rows_dir.absolute():
+            out.mkdir(parents=True, exist_ok=True)
+            for stream in (self._metric_rows, self._agent_rows):
+                shutil.copyfile(stream.path, out / stream.path.name)
+        return write_streamed_outputs(out, params, trajectories, fmt=fmt)
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:

@@ -21,8 +21,6 @@ import sys
 import time
 from typing import NamedTuple
 
-import numpy as np
-
 from ros_support.signals import StopRequest
 from ros_support.validation import broken_rule, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
@@ -71,6 +69,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument('--format', choices=FIGURE_FORMATS, default='png',
                         help='figure format: png, or vector pdf/svg for papers '
                         '(default %(default)s)')
+    parser.add_argument('--no-plots', action='store_true',
+                        help='write the CSVs and summary.json only, no figures (as batch_sim '
+                        'and sweep_sim; matplotlib is not loaded)')
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     live = parser.add_argument_group(
         'live view', 'watch the run in Foxglove (needs foxglove-sdk: the live extra)')
@@ -267,9 +268,10 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
     Run in this process; returns (summary or None, failure or '', incomplete: '').
 
     metrics_node streams metrics.csv and agents.csv into ``out_dir`` as the run goes (a killed
-    run leaves them there); plots and summary.json are added at the end.
+    run leaves them there); plots and summary.json are added at the end, from those files
+    (``report.write_streamed_outputs``: the memory this takes does not grow with the run).
     """
-    from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
+    from soliton_encirclement_ros.analysis.report import write_streamed_outputs
     from soliton_encirclement_ros.sim.inprocess import InProcessGraph
     from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
@@ -295,14 +297,13 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         _interrupted(stop)
         wall = time.perf_counter() - wall_start
         sim_time = graph.sim_time
-        metrics, agents, trajectories = graph.metrics.series()
+        trajectories = graph.metrics.trajectories()  # bounded; the tables are on disk
         radius = graph.metrics.radius  # the agents' (metrics_node says when it is not R)
-        graph.close()
-    if len(metrics) == 0:
-        return None, failure, ''
-    result = RunResult(metrics, agents, {**plan_summary(plan, args), 'radius': radius},
-                       trajectories, sim_time / wall if wall > 0 else None, sim_time, wall)
-    return write_run_outputs(out_dir, result, fmt=args.format), failure, ''
+        graph.close()  # metrics_node's files are closed: whole rows
+    summary = write_streamed_outputs(
+        out_dir, {**plan_summary(plan, args), 'radius': radius}, trajectories,
+        sim_time / wall if wall > 0 else None, plots=not args.no_plots, fmt=args.format)
+    return summary, failure, ''
 
 
 def _live(args: argparse.Namespace) -> tuple[str, int] | None:
@@ -374,12 +375,12 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
     Returns (summary or None, what is incomplete or ''). The streamed metrics.csv and agents.csv
     stay whatever happened. If metrics_node did not write summary.json (killed, stopped,
     too slow), it and the plots are recomputed from those CSVs by the code metrics_node uses
-    (``report.write_run_outputs``); trajectories.png, drawn from positions the CSVs do not
+    (``report.write_streamed_outputs``); trajectories.png, drawn from positions the CSVs do not
     hold, is then missing. summary.json keeps the radius metrics_node measured against.
+    With ``--no-plots``, the figures metrics_node drew are removed.
     """
-    from soliton_encirclement_ros.analysis.report import (
-        AGENTS_HEADER, json_text, METRICS_HEADER, RunResult, write_run_outputs)
-    from soliton_encirclement_ros.analysis.stream import read_rows, WRITING_MARKER
+    from soliton_encirclement_ros.analysis.report import json_text, write_streamed_outputs
+    from soliton_encirclement_ros.analysis.stream import last_row, WRITING_MARKER
     if not written.is_dir():
         return None, ''
     # What a write cut short leaves behind: the marker and the staging directory.
@@ -395,17 +396,27 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
                              **({} if measured is None else {'radius': measured})}
         (written / 'summary.json').write_text(json_text(summary))
     elif (written / 'metrics.csv').exists():
-        metrics = read_rows(written / 'metrics.csv', len(METRICS_HEADER))
-        agents = (read_rows(written / 'agents.csv', len(AGENTS_HEADER))
-                  if (written / 'agents.csv').exists() else np.empty((0, len(AGENTS_HEADER))))
-        if len(metrics):
-            summary = write_run_outputs(written, RunResult(
-                metrics, agents, plan_summary(plan, args), None, *timing), fmt=args.format)
+        summary = write_streamed_outputs(written, plan_summary(plan, args), None,
+                                         timing.real_time_factor, plots=not args.no_plots,
+                                         fmt=args.format)
+        if summary is not None:
+            last = last_row(written / 'metrics.csv', len(METRIC_NAMES) + 1)
+            recomputed = ('summary.json was' if args.no_plots
+                          else 'summary.json and the plots were')
             incomplete = (
-                'metrics_node did not write its outputs; summary.json and the plots were '
-                f'recomputed from the streamed metrics.csv and agents.csv (up to '
-                f't={metrics[-1, 0]:.2f} s), trajectories.png is missing')
+                f'metrics_node did not write its outputs; {recomputed} recomputed from the '
+                f'streamed metrics.csv (up to t={last[0]:.2f} s)'
+                + ('' if args.no_plots else ', trajectories.png is missing'))
+    if args.no_plots:
+        remove_figures(written)
     return summary, incomplete
+
+
+def remove_figures(out_dir: Path) -> None:
+    """Remove the figures of a run from ``out_dir`` (what metrics_node drew, --no-plots)."""
+    for name in FIGURES:
+        for fmt in FIGURE_FORMATS:
+            (out_dir / f'{name}.{fmt}').unlink(missing_ok=True)
 
 
 if __name__ == '__main__':
