@@ -1,0 +1,65 @@
+"""
+Every registered controller engine against the reference on one fixed set of scenarios.
+
+The way Gymnasium checks every registered environment: an engine added to
+``core.engines.ENGINES`` is run here with no further test code. Where it claims to be exact
+it must give the per-agent path's (the agent node's code) metrics, per-agent telemetry and
+trajectories; where it does not, asking for it is refused in one line. Its tick's contract
+(failed agents at zero, commands within the speed limits): ``unit/core/test_engines.py``.
+"""
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.core.engines import choose_engine, ENGINES, REFERENCE
+from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim.batch_sim import simulate
+
+
+SCENARIOS = {
+    'static': Scenario(agents=7, seed=1, duration=6.0),
+    'moving target, outages, delay': Scenario(
+        agents=7, seed=3, duration=8.0, target_motion='random', failures_per_min=30.0,
+        failure_off_time=1.0, delay=0.02, telemetry_period=0.01),
+    'loss and delay': Scenario(agents=6, seed=5, duration=8.0, control_period=0.05, loss=0.3,
+                               delay=0.05),
+    'short outages': Scenario(agents=5, seed=2, duration=8.0, control_period=0.05,
+                              failures_per_min=40.0, failure_off_time=0.3),
+    'collinear start, d_safe': Scenario(agents=5, seed=0, duration=8.0, control_period=0.05,
+                                        placement='collinear', controller={'d_safe': 1.0}),
+    # Failed agents' presence broadcasts in the d_safe term, near each other from the start.
+    'collinear start, d_safe, outages': Scenario(
+        agents=6, seed=4, duration=8.0, control_period=0.05, placement='collinear',
+        failures_per_min=30.0, failure_off_time=2.0, controller={'d_safe': 1.0}),
+}
+
+
+@lru_cache(maxsize=None)
+def reference(name):
+    return simulate(SCENARIOS[name], REFERENCE)
+
+
+@pytest.mark.parametrize('scenario', SCENARIOS)
+@pytest.mark.parametrize('engine', [e for e in ENGINES if e != REFERENCE])
+def test_engine_equals_reference_where_exact(engine, scenario):
+    s = SCENARIOS[scenario]
+    if not ENGINES[engine].exact(s):
+        with pytest.raises(ValueError, match=f'engine {engine} needs'):
+            choose_engine(s, engine)
+        return
+    got, want = simulate(s, engine), reference(scenario)
+    assert got.params['engine'] == engine
+    np.testing.assert_allclose(got.metrics, want.metrics, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got.agents, want.agents, rtol=0, atol=1e-9)
+    for name, trace in want.trajectories.items():
+        np.testing.assert_allclose(got.trajectories[name], trace, rtol=0, atol=1e-9)
+
+
+def test_fixed_set_exercises_every_engine_and_the_refusal():
+    """Each engine is exact on some scenario here; the set also holds one it must refuse."""
+    for engine, spec in ENGINES.items():
+        assert any(spec.exact(s) for s in SCENARIOS.values()), engine
+    assert any(not spec.exact(s) for spec in ENGINES.values() for s in SCENARIOS.values())
+    assert choose_engine(SCENARIOS['static']) == 'vectorised'
+    assert choose_engine(SCENARIOS['loss and delay']) == REFERENCE
