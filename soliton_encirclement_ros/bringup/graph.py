@@ -356,7 +356,8 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
         ('radius', scenario.radius, 'radius'),
         ('metrics_period', scenario.metrics_period or scenario.control_period,
          'metrics_period'),
-        *_unless_default(plan, ['telemetry_period']),
+        # always: metrics_node's own default (0) is every metrics period, 10x the scenario's
+        ('telemetry_period', scenario.telemetry_period, 'telemetry_period'),
         *area,
         *swarm,
         *([('output_dir', plan.metrics_output_dir, None)] if plan.metrics_output_dir else []),
