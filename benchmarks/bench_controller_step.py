@@ -1,11 +1,13 @@
 """
 One agent's controller tick (``core.controller``) in microseconds, as agent_node calls it.
 
-    .venv/bin/python benchmarks/bench_controller_step.py [--neighbours 9 31 99]
+    .venv/bin/python benchmarks/bench_controller_step.py [--neighbours 9 31 99] [--d-safe 2]
 
 An agent on the R = 20 m ring with ``n`` live neighbours evenly spaced and a static target:
-``receive_states`` (one tick's broadcasts: every neighbour and the target) then ``agent_tick``.
-CPU time per tick (time.process_time), best of 5 rounds. Prints figures; asserts nothing.
+``receive_states`` (one tick's broadcasts as one ``AgentStates``, as the in-process graph hands
+them out, and the target) then ``agent_tick``. CPU time per tick (time.process_time), best of
+5 rounds. ``--d-safe`` turns the separation term on (fitted to the ring: at most half the
+spacing). Prints figures; asserts nothing.
 """
 import argparse
 import math
@@ -14,7 +16,7 @@ import time
 import numpy as np
 
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentBroadcast, initial_state, receive_states, TargetBroadcast)
+    agent_tick, AgentBroadcast, AgentStates, initial_state, receive_states, TargetBroadcast)
 from soliton_encirclement_ros.core.gains import ControllerParams
 
 
@@ -29,9 +31,10 @@ def ring(n: int, now_ns: int, seq: int) -> list:
     return states
 
 
-def cost(n: int, ticks: int = 400) -> tuple[float, float]:
+def cost(n: int, d_safe: float = 0.0, ticks: int = 400) -> tuple[float, float]:
     """(receive_states µs, agent_tick µs) per tick for an agent with ``n`` neighbours."""
-    params = ControllerParams()
+    spacing = 2 * 20.0 * math.sin(math.pi / (n + 1))
+    params = ControllerParams(d_safe=min(d_safe, 0.5 * spacing))
     period_ns = round(params.control_period * 1e9)
     state = initial_state(1)
     best_rx, best_tick = math.inf, math.inf
@@ -42,8 +45,8 @@ def cost(n: int, ticks: int = 400) -> tuple[float, float]:
             now = now_ns * 1e-9
             heard = ring(n, now_ns - period_ns, k)
             target = TargetBroadcast(now_ns - period_ns, np.zeros(3), np.zeros(3))
-            received = [(s, now - params.control_period) for s in heard] + [
-                (target, now - params.control_period)]
+            received = [(AgentStates.of(heard), now - params.control_period),
+                        (target, now - params.control_period)]
             start = time.process_time()
             state = receive_states(state, received, params)
             middle = time.process_time()
@@ -61,10 +64,11 @@ def cost(n: int, ticks: int = 400) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--neighbours', type=int, nargs='+', default=[9, 31, 99])
+    parser.add_argument('--d-safe', type=float, default=0.0, help='separation distance [m]')
     args = parser.parse_args()
     print(f'{"neighbours":>10}{"receive_states us":>19}{"agent_tick us":>15}')
     for n in args.neighbours:
-        rx, tick = cost(n)
+        rx, tick = cost(n, args.d_safe)
         print(f'{n:>10}{rx:>19.0f}{tick:>15.0f}', flush=True)
 
 

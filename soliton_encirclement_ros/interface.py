@@ -22,7 +22,9 @@ view attribute, one :data:`WIRE_FIELDS` entry) and bumping the version here, and
   vehicle may be from ``px py pz``, from its odometry's position covariance, e.g. after an
   estimator reset; the others keep ``d_safe`` from that disc).
 - ``/target/state`` (:data:`TARGET_STATE`): ``stamp_sec stamp_nanosec``, ``px py pz`` (m, world
-  ENU), ``vx vy vz`` (m/s, world ENU), ``omega_ref`` (rad/s), then ``(agent_id, lambda)`` pairs.
+  ENU), ``vx vy vz`` (m/s, world ENU), ``ax ay az`` (m/s^2, world ENU: the broadcaster's
+  estimate of its acceleration, which the agents' commands lead by their lag), ``omega_ref``
+  (rad/s), then ``(agent_id, lambda)`` pairs.
 
 Integer fields travel as float64 values, exact below 2**53: a stamp is split into seconds and
 nanoseconds so that it stays exact at epoch times (a single float64 would round it to 0.2 us).
@@ -40,11 +42,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from soliton_encirclement_ros.core.controller import AgentBroadcast, TargetBroadcast
+from soliton_encirclement_ros.core.controller import (
+    AgentBroadcast, AgentStates, FLOAT_COLUMNS, INT_COLUMNS, TargetBroadcast)
 
 __all__ = [
     'AGENT_CMD_TOPIC', 'AGENT_ODOM_TOPIC', 'AGENT_STATE', 'agent_state_array',
     'agent_state_from_msg', 'agent_state_from_values', 'agent_state_to_msg', 'agent_state_values',
+    'agent_states_from_values',
     'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentBroadcast', 'BEST_EFFORT',
     'check_reliability', 'CLOCK_TOPIC', 'decode', 'DIAGNOSTICS_TOPIC', 'DOMAIN_IDS', 'encode',
     'Layout', 'MARKERS_TOPIC', 'WIRE_FIELDS', 'WireField',
@@ -147,9 +151,9 @@ class Layout:
 AGENT_STATE = Layout('agent_state', 5, (
     'agent_id', 'incarnation', 'seq', 'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy',
     'vz', 'u', 'u_ss', 'member', 'uncertainty'))
-TARGET_STATE = Layout('target_state', 2, (
-    'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'omega_ref'),
-    pairs=('id_k', 'lambda_k'))
+TARGET_STATE = Layout('target_state', 3, (
+    'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'ax', 'ay', 'az',
+    'omega_ref'), pairs=('id_k', 'lambda_k'))
 # Earlier agent-state layouts that recorded bags may hold: read by the analysis (never by a live
 # node, which must not mix versions), converted to AGENT_STATE order.
 AGENT_STATE_V2 = Layout('agent_state', 2, (
@@ -225,6 +229,7 @@ WIRE_FIELDS = {
                           lambda layout, values: _stamp_ns(layout, *values)),
     'position': _vector('px', 'py', 'pz'),
     'velocity': _vector('vx', 'vy', 'vz'),
+    'acceleration': _vector('ax', 'ay', 'az'),
     'u': _real('u'),
     'u_ss': _real('u_ss'),
     'member': _flag('member'),
@@ -309,16 +314,56 @@ def agent_state_from_values(values) -> AgentBroadcast:
     return AgentBroadcast(**decode(AGENT_STATE, [float(v) for v in values]))
 
 
+def agent_states_from_values(rows) -> tuple[AgentStates, list[str]]:
+    """
+    Decode rows (K, fields) of :data:`AGENT_STATE` values at once, by field name.
+
+    Returns the good rows as :class:`AgentStates` (in order) and, for each bad one, what
+    :func:`agent_state_from_values` says is wrong: a row passes the same checks (finite,
+    integers where :data:`WIRE_FIELDS` has them, a flag 0 or 1, a stamp's nanoseconds in [0,
+    1e9), an uncertainty >= 0), here over arrays. Integers beyond 2**62 are refused.
+    """
+    rows = np.asarray(rows, dtype=float).reshape(-1, len(AGENT_STATE.fields))
+    named = dict(zip(AGENT_STATE.fields, rows.T))
+    stamp = WIRE_FIELDS['stamp_ns'].names
+    integers = [*(n for n in INT_COLUMNS if n in named), *stamp]
+    good = np.isfinite(rows).all(axis=1)
+    with np.errstate(invalid='ignore'):
+        for name in integers:
+            good &= (named[name] == np.trunc(named[name])) & (np.abs(named[name]) < 2.0 ** 62)
+        good &= (named[stamp[1]] >= 0) & (named[stamp[1]] < NS_PER_S)
+        good &= (named['member'] == 0.0) | (named['member'] == 1.0)
+        good &= named['uncertainty'] >= 0.0
+    errors = []
+    for k in np.flatnonzero(~good):
+        try:
+            agent_state_from_values(rows[k])
+            errors.append('agent state has an integer beyond 2**62')
+        except ValueError as error:
+            errors.append(str(error))
+    if not good.all():
+        named = {name: column[good] for name, column in named.items()}
+    ints = np.stack([*(named[n].astype(np.int64) for n in INT_COLUMNS if n in named),
+                     named[stamp[0]].astype(np.int64) * NS_PER_S
+                     + named[stamp[1]].astype(np.int64)], axis=1)
+    floats = np.stack([named[n] for n in FLOAT_COLUMNS], axis=1)
+    return AgentStates(ints, floats), errors
+
+
 def agent_state_from_msg(msg) -> AgentBroadcast:
     """Decode an agent state message (rclpy or rosbags); ``ValueError`` on a bad one."""
     return agent_state_from_values(agent_state_array(msg))
 
 
 def target_state_to_msg(stamp_ns: int, position, velocity, omega_ref: float = 0.0,
-                        lambdas: Mapping[int, float] | None = None):
-    """std_msgs/Float64MultiArray of a target state stamped ``stamp_ns`` (int nanoseconds)."""
+                        lambdas: Mapping[int, float] | None = None, acceleration=(0.0, 0.0, 0.0)):
+    """
+    Return the std_msgs/Float64MultiArray of a target state stamped ``stamp_ns`` (int ns).
+
+    ``acceleration`` (m/s^2, world ENU): the broadcaster's estimate (``core.target_estimate``).
+    """
     given = {'stamp_ns': stamp_ns, 'position': position, 'velocity': velocity,
-             'omega_ref': omega_ref}
+             'acceleration': acceleration, 'omega_ref': omega_ref}
     data = encode(TARGET_STATE, given.__getitem__)
     for agent_id, weight in sorted((lambdas or {}).items()):
         data += [float(agent_id), float(weight)]

@@ -369,9 +369,18 @@ def margins(times, positions_by_agent: Mapping[str, Any], d_safe: float,
 
 
 def d_safe_from_scenario(scenario: Mapping[str, Any]) -> Optional[float]:
-    """Return the scenario's ``controller: {d_safe}`` when it is set (> 0), else None."""
-    controller = scenario.get('controller') if isinstance(scenario, Mapping) else None
-    value = controller.get('d_safe') if isinstance(controller, Mapping) else None
+    """
+    Return the ``d_safe`` the scenario flew when it is set (> 0), else None.
+
+    Its ``d_safe_flown`` (the controller's ``d_safe`` sized to the ring,
+    ``ControllerParams.safety_distance``), else its ``controller: {d_safe}``.
+    """
+    if not isinstance(scenario, Mapping):
+        return None
+    controller = scenario.get('controller')
+    value = scenario.get('d_safe_flown')
+    if value is None and isinstance(controller, Mapping):
+        value = controller.get('d_safe')
     try:
         value = float(value)
     except (TypeError, ValueError):

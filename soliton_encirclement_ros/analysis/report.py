@@ -21,6 +21,7 @@ import os
 from pathlib import Path
 import shutil
 import tempfile
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -316,3 +317,21 @@ def _json_safe(value):
     if isinstance(value, Path):
         return str(value)
     return value
+
+
+def separation_note(params: Mapping[str, Any]) -> str:
+    """
+    Return which ``d_safe`` a run flew, in words, from its summary's ``params``.
+
+    ``d_safe_flown`` (``Scenario.as_dict``) is the controller's ``d_safe`` sized to the ring;
+    both 0: separation off (the reference law).
+    """
+    flown = params.get('d_safe_flown')
+    set_to = (params.get('controller') or {}).get('d_safe')
+    if flown is None:
+        return 'separation: not recorded'
+    if not flown:
+        return 'separation: off (d_safe 0)'
+    sized = ('' if set_to is None or flown == set_to
+             else f' (d_safe {set_to:g} m, sized to the ring)')
+    return f'separation: d_safe {flown:.3g} m flown{sized}'

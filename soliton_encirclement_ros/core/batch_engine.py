@@ -29,6 +29,7 @@ from soliton_encirclement_ros.core.law import (
 from soliton_encirclement_ros.core.neighbours import (
     NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
 from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi, wrap_2pi_once
 from velocity_mobility_ros.core.model import step, VehicleState
 
@@ -155,13 +156,15 @@ class BatchControllers:
         self.target_rx = np.full((r, n), -math.inf)
         self.target_position = np.zeros((r, n, 3))
         self.target_velocity = np.zeros((r, n, 3))
+        self.target_acceleration = np.zeros((r, n, 3))
         self.started = 0.0  # every agent works at the first tick (outage checks start later)
         self._in_flight: list = []
         seeds = [s.seed for s in scenarios for _ in range(n)]
         self._draws = (StreamDraws(seeds, np.tile(agent_ids, r), COMMS_STREAM)
                        if (self.loss > 0.0).any() else None)
 
-    def _send(self, now, live, positions, velocities, target_position, target_velocity):
+    def _send(self, now, live, positions, velocities, target_position, target_velocity,
+              target_acceleration):
         """
         Offer this tick's broadcasts to every receiver's channel (loss drawn here).
 
@@ -184,18 +187,20 @@ class BatchControllers:
             keep_target = ~(lossy[:, None] & (u[..., 0] < self.loss[:, None]))
         self._in_flight.append((now + self.delay, keep_target, keep,
                                 target_position.copy(), target_velocity.copy(),
-                                positions.copy(), velocities.copy(), self.u.copy(),
+                                np.array(target_acceleration, dtype=float), positions.copy(),
+                                velocities.copy(), self.u.copy(),
                                 self.u_ss.copy(), live.copy()))
 
     def _deliver(self, now, live):
         while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
-            (arrival, keep_target, keep, t_pos, t_vel, pos, vel, u, u_ss, member) = \
+            (arrival, keep_target, keep, t_pos, t_vel, t_acc, pos, vel, u, u_ss, member) = \
                 self._in_flight.pop(0)
             to_target = keep_target & live
             self.target_has |= to_target
             self.target_rx[to_target] = arrival
             np.copyto(self.target_position, t_pos[:, None, :], where=to_target[..., None])
             np.copyto(self.target_velocity, t_vel[:, None, :], where=to_target[..., None])
+            np.copyto(self.target_acceleration, t_acc[:, None, :], where=to_target[..., None])
             got = keep & live[:, :, None]
             self.has |= got
             self.rx[got] = arrival
@@ -213,10 +218,17 @@ class BatchControllers:
             np.copyto(self.nb_u, u[:, None, :], where=got)
             np.copyto(self.nb_u_ss, u_ss[:, None, :], where=got)
 
-    def tick(self, now, live, positions, velocities, target_position, target_velocity):
-        """One control tick of every run: deliveries, broadcasts, then ``control_step``."""
+    def tick(self, now, live, positions, velocities, target_position, target_velocity,
+             target_acceleration=0.0):
+        """
+        One control tick of every run: deliveries, broadcasts, then ``control_step``.
+
+        ``target_acceleration`` (R, 3): what each run's target broadcasts
+        (``core.target_estimate``).
+        """
         self._deliver(now, live)
-        self._send(now, live, positions, velocities, target_position, target_velocity)
+        self._send(now, live, positions, velocities, target_position, target_velocity,
+                   np.broadcast_to(target_acceleration, np.shape(target_velocity)))
         return self._control(now, live, positions, velocities)
 
     def _control(self, now, live, positions, velocities):
@@ -249,6 +261,7 @@ class BatchControllers:
                 a[rr, ii] = value
         t_pos = get(self.target_position)
         t_vel = get(self.target_velocity)
+        t_acc = get(self.target_acceleration)
         own = get(positions)
         heard = get(self.has) & (now - get(self.rx) <= p.agent_timeout)  # (M, N)
         entry = heard & get(self.member)  # ring members; the rest are presence
@@ -293,7 +306,8 @@ class BatchControllers:
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,
-            self.lambdas[ii], p, ring_size=entry.sum(axis=1) + 1, own_id=own_ids, **others)
+            self.lambdas[ii], p, ring_size=entry.sum(axis=1) + 1, own_id=own_ids,
+            target_acceleration=t_acc, **others)
         put(self.u, u_new)
         put(self.u_ss, u_ss)
         put(self.pred, pred)
@@ -422,6 +436,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     v_des = np.zeros((r, n + 1, 3))
     tracker = SeparationTracker(r, n, apart) if apart > 0.0 else None
     area_margin = np.full(r, np.inf if s0.area is not None else np.nan)
+    target_estimate = None  # each run's target acceleration, as target_node estimates it
     for k in range(ticks + 1):
         now = k * period
         live = ~outages.update(now)
@@ -429,7 +444,9 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         vel = bodies.velocity.reshape(r, n + 1, 3)
         positions, velocities = pos[:, :n], vel[:, :n]
         t_pos, t_vel = pos[:, n], vel[:, n]
-        cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel)
+        target_estimate = estimate_acceleration(target_estimate, now, t_vel)
+        cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel,
+                                   target_estimate.acceleration)
         cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe,
                               period)
         if s0.area is not None:

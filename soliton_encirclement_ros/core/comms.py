@@ -3,7 +3,9 @@ Communication impairments for experiments: seeded packet loss and delay, applied
 
 A receiver owns one :class:`ImpairedChannel`. Each incoming message is passed to
 ``receive(msg, rx_time)``: it is dropped with probability ``loss``, otherwise it becomes
-available ``delay`` s later. ``due(now)`` hands back, in arrival order, the messages whose
+available ``delay`` s later. Messages that arrive together as one batch (an instant's swarm
+states as arrays) go to ``receive_many``: the same draw per message, in order, and the
+survivors stay one batch. ``due(now)`` hands back, in arrival order, the messages whose
 arrival time is at or before ``now`` with that arrival time (used as their receive time).
 With the defaults (no loss, no delay) a message is due as soon as it is received.
 """
@@ -36,6 +38,25 @@ class ImpairedChannel:
         if self.loss > 0.0 and self._rng.random() < self.loss:
             return
         self._pending.append((float(rx_time) + self.delay, msg))
+
+    def receive_many(self, msgs: Any, rx_time: float) -> None:
+        """
+        Offer a batch of messages that arrived together at ``rx_time``, in order.
+
+        ``msgs`` has ``len`` and is indexed by a boolean mask (``core.controller.AgentStates``).
+        Each message is dropped as by :meth:`receive` (the same random draws, one per message,
+        in order); the survivors become due together, as one batch.
+        """
+        count = len(msgs)
+        if count == 0:
+            return
+        if self.loss > 0.0:
+            kept = ~(self._rng.random(count) < self.loss)
+            if not kept.all():
+                if not kept.any():
+                    return
+                msgs = msgs[kept]
+        self._pending.append((float(rx_time) + self.delay, msgs))
 
     def due(self, now: float) -> list[tuple[Any, float]]:
         """Pop the (msg, arrival time) pairs that have arrived by ``now``, oldest first."""

@@ -7,9 +7,13 @@ Per control tick an agent (the ROS ``agent_node`` or the batch simulator) does::
     state, v_cmd = control_step(state, position, velocity, now, params)  # 2.-9. command
 
 and between ticks feeds what it hears into ``receive_agent_state`` / ``receive_target_state``
-with the receive time. ``outgoing_state`` carries ``state.seq``; ``control_step`` increments
-``seq``, so consecutive broadcasts are numbered 0, 1, 2, ... Every function is pure: it
-returns a new state and never mutates its arguments. Nothing here imports rclpy.
+with the receive time, or an instant's swarm states at once as arrays (:class:`AgentStates`)
+into ``receive_states``: one numpy pass, the same rules. The cache of neighbours is arrays too
+(:class:`NeighbourTable`); a tick makes Python objects only of its ring neighbours, and the
+``d_safe`` term sees only the vehicles within :func:`obstacle_reach`. ``outgoing_state``
+carries ``state.seq``; ``control_step`` increments ``seq``, so consecutive broadcasts are
+numbered 0, 1, 2, ... Every function is pure: it returns a new state and never mutates its
+arguments. Nothing here imports rclpy.
 """
 from __future__ import annotations
 
@@ -17,17 +21,17 @@ import dataclasses
 from dataclasses import dataclass, field
 import math
 from types import MappingProxyType
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, encirclement_step_one, fallback_command, MISSING_NEIGHBOUR, NeighbourView,
-    silent_obstacles)
+    CONTINGENCY_SHARE, encirclement_step, encirclement_step_one, fallback_command,
+    MISSING_NEIGHBOUR, NeighbourView, silent_obstacles, stopping_offset)
 from soliton_encirclement_ros.core.neighbours import (
-    is_alive, is_fresh, known_age, NO_NEIGHBOUR, select_neighbours, select_neighbours_one)
+    is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
 
 def seconds_to_ns(seconds: float) -> int:
@@ -116,7 +120,8 @@ class TargetBroadcast(_Stamped):
 
     ``stamp_ns`` is integer nanoseconds of the sender's ROS clock (``stamp`` the same in
     seconds); position and velocity are world ENU (m, m/s); ``lambdas`` maps an agent id j to
-    the spacing weight of arc j -> succ(j) (1.0 if absent).
+    the spacing weight of arc j -> succ(j) (1.0 if absent); ``acceleration`` (m/s^2, world
+    ENU) is the broadcaster's estimate (``core.target_estimate``), which the commands lead.
     """
 
     stamp_ns: int
@@ -124,13 +129,186 @@ class TargetBroadcast(_Stamped):
     velocity: np.ndarray
     omega_ref: float = 0.0
     lambdas: Mapping[int, float] = field(default_factory=dict)
+    acceleration: np.ndarray = field(default_factory=lambda: _vector3('acceleration',
+                                                                      np.zeros(3)))
 
     def __post_init__(self) -> None:
         self._check_stamp()
         object.__setattr__(self, 'position', _vector3('position', self.position))
         object.__setattr__(self, 'velocity', _vector3('velocity', self.velocity))
+        object.__setattr__(self, 'acceleration', _vector3('acceleration', self.acceleration))
         object.__setattr__(self, 'lambdas', MappingProxyType(
             {int(k): float(v) for k, v in dict(self.lambdas).items()}))
+
+
+# The columns of AgentStates' two matrices: integers (exact) and floats.
+INT_COLUMNS = ('agent_id', 'incarnation', 'seq', 'stamp_ns')
+FLOAT_COLUMNS = ('px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss', 'member', 'uncertainty')
+_ID, _INC, _SEQ, _STAMP = range(4)
+_POS, _VEL, _U, _USS, _MEMBER, _UNC = slice(0, 3), slice(3, 6), 6, 7, 8, 9
+
+
+class AgentStates:
+    """
+    Agent broadcasts as arrays, in arrival order.
+
+    ``ints`` (K, 4) int64 of :data:`INT_COLUMNS` and ``floats`` (K, 10) of
+    :data:`FLOAT_COLUMNS` (``member`` 1 or 0). What an agent's receive path takes in: one
+    instant's states (the in-process graph decodes each once and hands the same object to every
+    agent) or one message's (K = 1). Indexing by an
+    int gives that :class:`AgentBroadcast`; by a mask or index array, the selected states.
+    Iterating gives the broadcasts one by one (made on demand). Never mutated.
+    """
+
+    __slots__ = ('ints', 'floats', '_stamp', '_unique')
+
+    def __init__(self, ints: np.ndarray, floats: np.ndarray, unique: Optional[bool] = None
+                 ) -> None:
+        self.ints = ints
+        self.floats = floats
+        self._stamp = None
+        self._unique = unique
+
+    @classmethod
+    def of(cls, broadcasts) -> 'AgentStates':
+        """Return the states of ``broadcasts`` (AgentBroadcasts; an AgentStates: itself)."""
+        if isinstance(broadcasts, AgentStates):
+            return broadcasts
+        broadcasts = list(broadcasts)
+        ints = np.array([(b.agent_id, b.incarnation, b.seq, b.stamp_ns) for b in broadcasts],
+                        dtype=np.int64).reshape(-1, 4)
+        floats = np.array([(*b.position.tolist(), *b.velocity.tolist(), b.u, b.u_ss,
+                            1.0 if b.member else 0.0, b.uncertainty) for b in broadcasts],
+                          dtype=float).reshape(-1, 10)
+        return cls(ints, floats)
+
+    def __len__(self) -> int:
+        return self.ints.shape[0]
+
+    def __getitem__(self, index):
+        if isinstance(index, (int, np.integer)):
+            return _broadcast(self.ints[index], self.floats[index])
+        return AgentStates(self.ints[index], self.floats[index], self.unique or None)
+
+    def __iter__(self) -> Iterator[AgentBroadcast]:
+        return map(_broadcast, self.ints, self.floats)
+
+    @property
+    def agent_id(self) -> np.ndarray:
+        """Return the senders' ids."""
+        return self.ints[:, _ID]
+
+    @property
+    def incarnation(self) -> np.ndarray:
+        """Return the senders' incarnations."""
+        return self.ints[:, _INC]
+
+    @property
+    def seq(self) -> np.ndarray:
+        """Return the sequence numbers."""
+        return self.ints[:, _SEQ]
+
+    @property
+    def stamp_ns(self) -> np.ndarray:
+        """Return the sender stamps [ns]."""
+        return self.ints[:, _STAMP]
+
+    @property
+    def unique(self) -> bool:
+        """Whether no sender's id is there twice (found once per batch, kept by selections)."""
+        if self._unique is None:
+            self._unique = _occurrence(self.agent_id) is None
+        return self._unique
+
+    @property
+    def stamp(self) -> np.ndarray:
+        """Return the sender stamps [s] (as ``AgentBroadcast.stamp``: ``stamp_ns * 1e-9``)."""
+        if self._stamp is None:
+            self._stamp = self.ints[:, _STAMP] * 1e-9
+        return self._stamp
+
+
+def _broadcast(ints, floats) -> AgentBroadcast:
+    """Return the :class:`AgentBroadcast` of one row of :class:`AgentStates`' matrices."""
+    agent_id, incarnation, seq, stamp_ns = ints.tolist()
+    values = floats.tolist()
+    return AgentBroadcast(agent_id, seq, stamp_ns, values[0:3], values[3:6], values[_U],
+                          values[_USS], incarnation, values[_MEMBER] == 1.0, values[_UNC])
+
+
+class NeighbourTable(Mapping):
+    """
+    An agent's cache of its neighbours' last broadcasts: id -> (AgentBroadcast, receive time).
+
+    Arrays underneath (``ints`` and ``floats`` as in :class:`AgentStates`, ``rx`` the receive
+    times), one row per sender in the order first heard (a sender dropped and heard again goes
+    last): the order in which the ``d_safe`` term sums its obstacles. As a mapping it makes the
+    broadcast of an id on demand. Never mutated: the functions below return new tables.
+    """
+
+    __slots__ = ('ints', 'floats', 'rx', '_lookup', '_query')
+
+    def __init__(self, ints: np.ndarray, floats: np.ndarray, rx: np.ndarray,
+                 same_ids: Optional['NeighbourTable'] = None) -> None:
+        self.ints = ints
+        self.floats = floats
+        self.rx = rx
+        # Lookups of ids kept from a table with the same ids in the same rows.
+        self._lookup = None if same_ids is None else same_ids._lookup
+        self._query = None if same_ids is None else same_ids._query
+
+    @classmethod
+    def of(cls, entries: Mapping) -> 'NeighbourTable':
+        """Return the table of a mapping id -> (AgentBroadcast, receive time)."""
+        if isinstance(entries, NeighbourTable):
+            return entries
+        values = list(entries.values())
+        states = AgentStates.of([msg for msg, _ in values])
+        return cls(states.ints, states.floats, np.array([rx for _, rx in values], dtype=float))
+
+    @property
+    def ids(self) -> np.ndarray:
+        """Return the senders' ids, in table order."""
+        return self.ints[:, _ID]
+
+    def rows_of(self, ids) -> np.ndarray:
+        """Return the rows of ``ids`` (array), -1 where not in the table."""
+        query = self._query
+        if query is not None and query[0].shape == ids.shape and (query[0] == ids).all():
+            return query[1]  # the ids of the last query, in the same order (the usual case)
+        rows = self._rows_of(ids)
+        self._query = (ids.copy(), rows)
+        return rows
+
+    def _rows_of(self, ids) -> np.ndarray:
+        if self._lookup is None:
+            order = np.argsort(self.ids, kind='stable')
+            self._lookup = (self.ids[order], order)
+        known, order = self._lookup
+        if known.size == 0:
+            return np.full(np.shape(ids), -1, dtype=np.int64)
+        at = np.minimum(known.searchsorted(ids), known.size - 1)
+        return np.where(known[at] == ids, order[at], -1)
+
+    def take(self, rows) -> 'NeighbourTable':
+        """Return the table of ``rows`` (a mask or row indices, in table order)."""
+        return NeighbourTable(self.ints[rows], self.floats[rows], self.rx[rows])
+
+    def __getitem__(self, agent_id) -> tuple[AgentBroadcast, float]:
+        rows = np.flatnonzero(self.ids == agent_id)
+        if rows.size == 0:
+            raise KeyError(agent_id)
+        k = rows[0]
+        return _broadcast(self.ints[k], self.floats[k]), float(self.rx[k])
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids.tolist())
+
+    def __len__(self) -> int:
+        return self.ints.shape[0]
+
+
+EMPTY_TABLE = NeighbourTable(np.empty((0, 4), dtype=np.int64), np.empty((0, 10)), np.empty(0))
 
 
 @dataclass(frozen=True)
@@ -138,8 +316,9 @@ class ControllerState:
     """
     Everything one agent's controller remembers between ticks.
 
-    ``neighbours`` maps agent id -> (last AgentBroadcast, receive time); ``target`` is
-    (last TargetBroadcast, receive time) or None; ``prev_cmd`` the last command (world frame).
+    ``neighbours`` maps agent id -> (last AgentBroadcast, receive time) (a
+    :class:`NeighbourTable`; a plain mapping given here becomes one); ``target`` is (last
+    TargetBroadcast, receive time) or None; ``prev_cmd`` the last command (world frame).
     """
 
     agent_id: int
@@ -148,11 +327,16 @@ class ControllerState:
     pred: Optional[int] = None
     succ: Optional[int] = None
     prev_cmd: np.ndarray = field(default_factory=lambda: _vector3('prev_cmd', np.zeros(3)))
-    neighbours: Mapping[int, tuple[AgentBroadcast, float]] = field(default_factory=dict)
+    neighbours: Mapping[int, tuple[AgentBroadcast, float]] = field(
+        default_factory=lambda: EMPTY_TABLE)
     target: Optional[tuple[TargetBroadcast, float]] = None
     seq: int = 0
     incarnation: int = 0
     started: Optional[float] = None  # time of the first tick: inputs never heard age from it
+
+    def __post_init__(self) -> None:
+        if type(self.neighbours) is not NeighbourTable:
+            object.__setattr__(self, 'neighbours', NeighbourTable.of(self.neighbours))
 
 
 def initial_state(agent_id: int, incarnation: int = 0) -> ControllerState:
@@ -194,23 +378,9 @@ def receive_agent_state(state: ControllerState, msg: AgentBroadcast,
     Own messages are dropped, and so are messages not newer (by ``seq``) than the cached one
     of the same incarnation while that one is live. A new incarnation (the sender restarted) or
     an expired cache entry accepts any ``seq``: a restarted sequence is heard again after at
-    most ``agent_timeout``.
+    most ``agent_timeout``. :func:`receive_states` with one message.
     """
-    if msg.agent_id == state.agent_id:
-        return state
-    if _keeps_cached(state.neighbours.get(msg.agent_id), msg, rx_time, params):
-        return state
-    neighbours = dict(state.neighbours)
-    neighbours[msg.agent_id] = (msg, float(rx_time))
-    return dataclasses.replace(state, neighbours=MappingProxyType(neighbours))
-
-
-def _keeps_cached(cached, msg: AgentBroadcast, rx_time: float, params: ControllerParams) -> bool:
-    """Whether the cached entry of ``msg``'s sender stays (``msg`` is dropped)."""
-    return (cached is not None and msg.seq <= cached[0].seq
-            and msg.incarnation == cached[0].incarnation
-            and is_alive(cached[1], rx_time, params.agent_timeout)
-            and not stepped_back(cached[1], rx_time, params))
+    return receive_states(state, ((msg, rx_time),), params)
 
 
 def receive_states(state: ControllerState, received, params: ControllerParams
@@ -218,29 +388,115 @@ def receive_states(state: ControllerState, received, params: ControllerParams
     """
     Cache ``received`` broadcasts, ``(msg, rx_time)`` in arrival order, in one new state.
 
-    The same as :func:`receive_agent_state` / :func:`receive_target_state` (by the message's
-    type) one after the other, without a new state per message.
+    ``msg`` is an :class:`AgentBroadcast`, :class:`AgentStates` (all received at ``rx_time``)
+    or :class:`TargetBroadcast`. The same as :func:`receive_agent_state` /
+    :func:`receive_target_state` one message after the other, in one pass over arrays.
     """
-    neighbours = None
     target = state.target
+    batches, times = [], []
     for msg, rx_time in received:
-        if not isinstance(msg, AgentBroadcast):
+        if isinstance(msg, TargetBroadcast):
             if not _keeps_target(target, msg, rx_time, params):
                 target = (msg, float(rx_time))
             continue
-        if msg.agent_id == state.agent_id:
-            continue
-        table = state.neighbours if neighbours is None else neighbours
-        if _keeps_cached(table.get(msg.agent_id), msg, rx_time, params):
-            continue
-        if neighbours is None:
-            neighbours = dict(state.neighbours)
-        neighbours[msg.agent_id] = (msg, float(rx_time))
-    if neighbours is not None:
-        return dataclasses.replace(state, neighbours=MappingProxyType(neighbours), target=target)
-    if target is not state.target:
-        return dataclasses.replace(state, target=target)
-    return state
+        batch = msg if isinstance(msg, AgentStates) else AgentStates.of((msg,))
+        batches.append(batch)
+        times.append(np.full(len(batch), float(rx_time)))
+    neighbours = state.neighbours
+    if batches:
+        if len(batches) == 1:
+            batch, rx = batches[0], times[0]
+        else:
+            batch = AgentStates(np.concatenate([b.ints for b in batches]),
+                                np.concatenate([b.floats for b in batches]))
+            rx = np.concatenate(times)
+        neighbours = merge_states(neighbours, batch, rx, state.agent_id, params)
+    if neighbours is state.neighbours and target is state.target:
+        return state
+    return dataclasses.replace(state, neighbours=neighbours, target=target)
+
+
+def merge_states(table: NeighbourTable, states: AgentStates, rx: np.ndarray, own_id: int,
+                 params: ControllerParams) -> NeighbourTable:
+    """
+    Return ``table`` with the broadcasts ``states`` received at ``rx`` taken in, in order.
+
+    The rules of :func:`receive_agent_state` for every state: own ones dropped, one not newer
+    (by ``seq``) than the cached one of its incarnation dropped while that one is live (and the
+    receive clock has not stepped back), any other cached. A sender heard twice is taken in
+    over passes, its k-th state in the k-th, so each is judged against the one before it.
+    """
+    ints, floats = states.ints, states.floats
+    mine = ints[:, _ID] == own_id
+    if mine.any():
+        ints, floats, rx = ints[~mine], floats[~mine], rx[~mine]
+    if ints.shape[0] == 0:
+        return table
+    occurrence = None if states.unique else _occurrence(ints[:, _ID])
+    if occurrence is None:
+        return _merge_unique(table, ints, floats, rx, params)
+    for k in range(int(occurrence.max()) + 1):
+        now = occurrence == k
+        table = _merge_unique(table, ints[now], floats[now], rx[now], params)
+    return table
+
+
+def _occurrence(ids: np.ndarray) -> Optional[np.ndarray]:
+    """Return for each id how many times it came before; None when every id is unique."""
+    if ids.size < 2:
+        return None
+    order = np.argsort(ids, kind='stable')
+    ranked = ids[order]
+    repeat = ranked[1:] == ranked[:-1]
+    if not repeat.any():
+        return None
+    start = np.flatnonzero(np.concatenate(([True], ~repeat)))
+    run = np.repeat(start, np.diff(np.append(start, ids.size)))
+    occurrence = np.empty(ids.size, dtype=np.int64)
+    occurrence[order] = np.arange(ids.size) - run
+    return occurrence
+
+
+def _merge_unique(table: NeighbourTable, ints: np.ndarray, floats: np.ndarray, rx: np.ndarray,
+                  params: ControllerParams) -> NeighbourTable:
+    """:func:`merge_states` of states whose ids are unique."""
+    rows = table.rows_of(ints[:, _ID])
+    found = rows >= 0
+    if found.all():
+        cached = table.ints[rows]
+        cached_rx = table.rx[rows]
+        take = ~((ints[:, _SEQ] <= cached[:, _SEQ]) & (ints[:, _INC] == cached[:, _INC])
+                 & is_alive(cached_rx, rx, params.agent_timeout)
+                 & ~stepped_back(cached_rx, rx, params))
+        if not take.any():
+            return table
+        if not take.all():
+            rows, ints, floats, rx = rows[take], ints[take], floats[take], rx[take]
+        out_ints, out_floats, out_rx = table.ints.copy(), table.floats.copy(), table.rx.copy()
+        out_ints[rows] = ints
+        out_floats[rows] = floats
+        out_rx[rows] = rx
+        return NeighbourTable(out_ints, out_floats, out_rx, same_ids=table)
+    take = ~found
+    if found.any():
+        at = rows[found]
+        cached = table.ints[at]
+        cached_rx = table.rx[at]
+        keeps = ((ints[found, _SEQ] <= cached[:, _SEQ]) & (ints[found, _INC] == cached[:, _INC])
+                 & is_alive(cached_rx, rx[found], params.agent_timeout)
+                 & ~stepped_back(cached_rx, rx[found], params))
+        take[found] = ~keeps
+    update = take & found
+    out_ints, out_floats, out_rx = table.ints, table.floats, table.rx
+    if update.any():  # old rows keep their places; the new ones come last
+        out_ints, out_floats, out_rx = out_ints.copy(), out_floats.copy(), out_rx.copy()
+        out_ints[rows[update]] = ints[update]
+        out_floats[rows[update]] = floats[update]
+        out_rx[rows[update]] = rx[update]
+    added = ~found
+    return NeighbourTable(np.concatenate((out_ints, ints[added])),
+                          np.concatenate((out_floats, floats[added])),
+                          np.concatenate((out_rx, rx[added])))
 
 
 def receive_target_state(state: ControllerState, msg: TargetBroadcast,
@@ -301,35 +557,102 @@ def live_neighbours(state: ControllerState, now: float,
 
     Live: ``now - rx_time <= agent_timeout``; a presence broadcast (``member`` False) is none.
     """
-    return {i: msg for i, (msg, rx) in state.neighbours.items()
-            if msg.member and is_fresh(rx, now, params.agent_timeout)}
+    table = state.neighbours
+    rows = np.flatnonzero(_live(table, now, params))
+    return {int(table.ints[k, _ID]): _broadcast(table.ints[k], table.floats[k]) for k in rows}
 
 
-def _view(msg: Optional[AgentBroadcast], theta: float) -> NeighbourView:
-    if msg is None:
+def _live(table: NeighbourTable, now: float, params: ControllerParams) -> np.ndarray:
+    """Return which rows of ``table`` are live ring members at ``now``."""
+    return (table.floats[:, _MEMBER] == 1.0) & is_fresh(table.rx, now, params.agent_timeout)
+
+
+def _view(table: NeighbourTable, row: int, theta: float) -> NeighbourView:
+    if row < 0:
         return MISSING_NEIGHBOUR
-    return NeighbourView(theta, msg.position, msg.velocity, msg.u, msg.u_ss, msg.agent_id)
+    floats = table.floats[row]
+    return NeighbourView(theta, floats[_POS], floats[_VEL], float(floats[_U]),
+                         float(floats[_USS]), int(table.ints[row, _ID]))
 
 
-def _obstacles(neighbours, now: float, params: ControllerParams,
+def obstacle_reach(position, velocity, others_position, others_velocity, others_radius,
+                   params: ControllerParams, own_radius: float = 0.0) -> np.ndarray:
+    """
+    Return the horizontal distance (M,) beyond which another vehicle adds nothing to ``d_safe``.
+
+    :func:`law.separation_velocity` counts a vehicle only where its look-ahead distance
+    ``d_ahead`` is below ``d_safe``. A vehicle whose reported position lies ``D`` away (this one
+    at ``position``, flying ``velocity``; the other flying ``others_velocity``, both in the
+    horizontal plane) has ``d_ahead >= d_safe`` whatever its state's age when ``D`` is at least
+    the largest of
+
+    - ``d_safe + m + v_o t_safe + t_safe V + V^2 / (2 a_safe)``: carried forward at most
+      ``t_safe`` (``v_o t_safe``), closing at most ``V = v + v_o`` (``v`` and ``v_o`` the two
+      speeds), less the discs' radii ``m`` (both uncertainties);
+    - ``d_safe + m + S(v_o) + t_safe v + v^2 / (2 a_safe)``: the rest point of a presence
+      (``S`` the stopping distance of :func:`law.stopping_offset`), which does not move;
+    - ``CONTINGENCY_SHARE d_safe + m + v_o t_safe + S(v_o) + v (t_react + t_safe) + S(v)``
+      (``t_react`` > 0): the stopping gap to one ahead is at least the distance to its rest
+      point less this vehicle's path until it would stop (its state at most ``t_safe`` old).
+
+    A silent vehicle counts at rest: its own speed only adds to the bound. The bound is padded
+    by a millimetre and a relative 1e-9 against rounding; it is NaN (within reach) for a
+    non-finite state. No speed limit is assumed: the speeds are the broadcast ones.
+    """
+    p = params
+    own_xy = np.asarray(velocity, dtype=float)[:2]
+    v = float(np.hypot(own_xy[0], own_xy[1]))
+    vel = np.asarray(others_velocity, dtype=float)
+    v_o = np.hypot(vel[:, 0], vel[:, 1])
+    stop_o = np.hypot(*stopping_offset(vel, p.t_safe, p.a_safe)[:, :2].T)
+    stop = float(np.hypot(*stopping_offset(velocity, p.t_safe, p.a_safe)[:2]))
+    margin = np.asarray(others_radius, dtype=float) + own_radius
+    closing = v + v_o
+    brake = closing * closing / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
+    own_brake = v * v / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
+    reach = np.maximum(p.d_safe + margin + v_o * p.t_safe + p.t_safe * closing + brake,
+                       p.d_safe + margin + stop_o + p.t_safe * v + own_brake)
+    if p.t_react > 0.0:
+        reach = np.maximum(reach, CONTINGENCY_SHARE * p.d_safe + margin + v_o * p.t_safe
+                           + stop_o + v * (p.t_react + p.t_safe) + stop)
+    return reach * (1.0 + 1e-9) + 1e-3
+
+
+def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
+                  params: ControllerParams, own_uncertainty: float = 0.0) -> np.ndarray:
+    """
+    Return the rows of ``table`` the ``d_safe`` term may count at ``now``, in table order.
+
+    Those heard within ``obstacle_memory`` and within :func:`obstacle_reach` horizontally: the
+    others add exactly nothing to the term.
+    """
+    kept = np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
+    if kept.size == 0:
+        return kept
+    floats = table.floats[kept]
+    xy = floats[:, 0:2] - np.asarray(position, dtype=float)[:2]
+    distance = np.hypot(xy[:, 0], xy[:, 1])
+    reach = obstacle_reach(position, velocity, floats[:, _POS], floats[:, _VEL],
+                           floats[:, _UNC], params, own_uncertainty)
+    return kept[~(distance >= reach)]
+
+
+def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: ControllerParams,
                own_uncertainty: float = 0.0) -> dict:
     """
-    Return the d_safe term's inputs: every vehicle heard, ring member or presence.
+    Return the d_safe term's inputs: the vehicles heard in ``rows``, ring member or presence.
 
     Those heard within ``agent_timeout`` count where they are; those silent since count at
     rest where last heard, for ``d_safe_memory``; a presence also where it will come to rest.
     A vehicle (this one included) that broadcasts an ``uncertainty`` counts as a disc.
     """
-    kept = [(msg, is_fresh(rx, now, params.agent_timeout)) for msg, rx in neighbours.values()
-            if is_fresh(rx, now, params.obstacle_memory)]
-    rows = np.array([m.position for m, _ in kept]).reshape(-1, 3)
-    radius = np.array([m.uncertainty for m, _ in kept], dtype=float)
+    floats = table.floats[rows]
+    radius = floats[:, _UNC]
     uncertain = own_uncertainty > 0.0 or bool(np.any(radius > 0.0))
-    obstacles = silent_obstacles(np.array([on for _, on in kept], dtype=bool),
-                                 np.ones(len(kept), dtype=bool), rows,
-                                 np.array([m.velocity for m, _ in kept]).reshape(-1, 3),
-                                 now - np.array([m.stamp for m, _ in kept], dtype=float),
-                                 np.array([not m.member for m, _ in kept], dtype=bool), params,
+    obstacles = silent_obstacles(is_fresh(table.rx[rows], now, params.agent_timeout),
+                                 np.ones(rows.size, dtype=bool), floats[:, _POS],
+                                 floats[:, _VEL], now - table.ints[rows, _STAMP] * 1e-9,
+                                 floats[:, _MEMBER] != 1.0, params,
                                  radius if uncertain else None)
     if uncertain:
         obstacles['own_radius'] = own_uncertainty
@@ -347,89 +670,105 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     target velocity (zero if none was ever received) and ``u`` and the neighbours are held;
     ``target_timeout`` after the target was last heard (or after the first tick, if never),
     the command is zero.
+
+    With ``d_safe`` only the vehicles within :func:`obstacle_reach` enter the separation term
+    (the others add exactly zero); with none within reach the term is exactly zero and the
+    tick takes the float path, as without ``d_safe``.
     """
     position = _vector3('own_position', own_position)
     velocity = _vector3('own_velocity', own_velocity)
-    neighbours = state.neighbours
-    if params.prune_expired:
+    table = state.neighbours
+    if params.prune_expired and len(table):
         keep = max(params.agent_timeout, params.obstacle_memory)  # silent ones for d_safe
-        neighbours = MappingProxyType({i: entry for i, entry in neighbours.items()
-                                       if is_fresh(entry[1], now, keep)})
+        fresh = is_fresh(table.rx, now, keep)
+        if not fresh.all():
+            table = table.take(fresh)
     seq = state.seq + 1
     started = now if state.started is None else state.started
     if state.target is None or not is_fresh(state.target[1], now, params.target_liveness):
         last = state.target[0].velocity if state.target is not None else np.zeros(3)
         cmd = fallback_command(last, target_age(state, now), position, params)
-        return dataclasses.replace(state, neighbours=neighbours, prev_cmd=cmd, seq=seq,
+        return dataclasses.replace(state, neighbours=table, prev_cmd=cmd, seq=seq,
                                    started=started), cmd
 
     target = state.target[0]
-    live = live_neighbours(state, now, params)
-    angles = target_angle(np.array([position, *(msg.position for msg in live.values())]),
+    live = np.flatnonzero(_live(table, now, params))
+    floats = table.floats[live]
+    angles = target_angle(np.concatenate((position[None], floats[:, _POS])),
                           target.position)  # one call: the same bits as one call each
     theta_self, thetas = float(angles[0]), angles[1:]
-    if not params.d_safe:
-        fast = _control_step_floats(state, position, velocity, target, live, theta_self,
-                                    thetas.tolist(), params)
+    ids = table.ints[live, _ID]
+    near = (obstacle_rows(table, position, velocity, now, params, own_uncertainty)
+            if params.d_safe else ())
+    if len(near) == 0:
+        fast = _control_step_floats(state, position, velocity, target, table, live, ids,
+                                    theta_self, thetas, params)
         if fast is not None:
             pred, succ, u_new, u_ss, cmd = fast
             return dataclasses.replace(
                 state, u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
-                neighbours=neighbours, seq=seq, started=started), cmd
-    ids = np.fromiter(live, dtype=np.int64, count=len(live))
-    theta_of = dict(zip(ids.tolist(), thetas.tolist()))
-    column = {i: k for k, i in enumerate(theta_of)}
+                neighbours=table, seq=seq, started=started), cmd
+    column = {i: k for k, i in enumerate(ids.tolist())}
     pred_col, succ_col = select_neighbours(
         np.ones((1, ids.size), dtype=bool), thetas, [theta_self], [state.agent_id], ids,
         [column.get(state.pred, NO_NEIGHBOUR)], [column.get(state.succ, NO_NEIGHBOUR)],
         params.hysteresis)
-    pred, succ = (None if c[0] == NO_NEIGHBOUR else int(ids[c[0]]) for c in (pred_col, succ_col))
+    pred_col, succ_col = int(pred_col[0]), int(succ_col[0])
+    pred, succ = (None if c == NO_NEIGHBOUR else int(ids[c]) for c in (pred_col, succ_col))
     lambdas = target.lambdas
     u_new, u_ss, cmd = encirclement_step(
         state.u, position, velocity, state.prev_cmd, target.position, target.velocity,
         target.omega_ref, theta_self,
-        _view(live.get(pred), theta_of.get(pred, np.nan)),
-        _view(live.get(succ), theta_of.get(succ, np.nan)),
+        _view(table, -1 if pred is None else int(live[pred_col]),
+              np.nan if pred is None else float(thetas[pred_col])),
+        _view(table, -1 if succ is None else int(live[succ_col]),
+              np.nan if succ is None else float(thetas[succ_col])),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
-        ring_size=len(live) + 1, own_id=state.agent_id,
-        **(_obstacles(neighbours, now, params, own_uncertainty) if params.d_safe else {}))
+        ring_size=live.size + 1, own_id=state.agent_id, target_acceleration=target.acceleration,
+        **(_obstacles(table, np.asarray(near), now, params, own_uncertainty)
+           if params.d_safe else {}))
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
-        neighbours=neighbours, seq=seq, started=started), cmd
+        neighbours=table, seq=seq, started=started), cmd
 
 
-def _control_step_floats(state, position, velocity, target, live, theta_self, thetas, params):
+def _control_step_floats(state, position, velocity, target, table, live, ids, theta_self,
+                         thetas, params):
     """
-    :func:`control_step`'s neighbour choice and law in Python floats (``d_safe`` 0).
+    :func:`control_step`'s neighbour choice and law in Python floats (no ``d_safe`` push).
 
-    The same decisions and bits as the array path (``select_neighbours_one``,
-    ``encirclement_step_one``), at a fraction of the cost. Returns (pred, succ, u, u_ss,
-    v_cmd), or None when an input is not finite (the array path then decides).
+    The same decisions and bits as the array path (``ring_choice``, ``encirclement_step_one``),
+    at a fraction of the cost. ``live`` the table rows of the live ring members, ``ids`` and
+    ``thetas`` their ids and angles. Returns (pred, succ, u, u_ss, v_cmd), or None when an
+    input is not finite (the array path then decides).
     """
     own = (*position.tolist(), *velocity.tolist(), *state.prev_cmd.tolist(),
            *target.position.tolist(), *target.velocity.tolist(), target.omega_ref,
-           theta_self, sum(thetas))
-    if not all(map(math.isfinite, own)):
+           theta_self)
+    if not all(map(math.isfinite, own)) or not np.isfinite(thetas).all():
         return None
-    ids = list(live)
-    pred, succ = select_neighbours_one(theta_self, state.agent_id, ids, thetas, state.pred,
-                                       state.succ, params.hysteresis)
-    theta_of = dict(zip(ids, thetas))
+    pred_col, succ_col = ring_choice(theta_self, state.agent_id, ids, thetas, state.pred,
+                                     state.succ, params.hysteresis)
+    pred = None if pred_col < 0 else int(ids[pred_col])
+    succ = None if succ_col < 0 else int(ids[succ_col])
     lambdas = target.lambdas
     u_new, u_ss, cmd = encirclement_step_one(
         state.u, own[0:3], own[3:6], own[6:9], own[9:12], own[12:15], own[15], theta_self,
-        _view_floats(live.get(pred), theta_of), _view_floats(live.get(succ), theta_of),
+        _view_floats(table, live, thetas, pred_col), _view_floats(table, live, thetas, succ_col),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
-        ring_size=len(live) + 1, own_id=state.agent_id)
+        ring_size=ids.size + 1, own_id=state.agent_id,
+        target_acceleration=target.acceleration.tolist())
     return pred, succ, float(u_new), float(u_ss), _vector3('v_cmd', cmd)
 
 
-def _view_floats(msg: Optional[AgentBroadcast], theta_of) -> NeighbourView:
-    if msg is None:
+def _view_floats(table: NeighbourTable, live, thetas, column: int) -> NeighbourView:
+    if column < 0:
         return _MISSING_FLOATS
-    return NeighbourView(theta_of[msg.agent_id], msg.position.tolist(), msg.velocity.tolist(),
-                         float(msg.u), float(msg.u_ss), msg.agent_id)
+    row = live[column]
+    values = table.floats[row].tolist()
+    return NeighbourView(float(thetas[column]), values[0:3], values[3:6], values[_U],
+                         values[_USS], int(table.ints[row, _ID]))
 
 
 _MISSING_FLOATS = NeighbourView(math.nan, (math.nan,) * 3, (math.nan,) * 3, 0.0, 0.0)

@@ -13,7 +13,7 @@ same law (``law.encirclement_step``) and the same neighbour selection
 - ``batch``: ``batch_engine.BatchControllers`` for one run, receiver x sender arrays, exact
   everywhere (loss, delay, outages), O(N^2) memory; the sweep steps R runs with it at once.
 
-``test/unit/core/test_engines.py`` runs every registered engine over one fixed set of
+``test/acceptance/test_engines_acceptance.py`` runs every registered engine over one fixed set of
 scenarios and checks it against the reference, the way Gymnasium checks every registered
 environment. An engine registered here is picked up by ``batch_sim --engine`` and that test.
 """
@@ -28,8 +28,7 @@ import numpy as np
 from soliton_encirclement_ros.core.batch_engine import BatchControllers
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
-    control_step, initial_state, outgoing_state, presence_state, receive_agent_state,
-    receive_target_state, TargetBroadcast)
+    control_step, initial_state, outgoing_state, presence_state, receive_states, TargetBroadcast)
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 
@@ -53,15 +52,9 @@ class PerAgentSwarm:
 
     def tick(self, now, live, positions, velocities, target_msg):
         for i, channel in enumerate(self.channels):
-            for msg, arrival in channel.due(now):
-                if not live[i]:
-                    continue  # a failed agent ignores what reaches it
-                if isinstance(msg, TargetBroadcast):
-                    self.states[i] = receive_target_state(
-                        self.states[i], msg, arrival, self.params
-                    )
-                else:
-                    self.states[i] = receive_agent_state(self.states[i], msg, arrival, self.params)
+            due = channel.due(now)
+            if due and live[i]:  # a failed agent ignores what reaches it
+                self.states[i] = receive_states(self.states[i], due, self.params)
         outgoing = []  # in id order: live agents' states, failed agents' presence
         for j in range(self.ids.size):
             if live[j]:
@@ -113,7 +106,8 @@ class BatchSwarm:
         cmds, u = self.controllers.tick(
             now, live[None], positions[None], velocities[None],
             np.asarray(target_msg.position, dtype=float)[None],
-            np.asarray(target_msg.velocity, dtype=float)[None])
+            np.asarray(target_msg.velocity, dtype=float)[None],
+            np.asarray(target_msg.acceleration, dtype=float)[None])
         return cmds[0], u[0]
 
 

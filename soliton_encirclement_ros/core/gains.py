@@ -17,11 +17,17 @@ from dataclasses import dataclass
 import math
 from typing import Any, Mapping
 
+import numpy as np
+
 from ros_support.settings import check_fields, setting
 from ros_support.validation import from_mapping
 
 AGENT_TIMEOUT_PERIODS = 3.0   # auto agent_state_timeout, in control periods
 TARGET_TIMEOUT_PERIODS = 5.0  # auto target_state_timeout, in control periods
+# The d_safe flown is at most this share of the settled ring's spacing 2 R sin(pi/N): a large
+# ring still forms (its neighbours are that far apart), and half the spacing leaves the law
+# room to even the ring out without the separation term.
+D_SAFE_SHARE = 0.5
 
 
 # The reference experiment's gains (its published configuration), for parity runs: the
@@ -30,7 +36,7 @@ REFERENCE_GAINS = {
     'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5, 'k_e_tau': 25.0,
     'kappa_u_diff': 0.1, 'k_u_steepen': 0.3, 'kappa_u_disp': 0.05, 'k_tau': 0.2, 'r_min': 1.0,
     'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'soft_limiter': False, 'u_lim': 2.0,
-    'hysteresis': 0.05, 'd_safe': 0.0,
+    'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
 }
 PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
 
@@ -66,9 +72,15 @@ class ControllerParams:
                                     '(reference 0)', 's/rad', low=0.0)
     soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
-    d_safe: float = setting(0.0, 'safety distance: every live agent heard closer than this '
+    d_safe: float = setting(2.0, 'safety distance: every vehicle heard closer than this '
                             '(horizontally, after the t_safe look-ahead) adds a repulsive '
-                            'velocity away from it; 0 = off', 'm', low=0.0)
+                            'velocity away from it; at most d_safe_share of the even ring '
+                            'spacing (see d_safe_share); 0 = off (the reference preset)', 'm',
+                            low=0.0)
+    d_safe_share: float = setting(D_SAFE_SHARE, 'the d_safe flown is at most this share of the '
+                                  'even ring spacing 2 R sin(pi/N), N the agents heard (self '
+                                  'included): a ring of 100 at R 20 m flies 0.63 m; 0 = d_safe '
+                                  'as set', low=0.0, high=1.0)
     v_safe: float = setting(10.0, 'largest repulsive speed of the d_safe term (at contact; it '
                             'falls linearly to 0 at d_safe; the sum is bounded to this)', 'm/s',
                             low=0.0, strict=True)
@@ -88,6 +100,11 @@ class ControllerParams:
                                    'this long, at rest where it was last heard (a failed or '
                                    'blind agent holds there; on PX4 it lands after land_after)',
                                    's', low=0.0)
+    target_lead: float = setting(1.0, "feed-forward of the target's acceleration: commands follow "
+                                 "the target's velocity this far ahead, the vehicles' velocities "
+                                 'are compared with it this far behind; the vehicle velocity time '
+                                 "constant (the model's tau_xy, fit_mobility's fit); 0 = off "
+                                 '(reference)', 's', low=0.0)
     hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this',
                                 'rad', low=0.0)
     control_period: float = setting(0.01, 'control tick and Euler step of u', 's', low=1e-3,
@@ -129,6 +146,24 @@ class ControllerParams:
     def obstacle_memory(self) -> float:
         """Return how long a cached agent state counts for ``d_safe`` [s] (0: d_safe off)."""
         return max(self.agent_timeout, self.d_safe_memory) if self.d_safe else 0.0
+
+    def safety_distance(self, ring_size=0):
+        """
+        Return the ``d_safe`` [m] flown by an agent hearing ``ring_size`` agents (self included).
+
+        The smaller of ``d_safe`` and ``d_safe_share`` x the even ring spacing 2 R sin(pi/N);
+        ``ring_size`` below 2 (alone, or unknown) or ``d_safe_share`` 0 gives ``d_safe``.
+        Scalars or arrays (one value per agent).
+        """
+        if not self.d_safe or not self.d_safe_share:
+            if np.ndim(ring_size) == 0:
+                return self.d_safe
+            return np.full(np.shape(ring_size), self.d_safe)
+        n = np.maximum(np.asarray(ring_size, dtype=float), 2.0)
+        spacing = 2.0 * self.radius * np.sin(np.pi / n)
+        flown = np.minimum(self.d_safe, self.d_safe_share * spacing)
+        flown = np.where(np.asarray(ring_size) < 2, self.d_safe, flown)
+        return float(flown) if flown.ndim == 0 else flown
 
     @property
     def target_liveness(self) -> float:

@@ -186,7 +186,7 @@ def with_vertical(v_t, position, params: ControllerParams):
 
 def separation_velocity(position, velocity, others_position, others_velocity,
                         params: ControllerParams, v_law=None, others_age=None,
-                        others_radius=None, own_radius=0.0):
+                        others_radius=None, own_radius=0.0, d_safe=None):
     """
     Repulsion (..., 2) of the optional safety distance ``d_safe`` (zero when it is 0).
 
@@ -218,10 +218,16 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     broadcast ``uncertainty``, e.g. after an estimator reset): each vehicle counts as a disc,
     so every distance above is counted less their sum (``d_safe`` kept from the disc's edge).
     None: points.
+
+    ``d_safe`` (...): the safety distance each agent flies (None: ``params.d_safe``; the law
+    passes :meth:`ControllerParams.safety_distance` of its ring size).
     """
     position = np.asarray(position, dtype=float)
-    if params.d_safe == 0.0 or others_position is None:
+    d_safe = np.asarray(params.d_safe if d_safe is None else d_safe, dtype=float)
+    if others_position is None or not np.any(d_safe > 0.0):
         return np.zeros(position.shape[:-1] + (2,))
+    on = d_safe[..., None] > 0.0          # (..., 1): over the others
+    reach = np.where(on, d_safe[..., None], 1.0)
     others_velocity = np.asarray(others_velocity, dtype=float)[..., :2]
     others_xy = np.asarray(others_position, dtype=float)[..., :2]
     if others_age is not None:
@@ -246,15 +252,14 @@ def separation_velocity(position, velocity, others_position, others_velocity,
             gap, unit_gap = stopping_gap(position, velocity, others_xy, others_velocity,
                                          params.t_react + (0.0 if others_age is None else age),
                                          params)
-            gap = gap - margin + (1.0 - CONTINGENCY_SHARE) * params.d_safe  # keep the share
+            gap = gap - margin + (1.0 - CONTINGENCY_SHARE) * reach  # keep the share
             worse = gap < d_ahead
             d_ahead = np.where(worse, gap, d_ahead)
             unit = np.where(worse[..., None], unit_gap, unit)
             closing = np.where(worse, np.maximum(closing, 1.0), closing)
             apart = apart | (worse & (gap > DENOMINATOR_EPS))
-        near = apart & (d_ahead < params.d_safe)
-        weight = np.where(near, params.v_safe * np.minimum(1.0, 1.0 - d_ahead / params.d_safe),
-                          0.0)
+        near = apart & on & (d_ahead < reach)
+        weight = np.where(near, params.v_safe * np.minimum(1.0, 1.0 - d_ahead / reach), 0.0)
     push = np.sum(unit * weight[..., None], axis=-2)
     norm = np.hypot(push[..., 0], push[..., 1])
     scale = np.where(norm > params.v_safe, params.v_safe / np.where(norm > 0.0, norm, 1.0), 1.0)
@@ -429,7 +434,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
                       params: ControllerParams, others_position=None, others_velocity=None,
                       ring_size=0, own_id=None, others_age=None, others_radius=None,
-                      own_radius=0.0):
+                      own_radius=0.0, target_acceleration=None):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen.
 
@@ -440,20 +445,20 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     states of every other live agent heard, for the ``d_safe`` repulsion (None: none), sent
     ``others_age`` (..., M) seconds ago, uncertain by ``others_radius`` (..., M; this agent by
     ``own_radius``: :func:`separation_velocity`);
-    ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`; 0:
-    ``k_omega_damp`` alone); ``own_id`` this agent's id, which with the neighbours' ids breaks
-    exact ties of angle in ring order (:func:`gap_to_pred`). Elementwise over agents: one
-    agent's result depends only on its own row.
+    ``ring_size`` the number of agents heard, self included (:func:`omega_damping_gain`, and
+    the ``d_safe`` flown: :meth:`ControllerParams.safety_distance`; 0: ``k_omega_damp`` alone
+    and ``d_safe`` as set); ``own_id`` this agent's id, which with the neighbours' ids breaks
+    exact ties of angle in ring order (:func:`gap_to_pred`); ``target_acceleration`` (..., 3)
+    the target's, for the command's lead (:func:`target_lead`; None: none). Elementwise over
+    agents: one agent's result depends only on its own row.
     """
+    lead = target_lead(target_velocity, target_acceleration, params)
     r, e_r_hat, t_hat = polar_frame(position, target_position)
     v_rad = radial_velocity(r, e_r_hat, velocity, target_velocity, params)
     gap_pred = gap_to_pred(theta_self, pred.theta, own_id, pred.agent_id)
     gap_succ = gap_to_succ(theta_self, succ.theta, own_id, succ.agent_id)
     e_tau = spacing_error(gap_pred, gap_succ, lambda_pred, lambda_self)
-    rel_cmd = (
-        np.asarray(prev_cmd, dtype=float)[..., :2]
-        - np.asarray(target_velocity, dtype=float)[..., :2]
-    )
+    rel_cmd = np.asarray(prev_cmd, dtype=float)[..., :2] - lead[..., :2]
     omega_self = np.sum(rel_cmd * t_hat, axis=-1) / effective_radius(r, params)
     e_tau_eff = damped_spacing_error(
         e_tau, omega_self,
@@ -463,14 +468,39 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
     v_sep = separation_velocity(position, velocity, others_position, others_velocity, params,
-                                v_rad + v_tau + np.asarray(target_velocity, dtype=float)[..., :2],
-                                others_age, others_radius, own_radius)
-    return u_new, u_ss, compose_command(v_rad, v_tau, target_velocity, position, params, v_sep)
+                                v_rad + v_tau + lead[..., :2], others_age, others_radius,
+                                own_radius, params.safety_distance(ring_size))
+    return u_new, u_ss, compose_command(v_rad, v_tau, lead, position, params, v_sep)
+
+
+def target_lead(target_velocity, target_acceleration, params: ControllerParams):
+    """
+    Return the target's velocity ``target_lead`` s ahead (..., 3): what the commands follow.
+
+    A vehicle's velocity follows its command about ``target_lead`` late (its velocity time
+    constant). Commanded the target's velocity, it keeps pace with a target that turns or
+    speeds up ``target_lead`` x its acceleration too slowly: the whole ring falls behind on the
+    outside of the turn, and the angles seen from the target are uneven for as long as it
+    turns (E_gap 0.17 on a 30 m circle at 5 m/s). Commanded the velocity that far ahead
+    (horizontally), the vehicles fly the target's velocity now; so the measured velocities
+    (radial speed, the neighbours' angular rates) are still taken relative to the target's
+    velocity, and only the command's own angular rate relative to the lead.
+    ``target_acceleration`` None or ``target_lead`` 0: the target's velocity.
+    """
+    velocity = np.asarray(target_velocity, dtype=float)
+    if target_acceleration is None or not params.target_lead:
+        return velocity
+    step = params.target_lead * np.asarray(target_acceleration, dtype=float)[..., :2]
+    lead = np.array(np.broadcast_to(velocity, np.broadcast_shapes(
+        velocity.shape, step.shape[:-1] + (3,))))
+    lead[..., :2] += np.where(np.isfinite(step), step, 0.0)
+    return lead
 
 
 def encirclement_step_one(u, position, velocity, prev_cmd, target_position, target_velocity,
                           omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-                          params: ControllerParams, ring_size=0, own_id=None):
+                          params: ControllerParams, ring_size=0, own_id=None,
+                          target_acceleration=None):
     """
     :func:`encirclement_step` for one agent without ``d_safe``, in Python floats.
 
@@ -486,6 +516,11 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     px, py, pz = position
     tx, ty = target_position[0], target_position[1]
     tvx, tvy, tvz = target_velocity
+    lx, ly = tvx, tvy                                                   # target_lead
+    if target_acceleration is not None and p.target_lead:
+        sx, sy = p.target_lead * target_acceleration[0], p.target_lead * target_acceleration[1]
+        lx = tvx + (sx if math.isfinite(sx) else 0.0)
+        ly = tvy + (sy if math.isfinite(sy) else 0.0)
     rx, ry = px - tx, py - ty                                           # polar_frame
     r = float(np.hypot(rx, ry))
     if r >= R_EPS:
@@ -510,7 +545,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         if math.isfinite(e):
             e_tau = e
     r_eff = r if not r < p.r_min else p.r_min                          # effective_radius
-    omega_self = ((prev_cmd[0] - tvx) * thx + (0.0 + (prev_cmd[1] - tvy) * thy)) / r_eff
+    omega_self = ((prev_cmd[0] - lx) * thx + (0.0 + (prev_cmd[1] - ly) * thy)) / r_eff
     gain = p.k_omega_damp + p.k_omega_damp_n * float(ring_size)        # omega_damping_gain
     if p.k_omega_damp_n and p.k_e_tau * p.k_tau > 0.0:
         cap = (EULER_DECAY_MAX / p.control_period - p.beta_u) / (p.k_e_tau * p.k_tau)
@@ -542,10 +577,10 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         u_new = 0.0
     speed = p.k_tau * u_new * r_eff + omega_ref * r                    # tangential_velocity
     vz = p.k_z * (p.altitude - pz) + tvz if p.altitude_hold else tvz   # compose_command
-    x = radx + speed * thx + tvx + 0.0
-    y = rady + speed * thy + tvy + 0.0
+    x = radx + speed * thx + lx + 0.0
+    y = rady + speed * thy + ly + 0.0
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
-        x, y = tvx, tvy
+        x, y = lx, ly
     norm = float(np.hypot(x, y))                                        # saturate
     limit = p.max_speed_xy / (norm if norm > 1e-300 else 1e-300)
     scale = limit if limit < 1.0 else 1.0

@@ -86,6 +86,9 @@ class LinkMonitor:
         self.window = float(window)
         self._slot: dict[int, int] = {}
         self._senders = np.empty(0, dtype=np.int64)
+        self._known = np.empty(0, dtype=np.int64)       # the senders sorted ...
+        self._known_slot = np.empty(0, dtype=np.int64)  # ... and their slots
+        self._last_slots = None  # (senders, their slots, whether unique) of the last record
         self._last_seq = np.empty(0, dtype=np.int64)
         self._last_inc = np.empty(0, dtype=np.int64)
         self._last_heard = np.empty(0)
@@ -101,6 +104,18 @@ class LinkMonitor:
 
     def _slots(self, sender) -> np.ndarray:
         ids = np.asarray(sender, dtype=np.int64)
+        last = self._last_slots
+        if last is not None and last[0].shape == ids.shape and (last[0] == ids).all():
+            return last[1]  # the senders of the last call, in the same order (the usual case)
+        slots = self._find_slots(ids)
+        self._last_slots = (ids.copy(), slots, slots.size < 2 or np.bincount(slots).max() == 1)
+        return slots
+
+    def _find_slots(self, ids: np.ndarray) -> np.ndarray:
+        if self._known.size:
+            at = np.minimum(np.searchsorted(self._known, ids), self._known.size - 1)
+            if (self._known[at] == ids).all():
+                return self._known_slot[at]
         new = [int(i) for i in np.unique(ids) if int(i) not in self._slot]
         if new:
             for i in new:
@@ -112,6 +127,8 @@ class LinkMonitor:
             self._last_heard = np.concatenate([self._last_heard, np.full(grow, math.nan)])
             for name, column in self._open.items():
                 self._open[name] = np.concatenate([column, self._new_period(grow)[name]])
+            order = np.argsort(self._senders)
+            self._known, self._known_slot = self._senders[order], order
         return np.array([self._slot[int(i)] for i in ids], dtype=np.int64)
 
     def deaf(self) -> None:
@@ -132,16 +149,25 @@ class LinkMonitor:
         was not taken in (a rejected stamp): it counts for the offset only.
         """
         slot = self._slots(np.atleast_1d(sender))
-        incarnation, seq, stamp, raw = (np.atleast_1d(np.asarray(a)) for a in
+        unique = self._last_slots[2]
+        incarnation, seq, stamp, raw = (a if type(a) is np.ndarray and a.ndim == 1
+                                        else np.atleast_1d(np.asarray(a)) for a in
                                         (incarnation, seq, stamp, raw))
         arrival = raw if arrival is None else np.atleast_1d(np.asarray(arrival, dtype=float))
         period = self._open
-        np.minimum.at(period['lag_min'], slot, raw - stamp)
+        lag = raw - stamp
+        if unique:  # one state per sender (the usual case): plain indexing does what .at does
+            period['lag_min'][slot] = np.minimum(period['lag_min'][slot], lag)
+        else:
+            np.minimum.at(period['lag_min'], slot, lag)
         taken = seq >= 0
         if not taken.all():
             slot, incarnation, seq, stamp, arrival = (
                 a[taken] for a in (slot, incarnation, seq, stamp, arrival))
         if slot.size == 0:
+            return
+        if unique:
+            self._record_unique(period, slot, incarnation, seq, arrival - stamp, arrival)
             return
         order = np.argsort(slot, kind='stable')  # by sender, arrival order within
         slot, incarnation, seq, stamp, arrival = (
@@ -165,6 +191,21 @@ class LinkMonitor:
         self._last_inc[slot[last]] = incarnation[last]
         self._last_heard[slot[last]] = arrival[last]
 
+    def _record_unique(self, period, slot, incarnation, seq, age, arrival) -> None:
+        """:meth:`record` of taken states whose senders (``slot``) are all different."""
+        prev_seq = self._last_seq[slot]
+        heard_before = prev_seq >= 0
+        same = heard_before & (incarnation == self._last_inc[slot])
+        step = seq - prev_seq
+        period['lost'][slot] += np.where(same & (step > 1), step - 1, 0)
+        period['restarts'][slot] += heard_before & ~same
+        period['heard'][slot] += 1
+        period['age_sum'][slot] += age
+        period['age_max'][slot] = np.maximum(period['age_max'][slot], age)
+        self._last_seq[slot] = seq
+        self._last_inc[slot] = incarnation
+        self._last_heard[slot] = arrival
+
     def figures(self, now: float) -> dict[int, LinkFigures]:
         """Close the period at ``now``; return each sender's figures over the window, by id."""
         self._closed.append((float(now), self._open))
@@ -176,19 +217,32 @@ class LinkMonitor:
         sums = {name: np.sum([p[name] for p in periods], axis=0) for name in _SUMS}
         age_max = np.max([p['age_max'] for p in periods], axis=0)
         lags = np.array([p['lag_min'] for p in periods])
-        lags = np.where(np.isfinite(lags), lags, np.nan)
+        offset, heard_at_all = _column_medians(np.where(np.isfinite(lags), lags, np.nan))
         out = {}
-        for slot, sender in enumerate(self._senders):
-            lag = lags[:, slot]
-            if np.isnan(lag).all():
-                continue  # not heard within the window
+        for slot in np.flatnonzero(heard_at_all).tolist():  # the others: not within the window
+            sender = int(self._senders[slot])
             heard = int(sums['heard'][slot])
-            out[int(sender)] = LinkFigures(
-                int(sender), heard, int(sums['lost'][slot]), int(sums['restarts'][slot]),
+            out[sender] = LinkFigures(
+                sender, heard, int(sums['lost'][slot]), int(sums['restarts'][slot]),
                 float(sums['age_sum'][slot] / heard) if heard else math.nan,
                 float(age_max[slot]) if heard else math.nan,
-                -float(np.nanmedian(lag)), float(self._last_heard[slot]))
+                -float(offset[slot]), float(self._last_heard[slot]))
         return out
+
+
+def _column_medians(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Return each column's median of its numbers (NaN skipped) and whether it has any.
+
+    ``np.nanmedian`` of each column, in one pass: the middle number, or the mean ``(a + b) / 2``
+    of the middle two.
+    """
+    count = np.count_nonzero(~np.isnan(values), axis=0)
+    ranked = np.sort(values, axis=0)  # NaN last
+    columns = np.arange(values.shape[1])
+    low = ranked[np.maximum((count - 1) // 2, 0), columns]
+    high = ranked[np.maximum(count // 2, 0), columns] if values.shape[0] else low
+    return np.where(count % 2 == 1, low, (low + high) / 2), count > 0
 
 
 def offset_warning(receiver: int, figures: LinkFigures, limit: float) -> Optional[str]:

@@ -142,21 +142,77 @@ def select_neighbours_one(theta_self: float, own_id: int, ids, thetas, cur_pred,
     cand_succ = min(after or ring)
     cand_pred = max(before or ring)
     theta_of = dict(zip(ids, thetas))
-    cur_pred = cur_pred if cur_pred in theta_of else None
-    cur_succ = cur_succ if cur_succ in theta_of else None
+    return _with_hysteresis_one(
+        theta_self, own_id, cand_pred, cand_succ,
+        None if cur_pred not in theta_of else (theta_of[cur_pred], cur_pred),
+        None if cur_succ not in theta_of else (theta_of[cur_succ], cur_succ), hysteresis)
+
+
+def _with_hysteresis_one(theta_self, own_id, cand_pred, cand_succ, cur_pred, cur_succ,
+                         hysteresis):
+    """
+    :func:`apply_hysteresis` of one agent in floats: (pred, succ) ids.
+
+    ``cand_*`` and ``cur_*`` are (theta, id) of the candidates and of the current neighbours
+    (None when a current one is not live).
+    """
     crossed = cand_pred[1] != cand_succ[1] and (
-        (cur_succ is not None and cand_pred[1] == cur_succ)
-        or (cur_pred is not None and cand_succ[1] == cur_pred))
+        (cur_succ is not None and cand_pred[1] == cur_succ[1])
+        or (cur_pred is not None and cand_succ[1] == cur_pred[1]))
     pred, succ = cand_pred[1], cand_succ[1]
     if not crossed and cur_pred is not None and not (
             _gap_pred_one(theta_self, cand_pred[0], own_id, cand_pred[1])
-            < _gap_pred_one(theta_self, theta_of[cur_pred], own_id, cur_pred) - hysteresis):
-        pred = cur_pred
+            < _gap_pred_one(theta_self, cur_pred[0], own_id, cur_pred[1]) - hysteresis):
+        pred = cur_pred[1]
     if not crossed and cur_succ is not None and not (
             _gap_succ_one(theta_self, cand_succ[0], own_id, cand_succ[1])
-            < _gap_succ_one(theta_self, theta_of[cur_succ], own_id, cur_succ) - hysteresis):
-        succ = cur_succ
+            < _gap_succ_one(theta_self, cur_succ[0], own_id, cur_succ[1]) - hysteresis):
+        succ = cur_succ[1]
     return pred, succ
+
+
+def ring_choice(theta_self: float, own_id: int, ids: np.ndarray, thetas: np.ndarray,
+                cur_pred, cur_succ, hysteresis: float) -> tuple[int, int]:
+    """
+    :func:`select_neighbours_one` over arrays: (pred, succ) as columns of ``ids``, -1 if none.
+
+    ``ids`` (int64) and ``thetas`` (finite floats) the other live agents, ``cur_pred`` and
+    ``cur_succ`` the current neighbours' ids or None. The candidates are found in one numpy
+    pass; only they and the current neighbours become Python numbers. The same choice as
+    :func:`select_neighbours_one`.
+    """
+    if ids.size == 0:
+        return NO_NEIGHBOUR, NO_NEIGHBOUR
+    after = (thetas > theta_self) | ((thetas == theta_self) & (ids > own_id))
+    later = np.flatnonzero(after)
+    earlier = np.flatnonzero(~after)
+    succ_col = _extreme(later if later.size else earlier, ids, thetas, lowest=True)
+    pred_col = _extreme(earlier if earlier.size else later, ids, thetas, lowest=False)
+
+    def current(agent_id):
+        if agent_id is None:
+            return None
+        at = np.flatnonzero(ids == agent_id)
+        return None if at.size == 0 else int(at[0])
+
+    cur = [current(cur_pred), current(cur_succ)]
+    entry = {c: (float(thetas[c]), int(ids[c])) for c in (pred_col, succ_col, *cur)
+             if c is not None}
+    pred, succ = _with_hysteresis_one(theta_self, own_id, entry[pred_col], entry[succ_col],
+                                      None if cur[0] is None else entry[cur[0]],
+                                      None if cur[1] is None else entry[cur[1]], hysteresis)
+    column = {entry[c][1]: c for c in entry}
+    return column[pred], column[succ]
+
+
+def _extreme(pool: np.ndarray, ids: np.ndarray, thetas: np.ndarray, lowest: bool) -> int:
+    """Column of the smallest (or largest) (theta, id) among the columns ``pool``."""
+    theta = thetas[pool]
+    tied = pool[theta == (theta.min() if lowest else theta.max())]
+    if tied.size == 1:
+        return int(tied[0])
+    tied_ids = ids[tied]
+    return int(tied[np.argmin(tied_ids) if lowest else np.argmax(tied_ids)])
 
 
 def _gap_pred_one(own_theta: float, pred_theta: float, own_id: int, pred_id: int) -> float:

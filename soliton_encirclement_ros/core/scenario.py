@@ -179,7 +179,7 @@ class Scenario(Impairments, TargetMotionSettings):
             raise ValueError(f'radius must be >= the controller r_min ({r_min:g} m): the '
                              f'tangential mapping uses max(r, r_min), so no ring forms below '
                              f'it; got radius {self.radius:g} m')
-        d_safe = controller.d_safe
+        d_safe = controller.safety_distance(self.agents)
         spacing = 2.0 * self.radius * math.sin(math.pi / max(self.agents, 2))
         if d_safe and spacing <= d_safe:
             raise ValueError(f'radius {self.radius:g} m is too small for {self.agents} agents '
@@ -259,6 +259,8 @@ class Scenario(Impairments, TargetMotionSettings):
         out['waypoints'] = [list(p) for p in self.waypoints]
         out['arrival_times'] = None if self.arrival_times is None else list(self.arrival_times)
         out['controller'] = self.gains.as_dict()
+        # The separation flown on the full ring (ControllerParams.safety_distance): 0 = off.
+        out['d_safe_flown'] = self.gains.safety_distance(self.agents)
         out['vehicle'] = dataclasses.asdict(self.limits)
         out['safety_area'] = None if self.area is None else self.area.as_dict()
         return out

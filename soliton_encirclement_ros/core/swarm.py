@@ -82,6 +82,7 @@ class SwarmControllers:
         self.target_rx = np.full(n, -math.inf)
         self.target_position = np.zeros((n, 3))
         self.target_velocity = np.zeros((n, 3))
+        self.target_acceleration = np.zeros((n, 3))
         self.target_omega_ref = np.zeros(n)
         self.lambdas = np.ones(n)  # arc weights of the latest target message, by agent index
 
@@ -106,6 +107,7 @@ class SwarmControllers:
         self.target_rx[receivers] = rx_time
         self.target_position[receivers] = msg.position
         self.target_velocity[receivers] = msg.velocity
+        self.target_acceleration[receivers] = msg.acceleration
         self.target_omega_ref[receivers] = msg.omega_ref
         self.lambdas = np.ones(self.ids.size)
         for agent_id, weight in msg.lambdas.items():
@@ -186,7 +188,9 @@ class SwarmControllers:
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,
             pred_view, succ_view, lambda_pred, self.lambdas[rows], p,
-            ring_size=ring_size, own_id=own_ids, **others)
+            ring_size=ring_size, own_id=own_ids,
+            target_acceleration=self.target_acceleration[rows],
+            **others)
         self.u[rows], self.u_ss[rows] = u_new, u_ss
         self.pred[rows], self.succ[rows] = pred, succ
         self.prev_cmd[rows] = cmds[rows] = cmd

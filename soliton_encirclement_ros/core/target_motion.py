@@ -153,6 +153,23 @@ class Waypoints:
         return _limit_xy(POSITION_GAIN * error, self.speed)
 
 
+class Circle:
+    """
+    A target that turns steadily: ``speed`` m/s on a circle of radius ``radius`` m.
+
+    The desired velocity turns counter-clockwise at ``speed / radius`` rad/s from +x at t = 0
+    (the target starts at the origin; the circle's centre is ``radius`` m along +y).
+    """
+
+    def __init__(self, speed: float = 5.0, radius: float = 20.0):
+        self.speed = _positive('target_speed', speed)
+        self.rate = self.speed / _positive('target_boundary', radius)
+
+    def desired_velocity(self, t: float, position) -> np.ndarray:
+        heading = self.rate * t
+        return np.array([self.speed * math.cos(heading), self.speed * math.sin(heading), 0.0])
+
+
 # The one registry of motion models: name -> factory taking the settings a model may use
 # (speed, period, boundary, waypoints, arrival_times, seed). Names are derived from it.
 TARGET_MOTION_MODELS: Mapping[str, Callable[..., TargetMotion]] = {
@@ -161,6 +178,7 @@ TARGET_MOTION_MODELS: Mapping[str, Callable[..., TargetMotion]] = {
         speed, period, boundary, seed),
     'waypoints': lambda waypoints, arrival_times, speed, **_: Waypoints(
         waypoints, arrival_times, speed),
+    'circle': lambda speed, boundary, **_: Circle(speed, boundary),
 }
 TARGET_MOTIONS = tuple(TARGET_MOTION_MODELS)
 
@@ -190,7 +208,8 @@ class TargetMotionSettings:
     target_period: float = setting(1.0, 'heading change period of the random target', 's', 0.0,
                                    strict=True)
     target_boundary: float = setting(20.0, 'the random target steers home beyond |x| or |y| of '
-                                     'this', 'm', 0.0, strict=True)
+                                     'this; the circle target turns on a circle of this '
+                                     'radius', 'm', 0.0, strict=True)
 
     def motion_model(self, waypoints, arrival_times, seed: Optional[int]) -> TargetMotion:
         """

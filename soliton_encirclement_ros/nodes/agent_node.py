@@ -36,8 +36,8 @@ from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentBroadcast, BLIND, FAILED, failed_tick, future_stamp_reason, initial_state, OK,
-    receive_states, STARTING, Status, TARGET_LOST, TargetBroadcast)
+    agent_tick, AgentBroadcast, AgentStates, BLIND, FAILED, failed_tick, future_stamp_reason,
+    initial_state, OK, receive_states, STARTING, Status, TARGET_LOST, TargetBroadcast)
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
@@ -72,8 +72,9 @@ class AgentNode(Node):
     One agent's soliton encirclement controller.
 
     ``subscribe_swarm=False`` / ``subscribe_target=False`` leave the swarm / target topic to a
-    caller that decodes each state once and hands it to :meth:`receive_agent_state` /
-    :meth:`receive_target_state` (the in-process runner's shared subscriptions).
+    caller that decodes each state once and hands them to :meth:`receive_agent_states` (an
+    instant's states as arrays) / :meth:`receive_target_state` (the in-process runner's shared
+    subscriptions).
     """
 
     def __init__(self, subscribe_swarm: bool = True, subscribe_target: bool = True,
@@ -150,32 +151,55 @@ class AgentNode(Node):
 
     def receive_agent_state(self, state: AgentBroadcast, now_ns: int | None = None) -> None:
         """Take a decoded swarm state heard at ``now_ns`` (default: this node's clock now)."""
-        self.receive_agent_states((state,), self._now_ns() if now_ns is None else now_ns)
+        self.receive_agent_states(AgentStates.of((state,)),
+                                  self._now_ns() if now_ns is None else now_ns)
 
     def receive_agent_states(self, states, now_ns: int) -> None:
-        """Take decoded swarm states heard at ``now_ns``, in arrival order."""
+        """
+        Take decoded swarm states heard at ``now_ns``, in arrival order.
+
+        ``states``: :class:`AgentStates` (an instant's, or one message's), or AgentBroadcasts.
+        One numpy pass judges them all: the clock not started, duplicate ids, own states and
+        future stamps; the rest go to the (lossy, delayed) channel as one batch.
+        """
         if self._failed:
             return
+        batch = AgentStates.of(states)
+        if now_ns == 0:
+            started = ~_clock_not_started(now_ns, batch.stamp_ns)
+            if not started.all():
+                batch = batch[started]
+        if not len(batch):
+            return
         now = now_ns * 1e-9
-        for state in states:
-            if _clock_not_started(now_ns, state.stamp_ns):
-                continue
-            self._observe_incarnation(state.agent_id, state.incarnation, now)
-            if state.agent_id == self.agent_id:
-                continue
-            if self._rejected_stamp('agent', state.stamp, now, state.agent_id):
-                self._links.record(state.agent_id, state.incarnation, -1, state.stamp, now)
-                continue
-            self._channel.receive(('agent', state), now)
+        ids = batch.agent_id
+        for agent_id, incarnations in self._duplicates.observe_many(
+                ids, batch.incarnation, now):
+            self._report_duplicate(agent_id, incarnations)
+        stamp = batch.stamp
+        others = ids != self.agent_id
+        ahead = others & (stamp - now > self._params.max_future_stamp)
+        if ahead.any():
+            first = int(np.flatnonzero(ahead)[0])
+            self._rejected_stamp('agent', float(stamp[first]), now, int(ids[first]))
+            count = int(ahead.sum())
+            self._links.record(ids[ahead], batch.incarnation[ahead],
+                               np.full(count, -1, dtype=np.int64), stamp[ahead],
+                               np.full(count, now))
+            others &= ~ahead
+        self._channel.receive_many(batch if others.all() else batch[others], now)
 
     def _observe_incarnation(self, agent_id: int, incarnation: int, now: float) -> None:
         duplicate = self._duplicates.observe(agent_id, incarnation, now)
         if duplicate is not None:
-            whose = "this agent's own id" if agent_id == self.agent_id else f'agent_id {agent_id}'
-            self.get_logger().error(
-                f'duplicate agent_id {agent_id}: {whose} is broadcast by incarnations '
-                f'{", ".join(map(str, duplicate))} (this agent is {self.incarnation}); two '
-                'vehicles were started with the same agent_id')
+            self._report_duplicate(agent_id, duplicate)
+
+    def _report_duplicate(self, agent_id: int, duplicate: list[int]) -> None:
+        whose = "this agent's own id" if agent_id == self.agent_id else f'agent_id {agent_id}'
+        self.get_logger().error(
+            f'duplicate agent_id {agent_id}: {whose} is broadcast by incarnations '
+            f'{", ".join(map(str, duplicate))} (this agent is {self.incarnation}); two '
+            'vehicles were started with the same agent_id')
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
         if self._failed:
@@ -196,7 +220,7 @@ class AgentNode(Node):
             return
         now = now_ns * 1e-9
         if not self._rejected_stamp('target', state.stamp, now):
-            self._channel.receive(('target', state), now)
+            self._channel.receive(state, now)
 
     def _rejected_stamp(self, kind: str, stamp: float, now: float, sender=None) -> bool:
         if self._sim_time:  # every node runs on /clock: the states are ahead of a late /clock
@@ -286,9 +310,7 @@ class AgentNode(Node):
             due = self._channel.due(now - THIS_TICK)
             if due:
                 self._record_links(due)
-                self._state = receive_states(
-                    self._state, [(message, rx_time) for (_, message), rx_time in due],
-                    self._params)
+                self._state = receive_states(self._state, due, self._params)
         if failed:
             tick = failed_tick(self._state, odometry, now, self._params, self._failure_detail())
         else:
@@ -309,13 +331,19 @@ class AgentNode(Node):
 
     def _record_links(self, due) -> None:
         """Note the agent states a tick takes in: who sent them, their seq, stamp and times."""
-        states = [(message, rx_time) for (kind, message), rx_time in due if kind == 'agent']
-        if not states:
+        batches = [(message, rx_time) for message, rx_time in due
+                   if isinstance(message, AgentStates)]
+        if not batches:
             return
-        sender, incarnation, seq, stamp, arrival = np.array(
-            [(m.agent_id, m.incarnation, m.seq, m.stamp, rx) for m, rx in states]).T
-        self._links.record(sender.astype(np.int64), incarnation.astype(np.int64),
-                           seq.astype(np.int64), stamp, arrival - self._channel.delay, arrival)
+        if len(batches) == 1:
+            states, rx_time = batches[0]
+            arrival = np.full(len(states), rx_time)
+        else:
+            states = AgentStates(np.concatenate([states.ints for states, _ in batches]),
+                                 np.concatenate([states.floats for states, _ in batches]))
+            arrival = np.concatenate([np.full(len(s), rx) for s, rx in batches])
+        self._links.record(states.agent_id, states.incarnation, states.seq, states.stamp,
+                           arrival - self._channel.delay, arrival)
 
     def _outside_too_long(self) -> bool:
         """Whether the vehicle has been outside the safety area for outside_land_after."""
@@ -415,15 +443,17 @@ class AgentNode(Node):
         return self._failed
 
 
-def _clock_not_started(now_ns: int, stamp_ns: int) -> bool:
+def _clock_not_started(now_ns: int, stamp_ns):
     """
     Whether this node's clock has not started while the sender's has: nothing to compare.
+
+    ``stamp_ns`` an int or an array (then one answer per stamp).
 
     Under ``use_sim_time`` the clock reads 0 until the first ``/clock``; a state stamped by a
     running clock would look from the far future (and its sender's clock off by the epoch).
     A lock-stepped simulation starts at 0 with states stamped 0: those are taken.
     """
-    return now_ns == 0 and stamp_ns > 0
+    return (now_ns == 0) & (np.asarray(stamp_ns) > 0)
 
 
 def _id_from_namespace(namespace: str) -> int:

@@ -18,6 +18,7 @@ from std_msgs.msg import Float64MultiArray
 from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.controller import future_stamp_reason
+from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
 from soliton_encirclement_ros.interface import target_state_to_msg, TARGET_STATE_TOPIC
 from soliton_encirclement_ros.nodes.settings import TargetSettings
 from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_publisher
@@ -36,6 +37,7 @@ class TargetNode(Node):
         super().__init__('target', **kwargs)
         settings = TargetSettings.from_mapping(declare(self, SPECS))
         self._lambdas = settings.lambdas
+        self._estimate = None  # the acceleration broadcast, from the velocities broadcast
         self._omega_ref = settings.omega_ref
         self._frame = settings.world_frame
         self._vehicle = VehicleParams(sim_dt=settings.sim_dt)
@@ -126,8 +128,10 @@ class TargetNode(Node):
         self._odom_pub.publish(
             to_odometry(position, velocity, yaw, stamp, self._frame, 'target/base_link')
         )
+        self._estimate = estimate_acceleration(self._estimate, now.nanoseconds * 1e-9, velocity)
         self._state_pub.publish(target_state_to_msg(now.nanoseconds, position, velocity,
-                                                    self._omega_ref, self._lambdas))
+                                                    self._omega_ref, self._lambdas,
+                                                    self._estimate.acceleration))
 
     def _simulate(self, now: float) -> None:
         """Advance the simulated target to ``now`` in sim_dt steps (the first tick starts it)."""

@@ -27,13 +27,15 @@ import numpy as np
 
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
-from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
+from soliton_encirclement_ros.analysis.report import (
+    RunResult, separation_note, write_run_outputs)
 from soliton_encirclement_ros.core.area import limit_for_hold
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
 from soliton_encirclement_ros.core.faults import SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 from velocity_mobility_ros.core.model import step, VehicleState
 
@@ -67,13 +69,16 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     v_des = np.zeros((n + 1, 3))
     area_margin = math.inf  # the smallest margin of any agent to the safety area [m]
     wall_start = time.perf_counter()
+    target_estimate = None  # the target's acceleration, as target_node estimates it
     for k in range(ticks + 1):
         now = k * period
         live = ~outages.update(now)
         positions, velocities = bodies.position[:n], bodies.velocity[:n]
         target_position, target_velocity = bodies.position[n], bodies.velocity[n]
+        target_estimate = estimate_acceleration(target_estimate, now, target_velocity)
         target_msg = TargetBroadcast(seconds_to_ns(now), target_position, target_velocity,
-                                     scenario.omega_ref, scenario.lambdas)
+                                     scenario.omega_ref, scenario.lambdas,
+                                     target_estimate.acceleration)
         cmds, u = swarm.tick(now, live, positions, velocities, target_msg)
         cmds = limit_for_hold(cmds, positions, velocities, scenario.area, params.t_safe,
                               params.a_safe, period)
@@ -142,7 +147,8 @@ def main(argv=None) -> int:
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '
-          f'{result.params["engine"]}); final {final}; outputs in {args.out}')
+          f'{result.params["engine"]}); final {final}; {separation_note(result.params)}; '
+          f'outputs in {args.out}')
     return 0
 
 

@@ -27,8 +27,8 @@ from ros_support.ros_parameters import declared_names, given_names
 from ros_support.validation import unknown_parameters
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import (
-    agent_state_from_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos, target_state_from_msg,
-    TARGET_STATE_TOPIC)
+    agent_state_array, agent_states_from_values, AGENT_STATES_TOPIC, RELIABLE, swarm_qos,
+    target_state_from_msg, TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
@@ -75,7 +75,10 @@ class InProcessGraph:
                                    parameter_overrides=[Parameter('use_sim_time', value=True)])
             self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
             fanout = [n for n in self.nodes if type(n) in FANOUT_CLASSES]
-            self._swarm_receivers = [n.receive_agent_states for n in fanout]
+            # (receive, whether it takes the states as arrays): the agents' receive path is
+            # over arrays (core.controller.AgentStates); the metrics node takes the broadcasts.
+            self._swarm_receivers = [(n.receive_agent_states, isinstance(n, AgentNode))
+                                     for n in fanout]
             self._heard: list = []  # swarm states of this instant not yet handed out
             self._target_receivers = [n.receive_target_state for n in fanout]
             self.clock_node.create_subscription(
@@ -127,22 +130,30 @@ class InProcessGraph:
         """
         One subscription for all in-process agents and the metrics node: decode once.
 
-        With direct delivery the states of an instant are gathered and each receiver takes
-        them in one call once the instant's messages are delivered (``_hand_out_heard``).
+        With direct delivery the states of an instant are gathered (their values, the layout
+        checked) and decoded together into arrays once the instant's messages are delivered
+        (``_hand_out_heard``); each receiver takes them in one call.
         """
-        state = self._decoded(msg, agent_state_from_msg, 'agent')
-        if state is not None:
-            self._heard.append(state)
+        values = self._decoded(msg, agent_state_array, 'agent')
+        if values is not None:
+            self._heard.append(values)
             if not self.lockstep.direct:
                 self._hand_out_heard()
 
     def _hand_out_heard(self) -> None:
         if not self._heard:
             return
-        states, self._heard = self._heard, []
+        rows, self._heard = self._heard, []
+        arrays, errors = agent_states_from_values(rows)  # once, for every agent
+        for error in errors:
+            self.clock_node.get_logger().warning(f'ignoring agent state: {error}',
+                                                 throttle_duration_sec=5.0)
+        if not len(arrays):
+            return
+        states = list(arrays)  # the broadcasts, for the metrics node
         now_ns = self.sim_time_ns  # every clock of the graph reads this instant
-        for receive in self._swarm_receivers:
-            receive(states, now_ns)
+        for receive, as_arrays in self._swarm_receivers:
+            receive(arrays if as_arrays else states, now_ns)
 
     def _fan_out_target(self, msg: Float64MultiArray) -> None:
         state = self._decoded(msg, target_state_from_msg, 'target')

@@ -24,6 +24,7 @@ from typing import NamedTuple
 from ros_support.signals import StopRequest
 from ros_support.validation import broken_rule, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
+from soliton_encirclement_ros.analysis.report import separation_note
 from soliton_encirclement_ros.bringup.graph import build_graph, precedence_notes, SwarmPlan
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
@@ -152,6 +153,7 @@ def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
     closest = summary.get('closest') or {}
     print(f'  closest approach: d_min {_number(closest.get("d_min"), 3, " m")} at '
           f'{_number(closest.get("time"), 2, " s")}', file=stream)
+    print(f'  {separation_note(summary.get("params") or {})}', file=stream)
     print(f'  real-time factor {_number(summary.get("real_time_factor"), 2)}; outputs in '
           f'{out_dir}', file=stream)
 

@@ -19,12 +19,12 @@ from soliton_encirclement_ros.core.controller import (
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.neighbours import select_neighbours, select_neighbours_one
 
-PARAMS = [
-    ControllerParams(),
+PARAMS = [  # without d_safe (test_receive_arrays checks the float path with it)
+    ControllerParams(d_safe=0.0),
     ControllerParams.preset('reference'),
-    ControllerParams(soft_limiter=True, u_lim=0.5, altitude=10.0, hysteresis=0.5),
+    ControllerParams(soft_limiter=True, u_lim=0.5, altitude=10.0, hysteresis=0.5, d_safe=0.0),
     ControllerParams(k_omega_damp=0.0, k_omega_damp_n=0.0, max_speed_xy=2.0, max_speed_z=0.5,
-                     altitude=3.0),
+                     altitude=3.0, d_safe=0.0),
 ]
 
 

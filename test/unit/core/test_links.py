@@ -6,7 +6,7 @@ import pytest
 
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.links import (
-    LinkMonitor, offset_warning, parse_link_text)
+    _column_medians, LinkMonitor, offset_warning, parse_link_text)
 
 
 def test_seq_gaps_are_losses_and_a_new_incarnation_is_a_restart():
@@ -121,3 +121,15 @@ def test_what_a_deaf_receiver_missed_is_neither_loss_nor_a_restart():
         links.record(4, 11, seq, 0.1 * seq, 0.1 * seq + 0.002)
     figures = links.figures(6.0)[4]
     assert (figures.heard, figures.lost, figures.restarts) == (6, 1, 0)
+
+
+def test_the_offsets_median_is_nanmedians_of_each_sender():
+    rng = np.random.default_rng(1)
+    for _ in range(500):
+        values = rng.normal(size=(int(rng.integers(1, 12)), 4)) * 10.0 ** rng.integers(-9, 3)
+        values[rng.random(values.shape) < 0.4] = np.nan
+        medians, heard = _column_medians(values)
+        for column in np.flatnonzero(heard):
+            assert (np.float64(np.nanmedian(values[:, column])).tobytes()
+                    == medians[column].tobytes())
+        assert not (~np.isnan(values[:, ~heard])).any()

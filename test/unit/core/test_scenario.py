@@ -114,7 +114,7 @@ def test_initial_positions_follow_reference_placement():
 
 def test_scenario_validation_and_yaml(tmp_path):
     with pytest.raises(ValueError, match='target_motion must be one of static, random, '
-                                         "waypoints, got 'orbit'"):
+                                         "waypoints, circle, got 'orbit'"):
         Scenario(target_motion='orbit')
     with pytest.raises(ValueError, match='k_r must be >= 0, got -1.0'):
         Scenario(controller={'k_r': -1.0})

@@ -60,7 +60,7 @@ def test_agent_seed_is_an_integer_even_though_a_scenario_seed_may_be_null():
     ({'lambda_ids': [1.5], 'lambda_values': [1.0]}, 'lambda_ids must be a list of integers'),
     ({'waypoints': [0.0, 1.0]}, 'waypoints must be x, y, z triples, got 2 numbers'),
     ({'initial_position': [0.0]}, r'initial_position must be \[x, y, z\]'),
-    ({'target_motion': 'orbit'}, 'target_motion must be one of static, random, waypoints'),
+    ({'target_motion': 'orbit'}, 'target_motion must be one of static, random, waypoints, circle'),
     ({'target_speed': 0.0}, 'target_speed must be > 0, got 0.0'),
     ({'target_motion': 'waypoints', 'waypoints': [0.0, 0.0, 0.0, 100.0, 0.0, 0.0],
       'arrival_times': [0.0, 1.0]}, 'waypoint 1 .* cannot be reached at t=1 s'),
