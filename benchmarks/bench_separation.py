@@ -10,8 +10,11 @@ Separation over adversarial starts: does d_safe keep every two agents apart.
 The grid, run through ``sweep_sim``'s engine (``batch_engine.simulate_runs``, runs of one shape
 stepped together, every core): N = 3 to 64; starts random about the circle (the reference
 placement), collinear with the target (PX4's SITL spawn line, 1 m apart), coincident, and
-clustered within 1 m; failures 0 or 4 per minute (8 s outages); loss and delay 0, 0.1 (0.1 s)
-or 0.2 (0.2 s); static and moving (random, 5 m/s) targets; seeds 0..2; 60 s at P = 0.05 s.
+clustered within 1 m; failures 0, 4 or 20 per minute (8 s outages: at 20, agents fail while
+the swarm still disperses); loss and delay 0, 0.1 (0.1 s) or 0.2 (0.2 s); static, moving
+(random, 5 m/s) and turning (a 30 m circle at 5 m/s) targets; seeds 0..2; 60 s at P = 0.05 s.
+The d_safe flown is the controller's default (``--d-safe``, at most half the ring's spacing:
+the radius keeps that above ``d_safe``).
 The radius is max(20 m, N d_safe / pi), so that the even ring's spacing is at least twice
 ``d_safe``.
 
@@ -42,9 +45,10 @@ from soliton_encirclement_ros.sim.sweep import chunks, Run
 
 NS = (3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster')
-FAILURES = (0.0, 4.0)
+FAILURES = (0.0, 4.0, 20.0)
 IMPAIRMENTS = ((0.0, 0.0), (0.1, 0.1), (0.2, 0.2))  # (loss, delay [s])
-TARGETS = ('static', 'random')
+TARGETS = ('static', 'random', 'circle')  # circle: turning, 30 m at 5 m/s
+CIRCLE_RADIUS = 30.0
 
 
 def grid(d_safe: float, seeds, duration: float, ns=NS, placements=PLACEMENTS,
@@ -60,7 +64,9 @@ def grid(d_safe: float, seeds, duration: float, ns=NS, placements=PLACEMENTS,
                 agents=n, radius=max(20.0, n * max(d_safe, 2.0) / math.pi), seed=seed,
                 duration=duration, control_period=0.05, placement=placement,
                 failures_per_min=failures, failure_off_time=8.0, loss=loss, delay=delay,
-                target_motion=target, target_speed=5.0, controller={'d_safe': d_safe})
+                target_motion=target, target_speed=5.0,
+                target_boundary=CIRCLE_RADIUS if target == 'circle' else 20.0,
+                controller={'d_safe': d_safe})
             runs.append(Run(point, seed, scenario))
     return runs
 

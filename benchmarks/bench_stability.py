@@ -8,12 +8,18 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         "E_gap < 0.05 for good" per N and seed (batch_sim, static target, 120 s, P = 0.05 s)
     .venv/bin/python benchmarks/bench_stability.py n10 [--preset reference]
         the same for N = 10 at P = 0.01 s, seeds 0-4, and the median
+    .venv/bin/python benchmarks/bench_stability.py median --agents 10 32 100 [--engine ...]
+        the same for each N at P = 0.01 s, seeds 0-4 (--seeds), and the median
     .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
         moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s
-    .venv/bin/python benchmarks/bench_stability.py settle|n10|moving --d-safe 1.0
-        the same with the safety distance d_safe on (the simulation default is off)
+    .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
+        a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
+        120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
+    .venv/bin/python benchmarks/bench_stability.py settle|n10|median|moving|turning --d-safe 0
+        the same with another safety distance (the default is on: 2 m, at most half the
+        ring's spacing; --preset reference has none)
     .venv/bin/python benchmarks/bench_stability.py crossings
-        closest approach in the d_safe crossing scenarios of test/test_separation.py, with and
+        closest approach in the crossing scenarios of test_separation_acceptance.py, with and
         without d_safe
 
 Prints figures only; nothing here asserts.
@@ -21,6 +27,8 @@ Prints figures only; nothing here asserts.
 from __future__ import annotations
 
 import argparse
+import itertools
+import math
 import statistics
 import time
 
@@ -36,6 +44,7 @@ NS = np.arange(3, 129)
 TABLE_NS = (3, 5, 8, 10, 16, 20, 32, 48, 64, 100, 128)
 SETTLE_NS = (3, 5, 8, 10, 16, 32, 64, 100)
 CONFIGS = ((0.01, 1.0), (0.05, 1.0), (0.05, 1.5))  # (control period, vehicle tau_xy)
+TURNS = ((30.0, 3.0), (30.0, 5.0), (60.0, 5.0))  # (circle radius [m], target speed [m/s])
 MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion='random',
                   target_speed=5.0, target_period=1.0, target_boundary=20.0,
                   failures_per_min=1.0, failure_off_time=8.0)
@@ -125,11 +134,44 @@ def n10(preset: str) -> None:
     print(f'median over seeds 0-4: {statistics.median(times):.2f} s')
 
 
-def moving(preset: str, seeds) -> None:
+def median(preset: str, agents, seeds, engine: str) -> None:
+    for n in agents:
+        times = []
+        for seed in seeds:
+            start = time.process_time()
+            summary = summarise(simulate(Scenario(agents=n, seed=seed, control_period=0.01,
+                                                  controller=gains(preset)), engine).metrics)
+            t = summary['settle_time']['E_gap']
+            times.append(math.inf if t is None else t)
+            print(f'N = {n}, P = 0.01 s, preset {preset}, {engine}, seed {seed}: E_gap < 0.05 '
+                  f'from {t} s, closest approach {summary["closest"]["d_min"]:.2f} m '
+                  f'({time.process_time() - start:.0f} CPU-s)', flush=True)
+        print(f'N = {n}: median over seeds {",".join(map(str, seeds))}: '
+              f'{statistics.median(times):.2f} s', flush=True)
+
+
+def turning(preset: str, seeds, engines) -> None:
+    print('| engine | circle radius [m] | target speed [m/s] | turn rate [rad/s] | seed | '
+          'E_r | E_gap | min d_min [m] |')
+    print('|---|---|---|---|---|---|---|---|')
+    for engine in engines:
+        for (radius, speed), seed in itertools.product(TURNS, seeds):
+            scenario = Scenario(agents=10, seed=seed, duration=120.0, control_period=0.01,
+                                target_motion='circle', target_speed=speed,
+                                target_boundary=radius, controller=gains(preset))
+            metrics = simulate(scenario, engine).metrics
+            late = metrics[metrics[:, 0] >= 60.0]
+            print(f'| {engine} | {radius:g} | {speed:g} | {speed / radius:.3f} | {seed} | '
+                  f'{np.nanmean(late[:, 1]):.4f} | {np.nanmean(late[:, 5]):.4f} | '
+                  f'{np.nanmin(metrics[:, 6]):.2f} |', flush=True)
+
+
+def moving(preset: str, seeds, engine: str = 'auto') -> None:
     means = []
     for seed in seeds:
         start = time.perf_counter()
-        metrics = simulate(MOVING.with_changes(seed=seed, controller=gains(preset))).metrics
+        metrics = simulate(MOVING.with_changes(seed=seed, controller=gains(preset)),
+                           engine).metrics
         late = metrics[metrics[:, 0] >= 60.0]
         e_r, e_gap = np.nanmean(late[:, 1]), np.nanmean(late[:, 5])
         d_min = np.nanmin(metrics[:, 6])
@@ -145,16 +187,17 @@ def crossings() -> None:
     from pathlib import Path
     import sys
     tests = Path(__file__).resolve().parents[1] / 'test'
-    sys.path[:0] = [str(tests), str(tests / 'unit' / 'core')]  # support/, the scenarios' module
-    from test_separation import CROSSINGS, PERIOD
+    sys.path[:0] = [str(tests), str(tests / 'acceptance')]  # support/, the scenarios' module
+    from test_separation_acceptance import CROSSINGS, PERIOD
 
     from support.swarm_loop import run_swarm
     print('| scenario | d_safe [m] | min d_min without d_safe [m] | with d_safe [m] (/ d_safe) '
           '| final E_gap, E_r with d_safe |')
     print('|---|---|---|---|---|')
     for name, (case, d_safe, _) in CROSSINGS.items():
-        bare = run_swarm(params=ControllerParams(control_period=PERIOD), **case)
-        guarded = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=d_safe), **case)
+        bare = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=0.0), **case)
+        guarded = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=d_safe,
+                                                    d_safe_share=0.0), **case)
         closest = float(np.nanmin(guarded.metrics[:, 5]))
         print(f'| {name} | {d_safe:g} | {np.nanmin(bare.metrics[:, 5]):.2f} | {closest:.2f} '
               f'({closest / d_safe:.2f}) | {guarded.metrics[-1, 4]:.1e}, '
@@ -164,13 +207,17 @@ def crossings() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('what', choices=('growth', 'settle', 'n10', 'moving', 'crossings'))
+    parser.add_argument('what', choices=('growth', 'settle', 'n10', 'median', 'moving',
+                                         'turning', 'crossings'))
     parser.add_argument('--preset', choices=PRESETS, default='default')
     parser.add_argument('--plot', help='growth: write the plot here')
     parser.add_argument('--agents', type=int, nargs='+', default=list(SETTLE_NS))
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--period', type=float, default=0.05)
-    parser.add_argument('--d-safe', type=float, help='settle, n10, moving: d_safe [m]')
+    parser.add_argument('--d-safe', type=float, help="d_safe [m] (default: the controller's)")
+    parser.add_argument('--engine', nargs='+', default=None,
+                        help='median, moving: one engine (default auto); turning: engines '
+                        '(default vectorised per-agent batch)')
     args = parser.parse_args()
     if args.d_safe is not None:
         D_SAFE['d_safe'] = args.d_safe
@@ -180,8 +227,12 @@ def main() -> None:
         settle(args.preset, args.agents, args.seeds, args.period)
     elif args.what == 'n10':
         n10(args.preset)
+    elif args.what == 'median':
+        median(args.preset, args.agents, args.seeds, (args.engine or ['auto'])[0])
+    elif args.what == 'turning':
+        turning(args.preset, args.seeds, args.engine or ['vectorised', 'per-agent', 'batch'])
     elif args.what == 'moving':
-        moving(args.preset, args.seeds)
+        moving(args.preset, args.seeds, (args.engine or ['auto'])[0])
     else:
         crossings()
 

@@ -8,18 +8,18 @@ DDS included) and the whole process with ``getrusage``.
 
     .venv/bin/python benchmarks/bench_swarm_sim.py                 # the cases below
     .venv/bin/python benchmarks/bench_swarm_sim.py --cases n10 n32 --duration 20
-    .venv/bin/python benchmarks/bench_swarm_sim.py --d-safe 2       # with the separation term
+    .venv/bin/python benchmarks/bench_swarm_sim.py --d-safe 0       # without the separation term
     .venv/bin/python benchmarks/bench_swarm_sim.py --cases n10 -- --loss 0.1 --delay 0.02
 
 Cases (swarm_sim's defaults: control period 0.01 s, mobility 0.01 s, odometry 50 Hz):
 
 - ``n10-odom100``: N = 10, odometry 100 Hz: the issue's comparison with the original
-  experiment (GrADyS-SIM NG, 1.26 sim-s per CPU-s on that scenario);
+  experiment (``bench_original.py`` runs the two paired);
 - ``n10``, ``n32``, ``n100``: N = 10 / 32 / 100 with the defaults.
 
-``--d-safe D`` turns the separation term on (a scenario file's ``controller: {d_safe: ...}``)
-with ``min(D, 0.5 x 2 R sin(pi/N))``, the largest an even ring of N agents leaves room for (R =
-20 m: 2 m for N = 10, 1.96 m for N = 32, 0.63 m for N = 100). Options after ``--`` go to
+The separation term is on, as by default (``d_safe`` 2 m, flown as at most half the even ring's
+spacing: 2 m for N = 10, 1.96 m for N = 32, 0.63 m for N = 100 at R = 20 m); ``--d-safe D``
+sets another (a scenario file's ``controller: {d_safe: D}``; 0: off). Options after ``--`` go to
 ``swarm_sim`` unchanged (``--loss``, ``--delay``, ``--failures-per-min``, ...).
 
 Columns: loop = sim-s per CPU-s of the stepping loop; total = sim-s per CPU-s of the whole
@@ -30,7 +30,6 @@ nothing.
 import argparse
 import hashlib
 import json
-import math
 import os
 from pathlib import Path
 import resource
@@ -75,13 +74,9 @@ def child(argv: list[str]) -> None:
                       'rss_mib': usage.ru_maxrss / 1024}))
 
 
-RADIUS = 20.0  # swarm_sim's default radius [m]
-
-
-def d_safe_scenario(d_safe: float, agents: int, path: Path) -> list[str]:
-    """Swarm_sim options of a scenario file with ``d_safe`` fitted to ``agents`` on the ring."""
-    fitted = min(d_safe, 0.5 * 2.0 * RADIUS * math.sin(math.pi / max(agents, 2)))
-    path.write_text(f'controller:\n  d_safe: {fitted!r}\n')
+def d_safe_scenario(d_safe: float, path: Path) -> list[str]:
+    """Swarm_sim options of a scenario file with ``d_safe`` (sized to the ring by the law)."""
+    path.write_text(f'controller:\n  d_safe: {d_safe!r}\n')
     return ['--scenario', str(path)]
 
 
@@ -105,8 +100,9 @@ def main() -> None:
                         help='sim seconds of every case (default: per case, see --help)')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--repeat', type=int, default=1, help='runs per case')
-    parser.add_argument('--d-safe', type=float, default=0.0,
-                        help='separation distance [m], fitted to each ring (0: off)')
+    parser.add_argument('--d-safe', type=float, default=None,
+                        help="separation distance [m] (default: the controller's, 2 m; 0: off); "
+                        'the law flies at most half the ring spacing')
     parser.add_argument('swarm_sim', nargs='*', help='more swarm_sim options, after --')
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -117,9 +113,8 @@ def main() -> None:
             options, duration = CASES[name]
             duration = args.duration or duration
             options = [*options, *args.swarm_sim]
-            if args.d_safe:
-                agents = int(options[options.index('--agents') + 1])
-                options += d_safe_scenario(args.d_safe, agents, Path(tmp) / f'{name}.yaml')
+            if args.d_safe is not None:
+                options += d_safe_scenario(args.d_safe, Path(tmp) / f'{name}.yaml')
             for run in range(args.repeat):
                 r = measure(options, duration, args.seed, Path(tmp) / f'{name}_{run}')
                 print(f'{name:<13}{r["sim"]:>7.1f}{r["loop_cpu"]:>12.1f}'
