@@ -210,27 +210,26 @@ def simulate_velocity(u: np.ndarray, v0: np.ndarray, params: Mapping[str, np.nda
     cx, cy, cz = change
     neg_lim_z, neg_speed_z = -lim_z, -speed_z
     mul, hypot, minimum, maximum = np.multiply, np.hypot, np.minimum, np.maximum
+
+    def saturate(x, y, z, limit_xy, limit_z, neg_limit_z):
+        """geometry.saturate in place: the xy norm to limit_xy, z to +-limit_z."""
+        hypot(x, y, out=norm)
+        maximum(norm, 1e-300, out=norm)
+        np.divide(limit_xy, norm, out=scale)
+        minimum(scale, 1.0, out=scale)
+        mul(x, scale, out=x)
+        mul(y, scale, out=y)
+        minimum(z, limit_z, out=z)
+        maximum(z, neg_limit_z, out=z)
+
     for k in range(steps):
-        # the model's step (geometry.saturate twice), written for speed: (x, y, z) x rows
+        # the model's step (the change, then the velocity, saturated), written for speed:
+        # (x, y, z) x rows
         np.subtract(commands[k], v, out=change)
         mul(change, gain, out=change)
-        hypot(cx, cy, out=norm)
-        maximum(norm, 1e-300, out=norm)
-        np.divide(lim_xy, norm, out=scale)
-        minimum(scale, 1.0, out=scale)
-        mul(cx, scale, out=cx)
-        mul(cy, scale, out=cy)
-        minimum(cz, lim_z, out=cz)
-        maximum(cz, neg_lim_z, out=cz)
+        saturate(cx, cy, cz, lim_xy, lim_z, neg_lim_z)
         np.add(v, change, out=v)
-        hypot(vx, vy, out=norm)
-        maximum(norm, 1e-300, out=norm)
-        np.divide(speed_xy, norm, out=scale)
-        minimum(scale, 1.0, out=scale)
-        mul(vx, scale, out=vx)
-        mul(vy, scale, out=vy)
-        minimum(vz, speed_z, out=vz)
-        maximum(vz, neg_speed_z, out=vz)
+        saturate(vx, vy, vz, speed_xy, speed_z, neg_speed_z)
         out[k + 1] = v
     return np.moveaxis(out, -1, 0)
 
