@@ -171,10 +171,16 @@ class LockStep:
             for sub in node.subscriptions:
                 if not getattr(sub.callback, 'counted', False):
                     self._count_deliveries(sub)
+        in_graph: dict[str, list] = {}  # topic -> the graph's subscriptions direct mode calls
+        if self.direct:
+            for node in self.nodes:
+                for sub in node.subscriptions:
+                    if sub in self._originals:
+                        in_graph.setdefault(sub.topic_name, []).append(sub)
         for node in self.nodes:
             for pub in node.publishers:
                 if self.direct:
-                    self._route(pub)
+                    self._route(pub, in_graph.get(pub.topic_name, ()))
                 elif not getattr(pub.publish, 'counted', False):
                     pub.publish = self._counted_publish(pub)
 
@@ -198,16 +204,16 @@ class LockStep:
                 pass
         self._timers = []
 
-    def _route(self, pub) -> None:
+    def _route(self, pub, topic_subscriptions) -> None:
         """
         Wrap ``pub`` (direct mode): in-graph subscriptions get the message, DDS only if needed.
 
-        The routes are the graph's subscriptions of the same topic, type and compatible QoS,
-        the ones DDS would deliver to; recomputed at every :meth:`instrument`.
+        The routes are those of the graph's subscriptions ``topic_subscriptions`` of ``pub``'s
+        topic with its type and a compatible QoS, the ones DDS would deliver to; recomputed at
+        every :meth:`instrument`.
         """
-        routes = [self._originals[sub] for node in self.nodes for sub in node.subscriptions
-                  if sub.topic_name == pub.topic_name and sub.msg_type is pub.msg_type
-                  and sub in self._originals
+        routes = [self._originals[sub] for sub in topic_subscriptions
+                  if sub.msg_type is pub.msg_type
                   and qos_check_compatible(pub.qos_profile, sub.qos_profile)[0]
                   != QoSCompatibility.ERROR]
         if getattr(pub.publish, 'counted', False):
