@@ -29,7 +29,7 @@ from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     CONTINGENCY_SHARE, encirclement_step, encirclement_step_one, fallback_command,
-    MISSING_NEIGHBOUR, NeighbourView, silent_obstacles, stopping_offset)
+    MISSING_NEIGHBOUR, NeighbourView, silent_obstacles, stopping_distance)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
@@ -575,38 +575,35 @@ def _view(table: NeighbourTable, row: int, theta: float) -> NeighbourView:
                          float(floats[_USS]), int(table.ints[row, _ID]))
 
 
-def obstacle_reach(position, velocity, others_position, others_velocity, others_radius,
-                   params: ControllerParams, own_radius: float = 0.0) -> np.ndarray:
+def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
+                   own_radius: float = 0.0):
     """
-    Return the horizontal distance (M,) beyond which another vehicle adds nothing to ``d_safe``.
+    Return the horizontal distance beyond which another vehicle adds nothing to ``d_safe``.
 
     :func:`law.separation_velocity` counts a vehicle only where its look-ahead distance
     ``d_ahead`` is below ``d_safe``. A vehicle whose reported position lies ``D`` away (this one
-    at ``position``, flying ``velocity``; the other flying ``others_velocity``, both in the
-    horizontal plane) has ``d_ahead >= d_safe`` whatever its state's age when ``D`` is at least
-    the largest of
+    at horizontal speed ``speed`` = v, the other at ``others_speed`` = v_o: numbers or arrays)
+    has ``d_ahead >= d_safe`` whatever its state's age when ``D`` is at least the largest of
 
     - ``d_safe + m + v_o t_safe + t_safe V + V^2 / (2 a_safe)``: carried forward at most
-      ``t_safe`` (``v_o t_safe``), closing at most ``V = v + v_o`` (``v`` and ``v_o`` the two
-      speeds), less the discs' radii ``m`` (both uncertainties);
+      ``t_safe`` (``v_o t_safe``), closing at most ``V = v + v_o``, less the discs' radii ``m``
+      (``others_radius`` + ``own_radius``: both uncertainties);
     - ``d_safe + m + S(v_o) + t_safe v + v^2 / (2 a_safe)``: the rest point of a presence
-      (``S`` the stopping distance of :func:`law.stopping_offset`), which does not move;
+      (``S`` the :func:`law.stopping_distance`), which does not move;
     - ``CONTINGENCY_SHARE d_safe + m + v_o t_safe + S(v_o) + v (t_react + t_safe) + S(v)``
       (``t_react`` > 0): the stopping gap to one ahead is at least the distance to its rest
       point less this vehicle's path until it would stop (its state at most ``t_safe`` old).
 
-    A silent vehicle counts at rest: its own speed only adds to the bound. The bound is padded
-    by a millimetre and a relative 1e-9 against rounding; it is NaN (within reach) for a
-    non-finite state. No speed limit is assumed: the speeds are the broadcast ones.
+    It grows with ``others_speed`` and ``others_radius``. A silent vehicle counts at rest: its
+    own speed only adds to the bound. The bound is padded by a millimetre and a relative 1e-9
+    against rounding; it is NaN (within reach) for a non-finite state. No speed limit is
+    assumed: the speeds are the broadcast ones.
     """
     p = params
-    own_xy = np.asarray(velocity, dtype=float)[:2]
-    v = float(np.hypot(own_xy[0], own_xy[1]))
-    vel = np.asarray(others_velocity, dtype=float)
-    v_o = np.hypot(vel[:, 0], vel[:, 1])
-    stop_o = np.hypot(*stopping_offset(vel, p.t_safe, p.a_safe)[:, :2].T)
-    stop = float(np.hypot(*stopping_offset(velocity, p.t_safe, p.a_safe)[:2]))
-    margin = np.asarray(others_radius, dtype=float) + own_radius
+    v, v_o = speed, others_speed
+    stop_o = stopping_distance(v_o, p.t_safe, p.a_safe)
+    stop = stopping_distance(v, p.t_safe, p.a_safe)
+    margin = others_radius + own_radius
     closing = v + v_o
     brake = closing * closing / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
     own_brake = v * v / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
@@ -624,7 +621,8 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
     Return the rows of ``table`` the ``d_safe`` term may count at ``now``, in table order.
 
     Those heard within ``obstacle_memory`` and within :func:`obstacle_reach` horizontally: the
-    others add exactly nothing to the term.
+    others add exactly nothing to the term. When every vehicle lies beyond the reach of the
+    fastest and widest (the usual case on a ring), the rows' own reaches are not computed.
     """
     kept = np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
     if kept.size == 0:
@@ -632,8 +630,14 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
     floats = table.floats[kept]
     xy = floats[:, 0:2] - np.asarray(position, dtype=float)[:2]
     distance = np.hypot(xy[:, 0], xy[:, 1])
-    reach = obstacle_reach(position, velocity, floats[:, _POS], floats[:, _VEL],
-                           floats[:, _UNC], params, own_uncertainty)
+    speed = math.hypot(float(velocity[0]), float(velocity[1]))
+    others_speed = np.hypot(floats[:, 3], floats[:, 4])
+    radius = floats[:, _UNC]
+    bound = obstacle_reach(speed, float(others_speed.max()), float(radius.max()), params,
+                           own_uncertainty)
+    if (distance >= bound * (1.0 + 1e-9)).all():  # a NaN anywhere: the rows' own reaches
+        return kept[:0]
+    reach = obstacle_reach(speed, others_speed, radius, params, own_uncertainty)
     return kept[~(distance >= reach)]
 
 
@@ -700,14 +704,15 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     ids = table.ints[live, _ID]
     near = (obstacle_rows(table, position, velocity, now, params, own_uncertainty)
             if params.d_safe else ())
-    if len(near) == 0:
-        fast = _control_step_floats(state, position, velocity, target, table, live, ids,
-                                    theta_self, thetas, params)
-        if fast is not None:
-            pred, succ, u_new, u_ss, cmd = fast
-            return dataclasses.replace(
-                state, u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
-                neighbours=table, seq=seq, started=started), cmd
+    obstacles = (_obstacles(table, np.asarray(near), now, params, own_uncertainty)
+                 if len(near) else {})
+    fast = _control_step_floats(state, position, velocity, target, table, live, ids,
+                                theta_self, thetas, params, obstacles)
+    if fast is not None:
+        pred, succ, u_new, u_ss, cmd = fast
+        return dataclasses.replace(
+            state, u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
+            neighbours=table, seq=seq, started=started), cmd
     column = {i: k for k, i in enumerate(ids.tolist())}
     pred_col, succ_col = select_neighbours(
         np.ones((1, ids.size), dtype=bool), thetas, [theta_self], [state.agent_id], ids,
@@ -725,8 +730,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
               np.nan if succ is None else float(thetas[succ_col])),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
         ring_size=live.size + 1, own_id=state.agent_id, target_acceleration=target.acceleration,
-        **(_obstacles(table, np.asarray(near), now, params, own_uncertainty)
-           if params.d_safe else {}))
+        **obstacles)
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
@@ -734,14 +738,15 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
 
 
 def _control_step_floats(state, position, velocity, target, table, live, ids, theta_self,
-                         thetas, params):
+                         thetas, params, obstacles):
     """
-    :func:`control_step`'s neighbour choice and law in Python floats (no ``d_safe`` push).
+    :func:`control_step`'s neighbour choice and law in Python floats.
 
     The same decisions and bits as the array path (``ring_choice``, ``encirclement_step_one``),
     at a fraction of the cost. ``live`` the table rows of the live ring members, ``ids`` and
-    ``thetas`` their ids and angles. Returns (pred, succ, u, u_ss, v_cmd), or None when an
-    input is not finite (the array path then decides).
+    ``thetas`` their ids and angles, ``obstacles`` the ``d_safe`` term's inputs (empty: none
+    within reach). Returns (pred, succ, u, u_ss, v_cmd), or None when an input is not finite
+    (the array path then decides).
     """
     own = (*position.tolist(), *velocity.tolist(), *state.prev_cmd.tolist(),
            *target.position.tolist(), *target.velocity.tolist(), target.omega_ref,
@@ -758,7 +763,7 @@ def _control_step_floats(state, position, velocity, target, table, live, ids, th
         _view_floats(table, live, thetas, pred_col), _view_floats(table, live, thetas, succ_col),
         lambdas.get(pred, 1.0), lambdas.get(state.agent_id, 1.0), params,
         ring_size=ids.size + 1, own_id=state.agent_id,
-        target_acceleration=target.acceleration.tolist())
+        target_acceleration=target.acceleration.tolist(), **obstacles)
     return pred, succ, float(u_new), float(u_ss), _vector3('v_cmd', cmd)
 
 

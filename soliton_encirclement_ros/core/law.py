@@ -375,23 +375,33 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     return both
 
 
-def stopping_offset(velocity, lag: float, braking: float):
+def stopping_distance(speed, lag: float, braking: float):
     """
-    Return (..., 3) how far a vehicle flying ``velocity`` (..., 3) goes on a zero command.
+    Return how far a vehicle at horizontal ``speed`` (a number or an array) goes on a zero command.
 
-    Horizontally, along its velocity: a first-order lag ``lag`` [s] whose deceleration is
-    bounded to ``braking`` [m/s^2] (0: unbounded) stops from speed v in ``v lag`` while
-    ``v/lag <= braking``, else in ``(v^2 - (braking lag)^2) / (2 braking) + braking lag^2``.
+    A first-order lag ``lag`` [s] whose deceleration is bounded to ``braking`` [m/s^2] (0:
+    unbounded) stops from speed v in ``v lag`` while ``v/lag <= braking``, else in
+    ``(v^2 - (braking lag)^2) / (2 braking) + braking lag^2``: it grows with the speed.
     """
-    v = np.asarray(velocity, dtype=float)
-    xy = np.where(np.isfinite(v[..., :2]), v[..., :2], 0.0)
-    speed = np.hypot(xy[..., 0], xy[..., 1])
     knee = braking * lag
     distance = speed * lag
     if braking > 0.0:
         distance = np.where(speed > knee,
                             (speed * speed - knee * knee) / (2.0 * braking) + knee * lag,
                             distance)
+    return distance
+
+
+def stopping_offset(velocity, lag: float, braking: float):
+    """
+    Return (..., 3) how far a vehicle flying ``velocity`` (..., 3) goes on a zero command.
+
+    Horizontally, along its velocity, :func:`stopping_distance` of its horizontal speed.
+    """
+    v = np.asarray(velocity, dtype=float)
+    xy = np.where(np.isfinite(v[..., :2]), v[..., :2], 0.0)
+    speed = np.hypot(xy[..., 0], xy[..., 1])
+    distance = stopping_distance(speed, lag, braking)
     with np.errstate(invalid='ignore', divide='ignore'):
         along = np.where(speed[..., None] > 0.0, xy / np.where(speed > 0.0, speed, 1.0)[..., None],
                          0.0)
@@ -500,14 +510,18 @@ def target_lead(target_velocity, target_acceleration, params: ControllerParams):
 def encirclement_step_one(u, position, velocity, prev_cmd, target_position, target_velocity,
                           omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
                           params: ControllerParams, ring_size=0, own_id=None,
-                          target_acceleration=None):
+                          target_acceleration=None, others_position=None,
+                          others_velocity=None, others_age=None, others_radius=None,
+                          own_radius=0.0):
     """
-    :func:`encirclement_step` for one agent without ``d_safe``, in Python floats.
+    :func:`encirclement_step` for one agent, in Python floats.
 
     The same operations in the same order (so the same bits) as the array version, at a
     fraction of its cost: the per-agent controller's path. The vectors are sequences of 3
     finite floats, ``pred``/``succ`` :class:`NeighbourView` with float fields (NaN angle and
-    position when missing); ``params.d_safe`` must be 0. The transcendental functions stay
+    position when missing). The ``d_safe`` term (``others_*``, ``own_radius``: the vehicles
+    within reach, as :func:`encirclement_step` takes them; None: none) is
+    :func:`separation_velocity` itself, over arrays. The transcendental functions stay
     numpy's (``math``'s differ from them in the last bit), and a sum of two products is
     written ``a + (0.0 + b)`` as ``np.sum`` adds it (the sign of a zero). Returns (u_new,
     u_ss, v_cmd) with v_cmd a tuple of 3 floats.
@@ -577,8 +591,14 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         u_new = 0.0
     speed = p.k_tau * u_new * r_eff + omega_ref * r                    # tangential_velocity
     vz = p.k_z * (p.altitude - pz) + tvz if p.altitude_hold else tvz   # compose_command
-    x = radx + speed * thx + lx + 0.0
-    y = rady + speed * thy + ly + 0.0
+    x = radx + speed * thx + lx
+    y = rady + speed * thy + ly
+    sep_x = sep_y = 0.0
+    if others_position is not None:
+        sep_x, sep_y = separation_velocity(
+            (px, py, pz), velocity, others_position, others_velocity, p, np.array((x, y)),
+            others_age, others_radius, own_radius, p.safety_distance(ring_size)).tolist()
+    x, y = x + sep_x, y + sep_y
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
         x, y = lx, ly
     norm = float(np.hypot(x, y))                                        # saturate
