@@ -37,6 +37,7 @@ simulator and the analysis can use the layouts without a ROS install.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import functools
 import math
 from typing import Any, Callable, Mapping, Sequence
 
@@ -129,7 +130,7 @@ class Layout:
     fields: tuple[str, ...]
     pairs: tuple[str, ...] = ()  # trailing repeated pairs, if any
 
-    @property
+    @functools.cached_property
     def label(self) -> str:
         return f'{self.name}.v{self.version}:' + ','.join(self.fields + self.pairs)
 
@@ -240,11 +241,18 @@ WIRE_FIELDS = {
 
 def encode(layout: Layout, attribute: Callable[[str], Any]) -> list[float]:
     """Return the wire values of ``layout``'s fields, by name, from ``attribute(name)``."""
-    named: dict[str, float] = {}
-    for name, wire in WIRE_FIELDS.items():
-        if wire.names[0] in layout.fields:
-            named.update(zip(wire.names, wire.encode(attribute(name))))
-    return [named[name] for name in layout.fields]
+    carried, order = _encoding(layout)
+    values = [value for name, wire in carried for value in wire.encode(attribute(name))]
+    return [values[k] for k in order]
+
+
+@functools.lru_cache(maxsize=None)
+def _encoding(layout: Layout) -> tuple[tuple[tuple[str, WireField], ...], tuple[int, ...]]:
+    """The attributes ``layout`` carries with their wire fields, and where each field lands."""
+    carried = tuple((name, wire) for name, wire in WIRE_FIELDS.items()
+                    if wire.names[0] in layout.fields)
+    names = [n for _, wire in carried for n in wire.names]
+    return carried, tuple(names.index(name) for name in layout.fields)
 
 
 def decode(layout: Layout, values: Sequence[float]) -> dict[str, Any]:
