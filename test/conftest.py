@@ -101,27 +101,29 @@ def user_ros_domain():
 
 def _live_descendants(root: int) -> dict[int, str]:
     """{pid: command line} of the live (not zombie) processes descending from ``root``."""
-    parents, commands = {}, {}
-    for entry in Path('/proc').iterdir():
-        if not entry.name.isdigit():
+    children = {}  # every process's stat is read (its parent), only a descendant's command line
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
             continue
         try:
-            stat = (entry / 'stat').read_text()
-            state, ppid = stat.rsplit(')', 1)[1].split()[:2]
-            if state in ('Z', 'X'):
-                continue
-            parents[int(entry.name)] = int(ppid)
-            commands[int(entry.name)] = (entry / 'cmdline').read_bytes().replace(
-                b'\0', b' ').decode(errors='replace').strip()
+            with open(f'/proc/{name}/stat', 'rb') as stat:
+                state, ppid = stat.read().rsplit(b')', 1)[1].split()[:2]
         except (OSError, ValueError, IndexError):
             continue
+        if state not in (b'Z', b'X'):
+            children.setdefault(int(ppid), []).append(int(name))
     found, frontier = {}, [root]
     while frontier:
-        parent = frontier.pop()
-        for pid, ppid in parents.items():
-            if ppid == parent and pid not in found:
-                found[pid] = commands[pid]
-                frontier.append(pid)
+        for pid in children.get(frontier.pop(), ()):
+            if pid in found:
+                continue
+            try:
+                with open(f'/proc/{pid}/cmdline', 'rb') as cmdline:
+                    found[pid] = cmdline.read().replace(b'\0', b' ').decode(
+                        errors='replace').strip()
+            except OSError:  # it ended meanwhile
+                continue
+            frontier.append(pid)
     return found
 
 
