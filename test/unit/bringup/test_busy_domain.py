@@ -3,19 +3,16 @@
 
 ``swarm_sim`` refused a domain where a swarm already runs; the launch files started the graph
 anyway and flooded duplicate-id errors. ``plan_launch_description`` (only importable where the
-launch package is) now asks ``sim.domain.launch_problem``: tested here with a real agent_node
-process in the test's domain, and the call's wiring read from launch_support's source.
+launch package is) now asks ``sim.domain.launch_problem``: the call's wiring is read from
+launch_support's source here; the refusal with a real agent_node process in the test's domain
+(seconds of discovery) is in ``acceptance/test_busy_domain_acceptance.py``.
 """
 import ast
-import os
 from pathlib import Path
 
 from soliton_encirclement_ros.bringup.graph import build_graph, in_namespace, SwarmPlan
 from soliton_encirclement_ros.core.scenario import Scenario
-from soliton_encirclement_ros.interface import AGENT_STATES_TOPIC
 from soliton_encirclement_ros.sim.domain import launch_problem, starts_a_swarm
-from soliton_encirclement_ros.sim.executables import find_executable
-from support.waits import GraphProbe, Running
 
 LAUNCH_SUPPORT = (Path(__file__).resolve().parents[3]
                   / 'soliton_encirclement_ros' / 'bringup' / 'launch_support.py')
@@ -31,26 +28,6 @@ def test_a_whole_swarm_is_checked_one_vehicle_joining_is_not():
     # agent.launch.py and agent_px4.launch.py: one vehicle's nodes (graph.in_namespace)
     assert not starts_a_swarm(executables(in_namespace(swarm, '/uav1')))
     assert launch_problem(executables(in_namespace(swarm, '/uav1')), wait=0.0) is None
-
-
-def test_launch_problem_refuses_a_domain_where_a_swarm_runs_in_one_line():
-    domain = int(os.environ['ROS_DOMAIN_ID'])  # this module's own (conftest)
-    swarm = executables(build_graph(SwarmPlan(scenario=Scenario(agents=2))))
-    assert launch_problem(swarm) is None  # an empty domain
-    command = [find_executable('agent_node', 'soliton_encirclement_ros'),
-               '--ros-args', '-r', '__ns:=/uav1']
-    with Running(command) as agent, GraphProbe() as probe:
-        probe.wait_until(lambda: any(
-            info.node_name == 'agent' and info.node_namespace == '/uav1'
-            for info in probe.node.get_publishers_info_by_topic(AGENT_STATES_TOPIC)),
-            f'/uav1/agent publishing {AGENT_STATES_TOPIC}')
-        problem = launch_problem(swarm)
-        assert problem == (
-            f'another swarm is running in ROS domain {domain}: /uav1/agent publishes '
-            f'{AGENT_STATES_TOPIC}; run this one in another domain with ROS_DOMAIN_ID=N, '
-            f'e.g. ROS_DOMAIN_ID={domain + 1} ros2 launch ...')
-        assert launch_problem(['agent_node']) is None  # a vehicle joins that swarm
-        assert agent.process.poll() is None
 
 
 def test_plan_launch_description_refuses_what_launch_problem_names():
