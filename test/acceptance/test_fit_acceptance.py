@@ -1,12 +1,14 @@
 """
-fit_mobility recovers known limits and delays through the command line (pure: no rclpy).
+fit_mobility recovers known limits and delays, through the command line or directly (no rclpy).
 
 Two synthetic vehicles flown by the project's own model (``support.synthetic_flight``), recorded
-into an MCAP bag and fitted once (the minute-scale part of ``unit/mobility/test_fit.py``), and
-four flights of the independent simulator (``support.independent_flight``).
+into an MCAP bag and fitted once, a flight whose limits are never reached, and six flights of the
+independent simulator (``support.independent_flight``): the parts of
+``unit/mobility/test_fit.py`` that take a second or more each.
 """
 import json
 
+import numpy as np
 import pytest
 import yaml
 
@@ -14,7 +16,7 @@ from soliton_encirclement_ros.analysis import fit_mobility
 from soliton_encirclement_ros.core.scenario import load_scenario
 from support.independent_flight import fly_independent, Truth
 from support.synthetic_flight import fly, write_ros_bag
-from velocity_mobility_ros.core.fit import PARAM_NAMES
+from velocity_mobility_ros.core.fit import DELAY, fit, Flight, PARAM_NAMES
 from velocity_mobility_ros.core.vehicle import VehicleParams
 
 TRUTH = VehicleParams(tau_xy=0.8, tau_z=0.5, max_acc_xy=3.0, max_acc_z=2.0, max_speed_xy=6.0,
@@ -124,3 +126,67 @@ def test_an_independent_flight_is_recovered_and_covered(name, tmp_path):
             continue
         assert abs(entry['value'] - true) <= 0.05 * true, (param, entry, true)
         assert low <= true <= high, (param, entry, true)
+
+
+def test_a_limit_never_reached_is_unidentifiable_and_left_out(tmp_path):
+    """Gentle commands: the lag shows, the acceleration and speed limits never bind."""
+    def gentle(t):
+        v = np.zeros((t.size, 3))
+        v[:, 0] = np.where((t > 1) & (t < 8), 1.5, 0.0) + 0.8 * np.sin(0.7 * t) * (t > 10)
+        v[:, 2] = np.where((t > 3) & (t < 9), 0.4, 0.0) - 0.3 * np.sin(0.9 * t) * (t > 12)
+        return v
+    write_ros_bag(tmp_path / 'bag', {'uav1': fly(TRUTH, duration=24.0, commands=gentle)})
+    assert fit_mobility.main([str(tmp_path / 'bag'), '--out', str(tmp_path / 'out')]) == 0
+    params = json.loads((tmp_path / 'out' / 'fit.json').read_text())['vehicles']['uav1'][
+        'parameters']
+    assert params['tau_xy']['value'] == pytest.approx(TRUTH.tau_xy, rel=0.05)
+    assert params['tau_z']['value'] == pytest.approx(TRUTH.tau_z, rel=0.05)
+    for name in ('max_acc_xy', 'max_speed_xy', 'max_acc_z', 'max_speed_z'):
+        assert not params[name]['identified'], (name, params[name])
+        assert 'never reached' in params[name]['reason'], params[name]
+    content = yaml.safe_load((tmp_path / 'out' / 'mobility_fit.yaml').read_text())
+    assert set(content['/swarm_mobility']['ros__parameters']) == {'tau_xy', 'tau_z'}
+    assert '/**/agent' not in content  # no speed limit to give the controller
+
+
+# Two more vehicles of the independent simulator, 40 s each, fitted directly (not through the
+# command line) with the last 20 % held out: different limits, delays off the 10 ms step grid,
+# odometry at 50 Hz and 30 Hz with a phase of its own, different noise and commands.
+HELD_OUT = {
+    'reviewer': (Truth(tau_xy=0.8, max_acc_xy=2.5, max_speed_xy=6.0, tau_z=0.5, max_acc_z=1.5,
+                       max_speed_z=2.5, delay=0.1037), {'seed': 0, 'noise': 0.05}),
+    'other': (Truth(tau_xy=0.5, max_acc_xy=3.5, max_speed_xy=4.5, tau_z=0.7, max_acc_z=2.2,
+                    max_speed_z=1.8, delay=0.0735), {'seed': 1, 'odom_rate': 30.0,
+                                                     'noise': 0.08}),
+}
+
+
+@pytest.fixture(scope='module', params=sorted(HELD_OUT))
+def independent_fit(request):
+    """Fly an independent flight of 40 s and fit it once (the last 20 % held out)."""
+    truth, options = HELD_OUT[request.param]
+    rec = fly_independent(truth, duration=40.0, **options)
+    flight = Flight(request.param, rec.cmd_ns * 1e-9, rec.cmd_v, rec.odom_ns * 1e-9,
+                    rec.velocity)
+    return truth, fit([flight], holdout=0.2)
+
+
+def test_an_independent_flight_is_recovered_within_5_percent(independent_fit):
+    truth, result = independent_fit
+    for name in PARAM_NAMES + (DELAY,):
+        est, true = result.estimates[name], getattr(truth, name)
+        assert est.identified, (name, est)
+        assert abs(est.value - true) <= 0.05 * true, (name, est.value, true)
+    # held out: what is left is the odometry noise
+    assert result.after['holdout'].rmse < 1.2 * HELD_OUT[result.vehicles[0]][1]['noise']
+
+
+def test_the_interval_covers_the_truth_of_an_independent_flight(independent_fit):
+    """The interval covers the truth and is still informative."""
+    truth, result = independent_fit
+    for name in PARAM_NAMES + (DELAY,):
+        est, true = result.estimates[name], getattr(truth, name)
+        assert est.low <= true <= est.high, (name, true, est)
+        # informative: within 10 %, the delay within 15 ms
+        assert est.half_width < (0.015 if name == DELAY else 0.1 * est.value), (name, est)
+        assert est.std >= est.std_white > 0.0
