@@ -248,7 +248,7 @@ def encode(layout: Layout, attribute: Callable[[str], Any]) -> list[float]:
 
 @functools.lru_cache(maxsize=None)
 def _encoding(layout: Layout) -> tuple[tuple[tuple[str, WireField], ...], tuple[int, ...]]:
-    """The attributes ``layout`` carries with their wire fields, and where each field lands."""
+    """Return the attributes ``layout`` carries with their wire fields, and where each lands."""
     carried = tuple((name, wire) for name, wire in WIRE_FIELDS.items()
                     if wire.names[0] in layout.fields)
     names = [n for _, wire in carried for n in wire.names]
