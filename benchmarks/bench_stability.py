@@ -183,8 +183,8 @@ def moving(preset: str, seeds, engine: str = 'auto') -> None:
               f'E_gap = {e_gap:.4f}; min d_min = {d_min:.2f} m '
               f'({time.perf_counter() - start:.0f} s wall, {time.process_time() - cpu:.0f} CPU-s)'
               f'; {_failed_share(result)}', flush=True)
-    print(f'median of seeds: E_r = {statistics.median(m[0] for m in means):.4f} (<= 0.072), '
-          f'E_gap = {statistics.median(m[1] for m in means):.4f} (<= 0.20)')
+    print(f'median of seeds: E_r = {statistics.median(m[0] for m in means):.4f} (goal <= 0.065), '
+          f'E_gap = {statistics.median(m[1] for m in means):.4f} (goal <= 0.17)')
 
 
 def _failed_share(result) -> str:
