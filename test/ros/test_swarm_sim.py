@@ -67,13 +67,17 @@ def test_outputs_are_written(ring):
 
 
 def test_same_seed_gives_identical_metrics(tmp_path):
+    # The figures of the first run only: drawing them is the dearest part of a short run, and
+    # the metrics must not depend on it.
     outputs = []
-    for name in ('a', 'b'):
-        code, out = run(tmp_path, '--agents', '3', '--duration', '4', '--seed', '5', name=name)
+    for name, plots in (('a', []), ('b', ['--no-plots'])):
+        code, out = run(tmp_path, '--agents', '3', '--duration', '4', '--seed', '5', *plots,
+                        name=name)
         assert code == 0
         outputs.append((out / 'metrics.csv').read_text())
     assert outputs[0] == outputs[1]
-    code, out = run(tmp_path, '--agents', '3', '--duration', '4', '--seed', '6', name='c')
+    code, out = run(tmp_path, '--agents', '3', '--duration', '4', '--seed', '6', '--no-plots',
+                    name='c')
     assert (out / 'metrics.csv').read_text() != outputs[0]
 
 
@@ -84,12 +88,12 @@ def test_every_timer_fires_once_per_step_at_the_mobility_rate(tmp_path):
     rclpy's EventsExecutor can dispatch a timer twice at one instant and skip its next slot
     (the metrics tick at 0.02 s twice, none at 0.03 s; the mobility step likewise): runs of one
     seed then differed. The lock-step runs a timer once per instant; three runs of one seed
-    must be identical.
+    must be identical (figures drawn by the first only: they are most of a short run's cost).
     """
     outputs = []
-    for name in ('a', 'b', 'c'):
+    for name, plots in (('a', []), ('b', ['--no-plots']), ('c', ['--no-plots'])):
         code, out = run(tmp_path, '--agents', '4', '--duration', '1.5', '--seed', '0',
-                        '--control-period', '0.01', name=name)
+                        '--control-period', '0.01', *plots, name=name)
         assert code == 0
         outputs.append((out / 'metrics.csv').read_text())
         times = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)[:, 0]
@@ -205,16 +209,24 @@ def strict_json(path):
     return json.loads(path.read_text(), parse_constant=reject)
 
 
-def test_one_process_per_node_also_forms_the_ring(tmp_path):
+@pytest.fixture(scope='module')
+def processes_ring(tmp_path_factory):
     """
-    --processes: every node its own OS process, the swarm mobility node owns /clock.
+    One --processes run read by the two tests below (a --processes run is the dearest here).
 
     At real time (not 2x: on a loaded machine the agent processes then lag the clock and the
-    ring was still moving at 20 s, E_gap 0.28), for 25 s.
+    ring was still moving at 20 s, E_gap 0.28), for 25 s; figures as PDFs.
     """
-    code, out = run(tmp_path, '--processes', '--agents', '4', '--duration', '25', '--seed', '1',
-                    '--real-time-factor', '1')
+    code, out = run(tmp_path_factory.mktemp('processes'), '--processes', '--agents', '4',
+                    '--duration', '25', '--seed', '1', '--real-time-factor', '1',
+                    '--format', 'pdf')
     assert code == 0
+    return out
+
+
+def test_one_process_per_node_also_forms_the_ring(processes_ring):
+    """--processes: every node its own OS process, the swarm mobility node owns /clock."""
+    out = processes_ring
     summary = strict_json(out / 'summary.json')
     assert summary['final']['E_gap'] < 0.05 and summary['final']['E_r'] < 0.01
     assert summary['params']['mode'] == 'processes'
@@ -223,11 +235,9 @@ def test_one_process_per_node_also_forms_the_ring(tmp_path):
     assert metrics[-1, 0] > 23.0
 
 
-def test_processes_mode_writes_the_figures_in_the_format_asked(tmp_path):
+def test_processes_mode_writes_the_figures_in_the_format_asked(processes_ring):
     """--processes --format pdf: metrics_node draws the figures, as PDFs titled with N and R."""
-    code, out = run(tmp_path, '--processes', '--agents', '2', '--duration', '3', '--seed', '3',
-                    '--real-time-factor', '1', '--format', 'pdf')
-    assert code == 0
+    out = processes_ring
     assert not list(out.glob('*.png'))
     for name in ('dashboard', 'trajectories', 'E_gap', 'E_r', 'rho', 'E_vr', 'G_max', 'd_min'):
         assert (out / f'{name}.pdf').read_bytes()[:7] == b'%PDF-1.', name
