@@ -32,7 +32,8 @@ def params_file(tmp_path: Path) -> Path:
 
 
 def swarm_sim_args(tmp_path: Path, *mode: str, duration: str = '20') -> list[str]:
-    return ['--no-progress', '--control-period', '0.05', '--agents', '4', '--duration', duration,
+    # 3 agents: the radius is under test, not the count (a process fewer in --processes)
+    return ['--no-progress', '--control-period', '0.05', '--agents', '3', '--duration', duration,
             '--params-file', str(params_file(tmp_path)), '--out', str(tmp_path / 'out'), *mode]
 
 
