@@ -275,7 +275,8 @@ class BatchControllers:
         own_ids = self.ids[ii]
         rows = np.arange(ii.size)
         pred, succ = select_neighbours(entry, theta, theta_self, own_ids, self.ids,
-                                       get(self.pred), get(self.succ), p.hysteresis)
+                                       get(self.pred), get(self.succ),
+                                       p.neighbour_hysteresis(entry.sum(axis=1) + 1))
         nb_vel = get(self.velocity)
 
         nb_u, nb_u_ss = get(self.nb_u), get(self.nb_u_ss)

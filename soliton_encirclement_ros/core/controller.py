@@ -717,7 +717,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     pred_col, succ_col = select_neighbours(
         np.ones((1, ids.size), dtype=bool), thetas, [theta_self], [state.agent_id], ids,
         [column.get(state.pred, NO_NEIGHBOUR)], [column.get(state.succ, NO_NEIGHBOUR)],
-        params.hysteresis)
+        params.neighbour_hysteresis(live.size + 1))
     pred_col, succ_col = int(pred_col[0]), int(succ_col[0])
     pred, succ = (None if c == NO_NEIGHBOUR else int(ids[c]) for c in (pred_col, succ_col))
     lambdas = target.lambdas
@@ -754,7 +754,7 @@ def _control_step_floats(state, position, velocity, target, table, live, ids, th
     if not all(map(math.isfinite, own)) or not np.isfinite(thetas).all():
         return None
     pred_col, succ_col = ring_choice(theta_self, state.agent_id, ids, thetas, state.pred,
-                                     state.succ, params.hysteresis)
+                                     state.succ, params.neighbour_hysteresis(ids.size + 1))
     pred = None if pred_col < 0 else int(ids[pred_col])
     succ = None if succ_col < 0 else int(ids[succ_col])
     lambdas = target.lambdas

@@ -28,6 +28,10 @@ TARGET_TIMEOUT_PERIODS = 5.0  # auto target_state_timeout, in control periods
 # ring still forms (its neighbours are that far apart), and half the spacing leaves the law
 # room to even the ring out without the separation term.
 D_SAFE_SHARE = 0.5
+# The neighbour hysteresis kept is at most this share of the even ring's angular gap 2 pi / N:
+# 0.05 rad is 80 % of the gap of 100 agents, and a ring whose separation kept two agents from
+# passing each other then held a neighbour two places away for good (E_gap 0.087, never settled).
+HYSTERESIS_SHARE = 0.3
 
 
 # The reference experiment's gains (its published configuration), for parity runs: the
@@ -105,8 +109,8 @@ class ControllerParams:
                                  'are compared with it this far behind; the vehicle velocity time '
                                  "constant (the model's tau_xy, fit_mobility's fit); 0 = off "
                                  '(reference)', 's', low=0.0)
-    hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this',
-                                'rad', low=0.0)
+    hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this '
+                                '(at most 0.3 of the even gap 2 pi/N)', 'rad', low=0.0)
     control_period: float = setting(0.01, 'control tick and Euler step of u', 's', low=1e-3,
                                     high=1.0)
     agent_state_timeout: float = setting(0.0, 'a neighbour is live while its last state is at '
@@ -164,6 +168,23 @@ class ControllerParams:
         flown = np.minimum(self.d_safe, self.d_safe_share * spacing)
         flown = np.where(np.asarray(ring_size) < 2, self.d_safe, flown)
         return float(flown) if flown.ndim == 0 else flown
+
+    def neighbour_hysteresis(self, ring_size=0):
+        """
+        Return the ``hysteresis`` [rad] kept by an agent hearing ``ring_size`` agents (self too).
+
+        The smaller of ``hysteresis`` and :data:`HYSTERESIS_SHARE` x the even ring's gap
+        2 pi / N (``hysteresis`` itself up to N = 37): a candidate half a gap away always
+        replaces a neighbour one gap further. ``ring_size`` below 2 gives ``hysteresis``.
+        Scalars (a float) or arrays (one value per agent).
+        """
+        if np.ndim(ring_size) == 0:
+            if ring_size < 2:
+                return self.hysteresis
+            return min(self.hysteresis, HYSTERESIS_SHARE * 2.0 * math.pi / float(ring_size))
+        n = np.asarray(ring_size, dtype=float)
+        return np.where(n < 2, self.hysteresis, np.minimum(
+            self.hysteresis, HYSTERESIS_SHARE * 2.0 * np.pi / np.maximum(n, 2.0)))
 
     @property
     def target_liveness(self) -> float:

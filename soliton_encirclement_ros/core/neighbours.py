@@ -95,9 +95,12 @@ def _last(pool, theta, ids):
 
 
 def select_neighbours(visible, theta, theta_self, own_ids, ids, cur_pred, cur_succ,
-                      hysteresis: float):
+                      hysteresis):
     """
     (pred, succ) columns of M agents: :func:`ring_candidates`, then :func:`apply_hysteresis`.
+
+    ``hysteresis`` [rad]: one for all, or (M,) one per agent
+    (:meth:`ControllerParams.neighbour_hysteresis`).
 
     ``cur_pred``/``cur_succ`` (M,) are the current neighbours' columns (``NO_NEIGHBOUR`` if
     none); a current neighbour that is not visible any more is replaced by the candidate.

@@ -169,7 +169,7 @@ class SwarmControllers:
         ring_size = seen.sum(axis=1) + 1  # agents heard, self included
         pred_col, succ_col = select_neighbours(
             seen, theta_all, theta_self, own_ids, self.ids, self._column(self.pred[rows]),
-            self._column(self.succ[rows]), p.hysteresis)
+            self._column(self.succ[rows]), p.neighbour_hysteresis(ring_size))
         pred = np.where(pred_col != NO_NEIGHBOUR, self.ids[pred_col], NO_NEIGHBOUR)
         succ = np.where(succ_col != NO_NEIGHBOUR, self.ids[succ_col], NO_NEIGHBOUR)
 

@@ -3,8 +3,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 import numpy as np
 
+from soliton_encirclement_ros.core.gains import ControllerParams, HYSTERESIS_SHARE
 from soliton_encirclement_ros.core.neighbours import (
-    apply_hysteresis, NO_NEIGHBOUR, ring_candidates, ring_neighbours)
+    apply_hysteresis, NO_NEIGHBOUR, ring_candidates, ring_choice, ring_neighbours)
 
 
 def test_ring_neighbours_sorted_by_angle_then_id():
@@ -68,3 +69,27 @@ def test_hysteresis_accepts_when_current_expired_missing_or_crossed():
     # passed the successor: 5 is now the predecessor (gap 0.01) -> take the new pair at once
     crossed = apply_hysteresis(5, 6, 0.01, 0.3, 2, 5, 0.02, 6.27, 0.05)
     assert (int(crossed[0]), int(crossed[1])) == (5, 6)
+
+
+def test_hysteresis_kept_is_at_most_a_share_of_the_even_gap():
+    params = ControllerParams()
+    assert params.hysteresis == 0.05
+    for n in (0, 1, 2, 10, 37):  # 0.3 x 2 pi / 37 = 0.0509: the setting itself
+        assert params.neighbour_hysteresis(n) == 0.05
+    assert params.neighbour_hysteresis(100) == HYSTERESIS_SHARE * 2.0 * np.pi / 100  # 0.0188
+    per_agent = params.neighbour_hysteresis(np.array([1, 10, 100]))
+    np.testing.assert_array_equal(per_agent, [0.05, 0.05, HYSTERESIS_SHARE * 2.0 * np.pi / 100])
+
+
+def test_a_candidate_half_a_gap_away_replaces_a_neighbour_two_places_away_in_a_ring_of_100():
+    # Seed 4 of N = 100 with d_safe: agent 84's successor stayed agent 61, two places ahead,
+    # while agent 27 sat between them half a gap (1.8 deg) from each, held there by d_safe;
+    # 0.05 rad of hysteresis (2.9 deg) kept 61 for good and E_gap at 0.087.
+    gap = 2.0 * np.pi / 100
+    ids = np.array([25, 27, 61], dtype=np.int64)
+    thetas = np.array([-gap, 0.5 * gap, gap])
+    params = ControllerParams()
+    pred, succ = ring_choice(0.0, 84, ids, thetas, 25, 61, params.neighbour_hysteresis(100))
+    assert (ids[pred], ids[succ]) == (25, 27)
+    pred, succ = ring_choice(0.0, 84, ids, thetas, 25, 61, params.hysteresis)
+    assert (ids[pred], ids[succ]) == (25, 61)  # the stuck choice, with the setting alone
