@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -q "$@"  # testpaths (setup.cfg): test/
+exec .venv/bin/python -m pytest -q --durations=25 "$@"  # testpaths (setup.cfg): test/; the 25 slowest listed
