@@ -631,7 +631,8 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
     xy = floats[:, 0:2] - np.asarray(position, dtype=float)[:2]
     distance = np.hypot(xy[:, 0], xy[:, 1])
     speed = math.hypot(float(velocity[0]), float(velocity[1]))
-    others_speed = np.hypot(floats[:, 3], floats[:, 4])
+    velocity_xy = floats[:, _VEL][:, :2]
+    others_speed = np.hypot(velocity_xy[:, 0], velocity_xy[:, 1])
     radius = floats[:, _UNC]
     bound = obstacle_reach(speed, float(others_speed.max()), float(radius.max()), params,
                            own_uncertainty)
