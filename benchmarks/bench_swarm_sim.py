@@ -10,6 +10,7 @@ DDS included) and the whole process with ``getrusage``.
     .venv/bin/python benchmarks/bench_swarm_sim.py --cases n10 n32 --duration 20
     .venv/bin/python benchmarks/bench_swarm_sim.py --d-safe 0       # without the separation term
     .venv/bin/python benchmarks/bench_swarm_sim.py --cases n10 -- --loss 0.1 --delay 0.02
+    .venv/bin/python benchmarks/bench_swarm_sim.py --phases --duration 0.1  # the fixed cost
 
 Cases (swarm_sim's defaults: control period 0.01 s, mobility 0.01 s, odometry 50 Hz):
 
@@ -24,8 +25,11 @@ sets another (a scenario file's ``controller: {d_safe: D}``; 0: off). Options af
 
 Columns: loop = sim-s per CPU-s of the stepping loop; total = sim-s per CPU-s of the whole
 process (start-up, DDS discovery, outputs and plots included); RSS = peak resident set. Also
-prints the sha256 of metrics.csv (lock-stepped runs are byte-identical for a seed). Asserts
-nothing.
+prints the sha256 of metrics.csv (lock-stepped runs are byte-identical for a seed).
+``--phases`` adds the fixed cost (total less the loop) and the CPU seconds of each phase:
+imports, the graph's start-up (of it the agent nodes, and of those their parameter services),
+the ROS-domain check, the outputs (of them the plots) and the close; nested phases are part of
+their parent's figure. Asserts nothing.
 """
 import argparse
 import hashlib
@@ -46,22 +50,50 @@ CASES = {  # name -> (swarm_sim options, default sim duration [s])
 }
 
 
-def child(argv: list[str]) -> None:
-    """Run swarm_sim's main here, timing its stepping loop; print one JSON line."""
-    from soliton_encirclement_ros.sim import inprocess, runner
+# The phases of a run whose CPU seconds --phases prints: (module, owner, function) -> label.
+PHASES = {
+    ('soliton_encirclement_ros.sim.inprocess', 'InProcessGraph', '__init__'): 'graph',
+    ('soliton_encirclement_ros.nodes.agent_node', 'AgentNode', '__init__'): 'agents',
+    ('rclpy.parameter_service', 'ParameterService', '__init__'): 'param services',
+    ('soliton_encirclement_ros.sim.domain', None, 'other_swarm'): 'domain check',
+    ('soliton_encirclement_ros.sim.inprocess', 'InProcessGraph', 'run'): 'loop',
+    ('soliton_encirclement_ros.analysis.report', None, 'write_streamed_outputs'): 'outputs',
+    ('soliton_encirclement_ros.analysis.report', None, '_write_plots'): 'plots',
+    ('soliton_encirclement_ros.sim.inprocess', 'InProcessGraph', 'close'): 'close',
+}
 
+
+def _timed(phases: dict, label: str, function):
+    def timed(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            phases[label] = phases.get(label, 0.0) + time.process_time() - start
+    return timed
+
+
+def child(argv: list[str]) -> None:
+    """Run swarm_sim's main here, timing its stepping loop and phases; print one JSON line."""
+    import importlib
+
+    start = time.process_time()
+    from soliton_encirclement_ros.sim import inprocess, runner
+    phases = {'imports': time.process_time() - start}
     loop = {}
     run = inprocess.InProcessGraph.run
 
-    def timed(self, *args, **kwargs):
-        start = time.process_time()
+    def sim_time(self, *args, **kwargs):
         try:
             return run(self, *args, **kwargs)
         finally:
-            loop['cpu'] = time.process_time() - start
             loop['sim'] = self.sim_time
 
-    inprocess.InProcessGraph.run = timed
+    inprocess.InProcessGraph.run = sim_time
+    for (module, owner, name), label in PHASES.items():
+        holder = importlib.import_module(module)
+        holder = getattr(holder, owner) if owner else holder
+        setattr(holder, name, _timed(phases, label, getattr(holder, name)))
     with open(os.devnull, 'w') as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
@@ -69,9 +101,9 @@ def child(argv: list[str]) -> None:
         finally:
             sys.stdout = stdout
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({'code': code, 'loop_cpu': loop.get('cpu'), 'sim': loop.get('sim'),
+    print(json.dumps({'code': code, 'loop_cpu': phases.get('loop'), 'sim': loop.get('sim'),
                       'total_cpu': usage.ru_utime + usage.ru_stime,
-                      'rss_mib': usage.ru_maxrss / 1024}))
+                      'rss_mib': usage.ru_maxrss / 1024, 'phases': phases}))
 
 
 def d_safe_scenario(d_safe: float, path: Path) -> list[str]:
@@ -103,6 +135,9 @@ def main() -> None:
     parser.add_argument('--d-safe', type=float, default=None,
                         help="separation distance [m] (default: the controller's, 2 m; 0: off); "
                         'the law flies at most half the ring spacing')
+    parser.add_argument('--phases', action='store_true',
+                        help='also print the CPU seconds of each phase of a run (start-up, '
+                        'loop, outputs, close): the fixed cost per process')
     parser.add_argument('swarm_sim', nargs='*', help='more swarm_sim options, after --')
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -121,6 +156,12 @@ def main() -> None:
                       f'{r["sim"] / r["loop_cpu"]:>13.2f}{r["total_cpu"]:>13.1f}'
                       f'{r["sim"] / r["total_cpu"]:>21.2f}{r["rss_mib"]:>14.0f}  '
                       f'{r["sha256"][:16]}', flush=True)
+                if args.phases:
+                    phases = r['phases']
+                    fixed = r['total_cpu'] - phases.get('loop', 0.0)
+                    print(f'  fixed {fixed:.2f} CPU-s: ' + ', '.join(
+                        f'{label} {phases[label]:.2f}' for label in ('imports', *PHASES.values())
+                        if label in phases and label != 'loop'), flush=True)
 
 
 if __name__ == '__main__':
