@@ -47,9 +47,10 @@ def test_the_agents_fly_another_radius_than_metrics_node_is_given(tmp_path):
 
 
 # --processes runs on wall time (jitter): it is held to 5 % only (0.40 before). 20 s: with both
-# cores busy its E_r stayed below 0.05 from 7.3 s on (3 agents, 4x real time).
+# cores busy its E_r stayed below 0.05 from 7.3 s on (3 agents, 4x real time), but at load 5 a
+# 4x run ended above it once; at 2x real time the processes keep up (the same CPU seconds).
 @pytest.mark.parametrize('mode, duration, e_r', [
-    ((), '20', 0.01), (('--processes', '--real-time-factor', '4'), '20', 0.05)],
+    ((), '20', 0.01), (('--processes', '--real-time-factor', '2'), '20', 0.05)],
     ids=['in-process', 'processes'])
 def test_swarm_sim_measures_against_the_radius_of_the_params_file(tmp_path, capfd, mode,
                                                                   duration, e_r):
