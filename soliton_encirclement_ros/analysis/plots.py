@@ -236,7 +236,7 @@ def _fixed_margins(fig: Figure, titled: bool, rows: int = 1, columns: int = 1) -
     Place the axes by margins fixed in inches (room for tick labels, axis labels, a title).
 
     What ``tight_layout`` would find for these plots, at half the drawing cost: it measures
-    every tick label (a run's plots cost 3.7 CPU-s with it, most of a short run's outputs).
+    every tick label (six metric plots: 1.15-1.22 CPU-s with it, 0.58 with fixed margins).
     """
     width, height = fig.get_size_inches()
     top = MARGIN_TITLE_IN if titled else MARGIN_TOP_IN
