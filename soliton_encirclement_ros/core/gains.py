@@ -39,7 +39,7 @@ HYSTERESIS_SHARE = 0.3
 REFERENCE_GAINS = {
     'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5, 'k_e_tau': 25.0,
     'kappa_u_diff': 0.1, 'k_u_steepen': 0.3, 'kappa_u_disp': 0.05, 'k_tau': 0.2, 'r_min': 1.0,
-    'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'soft_limiter': False, 'u_lim': 2.0,
+    'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0, 'soft_limiter': False, 'u_lim': 2.0,
     'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
 }
 PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
@@ -74,6 +74,10 @@ class ControllerParams:
     k_omega_damp_n: float = setting(0.025, 'damping added per agent heard (self included, N): '
                                     'the gain is k_omega_damp + k_omega_damp_n x N; 0 disables '
                                     '(reference 0)', 's/rad', low=0.0)
+    k_omega_own: float = setting(0.0, "damping of e_tau by the agent's own angular rate about "
+                                 "the target (its velocity relative to the target's, over "
+                                 'r_eff) less omega_ref: derivative action for the velocity '
+                                 'lag; 0 disables (reference 0)', 's/rad', low=0.0)
     soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
     d_safe: float = setting(2.0, 'safety distance: every vehicle heard closer than this '

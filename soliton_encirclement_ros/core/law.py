@@ -82,6 +82,26 @@ def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp
     return np.where(np.isfinite(damped), damped, e_tau)
 
 
+def own_rate_damping(e_tau_eff, omega_own, omega_ref, k_omega_own: float):
+    """
+    ``e_tau_eff - K_OMEGA_OWN*(omega_own - omega_ref)``, or ``e_tau_eff`` if that is not finite.
+
+    ``omega_own`` is the agent's own angular rate about the target as its vehicle flies it
+    (measured velocity relative to the target's, over ``r_eff``), ``omega_ref`` the rate of the
+    settled ring. The spacing law sets a rate that the vehicle follows only through its
+    velocity lag, so the angle is a second-order loop that the neighbour damping
+    (:func:`damped_spacing_error`, relative to the neighbours) leaves undamped for the ring's
+    long waves: they all turn together. This derivative action damps every wave alike (and
+    the ring's spin about ``omega_ref``); with a stiffer ``k_e_tau`` the long waves then settle
+    in about half the time (``core.stability``). ``k_omega_own = 0`` disables the term.
+    """
+    e_tau_eff = np.asarray(e_tau_eff, dtype=float)
+    if np.all(np.asarray(k_omega_own) == 0.0):
+        return e_tau_eff
+    damped = e_tau_eff - k_omega_own * (np.asarray(omega_own, dtype=float) - omega_ref)
+    return np.where(np.isfinite(damped), damped, e_tau_eff)
+
+
 def omega_damping_gain(ring_size, params: ControllerParams):
     """
     Return the angular-rate damping gain: ``k_omega_damp + k_omega_damp_n * ring_size``.
@@ -475,6 +495,11 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         angular_rate(pred.position, pred.velocity, target_position, target_velocity),
         angular_rate(succ.position, succ.velocity, target_position, target_velocity),
         omega_damping_gain(ring_size, params))
+    if params.k_omega_own:
+        rel_v = (np.asarray(velocity, dtype=float)[..., :2]
+                 - np.asarray(target_velocity, dtype=float)[..., :2])
+        omega_own = np.sum(rel_v * t_hat, axis=-1) / effective_radius(r, params)
+        e_tau_eff = own_rate_damping(e_tau_eff, omega_own, omega_ref, params.k_omega_own)
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
     v_sep = separation_velocity(position, velocity, others_position, others_velocity, params,
@@ -573,6 +598,11 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         else:
             local = o_succ
         damped = e_tau - gain * (omega_self - local)                 # damped_spacing_error
+        if math.isfinite(damped):
+            e_eff = damped
+    if p.k_omega_own:                                                   # own_rate_damping
+        omega_own = ((velocity[0] - tvx) * thx + (0.0 + (velocity[1] - tvy) * thy)) / r_eff
+        damped = e_eff - p.k_omega_own * (omega_own - omega_ref)
         if math.isfinite(damped):
             e_eff = damped
     u_s = succ.u - pred.u                                               # soliton_update

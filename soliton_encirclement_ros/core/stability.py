@@ -13,7 +13,8 @@ map of one control period of the batch simulator's timing:
   angles, so its gain grows with N: the high modes of a large ring are stiff;
 - ``omega_self = k_tau*u`` (the previous command), ``omega_ref_local`` = the mean of the
   neighbours' rates, with the damping gain ``law.omega_damping_gain`` of N agents; the
-  cubic decay and the steepening vanish at ``u = 0``;
+  cubic decay and the steepening vanish at ``u = 0``; ``k_omega_own`` damps ``e_tau`` by the
+  agent's own current angular rate (``law.own_rate_damping``);
 - ``u`` steps by explicit Euler, the command's angular rate is ``k_tau*u_new``, and the
   vehicle follows it through ``substeps`` first-order lag steps ``v += dt/tau*(v_cmd - v)``,
   ``p += dt*v`` (acceleration and speed limits are not active in the linear regime).
@@ -76,6 +77,7 @@ def mode_map(n: int, k: int, params: ControllerParams, tau: float = 1.0,
     if damp:
         e_eff[U] += -damp * p.k_tau        # omega_self = k_tau * u (the previous command)
         e_eff[W0] += damp * 0.5 * (succ + pred)
+    e_eff[W] += -p.k_omega_own             # the vehicle's own rate (law.own_rate_damping)
     du += p.k_e_tau * e_eff
     du[U] += -p.beta_u
     du[U0] += p.c_coupling * (succ - pred)

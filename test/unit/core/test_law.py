@@ -6,8 +6,8 @@ import pytest
 
 from soliton_encirclement_ros.core.geometry import polar_frame, wrap_2pi
 from soliton_encirclement_ros.core.law import (
-    clamp_velocity, compose_command, damped_spacing_error, limiter, radial_velocity,
-    soliton_update, spacing_error, tangential_velocity)
+    clamp_velocity, compose_command, damped_spacing_error, limiter, own_rate_damping,
+    radial_velocity, soliton_update, spacing_error, tangential_velocity)
 from support.core_cases import ORIGIN, P
 
 
@@ -42,6 +42,14 @@ def test_omega_damping_hand_value_and_fallbacks():
     assert damped_spacing_error(0.2, 0.3, np.nan, np.nan, 0.1) == 0.2
     assert damped_spacing_error(0.2, np.nan, 0.1, 0.1, 0.1) == 0.2
     assert damped_spacing_error(0.2, 0.3, 0.1, 0.3, 0.0) == 0.2
+
+
+def test_own_rate_damping_hand_value_and_fallbacks():
+    # e_eff 0.2, own rate 0.3 about a ring spinning at 0.1, gain 0.5 -> 0.2 - 0.5 * 0.2
+    assert own_rate_damping(0.2, 0.3, 0.1, 0.5) == pytest.approx(0.1)
+    assert own_rate_damping(0.2, np.nan, 0.1, 0.5) == 0.2
+    assert own_rate_damping(0.2, 0.3, 0.1, 0.0) == 0.2
+    assert own_rate_damping([0.2, 0.0], [0.1, -0.2], 0.0, 1.0) == pytest.approx([0.1, 0.2])
 
 
 def test_u_update_core_form_and_kdv_terms():
