@@ -65,6 +65,8 @@ def test_reference_preset_file_cli_and_python_agree(tmp_path):
     reference = ControllerParams.preset('reference')
     assert (reference.k_tau, reference.k_omega_damp_n) == (0.2, 0.0)
     assert (ControllerParams().k_tau, ControllerParams().k_omega_damp_n) == (0.25, 0.025)
+    assert (reference.k_e_tau, reference.k_omega_own) == (25.0, 0.0)
+    assert (ControllerParams().k_e_tau, ControllerParams().k_omega_own) == (50.0, 0.4)
     scenario = tmp_path / 's.yaml'
     scenario.write_text('controller: {beta_u: 6.0}\n')
     assert main(['--scenario', str(scenario), '--preset', 'reference', '--agents', '3',

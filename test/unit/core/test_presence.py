@@ -79,12 +79,15 @@ def test_a_braking_vehicle_stops_where_the_lag_and_the_braking_limit_say():
 
 def test_an_agent_behind_a_failed_one_brakes_for_where_it_will_stop():
     """Both at 9 m/s in a row on the circle, 8 m apart: the one ahead fails, stops 12.1 m on."""
+    # Without the damping of its own 0.45 rad/s about the target, the law alone commands nothing
+    # along the circle: what is left is the d_safe term's.
+    params = PARAMS.with_changes(k_omega_own=0.0)
     me = receive_target_state(initial_state(1), TargetBroadcast(0, np.zeros(3), np.zeros(3)),
-                              0.0, PARAMS)
+                              0.0, params)
     ahead = AgentBroadcast(2, 0, 0, [20.0, 8.0, 0], [0.0, 9.0, 0], 0.0, member=False)
     own = (np.array([20.0, 0.09, 0]), np.array([0.0, 9.0, 0]))  # 0.01 s later
-    _, braking = control_step(receive_agent_state(me, ahead, 0.0, PARAMS), *own, 0.01, PARAMS)
-    _, alone = control_step(me, *own, 0.01, PARAMS)
+    _, braking = control_step(receive_agent_state(me, ahead, 0.0, params), *own, 0.01, params)
+    _, alone = control_step(me, *own, 0.01, params)
     assert abs(alone[1]) < 0.01
     # Where it is, 8 m ahead at the same speed, it is not closing in; where it will stop, 20.0 m
     # on, it is: 20.0 - 9 m/s x 1 s - 9^2 / (2 x 4) = 0.9 m < d_safe, a push of 5.5 m/s back.

@@ -81,9 +81,10 @@ def test_the_float_path_leads_with_the_array_paths_bits(acceleration):
     assert np.asarray(cmd, dtype=float).tobytes() == np.asarray(cmd1, dtype=float).tobytes()
     if acceleration is not None and math.isfinite(acceleration[0]):
         plain = encirclement_step(*args, pred, succ, 1.0, 1.0, params, ring_size=3, own_id=1)[2]
-        # the lead, and a little more: it also takes the command's own angular rate (u)
+        # the lead, and a little more: it also takes the command's own angular rate (u; 0.018
+        # m/s here with k_e_tau 50)
         assert cmd[:2] - plain[:2] == pytest.approx(params.target_lead * np.array([0.3, -0.8]),
-                                                    abs=0.01)
+                                                    abs=0.02)
 
 
 def test_the_circle_target_turns_steadily():
