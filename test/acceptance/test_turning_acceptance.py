@@ -20,8 +20,10 @@ def _steady(scenario: Scenario, engine: str) -> tuple[float, float]:
 @pytest.mark.parametrize('engine', list(ENGINES))
 def test_the_ring_settles_around_a_turning_target(engine):
     e_r, e_gap = _steady(TURNING, engine)
-    assert e_gap < 0.05 and e_r < 0.02, (e_r, e_gap)  # measured: 0.0256, 0.0079
+    assert e_gap < 0.05 and e_r < 0.02, (e_r, e_gap)  # measured: 0.0264, 0.0079
     # Without the lead (target_lead 0, as the reference law) the ring stays uneven as long as
-    # the target turns: the vehicles lag its turn by their velocity time constant.
+    # the target turns, missing the goal: the vehicles lag its turn by their velocity time
+    # constant. (The damping by the agent's own rate, k_omega_own, lowers that E_gap: 0.1335
+    # without it.)
     e_r, e_gap = _steady(TURNING.with_changes(controller={'target_lead': 0.0}), engine)
-    assert e_gap > 0.1 and e_r > 0.025, (e_r, e_gap)  # measured: 0.1335, 0.0329
+    assert e_gap > 0.06 and e_r > 0.025, (e_r, e_gap)  # measured: 0.0747, 0.0328
