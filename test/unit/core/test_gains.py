@@ -1,8 +1,13 @@
 """ControllerParams (core/gains.py): defaults, derived timeouts, bad values named."""
+from pathlib import Path
+
 import pytest
+import yaml
 
 from soliton_encirclement_ros.core.gains import ControllerParams
 from support.core_cases import P
+
+CONFIG = Path(__file__).parents[3] / 'config'
 
 
 def test_params_defaults_and_auto_timeouts():
@@ -28,3 +33,19 @@ def test_params_reject_bad_values_naming_field(field, value, message):
 def test_params_reject_unknown_key():
     with pytest.raises(ValueError, match='unknown ControllerParams field.*k_typo'):
         ControllerParams.from_mapping({'k_typo': 1.0})
+
+
+def test_example_parameter_files_fly_the_defaults():
+    """
+    controller.yaml lists the defaults; swarm.yaml (the simulated launch's file) changes none.
+
+    swarm.yaml once set the reference's k_tau and k_e_tau: ``ros2 launch`` flew those with the
+    defaults' damping terms, a mix that neither swarm_sim nor the reference flies.
+    """
+    defaults = ControllerParams()
+    files = {'controller.yaml': '/**', 'swarm.yaml': '/**/agent'}
+    for name, key in files.items():
+        values = yaml.safe_load((CONFIG / name).read_text())[key]['ros__parameters']
+        gains = {k: v for k, v in values.items() if k in ControllerParams.__dataclass_fields__}
+        assert gains or name == 'swarm.yaml'
+        assert {k: getattr(defaults, k) for k in gains} == gains, name
