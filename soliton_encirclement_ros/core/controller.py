@@ -607,12 +607,56 @@ def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
     closing = v + v_o
     brake = closing * closing / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
     own_brake = v * v / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
-    reach = np.maximum(p.d_safe + margin + v_o * p.t_safe + p.t_safe * closing + brake,
-                       p.d_safe + margin + stop_o + p.t_safe * v + own_brake)
+    reach = _maximum(p.d_safe + margin + v_o * p.t_safe + p.t_safe * closing + brake,
+                     p.d_safe + margin + stop_o + p.t_safe * v + own_brake)
     if p.t_react > 0.0:
-        reach = np.maximum(reach, CONTINGENCY_SHARE * p.d_safe + margin + v_o * p.t_safe
-                           + stop_o + v * (p.t_react + p.t_safe) + stop)
+        reach = _maximum(reach, CONTINGENCY_SHARE * p.d_safe + margin + v_o * p.t_safe
+                         + stop_o + v * (p.t_react + p.t_safe) + stop)
     return reach * (1.0 + 1e-9) + 1e-3
+
+
+def _maximum(a, b):
+    """``np.maximum`` (NaN wins), in Python floats when both are floats: the same value."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a if a != a or a >= b else b
+    return np.maximum(a, b)
+
+
+# Up to this many rows, obstacle_rows first asks in Python floats whether no row is within reach
+# (the settled ring's usual answer), which costs less than the array pass on a small table.
+FLOAT_OBSTACLE_ROWS = 12
+_NO_ROWS = np.zeros(0, dtype=np.intp)
+_XY_VXY_UNC = [0, 1, 3, 4, 9]  # px, py, vx, vy, uncertainty: FLOAT_COLUMNS
+
+
+def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
+                      params: ControllerParams, own_uncertainty: float) -> bool:
+    """
+    Return True only where :func:`obstacle_rows` returns no rows, in Python floats.
+
+    Every row heard within ``obstacle_memory`` lies beyond the bound of the fastest and widest,
+    with a relative 1e-12 more than the array path asks (``math.hypot`` may differ from
+    ``np.hypot`` in the last bit). False where that is not so, or where a row is within
+    ``d_safe`` or not finite: the array path then decides, so the rows are the same.
+    """
+    x0, y0 = float(position[0]), float(position[1])
+    d_safe, memory = params.d_safe, params.obstacle_memory
+    fastest, widest, closest = 0.0, -math.inf, math.inf
+    for rx, (x, y, vx, vy, radius) in zip(table.rx.tolist(),
+                                          table.floats[:, _XY_VXY_UNC].tolist()):
+        if not is_fresh(rx, now, memory):
+            continue
+        distance = math.hypot(x - x0, y - y0)
+        others_speed = math.hypot(vx, vy)
+        if not (distance > d_safe and others_speed < math.inf and radius < math.inf):
+            return False  # within d_safe (so within reach), or NaN or infinite: the arrays
+        fastest = others_speed if others_speed > fastest else fastest
+        widest = radius if radius > widest else widest
+        closest = distance if distance < closest else closest
+    if widest == -math.inf:
+        return True  # none heard within obstacle_memory
+    bound = obstacle_reach(speed, fastest, widest, params, own_uncertainty)
+    return closest >= bound * (1.0 + 1e-9) * (1.0 + 1e-12)
 
 
 def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
@@ -622,8 +666,13 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
 
     Those heard within ``obstacle_memory`` and within :func:`obstacle_reach` horizontally: the
     others add exactly nothing to the term. When every vehicle lies beyond the reach of the
-    fastest and widest (the usual case on a ring), the rows' own reaches are not computed.
+    fastest and widest (the usual case on a ring), the rows' own reaches are not computed; on a
+    table of at most :data:`FLOAT_OBSTACLE_ROWS` rows that is first asked in Python floats.
     """
+    if len(table.rx) <= FLOAT_OBSTACLE_ROWS and _all_beyond_reach(
+            table, position, math.hypot(float(velocity[0]), float(velocity[1])), now, params,
+            own_uncertainty):
+        return _NO_ROWS
     kept = np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
     if kept.size == 0:
         return kept

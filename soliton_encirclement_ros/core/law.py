@@ -405,6 +405,10 @@ def stopping_distance(speed, lag: float, braking: float):
     """
     knee = braking * lag
     distance = speed * lag
+    if isinstance(speed, float):  # one vehicle: the same value without arrays
+        if braking > 0.0 and speed > knee:
+            return (speed * speed - knee * knee) / (2.0 * braking) + knee * lag
+        return distance
     if braking > 0.0:
         distance = np.where(speed > knee,
                             (speed * speed - knee * knee) / (2.0 * braking) + knee * lag,

@@ -168,6 +168,49 @@ def test_the_reach_and_the_float_path_change_no_bit(params, monkeypatch):
     assert fast_taken >= 25  # the float path ran with d_safe on
 
 
+@pytest.mark.parametrize('params', [
+    ControllerParams(d_safe=2.0),
+    ControllerParams(d_safe=4.0, t_react=0.0, a_safe=0.0, t_safe=0.5),
+], ids=['default', 'no-react'])
+def test_obstacle_rows_in_floats_returns_the_array_paths_rows(params, monkeypatch):
+    """The float shortcut of a small table picks the rows the array pass picks, to the row."""
+    rng = np.random.default_rng(12)
+    shortcut = 0
+    real = controller._all_beyond_reach
+
+    def counted(*args):
+        nonlocal shortcut
+        beyond = real(*args)
+        shortcut += beyond
+        return beyond
+
+    for k in range(300):
+        state, position, velocity, now = _crowd(rng, params)
+        table = state.neighbours
+        if len(table) and k % 3 == 0:  # the fastest and widest at its reach, to the last bits
+            floats = table.floats.copy()
+            fastest = int(np.argmax(np.hypot(floats[:, 3], floats[:, 4])))
+            floats[0, 3:5], floats[0, 9] = floats[fastest, 3:5], floats[:, 9].max()
+            reach = controller.obstacle_reach(float(np.hypot(*velocity[:2])),
+                                              float(np.hypot(*floats[0, 3:5])), floats[0, 9],
+                                              params)
+            floats[:, 0] = position[0] + 10.0 * reach  # the others far off
+            floats[0, 0:2] = position[:2] + [reach * (1.0 + float(rng.choice(
+                [-1e-11, -1e-15, 0.0, 1e-15, 1e-11, 1e-8]))), 0.0]
+            if k % 15 == 0:
+                floats[-1, 3] = np.nan  # a state that is not finite
+            table = NeighbourTable(table.ints, floats, np.full(len(table), now))
+        with monkeypatch.context() as patch:
+            patch.setattr(controller, '_all_beyond_reach', counted)
+            got = controller.obstacle_rows(table, position, velocity, now, params)
+        with monkeypatch.context() as patch:
+            patch.setattr(controller, 'FLOAT_OBSTACLE_ROWS', -1)  # the array pass only
+            want = controller.obstacle_rows(table, position, velocity, now, params)
+        assert got.tolist() == want.tolist()
+        assert got.dtype == want.dtype
+    assert 15 <= shortcut <= 285  # the shortcut answered some tables, not all
+
+
 def test_rows_decode_at_once_as_one_at_a_time():
     from soliton_encirclement_ros.interface import (
         agent_state_from_values, agent_state_values, agent_states_from_values)
