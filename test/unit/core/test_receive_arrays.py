@@ -7,6 +7,8 @@ states one at a time. With ``d_safe`` only the vehicles within ``obstacle_reach`
 separation term, and with none the float path runs: the bits must be those of counting every
 vehicle heard on the array path.
 """
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -135,6 +137,22 @@ def _every_vehicle(table, position, velocity, now, params, own_uncertainty=0.0):
     return np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
 
 
+def _recorded(function, results: list):
+    """Return ``function``, which also appends each of its results to ``results``."""
+    def call(*args):
+        results.append(function(*args))
+        return results[-1]
+    return call
+
+
+def _patched(monkeypatch, replaced: dict, call):
+    """Return ``call()`` with the controller's attributes in ``replaced`` replaced meanwhile."""
+    with monkeypatch.context() as patch:
+        for name, value in replaced.items():
+            patch.setattr(controller, name, value)
+        return call()
+
+
 @pytest.mark.parametrize('params', [
     ControllerParams(d_safe=2.0),
     ControllerParams(d_safe=4.0, t_react=0.0, a_safe=0.0, t_safe=0.5),
@@ -142,30 +160,20 @@ def _every_vehicle(table, position, velocity, now, params, own_uncertainty=0.0):
 ], ids=['default', 'no-react', 'no-look-ahead'])
 def test_the_reach_and_the_float_path_change_no_bit(params, monkeypatch):
     rng = np.random.default_rng(11)
-    fast_taken = 0
-    real_floats = controller._control_step_floats
-
-    def counted(*args):
-        nonlocal fast_taken
-        fast_taken += 1
-        return real_floats(*args)
-
+    fast_taken = []
+    counted = _recorded(controller._control_step_floats, fast_taken)
     for _ in range(300):
         state, position, velocity, now = _crowd(rng, params)
         own_uncertainty = float(rng.choice([0.0, 0.3]))
-        with monkeypatch.context() as patch:
-            patch.setattr(controller, '_control_step_floats', counted)
-            got_state, got = control_step(state, position, velocity, now, params,
-                                          own_uncertainty)
-        with monkeypatch.context() as patch:  # what the term counted before: everyone
-            patch.setattr(controller, 'obstacle_rows', _every_vehicle)
-            patch.setattr(controller, '_control_step_floats', lambda *args: None)
-            want_state, want = control_step(state, position, velocity, now, params,
-                                            own_uncertainty)
+        step = partial(control_step, state, position, velocity, now, params, own_uncertainty)
+        got_state, got = _patched(monkeypatch, {'_control_step_floats': counted}, step)
+        want_state, want = _patched(  # what the term counted before: everyone
+            monkeypatch, {'obstacle_rows': _every_vehicle,
+                          '_control_step_floats': lambda *args: None}, step)
         assert got.tobytes() == want.tobytes()
         assert (got_state.pred, got_state.succ) == (want_state.pred, want_state.succ)
         assert np.float64(got_state.u).tobytes() == np.float64(want_state.u).tobytes()
-    assert fast_taken >= 25  # the float path ran with d_safe on
+    assert len(fast_taken) >= 25  # the float path ran with d_safe on
 
 
 @pytest.mark.parametrize('params', [
@@ -175,15 +183,8 @@ def test_the_reach_and_the_float_path_change_no_bit(params, monkeypatch):
 def test_obstacle_rows_in_floats_returns_the_array_paths_rows(params, monkeypatch):
     """The float shortcut of a small table picks the rows the array pass picks, to the row."""
     rng = np.random.default_rng(12)
-    shortcut = 0
-    real = controller._all_beyond_reach
-
-    def counted(*args):
-        nonlocal shortcut
-        beyond = real(*args)
-        shortcut += beyond
-        return beyond
-
+    answers = []
+    counted = _recorded(controller._all_beyond_reach, answers)
     for k in range(300):
         state, position, velocity, now = _crowd(rng, params)
         table = state.neighbours
@@ -200,15 +201,12 @@ def test_obstacle_rows_in_floats_returns_the_array_paths_rows(params, monkeypatc
             if k % 15 == 0:
                 floats[-1, 3] = np.nan  # a state that is not finite
             table = NeighbourTable(table.ints, floats, np.full(len(table), now))
-        with monkeypatch.context() as patch:
-            patch.setattr(controller, '_all_beyond_reach', counted)
-            got = controller.obstacle_rows(table, position, velocity, now, params)
-        with monkeypatch.context() as patch:
-            patch.setattr(controller, 'FLOAT_OBSTACLE_ROWS', -1)  # the array pass only
-            want = controller.obstacle_rows(table, position, velocity, now, params)
+        rows = partial(controller.obstacle_rows, table, position, velocity, now, params)
+        got = _patched(monkeypatch, {'_all_beyond_reach': counted}, rows)
+        want = _patched(monkeypatch, {'FLOAT_OBSTACLE_ROWS': -1}, rows)  # the array pass only
         assert got.tolist() == want.tolist()
         assert got.dtype == want.dtype
-    assert 15 <= shortcut <= 285  # the shortcut answered some tables, not all
+    assert 15 <= sum(answers) <= 285  # the shortcut answered some tables, not all
 
 
 def test_rows_decode_at_once_as_one_at_a_time():
