@@ -1,7 +1,7 @@
 """
 Separation over adversarial starts: does d_safe keep every two agents apart.
 
-    .venv/bin/python benchmarks/bench_separation.py              # the full grid (1,440 runs)
+    .venv/bin/python benchmarks/bench_separation.py              # the full grid (3,240 runs)
     .venv/bin/python benchmarks/bench_separation.py --quick      # one seed, 30 s runs
     .venv/bin/python benchmarks/bench_separation.py --d-safe 0   # the same starts, no d_safe
     .venv/bin/python benchmarks/bench_separation.py --failures 0 --ns 24,32,48,64 \
