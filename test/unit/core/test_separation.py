@@ -159,19 +159,49 @@ def test_a_follower_keeps_a_following_distance_at_speed():
 # --targets random): a follower at 8-9 m/s, 6-7 m behind an agent that failed and braked to a
 # hover; it heard the presence 0.2 s later and braked as hard, and they came 0.65 m (N = 48
 # cluster, seed 0, at 7.9 s) and 0.92 m (N = 32 coincident, seed 2, at 5.8 s) apart.
-FOLLOWING = {'48 cluster': (48, 'cluster', 0, 9.0), '32 coincident': (32, 'coincident', 2, 7.0)}
+# The full grid's closest (bench_separation --ns 64 --placements collinear --failures 4 --links 2
+# --targets static --seeds 2): a follower 3.4 m behind one that failed at 6.5 m/s, its law
+# turning it toward that one's way, flew 0.12 m from it before the following distance was kept
+# along the law's heading (1.77 m in these 8 s now).
+FOLLOWING = {'48 cluster': (48, 'cluster', 0, 9.0, 'random'),
+             '32 coincident': (32, 'coincident', 2, 7.0, 'random'),
+             '64 collinear': (64, 'collinear', 2, 8.0, 'static')}
 
 
 @pytest.mark.parametrize('name', list(FOLLOWING))
 def test_a_follower_at_speed_keeps_clear_of_one_that_fails_ahead(name):
     from soliton_encirclement_ros.core.batch_engine import simulate_runs
     from soliton_encirclement_ros.core.scenario import Scenario
-    n, placement, seed, duration = FOLLOWING[name]
+    n, placement, seed, duration, target = FOLLOWING[name]
     scenario = Scenario(agents=n, radius=max(20.0, n * 2.0 / math.pi), seed=seed,
                         duration=duration, control_period=PERIOD, placement=placement,
                         failures_per_min=4.0, failure_off_time=8.0, loss=0.2, delay=0.2,
-                        target_motion='random', target_speed=5.0, controller={'d_safe': 2.0})
+                        target_motion=target, target_speed=5.0, controller={'d_safe': 2.0})
     assert simulate_runs([scenario], apart=2.0).separation.after[0] > 1.0
+
+
+def test_the_following_distance_is_kept_along_the_way_the_law_turns_to():
+    """
+    A follower whose law turns it toward the way of one ahead and beside keeps its distance.
+
+    Both at 8 m/s along x, the other 2 m ahead and 3 m aside: braked now, it would stop 10 m on,
+    at (12, 3). Flown straight on, this one's way to a stop passes 3 m from there: no push. Its
+    law turning it at that point (a lagged vehicle turns toward its command), its way ends
+    there: the push brakes, back along that way, and steers aside, away from the other's side.
+    """
+    params = ControllerParams(d_safe=2.0, v_safe=10.0, t_safe=1.0, a_safe=4.0)
+    fast = np.array([8.0, 0.0, 0.0])
+
+    def sep(angle):
+        v_law = None if angle is None else 8.0 * np.array([math.cos(angle), math.sin(angle)])
+        return separation_velocity(np.zeros(3), fast, np.array([[2.0, 3.0, 0.0]]),
+                                   np.array([fast]), params, v_law, np.array([0.0])), v_law
+
+    assert np.all(sep(None)[0] == 0.0) and np.all(sep(0.0)[0] == 0.0)
+    assert np.all(sep(0.1)[0] == 0.0)  # turned a little: still 1 m or more clear of it
+    push, v_law = sep(math.atan2(3.0, 12.0))
+    assert push @ (v_law / np.hypot(*v_law)) < -5.0  # brakes
+    assert push[1] < -5.0                             # and steers away from its side
 
 
 def test_an_uncertain_vehicle_counts_as_a_disc():
