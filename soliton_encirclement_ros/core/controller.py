@@ -626,7 +626,7 @@ def _maximum(a, b):
 # (the settled ring's usual answer), which costs less than the array pass on a small table.
 FLOAT_OBSTACLE_ROWS = 12
 _NO_ROWS = np.zeros(0, dtype=np.intp)
-_XY_VXY_UNC = [0, 1, 3, 4, 9]  # px, py, vx, vy, uncertainty: FLOAT_COLUMNS
+_XY_VXY_UNC = [FLOAT_COLUMNS.index(name) for name in ('px', 'py', 'vx', 'vy', 'uncertainty')]
 
 
 def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
@@ -641,7 +641,7 @@ def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
     """
     x0, y0 = float(position[0]), float(position[1])
     d_safe, memory = params.d_safe, params.obstacle_memory
-    fastest, widest, closest = 0.0, -math.inf, math.inf
+    heard, fastest, widest, closest = False, 0.0, -math.inf, math.inf
     for rx, (x, y, vx, vy, radius) in zip(table.rx.tolist(),
                                           table.floats[:, _XY_VXY_UNC].tolist()):
         if not is_fresh(rx, now, memory):
@@ -650,10 +650,11 @@ def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
         others_speed = math.hypot(vx, vy)
         if not (distance > d_safe and others_speed < math.inf and radius < math.inf):
             return False  # within d_safe (so within reach), or NaN or infinite: the arrays
+        heard = True
         fastest = others_speed if others_speed > fastest else fastest
         widest = radius if radius > widest else widest
         closest = distance if distance < closest else closest
-    if widest == -math.inf:
+    if not heard:
         return True  # none heard within obstacle_memory
     bound = obstacle_reach(speed, fastest, widest, params, own_uncertainty)
     return closest >= bound * (1.0 + 1e-9) * (1.0 + 1e-12)
