@@ -224,7 +224,8 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     ``d_safe``; ``t_safe = 0`` uses the plain distance. For an agent ahead, the distance
     counted is also at most :func:`stopping_gap` (reacting ``t_react`` late, were that one to
     stop now) plus ``(1 - CONTINGENCY_SHARE) d_safe``, pushing along that gap: a following
-    distance at speed. The sum is
+    distance at speed. The gap is the closer of two ways: the one this agent flies now and,
+    with ``v_law``, the one its law turns it to (:func:`_heading`). The sum is
     bounded to norm ``v_safe``. Two agents at the very same point push nothing (no direction).
 
     With ``v_law`` (..., 2), the rest of the command, the result also takes out the part of
@@ -269,10 +270,15 @@ def separation_velocity(position, velocity, others_position, others_velocity,
         if params.a_safe > 0.0:  # and what braking at a_safe takes
             d_ahead = d_ahead - closing * closing / (2.0 * params.a_safe)
         if params.t_react > 0.0:  # and were the other to stop now: a follower's gap
-            gap, unit_gap = stopping_gap(position, _heading(velocity, v_law), others_xy,
-                                         others_velocity,
-                                         params.t_react + (0.0 if others_age is None else age),
+            react = params.t_react + (0.0 if others_age is None else age)
+            gap, unit_gap = stopping_gap(position, velocity, others_xy, others_velocity, react,
                                          params)
+            if v_law is not None:  # the way it flies now, or the one its law turns it to
+                gap_law, unit_law = stopping_gap(position, _heading(velocity, v_law), others_xy,
+                                                 others_velocity, react, params)
+                lower = gap_law < gap
+                gap = np.where(lower, gap_law, gap)
+                unit_gap = np.where(lower[..., None], unit_law, unit_gap)
             gap = gap - margin + (1.0 - CONTINGENCY_SHARE) * reach  # keep the share
             worse = gap < d_ahead
             d_ahead = np.where(worse, gap, d_ahead)
@@ -305,8 +311,10 @@ def _heading(velocity, v_law):
     Return (..., 2) the agent's horizontal speed along the law's command ``v_law`` (None: as is).
 
     A lagged vehicle turns toward its command: a follower whose law curves its way toward the
-    one ahead keeps its following distance along the way it is about to fly. The speed stays
-    its own, so :func:`controller.obstacle_reach`'s bound holds.
+    one ahead keeps its following distance along the way it is about to fly. It also keeps it
+    along the way it flies now (:func:`separation_velocity` takes the closer of the two): a law
+    that swings aside from one tick to the next does not turn the vehicle within a tick. The
+    speed stays its own, so :func:`controller.obstacle_reach`'s bound holds.
     """
     own = np.asarray(velocity, dtype=float)[..., :2]
     if v_law is None:

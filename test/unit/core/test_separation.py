@@ -204,6 +204,33 @@ def test_the_following_distance_is_kept_along_the_way_the_law_turns_to():
     assert push[1] < -5.0                             # and steers away from its side
 
 
+
+def test_the_following_distance_is_kept_along_the_way_it_flies_now_too():
+    """
+    A follower whose law swings aside keeps its distance along the way it still flies.
+
+    Both at 8 m/s along x, the other's state 0.2 s old from 2.4 m ahead (the first case of
+    ``test_a_follower_keeps_a_following_distance_at_speed``: a push of 5 m/s back). Its law
+    now commands 8 m/s along y: along that way alone this one would stop 14 m from where the
+    other stops, and nothing pushed. A lagged vehicle does not turn within a tick: the way it
+    flies now still ends at the other's rest point, so it is still pushed back. In a trial of
+    the separation grid (N = 64, collinear start, turning target, 4 failures/min, loss/delay
+    0.2/0.2 s, seed 0, with a contingency share of 0.75) a follower flew 2.2-2.5 m behind
+    another at 7-8 m/s for 2 s: its law swung 2-12 m/s aside from tick to tick, and on the
+    ticks it pointed aside nothing pushed. That one failed; they came within 0.81 m.
+    """
+    params = ControllerParams(d_safe=2.0, v_safe=10.0, t_safe=1.0, a_safe=4.0)
+    fast = np.array([8.0, 0.0, 0.0])
+    aside = np.array([0.0, 8.0])
+    push = separation_velocity(np.zeros(3), fast, np.array([[2.4, 0.0, 0.0]]),
+                               np.array([fast]), params, aside, np.array([0.2]))
+    np.testing.assert_allclose(push, [-5.0, 0.0])  # its law aside is kept, and it brakes
+    ahead = separation_velocity(np.zeros(3), fast, np.array([[2.4, 0.0, 0.0]]),
+                                np.array([fast]), params, np.array([8.0, 0.0]),
+                                np.array([0.2]))
+    # Its law heading on: the same push, and the law's 8 m/s toward the other taken out.
+    np.testing.assert_allclose(ahead, [-13.0, 0.0])
+
 def test_an_uncertain_vehicle_counts_as_a_disc():
     """Issue 38: after an estimator reset a vehicle may be as far as the jump from its estimate."""
     params = ControllerParams(d_safe=2.0, v_safe=2.0, t_safe=0.0, a_safe=0.0, t_react=0.0)
