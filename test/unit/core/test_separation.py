@@ -204,7 +204,6 @@ def test_the_following_distance_is_kept_along_the_way_the_law_turns_to():
     assert push[1] < -5.0                             # and steers away from its side
 
 
-
 def test_the_following_distance_is_kept_along_the_way_it_flies_now_too():
     """
     A follower whose law swings aside keeps its distance along the way it still flies.
@@ -230,6 +229,7 @@ def test_the_following_distance_is_kept_along_the_way_it_flies_now_too():
                                 np.array([0.2]))
     # Its law heading on: the same push, and the law's 8 m/s toward the other taken out.
     np.testing.assert_allclose(ahead, [-13.0, 0.0])
+
 
 def test_an_uncertain_vehicle_counts_as_a_disc():
     """Issue 38: after an estimator reset a vehicle may be as far as the jump from its estimate."""
