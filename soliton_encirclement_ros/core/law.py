@@ -271,14 +271,16 @@ def separation_velocity(position, velocity, others_position, others_velocity,
             d_ahead = d_ahead - closing * closing / (2.0 * params.a_safe)
         if params.t_react > 0.0:  # and were the other to stop now: a follower's gap
             react = params.t_react + (0.0 if others_age is None else age)
-            gap, unit_gap = stopping_gap(position, velocity, others_xy, others_velocity, react,
-                                         params)
-            if v_law is not None:  # the way it flies now, or the one its law turns it to
-                gap_law, unit_law = stopping_gap(position, _heading(velocity, v_law), others_xy,
-                                                 others_velocity, react, params)
-                lower = gap_law < gap
-                gap = np.where(lower, gap_law, gap)
-                unit_gap = np.where(lower[..., None], unit_law, unit_gap)
+            own_v = np.asarray(velocity, dtype=float)[..., :2]
+            if v_law is None:
+                gap, unit_gap = stopping_gap(position, own_v, others_xy, others_velocity, react,
+                                             params)
+            else:  # the way it flies now, or the one its law turns it to: one pass over both
+                both, units = stopping_gap(position, np.stack((own_v, _heading(own_v, v_law))),
+                                           others_xy, others_velocity, react, params)
+                lower = both[1] < both[0]
+                gap = np.where(lower, both[1], both[0])
+                unit_gap = np.where(lower[..., None], units[1], units[0])
             gap = gap - margin + (1.0 - CONTINGENCY_SHARE) * reach  # keep the share
             worse = gap < d_ahead
             d_ahead = np.where(worse, gap, d_ahead)
