@@ -220,15 +220,14 @@ def test_the_following_distance_is_kept_along_the_way_it_flies_now_too():
     """
     params = ControllerParams(d_safe=2.0, v_safe=10.0, t_safe=1.0, a_safe=4.0)
     fast = np.array([8.0, 0.0, 0.0])
-    aside = np.array([0.0, 8.0])
-    push = separation_velocity(np.zeros(3), fast, np.array([[2.4, 0.0, 0.0]]),
-                               np.array([fast]), params, aside, np.array([0.2]))
-    np.testing.assert_allclose(push, [-5.0, 0.0])  # its law aside is kept, and it brakes
-    ahead = separation_velocity(np.zeros(3), fast, np.array([[2.4, 0.0, 0.0]]),
-                                np.array([fast]), params, np.array([8.0, 0.0]),
-                                np.array([0.2]))
+
+    def sep(v_law):
+        return separation_velocity(np.zeros(3), fast, np.array([[2.4, 0.0, 0.0]]),
+                                   np.array([fast]), params, np.array(v_law), np.array([0.2]))
+
+    np.testing.assert_allclose(sep([0.0, 8.0]), [-5.0, 0.0])  # its law aside is kept: it brakes
     # Its law heading on: the same push, and the law's 8 m/s toward the other taken out.
-    np.testing.assert_allclose(ahead, [-13.0, 0.0])
+    np.testing.assert_allclose(sep([8.0, 0.0]), [-13.0, 0.0])
 
 
 def test_an_uncertain_vehicle_counts_as_a_disc():
