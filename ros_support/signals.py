@@ -3,10 +3,14 @@ Stop requests from SIGINT/SIGTERM that only set a flag (no rclpy: the ROS-free t
 
 The main loop of a node, ``swarm_sim`` or ``sweep_sim`` notices the flag between steps, so an
 interrupt never surfaces as a traceback in the middle of the work; a second signal while the
-outputs are being written only prints "writing outputs, please wait".
+outputs are being written only prints "writing outputs, please wait". SIGUSR1 prints every
+thread's Python stack to stderr (``faulthandler``, which works while the main thread is blocked
+in C): a parent that waited too long for a process to stop asks for it, so the log says where
+it hung.
 """
 from __future__ import annotations
 
+import faulthandler
 import signal
 import sys
 import threading
@@ -23,6 +27,13 @@ class StopRequest:
     def install(self) -> 'StopRequest':
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self._handle)
+        if hasattr(signal, 'SIGUSR1'):
+            for stream in (sys.stderr, sys.__stderr__):  # one with a file descriptor
+                try:
+                    faulthandler.register(signal.SIGUSR1, file=stream, all_threads=True)
+                    break
+                except (AttributeError, ValueError, OSError):  # None, or captured (pytest)
+                    continue
         return self
 
     def _handle(self, signum, frame) -> None:

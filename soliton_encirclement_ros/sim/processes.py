@@ -228,7 +228,9 @@ def stop_processes(processes: Sequence[tuple[str, subprocess.Popen, Path]],
             break
         if signum != signal.SIGINT:
             failure = failure or (f'{running[0][0]} did not stop on SIGINT within '
-                                  f'{stop_timeout:g} s; log: {running[0][2]}')
+                                  f'{stop_timeout:g} s; log (with its stacks): {running[0][2]}')
+        if signum == signal.SIGTERM:
+            dump_stacks([process for _, process, _ in running])
         for _, process, _ in running:
             process.send_signal(signum)
         start = grace_from = time.monotonic()
@@ -251,6 +253,23 @@ def stop_processes(processes: Sequence[tuple[str, subprocess.Popen, Path]],
             except subprocess.TimeoutExpired:
                 pass
     return failure
+
+
+def dump_stacks(processes: Sequence[subprocess.Popen], settle: float = 1.0) -> None:
+    """
+    Ask each process for its threads' Python stacks in its log (SIGUSR1, see ``StopRequest``).
+
+    Waits up to ``settle`` s for the dumps to be written before the caller signals again.
+    """
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGUSR1)
+    deadline = time.monotonic() + settle
+    for process in processes:
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
 
 
 class ChildFailed(RuntimeError):

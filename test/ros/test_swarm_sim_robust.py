@@ -146,6 +146,7 @@ marker, release = Path(sys.argv[1]), Path(sys.argv[2])
 asked = []
 signal.signal(signal.SIGINT, lambda *a: asked.append(1))
 signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as a node does while it writes
+signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # a node prints its stacks (StopRequest)
 marker.with_suffix('.ready').touch()
 while not asked:
     time.sleep(0.02)
@@ -219,6 +220,36 @@ def test_a_writer_that_stops_touching_its_marker_is_killed(tmp_path):
             process.kill()
     assert process.wait(DEADLINE) == -signal.SIGKILL
     assert failure.startswith('/writer did not stop on SIGINT within 0.5 s')
+
+
+HUNG = """
+import time
+from ros_support.signals import StopRequest
+StopRequest('hung').install()
+print('ready', flush=True)
+while True:
+    time.sleep(3600)  # never looks at the stop request: a node stuck in a call
+"""
+
+
+def test_a_node_that_does_not_stop_leaves_its_stacks_in_its_log(tmp_path):
+    """Before SIGTERM, stop_processes asks the node for its stacks: the log says where it hung."""
+    from soliton_encirclement_ros.sim.processes import stop_processes
+    log = tmp_path / 'hung.log'
+    with open(log, 'w') as handle:
+        process = subprocess.Popen([sys.executable, '-c', HUNG], stdout=handle,
+                                   stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: 'ready' in log.read_text() or process.poll() is not None,
+                   what='the hung process to start')
+        failure = stop_processes([('/hung', process, log)], stop_timeout=0.5, stream=Said())
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.wait(DEADLINE) == -signal.SIGKILL  # it ignored SIGINT and SIGTERM alike
+    assert failure.startswith('/hung did not stop on SIGINT within 0.5 s; log (with its stacks)')
+    text = log.read_text()
+    assert 'most recent call first' in text and 'line 7 in <module>' in text, text
 
 
 def test_writing_marker_is_touched_while_writing_and_removed_after(tmp_path):
