@@ -247,6 +247,16 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     d_safe = np.asarray(params.d_safe if d_safe is None else d_safe, dtype=float)
     if others_position is None or not np.any(d_safe > 0.0):
         return np.zeros(position.shape[:-1] + (2,))
+    if position.ndim == 1 and d_safe.ndim == 0 and 0 < len(others_position) <= FLOAT_ROWS:
+        return _separation_one(position, velocity, others_position, others_velocity, params,
+                               v_law, others_age, others_radius, own_radius, float(d_safe))
+    return _separation_arrays(position, velocity, others_position, others_velocity, params,
+                              v_law, others_age, others_radius, own_radius, d_safe)
+
+
+def _separation_arrays(position, velocity, others_position, others_velocity, params, v_law,
+                       others_age, others_radius, own_radius, d_safe):
+    """:func:`separation_velocity` over arrays (``position`` an array, ``d_safe`` one too)."""
     on = d_safe[..., None] > 0.0          # (..., 1): over the others
     reach = np.where(on, d_safe[..., None], 1.0)
     others_velocity = np.asarray(others_velocity, dtype=float)[..., :2]
@@ -390,6 +400,183 @@ def _take_out(v, unit, share, active):
             toward = np.minimum(np.sum(kept * e, axis=-1), 0.0)
             kept = kept - s[..., j, None] * toward[..., None] * e
     return kept
+
+
+# Up to this many other vehicles, one agent's separation term is computed in Python floats.
+FLOAT_ROWS = 32
+
+
+def _maximum(a: float, b: float) -> float:
+    """``np.maximum`` of two floats (NaN wins; the first of two equal zeros)."""
+    return a if a != a or a >= b else b
+
+
+def _minimum(a: float, b: float) -> float:
+    """``np.minimum`` of two floats (NaN wins; the first of two equal zeros)."""
+    return a if a != a or a <= b else b
+
+
+def _np_clip(x: float, low: float, high: float) -> float:
+    """``np.clip`` of one float (NaN stays NaN; ties and signed zeros as numpy picks them)."""
+    if x != x:
+        return x
+    x = x if x > low else low
+    return x if x < high else high
+
+
+def _hypot(x: float, y: float) -> float:
+    return float(np.hypot(x, y))  # numpy's: math.hypot may differ in the last bit
+
+
+def _offset_one(vx: float, vy: float, lag: float, braking: float) -> tuple[float, float]:
+    """:func:`stopping_offset` of one horizontal velocity, in floats."""
+    vx = vx if math.isfinite(vx) else 0.0
+    vy = vy if math.isfinite(vy) else 0.0
+    speed = _hypot(vx, vy)
+    distance = stopping_distance(speed, lag, braking)
+    if speed > 0.0:
+        return vx / speed * distance, vy / speed * distance
+    return 0.0 * distance, 0.0 * distance
+
+
+def _way_one(wx: float, wy: float, params: ControllerParams) -> tuple:
+    """Return what :func:`_gap_one` takes of a way ``(wx, wy)``: it, its stop offset, braking."""
+    offx, offy = _offset_one(wx, wy, params.t_safe, params.a_safe)
+    speed = _hypot(wx, wy)
+    scale = speed if speed > DENOMINATOR_EPS else 1.0
+    return wx, wy, offx, offy, -wx / scale, -wy / scale
+
+
+def _gap_one(x0, y0, way, ox, oy, restx, resty, react, d):
+    """
+    :func:`stopping_gap` of one way (:func:`_way_one`) to one other vehicle, in floats.
+
+    ``(ox, oy)`` its (carried-forward) position, ``(restx, resty)`` its rest point, ``d`` the
+    distance to it. Returns (gap, unit x, unit y).
+    """
+    wx, wy, offx, offy, bx, by = way
+    px, py = wx * react + offx, wy * react + offy
+    relx, rely = restx - x0, resty - y0
+    length2 = px * px + (0.0 + py * py)  # np.sum of two: a + (0.0 + b)
+    along = (relx * px + (0.0 + rely * py)) / (length2 if length2 > 0.0 else 1.0)
+    along = _np_clip(along, 0.0, 1.0)
+    diffx, diffy = along * px - relx, along * py - rely
+    gap = _hypot(diffx, diffy)
+    awayx, awayy = x0 - ox, y0 - oy
+    if gap > DENOMINATOR_EPS:
+        ux, uy = diffx / gap, diffy / gap
+    else:
+        scale = d if d > DENOMINATOR_EPS else 1.0
+        ux, uy = awayx / scale, awayy / scale
+    ux, uy = ux + bx, uy + by
+    norm = _hypot(ux, uy)
+    if norm > DENOMINATOR_EPS:
+        ux, uy = ux / norm, uy / norm
+    else:
+        ux, uy = bx, by
+    if not awayx * wx + (0.0 + awayy * wy) < 0.0:
+        gap = math.inf
+    return gap, ux, uy
+
+
+def _take_out_one(vx, vy, units, shares, active):
+    """:func:`_take_out` of one agent's ``(vx, vy)``, in floats."""
+    full = [1.0 if s >= 1.0 else 0.0 for s in shares]
+    for pass_shares in [shares] + [full] * (SEPARATION_PASSES - 1):
+        for j in active:
+            ex, ey = units[j]
+            toward = _minimum(vx * ex + (0.0 + vy * ey), 0.0)
+            s = pass_shares[j] * toward
+            vx, vy = vx - s * ex, vy - s * ey
+    return vx, vy
+
+
+def _separation_one(position, velocity, others_position, others_velocity, params, v_law,
+                    others_age, others_radius, own_radius, d_safe):
+    """
+    :func:`separation_velocity` of one agent (``d_safe`` > 0) in Python floats.
+
+    The same operations in the same order as the array path (the same bits, NaN rows and
+    signed zeros included; ``test_separation_in_floats_is_the_array_paths``), at a fraction of
+    its cost on the few vehicles a tick usually has within reach.
+    """
+    p = params
+    x0, y0 = float(position[0]), float(position[1])
+    vx0, vy0 = float(velocity[0]), float(velocity[1])
+    others = np.asarray(others_position, dtype=float)[:, :2].tolist()
+    others_v = np.asarray(others_velocity, dtype=float)[:, :2].tolist()
+    m = len(others)
+    ages = ([None] * m if others_age is None
+            else np.broadcast_to(np.asarray(others_age, dtype=float), (m,)).tolist())
+    if others_radius is None:
+        margins = [0.0] * m
+    else:
+        radius = np.nan_to_num(np.broadcast_to(np.asarray(others_radius, dtype=float), (m,)))
+        margins = (radius + float(own_radius)).tolist()
+    own_way = heading = None
+    if p.t_react > 0.0:
+        own_way = _way_one(vx0, vy0, p)
+    if v_law is not None and p.t_react > 0.0:
+        law = np.asarray(v_law, dtype=float)[:2].tolist()
+        speed, commanded = _hypot(vx0, vy0), _hypot(law[0], law[1])
+        if commanded > DENOMINATOR_EPS:
+            ratio = speed / commanded
+            heading = _way_one(law[0] * ratio, law[1] * ratio, p)
+        else:
+            heading = own_way
+    reach = d_safe
+    keep = (1.0 - CONTINGENCY_SHARE) * reach
+    units, weights, closings, near_rows = [], [], [], []
+    for (ox, oy), (ovx, ovy), age, margin in zip(others, others_v, ages, margins):
+        if age is not None:
+            age = _np_clip(age, 0.0, p.t_safe)
+            ox, oy = ox + ovx * age, oy + ovy * age
+        awayx, awayy = x0 - ox, y0 - oy
+        relx, rely = vx0 - ovx, vy0 - ovy
+        d = _hypot(awayx, awayy)
+        apart = d > DENOMINATOR_EPS
+        if apart:
+            ux, uy = awayx / d, awayy / d
+        else:
+            ux = uy = 0.0
+        closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
+        closing = closing if math.isfinite(closing) else 0.0
+        d_ahead = d - margin - p.t_safe * closing
+        if p.a_safe > 0.0:
+            d_ahead = d_ahead - closing * closing / (2.0 * p.a_safe)
+        if p.t_react > 0.0:
+            react = p.t_react + (0.0 if age is None else age)
+            offx, offy = _offset_one(ovx, ovy, p.t_safe, p.a_safe)
+            restx, resty = ox + offx, oy + offy
+            gap, gx, gy = _gap_one(x0, y0, own_way, ox, oy, restx, resty, react, d)
+            if heading is not None:
+                gap_law, lx, ly = _gap_one(x0, y0, heading, ox, oy, restx, resty, react, d)
+                if gap_law < gap:
+                    gap, gx, gy = gap_law, lx, ly
+            gap = gap - margin + keep
+            if gap < d_ahead:
+                d_ahead, ux, uy = gap, gx, gy
+                closing = _maximum(closing, 1.0)
+                apart = apart or gap > DENOMINATOR_EPS
+        near = apart and d_ahead < reach
+        weight = p.v_safe * _minimum(1.0, 1.0 - d_ahead / reach) if near else 0.0
+        units.append((ux, uy))
+        weights.append(weight)
+        closings.append(closing)
+        if near:
+            near_rows.append(len(units) - 1)
+    push = np.sum(np.array(units) * np.array(weights)[:, None], axis=-2).tolist()
+    norm = _hypot(push[0], push[1])
+    scale = p.v_safe / (norm if norm > 0.0 else 1.0) if norm > p.v_safe else 1.0
+    px, py = push[0] * scale, push[1] * scale
+    if v_law is None:
+        return np.array((px, py))
+    lawx, lawy = (float(v) for v in np.asarray(v_law, dtype=float)[:2])
+    yields = [_minimum(1.0, SEPARATION_YIELD * w / p.v_safe) for w in weights]
+    closing_yields = [y if c > 0.0 else 0.0 for y, c in zip(yields, closings)]
+    px, py = _take_out_one(px, py, units, closing_yields, near_rows)
+    kx, ky = _take_out_one(lawx, lawy, units, yields, near_rows)
+    return np.array(((px + kx) - lawx, (py + ky) - lawy))
 
 
 def silent_obstacles(live, silent, position, velocity, age, presence=None,

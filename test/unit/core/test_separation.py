@@ -265,3 +265,51 @@ def test_a_neighbour_broadcasting_uncertainty_is_kept_clear_of_by_the_controller
 
     # 3 m away: outside d_safe as a point, well inside it as a 2.5 m disc
     assert command(2.5)[1] < command(0.0)[1] - 1.0
+
+
+def test_separation_in_floats_is_the_array_paths():
+    """
+    One agent's separation term in Python floats returns the array path's bits.
+
+    Random states around the agent, with what the ticks bring: coincident vehicles, NaN rows
+    (not heard), vehicles at rest, signed zeros, ages outside [0, t_safe], discs (NaN radii
+    among them), a law command or none, and the settings that switch parts of the term off.
+    Bytes are compared, so a zero's sign counts too.
+    """
+    from soliton_encirclement_ros.core import law
+    rng = np.random.default_rng(5)
+
+    def pick(*options):
+        return options[rng.integers(len(options))]
+
+    pushed = 0
+    for _ in range(3000):
+        params = ControllerParams(d_safe=2.0, t_safe=pick(1.0, 0.0, 0.4),
+                                  a_safe=pick(4.0, 0.0, 2.5), t_react=pick(0.3, 0.0, 0.5),
+                                  v_safe=pick(10.0, 2.0, 0.5))
+        m = int(rng.integers(1, law.FLOAT_ROWS + 1))
+        position = rng.normal(size=3) * pick(0.0, 1.0)
+        velocity = rng.normal(size=3) * pick(0.0, 1.0, 8.0)
+        others = position + rng.normal(size=(m, 3)) * pick(0.5, 2.0, 5.0)
+        others_v = rng.normal(size=(m, 3)) * pick(0.0, 1.0, 8.0)
+        if rng.random() < 0.2:
+            others[rng.integers(m)] = position
+        if rng.random() < 0.2:
+            others[rng.integers(m)] = np.nan
+        if rng.random() < 0.1:
+            others_v[rng.integers(m)] = np.nan
+        if rng.random() < 0.3:
+            others_v = -others_v * 0.0
+        age = pick(None, rng.uniform(-0.1, 1.5, m), np.zeros(m))
+        radius = pick(None, rng.uniform(0.0, 1.0, m),
+                      np.where(rng.random(m) < 0.5, np.nan, 0.3))
+        v_law = pick(None, rng.normal(size=2) * 6.0, np.zeros(2), -velocity[:2] * 0.0)
+        d_safe = pick(2.0, 0.63)
+        own_radius = pick(0.0, 0.4)
+        arrays = law._separation_arrays(position, velocity, others, others_v, params, v_law,
+                                        age, radius, own_radius, np.asarray(d_safe))
+        floats = separation_velocity(position, velocity, others, others_v, params, v_law, age,
+                                     radius, own_radius, d_safe)  # the float path
+        assert floats.tobytes() == arrays.tobytes(), (arrays, floats)
+        pushed += bool(np.any(arrays != 0.0))
+    assert pushed > 1500  # most cases push: the term's branches are taken
