@@ -506,8 +506,10 @@ def _separation_one(position, velocity, others_position, others_velocity, params
     others = np.asarray(others_position, dtype=float)[:, :2].tolist()
     others_v = np.asarray(others_velocity, dtype=float)[:, :2].tolist()
     m = len(others)
-    ages = ([None] * m if others_age is None
-            else np.broadcast_to(np.asarray(others_age, dtype=float), (m,)).tolist())
+    ages = [None] * m
+    if others_age is not None:
+        ages = np.asarray(others_age, dtype=float)
+        ages = ages.tolist() if ages.shape == (m,) else np.broadcast_to(ages, (m,)).tolist()
     if others_radius is None:
         margins = [0.0] * m
     else:
@@ -528,6 +530,11 @@ def _separation_one(position, velocity, others_position, others_velocity, params
     keep = (1.0 - CONTINGENCY_SHARE) * reach
     units, weights, closings, near_rows = [], [], [], []
     for (ox, oy), (ovx, ovy), age, margin in zip(others, others_v, ages, margins):
+        if ox != ox or oy != oy:  # a NaN row (none there): what the array path makes of it
+            units.append((0.0, 0.0))
+            weights.append(0.0)
+            closings.append(0.0)
+            continue
         if age is not None:
             age = _np_clip(age, 0.0, p.t_safe)
             ox, oy = ox + ovx * age, oy + ovy * age
