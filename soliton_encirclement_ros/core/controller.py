@@ -25,6 +25,7 @@ from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from soliton_encirclement_ros.core import floats
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
@@ -618,7 +619,7 @@ def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
 def _maximum(a, b):
     """``np.maximum`` (NaN wins), in Python floats when both are floats: the same value."""
     if isinstance(a, float) and isinstance(b, float):
-        return a if a != a or a >= b else b
+        return floats.maximum(a, b)
     return np.maximum(a, b)
 
 

@@ -13,6 +13,8 @@ from typing import Any, NamedTuple, Optional
 
 import numpy as np
 
+from soliton_encirclement_ros.core.floats import (
+    clip as _clip, hypot as _hypot, maximum as _maximum, minimum as _minimum)
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame, R_EPS
 from soliton_encirclement_ros.core.neighbours import gap_to_pred, gap_to_succ, NO_NEIGHBOUR
@@ -406,28 +408,6 @@ def _take_out(v, unit, share, active):
 FLOAT_ROWS = 32
 
 
-def _maximum(a: float, b: float) -> float:
-    """``np.maximum`` of two floats (NaN wins; the first of two equal zeros)."""
-    return a if a != a or a >= b else b
-
-
-def _minimum(a: float, b: float) -> float:
-    """``np.minimum`` of two floats (NaN wins; the first of two equal zeros)."""
-    return a if a != a or a <= b else b
-
-
-def _np_clip(x: float, low: float, high: float) -> float:
-    """``np.clip`` of one float (NaN stays NaN; ties and signed zeros as numpy picks them)."""
-    if x != x:
-        return x
-    x = x if x > low else low
-    return x if x < high else high
-
-
-def _hypot(x: float, y: float) -> float:
-    return float(np.hypot(x, y))  # numpy's: math.hypot may differ in the last bit
-
-
 def _offset_one(vx: float, vy: float, lag: float, braking: float) -> tuple[float, float]:
     """:func:`stopping_offset` of one horizontal velocity, in floats."""
     vx = vx if math.isfinite(vx) else 0.0
@@ -459,7 +439,7 @@ def _gap_one(x0, y0, way, ox, oy, restx, resty, react, d):
     relx, rely = restx - x0, resty - y0
     length2 = px * px + (0.0 + py * py)  # np.sum of two: a + (0.0 + b)
     along = (relx * px + (0.0 + rely * py)) / (length2 if length2 > 0.0 else 1.0)
-    along = _np_clip(along, 0.0, 1.0)
+    along = _clip(along, 0.0, 1.0)
     diffx, diffy = along * px - relx, along * py - rely
     gap = _hypot(diffx, diffy)
     awayx, awayy = x0 - ox, y0 - oy
@@ -536,7 +516,7 @@ def _separation_one(position, velocity, others_position, others_velocity, params
             closings.append(0.0)
             continue
         if age is not None:
-            age = _np_clip(age, 0.0, p.t_safe)
+            age = _clip(age, 0.0, p.t_safe)
             ox, oy = ox + ovx * age, oy + ovy * age
         awayx, awayy = x0 - ox, y0 - oy
         relx, rely = vx0 - ovx, vy0 - ovy
@@ -872,12 +852,6 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     limit = p.max_speed_xy / (norm if norm > 1e-300 else 1e-300)
     scale = limit if limit < 1.0 else 1.0
     return u_new, u_ss, (x * scale, y * scale, _clip(vz, -p.max_speed_z, p.max_speed_z))
-
-
-def _clip(x, low, high):
-    """``np.clip`` of one float (the same choice on ties and signed zeros)."""
-    x = x if x > low else low
-    return x if x < high else high
 
 
 def _angular_rate_one(view, tx, ty, tvx, tvy):
