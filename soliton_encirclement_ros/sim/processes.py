@@ -230,7 +230,7 @@ def stop_processes(processes: Sequence[tuple[str, subprocess.Popen, Path]],
             failure = failure or (f'{running[0][0]} did not stop on SIGINT within '
                                   f'{stop_timeout:g} s; log (with its stacks): {running[0][2]}')
         if signum == signal.SIGTERM:
-            dump_stacks([process for _, process, _ in running])
+            dump_stacks([(process, log) for _, process, log in running])
         for _, process, _ in running:
             process.send_signal(signum)
         start = grace_from = time.monotonic()
@@ -255,21 +255,33 @@ def stop_processes(processes: Sequence[tuple[str, subprocess.Popen, Path]],
     return failure
 
 
-def dump_stacks(processes: Sequence[subprocess.Popen], settle: float = 1.0) -> None:
+def dump_stacks(processes: Sequence[tuple[subprocess.Popen, Path]],
+                settle: float = 1.0) -> None:
     """
-    Ask each process for its threads' Python stacks in its log (SIGUSR1, see ``StopRequest``).
+    Ask each ``(process, log)`` for its threads' Python stacks (SIGUSR1, see ``StopRequest``).
 
-    Waits up to ``settle`` s for the dumps to be written before the caller signals again.
+    Returns once every log has grown (the dump is written) or its process has exited, or after
+    ``settle`` s, before the caller signals again.
     """
-    for process in processes:
+    sizes = {}
+    for process, log in processes:
         if process.poll() is None:
+            sizes[log] = _size(log)
             process.send_signal(signal.SIGUSR1)
     deadline = time.monotonic() + settle
-    for process in processes:
-        try:
-            process.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            pass
+    waiting = [(process, log) for process, log in processes if log in sizes]
+    while waiting and time.monotonic() < deadline:
+        waiting = [(process, log) for process, log in waiting
+                   if process.poll() is None and _size(log) <= sizes[log]]
+        if waiting:
+            time.sleep(0.02)  # polling the logs, bounded by the deadline
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 class ChildFailed(RuntimeError):
