@@ -495,11 +495,11 @@ def _separation_one(position, velocity, others_position, others_velocity, params
     else:
         radius = np.nan_to_num(np.broadcast_to(np.asarray(others_radius, dtype=float), (m,)))
         margins = (radius + float(own_radius)).tolist()
+    law = None if v_law is None else np.asarray(v_law, dtype=float)[:2].tolist()
     own_way = heading = None
     if p.t_react > 0.0:
         own_way = _way_one(vx0, vy0, p)
-    if v_law is not None and p.t_react > 0.0:
-        law = np.asarray(v_law, dtype=float)[:2].tolist()
+    if law is not None and p.t_react > 0.0:
         speed, commanded = _hypot(vx0, vy0), _hypot(law[0], law[1])
         if commanded > DENOMINATOR_EPS:
             ratio = speed / commanded
@@ -556,9 +556,9 @@ def _separation_one(position, velocity, others_position, others_velocity, params
     norm = _hypot(push[0], push[1])
     scale = p.v_safe / (norm if norm > 0.0 else 1.0) if norm > p.v_safe else 1.0
     px, py = push[0] * scale, push[1] * scale
-    if v_law is None:
+    if law is None:
         return np.array((px, py))
-    lawx, lawy = (float(v) for v in np.asarray(v_law, dtype=float)[:2])
+    lawx, lawy = law
     yields = [_minimum(1.0, SEPARATION_YIELD * w / p.v_safe) for w in weights]
     closing_yields = [y if c > 0.0 else 0.0 for y, c in zip(yields, closings)]
     px, py = _take_out_one(px, py, units, closing_yields, near_rows)
@@ -778,7 +778,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         lx = tvx + (sx if math.isfinite(sx) else 0.0)
         ly = tvy + (sy if math.isfinite(sy) else 0.0)
     rx, ry = px - tx, py - ty                                           # polar_frame
-    r = float(np.hypot(rx, ry))
+    r = _hypot(rx, ry)
     if r >= R_EPS:
         erx, ery = rx / r, ry / r
     else:
@@ -848,7 +848,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     x, y = x + sep_x, y + sep_y
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
         x, y = lx, ly
-    norm = float(np.hypot(x, y))                                        # saturate
+    norm = _hypot(x, y)                                                 # saturate
     limit = p.max_speed_xy / (norm if norm > 1e-300 else 1e-300)
     scale = limit if limit < 1.0 else 1.0
     return u_new, u_ss, (x * scale, y * scale, _clip(vz, -p.max_speed_z, p.max_speed_z))
