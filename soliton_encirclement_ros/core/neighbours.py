@@ -174,18 +174,33 @@ def _with_hysteresis_one(theta_self, own_id, cand_pred, cand_succ, cur_pred, cur
     return pred, succ
 
 
+# Up to this many others ring_choice runs select_neighbours_one in Python, which costs less
+# than its numpy passes there (3.6 against 17.5 µs with 9 others, 12.8 against 19.5 with 63).
+FLOAT_RING = 64
+
+
 def ring_choice(theta_self: float, own_id: int, ids: np.ndarray, thetas: np.ndarray,
                 cur_pred, cur_succ, hysteresis: float) -> tuple[int, int]:
     """
     :func:`select_neighbours_one` over arrays: (pred, succ) as columns of ``ids``, -1 if none.
 
-    ``ids`` (int64) and ``thetas`` (finite floats) the other live agents, ``cur_pred`` and
-    ``cur_succ`` the current neighbours' ids or None. The candidates are found in one numpy
-    pass; only they and the current neighbours become Python numbers. The same choice as
-    :func:`select_neighbours_one`.
+    ``ids`` (unique int64) and ``thetas`` (finite floats) the other live agents, ``cur_pred``
+    and ``cur_succ`` the current neighbours' ids or None. Up to :data:`FLOAT_RING` others it is
+    :func:`select_neighbours_one` itself; above, the candidates are found in one numpy pass and
+    only they and the current neighbours become Python numbers: the same choice.
     """
     if ids.size == 0:
         return NO_NEIGHBOUR, NO_NEIGHBOUR
+    if ids.size <= FLOAT_RING:
+        listed = ids.tolist()
+        pred, succ = select_neighbours_one(theta_self, own_id, listed, thetas.tolist(),
+                                           cur_pred, cur_succ, hysteresis)
+        return listed.index(pred), listed.index(succ)
+    return _ring_choice_arrays(theta_self, own_id, ids, thetas, cur_pred, cur_succ, hysteresis)
+
+
+def _ring_choice_arrays(theta_self, own_id, ids, thetas, cur_pred, cur_succ, hysteresis):
+    """:func:`ring_choice` with the candidates found over arrays (many others)."""
     after = (thetas > theta_self) | ((thetas == theta_self) & (ids > own_id))
     later = np.flatnonzero(after)
     earlier = np.flatnonzero(~after)

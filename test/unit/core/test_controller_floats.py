@@ -17,7 +17,9 @@ from soliton_encirclement_ros.core import controller
 from soliton_encirclement_ros.core.controller import (
     AgentBroadcast, control_step, ControllerState, seconds_to_ns, TargetBroadcast)
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.neighbours import select_neighbours, select_neighbours_one
+from soliton_encirclement_ros.core import neighbours
+from soliton_encirclement_ros.core.neighbours import (
+    ring_choice, select_neighbours, select_neighbours_one)
 
 PARAMS = [  # without d_safe (test_receive_arrays checks the float path with it)
     ControllerParams(d_safe=0.0),
@@ -118,3 +120,19 @@ def test_one_row_selection_matches_the_array_selection():
         assert select_neighbours_one(theta_self, own_id, ids, thetas, cur_pred, cur_succ,
                                      hysteresis) == want
     assert select_neighbours_one(1.0, 3, [], [], 2, None, 0.05) == (None, None)
+
+
+def test_ring_choice_in_python_is_its_array_pass():
+    rng = np.random.default_rng(11)
+    for _ in range(2000):
+        k = int(rng.integers(1, 12)) if rng.random() < 0.8 else int(rng.integers(12, 90))
+        ids = rng.permutation(200)[:k].astype(np.int64)
+        own_id = int(rng.choice([200, int(rng.integers(0, 200))]))
+        thetas = (rng.choice([0.0, 1.0, 3.0, 6.0], size=k) if rng.random() < 0.5
+                  else rng.uniform(0, 2 * math.pi, size=k))
+        theta_self = float(rng.choice([*thetas.tolist(), float(rng.uniform(0, 2 * math.pi))]))
+        options = [*ids.tolist(), None, 999]
+        cur_pred, cur_succ = (options[rng.integers(0, len(options))] for _ in range(2))
+        hysteresis = float(rng.choice([0.0, 0.05, 1.0]))
+        args = (theta_self, own_id, ids, thetas, cur_pred, cur_succ, hysteresis)
+        assert ring_choice(*args) == neighbours._ring_choice_arrays(*args)
