@@ -66,6 +66,9 @@ def parse_link_text(text: str) -> dict[str, float]:
 
 
 _SUMS = ('heard', 'lost', 'restarts', 'age_sum')
+# Calls to LinkMonitor.record kept before they are taken in (an agent's figures take them in
+# every second: 100 control ticks at 0.01 s).
+PENDING_RECORDS = 128
 
 
 class LinkMonitor:
@@ -88,12 +91,13 @@ class LinkMonitor:
         self._senders = np.empty(0, dtype=np.int64)
         self._known = np.empty(0, dtype=np.int64)       # the senders sorted ...
         self._known_slot = np.empty(0, dtype=np.int64)  # ... and their slots
-        self._last_slots = None  # (senders, their slots, whether unique) of the last record
+        self._last_slots = None  # (senders, their slots) of the last record
         self._last_seq = np.empty(0, dtype=np.int64)
         self._last_inc = np.empty(0, dtype=np.int64)
         self._last_heard = np.empty(0)
         self._open = self._new_period(0)
         self._closed: list[tuple[float, dict]] = []  # (end time, period) oldest first
+        self._pending: list[tuple] = []  # recorded states not yet taken in (per call)
 
     @staticmethod
     def _new_period(size: int) -> dict:
@@ -108,7 +112,7 @@ class LinkMonitor:
         if last is not None and last[0].shape == ids.shape and (last[0] == ids).all():
             return last[1]  # the senders of the last call, in the same order (the usual case)
         slots = self._find_slots(ids)
-        self._last_slots = (ids.copy(), slots, slots.size < 2 or np.bincount(slots).max() == 1)
+        self._last_slots = (ids.copy(), slots)
         return slots
 
     def _find_slots(self, ids: np.ndarray) -> np.ndarray:
@@ -138,6 +142,7 @@ class LinkMonitor:
         The next state of each sender starts a new run, so what was sent while this receiver
         was deaf counts neither as lost nor as a restart.
         """
+        self._take_in()
         self._last_seq[:] = -1
 
     def record(self, sender, incarnation, seq, stamp, raw, arrival=None) -> None:
@@ -147,27 +152,35 @@ class LinkMonitor:
         ``raw`` is when each reached this receiver and ``arrival`` when a tick could use it
         (``raw`` plus an emulated delay; default ``raw``). A ``seq`` below 0 marks a state that
         was not taken in (a rejected stamp): it counts for the offset only.
+
+        The states wait in a list until :meth:`figures` (or :meth:`deaf`, or
+        :data:`PENDING_RECORDS` calls) takes them all in with one pass over arrays: a control
+        tick's call costs an append, and the figures are those of taking each call in at once.
         """
         slot = self._slots(np.atleast_1d(sender))
-        unique = self._last_slots[2]
         incarnation, seq, stamp, raw = (a if type(a) is np.ndarray and a.ndim == 1
                                         else np.atleast_1d(np.asarray(a)) for a in
                                         (incarnation, seq, stamp, raw))
         arrival = raw if arrival is None else np.atleast_1d(np.asarray(arrival, dtype=float))
+        self._pending.append((slot, incarnation, seq, stamp, raw, arrival))
+        if len(self._pending) >= PENDING_RECORDS:
+            self._take_in()
+
+    def _take_in(self) -> None:
+        """Take the pending states into the open period, in the order they were recorded."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        slot, incarnation, seq, stamp, raw, arrival = (
+            pending[0] if len(pending) == 1 else
+            (np.concatenate(column) for column in zip(*pending)))
         period = self._open
-        lag = raw - stamp
-        if unique:  # one state per sender (the usual case): plain indexing does what .at does
-            period['lag_min'][slot] = np.minimum(period['lag_min'][slot], lag)
-        else:
-            np.minimum.at(period['lag_min'], slot, lag)
+        np.minimum.at(period['lag_min'], slot, raw - stamp)
         taken = seq >= 0
         if not taken.all():
             slot, incarnation, seq, stamp, arrival = (
                 a[taken] for a in (slot, incarnation, seq, stamp, arrival))
         if slot.size == 0:
-            return
-        if unique:
-            self._record_unique(period, slot, incarnation, seq, arrival - stamp, arrival)
             return
         order = np.argsort(slot, kind='stable')  # by sender, arrival order within
         slot, incarnation, seq, stamp, arrival = (
@@ -183,7 +196,7 @@ class LinkMonitor:
         np.add.at(period['restarts'], slot, heard_before & ~same)
         np.add.at(period['heard'], slot, 1)
         age = arrival - stamp
-        np.add.at(period['age_sum'], slot, age)
+        np.add.at(period['age_sum'], slot, age)  # one by one, in order: the sums of each call
         np.maximum.at(period['age_max'], slot, age)
         last = np.ones(slot.size, dtype=bool)
         last[:-1] = slot[1:] != slot[:-1]
@@ -191,23 +204,9 @@ class LinkMonitor:
         self._last_inc[slot[last]] = incarnation[last]
         self._last_heard[slot[last]] = arrival[last]
 
-    def _record_unique(self, period, slot, incarnation, seq, age, arrival) -> None:
-        """:meth:`record` of taken states whose senders (``slot``) are all different."""
-        prev_seq = self._last_seq[slot]
-        heard_before = prev_seq >= 0
-        same = heard_before & (incarnation == self._last_inc[slot])
-        step = seq - prev_seq
-        period['lost'][slot] += np.where(same & (step > 1), step - 1, 0)
-        period['restarts'][slot] += heard_before & ~same
-        period['heard'][slot] += 1
-        period['age_sum'][slot] += age
-        period['age_max'][slot] = np.maximum(period['age_max'][slot], age)
-        self._last_seq[slot] = seq
-        self._last_inc[slot] = incarnation
-        self._last_heard[slot] = arrival
-
     def figures(self, now: float) -> dict[int, LinkFigures]:
         """Close the period at ``now``; return each sender's figures over the window, by id."""
+        self._take_in()
         self._closed.append((float(now), self._open))
         self._open = self._new_period(self._senders.size)
         self._closed = [(end, p) for end, p in self._closed if end > now - self.window]

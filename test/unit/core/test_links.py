@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+from soliton_encirclement_ros.core import links as links_module
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.links import (
     _column_medians, LinkMonitor, offset_warning, parse_link_text)
@@ -43,6 +44,40 @@ def test_batches_in_one_call_give_the_same_figures_as_one_at_a_time():
     assert expected_lost > 50
     assert sum(f.lost for f in batch.figures(4.0).values()) == expected_lost
     assert sum(f.heard for f in batch.figures(4.0).values()) == 400
+
+
+def test_states_kept_for_later_give_the_figures_of_taking_each_call_in_at_once(monkeypatch):
+    # An agent's ticks: its records wait until the figures (or deaf) take them in together.
+    rng = np.random.default_rng(8)
+
+    def run(pending):
+        monkeypatch.setattr(links_module, 'PENDING_RECORDS', pending)
+        links, seq, out = LinkMonitor(window=3.0), {}, []
+        for tick in range(1, 700):
+            now = tick * 0.01
+            senders = rng.permutation(9)[:int(rng.integers(1, 9))] + 1
+            count = senders.size
+            incarnation = np.where(rng.random(count) < 0.02, 7, 1).astype(np.int64)
+            for s in senders.tolist():
+                seq[s] = seq.get(s, -1) + 1 + int(rng.random() < 0.1)
+            seqs = np.array([seq[s] for s in senders.tolist()], dtype=np.int64)
+            seqs[rng.random(count) < 0.03] = -1  # rejected stamps: the offset only
+            stamp = now - 0.01 + 0.001 * rng.random(count)
+            raw = np.full(count, now - 0.01)
+            links.record(senders, incarnation, seqs, stamp, raw, raw + 0.002)
+            if tick % 97 == 0:
+                links.deaf()
+            if tick % 100 == 0:
+                out.append(links.figures(now))
+        return out
+
+    state = rng.bit_generator.state
+    every_call = run(1)
+    rng.bit_generator.state = state
+    later = run(links_module.PENDING_RECORDS)
+    assert later == every_call
+    assert sum(f.lost for f in later[-1].values()) > 0
+    assert sum(f.restarts for f in later[-1].values()) > 0
 
 
 def test_offset_is_the_senders_clock_minus_this_one_despite_late_outliers():
