@@ -13,11 +13,10 @@ import math
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.core import controller
+from soliton_encirclement_ros.core import controller, neighbours
 from soliton_encirclement_ros.core.controller import (
     AgentBroadcast, control_step, ControllerState, seconds_to_ns, TargetBroadcast)
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core import neighbours
 from soliton_encirclement_ros.core.neighbours import (
     ring_choice, select_neighbours, select_neighbours_one)
 
