@@ -66,9 +66,9 @@ def parse_link_text(text: str) -> dict[str, float]:
 
 
 _SUMS = ('heard', 'lost', 'restarts', 'age_sum')
-# Calls to LinkMonitor.record kept before they are taken in (an agent's figures take them in
-# every second: 100 control ticks at 0.01 s).
-PENDING_RECORDS = 128
+# Calls to LinkMonitor.record kept before they are taken in together: few, for the memory (at
+# N = 100 each holds five arrays of 99 states per agent), enough to cost little per call.
+PENDING_RECORDS = 16
 
 
 class LinkMonitor:
