@@ -278,8 +278,14 @@ class NeighbourTable(Mapping):
         if query is not None and query[0].shape == ids.shape and (query[0] == ids).all():
             return query[1]  # the ids of the last query, in the same order (the usual case)
         rows = self._rows_of(ids)
-        self._query = (ids.copy(), rows)
+        self._query = (ids.copy(), rows,
+                       rows.size == len(self) and bool((rows == np.arange(rows.size)).all()))
         return rows
+
+    def all_rows(self, rows: np.ndarray) -> bool:
+        """Whether ``rows`` (from :meth:`rows_of`) are every row of the table, in order."""
+        query = self._query
+        return query is not None and query[1] is rows and query[2]
 
     def _rows_of(self, ids) -> np.ndarray:
         if self._lookup is None:
@@ -473,6 +479,8 @@ def _merge_unique(table: NeighbourTable, ints: np.ndarray, floats: np.ndarray, r
             return table
         if not take.all():
             rows, ints, floats, rx = rows[take], ints[take], floats[take], rx[take]
+        elif table.all_rows(rows):  # every sender again, in table order (the usual tick)
+            return NeighbourTable(ints, floats, rx, same_ids=table)
         out_ints, out_floats, out_rx = table.ints.copy(), table.floats.copy(), table.rx.copy()
         out_ints[rows] = ints
         out_floats[rows] = floats
@@ -563,9 +571,12 @@ def live_neighbours(state: ControllerState, now: float,
     return {int(table.ints[k, _ID]): _broadcast(table.ints[k], table.floats[k]) for k in rows}
 
 
-def _live(table: NeighbourTable, now: float, params: ControllerParams) -> np.ndarray:
-    """Return which rows of ``table`` are live ring members at ``now``."""
-    return (table.floats[:, _MEMBER] == 1.0) & is_fresh(table.rx, now, params.agent_timeout)
+def _live(table: NeighbourTable, now: float, params: ControllerParams,
+          age: Optional[np.ndarray] = None) -> np.ndarray:
+    """Return which rows of ``table`` are live ring members at ``now`` (rows' ``age`` if known)."""
+    if age is None:
+        age = known_age(table.rx, now)
+    return (table.floats[:, _MEMBER] == 1.0) & (age <= params.agent_timeout)
 
 
 def _view(table: NeighbourTable, row: int, theta: float) -> NeighbourView:
@@ -734,11 +745,12 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     position = _vector3('own_position', own_position)
     velocity = _vector3('own_velocity', own_velocity)
     table = state.neighbours
+    age = known_age(table.rx, now)  # of each row: its freshness for pruning and the ring
     if params.prune_expired and len(table):
         keep = max(params.agent_timeout, params.obstacle_memory)  # silent ones for d_safe
-        fresh = is_fresh(table.rx, now, keep)
+        fresh = age <= keep
         if not fresh.all():
-            table = table.take(fresh)
+            table, age = table.take(fresh), age[fresh]
     seq = state.seq + 1
     started = now if state.started is None else state.started
     if state.target is None or not is_fresh(state.target[1], now, params.target_liveness):
@@ -748,7 +760,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
                                    started=started), cmd
 
     target = state.target[0]
-    live = np.flatnonzero(_live(table, now, params))
+    live = np.flatnonzero(_live(table, now, params, age))
     floats = table.floats[live]
     angles = target_angle(np.concatenate((position[None], floats[:, _POS])),
                           target.position)  # one call: the same bits as one call each

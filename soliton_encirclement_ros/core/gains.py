@@ -184,7 +184,7 @@ class ControllerParams:
         replaces a neighbour one gap further. ``ring_size`` below 2 gives ``hysteresis``.
         Scalars (a float) or arrays (one value per agent).
         """
-        if np.ndim(ring_size) == 0:
+        if type(ring_size) is int or np.ndim(ring_size) == 0:
             if ring_size < 2:
                 return self.hysteresis
             return min(self.hysteresis, HYSTERESIS_SHARE * 2.0 * math.pi / float(ring_size))
