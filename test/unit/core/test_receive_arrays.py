@@ -54,6 +54,31 @@ def test_one_pass_caches_what_one_message_at_a_time_does():
         assert list(batched.neighbours) == list(single.neighbours)  # the order first heard
 
 
+def test_every_sender_again_in_table_order_caches_what_one_at_a_time_does(monkeypatch):
+    # The usual tick: the same senders, in the order first heard; the batch becomes the table.
+    taken_whole = []
+    all_rows = NeighbourTable.all_rows
+    monkeypatch.setattr(NeighbourTable, 'all_rows',
+                        lambda table, rows: taken_whole.append(all_rows(table, rows))
+                        or taken_whole[-1])
+    rng = np.random.default_rng(6)
+    batched = single = initial_state(3)
+    for tick in range(200):
+        now = tick * 0.01
+        senders = [5, 1, 7, 3, 0] if rng.random() < 0.9 else [1, 5, 7, 3, 0]
+        heard = [AgentBroadcast(i, tick - int(rng.random() < 0.03), seconds_to_ns(now),
+                                rng.normal(size=3), rng.normal(size=3), 0.1) for i in senders]
+        before = _cache(batched)
+        table = batched.neighbours
+        for msg in heard:
+            single = receive_agent_state(single, msg, now, P)
+        batched = receive_states(batched, [(AgentStates.of(heard), now)], P)
+        assert _cache(batched) == _cache(single)
+        assert list(batched.neighbours) == list(single.neighbours)
+        assert {i: (_key(m), rx) for i, (m, rx) in table.items()} == before  # never mutated
+    assert taken_whole.count(True) > 100
+
+
 def test_a_plain_mapping_becomes_a_table_and_reads_back():
     msg = AgentBroadcast(2, 5, 10, [1.0, 2.0, 3.0], [0.0, 0.0, 1.0], 0.5, 0.1, 7, False, 0.2)
     state = ControllerState(agent_id=1, neighbours={2: (msg, 0.25)})
