@@ -29,8 +29,9 @@ from soliton_encirclement_ros.core import floats
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    CONTINGENCY_SHARE, encirclement_step, encirclement_step_one, fallback_command,
-    MISSING_NEIGHBOUR, NeighbourView, silent_obstacles, stopping_distance)
+    CONTINGENCY_SHARE, encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS,
+    FloatRows, MISSING_NEIGHBOUR, NeighbourView, offset_one, silent_obstacles,
+    stopping_distance)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
@@ -712,7 +713,13 @@ def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: Cont
     Those heard within ``agent_timeout`` count where they are; those silent since count at
     rest where last heard, for ``d_safe_memory``; a presence also where it will come to rest.
     A vehicle (this one included) that broadcasts an ``uncertainty`` counts as a disc.
+
+    Each row gives two columns (the vehicle, and its rest point or NaN). Up to
+    :data:`FLOAT_ROWS` columns, which the separation term takes in Python floats, the inputs
+    are lists (:func:`_obstacles_floats`); above, arrays.
     """
+    if 2 * rows.size <= FLOAT_ROWS:
+        return _obstacles_floats(table, rows, now, params, own_uncertainty)
     floats = table.floats[rows]
     radius = floats[:, _UNC]
     uncertain = own_uncertainty > 0.0 or bool(np.any(radius > 0.0))
@@ -722,6 +729,50 @@ def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: Cont
                                  floats[:, _MEMBER] != 1.0, params,
                                  radius if uncertain else None)
     if uncertain:
+        obstacles['own_radius'] = own_uncertainty
+    return obstacles
+
+
+_OBSTACLE_COLUMNS = [FLOAT_COLUMNS.index(name)
+                     for name in ('px', 'py', 'vx', 'vy', 'member', 'uncertainty')]
+
+
+def _obstacles_floats(table: NeighbourTable, rows: np.ndarray, now: float,
+                      params: ControllerParams, own_uncertainty: float) -> dict:
+    """
+    :func:`_obstacles` in Python floats: the values :func:`silent_obstacles` gives.
+
+    :class:`law.FloatRows` of (x, y) (the term takes ``>= 2`` columns): each vehicle where it
+    is, moving if heard within ``agent_timeout`` (its state's age) else at rest (age 0); then
+    each presence's rest point (:func:`law.offset_one`, the floats of ``stopping_offset``), NaN
+    for the others, with velocity the point times 0.0 as the arrays make it.
+    """
+    timeout, lag, braking = params.agent_timeout, params.t_safe, params.a_safe
+    positions, velocities, ages, rests, rest_velocities, radii = [], [], [], [], [], []
+    for stamp_ns, (x, y, vx, vy, member, radius), rx in zip(
+            table.ints[rows, _STAMP].tolist(), table.floats[rows][:, _OBSTACLE_COLUMNS].tolist(),
+            table.rx[rows].tolist()):
+        positions.append((x, y))
+        if is_fresh(rx, now, timeout):
+            velocities.append((vx, vy))
+            ages.append(now - stamp_ns * 1e-9)
+        else:
+            velocities.append((0.0, 0.0))
+            ages.append(0.0)
+        if member != 1.0:
+            offx, offy = offset_one(vx, vy, lag, braking)
+            restx, resty = x + offx, y + offy
+            rests.append((restx, resty))
+            rest_velocities.append((restx * 0.0, resty * 0.0))
+        else:
+            rests.append((math.nan, math.nan))
+            rest_velocities.append((math.nan, math.nan))
+        radii.append(radius)
+    obstacles = {'others_position': FloatRows(positions + rests),
+                 'others_velocity': FloatRows(velocities + rest_velocities),
+                 'others_age': FloatRows(ages + [0.0] * len(ages))}
+    if own_uncertainty > 0.0 or any(radius > 0.0 for radius in radii):
+        obstacles['others_radius'] = radii + radii
         obstacles['own_radius'] = own_uncertainty
     return obstacles
 

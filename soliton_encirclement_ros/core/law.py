@@ -206,6 +206,15 @@ def with_vertical(v_t, position, params: ControllerParams):
     return v
 
 
+class FloatRows(list):
+    """
+    Rows of Python floats for :func:`separation_velocity`: (x, y) pairs, or ages.
+
+    What the per-agent controller gathers for the term's float path, which takes them as they
+    are (any other sequence is converted); anything else reads them as the list they are.
+    """
+
+
 def separation_velocity(position, velocity, others_position, others_velocity,
                         params: ControllerParams, v_law=None, others_age=None,
                         others_radius=None, own_radius=0.0, d_safe=None):
@@ -408,7 +417,7 @@ def _take_out(v, unit, share, active):
 FLOAT_ROWS = 32
 
 
-def _offset_one(vx: float, vy: float, lag: float, braking: float) -> tuple[float, float]:
+def offset_one(vx: float, vy: float, lag: float, braking: float) -> tuple[float, float]:
     """:func:`stopping_offset` of one horizontal velocity, in floats."""
     vx = vx if math.isfinite(vx) else 0.0
     vy = vy if math.isfinite(vy) else 0.0
@@ -421,7 +430,7 @@ def _offset_one(vx: float, vy: float, lag: float, braking: float) -> tuple[float
 
 def _way_one(wx: float, wy: float, params: ControllerParams) -> tuple:
     """Return what :func:`_gap_one` takes of a way ``(wx, wy)``: it, its stop offset, braking."""
-    offx, offy = _offset_one(wx, wy, params.t_safe, params.a_safe)
+    offx, offy = offset_one(wx, wy, params.t_safe, params.a_safe)
     speed = _hypot(wx, wy)
     scale = speed if speed > DENOMINATOR_EPS else 1.0
     return wx, wy, offx, offy, -wx / scale, -wy / scale
@@ -483,11 +492,15 @@ def _separation_one(position, velocity, others_position, others_velocity, params
     p = params
     x0, y0 = float(position[0]), float(position[1])
     vx0, vy0 = float(velocity[0]), float(velocity[1])
-    others = np.asarray(others_position, dtype=float)[:, :2].tolist()
-    others_v = np.asarray(others_velocity, dtype=float)[:, :2].tolist()
+    others = (others_position if type(others_position) is FloatRows
+              else np.asarray(others_position, dtype=float)[:, :2].tolist())
+    others_v = (others_velocity if type(others_velocity) is FloatRows
+                else np.asarray(others_velocity, dtype=float)[:, :2].tolist())
     m = len(others)
     ages = [None] * m
-    if others_age is not None:
+    if type(others_age) is FloatRows and len(others_age) == m:
+        ages = others_age
+    elif others_age is not None:
         ages = np.asarray(others_age, dtype=float)
         ages = ages.tolist() if ages.shape == (m,) else np.broadcast_to(ages, (m,)).tolist()
     if others_radius is None:
@@ -533,7 +546,7 @@ def _separation_one(position, velocity, others_position, others_velocity, params
             d_ahead = d_ahead - closing * closing / (2.0 * p.a_safe)
         if p.t_react > 0.0:
             react = p.t_react + (0.0 if age is None else age)
-            offx, offy = _offset_one(ovx, ovy, p.t_safe, p.a_safe)
+            offx, offy = offset_one(ovx, ovy, p.t_safe, p.a_safe)
             restx, resty = ox + offx, oy + offy
             gap, gx, gy = _gap_one(x0, y0, own_way, ox, oy, restx, resty, react, d)
             if heading is not None:

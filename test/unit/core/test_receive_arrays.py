@@ -19,6 +19,7 @@ from soliton_encirclement_ros.core.controller import (
     NeighbourTable, receive_agent_state, receive_states, seconds_to_ns, TargetBroadcast)
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds
+from soliton_encirclement_ros.core.law import separation_velocity
 from soliton_encirclement_ros.core.links import LinkMonitor
 from soliton_encirclement_ros.core.neighbours import is_fresh
 
@@ -192,13 +193,48 @@ def test_the_reach_and_the_float_path_change_no_bit(params, monkeypatch):
         own_uncertainty = float(rng.choice([0.0, 0.3]))
         step = partial(control_step, state, position, velocity, now, params, own_uncertainty)
         got_state, got = _patched(monkeypatch, {'_control_step_floats': counted}, step)
-        want_state, want = _patched(  # what the term counted before: everyone
-            monkeypatch, {'obstacle_rows': _every_vehicle,
+        want_state, want = _patched(  # what the term counted before: everyone, as arrays
+            monkeypatch, {'obstacle_rows': _every_vehicle, 'FLOAT_ROWS': 0,
                           '_control_step_floats': lambda *args: None}, step)
         assert got.tobytes() == want.tobytes()
         assert (got_state.pred, got_state.succ) == (want_state.pred, want_state.succ)
         assert np.float64(got_state.u).tobytes() == np.float64(want_state.u).tobytes()
     assert len(fast_taken) >= 25  # the float path ran with d_safe on
+
+
+@pytest.mark.parametrize('params', [
+    ControllerParams(d_safe=2.0),
+    ControllerParams(d_safe=4.0, t_react=0.0, a_safe=0.0, t_safe=0.5),
+], ids=['default', 'no-react'])
+def test_obstacles_in_floats_are_the_arrays_values(params, monkeypatch):
+    """The term's inputs gathered as float rows: the arrays' values, to the bit, and its sum."""
+    rng = np.random.default_rng(13)
+    gathered = pushed = 0
+    for _ in range(400):
+        state, position, velocity, now = _crowd(rng, params)
+        table = state.neighbours
+        rows = np.flatnonzero(rng.random(len(table)) < 0.7)
+        if rows.size == 0 or 2 * rows.size > controller.FLOAT_ROWS:
+            continue
+        own_uncertainty = float(rng.choice([0.0, 0.3]))
+        floats = controller._obstacles(table, rows, now, params, own_uncertainty)
+        arrays = _patched(monkeypatch, {'FLOAT_ROWS': 0}, partial(
+            controller._obstacles, table, rows, now, params, own_uncertainty))
+        assert floats.keys() == arrays.keys()
+        for name in ('others_position', 'others_velocity'):
+            assert (np.asarray(floats[name]).tobytes()
+                    == np.ascontiguousarray(arrays[name][:, :2]).tobytes())
+        assert np.asarray(floats['others_age']).tobytes() == arrays['others_age'].tobytes()
+        if 'others_radius' in arrays:
+            assert (np.asarray(floats['others_radius']).tobytes()
+                    == np.asarray(arrays['others_radius'], dtype=float).tobytes())
+        v_law = rng.normal(size=2) * 3.0
+        term = [separation_velocity(position, velocity, params=params, v_law=v_law, **obstacles)
+                for obstacles in (floats, arrays)]
+        assert term[0].tobytes() == term[1].tobytes()
+        gathered += 1
+        pushed += bool(np.any(term[0] != 0.0))
+    assert gathered >= 200 and pushed >= 50
 
 
 @pytest.mark.parametrize('params', [
