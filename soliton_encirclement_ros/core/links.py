@@ -171,6 +171,8 @@ class LinkMonitor:
         if not self._pending:
             return
         pending, self._pending = self._pending, []
+        if self._take_in_rows(pending):
+            return
         slot, incarnation, seq, stamp, raw, arrival = (
             pending[0] if len(pending) == 1 else
             (np.concatenate(column) for column in zip(*pending)))
@@ -203,6 +205,53 @@ class LinkMonitor:
         self._last_seq[slot[last]] = seq[last]
         self._last_inc[slot[last]] = incarnation[last]
         self._last_heard[slot[last]] = arrival[last]
+
+    def _take_in_rows(self, pending: list) -> bool:
+        """
+        Take in calls that each heard every sender of one slot array once (the usual ticks).
+
+        As a (calls, senders) matrix, without sorting: each call's states are judged against
+        the call before, and the ages are summed call by call, as one call at a time would.
+        False (nothing done) where the calls differ in senders, a sender is there twice or a
+        state was not taken in.
+        """
+        slot = pending[0][0]
+        if (len(pending) < 2 or any(call[0] is not slot for call in pending)
+                or not self._unique_slots(slot)):
+            return False
+        incarnation, seq, stamp, raw, arrival = (
+            np.array(column) for column in list(zip(*pending))[1:])
+        if not (seq >= 0).all():
+            return False
+        period = self._open
+        period['lag_min'][slot] = np.minimum(period['lag_min'][slot], (raw - stamp).min(axis=0))
+        prev_seq = np.concatenate((self._last_seq[slot][None], seq[:-1]))
+        prev_inc = np.concatenate((self._last_inc[slot][None], incarnation[:-1]))
+        heard_before = prev_seq >= 0
+        same = heard_before & (incarnation == prev_inc)
+        step = seq - prev_seq
+        period['lost'][slot] += np.where(same & (step > 1), step - 1, 0).sum(axis=0)
+        period['restarts'][slot] += (heard_before & ~same).sum(axis=0)
+        period['heard'][slot] += len(pending)
+        age = arrival - stamp
+        age_sum = period['age_sum'][slot]
+        for row in age:  # one call after the other: the same sums
+            age_sum = age_sum + row
+        period['age_sum'][slot] = age_sum
+        period['age_max'][slot] = np.maximum(period['age_max'][slot], age.max(axis=0))
+        self._last_seq[slot] = seq[-1]
+        self._last_inc[slot] = incarnation[-1]
+        self._last_heard[slot] = arrival[-1]
+        return True
+
+    def _unique_slots(self, slot: np.ndarray) -> bool:
+        """Whether no slot is in ``slot`` twice (the last record's answer kept)."""
+        last = self._last_slots
+        if last is None or last[1] is not slot:
+            return slot.size < 2 or np.bincount(slot).max() == 1
+        if len(last) < 3:
+            self._last_slots = (*last, slot.size < 2 or np.bincount(slot).max() == 1)
+        return self._last_slots[2]
 
     def figures(self, now: float) -> dict[int, LinkFigures]:
         """Close the period at ``now``; return each sender's figures over the window, by id."""

@@ -55,13 +55,16 @@ def test_states_kept_for_later_give_the_figures_of_taking_each_call_in_at_once(m
         links, seq, out = LinkMonitor(window=3.0), {}, []
         for tick in range(1, 700):
             now = tick * 0.01
-            senders = rng.permutation(9)[:int(rng.integers(1, 9))] + 1
+            usual = 0.97 if tick < 350 else 0.3  # the usual tick: every sender, in order
+            senders = (np.arange(1, 9) if rng.random() < usual
+                       else rng.permutation(9)[:int(rng.integers(1, 9))] + 1)
             count = senders.size
             incarnation = np.where(rng.random(count) < 0.02, 7, 1).astype(np.int64)
             for s in senders.tolist():
                 seq[s] = seq.get(s, -1) + 1 + int(rng.random() < 0.1)
             seqs = np.array([seq[s] for s in senders.tolist()], dtype=np.int64)
-            seqs[rng.random(count) < 0.03] = -1  # rejected stamps: the offset only
+            if tick >= 350 or rng.random() < 0.02:
+                seqs[rng.random(count) < 0.03] = -1  # rejected stamps: the offset only
             stamp = now - 0.01 + 0.001 * rng.random(count)
             raw = np.full(count, now - 0.01)
             links.record(senders, incarnation, seqs, stamp, raw, raw + 0.002)
@@ -71,11 +74,16 @@ def test_states_kept_for_later_give_the_figures_of_taking_each_call_in_at_once(m
                 out.append(links.figures(now))
         return out
 
-    state = rng.bit_generator.state
+    as_rows = []
+    take_in_rows = LinkMonitor._take_in_rows
+    monkeypatch.setattr(LinkMonitor, '_take_in_rows', lambda links, pending: as_rows.append(
+        take_in_rows(links, pending)) or as_rows[-1])
+    kept, state = links_module.PENDING_RECORDS, rng.bit_generator.state
     every_call = run(1)
     rng.bit_generator.state = state
-    later = run(links_module.PENDING_RECORDS)
+    later = run(kept)
     assert later == every_call
+    assert as_rows.count(True) >= 5  # calls of the same senders taken in as a matrix
     assert sum(f.lost for f in later[-1].values()) > 0
     assert sum(f.restarts for f in later[-1].values()) > 0
 
