@@ -16,12 +16,13 @@ run depend on something other than its seed.
 lock-step calls every due timer itself (the timers are taken from the executor) and hands each
 message published in the graph straight to the graph's subscriptions of that topic and type,
 once, after the instant's last timer callback. A message still goes to DDS when a subscription
-outside the graph matches its publisher (``ros2 topic echo``, a recorder elsewhere), and always
-on a transient-local publisher (late joiners get the last value); one executor turn per instant
-serves services and reports foreign messages. The graph's own messages coming back over DDS
-(while something outside listens) were delivered already and are dropped. A subscriber gets the
-publisher's message object, not a copy: it must not keep it (every node of the package converts
-what it hears at once). The tests' ``Harness`` keeps the DDS path (``direct=False``).
+outside the graph matches its publisher (``ros2 topic echo``, a recorder elsewhere; asked every
+``OUTSIDE_CHECK_NS`` of sim time), and always on a transient-local publisher (late joiners get
+the last value); one executor turn per instant serves services and reports foreign messages.
+The graph's own messages coming back over DDS (while something outside listens) were delivered
+already and are dropped. A subscriber gets the publisher's message object, not a copy: it must
+not keep it (every node of the package converts what it hears at once). The tests' ``Harness``
+keeps the DDS path (``direct=False``).
 """
 from __future__ import annotations
 
@@ -42,6 +43,9 @@ DEFAULT_STEP_NS = 10_000_000  # clock step when no timer is pending
 # An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context).
 PARTICIPANT_PREFIX_BYTES = 12
 PREFIX_TIMEOUT = 5.0         # s for the graph to list its own probe publisher
+# Sim ns between asking a publisher (direct mode) whether something outside the graph listens:
+# a listener that joins is served from the next such instant on.
+OUTSIDE_CHECK_NS = 100_000_000
 
 
 class LockStepStalled(RuntimeError):
@@ -222,12 +226,14 @@ class LockStep:
         publish = pub.publish
         latched = pub.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
         queue = self._queue
-        outside = [None, False]  # (instant, whether a subscription outside the graph matches)
+        # (when last asked, whether a subscription outside the graph matches)
+        outside = [-OUTSIDE_CHECK_NS - 1, False]
 
         def direct(msg):
             # Someone outside the graph listens (or a late joiner must get it): DDS too.
-            if outside[0] != self.now_ns:  # asked once per instant
-                outside[0] = self.now_ns
+            now_ns = self.now_ns
+            if not outside[0] <= now_ns < outside[0] + OUTSIDE_CHECK_NS:
+                outside[0] = now_ns
                 outside[1] = pub.get_subscription_count() > len(routes)
             if latched or outside[1]:
                 publish(msg)
