@@ -175,8 +175,9 @@ def _with_hysteresis_one(theta_self, own_id, cand_pred, cand_succ, cur_pred, cur
 
 
 # Up to this many others ring_choice runs select_neighbours_one in Python, which costs less
-# than its numpy passes there (3.6 against 17.5 µs with 9 others, 12.8 against 19.5 with 63).
-FLOAT_RING = 64
+# than its numpy passes there (3.6 against 17.5 µs with 9 others, 15.4 against 17.3 with 99;
+# with 127 the passes win).
+FLOAT_RING = 100
 
 
 def ring_choice(theta_self: float, own_id: int, ids: np.ndarray, thetas: np.ndarray,
