@@ -158,6 +158,13 @@ def _crowd(rng, params):
     return state, own, rng.normal(size=3) * rng.choice([0.0, 2.0, 9.0]), now
 
 
+# The default term, and one without the following gap and braking.
+DEFAULT_AND_NO_REACT = pytest.mark.parametrize('params', [
+    ControllerParams(d_safe=2.0),
+    ControllerParams(d_safe=4.0, t_react=0.0, a_safe=0.0, t_safe=0.5),
+], ids=['default', 'no-react'])
+
+
 def _every_vehicle(table, position, velocity, now, params, own_uncertainty=0.0):
     """Return the rows the term counted before: every vehicle heard within memory."""
     return np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
@@ -202,10 +209,7 @@ def test_the_reach_and_the_float_path_change_no_bit(params, monkeypatch):
     assert len(fast_taken) >= 25  # the float path ran with d_safe on
 
 
-@pytest.mark.parametrize('params', [
-    ControllerParams(d_safe=2.0),
-    ControllerParams(d_safe=4.0, t_react=0.0, a_safe=0.0, t_safe=0.5),
-], ids=['default', 'no-react'])
+@DEFAULT_AND_NO_REACT
 def test_obstacles_in_floats_are_the_arrays_values(params, monkeypatch):
     """The term's inputs gathered as float rows: the arrays' values, to the bit, and its sum."""
     rng = np.random.default_rng(13)
@@ -237,10 +241,7 @@ def test_obstacles_in_floats_are_the_arrays_values(params, monkeypatch):
     assert gathered >= 200 and pushed >= 50
 
 
-@pytest.mark.parametrize('params', [
-    ControllerParams(d_safe=2.0),
-    ControllerParams(d_safe=4.0, t_react=0.0, a_safe=0.0, t_safe=0.5),
-], ids=['default', 'no-react'])
+@DEFAULT_AND_NO_REACT
 def test_obstacle_rows_in_floats_returns_the_array_paths_rows(params, monkeypatch):
     """The float shortcut of a small table picks the rows the array pass picks, to the row."""
     rng = np.random.default_rng(12)
