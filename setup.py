@@ -35,9 +35,10 @@ setup(
         # The live view (swarm_sim --foxglove, live_view): Foxglove's SDK and, for its headless
         # client (soliton_encirclement_ros.live.client, the CI test), websockets.
         'live': ['foxglove-sdk', 'websockets'],
-        # The linters and the flake8 plugins a ROS install gives ament_flake8 (its rosdep keys).
-        'test': ['pytest', 'hypothesis', 'ros-ament-flake8', 'ros-ament-pep257', 'flake8',
-                 'flake8-blind-except', 'flake8-builtins', 'flake8-class-newline',
+        # The linters and the flake8 plugins a ROS install gives ament_flake8 (its rosdep keys);
+        # pytest-xdist runs the suite on two workers (scripts/test.sh).
+        'test': ['pytest', 'pytest-xdist', 'hypothesis', 'ros-ament-flake8', 'ros-ament-pep257',
+                 'flake8', 'flake8-blind-except', 'flake8-builtins', 'flake8-class-newline',
                  'flake8-comprehensions', 'flake8-deprecated', 'flake8-docstrings',
                  'flake8-import-order', 'flake8-quotes'],
     },
