@@ -91,7 +91,7 @@ class LinkMonitor:
         self._senders = np.empty(0, dtype=np.int64)
         self._known = np.empty(0, dtype=np.int64)       # the senders sorted ...
         self._known_slot = np.empty(0, dtype=np.int64)  # ... and their slots
-        self._last_slots = None  # (senders, their slots) of the last record
+        self._last_slots = None  # (senders, their slots, whether unique) of the last record
         self._last_seq = np.empty(0, dtype=np.int64)
         self._last_inc = np.empty(0, dtype=np.int64)
         self._last_heard = np.empty(0)
@@ -112,7 +112,7 @@ class LinkMonitor:
         if last is not None and last[0].shape == ids.shape and (last[0] == ids).all():
             return last[1]  # the senders of the last call, in the same order (the usual case)
         slots = self._find_slots(ids)
-        self._last_slots = (ids.copy(), slots)
+        self._last_slots = (ids.copy(), slots, slots.size < 2 or np.bincount(slots).max() == 1)
         return slots
 
     def _find_slots(self, ids: np.ndarray) -> np.ndarray:
@@ -245,13 +245,11 @@ class LinkMonitor:
         return True
 
     def _unique_slots(self, slot: np.ndarray) -> bool:
-        """Whether no slot is in ``slot`` twice (the last record's answer kept)."""
+        """Whether no slot is in ``slot`` twice (kept with the last record's slots)."""
         last = self._last_slots
-        if last is None or last[1] is not slot:
-            return slot.size < 2 or np.bincount(slot).max() == 1
-        if len(last) < 3:
-            self._last_slots = (*last, slot.size < 2 or np.bincount(slot).max() == 1)
-        return self._last_slots[2]
+        if last is not None and last[1] is slot:
+            return last[2]
+        return slot.size < 2 or np.bincount(slot).max() == 1
 
     def figures(self, now: float) -> dict[int, LinkFigures]:
         """Close the period at ``now``; return each sender's figures over the window, by id."""
