@@ -25,13 +25,11 @@ from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
-from soliton_encirclement_ros.core import floats
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    CONTINGENCY_SHARE, encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS,
-    FloatRows, MISSING_NEIGHBOUR, NeighbourView, offset_one, silent_obstacles,
-    stopping_distance)
+    encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows,
+    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, silent_obstacles)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
@@ -598,53 +596,6 @@ def _view(table: NeighbourTable, row: int, theta: float) -> NeighbourView:
     floats = table.floats[row]
     return NeighbourView(theta, floats[_POS], floats[_VEL], float(floats[_U]),
                          float(floats[_USS]), int(table.ints[row, _ID]))
-
-
-def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
-                   own_radius: float = 0.0):
-    """
-    Return the horizontal distance beyond which another vehicle adds nothing to ``d_safe``.
-
-    :func:`law.separation_velocity` counts a vehicle only where its look-ahead distance
-    ``d_ahead`` is below ``d_safe``. A vehicle whose reported position lies ``D`` away (this one
-    at horizontal speed ``speed`` = v, the other at ``others_speed`` = v_o: numbers or arrays)
-    has ``d_ahead >= d_safe`` whatever its state's age when ``D`` is at least the largest of
-
-    - ``d_safe + m + v_o t_safe + t_safe V + V^2 / (2 a_safe)``: carried forward at most
-      ``t_safe`` (``v_o t_safe``), closing at most ``V = v + v_o``, less the discs' radii ``m``
-      (``others_radius`` + ``own_radius``: both uncertainties);
-    - ``d_safe + m + S(v_o) + t_safe v + v^2 / (2 a_safe)``: the rest point of a presence
-      (``S`` the :func:`law.stopping_distance`), which does not move;
-    - ``CONTINGENCY_SHARE d_safe + m + v_o t_safe + S(v_o) + v (t_react + t_safe) + S(v)``
-      (``t_react`` > 0): the stopping gap to one ahead is at least the distance to its rest
-      point less this vehicle's path until it would stop (its state at most ``t_safe`` old).
-
-    It grows with ``others_speed`` and ``others_radius``. A silent vehicle counts at rest: its
-    own speed only adds to the bound. The bound is padded by a millimetre and a relative 1e-9
-    against rounding; it is NaN (within reach) for a non-finite state. No speed limit is
-    assumed: the speeds are the broadcast ones.
-    """
-    p = params
-    v, v_o = speed, others_speed
-    stop_o = stopping_distance(v_o, p.t_safe, p.a_safe)
-    stop = stopping_distance(v, p.t_safe, p.a_safe)
-    margin = others_radius + own_radius
-    closing = v + v_o
-    brake = closing * closing / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
-    own_brake = v * v / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
-    reach = _maximum(p.d_safe + margin + v_o * p.t_safe + p.t_safe * closing + brake,
-                     p.d_safe + margin + stop_o + p.t_safe * v + own_brake)
-    if p.t_react > 0.0:
-        reach = _maximum(reach, CONTINGENCY_SHARE * p.d_safe + margin + v_o * p.t_safe
-                         + stop_o + v * (p.t_react + p.t_safe) + stop)
-    return reach * (1.0 + 1e-9) + 1e-3
-
-
-def _maximum(a, b):
-    """``np.maximum`` (NaN wins), in Python floats when both are floats: the same value."""
-    if isinstance(a, float) and isinstance(b, float):
-        return floats.maximum(a, b)
-    return np.maximum(a, b)
 
 
 # Up to this many rows, obstacle_rows first asks in Python floats whether no row is within reach

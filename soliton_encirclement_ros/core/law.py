@@ -272,6 +272,11 @@ def _separation_arrays(position, velocity, others_position, others_velocity, par
     reach = np.where(on, d_safe[..., None], 1.0)
     others_velocity = np.asarray(others_velocity, dtype=float)[..., :2]
     others_xy = np.asarray(others_position, dtype=float)[..., :2]
+    if position.ndim > 1 and not np.any(d_safe > params.d_safe):  # many agents: the engines
+        within = _within_reach(position, velocity, others_xy, others_velocity, others_age,
+                               others_radius, own_radius, params)
+        if within is not None:
+            others_xy, others_velocity, others_age, others_radius = within
     if others_age is not None:
         age = np.clip(np.asarray(others_age, dtype=float), 0.0, params.t_safe)
         others_xy = others_xy + others_velocity * age[..., None]
@@ -329,6 +334,97 @@ def _separation_arrays(position, velocity, others_position, others_velocity, par
     return push
 
 
+def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
+                   own_radius: float = 0.0):
+    """
+    Return the horizontal distance beyond which another vehicle adds nothing to ``d_safe``.
+
+    :func:`law.separation_velocity` counts a vehicle only where its look-ahead distance
+    ``d_ahead`` is below ``d_safe``. A vehicle whose reported position lies ``D`` away (this one
+    at horizontal speed ``speed`` = v, the other at ``others_speed`` = v_o: numbers or arrays)
+    has ``d_ahead >= d_safe`` whatever its state's age when ``D`` is at least the largest of
+
+    - ``d_safe + m + v_o t_safe + t_safe V + V^2 / (2 a_safe)``: carried forward at most
+      ``t_safe`` (``v_o t_safe``), closing at most ``V = v + v_o``, less the discs' radii ``m``
+      (``others_radius`` + ``own_radius``: both uncertainties);
+    - ``d_safe + m + S(v_o) + t_safe v + v^2 / (2 a_safe)``: the rest point of a presence
+      (``S`` the :func:`law.stopping_distance`), which does not move;
+    - ``CONTINGENCY_SHARE d_safe + m + v_o t_safe + S(v_o) + v (t_react + t_safe) + S(v)``
+      (``t_react`` > 0): the stopping gap to one ahead is at least the distance to its rest
+      point less this vehicle's path until it would stop (its state at most ``t_safe`` old).
+
+    It grows with ``others_speed`` and ``others_radius``. A silent vehicle counts at rest: its
+    own speed only adds to the bound. The bound is padded by a millimetre and a relative 1e-9
+    against rounding; it is NaN (within reach) for a non-finite state. No speed limit is
+    assumed: the speeds are the broadcast ones.
+    """
+    p = params
+    v, v_o = speed, others_speed
+    stop_o = stopping_distance(v_o, p.t_safe, p.a_safe)
+    stop = stopping_distance(v, p.t_safe, p.a_safe)
+    margin = others_radius + own_radius
+    closing = v + v_o
+    brake = closing * closing / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
+    own_brake = v * v / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
+    reach = _maximum_of(p.d_safe + margin + v_o * p.t_safe + p.t_safe * closing + brake,
+                        p.d_safe + margin + stop_o + p.t_safe * v + own_brake)
+    if p.t_react > 0.0:
+        reach = _maximum_of(reach, CONTINGENCY_SHARE * p.d_safe + margin + v_o * p.t_safe
+                            + stop_o + v * (p.t_react + p.t_safe) + stop)
+    return reach * (1.0 + 1e-9) + 1e-3
+
+
+def _maximum_of(a, b):
+    """``np.maximum`` (NaN wins), in Python floats when both are floats: the same value."""
+    if isinstance(a, float) and isinstance(b, float):
+        return _maximum(a, b)
+    return np.maximum(a, b)
+
+
+def _within_reach(position, velocity, others_xy, others_velocity, others_age, others_radius,
+                  own_radius, params: ControllerParams):
+    """
+    Return the others' columns each agent has within :func:`obstacle_reach`, or None when all.
+
+    For many agents at once (``position`` (..., 2+)): the columns (..., M) of
+    ``others_xy``, ``others_velocity``, ``others_age`` and ``others_radius`` (either may be
+    None) become (..., K), each agent's columns within reach first, in their order, then NaN
+    columns (age and radius 0), K the most any agent has (at least 1). A column beyond reach
+    adds exactly nothing to the term: a vehicle there is carried forward at most ``t_safe``, so
+    its ``d_ahead`` stays above ``d_safe`` (``params.d_safe``: the caller asks only where no
+    agent flies more). What the term costs then grows with the vehicles within reach, not all.
+    """
+    lead = position.shape[:-1]
+    m = others_xy.shape[-2]
+    xy = np.broadcast_to(others_xy, lead + (m, 2))
+    others_v = np.broadcast_to(others_velocity, lead + (m, 2))
+    own_v = np.asarray(velocity, dtype=float)[..., :2]
+    radius = (0.0 if others_radius is None
+              else np.nan_to_num(np.asarray(others_radius, dtype=float)))
+    bound = obstacle_reach(np.hypot(own_v[..., 0], own_v[..., 1])[..., None],
+                           np.hypot(others_v[..., 0], others_v[..., 1]), radius, params,
+                           np.asarray(own_radius, dtype=float)[..., None])
+    distance = np.hypot(xy[..., 0] - position[..., None, 0], xy[..., 1] - position[..., None, 1])
+    keep = ~(distance >= bound) & ~np.isnan(xy[..., 0])  # NaN bound or distance: kept
+    if keep.all():
+        return None
+    keep = keep.reshape(-1, m)
+    k = max(int(keep.sum(axis=1).max()), 1)
+    order = np.argsort(~keep, axis=1, kind='stable')[:, :k]
+    kept = np.take_along_axis(keep, order, axis=1)
+
+    def gather(values, fill, trailing=()):
+        values = np.broadcast_to(values, lead + (m,) + trailing).reshape((-1, m) + trailing)
+        taken = np.take_along_axis(values, order.reshape(order.shape + (1,) * len(trailing)),
+                                   axis=1)
+        taken = np.where(kept.reshape(kept.shape + (1,) * len(trailing)), taken, fill)
+        return taken.reshape(lead + (k,) + trailing)
+
+    return (gather(xy, np.nan, (2,)), gather(others_v, np.nan, (2,)),
+            None if others_age is None else gather(np.asarray(others_age, dtype=float), 0.0),
+            None if others_radius is None else gather(radius, 0.0))
+
+
 def _heading(velocity, v_law):
     """
     Return (..., 2) the agent's horizontal speed along the law's command ``v_law`` (None: as is).
@@ -337,7 +433,7 @@ def _heading(velocity, v_law):
     one ahead keeps its following distance along the way it is about to fly. It also keeps it
     along the way it flies now (:func:`separation_velocity` takes the closer of the two): a law
     that swings aside from one tick to the next does not turn the vehicle within a tick. The
-    speed stays its own, so :func:`controller.obstacle_reach`'s bound holds.
+    speed stays its own, so :func:`obstacle_reach`'s bound holds.
     """
     own = np.asarray(velocity, dtype=float)[..., :2]
     if v_law is None:
