@@ -3,9 +3,11 @@ The controller engines side by side: CPU seconds per simulated second, N = 10 to
 
     .venv/bin/python benchmarks/bench_engines.py                  # N = 10 ... 512, 20 s runs
     .venv/bin/python benchmarks/bench_engines.py --agents 10 64 --duration 60
+    .venv/bin/python benchmarks/bench_engines.py --agents 32 100 --control-period 0.01
 
 Each registered engine (``core.engines.ENGINES``) that is exact on the scenario runs
-``batch_sim``'s loop on a static target (P = 0.05 s, radius max(20 m, 0.7 N)); the
+``batch_sim``'s loop on a static target (control period P = 0.05 s unless
+``--control-period``, radius max(20 m, 0.7 N)); the
 per-agent reference only up to N = 64 (it is Python per agent and per message). Prints CPU
 seconds of this process (stable on a shared machine) per engine and the ratio to the
 vectorised engine; nothing here asserts.
@@ -32,12 +34,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--agents', type=int, nargs='+', default=[10, 32, 64, 128, 256, 512])
     parser.add_argument('--duration', type=float, default=20.0)
+    parser.add_argument('--control-period', type=float, default=0.05,
+                        help="the controllers' period [s] (swarm_sim's default: 0.01)")
     args = parser.parse_args()
     print(f'{"N":>5} ' + ' '.join(f'{name:>12}' for name in ENGINES)
           + '   CPU-s per sim-s; batch / vectorised')
     for n in args.agents:
         scenario = Scenario(agents=n, duration=args.duration, radius=max(20.0, 0.7 * n),
-                            control_period=0.05)
+                            control_period=args.control_period)
         cost = {}
         for name, spec in ENGINES.items():
             if not spec.exact(scenario) or (name == 'per-agent' and n > PER_AGENT_MAX):

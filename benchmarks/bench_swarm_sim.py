@@ -11,6 +11,7 @@ DDS included) and the whole process with ``getrusage``.
     .venv/bin/python benchmarks/bench_swarm_sim.py --d-safe 0       # without the separation term
     .venv/bin/python benchmarks/bench_swarm_sim.py --cases n10 -- --loss 0.1 --delay 0.02
     .venv/bin/python benchmarks/bench_swarm_sim.py --phases --duration 0.1  # the fixed cost
+    .venv/bin/python benchmarks/bench_swarm_sim.py --shell-only     # the graph without the law
 
 Cases (swarm_sim's defaults: control period 0.01 s, mobility 0.01 s, odometry 50 Hz):
 
@@ -29,7 +30,10 @@ prints the sha256 of metrics.csv (lock-stepped runs are byte-identical for a see
 ``--phases`` adds the fixed cost (total less the loop) and the CPU seconds of each phase:
 imports, the graph's start-up (of it the agent nodes, and of those their parameter services),
 the ROS-domain check, the outputs (of them the plots) and the close; nested phases are part of
-their parent's figure. Asserts nothing.
+their parent's figure. ``--shell-only`` replaces every agent's control step (neighbour choice,
+law, separation) with a zero command: what the graph costs around the controller (nodes,
+messages, receive path, link figures, mobility, metrics), the most a free controller could give
+(the vehicles then stay where they start, so its hashes are its own). Asserts nothing.
 """
 import argparse
 import hashlib
@@ -73,12 +77,15 @@ def _timed(phases: dict, label: str, function):
     return timed
 
 
-def child(argv: list[str]) -> None:
+def child(argv: list[str], shell_only: bool = False) -> None:
     """Run swarm_sim's main here, timing its stepping loop and phases; print one JSON line."""
     import importlib
 
     start = time.process_time()
     from soliton_encirclement_ros.sim import inprocess, runner
+    if shell_only:
+        from soliton_encirclement_ros.core import controller
+        controller.control_step = zero_control_step
     phases = {'imports': time.process_time() - start}
     loop = {}
     run = inprocess.InProcessGraph.run
@@ -106,16 +113,24 @@ def child(argv: list[str]) -> None:
                       'rss_mib': usage.ru_maxrss / 1024, 'phases': phases}))
 
 
+def zero_control_step(state, own_position, own_velocity, now, params, own_uncertainty=0.0):
+    """``controller.control_step`` of ``--shell-only``: the state kept, a zero command."""
+    import numpy as np
+    return state, np.zeros(3)
+
+
 def d_safe_scenario(d_safe: float, path: Path) -> list[str]:
     """Swarm_sim options of a scenario file with ``d_safe`` (sized to the ring by the law)."""
     path.write_text(f'controller:\n  d_safe: {d_safe!r}\n')
     return ['--scenario', str(path)]
 
 
-def measure(options: list[str], duration: float, seed: int, out: Path) -> dict:
+def measure(options: list[str], duration: float, seed: int, out: Path,
+            shell_only: bool = False) -> dict:
     argv = [*options, '--duration', str(duration), '--seed', str(seed), '--no-progress',
             '--out', str(out)]
-    done = subprocess.run([sys.executable, __file__, '--child', *argv], check=True,
+    mode = '--child-shell-only' if shell_only else '--child'
+    done = subprocess.run([sys.executable, __file__, mode, *argv], check=True,
                           stdout=subprocess.PIPE, text=True)
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result['sha256'] = hashlib.sha256((out / 'metrics.csv').read_bytes()).hexdigest()
@@ -123,8 +138,8 @@ def measure(options: list[str], duration: float, seed: int, out: Path) -> dict:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == '--child':
-        child(sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] in ('--child', '--child-shell-only'):
+        child(sys.argv[2:], shell_only=sys.argv[1] == '--child-shell-only')
         return
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--cases', nargs='+', choices=tuple(CASES), default=list(CASES))
@@ -138,6 +153,9 @@ def main() -> None:
     parser.add_argument('--phases', action='store_true',
                         help='also print the CPU seconds of each phase of a run (start-up, '
                         'loop, outputs, close): the fixed cost per process')
+    parser.add_argument('--shell-only', action='store_true',
+                        help="replace the agents' control step with a zero command: what the "
+                        'graph costs around the controller')
     parser.add_argument('swarm_sim', nargs='*', help='more swarm_sim options, after --')
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -151,7 +169,8 @@ def main() -> None:
             if args.d_safe is not None:
                 options += d_safe_scenario(args.d_safe, Path(tmp) / f'{name}.yaml')
             for run in range(args.repeat):
-                r = measure(options, duration, args.seed, Path(tmp) / f'{name}_{run}')
+                r = measure(options, duration, args.seed, Path(tmp) / f'{name}_{run}',
+                            args.shell_only)
                 print(f'{name:<13}{r["sim"]:>7.1f}{r["loop_cpu"]:>12.1f}'
                       f'{r["sim"] / r["loop_cpu"]:>13.2f}{r["total_cpu"]:>13.1f}'
                       f'{r["sim"] / r["total_cpu"]:>21.2f}{r["rss_mib"]:>14.0f}  '
