@@ -32,6 +32,12 @@ SCENARIOS = {
     'collinear start, d_safe, outages': Scenario(
         agents=6, seed=4, duration=8.0, control_period=0.05, placement='collinear',
         failures_per_min=30.0, failure_off_time=2.0, controller={'d_safe': 1.0}),
+    # Over law.WITHIN_REACH_COLUMNS columns: the engines count only the vehicles within reach.
+    'cluster start, N = 20': Scenario(agents=20, seed=6, duration=8.0, control_period=0.05,
+                                      placement='cluster'),
+    'cluster start, N = 20, outages': Scenario(
+        agents=20, seed=7, duration=8.0, control_period=0.05, placement='cluster',
+        failures_per_min=20.0, failure_off_time=2.0),
 }
 
 

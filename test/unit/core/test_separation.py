@@ -328,6 +328,7 @@ def test_many_agents_count_only_the_vehicles_within_reach(monkeypatch):
     from soliton_encirclement_ros.core import law
     rng = np.random.default_rng(11)
     within_reach = law._within_reach
+    monkeypatch.setattr(law, 'WITHIN_REACH_COLUMNS', 0)  # small crowds too
     shrunk = []
 
     def counting(*args):
