@@ -16,6 +16,10 @@ then, from this repository:
     .venv/bin/python benchmarks/bench_original.py --original-python /tmp/orig/venv/bin/python \
         --original-dir /tmp/orig/src --durations 20 120 --rounds 3
 
+``--shell-only`` runs swarm_sim with every agent's control step a zero command (its vehicles
+stay where they start): what the graph around the controller costs against the original, the
+most a free controller would give.
+
 Each round runs the original, then swarm_sim's case ``n10-odom100`` of bench_swarm_sim.py (the
 next round in the other order), each in a process of its own. The figure is CPU seconds of the
 whole process tree (``getrusage(RUSAGE_CHILDREN)`` of this script around the run: every thread
@@ -190,6 +194,9 @@ def main() -> None:
     parser.add_argument('--tree', type=Path, default=Path(__file__).resolve().parents[1],
                         help='source tree of swarm_sim to measure (default: this checkout); '
                         'another one, e.g. a `git archive` snapshot, goes first on PYTHONPATH')
+    parser.add_argument('--shell-only', action='store_true',
+                        help="swarm_sim with its agents' control step a zero command "
+                        '(bench_swarm_sim.py --shell-only): the most a free controller gives')
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     tree = args.tree.resolve()
@@ -203,7 +210,8 @@ def main() -> None:
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=tree,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True).stdout.strip() or 'no git'
-    print(f'swarm_sim {CASE} of {tree} ({commit}) vs the original ({args.original_preset}); '
+    print(f'swarm_sim {CASE}{" --shell-only" if args.shell_only else ""} of {tree} ({commit}) '
+          f'vs the original ({args.original_preset}); '
           f'load {" ".join(f"{x:.2f}" for x in os.getloadavg())}; {os.cpu_count()} CPUs')
     print(f'{"run":<10}{"sim s":>7}{"tree CPU s":>12}{"sim-s/CPU-s":>13}{"loop":>7}'
           f'{"RSS MiB":>9}{"load":>7}')
@@ -223,8 +231,9 @@ def main() -> None:
                                                   args.original_dir, config, no_adversary,
                                                   duration, out)
                     else:
+                        shell = (args.shell_only,) if args.shell_only else ()
                         result, cpu, load = timed(bench.measure, options, duration,
-                                                  args.seed, out)
+                                                  args.seed, out, *shell)
                     rate = result['sim'] / cpu
                     rates[side].append(rate)
                     paired[side] = rate
