@@ -267,6 +267,17 @@ def test_a_neighbour_broadcasting_uncertainty_is_kept_clear_of_by_the_controller
     assert command(2.5)[1] < command(0.0)[1] - 1.0
 
 
+def _picker(rng):
+    """Return ``pick(*options)``: one of the options, drawn from ``rng``."""
+    return lambda *options: options[rng.integers(len(options))]
+
+
+def _random_term_settings(pick) -> ControllerParams:
+    """Return settings that switch parts of the separation term on and off, by ``pick``."""
+    return ControllerParams(d_safe=2.0, t_safe=pick(1.0, 0.0, 0.4), a_safe=pick(4.0, 0.0, 2.5),
+                            t_react=pick(0.3, 0.0, 0.5), v_safe=pick(10.0, 2.0, 0.5))
+
+
 def test_separation_in_floats_is_the_array_paths():
     """
     One agent's separation term in Python floats returns the array path's bits.
@@ -279,14 +290,10 @@ def test_separation_in_floats_is_the_array_paths():
     from soliton_encirclement_ros.core import law
     rng = np.random.default_rng(5)
 
-    def pick(*options):
-        return options[rng.integers(len(options))]
-
+    pick = _picker(rng)
     pushed = 0
     for _ in range(3000):
-        params = ControllerParams(d_safe=2.0, t_safe=pick(1.0, 0.0, 0.4),
-                                  a_safe=pick(4.0, 0.0, 2.5), t_react=pick(0.3, 0.0, 0.5),
-                                  v_safe=pick(10.0, 2.0, 0.5))
+        params = _random_term_settings(pick)
         m = int(rng.integers(1, law.FLOAT_ROWS + 1))
         position = rng.normal(size=3) * pick(0.0, 1.0)
         velocity = rng.normal(size=3) * pick(0.0, 1.0, 8.0)
@@ -338,14 +345,10 @@ def test_many_agents_count_only_the_vehicles_within_reach(monkeypatch):
                                                          + args[2].shape[-2:])[..., 0])))
         return out
 
-    def pick(*options):
-        return options[rng.integers(len(options))]
-
+    pick = _picker(rng)
     pushed = 0
     for _ in range(400):
-        params = ControllerParams(d_safe=2.0, t_safe=pick(1.0, 0.0, 0.4),
-                                  a_safe=pick(4.0, 0.0, 2.5), t_react=pick(0.3, 0.0, 0.5),
-                                  v_safe=pick(10.0, 2.0, 0.5))
+        params = _random_term_settings(pick)
         agents = int(rng.integers(2, 30))
         xy = rng.uniform(-1.0, 1.0, (agents, 3)) * pick(3.0, 15.0, 60.0)
         v = rng.normal(size=(agents, 3)) * pick(0.0, 1.0, 8.0)
