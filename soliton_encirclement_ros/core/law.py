@@ -272,10 +272,9 @@ def _separation_arrays(position, velocity, others_position, others_velocity, par
     reach = np.where(on, d_safe[..., None], 1.0)
     others_velocity = np.asarray(others_velocity, dtype=float)[..., :2]
     others_xy = np.asarray(others_position, dtype=float)[..., :2]
-    if (position.ndim > 1 and others_xy.shape[-2] > WITHIN_REACH_COLUMNS
-            and not np.any(d_safe > params.d_safe)):  # many agents (the engines), many columns
+    if position.ndim > 1 and others_xy.shape[-2] > WITHIN_REACH_COLUMNS:  # the engines
         within = _within_reach(position, velocity, others_xy, others_velocity, others_age,
-                               others_radius, own_radius, params)
+                               others_radius, own_radius, params, d_safe)
         if within is not None:
             others_xy, others_velocity, others_age, others_radius = within
     if others_age is not None:
@@ -336,7 +335,7 @@ def _separation_arrays(position, velocity, others_position, others_velocity, par
 
 
 def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
-                   own_radius: float = 0.0):
+                   own_radius: float = 0.0, d_safe=None):
     """
     Return the horizontal distance beyond which another vehicle adds nothing to ``d_safe``.
 
@@ -357,9 +356,11 @@ def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
     It grows with ``others_speed`` and ``others_radius``. A silent vehicle counts at rest: its
     own speed only adds to the bound. The bound is padded by a millimetre and a relative 1e-9
     against rounding; it is NaN (within reach) for a non-finite state. No speed limit is
-    assumed: the speeds are the broadcast ones.
+    assumed: the speeds are the broadcast ones. ``d_safe`` (a number or an array): the distance
+    flown (None: ``params.d_safe``).
     """
     p = params
+    d = p.d_safe if d_safe is None else d_safe
     v, v_o = speed, others_speed
     stop_o = stopping_distance(v_o, p.t_safe, p.a_safe)
     stop = stopping_distance(v, p.t_safe, p.a_safe)
@@ -367,10 +368,10 @@ def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
     closing = v + v_o
     brake = closing * closing / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
     own_brake = v * v / (2.0 * p.a_safe) if p.a_safe > 0.0 else 0.0
-    reach = _maximum_of(p.d_safe + margin + v_o * p.t_safe + p.t_safe * closing + brake,
-                        p.d_safe + margin + stop_o + p.t_safe * v + own_brake)
+    reach = _maximum_of(d + margin + v_o * p.t_safe + p.t_safe * closing + brake,
+                        d + margin + stop_o + p.t_safe * v + own_brake)
     if p.t_react > 0.0:
-        reach = _maximum_of(reach, CONTINGENCY_SHARE * p.d_safe + margin + v_o * p.t_safe
+        reach = _maximum_of(reach, CONTINGENCY_SHARE * d + margin + v_o * p.t_safe
                             + stop_o + v * (p.t_react + p.t_safe) + stop)
     return reach * (1.0 + 1e-9) + 1e-3
 
@@ -383,7 +384,7 @@ def _maximum_of(a, b):
 
 
 def _within_reach(position, velocity, others_xy, others_velocity, others_age, others_radius,
-                  own_radius, params: ControllerParams):
+                  own_radius, params: ControllerParams, d_safe):
     """
     Return the others' columns each agent has within :func:`obstacle_reach`, or None when all.
 
@@ -392,8 +393,8 @@ def _within_reach(position, velocity, others_xy, others_velocity, others_age, ot
     None) become (..., K), each agent's columns within reach first, in their order, then NaN
     columns (age and radius 0), K the most any agent has (at least 1). A column beyond reach
     adds exactly nothing to the term: a vehicle there is carried forward at most ``t_safe``, so
-    its ``d_ahead`` stays above ``d_safe`` (``params.d_safe``: the caller asks only where no
-    agent flies more). What the term costs then grows with the vehicles within reach, not all.
+    its ``d_ahead`` stays above the agent's ``d_safe`` (``d_safe`` (...), the distance each
+    flies). What the term costs then grows with the vehicles within reach, not all.
     """
     lead = position.shape[:-1]
     m = others_xy.shape[-2]
@@ -404,7 +405,7 @@ def _within_reach(position, velocity, others_xy, others_velocity, others_age, ot
               else np.nan_to_num(np.asarray(others_radius, dtype=float)))
     bound = obstacle_reach(np.hypot(own_v[..., 0], own_v[..., 1])[..., None],
                            np.hypot(others_v[..., 0], others_v[..., 1]), radius, params,
-                           np.asarray(own_radius, dtype=float)[..., None])
+                           np.asarray(own_radius, dtype=float)[..., None], d_safe[..., None])
     distance = np.hypot(xy[..., 0] - position[..., None, 0], xy[..., 1] - position[..., None, 1])
     keep = ~(distance >= bound) & ~np.isnan(xy[..., 0])  # NaN bound or distance: kept
     if keep.all():
