@@ -606,7 +606,7 @@ _XY_VXY_UNC = [FLOAT_COLUMNS.index(name) for name in ('px', 'py', 'vx', 'vy', 'u
 
 
 def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
-                      params: ControllerParams, own_uncertainty: float) -> bool:
+                      params: ControllerParams, own_uncertainty: float, d_safe: float) -> bool:
     """
     Return True only where :func:`obstacle_rows` returns no rows, in Python floats.
 
@@ -616,7 +616,7 @@ def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
     ``d_safe`` or not finite: the array path then decides, so the rows are the same.
     """
     x0, y0 = float(position[0]), float(position[1])
-    d_safe, memory = params.d_safe, params.obstacle_memory
+    memory = params.obstacle_memory
     heard, fastest, widest, closest = False, 0.0, -math.inf, math.inf
     for rx, (x, y, vx, vy, radius) in zip(table.rx.tolist(),
                                           table.floats[:, _XY_VXY_UNC].tolist()):
@@ -632,23 +632,26 @@ def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
         closest = distance if distance < closest else closest
     if not heard:
         return True  # none heard within obstacle_memory
-    bound = obstacle_reach(speed, fastest, widest, params, own_uncertainty)
+    bound = obstacle_reach(speed, fastest, widest, params, own_uncertainty, d_safe)
     return closest >= bound * (1.0 + 1e-9) * (1.0 + 1e-12)
 
 
 def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
-                  params: ControllerParams, own_uncertainty: float = 0.0) -> np.ndarray:
+                  params: ControllerParams, own_uncertainty: float = 0.0,
+                  d_safe: Optional[float] = None) -> np.ndarray:
     """
     Return the rows of ``table`` the ``d_safe`` term may count at ``now``, in table order.
 
-    Those heard within ``obstacle_memory`` and within :func:`obstacle_reach` horizontally: the
-    others add exactly nothing to the term. When every vehicle lies beyond the reach of the
+    Those heard within ``obstacle_memory`` and within :func:`obstacle_reach` horizontally of
+    ``d_safe`` flown (None: ``params.d_safe``; the tick passes its ring's): the others add
+    exactly nothing to the term. When every vehicle lies beyond the reach of the
     fastest and widest (the usual case on a ring), the rows' own reaches are not computed; on a
     table of at most :data:`FLOAT_OBSTACLE_ROWS` rows that is first asked in Python floats.
     """
+    d_safe = params.d_safe if d_safe is None else d_safe
     if len(table.rx) <= FLOAT_OBSTACLE_ROWS and _all_beyond_reach(
             table, position, math.hypot(float(velocity[0]), float(velocity[1])), now, params,
-            own_uncertainty):
+            own_uncertainty, d_safe):
         return _NO_ROWS
     kept = np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
     if kept.size == 0:
@@ -661,10 +664,10 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
     others_speed = np.hypot(velocity_xy[:, 0], velocity_xy[:, 1])
     radius = floats[:, _UNC]
     bound = obstacle_reach(speed, float(others_speed.max()), float(radius.max()), params,
-                           own_uncertainty)
+                           own_uncertainty, d_safe)
     if (distance >= bound * (1.0 + 1e-9)).all():  # a NaN anywhere: the rows' own reaches
         return kept[:0]
-    reach = obstacle_reach(speed, others_speed, radius, params, own_uncertainty)
+    reach = obstacle_reach(speed, others_speed, radius, params, own_uncertainty, d_safe)
     return kept[~(distance >= reach)]
 
 
@@ -780,7 +783,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
                           target.position)  # one call: the same bits as one call each
     theta_self, thetas = float(angles[0]), angles[1:]
     ids = table.ints[live, _ID]
-    near = (obstacle_rows(table, position, velocity, now, params, own_uncertainty)
+    near = (obstacle_rows(table, position, velocity, now, params, own_uncertainty,
+                          params.safety_distance(live.size + 1))  # the d_safe the law flies
             if params.d_safe else ())
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_uncertainty)
                  if len(near) else {})

@@ -158,14 +158,16 @@ def _crowd(rng, params):
     return state, own, rng.normal(size=3) * rng.choice([0.0, 2.0, 9.0]), now
 
 
-# The default term, and one without the following gap and braking.
+# The default term, one without the following gap and braking, and one on a ring so small that
+# the d_safe flown (safety_distance) is below d_safe.
 DEFAULT_AND_NO_REACT = pytest.mark.parametrize('params', [
     ControllerParams(d_safe=2.0),
     ControllerParams(d_safe=4.0, t_react=0.0, a_safe=0.0, t_safe=0.5),
-], ids=['default', 'no-react'])
+    ControllerParams(d_safe=2.0, radius=4.0),
+], ids=['default', 'no-react', 'small-ring'])
 
 
-def _every_vehicle(table, position, velocity, now, params, own_uncertainty=0.0):
+def _every_vehicle(table, position, velocity, now, params, own_uncertainty=0.0, d_safe=None):
     """Return the rows the term counted before: every vehicle heard within memory."""
     return np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
 
