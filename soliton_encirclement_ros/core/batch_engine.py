@@ -25,7 +25,7 @@ from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
 from soliton_encirclement_ros.core.faults import FAULT_STREAM, seed_sequence
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, silent_obstacles)
+    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach)
 from soliton_encirclement_ros.core.neighbours import (
     NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -301,9 +301,10 @@ class BatchControllers:
         others = {}
         if p.d_safe:  # states arrive ``delay`` after they were sent
             rx = get(self.rx)
-            others = silent_obstacles(heard, get(self.has) & (now - rx <= p.obstacle_memory),
-                                      nb_pos, nb_vel, now - rx + self.delay,
-                                      ~get(self.member), p)
+            others = silent_obstacles_within_reach(
+                own, get(velocities), p.safety_distance(entry.sum(axis=1) + 1), heard,
+                get(self.has) & (now - rx <= p.obstacle_memory), nb_pos, nb_vel,
+                now - rx + self.delay, ~get(self.member), p)
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,

@@ -410,6 +410,20 @@ def _within_reach(position, velocity, others_xy, others_velocity, others_age, ot
     keep = ~(distance >= bound) & ~np.isnan(xy[..., 0])  # NaN bound or distance: kept
     if keep.all():
         return None
+    gather = _gatherer(keep)
+    return (gather(xy, np.nan, (2,)), gather(others_v, np.nan, (2,)),
+            None if others_age is None else gather(np.asarray(others_age, dtype=float), 0.0),
+            None if others_radius is None else gather(radius, 0.0))
+
+
+def _gatherer(keep: np.ndarray):
+    """
+    Return ``gather(values, fill, trailing=())`` of the columns ``keep`` (..., M) marks.
+
+    ``values`` (broadcast to (..., M, *trailing)) becomes (..., K, *trailing): each row's kept
+    columns first, in their order, then ``fill``; K the most any row keeps (at least 1).
+    """
+    lead, m = keep.shape[:-1], keep.shape[-1]
     keep = keep.reshape(-1, m)
     k = max(int(keep.sum(axis=1).max()), 1)
     order = np.argsort(~keep, axis=1, kind='stable')[:, :k]
@@ -421,10 +435,7 @@ def _within_reach(position, velocity, others_xy, others_velocity, others_age, ot
                                    axis=1)
         taken = np.where(kept.reshape(kept.shape + (1,) * len(trailing)), taken, fill)
         return taken.reshape(lead + (k,) + trailing)
-
-    return (gather(xy, np.nan, (2,)), gather(others_v, np.nan, (2,)),
-            None if others_age is None else gather(np.asarray(others_age, dtype=float), 0.0),
-            None if others_radius is None else gather(radius, 0.0))
+    return gather
 
 
 def _heading(velocity, v_law):
@@ -720,6 +731,39 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     if radius is not None:
         both['others_radius'] = np.concatenate((out['others_radius'],) * 2, axis=-1)
     return both
+
+
+def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, silent, position,
+                                  velocity, age, presence, params: ControllerParams) -> dict:
+    """
+    :func:`silent_obstacles` of many agents at once, each with its vehicles within reach only.
+
+    ``own_position``/``own_velocity`` (..., 3) the agents', ``d_safe`` (...) the distance each
+    flies, the rest as for :func:`silent_obstacles` (no radii: the engines model none). The
+    columns (..., M) are first cut to each agent's vehicles, heard or silent, within
+    :func:`obstacle_reach` of their broadcast speed, in their order, then columns of none (K
+    the most any agent keeps): the rows the agent node's ``controller.obstacle_rows`` gives
+    it, a presence's rest point with its vehicle. The others add exactly nothing to the term.
+    Up to ``WITHIN_REACH_COLUMNS`` columns in all, every vehicle.
+    """
+    live = np.asarray(live, dtype=bool)
+    silent = np.asarray(silent, dtype=bool) & ~live
+    if 2 * live.shape[-1] <= WITHIN_REACH_COLUMNS:
+        return silent_obstacles(live, silent, position, velocity, age, presence, params)
+    position = np.asarray(position, dtype=float)
+    velocity = np.asarray(velocity, dtype=float)
+    own = np.asarray(own_position, dtype=float)
+    own_v = np.asarray(own_velocity, dtype=float)
+    bound = obstacle_reach(np.hypot(own_v[..., 0], own_v[..., 1])[..., None],
+                           np.hypot(velocity[..., 0], velocity[..., 1]), 0.0, params, 0.0,
+                           np.asarray(d_safe, dtype=float)[..., None])
+    distance = np.hypot(position[..., 0] - own[..., None, 0],
+                        position[..., 1] - own[..., None, 1])
+    gather = _gatherer((live | silent) & ~(distance >= bound))  # NaN: within reach
+    return silent_obstacles(gather(live, False), gather(silent, False),
+                            gather(position, np.nan, (3,)), gather(velocity, np.nan, (3,)),
+                            gather(np.asarray(age, dtype=float), 0.0),
+                            gather(np.asarray(presence, dtype=bool), False), params)
 
 
 def stopping_distance(speed, lag: float, braking: float):

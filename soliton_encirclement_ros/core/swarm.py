@@ -21,7 +21,7 @@ import numpy as np
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, silent_obstacles)
+    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, NO_NEIGHBOUR, select_neighbours)
 
@@ -182,8 +182,10 @@ class SwarmControllers:
         others = {}
         if p.d_safe:  # every other vehicle each row hears: (rows, N, 3), NaN where not
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
-            others = silent_obstacles(heard & usable, kept & ~heard & usable, a.position,
-                                      a.velocity, now - a.sent, ~a.member, p)
+            others = silent_obstacles_within_reach(
+                positions[rows], velocities[rows], p.safety_distance(ring_size),
+                heard & usable, kept & ~heard & usable, a.position, a.velocity, now - a.sent,
+                ~a.member, p)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,

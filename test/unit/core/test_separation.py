@@ -378,3 +378,41 @@ def test_many_agents_count_only_the_vehicles_within_reach(monkeypatch):
         np.testing.assert_array_equal(got, every_column)
         pushed += bool(np.any(every_column != 0.0))
     assert pushed > 150 and sum(shrunk) > 150  # the term pushes, with columns left out
+
+
+def test_the_engines_obstacles_within_reach_push_as_every_vehicle():
+    """
+    The engines' obstacles, cut to each agent's vehicles within reach: the same term.
+
+    Random swarms of 17 to 40 agents (over ``WITHIN_REACH_COLUMNS`` columns with their rest
+    points), each hearing some vehicles, remembering others silent, presences among them, each
+    agent flying its own ``d_safe``: the term over the cut columns has the values of the term
+    over :func:`silent_obstacles`' every column (a zero's sign aside).
+    """
+    from soliton_encirclement_ros.core import law
+    rng = np.random.default_rng(17)
+    pick = _picker(rng)
+    pushed = cut = 0
+    for _ in range(300):
+        params = _random_term_settings(pick)
+        agents = int(rng.integers(17, 41))
+        xy = rng.uniform(-1.0, 1.0, (agents, 3)) * pick(5.0, 20.0, 60.0)
+        v = rng.normal(size=(agents, 3)) * pick(0.0, 1.0, 8.0)
+        heard = rng.random((agents, agents)) < pick(1.0, 0.8)
+        silent = ~heard & (rng.random((agents, agents)) < 0.5)
+        np.fill_diagonal(heard, False)
+        np.fill_diagonal(silent, False)
+        age = pick(rng.uniform(-0.1, 1.5, agents), np.zeros(agents))
+        presence = rng.random(agents) < pick(0.0, 0.3)
+        d_safe = pick(np.full(agents, 2.0), rng.uniform(0.0, 2.0, agents))
+        v_law = pick(None, rng.normal(size=(agents, 2)) * 6.0)
+        every = law.silent_obstacles(heard, silent, xy, v, age, presence, params)
+        within = law.silent_obstacles_within_reach(xy, v, d_safe, heard, silent, xy, v, age,
+                                                   presence, params)
+        got, want = (separation_velocity(xy, v, params=params, v_law=v_law, d_safe=d_safe,
+                                         **obstacles) for obstacles in (within, every))
+        np.testing.assert_array_equal(got, want)
+        pushed += bool(np.any(want != 0.0))
+        cut += (np.sum(~np.isnan(within['others_position'][..., 0]))  # vehicles left out
+                < np.sum(~np.isnan(every['others_position'][..., 0])))
+    assert pushed > 150 and cut > 150  # the term pushes, over fewer columns
