@@ -278,6 +278,22 @@ def _random_term_settings(pick) -> ControllerParams:
                             t_react=pick(0.3, 0.0, 0.5), v_safe=pick(10.0, 2.0, 0.5))
 
 
+def _random_swarm(rng, pick, sizes, spreads, heard_shares):
+    """
+    Return settings, positions and velocities (N, 3) of a random swarm, and who hears whom.
+
+    N drawn in ``sizes`` [low, high), the positions spread by one of ``spreads`` m, each agent
+    hearing each other with one of ``heard_shares``' chance (never itself).
+    """
+    params = _random_term_settings(pick)
+    agents = int(rng.integers(*sizes))
+    xy = rng.uniform(-1.0, 1.0, (agents, 3)) * pick(*spreads)
+    v = rng.normal(size=(agents, 3)) * pick(0.0, 1.0, 8.0)
+    heard = rng.random((agents, agents)) < pick(*heard_shares)
+    np.fill_diagonal(heard, False)
+    return params, xy, v, heard
+
+
 def test_separation_in_floats_is_the_array_paths():
     """
     One agent's separation term in Python floats returns the array path's bits.
@@ -348,12 +364,8 @@ def test_many_agents_count_only_the_vehicles_within_reach(monkeypatch):
     pick = _picker(rng)
     pushed = 0
     for _ in range(400):
-        params = _random_term_settings(pick)
-        agents = int(rng.integers(2, 30))
-        xy = rng.uniform(-1.0, 1.0, (agents, 3)) * pick(3.0, 15.0, 60.0)
-        v = rng.normal(size=(agents, 3)) * pick(0.0, 1.0, 8.0)
-        heard = rng.random((agents, agents)) < pick(1.0, 0.7)
-        np.fill_diagonal(heard, False)
+        params, xy, v, heard = _random_swarm(rng, pick, (2, 30), (3.0, 15.0, 60.0), (1.0, 0.7))
+        agents = len(xy)
         others = np.where(heard[..., None], xy, np.nan)
         others_v = np.where(heard[..., None], v, np.nan)
         age = pick(None, rng.uniform(-0.1, 1.5, (agents, agents)), np.zeros(agents))
@@ -394,13 +406,9 @@ def test_the_engines_obstacles_within_reach_push_as_every_vehicle():
     pick = _picker(rng)
     pushed = cut = 0
     for _ in range(300):
-        params = _random_term_settings(pick)
-        agents = int(rng.integers(17, 41))
-        xy = rng.uniform(-1.0, 1.0, (agents, 3)) * pick(5.0, 20.0, 60.0)
-        v = rng.normal(size=(agents, 3)) * pick(0.0, 1.0, 8.0)
-        heard = rng.random((agents, agents)) < pick(1.0, 0.8)
+        params, xy, v, heard = _random_swarm(rng, pick, (17, 41), (5.0, 20.0, 60.0), (1.0, 0.8))
+        agents = len(xy)
         silent = ~heard & (rng.random((agents, agents)) < 0.5)
-        np.fill_diagonal(heard, False)
         np.fill_diagonal(silent, False)
         age = pick(rng.uniform(-0.1, 1.5, agents), np.zeros(agents))
         presence = rng.random(agents) < pick(0.0, 0.3)
