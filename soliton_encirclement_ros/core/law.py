@@ -272,11 +272,6 @@ def _separation_arrays(position, velocity, others_position, others_velocity, par
     reach = np.where(on, d_safe[..., None], 1.0)
     others_velocity = np.asarray(others_velocity, dtype=float)[..., :2]
     others_xy = np.asarray(others_position, dtype=float)[..., :2]
-    if position.ndim > 1 and others_xy.shape[-2] > WITHIN_REACH_COLUMNS:  # the engines
-        within = _within_reach(position, velocity, others_xy, others_velocity, others_age,
-                               others_radius, own_radius, params, d_safe)
-        if within is not None:
-            others_xy, others_velocity, others_age, others_radius = within
     if others_age is not None:
         age = np.clip(np.asarray(others_age, dtype=float), 0.0, params.t_safe)
         others_xy = others_xy + others_velocity * age[..., None]
@@ -381,39 +376,6 @@ def _maximum_of(a, b):
     if isinstance(a, float) and isinstance(b, float):
         return _maximum(a, b)
     return np.maximum(a, b)
-
-
-def _within_reach(position, velocity, others_xy, others_velocity, others_age, others_radius,
-                  own_radius, params: ControllerParams, d_safe):
-    """
-    Return the others' columns each agent has within :func:`obstacle_reach`, or None when all.
-
-    For many agents at once (``position`` (..., 2+)): the columns (..., M) of
-    ``others_xy``, ``others_velocity``, ``others_age`` and ``others_radius`` (either may be
-    None) become (..., K), each agent's columns within reach first, in their order, then NaN
-    columns (age and radius 0), K the most any agent has (at least 1). A column beyond reach
-    adds exactly nothing to the term: a vehicle there is carried forward at most ``t_safe``, so
-    its ``d_ahead`` stays above the agent's ``d_safe`` (``d_safe`` (...), the distance each
-    flies). What the term costs then grows with the vehicles within reach, not all.
-    """
-    lead = position.shape[:-1]
-    m = others_xy.shape[-2]
-    xy = np.broadcast_to(others_xy, lead + (m, 2))
-    others_v = np.broadcast_to(others_velocity, lead + (m, 2))
-    own_v = np.asarray(velocity, dtype=float)[..., :2]
-    radius = (0.0 if others_radius is None
-              else np.nan_to_num(np.asarray(others_radius, dtype=float)))
-    bound = obstacle_reach(np.hypot(own_v[..., 0], own_v[..., 1])[..., None],
-                           np.hypot(others_v[..., 0], others_v[..., 1]), radius, params,
-                           np.asarray(own_radius, dtype=float)[..., None], d_safe[..., None])
-    distance = np.hypot(xy[..., 0] - position[..., None, 0], xy[..., 1] - position[..., None, 1])
-    keep = ~(distance >= bound) & ~np.isnan(xy[..., 0])  # NaN bound or distance: kept
-    if keep.all():
-        return None
-    gather = _gatherer(keep)
-    return (gather(xy, np.nan, (2,)), gather(others_v, np.nan, (2,)),
-            None if others_age is None else gather(np.asarray(others_age, dtype=float), 0.0),
-            None if others_radius is None else gather(radius, 0.0))
 
 
 def _gatherer(keep: np.ndarray):
@@ -524,8 +486,9 @@ def _take_out(v, unit, share, active):
 
 # Up to this many other vehicles, one agent's separation term is computed in Python floats.
 FLOAT_ROWS = 32
-# Above this many columns, the term of many agents at once first keeps each agent's columns
-# within reach (below, finding them costs more than it saves: N = 10's 20 columns, 8 %).
+# Above this many columns (vehicles and rest points), the engines build each agent's obstacles
+# from its vehicles within reach only (below, finding them costs more than it saves: N = 10's
+# 20 columns, 8 %).
 WITHIN_REACH_COLUMNS = 32
 
 

@@ -338,60 +338,6 @@ def test_separation_in_floats_is_the_array_paths():
     assert pushed > 1500  # most cases push: the term's branches are taken
 
 
-def test_many_agents_count_only_the_vehicles_within_reach(monkeypatch):
-    """
-    The term of many agents at once (the engines) takes each agent's columns within reach only.
-
-    Random crowds, spread so that some vehicles are within ``obstacle_reach`` and others not,
-    with what the engines bring: every agent's own column NaN, vehicles unheard (NaN), at rest,
-    carried forward (ages outside [0, t_safe] too), discs, presences' rest points as more
-    columns, each agent's own ``d_safe`` (the ring's) and a law command or none. The values are
-    those of the term over every column (a zero's sign aside: a column beyond reach adds 0).
-    """
-    from soliton_encirclement_ros.core import law
-    rng = np.random.default_rng(11)
-    within_reach = law._within_reach
-    monkeypatch.setattr(law, 'WITHIN_REACH_COLUMNS', 0)  # small crowds too
-    shrunk = []
-
-    def counting(*args):
-        out = within_reach(*args)  # left out: vehicles there, beyond reach
-        shrunk.append(out is not None and np.sum(~np.isnan(out[0][..., 0]))
-                      < np.sum(~np.isnan(np.broadcast_to(args[2], out[0].shape[:-2]
-                                                         + args[2].shape[-2:])[..., 0])))
-        return out
-
-    pick = _picker(rng)
-    pushed = 0
-    for _ in range(400):
-        params, xy, v, heard = _random_swarm(rng, pick, (2, 30), (3.0, 15.0, 60.0), (1.0, 0.7))
-        agents = len(xy)
-        others = np.where(heard[..., None], xy, np.nan)
-        others_v = np.where(heard[..., None], v, np.nan)
-        age = pick(None, rng.uniform(-0.1, 1.5, (agents, agents)), np.zeros(agents))
-        radius = pick(None, rng.uniform(0.0, 1.0, agents),
-                      np.where(rng.random(agents) < 0.3, np.nan, 0.3))
-        if rng.random() < 0.4:  # presences: their rest points as more columns, at rest
-            rest = np.where(heard[..., None] & (rng.random(agents) < 0.5)[:, None],
-                            xy + v * 0.4, np.nan)
-            others = np.concatenate((others, rest), axis=-2)
-            others_v = np.concatenate((others_v, rest * 0.0), axis=-2)
-            age = None if age is None else np.concatenate(
-                (np.broadcast_to(age, (agents, agents)), np.zeros((agents, agents))), axis=-1)
-            radius = None if radius is None else np.concatenate((radius, radius))
-        v_law = pick(None, rng.normal(size=(agents, 2)) * 6.0)
-        d_safe = pick(np.full(agents, 2.0), rng.uniform(0.0, 2.0, agents), np.full(agents, 3.0))
-        own_radius = pick(0.0, rng.uniform(0.0, 0.5, agents))
-        args = (xy, v, others, others_v, params, v_law, age, radius, own_radius, d_safe)
-        monkeypatch.setattr(law, '_within_reach', counting)
-        got = law._separation_arrays(*args)
-        monkeypatch.setattr(law, '_within_reach', lambda *a: None)
-        every_column = law._separation_arrays(*args)
-        np.testing.assert_array_equal(got, every_column)
-        pushed += bool(np.any(every_column != 0.0))
-    assert pushed > 150 and sum(shrunk) > 150  # the term pushes, with columns left out
-
-
 def test_the_engines_obstacles_within_reach_push_as_every_vehicle():
     """
     The engines' obstacles, cut to each agent's vehicles within reach: the same term.
