@@ -231,6 +231,7 @@ def main() -> None:
                                                   args.original_dir, config, no_adversary,
                                                   duration, out)
                     else:
+                        # Passed only when asked: an older --tree's measure() lacks it.
                         shell = (args.shell_only,) if args.shell_only else ()
                         result, cpu, load = timed(bench.measure, options, duration,
                                                   args.seed, out, *shell)
