@@ -29,15 +29,10 @@ from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import (
     RunResult, separation_note, write_run_outputs)
-from soliton_encirclement_ros.core.area import limit_for_hold
-from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
-from soliton_encirclement_ros.core.faults import SwarmOutages
-from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.scenario import Scenario
-from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
+from soliton_encirclement_ros.core.swarm_run import SwarmRun
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
-from velocity_mobility_ros.core.model import step, VehicleState
 
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
 
@@ -47,70 +42,37 @@ ENGINES = ('auto',) + tuple(REGISTERED)
 
 def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     """Run ``scenario`` and return its metrics, telemetry and trajectories."""
-    engine = choose_engine(scenario, engine)
-    params = scenario.controller_params()
-    vehicle = scenario.vehicle_params()
-    n, period = scenario.agents, scenario.control_period
-    ids = scenario.agent_ids()
-    target_start = scenario.target_start()
-    start = scenario.start_positions()
-    bodies = VehicleState.at_rest(np.vstack((start, target_start)))
-    target_model = scenario.target_model()
-    swarm = REGISTERED[engine].build(ids, params, scenario)
-    outages = SwarmOutages(ids, scenario.failures_per_min, scenario.failure_off_time,
-                           scenario.failure_check_period, scenario.seed)
-    steps_per_tick = round(period / vehicle.sim_dt)
-    ticks = int(np.floor(scenario.duration / period + 1e-9))
-    metrics_every = max(1, round((scenario.metrics_period or period) / period))
-    telemetry_every = max(1, round(scenario.telemetry_period / period))
+    run = SwarmRun(scenario, engine)
+    n, ids = run.n, run.ids
     traced = min(n, TRAJECTORY_AGENTS_MAX)
-
     metrics_rows, agent_rows, trace_rows = [], [], []
-    v_des = np.zeros((n + 1, 3))
-    area_margin = math.inf  # the smallest margin of any agent to the safety area [m]
     wall_start = time.perf_counter()
-    target_estimate = None  # the target's acceleration, as target_node estimates it
-    for k in range(ticks + 1):
-        now = k * period
-        live = ~outages.update(now)
-        positions, velocities = bodies.position[:n], bodies.velocity[:n]
-        target_position, target_velocity = bodies.position[n], bodies.velocity[n]
-        target_estimate = estimate_acceleration(target_estimate, now, target_velocity)
-        target_msg = TargetBroadcast(seconds_to_ns(now), target_position, target_velocity,
-                                     scenario.omega_ref, scenario.lambdas,
-                                     target_estimate.acceleration)
-        cmds, u = swarm.tick(now, live, positions, velocities, target_msg)
-        cmds = limit_for_hold(cmds, positions, velocities, scenario.area, params.t_safe,
-                              params.a_safe, period)
-        if scenario.area is not None:
-            area_margin = min(area_margin, float(scenario.area.clearance(positions).min()))
-        if k % metrics_every == 0:
-            metrics_rows.append((now, *compute_metrics(positions[live], velocities[live],
-                                                       target_position, target_velocity,
-                                                       scenario.radius)))
-        if k % telemetry_every == 0:
-            speed = np.linalg.norm(velocities, axis=1)
-            agent_rows.append(np.column_stack((ids, np.full(n, now), u, speed))[live])
-            trace_rows.append(np.vstack((bodies.position[:traced, :2],
-                                         bodies.position[n, :2])).ravel())
-        if k == ticks:
+    for k in range(run.ticks + 1):
+        tick = run.tick()
+        if tick.metrics is not None:
+            metrics_rows.append((tick.now, *tick.metrics))
+        if tick.telemetry:
+            speed = np.linalg.norm(tick.velocities, axis=1)
+            agent_rows.append(np.column_stack((ids, np.full(n, tick.now), tick.u,
+                                               speed))[tick.live])
+            trace_rows.append(np.vstack((run.bodies.position[:traced, :2],
+                                         run.bodies.position[n, :2])).ravel())
+        if k == run.ticks:
             break
-        v_des[:n] = np.where(live[:, None], cmds, 0.0)
-        v_des[n] = target_model.desired_velocity(now, target_position)
-        for _ in range(steps_per_tick):
-            bodies = step(bodies, v_des, vehicle)
+        run.advance()
     wall = time.perf_counter() - wall_start
 
+    period = scenario.control_period
     trace = np.array(trace_rows).reshape(len(trace_rows), traced + 1, 2)
-    times = np.arange(len(trace_rows)) * telemetry_every * period
+    times = np.arange(len(trace_rows)) * run.telemetry_every * period
     names = [f'uav{i}' for i in ids[:traced]] + ['target']
     trajectories = {name: np.column_stack((times, trace[:, j])) for j, name in enumerate(names)}
-    sim_time = ticks * period
+    sim_time = run.ticks * period
     return RunResult(np.array(metrics_rows), np.vstack(agent_rows),
-                     {**scenario.as_dict(), 'engine': engine}, trajectories,
+                     {**scenario.as_dict(), 'engine': run.engine}, trajectories,
                      sim_time / wall if wall > 0 else math.inf, sim_time, wall,
-                     bodies.position.copy(),
-                     area_margin if scenario.area is not None else math.nan)
+                     run.bodies.position.copy(),
+                     run.area_margin if scenario.area is not None else math.nan)
 
 
 def build_parser() -> argparse.ArgumentParser:
