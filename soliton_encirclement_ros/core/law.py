@@ -707,12 +707,11 @@ def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, sile
     :func:`obstacle_reach` of their broadcast speed, in their order, then columns of none (K
     the most any agent keeps): the rows the agent node's ``controller.obstacle_rows`` gives
     it, a presence's rest point with its vehicle. The others add exactly nothing to the term.
-    Up to ``WITHIN_REACH_COLUMNS`` columns in all, every vehicle.
+    Up to ``WITHIN_REACH_COLUMNS`` columns in all, every vehicle; with no vehicle within reach
+    of any agent, none (an empty dict: the term is zero, as the agent node's without rows).
     """
     live = np.asarray(live, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~live
-    if 2 * live.shape[-1] <= WITHIN_REACH_COLUMNS:
-        return silent_obstacles(live, silent, position, velocity, age, presence, params)
     position = np.asarray(position, dtype=float)
     velocity = np.asarray(velocity, dtype=float)
     own = np.asarray(own_position, dtype=float)
@@ -722,7 +721,12 @@ def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, sile
                            np.asarray(d_safe, dtype=float)[..., None])
     distance = np.hypot(position[..., 0] - own[..., None, 0],
                         position[..., 1] - own[..., None, 1])
-    gather = _gatherer((live | silent) & ~(distance >= bound))  # NaN: within reach
+    keep = (live | silent) & ~(distance >= bound)  # NaN: within reach
+    if not keep.any():  # no agent has a vehicle within reach: the term adds nothing
+        return {}
+    if 2 * live.shape[-1] <= WITHIN_REACH_COLUMNS:
+        return silent_obstacles(live, silent, position, velocity, age, presence, params)
+    gather = _gatherer(keep)
     return silent_obstacles(gather(live, False), gather(silent, False),
                             gather(position, np.nan, (3,)), gather(velocity, np.nan, (3,)),
                             gather(np.asarray(age, dtype=float), 0.0),
