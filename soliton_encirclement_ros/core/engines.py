@@ -40,6 +40,10 @@ class SwarmEngine(Protocol):
              velocities: np.ndarray, target_msg: TargetBroadcast) -> tuple[np.ndarray, np.ndarray]:
         """Return the commands (N, 3) of the working agents (zero rows if failed) and u (N,)."""
 
+    @property
+    def u_ss(self) -> np.ndarray:
+        """Return the u_ss of every agent after the last tick: what each broadcasts with u."""
+
 
 class PerAgentSwarm:
     """One ControllerState and one receive channel per agent: the agent node's code path."""
@@ -74,6 +78,10 @@ class PerAgentSwarm:
                                                    now, self.params)
         return cmds, np.array([s.u for s in self.states])
 
+    @property
+    def u_ss(self) -> np.ndarray:
+        return np.array([s.u_ss for s in self.states])
+
 
 class VectorisedSwarm:
     """All agents' controllers as arrays; broadcasts reach every receiver after ``delay``."""
@@ -95,6 +103,10 @@ class VectorisedSwarm:
                                  c.u_ss.copy(), live.copy())))
         return c.step(live, positions, velocities, now), c.u
 
+    @property
+    def u_ss(self) -> np.ndarray:
+        return self.controllers.u_ss
+
 
 class BatchSwarm:
     """``BatchControllers`` of one run: every receiver's own copy, exact with loss and outages."""
@@ -109,6 +121,10 @@ class BatchSwarm:
             np.asarray(target_msg.velocity, dtype=float)[None],
             np.asarray(target_msg.acceleration, dtype=float)[None])
         return cmds[0], u[0]
+
+    @property
+    def u_ss(self) -> np.ndarray:
+        return self.controllers.u_ss[0]
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ class Tick:
     positions: np.ndarray           # (N, 3) world ENU [m]
     velocities: np.ndarray          # (N, 3) [m/s]
     u: np.ndarray                   # (N,) each controller's u
+    u_ss: np.ndarray                # (N,) and its u_ss
     commands: np.ndarray            # (N, 3) desired velocities (zero rows for failed agents)
     target: TargetBroadcast         # the target's broadcast of this tick
     metrics: Optional[tuple]        # compute_metrics of the working agents, on metrics ticks
@@ -94,6 +95,7 @@ class SwarmRun:
             metrics = compute_metrics(positions[live], velocities[live], target_position,
                                       target_velocity, scenario.radius)
         self._last = Tick(k, now, live, positions, velocities, np.array(u, dtype=float),
+                          np.array(self._swarm.u_ss, dtype=float),
                           np.where(live[:, None], cmds, 0.0), target_msg, metrics,
                           k % self.telemetry_every == 0)
         return self._last
