@@ -36,6 +36,8 @@ DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
 # Exit status: 0 done; 1 a node failed or the run stalled (what was gathered is kept);
 # 2 refused before starting; 3 outputs incomplete (summary.json recomputed from the CSVs).
 EXIT_FAILED, EXIT_REFUSED, EXIT_INCOMPLETE = 1, 2, 3
+NODES = 'nodes'  # --engine: one agent_node per agent; the others are core.engines.ENGINES
+GRAPH_ENGINES = (NODES, 'auto', 'per-agent', 'vectorised', 'batch')
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -58,6 +60,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                      'line says so)')
     ros.add_argument('--processes', action='store_true',
                      help='one process per node, as ros2 launch does')
+    ros.add_argument('--engine', choices=GRAPH_ENGINES, default=NODES,
+                     help='nodes (default): one agent_node per agent, the controller that '
+                     "flies; auto, per-agent, vectorised or batch: every agent's controller in "
+                     "one node, as arrays (batch_sim's engines; auto: vectorised where exact), "
+                     "publishing the observers' topics only (no per-agent nodes, parameters, "
+                     'services or cmd_vel): for large swarms')
     ros.add_argument('--domain-id', type=number(integer=True, check=_domain_id), default=None,
                      metavar='N', help='ROS domain of the graph (sets ROS_DOMAIN_ID; default: '
                      'ROS_DOMAIN_ID or 0); swarm_sim refuses a domain where another swarm runs')
@@ -131,7 +139,30 @@ def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
         'odom_rate': plan.odom_rate,
         'params_files': list(plan.params_files),
         'mode': 'processes' if args.processes else 'in-process',
+        'engine': args.engine,
     }
+
+
+def engine_problem(args: argparse.Namespace, plan: SwarmPlan) -> str:
+    """Return why ``--engine`` cannot run with the other options (one line), or ''."""
+    if args.engine == NODES:
+        return ''
+    from soliton_encirclement_ros.core.engines import choose_engine
+    given = {'--processes': args.processes, '--params-file': bool(args.params_file),
+             '--odom-rate': args.odom_rate is not None}
+    why = {'--processes': 'runs every agent in one node of this process',
+           '--params-file': 'has no agent nodes to take --params-file (give the values as '
+                            'options or in --scenario)',
+           '--odom-rate': 'publishes every odometry once a control period'}
+    for option, clash in given.items():
+        if clash:
+            return (f'--engine {args.engine} {why[option]}: drop {option}, or run the node '
+                    'graph (--engine nodes)')
+    try:
+        choose_engine(plan.scenario, args.engine)
+    except ValueError as error:
+        return f'--engine: {error}'
+    return ''
 
 
 def _number(value, digits: int = 4, unit: str = '', none: str = 'n/a') -> str:
@@ -171,7 +202,7 @@ def main(argv=None) -> int:
     for note in notes:
         print(f'swarm_sim: {note}', file=sys.stderr)
     out_dir = Path(args.out)
-    problem = output_dir_problem(out_dir, '--out')
+    problem = engine_problem(args, plan) or output_dir_problem(out_dir, '--out')
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return 2
@@ -274,14 +305,19 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
     (``report.write_streamed_outputs``: the memory this takes does not grow with the run).
     """
     from soliton_encirclement_ros.analysis.report import write_streamed_outputs
-    from soliton_encirclement_ros.sim.inprocess import InProcessGraph
     from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
     from soliton_encirclement_ros.live.relay import LiveViewUnavailable
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     try:
-        graph = InProcessGraph(plan, record=args.record, storage=args.storage,
-                               live=_live(args))
+        if args.engine == NODES:
+            from soliton_encirclement_ros.sim.inprocess import InProcessGraph
+            graph = InProcessGraph(plan, record=args.record, storage=args.storage,
+                                   live=_live(args))
+        else:
+            from soliton_encirclement_ros.sim.engine_graph import EngineGraph
+            graph = EngineGraph(plan, args.engine, out_dir, record=args.record,
+                                storage=args.storage, live=_live(args))
     except (ValueError, LiveViewUnavailable) as error:
         raise StartupError(str(error)) from None
     clear_previous_outputs(out_dir)  # metrics_node creates its files with its first row
@@ -299,12 +335,15 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         _interrupted(stop)
         wall = time.perf_counter() - wall_start
         sim_time = graph.sim_time
-        trajectories = graph.metrics.trajectories()  # bounded; the tables are on disk
-        radius = graph.metrics.radius  # the agents' (metrics_node says when it is not R)
-        graph.close()  # metrics_node's files are closed: whole rows
+        trajectories = graph.trajectories()  # bounded; the tables are on disk
+        radius = graph.radius  # the agents' (metrics_node says when it is not R)
+        engine = getattr(graph, 'engine', NODES)  # the one auto chose
+        area_margin = getattr(graph, 'area_margin', None)
+        graph.close()  # metrics.csv and agents.csv are closed: whole rows
     summary = write_streamed_outputs(
-        out_dir, {**plan_summary(plan, args), 'radius': radius}, trajectories,
-        sim_time / wall if wall > 0 else None, plots=not args.no_plots, fmt=args.format)
+        out_dir, {**plan_summary(plan, args), 'radius': radius, 'engine': engine},
+        trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
+        fmt=args.format, area_margin=area_margin)
     return summary, failure, ''
 
 

@@ -1,0 +1,225 @@
+"""
+``swarm_sim --engine``: the swarm as arrays in one node, on the same lock-step and clock.
+
+The controllers, vehicles, target and failures are one ``core.swarm_run.SwarmRun`` (the control
+tick of ``batch_sim``, with the controller engine asked for: ``per-agent``, ``vectorised``,
+``batch`` or ``auto``), stepped by the node ``swarm_sim`` on the simulated clock, one control
+tick per period. No agent is a node: there are no per-agent parameters, services or
+``cmd_vel`` topics, and nothing crosses DDS between agents.
+
+The node publishes what the node graph's observers read, under the same names, types and
+layouts (``interface``): ``/swarm/agent_states`` (every agent's broadcast of each tick, failed
+agents' presence), ``/<name>/odom``, ``/target/state``, ``/target/odom``,
+``/swarm/metrics/<metric>``, ``/swarm/markers``, ``/diagnostics`` (one status per agent at
+1 Hz) and ``/clock``. A topic's messages are built only while something subscribes to it
+(a bag, the live view, ``ros2 topic echo``; asked every ``LISTENER_CHECK_NS`` of sim time), so a
+run nobody watches costs what ``batch_sim`` does. metrics.csv and agents.csv are streamed into
+the output directory as the run goes, and are those ``batch_sim`` writes for the scenario.
+"""
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from nav_msgs.msg import Odometry
+import numpy as np
+from rclpy.time import Time
+from std_msgs.msg import Float64, Float64MultiArray
+from visualization_msgs.msg import MarkerArray
+
+from soliton_encirclement_ros.analysis.report import AGENTS_HEADER, METRICS_HEADER
+from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
+from soliton_encirclement_ros.bringup.graph import SwarmPlan
+from soliton_encirclement_ros.core.controller import AgentBroadcast
+from soliton_encirclement_ros.core.identity import new_incarnation
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.swarm_run import SwarmRun, Tick
+from soliton_encirclement_ros.interface import (
+    AGENT_ODOM_TOPIC, agent_state_to_msg, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC,
+    MARKERS_TOPIC, METRICS_TOPIC_PREFIX, RELIABLE, swarm_qos, TARGET_ODOM_TOPIC,
+    target_state_to_msg, TARGET_STATE_TOPIC)
+from soliton_encirclement_ros.nodes.markers import swarm_markers
+from soliton_encirclement_ros.nodes.settings import MetricsSettings
+from soliton_encirclement_ros.sim.inprocess import LockStepGraph
+from velocity_mobility_ros.nodes.messages import fill_odometry, new_odometry, to_odometry
+
+LISTENER_CHECK_NS = 100_000_000  # sim ns between asking a publisher whether anyone listens
+STATUS_PERIOD_NS = 1_000_000_000  # /diagnostics: each agent's status at 1 Hz
+WORLD_FRAME = 'world'
+MARKER_PERIOD_NS = round(MetricsSettings.marker_period * 1e9)
+TRAIL_LENGTH = MetricsSettings.trail_length
+
+
+class _Listened:
+    """Whether a publisher has a subscriber, asked at most every ``LISTENER_CHECK_NS``."""
+
+    def __init__(self, publisher) -> None:
+        self.publisher = publisher
+        self._asked_ns = -LISTENER_CHECK_NS - 1
+        self._listened = False
+
+    def __call__(self, now_ns: int) -> bool:
+        if not self._asked_ns <= now_ns < self._asked_ns + LISTENER_CHECK_NS:
+            self._asked_ns = now_ns
+            self._listened = self.publisher.get_subscription_count() > 0
+        return self._listened
+
+
+class EngineGraph(LockStepGraph):
+    """Run ``plan``'s scenario with the controller engine ``engine`` in the node ``swarm_sim``."""
+
+    def __init__(self, plan: SwarmPlan, engine: str, out_dir: Path, record: str = '',
+                 storage: str = 'mcap', live: tuple[str, int] | None = None) -> None:
+        self._open_context()
+        self._streams = None
+        try:
+            self.swarm = SwarmRun(plan.scenario, engine)
+            self.radius = plan.scenario.radius
+            self.out_dir = Path(out_dir)
+            node = self._make_clock_node()
+            self._names = plan.names
+            self._incarnations = [new_incarnation() for _ in self._names]
+            self._area = plan.scenario.area
+            reliable = swarm_qos(RELIABLE)
+            pub = node.create_publisher
+            self._states = _Listened(pub(Float64MultiArray, AGENT_STATES_TOPIC, reliable))
+            self._target = _Listened(pub(Float64MultiArray, TARGET_STATE_TOPIC,
+                                         swarm_qos(RELIABLE, TARGET_STATE_TOPIC)))
+            self._target_odom = _Listened(pub(Odometry, TARGET_ODOM_TOPIC, 10))
+            self._odom = [_Listened(pub(Odometry, f'/{name}/{AGENT_ODOM_TOPIC}', 10))
+                          for name in self._names]
+            self._odom_msgs = [new_odometry(WORLD_FRAME, f'{name}/base_link')
+                               for name in self._names]
+            self._metrics = [_Listened(pub(Float64, METRICS_TOPIC_PREFIX + name, 10))
+                             for name in METRIC_NAMES]
+            self._markers = _Listened(pub(MarkerArray, MARKERS_TOPIC, 10))
+            self._diagnostics = _Listened(pub(DiagnosticArray, DIAGNOSTICS_TOPIC, 10))
+            self._trails: dict = {}
+            self._traces: dict[str, DecimatingTrace] = {}
+            self._next_markers_ns = self._next_status_ns = 0
+            self._start_lock_step(plan.scenario, record, storage, live)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def engine(self) -> str:
+        return self.swarm.engine
+
+    @property
+    def area_margin(self) -> float | None:
+        """Return the smallest margin of any agent to the safety area so far [m], if any."""
+        return self.swarm.area_margin if self._area is not None else None
+
+    def _before_drain(self) -> None:
+        """Run the control tick due at this instant and publish what is listened to."""
+        swarm = self.swarm
+        now_ns = self.sim_time_ns
+        if swarm.index > swarm.ticks or self._tick_ns(swarm.index) > now_ns:
+            return
+        tick = swarm.tick()
+        self._write(tick)
+        self._publish(tick, now_ns)
+        swarm.advance()
+
+    def _tick_ns(self, index: int) -> int:
+        return round(index * self.swarm.period * 1e9)
+
+    def _next_due_ns(self) -> int:
+        return self._tick_ns(self.swarm.index)
+
+    def _write(self, tick: Tick) -> None:
+        if self._streams is None:  # opened with the first row, after the runner cleared
+            self.out_dir.mkdir(parents=True, exist_ok=True)
+            self._streams = (CsvStream(self.out_dir / 'metrics.csv', METRICS_HEADER),
+                             CsvStream(self.out_dir / 'agents.csv', AGENTS_HEADER))
+        metric_rows, agent_rows = self._streams
+        if tick.metrics is not None:
+            metric_rows.append([tick.now, *tick.metrics])
+        if tick.telemetry:
+            speed = np.linalg.norm(tick.velocities, axis=1)
+            agent_rows.append(np.column_stack((self.swarm.ids, np.full(self.swarm.n, tick.now),
+                                               tick.u, speed))[tick.live])
+            for agent_id, position in zip(self.swarm.ids.tolist(),
+                                          tick.positions[:, :2].tolist()):
+                self._trace(f'agent {agent_id}', tick.now, position)
+            self._trace('target', tick.now, tick.target.position[:2])
+
+    def _trace(self, name: str, now: float, xy) -> None:
+        if name not in self._traces:
+            self._traces[name] = DecimatingTrace()
+        self._traces[name].append((now, float(xy[0]), float(xy[1])))
+
+    def trajectories(self) -> dict[str, np.ndarray]:
+        """Return {name: (T, 3) rows t, x, y} so far, thinned to a bound."""
+        return {name: trace.array() for name, trace in self._traces.items()}
+
+    def _publish(self, tick: Tick, now_ns: int) -> None:
+        stamp = Time(nanoseconds=now_ns).to_msg()
+        swarm = self.swarm
+        if self._states(now_ns):
+            publish = self._states.publisher.publish
+            for i, agent_id in enumerate(swarm.ids.tolist()):
+                publish(agent_state_to_msg(AgentBroadcast(
+                    agent_id, swarm.index, now_ns, tick.positions[i], tick.velocities[i],
+                    float(tick.u[i]), float(tick.u_ss[i]), self._incarnations[i],
+                    bool(tick.live[i]))))
+        target = tick.target
+        if self._target(now_ns):
+            self._target.publisher.publish(target_state_to_msg(
+                target.stamp_ns, target.position, target.velocity, target.omega_ref,
+                target.lambdas, target.acceleration))
+        if self._target_odom(now_ns):
+            self._target_odom.publisher.publish(to_odometry(
+                target.position, target.velocity, float(swarm.bodies.yaw[swarm.n]), stamp,
+                WORLD_FRAME, 'target/base_link'))
+        listened = [i for i, odom in enumerate(self._odom) if odom(now_ns)]
+        if listened:
+            msgs = [self._odom_msgs[i] for i in listened]
+            bodies = swarm.bodies
+            fill_odometry(msgs, bodies.position[listened], bodies.velocity[listened],
+                          bodies.yaw[listened], stamp, bodies.yaw_rate[listened])
+            for i, msg in zip(listened, msgs):
+                self._odom[i].publisher.publish(msg)
+        if tick.metrics is not None:
+            for metric, value in zip(self._metrics, tick.metrics):
+                if metric(now_ns):
+                    metric.publisher.publish(Float64(data=float(value)))
+        if MARKER_PERIOD_NS > 0 and now_ns >= self._next_markers_ns:
+            self._next_markers_ns = now_ns + MARKER_PERIOD_NS
+            self._publish_markers(tick, now_ns, stamp)
+        if now_ns >= self._next_status_ns:
+            self._next_status_ns = now_ns + STATUS_PERIOD_NS
+            if self._diagnostics(now_ns):
+                self._diagnostics.publisher.publish(self._statuses(tick, stamp))
+
+    def _publish_markers(self, tick: Tick, now_ns: int, stamp) -> None:
+        if not self._markers(now_ns):
+            return
+        agents = {}
+        for agent_id, position, live in zip(self.swarm.ids.tolist(), tick.positions,
+                                            tick.live.tolist()):
+            agents[agent_id] = (position, live)
+            self._trails.setdefault(agent_id, deque(maxlen=max(TRAIL_LENGTH, 1))).append(
+                tuple(position[:2]))
+        self._markers.publisher.publish(swarm_markers(
+            agents, tick.target.position, self.radius, self._trails, WORLD_FRAME, stamp,
+            self._area))
+
+    def _statuses(self, tick: Tick, stamp) -> DiagnosticArray:
+        """Return one status per agent: what its node's ``~/status`` would say."""
+        statuses = [DiagnosticStatus(
+            level=DiagnosticStatus.OK if live else DiagnosticStatus.ERROR,
+            name=f'/{name}/agent', hardware_id=name,
+            message='ok' if live else 'failed (injected)')
+            for name, live in zip(self._names, tick.live.tolist())]
+        array = DiagnosticArray(status=statuses)
+        array.header.stamp = stamp
+        return array
+
+    def close(self) -> None:
+        """Close metrics.csv and agents.csv (whole rows), then the graph; safe to call twice."""
+        for stream in self._streams or ():
+            stream.close()
+        super().close()
