@@ -19,6 +19,10 @@ Cases (swarm_sim's defaults: control period 0.01 s, mobility 0.01 s, odometry 50
   experiment (``bench_original.py`` runs the two paired);
 - ``n10``, ``n32``, ``n100``: N = 10 / 32 / 100 with the defaults.
 
+``--engine E`` runs the cases with ``swarm_sim --engine E``: every agent's controller in one
+node, as arrays (``vectorised``, ``batch``, ``per-agent``; ``auto``: vectorised where exact), the
+vehicles' odometry every control period (so 100 Hz at 0.01 s, and ``--odom-rate`` is left out).
+
 The separation term is on, as by default (``d_safe`` 2 m, flown as at most half the even ring's
 spacing: 2 m for N = 10, 1.96 m for N = 32, 0.63 m for N = 100 at R = 20 m); ``--d-safe D``
 sets another (a scenario file's ``controller: {d_safe: D}``; 0: off). Options after ``--`` go to
@@ -57,13 +61,14 @@ CASES = {  # name -> (swarm_sim options, default sim duration [s])
 # The phases of a run whose CPU seconds --phases prints: (module, owner, function) -> label.
 PHASES = {
     ('soliton_encirclement_ros.sim.inprocess', 'InProcessGraph', '__init__'): 'graph',
+    ('soliton_encirclement_ros.sim.engine_graph', 'EngineGraph', '__init__'): 'graph',
     ('soliton_encirclement_ros.nodes.agent_node', 'AgentNode', '__init__'): 'agents',
     ('rclpy.parameter_service', 'ParameterService', '__init__'): 'param services',
     ('soliton_encirclement_ros.sim.domain', None, 'other_swarm'): 'domain check',
-    ('soliton_encirclement_ros.sim.inprocess', 'InProcessGraph', 'run'): 'loop',
+    ('soliton_encirclement_ros.sim.inprocess', 'LockStepGraph', 'run'): 'loop',
     ('soliton_encirclement_ros.analysis.report', None, 'write_streamed_outputs'): 'outputs',
     ('soliton_encirclement_ros.analysis.report', None, '_write_plots'): 'plots',
-    ('soliton_encirclement_ros.sim.inprocess', 'InProcessGraph', 'close'): 'close',
+    ('soliton_encirclement_ros.sim.inprocess', 'LockStepGraph', 'close'): 'close',
 }
 
 
@@ -88,7 +93,7 @@ def child(argv: list[str], shell_only: bool = False) -> None:
         controller.control_step = zero_control_step
     phases = {'imports': time.process_time() - start}
     loop = {}
-    run = inprocess.InProcessGraph.run
+    run = inprocess.LockStepGraph.run
 
     def sim_time(self, *args, **kwargs):
         try:
@@ -96,7 +101,7 @@ def child(argv: list[str], shell_only: bool = False) -> None:
         finally:
             loop['sim'] = self.sim_time
 
-    inprocess.InProcessGraph.run = sim_time
+    inprocess.LockStepGraph.run = sim_time
     for (module, owner, name), label in PHASES.items():
         holder = importlib.import_module(module)
         holder = getattr(holder, owner) if owner else holder
@@ -117,6 +122,17 @@ def zero_control_step(state, own_position, own_velocity, now, params, own_uncert
     """``controller.control_step`` of ``--shell-only``: the state kept, a zero command."""
     import numpy as np
     return state, np.zeros(3)
+
+
+def without_odom_rate(options: list[str]) -> list[str]:
+    """Return ``options`` without ``--odom-rate R``, which only the node graph takes."""
+    kept, skip = [], False
+    for option in options:
+        if skip or option == '--odom-rate':
+            skip = not skip
+            continue
+        kept.append(option)
+    return kept
 
 
 def d_safe_scenario(d_safe: float, path: Path) -> list[str]:
@@ -156,6 +172,10 @@ def main() -> None:
     parser.add_argument('--shell-only', action='store_true',
                         help="replace the agents' control step with a zero command: what the "
                         'graph costs around the controller')
+    parser.add_argument('--engine', default='nodes',
+                        help="swarm_sim's --engine: nodes (default: one agent_node per agent), "
+                        'or auto, per-agent, vectorised, batch (every agent in one node; their '
+                        'odometry every control period, so --odom-rate is left out)')
     parser.add_argument('swarm_sim', nargs='*', help='more swarm_sim options, after --')
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -166,6 +186,8 @@ def main() -> None:
             options, duration = CASES[name]
             duration = args.duration or duration
             options = [*options, *args.swarm_sim]
+            if args.engine != 'nodes':
+                options = [*without_odom_rate(options), '--engine', args.engine]
             if args.d_safe is not None:
                 options += d_safe_scenario(args.d_safe, Path(tmp) / f'{name}.yaml')
             for run in range(args.repeat):
@@ -179,7 +201,8 @@ def main() -> None:
                     phases = r['phases']
                     fixed = r['total_cpu'] - phases.get('loop', 0.0)
                     print(f'  fixed {fixed:.2f} CPU-s: ' + ', '.join(
-                        f'{label} {phases[label]:.2f}' for label in ('imports', *PHASES.values())
+                        f'{label} {phases[label]:.2f}'
+                        for label in dict.fromkeys(('imports', *PHASES.values()))
                         if label in phases and label != 'loop'), flush=True)
 
 
