@@ -158,3 +158,19 @@ def test_with_ffmpeg_the_animation_is_an_h264_mp4_of_the_same_frames(tmp_path):
     assert stream['codec_name'] == 'h264' and stream['avg_frame_rate'] == '10/1'
     assert stream['width'] >= 700 and stream['height'] >= 700
     assert int(stream['nb_read_frames']) == frames
+
+
+@pytest.mark.parametrize('low, high, want', [
+    (1e-6, 0.5, {'10⁻⁶', '10⁻⁵', '10⁻⁴', '10⁻³', '10⁻²', '10⁻¹', '10⁰'}),
+    (0.15, 0.6, {'2×10⁻¹', '3×10⁻¹', '4×10⁻¹'}),  # under a decade: minor labels too
+])
+def test_log_axes_are_labelled_as_matplotlib_would_in_plain_text(low, high, want):
+    from matplotlib.figure import Figure
+    fig = Figure()
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    plots._draw_series(ax, {'': np.array([[0.0, low], [1.0, high]])}, 'rho')  # no threshold
+    fig.canvas.draw()
+    labels = {t.get_text() for t in ax.get_yticklabels(minor=False) + ax.get_yticklabels(
+        minor=True) if t.get_text() and low <= t.get_position()[1] <= high}
+    assert labels >= want - {'10⁰'} and not any('$' in label for label in labels), labels
