@@ -307,7 +307,6 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
     from soliton_encirclement_ros.analysis.report import write_streamed_outputs
     from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
-    from soliton_encirclement_ros.live.relay import LiveViewUnavailable
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     try:
         if args.engine == NODES:
@@ -318,7 +317,7 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
             from soliton_encirclement_ros.sim.engine_graph import EngineGraph
             graph = EngineGraph(plan, args.engine, out_dir, record=args.record,
                                 storage=args.storage, live=_live(args))
-    except (ValueError, LiveViewUnavailable) as error:
+    except ValueError as error:  # the live view's LiveViewUnavailable too
         raise StartupError(str(error)) from None
     clear_previous_outputs(out_dir)  # metrics_node creates its files with its first row
     _say_live(graph.live)
@@ -375,12 +374,11 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
         raise StartupError(str(error)) from None
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     failure = ''
-    from soliton_encirclement_ros.live.relay import LiveViewUnavailable
     clear_previous_outputs(out_dir)  # the plan was checked: the run starts now
     try:
         graph = ProcessGraph(plan, record=args.record, storage=args.storage,
                              live=_live(args))
-    except (OSError, ValueError, LiveViewUnavailable) as error:
+    except (OSError, ValueError) as error:  # the live view's LiveViewUnavailable too
         raise StartupError(str(error)) from None
     _say_live(graph.live)
     wall_start = time.perf_counter()
