@@ -69,6 +69,10 @@ class _Listened:
 class EngineGraph(LockStepGraph):
     """Run ``plan``'s scenario with the controller engine ``engine`` in the node ``swarm_sim``."""
 
+    # Its one node hears nothing over DDS: an executor turn (its parameter services, messages
+    # from outside the graph) every LISTENER_CHECK_NS of sim time is enough.
+    turn_period_ns = LISTENER_CHECK_NS
+
     def __init__(self, plan: SwarmPlan, engine: str, out_dir: Path, record: str = '',
                  storage: str = 'mcap', live: tuple[str, int] | None = None) -> None:
         self._open_context()

@@ -61,6 +61,7 @@ class LockStepGraph:
 
     nodes: list[Node]
     clock_node: Node
+    turn_period_ns = 0  # the lock-step's executor turns: every instant
 
     def _open_context(self) -> None:
         self.context = Context()
@@ -88,7 +89,8 @@ class LockStepGraph:
         # Made before the nodes join the executor, which then never sees the timers the
         # lock-step calls.
         self.lockstep = LockStep(self.executor, [self.clock_node, *self.nodes],
-                                 STALL_TIMEOUT, direct=not record and live is None)
+                                 STALL_TIMEOUT, direct=not record and live is None,
+                                 turn_period_ns=self.turn_period_ns)
         self.lockstep.after_delivery.extend(self._after_delivery())
         for node in [self.clock_node, *self.nodes]:
             self.executor.add_node(node)

@@ -61,9 +61,14 @@ class LockStep:
     """
 
     def __init__(self, executor, nodes: Iterable[Node], stall_timeout: float = STALL_TIMEOUT,
-                 on_foreign: Callable[[str], None] | None = None, direct: bool = False):
+                 on_foreign: Callable[[str], None] | None = None, direct: bool = False,
+                 turn_period_ns: int = 0):
         self.executor = executor
         self.nodes = list(nodes)
+        # Direct mode: sim ns between two executor turns (services, messages from outside);
+        # 0: a turn every instant. A graph whose own nodes hear nothing over DDS may space them.
+        self.turn_period_ns = turn_period_ns
+        self._next_turn_ns = 0
         self.stall_timeout = stall_timeout
         self.now_ns = 0
         self.on_foreign = on_foreign or self._warn_foreign
@@ -359,7 +364,8 @@ class LockStep:
         timer callback sees a message of its own instant (as when every message arrives over
         DDS after the instant's timers).
 
-        The turn (repeated while it takes messages) serves services and the messages from DDS.
+        The turn (repeated while it takes messages) serves services and the messages from DDS,
+        at most once every ``turn_period_ns``.
         """
         if any(node._timers for node in self.nodes):  # created since (a changed period)
             self.instrument()
@@ -374,6 +380,9 @@ class LockStep:
                 continue
             timer.callback()
         self._deliver()  # after every timer of the instant: none sees this instant's messages
+        if self.now_ns < self._next_turn_ns:
+            return
+        self._next_turn_ns = self.now_ns + self.turn_period_ns
         while True:
             taken = self._taken
             self.executor.spin_once(timeout_sec=0)
