@@ -20,6 +20,12 @@ then, from this repository:
 stay where they start): what the graph around the controller costs against the original, the
 most a free controller would give.
 
+``--engine E`` runs ``swarm_sim --engine E``: every agent's controller in one node, as arrays,
+the vehicles' odometry every control period (100 Hz here, as ``--odom-rate 100``). Its agents
+hear each other through shared arrays, not messages: of the work listed below, the 110 state
+deliveries per tick are gone from its side; the control steps, the mobility at 100 Hz, the
+metrics and the outputs remain.
+
 Each round runs the original, then swarm_sim's case ``n10-odom100`` of bench_swarm_sim.py (the
 next round in the other order), each in a process of its own. The figure is CPU seconds of the
 whole process tree (``getrusage(RUSAGE_CHILDREN)`` of this script around the run: every thread
@@ -197,6 +203,10 @@ def main() -> None:
     parser.add_argument('--shell-only', action='store_true',
                         help="swarm_sim with its agents' control step a zero command "
                         '(bench_swarm_sim.py --shell-only): the most a free controller gives')
+    parser.add_argument('--engine', default='nodes',
+                        help="swarm_sim's --engine (default nodes: one agent_node per agent); "
+                        'auto, vectorised, ...: every agent in one node, odometry every '
+                        'control period (100 Hz)')
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     tree = args.tree.resolve()
@@ -205,12 +215,15 @@ def main() -> None:
             [str(tree), *filter(None, [os.environ.get('PYTHONPATH')])])
     bench = load_bench_swarm_sim(tree)
     options = bench.CASES[CASE][0]
+    if args.engine != 'nodes':
+        options = [*bench.without_odom_rate(options), '--engine', args.engine]
     config = EQUAL if args.original_preset == 'equal' else SHIPPED
     no_adversary = args.original_preset == 'equal'
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=tree,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True).stdout.strip() or 'no git'
-    print(f'swarm_sim {CASE}{" --shell-only" if args.shell_only else ""} of {tree} ({commit}) '
+    print(f'swarm_sim {CASE}{" --shell-only" if args.shell_only else ""} --engine {args.engine} '
+          f'of {tree} ({commit}) '
           f'vs the original ({args.original_preset}); '
           f'load {" ".join(f"{x:.2f}" for x in os.getloadavg())}; {os.cpu_count()} CPUs')
     print(f'{"run":<10}{"sim s":>7}{"tree CPU s":>12}{"sim-s/CPU-s":>13}{"loop":>7}'
