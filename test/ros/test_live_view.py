@@ -64,21 +64,34 @@ def old_client_status(port: int) -> int:
     return asyncio.run(connect())
 
 
-def test_swarm_sim_serves_the_run_in_sim_time_and_the_results_do_not_change(tmp_path):
-    from soliton_encirclement_ros.live.client import plot_frame, receive
-    port = free_port()
-    viewed = swarm_sim('--out', str(tmp_path / 'viewed'), '--foxglove', str(port))
+def viewed_run(out, port: int, wanted, *args, before=lambda: True):
+    """
+    Run swarm_sim with the live view on ``port`` until a client got 2 of each ``wanted`` topic.
+
+    ``before()`` (true when it holds) is asked once the view serves. Returns what the client
+    received and swarm_sim's stderr, after it exited 0.
+    """
+    from soliton_encirclement_ros.live.client import receive
+    viewed = swarm_sim('--out', str(out), '--foxglove', str(port), *args)
     try:
         wait_for_port(port, viewed)
-        assert old_client_status(port) == 400
+        assert before()
         received = asyncio.run(receive(
             f'ws://127.0.0.1:{port}', DEADLINE,
-            until=lambda r: all(len(r.messages.get(t, ())) >= 2 for t in WANTED)))
-        out, err = viewed.communicate(timeout=DEADLINE)
+            until=lambda r: all(len(r.messages.get(t, ())) >= 2 for t in wanted)))
+        _, err = viewed.communicate(timeout=DEADLINE)
     finally:
         viewed.kill()
         viewed.wait()
     assert viewed.returncode == 0, err
+    return received, err
+
+
+def test_swarm_sim_serves_the_run_in_sim_time_and_the_results_do_not_change(tmp_path):
+    from soliton_encirclement_ros.live.client import plot_frame
+    port = free_port()
+    received, err = viewed_run(tmp_path / 'viewed', port, WANTED,
+                               before=lambda: old_client_status(port) == 400)
     assert f'swarm_sim: live view on ws://127.0.0.1:{port}' in err
     assert received.server_info['capabilities'] == ['time', 'services']
     for topic in WANTED:
@@ -113,6 +126,23 @@ def test_swarm_sim_serves_the_run_in_sim_time_and_the_results_do_not_change(tmp_
     assert viewed_csv == (tmp_path / 'plain' / 'metrics.csv').read_bytes()
     assert json.loads((tmp_path / 'viewed' / 'summary.json').read_text())['final'] == (
         json.loads((tmp_path / 'plain' / 'summary.json').read_text())['final'])
+
+
+def test_swarm_sim_engine_serves_its_one_node_graph_in_sim_time(tmp_path):
+    """``--engine``: the same topics from the one node, built because the view listens."""
+    port = free_port()
+    wanted = [topic for topic in WANTED if not topic.endswith('/agent/status')]
+    received, _ = viewed_run(tmp_path / 'viewed', port, wanted, '--engine', 'auto')
+    for topic in wanted:
+        assert len(received.messages.get(topic, ())) >= 2, (topic, sorted(received.messages))
+        assert all(0 <= t <= DURATION_NS for t, _ in received.messages[topic]), topic
+    for t, odom in received.messages['/uav1/odom']:
+        stamp = odom.header.stamp.sec * 10**9 + odom.header.stamp.nanosec
+        assert abs(stamp - t) <= 20_000_000 and odom.child_frame_id == 'uav1/base_link'
+    markers = received.messages['/swarm/markers'][-1][1].markers
+    assert sum(m.ns == 'agents' for m in markers) == 4
+    statuses = received.messages['/diagnostics'][-1][1].status
+    assert [s.name for s in statuses] == [f'/uav{i}/agent' for i in range(1, 5)]
 
 
 def test_a_port_in_use_is_one_line_and_nothing_runs(tmp_path):

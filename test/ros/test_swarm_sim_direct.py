@@ -8,10 +8,6 @@ be delivered twice (the run stays byte-identical to one without the listener), a
 are served while the run goes on.
 """
 import numpy as np
-import rclpy
-from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from std_msgs.msg import Float64, Float64MultiArray
 from std_srvs.srv import SetBool
 
@@ -20,35 +16,23 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.agent_node import AgentNode
 from soliton_encirclement_ros.sim import runner
 from soliton_encirclement_ros.sim.inprocess import InProcessGraph
+from support.outsider import Outsider
 from support.waits import wait_for
 
 DEADLINE = 180.0  # wall s (a loaded machine is slow)
 ARGS = ['--agents', '3', '--control-period', '0.05', '--duration', '3', '--seed', '2']
 
 
-class Outsider:
-    """A node in its own context (its own DDS participant), spun by hand."""
+class Listener(Outsider):
+    """Hears the agents' states and E_gap from outside the graph."""
 
     def __init__(self):
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = Node('outsider', context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__()
         self.states, self.gaps = [], []
         self.node.create_subscription(Float64MultiArray, AGENT_STATES_TOPIC, self.states.append,
                                       swarm_qos(RELIABLE))
         self.node.create_subscription(Float64, METRICS_TOPIC_PREFIX + 'E_gap', self.gaps.append,
                                       10)
-
-    def spin(self):
-        for _ in range(20):
-            self.executor.spin_once(timeout_sec=0.0)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
 
 
 def new_graph():
@@ -67,7 +51,7 @@ def run_alone():
 
 def test_a_listener_outside_hears_the_graph_and_changes_nothing():
     alone = run_alone()
-    outsider = Outsider()
+    outsider = Listener()
     graph = new_graph()
     try:
         agent = next(n for n in graph.nodes if isinstance(n, AgentNode))
@@ -90,7 +74,7 @@ def test_a_listener_outside_hears_the_graph_and_changes_nothing():
 
 
 def test_a_service_of_a_node_is_served_while_the_graph_runs():
-    outsider = Outsider()
+    outsider = Listener()
     graph = new_graph()
     try:
         agent = next(n for n in graph.nodes

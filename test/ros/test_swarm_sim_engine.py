@@ -10,10 +10,6 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from nav_msgs.msg import Odometry
 import numpy as np
 import pytest
-import rclpy
-from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64, Float64MultiArray
 import yaml
@@ -26,6 +22,7 @@ from soliton_encirclement_ros.interface import (
     target_state_from_msg, TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.sim import batch_sim, runner
 from soliton_encirclement_ros.sim.engine_graph import EngineGraph
+from support.outsider import Outsider
 from support.waits import wait_for
 
 DEADLINE = 180.0  # wall s (a loaded machine is slow)
@@ -53,15 +50,11 @@ def test_the_run_is_batch_sims_byte_for_byte(tmp_path, engine):
     assert ros['mode'] == 'in-process'
 
 
-class Outsider:
-    """A node in its own context (its own DDS participant), spun by hand."""
+class Listener(Outsider):
+    """Hears every topic the engine graph publishes, from outside the graph."""
 
     def __init__(self, names):
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = Node('outsider', context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__()
         self.heard = {topic: [] for topic in (AGENT_STATES_TOPIC, TARGET_STATE_TOPIC, 'E_gap',
                                               '/diagnostics', '/clock', *names)}
         sub = self.node.create_subscription
@@ -74,15 +67,6 @@ class Outsider:
         sub(Clock, '/clock', self.heard['/clock'].append, 10)
         for name in names:
             sub(Odometry, f'/{name}/odom', self.heard[name].append, 10)
-
-    def spin(self):
-        for _ in range(50):
-            self.executor.spin_once(timeout_sec=0.0)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.try_shutdown(context=self.context)
 
 
 def _graph(out):
@@ -97,7 +81,7 @@ def test_a_listener_hears_the_run_on_the_graphs_topics_and_changes_nothing(tmp_p
     finally:
         alone.close()
     names = ['uav1', 'uav6']
-    outsider = Outsider(names)
+    outsider = Listener(names)
     graph = _graph(tmp_path / 'heard')
     try:
         publishers = [graph._states.publisher, graph._diagnostics.publisher,
