@@ -190,6 +190,10 @@ class EngineGraph(LockStepGraph):
             for metric, value in zip(self._metrics, tick.metrics):
                 if metric(now_ns):
                     metric.publisher.publish(Float64(data=float(value)))
+            if self._markers(now_ns):  # a trail point per metrics tick, as metrics_node keeps
+                for agent_id, xy in zip(self.swarm.ids.tolist(), tick.positions[:, :2].tolist()):
+                    self._trails.setdefault(agent_id, deque(maxlen=max(TRAIL_LENGTH, 1))).append(
+                        tuple(xy))
         if MARKER_PERIOD_NS > 0 and now_ns >= self._next_markers_ns:
             self._next_markers_ns = now_ns + MARKER_PERIOD_NS
             self._publish_markers(tick, now_ns, stamp)
@@ -201,12 +205,8 @@ class EngineGraph(LockStepGraph):
     def _publish_markers(self, tick: Tick, now_ns: int, stamp) -> None:
         if not self._markers(now_ns):
             return
-        agents = {}
-        for agent_id, position, live in zip(self.swarm.ids.tolist(), tick.positions,
-                                            tick.live.tolist()):
-            agents[agent_id] = (position, live)
-            self._trails.setdefault(agent_id, deque(maxlen=max(TRAIL_LENGTH, 1))).append(
-                tuple(position[:2]))
+        agents = {agent_id: (position, live) for agent_id, position, live in zip(
+            self.swarm.ids.tolist(), tick.positions, tick.live.tolist())}
         self._markers.publisher.publish(swarm_markers(
             agents, tick.target.position, self.radius, self._trails, WORLD_FRAME, stamp,
             self._area))
