@@ -12,7 +12,7 @@ layouts (``interface``): ``/swarm/agent_states`` (every agent's broadcast of eac
 agents' presence), ``/<name>/odom``, ``/target/state``, ``/target/odom``,
 ``/swarm/metrics/<metric>``, ``/swarm/markers``, ``/diagnostics`` (one status per agent at
 1 Hz) and ``/clock``. A topic's messages are built only while something subscribes to it
-(a bag, the live view, ``ros2 topic echo``; asked every ``LISTENER_CHECK_NS`` of sim time), so a
+(a bag, the live view, ``ros2 topic echo``; ``lockstep.Audience``, asked every 0.1 sim-s), so a
 run nobody watches costs what ``batch_sim`` does. metrics.csv and agents.csv are streamed into
 the output directory as the run goes, and are those ``batch_sim`` writes for the scenario.
 """
@@ -42,36 +42,21 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.markers import swarm_markers
 from soliton_encirclement_ros.nodes.settings import MetricsSettings
 from soliton_encirclement_ros.sim.inprocess import LockStepGraph
+from soliton_encirclement_ros.sim.lockstep import Audience, OUTSIDE_CHECK_NS
 from velocity_mobility_ros.nodes.messages import fill_odometry, new_odometry, to_odometry
 
-LISTENER_CHECK_NS = 100_000_000  # sim ns between asking a publisher whether anyone listens
 STATUS_PERIOD_NS = 1_000_000_000  # /diagnostics: each agent's status at 1 Hz
 WORLD_FRAME = 'world'
 MARKER_PERIOD_NS = round(MetricsSettings.marker_period * 1e9)
 TRAIL_LENGTH = MetricsSettings.trail_length
 
 
-class _Listened:
-    """Whether a publisher has a subscriber, asked at most every ``LISTENER_CHECK_NS``."""
-
-    def __init__(self, publisher) -> None:
-        self.publisher = publisher
-        self._asked_ns = -LISTENER_CHECK_NS - 1
-        self._listened = False
-
-    def __call__(self, now_ns: int) -> bool:
-        if not self._asked_ns <= now_ns < self._asked_ns + LISTENER_CHECK_NS:
-            self._asked_ns = now_ns
-            self._listened = self.publisher.get_subscription_count() > 0
-        return self._listened
-
-
 class EngineGraph(LockStepGraph):
     """Run ``plan``'s scenario with the controller engine ``engine`` in the node ``swarm_sim``."""
 
     # Its one node hears nothing over DDS: an executor turn (its parameter services, messages
-    # from outside the graph) every LISTENER_CHECK_NS of sim time is enough.
-    turn_period_ns = LISTENER_CHECK_NS
+    # from outside the graph) as often as it asks who listens is enough.
+    turn_period_ns = OUTSIDE_CHECK_NS
 
     def __init__(self, plan: SwarmPlan, engine: str, out_dir: Path, record: str = '',
                  storage: str = 'mcap', live: tuple[str, int] | None = None) -> None:
@@ -87,20 +72,22 @@ class EngineGraph(LockStepGraph):
             self._area = plan.scenario.area
             reliable = swarm_qos(RELIABLE)
             pub = node.create_publisher
-            self._states = _Listened(pub(Float64MultiArray, AGENT_STATES_TOPIC, reliable))
-            self._target = _Listened(pub(Float64MultiArray, TARGET_STATE_TOPIC,
-                                         swarm_qos(RELIABLE, TARGET_STATE_TOPIC)))
-            self._target_odom = _Listened(pub(Odometry, TARGET_ODOM_TOPIC, 10))
-            self._odom = [_Listened(pub(Odometry, f'/{name}/{AGENT_ODOM_TOPIC}', 10))
-                          for name in self._names]
+            self._states = Audience([pub(Float64MultiArray, AGENT_STATES_TOPIC, reliable)])
+            self._target = Audience([pub(Float64MultiArray, TARGET_STATE_TOPIC,
+                                         swarm_qos(RELIABLE, TARGET_STATE_TOPIC))])
+            self._target_odom = Audience([pub(Odometry, TARGET_ODOM_TOPIC, 10)])
+            self._odom = Audience([pub(Odometry, f'/{name}/{AGENT_ODOM_TOPIC}', 10)
+                                   for name in self._names])
             self._odom_msgs = [new_odometry(WORLD_FRAME, f'{name}/base_link')
                                for name in self._names]
-            self._metrics = [_Listened(pub(Float64, METRICS_TOPIC_PREFIX + name, 10))
-                             for name in METRIC_NAMES]
-            self._markers = _Listened(pub(MarkerArray, MARKERS_TOPIC, 10))
-            self._diagnostics = _Listened(pub(DiagnosticArray, DIAGNOSTICS_TOPIC, 10))
+            self._metrics = Audience([pub(Float64, METRICS_TOPIC_PREFIX + name, 10)
+                                      for name in METRIC_NAMES])
+            self._markers = Audience([pub(MarkerArray, MARKERS_TOPIC, 10)])
+            self._diagnostics = Audience([pub(DiagnosticArray, DIAGNOSTICS_TOPIC, 10)])
             self._trails: dict = {}
-            self._traces: dict[str, DecimatingTrace] = {}
+            # Bounded (t, x, y) traces for trajectories.png: every agent's, then the target's.
+            self._trace_names = [f'agent {i}' for i in self.swarm.ids.tolist()] + ['target']
+            self._traces = [DecimatingTrace() for _ in self._trace_names]
             self._next_markers_ns = self._next_status_ns = 0
             self._start_lock_step(plan.scenario, record, storage, live)
         except BaseException:
@@ -145,19 +132,13 @@ class EngineGraph(LockStepGraph):
             speed = np.linalg.norm(tick.velocities, axis=1)
             agent_rows.append(np.column_stack((self.swarm.ids, np.full(self.swarm.n, tick.now),
                                                tick.u, speed))[tick.live])
-            for agent_id, position in zip(self.swarm.ids.tolist(),
-                                          tick.positions[:, :2].tolist()):
-                self._trace(f'agent {agent_id}', tick.now, position)
-            self._trace('target', tick.now, tick.target.position[:2])
-
-    def _trace(self, name: str, now: float, xy) -> None:
-        if name not in self._traces:
-            self._traces[name] = DecimatingTrace()
-        self._traces[name].append((now, float(xy[0]), float(xy[1])))
+            xy = np.vstack((tick.positions[:, :2], tick.target.position[:2])).tolist()
+            for trace, (x, y) in zip(self._traces, xy):
+                trace.append((tick.now, x, y))
 
     def trajectories(self) -> dict[str, np.ndarray]:
         """Return {name: (T, 3) rows t, x, y} so far, thinned to a bound."""
-        return {name: trace.array() for name, trace in self._traces.items()}
+        return {name: trace.array() for name, trace in zip(self._trace_names, self._traces)}
 
     def _publish(self, tick: Tick, now_ns: int) -> None:
         stamp = Time(nanoseconds=now_ns).to_msg()
@@ -178,18 +159,17 @@ class EngineGraph(LockStepGraph):
             self._target_odom.publisher.publish(to_odometry(
                 target.position, target.velocity, float(swarm.bodies.yaw[swarm.n]), stamp,
                 WORLD_FRAME, 'target/base_link'))
-        listened = [i for i, odom in enumerate(self._odom) if odom(now_ns)]
+        listened = self._odom(now_ns)
         if listened:
             msgs = [self._odom_msgs[i] for i in listened]
             bodies = swarm.bodies
             fill_odometry(msgs, bodies.position[listened], bodies.velocity[listened],
                           bodies.yaw[listened], stamp, bodies.yaw_rate[listened])
             for i, msg in zip(listened, msgs):
-                self._odom[i].publisher.publish(msg)
+                self._odom.publishers[i].publish(msg)
         if tick.metrics is not None:
-            for metric, value in zip(self._metrics, tick.metrics):
-                if metric(now_ns):
-                    metric.publisher.publish(Float64(data=float(value)))
+            for i in self._metrics(now_ns):
+                self._metrics.publishers[i].publish(Float64(data=float(tick.metrics[i])))
             if self._markers(now_ns):  # a trail point per metrics tick, as metrics_node keeps
                 for agent_id, xy in zip(self.swarm.ids.tolist(), tick.positions[:, :2].tolist()):
                     self._trails.setdefault(agent_id, deque(maxlen=max(TRAIL_LENGTH, 1))).append(

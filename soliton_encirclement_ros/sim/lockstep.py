@@ -48,6 +48,33 @@ PREFIX_TIMEOUT = 5.0         # s for the graph to list its own probe publisher
 OUTSIDE_CHECK_NS = 100_000_000
 
 
+class Audience:
+    """
+    Which of ``publishers`` have more than ``known`` subscriptions, as their indices.
+
+    Asked again at most every ``OUTSIDE_CHECK_NS`` of sim time (a call is then a comparison):
+    a listener that joins is served from the next such instant on.
+    """
+
+    def __init__(self, publishers, known: int = 0) -> None:
+        self.publishers = list(publishers)
+        self.known = known
+        self._asked_ns = -OUTSIDE_CHECK_NS - 1
+        self._heard: list[int] = []
+
+    @property
+    def publisher(self):
+        """Return the first of the publishers, for an audience of one."""
+        return self.publishers[0]
+
+    def __call__(self, now_ns: int) -> list[int]:
+        if not self._asked_ns <= now_ns < self._asked_ns + OUTSIDE_CHECK_NS:
+            self._asked_ns = now_ns
+            self._heard = [i for i, pub in enumerate(self.publishers)
+                           if pub.get_subscription_count() > self.known]
+        return self._heard
+
+
 class LockStepStalled(RuntimeError):
     """The graph did not reach quiescence within the stall timeout."""
 
@@ -227,25 +254,22 @@ class LockStep:
                   != QoSCompatibility.ERROR]
         if getattr(pub.publish, 'counted', False):
             pub.publish.routes[:] = routes
+            pub.publish.outside.known = len(routes)
             return
         publish = pub.publish
         latched = pub.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
         queue = self._queue
-        # (when last asked, whether a subscription outside the graph matches)
-        outside = [-OUTSIDE_CHECK_NS - 1, False]
+        outside = Audience([pub], known=len(routes))  # subscriptions beyond the graph's
 
         def direct(msg):
             # Someone outside the graph listens (or a late joiner must get it): DDS too.
-            now_ns = self.now_ns
-            if not outside[0] <= now_ns < outside[0] + OUTSIDE_CHECK_NS:
-                outside[0] = now_ns
-                outside[1] = pub.get_subscription_count() > len(routes)
-            if latched or outside[1]:
+            if latched or outside(self.now_ns):
                 publish(msg)
             if routes:
                 queue.append((routes, msg))
         direct.counted = True
         direct.routes = routes
+        direct.outside = outside
         pub.publish = direct
 
     def _once_per_instant(self, timer):

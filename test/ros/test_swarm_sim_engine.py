@@ -85,7 +85,7 @@ def test_a_listener_hears_the_run_on_the_graphs_topics_and_changes_nothing(tmp_p
     graph = _graph(tmp_path / 'heard')
     try:
         publishers = [graph._states.publisher, graph._diagnostics.publisher,
-                      *(graph._odom[i].publisher for i in (0, 5))]
+                      *(graph._odom.publishers[i] for i in (0, 5))]
         wait_for(lambda: all(p.get_subscription_count() for p in publishers),
                  'the listener to match', timeout=DEADLINE)
         for end in np.arange(0.25, 6.01, 0.25):  # heard as it goes: depth 10 on odometry
