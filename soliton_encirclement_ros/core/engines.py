@@ -155,6 +155,8 @@ ENGINES: dict[str, EngineSpec] = {
         lambda scenario: True, "each receiver's own copy, O(N^2) memory: the sweep's engine"),
 }
 REFERENCE = 'per-agent'
+# What a user may ask for (batch_sim --engine, swarm_sim --engine): auto, then every engine.
+ENGINE_CHOICES = ('auto', *ENGINES)
 
 
 def choose_engine(scenario: Scenario, engine: str = 'auto') -> str:

@@ -29,15 +29,12 @@ from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import (
     RunResult, separation_note, write_run_outputs)
-from soliton_encirclement_ros.core.engines import choose_engine, ENGINES as REGISTERED
+from soliton_encirclement_ros.core.engines import choose_engine, ENGINE_CHOICES
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm_run import SwarmRun
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
-
-
-ENGINES = ('auto',) + tuple(REGISTERED)
 
 
 def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
@@ -80,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog='batch_sim', description='ROS-free soliton encirclement simulator (same controller '
         'code as agent_node). The scenario options are those of swarm_sim.')
     add_scenario_options(parser)
-    parser.add_argument('--engine', choices=ENGINES, default='auto',
+    parser.add_argument('--engine', choices=ENGINE_CHOICES, default='auto',
                         help='controller engine (default auto: vectorised when exact)')
     parser.add_argument('--out', required=True, help='output directory')
     parser.add_argument('--no-plots', action='store_true',

@@ -26,6 +26,7 @@ from ros_support.validation import broken_rule, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import separation_note
 from soliton_encirclement_ros.bringup.graph import build_graph, precedence_notes, SwarmPlan
+from soliton_encirclement_ros.core.engines import ENGINE_CHOICES
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import (
@@ -36,8 +37,8 @@ DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
 # Exit status: 0 done; 1 a node failed or the run stalled (what was gathered is kept);
 # 2 refused before starting; 3 outputs incomplete (summary.json recomputed from the CSVs).
 EXIT_FAILED, EXIT_REFUSED, EXIT_INCOMPLETE = 1, 2, 3
-NODES = 'nodes'  # --engine: one agent_node per agent; the others are core.engines.ENGINES
-GRAPH_ENGINES = (NODES, 'auto', 'per-agent', 'vectorised', 'batch')
+NODES = 'nodes'  # --engine: one agent_node per agent; the others are core.engines'
+GRAPH_ENGINES = (NODES, *ENGINE_CHOICES)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
