@@ -203,10 +203,8 @@ def main() -> None:
     parser.add_argument('--shell-only', action='store_true',
                         help="swarm_sim with its agents' control step a zero command "
                         '(bench_swarm_sim.py --shell-only): the most a free controller gives')
-    parser.add_argument('--engine', default='nodes',
-                        help="swarm_sim's --engine (default nodes: one agent_node per agent); "
-                        'auto, vectorised, ...: every agent in one node, odometry every '
-                        'control period (100 Hz)')
+    here = load_bench_swarm_sim(Path(__file__).resolve().parents[1])  # its --engine
+    here.add_engine_option(parser)
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     tree = args.tree.resolve()
@@ -214,9 +212,7 @@ def main() -> None:
         os.environ['PYTHONPATH'] = os.pathsep.join(
             [str(tree), *filter(None, [os.environ.get('PYTHONPATH')])])
     bench = load_bench_swarm_sim(tree)
-    options = bench.CASES[CASE][0]
-    if args.engine != 'nodes':
-        options = [*bench.without_odom_rate(options), '--engine', args.engine]
+    options = here.with_engine(bench.CASES[CASE][0], args.engine)
     config = EQUAL if args.original_preset == 'equal' else SHIPPED
     no_adversary = args.original_preset == 'equal'
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=tree,

@@ -124,15 +124,26 @@ def zero_control_step(state, own_position, own_velocity, now, params, own_uncert
     return state, np.zeros(3)
 
 
-def without_odom_rate(options: list[str]) -> list[str]:
-    """Return ``options`` without ``--odom-rate R``, which only the node graph takes."""
+def add_engine_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--engine`` (swarm_sim's; here and in bench_original.py)."""
+    from soliton_encirclement_ros.sim.runner import GRAPH_ENGINES, NODES
+    parser.add_argument('--engine', choices=GRAPH_ENGINES, default=NODES,
+                        help="swarm_sim's --engine: nodes (default: one agent_node per agent), "
+                        'or auto, per-agent, vectorised, batch (every agent in one node; their '
+                        'odometry every control period, so --odom-rate is left out)')
+
+
+def with_engine(options: list[str], engine: str) -> list[str]:
+    """Return swarm_sim ``options`` run with ``--engine engine`` (no ``--odom-rate`` but nodes)."""
+    if engine == 'nodes':
+        return options
     kept, skip = [], False
     for option in options:
         if skip or option == '--odom-rate':
             skip = not skip
             continue
         kept.append(option)
-    return kept
+    return [*kept, '--engine', engine]
 
 
 def d_safe_scenario(d_safe: float, path: Path) -> list[str]:
@@ -172,10 +183,7 @@ def main() -> None:
     parser.add_argument('--shell-only', action='store_true',
                         help="replace the agents' control step with a zero command: what the "
                         'graph costs around the controller')
-    parser.add_argument('--engine', default='nodes',
-                        help="swarm_sim's --engine: nodes (default: one agent_node per agent), "
-                        'or auto, per-agent, vectorised, batch (every agent in one node; their '
-                        'odometry every control period, so --odom-rate is left out)')
+    add_engine_option(parser)
     parser.add_argument('swarm_sim', nargs='*', help='more swarm_sim options, after --')
     args = parser.parse_args()
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
@@ -185,9 +193,7 @@ def main() -> None:
         for name in args.cases:
             options, duration = CASES[name]
             duration = args.duration or duration
-            options = [*options, *args.swarm_sim]
-            if args.engine != 'nodes':
-                options = [*without_odom_rate(options), '--engine', args.engine]
+            options = with_engine([*options, *args.swarm_sim], args.engine)
             if args.d_safe is not None:
                 options += d_safe_scenario(args.d_safe, Path(tmp) / f'{name}.yaml')
             for run in range(args.repeat):
