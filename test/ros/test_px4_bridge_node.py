@@ -219,14 +219,14 @@ def test_bridge_odometry_engage_gate_and_velocity_stream(ros):
     stamp_ns = odom.header.stamp.sec * 10**9 + odom.header.stamp.nanosec
     assert stamp_ns < bridge.get_clock().now().nanoseconds - SAMPLE_AGE_US * 1000 + 10**8
 
-    # Streaming zero velocity; cmd_vel is not flown and nothing is commanded before engage.
+    # Before the engage PX4 (in Position mode) is sent nothing: no heartbeat, no setpoint.
     spin_for(ros, 0.8, each=alive(operator))
-    assert fake.heartbeats and fake.setpoints and not fake.commands
-    assert all(zero(s) for s in fake.setpoints)
-    assert all(h.velocity and not h.position for h in fake.heartbeats)
+    assert not fake.heartbeats and not fake.setpoints and not fake.commands
 
     response = call_engage(ros, operator)
     assert response.success, response.message
+    assert all(h.velocity and not h.position for h in fake.heartbeats)
+    assert fake.setpoints and all(zero(s) for s in fake.setpoints)  # zero until engaged
     kinds = [c.command for c in fake.commands]
     assert kinds[:2] == [VehicleCommand.VEHICLE_CMD_DO_SET_MODE,
                          VehicleCommand.VEHICLE_CMD_COMPONENT_ARM_DISARM]
@@ -268,7 +268,11 @@ def test_a_restarted_bridge_never_flies_px4_back_in_offboard_by_itself(ros, capf
 
 @px4
 def test_heartbeat_streams_with_use_sim_time_and_no_clock(ros, capfd):
-    fake, bridge, operator = make_graph(ros, bridge_params={'use_sim_time': True})
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = make_graph(  # PX4 in OFFBOARD, armed: the bridge holds it
+        ros, bridge_params={'use_sim_time': True},
+        nav_state=VehicleStatus.NAVIGATION_STATE_OFFBOARD,
+        arming_state=VehicleStatus.ARMING_STATE_ARMED)
     spin_for(ros, 2.5)
     span_s = (fake.heartbeat_times[-1] - fake.heartbeat_times[0]) * 1e-6
     assert len(fake.heartbeats) >= 20 and span_s > 1.5  # ~10 Hz on the steady clock
@@ -291,11 +295,14 @@ def test_land_after_lands_the_vehicle_of_a_dead_agent(ros, capfd):
     waited = time.monotonic() - start
     spin_for(ros, 1.5)
     assert len(fake.landed_commands()) == 1 and 0.8 < waited < 2.0
-    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LAND
+    assert spin_until(ros, lambda: fake.arming_state == VehicleStatus.ARMING_STATE_DISARMED)
+    assert fake.landed and fake.nav_state != VehicleStatus.NAVIGATION_STATE_OFFBOARD
+    spin_for(ros, 0.5)
     err = capfd.readouterr().err
     assert 'land_after 1 s): the agent is gone; sending NAV_LAND' in err
-    assert 'landing confirmed: PX4 reports nav_state=18 (AUTO_LAND)' in err
-    assert len(fake.heartbeats) and bridge._seq.streaming
+    assert 'PX4 took the landing over: PX4 reports nav_state=18 (AUTO_LAND)' in err
+    assert 'landed: PX4 reports nav_state=' in err and 'after NAV_LAND (land_after)' in err
+    assert not bridge._seq.streaming
 
 
 @px4
@@ -345,9 +352,10 @@ def test_a_lost_nav_land_is_resent_and_land_answers_once_px4_confirms(ros):
     assert spin_until(ros, flying(fake, operator))
     response = call(ros, operator.land, each=alive(operator))
     assert response.success, response.message
-    assert response.message.startswith('landing confirmed: PX4 reports nav_state=18 (AUTO_LAND)')
+    assert response.message.startswith('landed: PX4 reports nav_state=')
+    assert 'arming_state=1 (DISARMED), landed' in response.message
     assert len(fake.landed_commands()) == 3  # two lost on the link, the third answered
-    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LAND
+    assert fake.arming_state == VehicleStatus.ARMING_STATE_DISARMED
 
 
 @px4
@@ -603,11 +611,11 @@ def test_land_answers_from_px4_state_whatever_the_acks(ros, fake_options):
     assert spin_until(ros, flying(fake, operator))
     response = call(ros, operator.land, each=alive(operator))
     assert response.success, response.message
-    assert response.message.startswith('landing confirmed: PX4 reports nav_state=18 (AUTO_LAND)')
-    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LAND
-    assert bridge._seq.streaming  # the heartbeat was never stopped
+    assert response.message.startswith('landed: PX4 reports nav_state=')
+    assert fake.arming_state == VehicleStatus.ARMING_STATE_DISARMED
+    assert bridge._seq._stream_stopped is None  # the heartbeat was never given up on
     spin_for(ros, 3.5)            # a late ack arrives: it changes nothing
-    assert bridge._seq.streaming
+    assert bridge._seq._stream_stopped is None
     assert spin_until(ros, lambda: operator.statuses
                       and operator.statuses[-1].level == DiagnosticStatus.OK)
 
@@ -862,3 +870,95 @@ def test_a_low_battery_lands_the_vehicle_and_its_agent_leaves_the_ring(ros, capf
     late = AgentNode(namespace='uav1', parameter_overrides=[Parameter('agent_id', value=1)])
     ros.add_node(late)
     assert spin_until(ros, lambda: late.failed)
+
+
+# ---- PX4 as the real autopilot does it: setpoints only in the mode the bridge asked for -------
+def climb(ros, fake, operator, height=4.0):
+    """Fly the kinematic vehicle up to ``height`` m (cmd_vel up) and return once there."""
+    up = lambda: operator.cmd_pub.publish(command(0.0, 0.0, 3.0, 0.0))  # noqa: E731
+    assert spin_until(ros, lambda: -fake.true_position_ned[2] > height, each=up, timeout=20.0)
+
+
+def call_hold(ros, operator, each=None):
+    from std_srvs.srv import Trigger
+    if not hasattr(operator, 'hold'):
+        operator.hold = operator.create_client(Trigger, '/uav1/px4_bridge/hold')
+    return call(ros, operator.hold, each=each)
+
+
+@px4
+def test_the_vehicle_lands_and_disarms_and_land_answers_only_then(ros):
+    """PX4 detects the landing only when no setpoint mixes with its land mode's own."""
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = engaged_graph(ros, kinematic=True, land_speed=3.0)
+    climb(ros, fake, operator)
+    fake.setpoint_log.clear()
+    response = call(ros, operator.land, each=alive(operator))
+    assert response.success, response.message
+    assert response.message.startswith('landed: PX4 reports nav_state=')
+    assert 'arming_state=1 (DISARMED), landed' in response.message
+    assert fake.arming_state == VehicleStatus.ARMING_STATE_DISARMED and fake.landed
+    assert -fake.true_position_ned[2] < 0.05
+    land = VehicleStatus.NAVIGATION_STATE_AUTO_LAND
+    entered = min(t for t, nav, _ in fake.setpoint_log if nav == land) if fake.setpoints_in(
+        {land}) else fake._now_us()
+    # the bridge hears AUTO_LAND within a status period or two: nothing after that
+    assert fake.setpoints_in({land}, after_us=entered + 300_000) == 0
+    spin_for(ros, 1.0)  # no heartbeat at the disarm: PX4 does not return to OFFBOARD
+    assert fake.nav_state != VehicleStatus.NAVIGATION_STATE_OFFBOARD
+    status = operator.statuses[-1]
+    assert status.message.startswith('landed (operator request): PX4 reports')
+
+
+@px4
+def test_after_landing_the_vehicle_is_engaged_again_and_flies(ros):
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = engaged_graph(ros, kinematic=True)
+    climb(ros, fake, operator, 2.0)
+    assert call(ros, operator.land, each=alive(operator)).success
+    spin_for(ros, 0.3)
+    response = call_engage(ros, operator)
+    assert response.success, response.message
+    assert fake.arming_state == VehicleStatus.ARMING_STATE_ARMED
+    climb(ros, fake, operator, 2.0)   # it flies cmd_vel again
+    assert bridge._seq.out_of_ring is None
+
+
+@px4
+@pytest.mark.parametrize('mode', ['hold', 'rtl'])
+def test_no_setpoint_reaches_px4_in_a_mode_a_pilot_or_failsafe_chose(ros, mode):
+    """An RC switch to Hold, or a failsafe's RTL: the bridge sends nothing, the vehicle holds."""
+    from px4_msgs.msg import VehicleStatus
+    nav = {'hold': VehicleStatus.NAVIGATION_STATE_AUTO_LOITER,
+           'rtl': VehicleStatus.NAVIGATION_STATE_AUTO_RTL}[mode]
+    fake, bridge, operator = engaged_graph(ros, kinematic=True)
+    climb(ros, fake, operator, 2.0)
+    assert spin_until(ros, flying(fake, operator))
+    fake.switch_mode(nav)
+    switched = fake._now_us()
+    beats = len(fake.heartbeats)
+    spin_for(ros, 1.5, each=alive(operator))
+    assert fake.setpoints_in({nav}, after_us=switched + 300_000) == 0
+    assert len(fake.heartbeats) - beats <= 3
+    assert bridge._seq.out_of_ring.startswith(f'PX4 left OFFBOARD (nav_state={nav} ')
+
+
+@px4
+def test_hold_puts_px4_in_hold_at_once_and_then_sends_nothing(ros):
+    from px4_msgs.msg import VehicleStatus
+    fake, bridge, operator = engaged_graph(ros, kinematic=True)
+    climb(ros, fake, operator, 2.0)
+    assert spin_until(ros, flying(fake, operator))
+    response = call_hold(ros, operator, each=alive(operator))
+    assert response.success, response.message
+    assert response.message.startswith('holding: PX4 reports nav_state=4 (AUTO_LOITER), '
+                                       'arming_state=2 (ARMED) (operator request)')
+    assert fake.nav_state == VehicleStatus.NAVIGATION_STATE_AUTO_LOITER
+    held = fake._now_us()
+    spin_for(ros, 1.0, each=alive(operator))
+    assert fake.setpoints_in({VehicleStatus.NAVIGATION_STATE_AUTO_LOITER},
+                             after_us=held + 100_000) == 0
+    assert bridge._seq.out_of_ring == 'hold (operator request)'
+    response = call_engage(ros, operator)   # and it flies again
+    assert response.success, response.message
+    assert spin_until(ros, flying(fake, operator))

@@ -141,6 +141,10 @@ def test_two_px4_and_two_simulated_vehicles_form_one_ring_and_keep_their_fail_sa
     print(f'uav1 landed {landed_after:.1f} s after its agent died (land_after {land_after} s)')
     assert landed_after >= land_after - 0.5
     assert fakes['uav1'].landed_commands()
+    # ... and PX4 detects the landing and disarms: the bridge sends nothing into its land mode
+    disarmed = fakes['uav1'].m['VehicleStatus'].ARMING_STATE_DISARMED
+    assert spin_until(ros, lambda: fakes['uav1'].arming_state == disarmed, timeout=DEADLINE)
+    assert fakes['uav1'].landed and -fakes['uav1'].true_position_ned[2] < 0.05
     assert fakes['uav2'].nav_state == OFFBOARD and not fakes['uav2'].landed_commands()
     before = odoms['uav3'].header.stamp.sec + odoms['uav3'].header.stamp.nanosec * 1e-9
     assert spin_until(ros, lambda: odoms['uav3'].header.stamp.sec

@@ -12,7 +12,17 @@ documented rules.
   (AUTO_LOITER) with ``failsafe`` set and ``failsafe_flags.offboard_control_signal_lost``; the
   user's intention stays OFFBOARD, so PX4 returns to OFFBOARD by itself when the heartbeat comes
   back (what a restarted bridge meets).
-- NAV_LAND switches to AUTO_LAND.
+- NAV_LAND switches to AUTO_LAND, and the vehicle descends at ``land_speed``. PX4's land
+  detector says landed once the vehicle has been on the ground (NED z >= 0) for
+  ``land_detect_time`` with no TrajectorySetpoint from outside in the last ``MIX_WINDOW``; PX4
+  disarms ``disarm_delay`` later (COM_DISARM_LAND). ``vehicle_land_detected`` says so.
+- Setpoints written in any mode reach PX4's controller (uORB ``trajectory_setpoint``), as on the
+  real autopilot: in a mode other than OFFBOARD they alternate with that mode's own setpoints
+  (the kinematic vehicle flies the mean of both), and in AUTO_LAND they keep the land detector
+  from firing (the vehicle sits on the ground, armed, until they stop). :attr:`setpoint_log`
+  records the mode each setpoint arrived in.
+- At a disarm PX4 returns to the mode the user chose before the landing (its
+  ``_nav_state_after_disarming``): OFFBOARD while the heartbeat is alive, otherwise Hold.
 - A failsafe (:meth:`FakePx4.enter_failsafe`) holds its mode: DO_SET_MODE is ACCEPTED (the user's
   intention changes) but ``nav_state`` stays, as PX4's commander does.
 - ``failsafe_flags`` (FailsafeFlags) at 50 Hz, when the built px4_msgs has it.
@@ -54,6 +64,7 @@ WRITER_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=Histo
 READER_QOS = QoSProfile(reliability=ReliabilityPolicy.BEST_EFFORT, history=HistoryPolicy.KEEP_LAST,
                         depth=10, durability=DurabilityPolicy.VOLATILE)
 POSITION_NED = [4.0, -2.0, -10.0]
+MIX_WINDOW = 0.3  # s an outside setpoint keeps reaching PX4's controller (20 Hz streams: always)
 VELOCITY_NED = [1.0, 0.5, -0.2]
 SAMPLE_AGE_US = 3000  # timestamp - timestamp_sample of the odometry
 
@@ -85,7 +96,8 @@ class FakePx4(Node):
                  nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0), lose_land=0,
                  deny_land=False, preflight_fail=False, kinematic=False, vehicle_params=None,
                  node_name='fake_px4', lose_land_acks=False, land_ack_delay=0.0,
-                 stale_land_ack=None, land_delay=0.0, message_versions=None, ref_point=None):
+                 stale_land_ack=None, land_delay=0.0, message_versions=None, ref_point=None,
+                 land_speed=10.0, land_detect_time=0.3, disarm_delay=0.5):
         super().__init__(node_name)
         import px4_msgs.msg
         from px4_msgs.msg import (
@@ -113,6 +125,13 @@ class FakePx4(Node):
         self.stale_land_ack, self.land_delay = stale_land_ack, land_delay
         self._later = []   # (due us, what to do) for late acks and delayed landings
         self.preflight_fail = preflight_fail
+        self.land_speed, self.land_detect_time = land_speed, land_detect_time
+        self.disarm_delay = disarm_delay
+        self.landed = self.arming_state == status.ARMING_STATE_DISARMED
+        self._ground_since = None     # us: on the ground in AUTO_LAND, no outside setpoints
+        self._landed_at = None        # us: the land detector said landed (disarm after delay)
+        self.nav_after_disarm = self.nav_state  # PX4's _nav_state_after_disarming
+        self.setpoint_log = []        # (us, nav_state, arming_state) of each setpoint received
         self.position_ned, self.reset_counter = list(POSITION_NED), 0
         self.estimate_offset_ned = [0.0, 0.0, 0.0]  # estimate less truth (kinematic resets)
         self.kinematic = kinematic
@@ -146,7 +165,7 @@ class FakePx4(Node):
             self._on_heartbeat, READER_QOS)
         self.create_subscription(
             TrajectorySetpoint, name('in', 'trajectory_setpoint', 'TrajectorySetpoint'),
-            self.setpoints.append, READER_QOS)
+            self._on_setpoint, READER_QOS)
         self._flags_pub = None if flags_cls is None else self.create_publisher(
             flags_cls, name('out', 'failsafe_flags', 'FailsafeFlags'), WRITER_QOS)
         land_cls = getattr(px4_msgs.msg, 'VehicleLandDetected', None)
@@ -191,6 +210,32 @@ class FakePx4(Node):
         """Where the vehicle really is (NED, from its spawn point): the estimate less its error."""
         return [p - o for p, o in zip(self.position_ned, self.estimate_offset_ned)]
 
+    def switch_mode(self, nav_state):
+        """Switch PX4 to ``nav_state`` as a pilot's RC switch or the ground station does."""
+        self.nav_state = self.user_intention = nav_state
+        self._remember_mode(nav_state)
+
+    def setpoints_in(self, nav_states, after_us=0):
+        """Return how many setpoints arrived while PX4 was in one of ``nav_states``."""
+        return sum(1 for t, nav, _ in self.setpoint_log if nav in nav_states and t >= after_us)
+
+    def _remember_mode(self, nav_state):
+        """PX4 returns after a disarm to the last mode chosen that allows arming."""
+        status = self.m['VehicleStatus']
+        if nav_state not in (status.NAVIGATION_STATE_AUTO_LAND,
+                             status.NAVIGATION_STATE_AUTO_RTL):
+            self.nav_after_disarm = nav_state
+
+    def _on_setpoint(self, msg):
+        self.setpoints.append(msg)
+        self.setpoint_log.append((self._now_us(), self.nav_state, self.arming_state))
+
+    def _outside_setpoint(self, now_us):
+        """Return the newest outside TrajectorySetpoint if it still reaches the controller."""
+        if not self.setpoint_log or now_us - self.setpoint_log[-1][0] > MIX_WINDOW * 1e6:
+            return None
+        return self.setpoints[-1]
+
     def enter_failsafe(self, nav_state, flags):
         """Enter a failsafe: ``nav_state`` (its action) with ``flags`` set in failsafe_flags."""
         self.failsafe, self.failsafe_flags = True, set(flags)
@@ -218,6 +263,30 @@ class FakePx4(Node):
         return (self.nav_state == status.NAVIGATION_STATE_OFFBOARD
                 and self.arming_state == status.ARMING_STATE_ARMED)
 
+    def _mode_velocity(self):
+        """Return the velocity PX4's own mode commands (NED): a landing descends, others hold."""
+        if self.nav_state == self.m['VehicleStatus'].NAVIGATION_STATE_AUTO_LAND:
+            return [0.0, 0.0, self.land_speed]
+        return [0.0, 0.0, 0.0]
+
+    def _commanded(self, now_us):
+        """
+        Return the setpoint PX4's controller flies now (None: hover), outside ones mixed in.
+
+        In OFFBOARD the newest outside setpoint; in another armed mode that mode's own, or,
+        while outside setpoints keep arriving, the mean of both (the two alternate on uORB).
+        """
+        outside = self._outside_setpoint(now_us)
+        if self._flying_offboard():
+            return self.setpoints[-1] if self.setpoints else None
+        own = self._mode_velocity()
+        if outside is not None:
+            own = [(a + (0.0 if math.isnan(b) else b)) / 2.0
+                   for a, b in zip(own, outside.velocity)]
+        setpoint = self.m['TrajectorySetpoint']()
+        setpoint.velocity, setpoint.yawspeed = own, 0.0
+        return setpoint
+
     def _fly(self, now_us):
         """Kinematic mode: step the vehicle model up to ``now_us`` (fixed ``sim_dt`` steps)."""
         params = self.vehicle_params
@@ -226,13 +295,56 @@ class FakePx4(Node):
             self._stepped_us = now_us
         steps = int((now_us - self._stepped_us) // dt_us)
         self._stepped_us += steps * dt_us
-        if not self._flying_offboard():  # PX4 holds (on the ground it stays there)
+        if self.arming_state != self.m['VehicleStatus'].ARMING_STATE_ARMED:
             self.vehicle = VehicleState.at_rest(self.vehicle.position, self.vehicle.yaw)
             return
-        self.vehicle = fly_kinematic(self.vehicle, self.setpoints[-1] if self.setpoints else None,
-                                     params, steps)
+        self.vehicle = fly_kinematic(self.vehicle, self._commanded(now_us), params, steps)
         self.position_ned = [p + o for p, o in zip(self.vehicle.position[0].tolist(),
                                                    self.estimate_offset_ned)]
+
+    def _descend_fixed(self, now_us):
+        """Fixed-position mode: only a landing moves the vehicle, straight down."""
+        last, self._descended_us = getattr(self, '_descended_us', now_us), now_us
+        status = self.m['VehicleStatus']
+        if (self.nav_state != status.NAVIGATION_STATE_AUTO_LAND
+                or self.arming_state != status.ARMING_STATE_ARMED):
+            return
+        speed = self._commanded(now_us).velocity[2]
+        self.position_ned[2] = min(0.0, self.position_ned[2] + speed * (now_us - last) * 1e-6)
+
+    def _detect_landing(self, now_us):
+        """
+        PX4's land detector and COM_DISARM_LAND: landed only on PX4's own descent.
+
+        On the ground in AUTO_LAND with no outside setpoint reaching the controller for
+        ``land_detect_time``: landed; ``disarm_delay`` later: disarmed. Off the ground: flying.
+        """
+        status = self.m['VehicleStatus']
+        armed = self.arming_state == status.ARMING_STATE_ARMED
+        height = -self.true_position_ned[2]
+        if armed and height > 0.3:
+            self.landed, self._landed_at, self._ground_since = False, None, None
+            return
+        if (armed and self.nav_state == status.NAVIGATION_STATE_AUTO_LAND and height < 0.05
+                and self._outside_setpoint(now_us) is None):
+            self._ground_since = self._ground_since or now_us
+            if now_us - self._ground_since >= self.land_detect_time * 1e6 and not self.landed:
+                self.landed, self._landed_at = True, now_us
+        else:
+            self._ground_since = None
+        if armed and self.landed and self._landed_at is not None \
+                and now_us - self._landed_at >= self.disarm_delay * 1e6:
+            self._disarm()
+
+    def _disarm(self):
+        """Disarm; PX4 returns to the mode chosen before the landing (OFFBOARD: a heartbeat)."""
+        status = self.m['VehicleStatus']
+        self.arming_state = status.ARMING_STATE_DISARMED
+        self._landed_at = None
+        self.user_intention = self.nav_after_disarm
+        offboard = status.NAVIGATION_STATE_OFFBOARD
+        self.nav_state = (self.nav_after_disarm if self.nav_after_disarm != offboard
+                          or self._heartbeat_alive() else status.NAVIGATION_STATE_AUTO_LOITER)
 
     def _publish_state(self):
         status_cls, odom_cls = self.m['VehicleStatus'], self.m['VehicleOdometry']
@@ -251,6 +363,10 @@ class FakePx4(Node):
         odom.reset_counter = self.reset_counter
         if self.kinematic:
             self._fly(now)
+        else:
+            self._descend_fixed(now)
+        self._detect_landing(now)
+        if self.kinematic:
             yaw = float(self.vehicle.yaw[0])  # about NED z (down)
             odom.position = self.position_ned
             odom.q = [math.cos(yaw / 2.0), 0.0, 0.0, math.sin(yaw / 2.0)]
@@ -294,7 +410,7 @@ class FakePx4(Node):
         if self._land_pub is not None:
             land = self._land_pub.msg_type()
             land.timestamp = now
-            land.landed = self.arming_state == status_cls.ARMING_STATE_DISARMED
+            land.landed = self.landed
             self._land_pub.publish(land)
 
     def _on_command(self, msg):
@@ -315,9 +431,9 @@ class FakePx4(Node):
             if self.failsafe and msg.param2 == 6.0:
                 self.user_intention = status.NAVIGATION_STATE_OFFBOARD  # the failsafe holds
             elif msg.param2 == 6.0 and self._heartbeat_alive():
-                self.nav_state = self.user_intention = status.NAVIGATION_STATE_OFFBOARD
+                self.switch_mode(status.NAVIGATION_STATE_OFFBOARD)
             elif msg.param2 == 4.0 and msg.param3 == 3.0:
-                self.nav_state = self.user_intention = status.NAVIGATION_STATE_AUTO_LOITER
+                self.switch_mode(status.NAVIGATION_STATE_AUTO_LOITER)
             else:
                 result = ack_cls.VEHICLE_CMD_RESULT_DENIED
         elif msg.command == cmd.VEHICLE_CMD_COMPONENT_ARM_DISARM and msg.param1 == 1.0:
