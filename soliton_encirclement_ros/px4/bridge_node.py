@@ -9,9 +9,14 @@ uXRCE-DDS topics by absolute name (``/fmu/...`` for instance 0, ``/px4_<N>/fmu/.
 The heartbeat (OffboardControlMode) and the setpoints stream from timers on the steady clock,
 whatever ``use_sim_time`` says, so a stalled or absent ``/clock`` never stops them; their
 ``timestamp`` fields stay in ROS time (what PX4's uXRCE-DDS time sync expects). A ROS clock
-that does not advance for more than 1 s is reported once, naming ``/clock``. The stream stops
-only when a landing PX4 did not confirm (the sequencer says so), so that PX4's offboard-loss
-failsafe takes the vehicle.
+that does not advance for more than 1 s is reported once, naming ``/clock``. They stream only
+while PX4 is in the mode this bridge asked for (OFFBOARD) or while an engage switches it there
+(``OffboardSequencer.streaming``): in Land, Hold, RTL or any mode a pilot or a failsafe chose,
+the bridge sends PX4 nothing but commands.
+
+Services (std_srvs/Trigger), each answered once PX4 reports the outcome: ``~/engage``
+(OFFBOARD and ARMED), ``~/land`` (landed and disarmed) and ``~/hold`` (PX4's Hold mode, at once,
+from any phase: the operator's stop).
 
 ``~/status`` (diagnostic_msgs/DiagnosticStatus, also on ``/diagnostics``) says what the bridge
 is doing and why it holds, on change and every second. Once a second the bridge looks for other
@@ -298,7 +303,7 @@ class Px4BridgeNode(Node):
         self._seq.origin_problem = self._placement.problem
         if s.area is not None:
             self._seq.area_watch = AreaWatch(s.area, s.offboard.outside_land_after)
-        self._unplaced_warned = False
+        self._unplaced_since = None  # steady time of the first odometry without a placement
         # Random per process start: in ~/status, so that two bridges started with one name and
         # namespace (a launch started twice) are told apart.
         self.incarnation = new_incarnation()
@@ -311,6 +316,7 @@ class Px4BridgeNode(Node):
         self._motion = None  # (position, velocity) world ENU of the newest odometry
         self._engage_future = None
         self._land_futures = []
+        self._hold_futures = []
         self._status_sent = None
         self._unnamed_seen = False  # a setpoint writer of an undiscovered node at the last look
 
@@ -390,6 +396,8 @@ class Px4BridgeNode(Node):
                             callback_group=MutuallyExclusiveCallbackGroup())
         self.create_service(Trigger, '~/land', self._on_land,
                             callback_group=MutuallyExclusiveCallbackGroup())
+        self.create_service(Trigger, '~/hold', self._on_hold,
+                            callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(1.0 / s.setpoint_rate, self._publish_setpoint, clock=self._steady)
         self.create_timer(1.0 / s.heartbeat_rate, self._heartbeat, clock=self._steady)
         self.create_timer(GRAPH_PERIOD, self._look_for_other_publishers, clock=self._steady)
@@ -457,6 +465,10 @@ class Px4BridgeNode(Node):
             futures, self._land_futures = self._land_futures, []
             for future in futures:
                 future.set_result(output.land_outcome)
+        if output.hold_outcome is not None:
+            futures, self._hold_futures = self._hold_futures, []
+            for future in futures:
+                future.set_result(output.hold_outcome)
 
     def _publish_status(self, force=False):
         """Publish ``~/status`` and ``/diagnostics`` when it changed (or ``force``: 1 Hz)."""
@@ -468,6 +480,12 @@ class Px4BridgeNode(Node):
                                name=self.get_fully_qualified_name(), message=status.message)
         msg.values = [KeyValue(key=k, value=v) for k, v in status.values]
         msg.values.append(KeyValue(key='incarnation', value=str(self.incarnation)))
+        # What this bridge was launched with, for fleet check to compare with the fleet file.
+        s = self._settings
+        msg.values += [KeyValue(key='target_system', value=str(s.target_system)),
+                       KeyValue(key='px4_namespace', value=s.px4_namespace),
+                       KeyValue(key='geo_reference', value=','.join(
+                           f'{c:.9g}' for c in s.geo_reference) if s.geo_reference else '')]
         origin = self._placement.origin
         msg.values += [KeyValue(key='origin_source', value=self._settings.origin_source),
                        KeyValue(key='origin_enu', value='none' if origin is None
@@ -563,10 +581,16 @@ class Px4BridgeNode(Node):
     def _on_odometry(self, msg):
         origin = self._placement.origin
         if origin is None:  # origin_source gps, no estimator reference yet: not placed
-            if not self._unplaced_warned:
-                self._unplaced_warned = True
+            now = self._steady_now()
+            # PX4 publishes its reference right after its first odometry: warn only when it
+            # stays missing longer than a status may be late.
+            if self._unplaced_since is None:
+                self._unplaced_since = now
+            elif (self._unplaced_since is not math.inf
+                  and now - self._unplaced_since > self._settings.offboard.status_timeout):
+                self._unplaced_since = math.inf
                 self.get_logger().warning(f'not publishing odom: {self._placement.problem}')
-            self._seq.on_odometry(self._steady_now())  # PX4 is heard all the same
+            self._seq.on_odometry(now)  # PX4 is heard all the same
             return
         try:
             odom = vehicle_odometry_to_enu(msg.pose_frame, msg.position, msg.q, msg.velocity_frame,
@@ -671,10 +695,18 @@ class Px4BridgeNode(Node):
         return response
 
     async def _on_land(self, request, response):
-        """Send NAV_LAND and answer once PX4 confirms the landing, or why it did not."""
+        """Send NAV_LAND; answer once PX4 reports the vehicle landed and disarmed, or why not."""
+        return await self._answer(self._land_futures, self._seq.request_land, response)
+
+    async def _on_hold(self, request, response):
+        """Switch PX4 to Hold at once; answer once PX4 reports Hold, or why not."""
+        return await self._answer(self._hold_futures, self._seq.request_hold, response)
+
+    async def _answer(self, futures, request, response):
+        """Make a request of the sequencer; answer with its outcome when it comes."""
         future = Future()
-        self._land_futures.append(future)
-        self._send(self._seq.request_land(self._steady_now()))
+        futures.append(future)
+        self._send(request(self._steady_now()))
         outcome = await future
         response.success, response.message = outcome.success, outcome.message
         return response

@@ -11,25 +11,37 @@ the heartbeat must not stop when ``/clock`` stalls), and asks it what to publish
   OFFBOARD and ARMED) with fresh PX4 odometry and a fresh ``cmd_vel``, no other node publishing
   setpoints to the vehicle and no estimator reset being held; otherwise zero velocity.
 * :meth:`OffboardSequencer.tick` at the heartbeat rate: the vehicle commands to send now and
-  what to report (log lines and, when an engage or land request ends, its outcome).
-* :attr:`OffboardSequencer.streaming`: whether the heartbeat and setpoints are published at all.
+  what to report (log lines and, when an engage, land or hold request ends, its outcome).
+* :attr:`OffboardSequencer.streaming`: whether the heartbeat and setpoints are published at all:
+  only while PX4 is in the mode this bridge asked for (OFFBOARD) or while an engage switches it
+  there, px4-ros2-interface-lib's rule. In any other PX4 mode (Land, Hold, RTL, a pilot's) a
+  setpoint stream would mix with that mode's own setpoints (PX4 then never detects a landing),
+  and a live heartbeat at a disarm returns PX4 to OFFBOARD.
 * :meth:`OffboardSequencer.status`: what ``~/status`` says.
 
 Engaging is operator-requested, never automatic: :meth:`request_engage` starts
-``IDLE -> MODE_REQUESTED -> ARM_REQUESTED -> ACTIVE``. DO_SET_MODE waits until PX4 has heard the
-stream for ``warmup`` seconds (counted from PX4's first feedback after the stream started); ARM
-is sent only once vehicle_status confirms OFFBOARD. TEMPORARILY_REJECTED is retried every
-``command_retry`` until ``confirm_timeout``; a final refusal ends the request with PX4's reason
-(mode refused, arming refused with PX4's result, a failsafe and which), and a refused ARM
-switches PX4 out of OFFBOARD (to Hold) so the vehicle is not left in OFFBOARD disarmed. PX4
-leaving OFFBOARD (RC, GCS, failsafe) returns the bridge to IDLE: flying again needs a new
-engage, even when PX4 itself returns to OFFBOARD.
+``IDLE -> MODE_REQUESTED -> ARM_REQUESTED -> ACTIVE``; the stream starts with the request.
+DO_SET_MODE waits until PX4 has heard the stream for ``warmup`` seconds (counted from PX4's
+first feedback after the stream started); ARM is sent only once vehicle_status confirms
+OFFBOARD. TEMPORARILY_REJECTED is retried every ``command_retry`` until ``confirm_timeout``; a
+final refusal ends the request with PX4's reason (mode refused, arming refused with PX4's
+result, a failsafe and which), and a refused ARM switches PX4 out of OFFBOARD (to Hold) so the
+vehicle is not left in OFFBOARD disarmed. PX4 leaving OFFBOARD (RC, GCS, failsafe) returns the
+bridge to IDLE and takes the vehicle out of the ring: flying again needs a new engage, even when
+PX4 itself returns to OFFBOARD.
 
-Landing (operator ``~/land`` or ``land_after``) is a pending command: NAV_LAND is resent every
-``command_retry`` until PX4 acknowledges ACCEPTED and reports AUTO_LAND, or disarms, within
-``confirm_timeout``. A refused or unanswered landing stops the offboard heartbeat, so that PX4's
-own offboard-loss failsafe (COM_OF_LOSS_T, COM_OBL_RC_ACT) takes the vehicle; only a new
-engage starts the stream again.
+Landing (operator ``~/land``, ``land_after``, the battery or the safety area) is a pending
+command: NAV_LAND is resent every ``command_retry`` until PX4 takes the landing over (a landing
+mode such as AUTO_LAND, or DISARMED) within ``confirm_timeout``. A refused or unanswered landing
+stops the offboard heartbeat, so that PX4's own offboard-loss failsafe (COM_OF_LOSS_T,
+COM_OBL_RC_ACT) takes the vehicle; only a new engage starts the stream again. Once PX4 lands the
+vehicle the bridge sends it nothing, and the landing is done when PX4 reports it disarmed (and
+its land detector, when heard, landed); ``land_timeout`` later a vehicle still not landed is
+named. A pilot taking over during the landing ends it.
+
+Hold (operator ``~/hold``, from any phase) switches PX4 to its Hold mode (AUTO.LOITER) at once,
+cancelling an engage or a landing; confirmed when PX4 reports AUTO_LOITER, after which the
+bridge sends PX4 nothing until the next engage.
 
 An estimator reset (a new ``VehicleOdometry.reset_counter``) is logged with the jump of the
 position estimate; the bridge then streams zero velocity for ``reset_hold`` seconds before it
@@ -38,9 +50,10 @@ engages again.
 
 Battery (``BatteryStatus``): below ``min_battery`` remaining, or at a CRITICAL (or worse)
 warning, an idle vehicle refuses the engage and an engaged one lands. From a landing (any
-reason) until the next confirmed engage, :attr:`OffboardSequencer.out_of_ring` says why the
-vehicle is out of the ring: the bridge publishes it on ``vehicle_failure``, and the agent
-announces a failure with that reason (its presence only, out of the ring).
+reason), a hold or PX4 leaving OFFBOARD until the next confirmed engage,
+:attr:`OffboardSequencer.out_of_ring` says why the vehicle is out of the ring: the bridge
+publishes it on ``vehicle_failure``, and the agent announces a failure with that reason (its
+presence only, out of the ring).
 """
 from dataclasses import dataclass
 from enum import Enum
@@ -62,6 +75,10 @@ PX4_CUSTOM_MAIN_MODE_OFFBOARD = 6.0
 PX4_CUSTOM_SUB_MODE_AUTO_LOITER = 3.0     # ... param3: AUTO.LOITER is PX4's Hold mode
 NAVIGATION_STATE_OFFBOARD = 14
 NAVIGATION_STATE_AUTO_LAND = 18
+NAVIGATION_STATE_AUTO_LOITER = 4
+# PX4 modes that end on the ground: a landing PX4 has taken over goes on in any of them
+# (AUTO_RTL, DESCEND, AUTO_PRECLAND, AUTO_LAND); any other armed mode is someone taking over.
+LANDING_NAV_STATES = frozenset((5, 12, 18, 20))
 ARMING_STATE_DISARMED = 1
 ARMING_STATE_ARMED = 2
 BATTERY_WARNING_CRITICAL = 2              # BatteryStatus.WARNING_CRITICAL (LOW 1, EMERGENCY 3)
@@ -93,7 +110,8 @@ class Phase(Enum):
     MODE_REQUESTED = 'mode_requested'  # DO_SET_MODE(offboard) sent, waiting for nav_state
     ARM_REQUESTED = 'arm_requested'    # in OFFBOARD, ARM sent, waiting for arming_state
     ACTIVE = 'active'                  # engaged, confirmed OFFBOARD and ARMED: cmd_vel flies
-    LANDING = 'landing'                # NAV_LAND sent, waiting for AUTO_LAND or DISARMED
+    LANDING = 'landing'                # NAV_LAND sent; then PX4 lands: until landed, disarmed
+    HOLD_REQUESTED = 'hold_requested'  # DO_SET_MODE(Hold) sent, waiting for AUTO_LOITER
 
 
 @dataclass(frozen=True)
@@ -132,6 +150,10 @@ class OffboardConfig:
                                  'remaining), or at a CRITICAL battery warning, an engaged '
                                  'vehicle leaves the ring and lands, and an idle one refuses the '
                                  'engage; 0 = only the warning', '', 0.0, 1.0)
+    land_timeout: float = setting(60.0, 'time for PX4 to touch down and disarm once it has '
+                                  'taken over a landing (AUTO_LAND); past it the bridge says '
+                                  'this vehicle has not landed (its status, fleet land)', 's',
+                                  1.0, 600.0)
     outside_land_after: float = setting(10.0, 'a vehicle outside the safety area '
                                         '(safety_area_file) holds, and lands once it has been '
                                         'outside this long; 0 = hold only', 's', 0.0, 600.0)
@@ -174,7 +196,8 @@ class TickOutput:
     info: tuple = ()
     warnings: tuple = ()
     outcome: Outcome | None = None        # the engage request ended
-    land_outcome: Outcome | None = None   # the landing was confirmed or handed to PX4
+    land_outcome: Outcome | None = None   # the landing ended: landed and disarmed, or why not
+    hold_outcome: Outcome | None = None   # the hold request ended: PX4 in Hold, or why not
 
 
 @dataclass(frozen=True)
@@ -202,6 +225,14 @@ class _Pending:
 class _Landing:
     started: float
     reason: str
+    handed: float | None = None      # when PX4 was seen taking the landing over (its own mode)
+    overdue: bool = False            # land_timeout passed and said so
+
+
+@dataclass
+class _Hold:
+    started: float
+    reason: str
 
 
 @dataclass
@@ -219,6 +250,11 @@ class _Reset:
     latched: bool
     total: float = math.nan
     resolved: bool = False   # the operator accepted the new estimate (~/engage)
+
+
+# DO_SET_MODE to PX4's Hold mode (AUTO.LOITER).
+_HOLD_MODE = VehicleCommandRequest(VEHICLE_CMD_DO_SET_MODE, MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
+                                   PX4_CUSTOM_MAIN_MODE_AUTO, PX4_CUSTOM_SUB_MODE_AUTO_LOITER)
 
 
 def nav_state_text(nav):
@@ -266,6 +302,7 @@ class OffboardSequencer:
         self._active_since = None
         self._pending = None             # _Pending: sent, not yet confirmed
         self._landing = None             # _Landing while phase is LANDING
+        self._hold = None                # _Hold while phase is HOLD_REQUESTED
         self._landed = None              # (vehicle_land_detected.landed, stamp)
         self._landed_after_all = None    # a landing seen after its NAV_LAND was given up on
         self._denial = None              # final refusal from vehicle_command_ack
@@ -487,8 +524,8 @@ class OffboardSequencer:
             self._report.append(self._queued_outcome.message)
             return None
         if self.phase is Phase.LANDING:
-            return ('a landing is in progress (NAV_LAND sent, waiting for PX4 to confirm): '
-                    'engage once it is confirmed')
+            return ('a landing is in progress: engage once PX4 reports the vehicle landed and '
+                    'disarmed')
         if self.phase is not Phase.IDLE:
             return f'an engage request is already {self.phase.value}'
         problem = self.engage_problem(now)
@@ -523,14 +560,21 @@ class OffboardSequencer:
 
     def request_land(self, now, why='operator request'):
         """
-        Hand over to PX4's land mode; cancels an engage request in progress.
+        Hand over to PX4's land mode; cancels an engage or hold request in progress.
 
-        The landing is pending until PX4 confirms it (``TickOutput.land_outcome``).
+        The landing ends (``TickOutput.land_outcome``) when PX4 reports the vehicle landed and
+        disarmed, or when PX4 did not take it over (then the heartbeat stops), or someone took
+        over. ``land_timeout`` after PX4 took it over, a vehicle still not landed is named.
         """
         if self.phase is Phase.LANDING:
-            return TickOutput(info=('NAV_LAND already pending: waiting for PX4 to confirm',))
-        cancelled = self.phase in (Phase.MODE_REQUESTED, Phase.ARM_REQUESTED)
-        self._go_idle()
+            return TickOutput(info=('NAV_LAND already pending: waiting for PX4 to land',))
+        cancelled = self._cancel_request('a land request')
+        ground = None if self._status_stale(now) else self._touchdown(-math.inf)
+        if ground is not None:  # nothing to land: NAV_LAND would only put PX4 in AUTO_LAND
+            message = f'landed: already on the ground, {ground} (nothing sent)'
+            self.out_of_ring = f'landed ({why})'
+            return TickOutput(info=(message,), outcome=cancelled[0],
+                              land_outcome=Outcome(True, message), hold_outcome=cancelled[1])
         self.phase = Phase.LANDING
         self._landing = _Landing(now, why)
         self.out_of_ring = f'landing ({why})'
@@ -539,20 +583,75 @@ class OffboardSequencer:
         self._denial = None
         return TickOutput(commands=(land,),
                           info=(f'sending NAV_LAND ({why}); waiting up to confirm_timeout '
-                                f'{self.config.confirm_timeout:g} s for PX4 to confirm it',),
-                          outcome=Outcome(False, 'engage cancelled by a land request')
-                          if cancelled else None)
+                                f'{self.config.confirm_timeout:g} s for PX4 to take it over',),
+                          outcome=cancelled[0], hold_outcome=cancelled[1])
+
+    def request_hold(self, now, why='operator request'):
+        """
+        Switch PX4 to Hold (AUTO.LOITER) at once, from any phase: the operator's stop.
+
+        Cancels an engage or a landing in progress; the vehicle leaves the ring. Confirmed
+        (``TickOutput.hold_outcome``) when PX4 reports AUTO_LOITER; from then on the bridge
+        sends PX4 nothing until the next engage (``streaming``).
+        """
+        if self.phase is Phase.HOLD_REQUESTED:
+            return TickOutput(info=('Hold already requested: waiting for PX4 to confirm',))
+        cancelled = self._cancel_request('a hold request')
+        self.phase = Phase.HOLD_REQUESTED
+        self._hold = _Hold(now, why)
+        self.out_of_ring = f'hold ({why})'
+        self._pending = _Pending(_HOLD_MODE, now)
+        self._denial = None
+        return TickOutput(commands=(_HOLD_MODE,),
+                          info=(f'sending DO_SET_MODE Hold ({why}); waiting up to '
+                                f'confirm_timeout {self.config.confirm_timeout:g} s for PX4 '
+                                'to confirm it',),
+                          outcome=cancelled[0], land_outcome=cancelled[2])
+
+    def _cancel_request(self, by):
+        """End the request in progress (engage, hold, landing): its outcomes, then idle."""
+        engage = hold = land = None
+        if self.phase in (Phase.MODE_REQUESTED, Phase.ARM_REQUESTED):
+            engage = Outcome(False, f'engage cancelled by {by}')
+        elif self.phase is Phase.HOLD_REQUESTED:
+            hold = Outcome(False, f'hold cancelled by {by}')
+        elif self.phase is Phase.LANDING:
+            land = Outcome(False, f'landing cancelled by {by}')
+        self._go_idle()
+        return engage, hold, land
 
     # ---- outputs ----------------------------------------------------------------------------
     @property
     def streaming(self):
-        """Whether the OffboardControlMode heartbeat and the setpoints are published."""
-        return self._stream_stopped is None
+        """
+        Whether the OffboardControlMode heartbeat and the setpoints are published now.
+
+        px4-ros2-interface-lib's rule: only while PX4 is in the mode this bridge asked for, or
+        while this bridge is switching it there. So: while an engage is switching PX4 to
+        OFFBOARD, while engaged and PX4 reports OFFBOARD, and (to hold it, zero velocity) while
+        PX4 reports OFFBOARD and ARMED without this bridge's engage. Never in another PX4 mode:
+        a setpoint stream mixes with that mode's own (Land, Hold, RTL: a landing is never
+        detected), and a live heartbeat at a disarm returns PX4 to OFFBOARD. Stopped until the
+        next engage after a landing PX4 did not confirm.
+        """
+        if self._stream_stopped is not None:
+            return False
+        if self.phase in (Phase.MODE_REQUESTED, Phase.ARM_REQUESTED):
+            return True
+        if self.phase is Phase.ACTIVE:
+            return self._offboard_in_status()
+        return self._offboard_in_status() and self._status[1] == ARMING_STATE_ARMED
+
+    def _track_stream(self, now):
+        """Note when the stream (re)started: PX4 must hear it for warmup before OFFBOARD."""
+        if not self.streaming:
+            self._stream_start = self._feedback_since = None
+        elif self._stream_start is None:
+            self._stream_start, self._feedback_since = now, None
 
     def setpoint(self, now):
-        """Return the velocity setpoint to stream now (always finite)."""
-        if self._stream_start is None:
-            self._stream_start = now
+        """Return the velocity setpoint to stream now (always finite; only while streaming)."""
+        self._track_stream(now)
         reason = self._hold_reason(now)
         if reason is None:
             if self._held_reason is not None and self._held_reason.startswith('reset'):
@@ -568,8 +667,7 @@ class OffboardSequencer:
 
     def tick(self, now):
         """Advance the sequence at the heartbeat rate; returns what to send and report."""
-        if self._stream_start is None and self.streaming:
-            self._stream_start = now
+        self._track_stream(now)
         info, self._report = tuple(self._report), []
         warnings, self._alerts = tuple(self._alerts), []
         if self._system_id_problem() and not self._warned_system_id:
@@ -581,6 +679,8 @@ class OffboardSequencer:
             out = self._watch_active(now)
         elif self.phase is Phase.LANDING:
             out = self._advance_landing(now)
+        elif self.phase is Phase.HOLD_REQUESTED:
+            out = self._advance_hold(now)
         else:
             out = self._advance_request(now)
         outcome = out.outcome
@@ -588,7 +688,7 @@ class OffboardSequencer:
             outcome = self._queued_outcome
         self._queued_outcome = None
         return TickOutput(out.commands, info + out.info, warnings + out.warnings, outcome,
-                          out.land_outcome)
+                          out.land_outcome, out.hold_outcome)
 
     def status(self, now):
         """Return what ``~/status`` says now."""
@@ -608,6 +708,8 @@ class OffboardSequencer:
             values.append(('position_uncertainty_m', f'{self.position_uncertainty(now):.2f}'))
         if self._battery is not None:
             values.append(('battery_remaining', f'{self._battery[0]:.2f}'))
+        if self._landed is not None:
+            values.append(('landed', self._landed_text()))
         if self.out_of_ring:
             values.append(('out_of_ring', self.out_of_ring))
         if self.area_watch is not None:
@@ -617,7 +719,7 @@ class OffboardSequencer:
         else:
             values.append(('ready', f'no: {self.phase.value}'))
         values = tuple(values)
-        if not self.streaming:
+        if self._stream_stopped is not None:
             late = self._landed_after_all
             if late is not None and late[1] is not None:
                 return Status(OK, f'landing confirmed: {late[1]}; offboard heartbeat stopped, '
@@ -628,10 +730,20 @@ class OffboardSequencer:
                           'the operator calls ~/engage', values)
         if self._others:
             return Status(WARN, self._others_problem(), values)
+        if self.phase is Phase.LANDING:
+            landing = self._landing
+            if landing.handed is None:
+                return Status(OK, 'landing: NAV_LAND sent, waiting for PX4 to take it over',
+                              values)
+            if landing.overdue:
+                return Status(ERROR, self._not_landed_text(now), values)
+            return Status(OK, f'landing: PX4 lands the vehicle ({self._state_text()}), '
+                          'waiting for touchdown and disarm', values)
+        if self.phase is Phase.HOLD_REQUESTED:
+            return Status(WARN, f'hold requested ({self._hold.reason}): DO_SET_MODE Hold sent, '
+                          'waiting for PX4 to confirm', values)
         if self._failsafe_text(now):
             return Status(WARN, self._failsafe_text(now), values)
-        if self.phase is Phase.LANDING:
-            return Status(OK, 'landing: NAV_LAND sent, waiting for PX4 to confirm', values)
         if self.phase is Phase.ACTIVE:
             reason = self._hold_reason(now)
             if reason is None:
@@ -642,7 +754,17 @@ class OffboardSequencer:
             link = self._link_problem(now)
             if link:
                 return Status(WARN, f'idle: {link}', values)
-            return Status(OK, 'idle: streaming zero velocity; ~/engage to fly', values)
+            if self.out_of_ring and self.out_of_ring.startswith('landed'):
+                return Status(OK, f'{self.out_of_ring}: PX4 reports {self._state_text()}; '
+                              '~/engage to fly again', values)
+            if self.out_of_ring and self.out_of_ring.startswith('hold'):
+                return Status(WARN, f'{self.out_of_ring}: PX4 reports {self._state_text()}; '
+                              '~/engage to fly again, ~/land to land', values)
+            if self.streaming:
+                return Status(OK, 'idle: PX4 is in OFFBOARD, not engaged by this bridge: '
+                              'holding it at zero velocity; ~/engage to fly', values)
+            return Status(OK, f'idle: PX4 reports {self._state_text()}, the bridge sends it '
+                          'nothing; ~/engage to fly', values)
         return Status(OK, f'engaging ({self.phase.value})', values)
 
     # ---- internals --------------------------------------------------------------------------
@@ -799,6 +921,7 @@ class OffboardSequencer:
         self._left_offboard = None
         self._pending = None
         self._landing = None
+        self._hold = None
         self._engage_requested_at = None
         self._active_since = None
 
@@ -809,9 +932,7 @@ class OffboardSequencer:
 
     def _leave_offboard(self, reason):
         """End a request with the vehicle switched out of OFFBOARD to Hold, saying why."""
-        hold = VehicleCommandRequest(VEHICLE_CMD_DO_SET_MODE, MAV_MODE_FLAG_CUSTOM_MODE_ENABLED,
-                                     PX4_CUSTOM_MAIN_MODE_AUTO, PX4_CUSTOM_SUB_MODE_AUTO_LOITER)
-        return self._fail(reason, commands=(hold,),
+        return self._fail(reason, commands=(_HOLD_MODE,),
                           info=('switching PX4 to Hold (AUTO.LOITER): the vehicle is not left '
                                 'in OFFBOARD disarmed',))
 
@@ -910,43 +1031,126 @@ class OffboardSequencer:
         self._pending = _Pending(wanted, now)
         return TickOutput(commands=(wanted,), info=(f'sending {_COMMAND_NAMES[wanted.command]}',))
 
+    def _heard_after(self, since):
+        """PX4's (nav_state, arming_state) if its status was heard at or after ``since``."""
+        if self._status is None or self._status[2] < since:
+            return None
+        return self._status[:2]
+
     def _landing_seen(self, since):
         """
         Return what shows PX4 landing or landed, heard after ``since``, or None.
 
-        The truth is PX4's state, not its acks: nav_state AUTO_LAND, DISARMED, or
+        The truth is PX4's state, not its acks: a landing mode (AUTO_LAND, ...), DISARMED, or
         vehicle_land_detected ``landed``.
         """
-        if self._status is not None and self._status[2] >= since:
-            nav, arming, _ = self._status
-            if nav == NAVIGATION_STATE_AUTO_LAND or arming == ARMING_STATE_DISARMED:
-                return f'PX4 reports {self._state_text()}'
+        state = self._heard_after(since)
+        if state is not None and (state[0] in LANDING_NAV_STATES
+                                  or state[1] == ARMING_STATE_DISARMED):
+            return f'PX4 reports {self._state_text()}'
         if self._landed is not None and self._landed[0] and self._landed[1] >= since:
             return 'PX4 reports landed (vehicle_land_detected)'
         return None
 
+    def _touchdown(self, since):
+        """
+        Return what shows the vehicle landed and disarmed, heard after ``since``, or None.
+
+        PX4 disarms by itself once its land detector says landed (COM_DISARM_LAND); its
+        ``vehicle_land_detected`` must agree when the bridge hears it.
+        """
+        state = self._heard_after(since)
+        if state is None or state[1] != ARMING_STATE_DISARMED:
+            return None
+        if self._landed is not None and not self._landed[0]:
+            return None
+        detector = ', landed' if self._landed is not None else ''
+        return f'PX4 reports {self._state_text()}{detector}'
+
+    def _landed_text(self):
+        return 'unknown' if self._landed is None else str(self._landed[0]).lower()
+
     def _advance_landing(self, now):
         landing, pending = self._landing, self._pending
-        seen = self._landing_seen(landing.started)
-        if seen is not None:
-            message = f'landing confirmed: {seen}'
+        info = ()
+        if landing.handed is None:
+            seen = self._landing_seen(landing.started)
+            if seen is None:
+                if self._denial:
+                    _, reason = self._denial
+                    self._denial = None
+                    return self._landing_failed(reason)
+                if now - landing.started > self.config.confirm_timeout:
+                    sent = f'sent {pending.sent} time{"s" if pending.sent > 1 else ""}'
+                    if pending.last_result is None:
+                        answer = f'PX4 did not answer NAV_LAND ({sent})'
+                    else:
+                        answer = (f'PX4 answered NAV_LAND {result_text(pending.last_result)} '
+                                  f'({sent})')
+                    state = ('no vehicle_status' if self._status is None
+                             else f'PX4 reports {self._state_text()}')
+                    return self._landing_failed(
+                        f'no confirmation within {self.config.confirm_timeout:g} s: {answer}; '
+                        f'{state}')
+                return self._send_pending(now, pending.request)
+            landing.handed, self._pending = now, None
+            info = (f'PX4 took the landing over: {seen}; the bridge sends it nothing now, and '
+                    'waits for touchdown and disarm (land_timeout '
+                    f'{self.config.land_timeout:g} s)',)
+        done = self._touchdown(landing.handed)
+        if done is not None:
+            message = (f'landed: {done}, {now - landing.started:.1f} s after NAV_LAND '
+                       f'({landing.reason})')
             self._go_idle()
-            return TickOutput(info=(message,), land_outcome=Outcome(True, message))
+            self.out_of_ring = f'landed ({landing.reason})'
+            return TickOutput(info=info + (message,), land_outcome=Outcome(True, message))
+        state = self._heard_after(landing.handed)
+        if (state is not None and state[1] == ARMING_STATE_ARMED
+                and state[0] not in LANDING_NAV_STATES | {NAVIGATION_STATE_OFFBOARD}):
+            message = (f'landing taken over: PX4 reports {self._state_text()} (an RC switch, '
+                       'the ground station or a failsafe); the bridge sends it nothing, a new '
+                       '~/engage is needed to fly again')
+            self._go_idle()
+            self.out_of_ring = f'landing taken over ({nav_state_text(state[0])})'
+            return TickOutput(info=info, warnings=(message,),
+                              land_outcome=Outcome(False, message))
+        if not landing.overdue and now - landing.handed > self.config.land_timeout:
+            landing.overdue = True
+            message = self._not_landed_text(now)
+            return TickOutput(info=info, warnings=(message,),
+                              land_outcome=Outcome(False, message))
+        return TickOutput(info=info)
+
+    def _not_landed_text(self, now):
+        landing = self._landing
+        return (f'not landed {now - landing.handed:.0f} s after PX4 took the landing over '
+                f'(land_timeout {self.config.land_timeout:g} s): PX4 reports '
+                f'{self._state_text()}, landed {self._landed_text()}; check the vehicle')
+
+    def _advance_hold(self, now):
+        hold, pending = self._hold, self._pending
+        state = self._heard_after(hold.started)
+        if state is not None and state[0] == NAVIGATION_STATE_AUTO_LOITER:
+            message = (f'holding: PX4 reports {self._state_text()} ({hold.reason}); the bridge '
+                       'sends it nothing; ~/engage flies again, ~/land lands')
+            self._go_idle()
+            return TickOutput(info=(message,), hold_outcome=Outcome(True, message))
+        reason = None
         if self._denial:
-            _, reason = self._denial
+            reason = self._denial[1]
             self._denial = None
-            return self._landing_failed(reason)
-        if now - landing.started > self.config.confirm_timeout:
+        elif now - hold.started > self.config.confirm_timeout:
             sent = f'sent {pending.sent} time{"s" if pending.sent > 1 else ""}'
-            if pending.last_result is None:
-                answer = f'PX4 did not answer NAV_LAND ({sent})'
-            else:
-                answer = f'PX4 answered NAV_LAND {result_text(pending.last_result)} ({sent})'
-            state = ('no vehicle_status' if self._status is None
-                     else f'PX4 reports {self._state_text()}')
-            return self._landing_failed(f'no confirmation within '
-                                        f'{self.config.confirm_timeout:g} s: {answer}; {state}')
-        return self._send_pending(now, pending.request)
+            answer = ('PX4 did not answer' if pending.last_result is None
+                      else f'PX4 answered {result_text(pending.last_result)}')
+            reason = f'no confirmation within {self.config.confirm_timeout:g} s: {answer} ({sent})'
+        if reason is None:
+            return self._send_pending(now, pending.request)
+        state = 'no vehicle_status' if self._status is None else self._state_text()
+        then = ('; the bridge holds it in OFFBOARD at zero velocity' if self.streaming else '')
+        message = f'Hold not confirmed ({reason}); PX4 reports {state}{then}'
+        self._go_idle()
+        return TickOutput(warnings=(message,), hold_outcome=Outcome(False, message))
 
     def _watch_given_up_landing(self):
         """Say once that a landing given up on (heartbeat stopped) shows after all."""
@@ -983,11 +1187,13 @@ class OffboardSequencer:
         left = self._left_offboard  # on_status latches every exit seen while ACTIVE
         if left is not None:
             self._go_idle()
+            self.out_of_ring = f'PX4 left OFFBOARD ({left})'
             return TickOutput(warnings=(
                 f'PX4 left offboard control ({left}): bridge idle, commanding zero velocity; a '
                 'new ~/engage is needed to fly again',))
         if self._status_stale(now):
             self._go_idle()
+            self.out_of_ring = 'vehicle_status stale'
             return TickOutput(warnings=(
                 f'vehicle_status stale ({now - self._status[2]:.1f} s > status_timeout '
                 f'{self.config.status_timeout:g} s) while engaged: PX4 leaving OFFBOARD could '

@@ -49,6 +49,23 @@ def feed(seq, now, nav, arming, system_id=1, cmd=None):
     return seq.tick(now)
 
 
+def requested(now=2.0, config=CFG, nav=POSCTL, arming=DISARMED):
+    """
+    Return a sequencer whose engage was requested ``warmup`` + 0.1 s before ``now``.
+
+    The request started the stream; PX4 has heard it for ``warmup`` by ``now``: the tick at
+    ``now`` sends DO_SET_MODE, none before it.
+    """
+    start = round(now - config.warmup - 0.1, 2)
+    seq = linked(start, nav, arming, config=config)
+    assert not seq.streaming  # nothing is sent to a PX4 in another mode before an engage
+    assert seq.request_engage(start) is None
+    for k in range(round((now - start) / 0.1)):
+        assert feed(seq, round(start + 0.1 * k, 2), nav, arming).commands == ()
+    assert seq.streaming
+    return seq
+
+
 def engaged(now=2.0):
     """Return an ACTIVE sequencer (the operator engaged, PX4 confirmed OFFBOARD and ARMED)."""
     seq = linked(now, OFFBOARD, ARMED)
@@ -144,8 +161,7 @@ def test_stale_vehicle_status_while_active_holds_and_needs_a_new_engage():
 
 def test_a_pilot_leaving_offboard_during_the_engage_cancels_it():
     """Once PX4 confirmed OFFBOARD for this request, losing it is a takeover, not a retry."""
-    seq = linked(2.0)
-    assert seq.request_engage(2.0) is None
+    seq = requested(2.0)
     assert [c.command for c in feed(seq, 2.0, POSCTL, DISARMED).commands] == [
         VEHICLE_CMD_DO_SET_MODE]
     assert [c.command for c in feed(seq, 2.1, OFFBOARD, DISARMED).commands] == [
@@ -179,24 +195,28 @@ def test_engage_is_refused_without_a_live_vehicle(prepare, reason):
     assert seq.phase is Phase.IDLE
 
 
-def test_warmup_counts_from_px4_feedback_not_from_the_first_publish():
+def test_warmup_counts_from_px4_feedback_after_the_engage_started_the_stream():
+    """Nothing is sent before the engage; then PX4 must hear the stream for warmup."""
     seq = OffboardSequencer(CFG)
-    for k in range(40):  # the stream runs 2 s before PX4 is discovered
-        seq.setpoint(0.05 * k)
-        seq.tick(0.05 * k)
+    for k in range(40):  # PX4 heard, idle: no heartbeat, no setpoint
+        assert not seq.streaming
+        assert seq.tick(0.05 * k).commands == ()
+        seq.on_status(0.05 * k, POSCTL, DISARMED, 1)
+        seq.on_odometry(0.05 * k)
     sent = []
     for k in range(40):
-        now = 2.0 + 0.05 * k
-        out = feed(seq, now, POSCTL, DISARMED)
+        now = round(2.0 + 0.05 * k, 2)
         if k == 0:
-            assert seq.request_engage(now) is None
-        sent += [(round(now, 2), c.command) for c in out.commands]
-    assert sent[0] == (3.0, VEHICLE_CMD_DO_SET_MODE)  # warmup 1 s after PX4's first status
+            assert seq.request_engage(now) is None and seq.streaming
+        out = seq.tick(now)   # the stream starts at the first tick after the request ...
+        seq.on_status(now + 0.01, POSCTL, DISARMED, 1)  # ... PX4's answers come after it
+        seq.on_odometry(now + 0.01)
+        sent += [(now, c.command) for c in out.commands]
+    assert sent[0] == (3.05, VEHICLE_CMD_DO_SET_MODE)  # warmup 1 s after PX4's first status
 
 
 def test_engage_sequence_mode_then_arm_then_active():
-    seq = linked(1.5)
-    assert seq.request_engage(1.5) is None
+    seq = requested(1.5)
     assert 'already mode_requested' in seq.request_engage(1.6)
     out = feed(seq, 1.5, POSCTL, DISARMED)
     (mode,) = out.commands
@@ -213,8 +233,7 @@ def test_engage_sequence_mode_then_arm_then_active():
 
 
 def test_temporarily_rejected_is_retried_until_confirmed():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0)
     sent = []
     for k in range(40):
         now = round(2.0 + 0.1 * k, 1)
@@ -232,8 +251,7 @@ def test_temporarily_rejected_is_retried_until_confirmed():
 
 
 def test_unconfirmed_mode_request_times_out_naming_the_state():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0)
     for k in range(80):
         out = feed(seq, 2.0 + 0.1 * k, POSCTL, DISARMED)
         if out.outcome:
@@ -241,7 +259,7 @@ def test_unconfirmed_mode_request_times_out_naming_the_state():
     assert not out.outcome.success
     assert out.outcome.message == (
         'no confirmation within 5 s: OFFBOARD mode not confirmed: PX4 did not answer '
-        'DO_SET_MODE (176) (sent 6 times); nav_state=2 (POSCTL), arming_state=1 (DISARMED)')
+        'DO_SET_MODE (176) (sent 4 times); nav_state=2 (POSCTL), arming_state=1 (DISARMED)')
     assert seq.phase is Phase.IDLE and 'engage failed' in out.warnings[0]
 
 
@@ -256,8 +274,7 @@ def test_a_wrong_target_system_is_a_warning_and_named_in_the_engage_failure():
 
 
 def test_a_refused_arm_takes_px4_out_of_offboard_and_says_so():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0)
     feed(seq, 2.0, POSCTL, DISARMED)
     feed(seq, 2.1, OFFBOARD, DISARMED)  # ARM sent
     seq.on_command_ack(2.15, VEHICLE_CMD_DO_SET_MODE, DENIED, *ME, source=ME)  # other command
@@ -275,8 +292,7 @@ def test_a_refused_arm_takes_px4_out_of_offboard_and_says_so():
 
 
 def test_acks_addressed_to_another_sender_are_ignored():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0)
     feed(seq, 2.0, POSCTL, DISARMED)
     seq.on_command_ack(2.05, VEHICLE_CMD_DO_SET_MODE, DENIED, 255, 190, source=ME)  # QGC's
     seq.on_command_ack(2.05, VEHICLE_CMD_DO_SET_MODE, DENIED, 1, 1, source=ME)
@@ -317,7 +333,8 @@ def test_land_after_lands_a_dead_agents_vehicle_and_waits_for_px4_to_confirm():
     lands, outcomes = [], []
     for k in range(300):
         now = round(2.0 + 0.05 * k, 2)
-        out = feed(seq, now, AUTO_LAND if lands else OFFBOARD, ARMED)
+        out = feed(seq, now, AUTO_LAND if lands else OFFBOARD,
+                   DISARMED if lands and now >= 16.0 else ARMED)
         lands += [(now, c.command, out.warnings) for c in out.commands]
         for c in out.commands:
             ack(seq, now, c.command, VEHICLE_CMD_RESULT_ACCEPTED)
@@ -325,9 +342,17 @@ def test_land_after_lands_a_dead_agents_vehicle_and_waits_for_px4_to_confirm():
     assert [(t, c) for t, c, _ in lands] == [(12.05, VEHICLE_CMD_NAV_LAND)]
     assert 'cmd_vel silent for 10.1 s while engaged (land_after 10 s)' in lands[0][2][0]
     assert [o.success for o in outcomes] == [True]
-    assert outcomes[0].message == ('landing confirmed: PX4 reports nav_state=18 (AUTO_LAND), '
-                                   'arming_state=2 (ARMED)')
-    assert seq.phase is Phase.IDLE and seq.streaming
+    assert outcomes[0].message == ('landed: PX4 reports nav_state=18 (AUTO_LAND), '
+                                   'arming_state=1 (DISARMED), 3.9 s after NAV_LAND (land_after)')
+    assert seq.phase is Phase.IDLE and not seq.streaming
+    assert seq.out_of_ring == 'landed (land_after)'
+
+
+def landing(handover, touchdown=math.inf):
+    """PX4's (nav_state, arming_state) at ``now``: in AUTO_LAND from ``handover``, disarmed
+    from ``touchdown``."""
+    return lambda now: ((OFFBOARD, ARMED) if now < handover else
+                        (AUTO_LAND, ARMED) if now < touchdown else (AUTO_LAND, DISARMED))
 
 
 def land_run(seq, start, answer, state, until=20.0):
@@ -354,10 +379,14 @@ def test_a_lost_nav_land_is_resent_every_command_retry_until_confirmed():
     seq = engaged(2.0)
     sent, outs = land_run(
         seq, 2.0, lambda now, c: VEHICLE_CMD_RESULT_ACCEPTED if now >= 4.0 else None,
-        lambda now: (AUTO_LAND, ARMED) if now >= 4.1 else (OFFBOARD, ARMED))
+        landing(4.1, 6.0))
     assert sent == [2.0, 3.0, 4.0]
     assert outs[-1].land_outcome.success and seq.phase is Phase.IDLE
-    assert 'resending NAV_LAND (attempt 3)' in [line for o in outs for line in o.info]
+    info = [line for o in outs for line in o.info]
+    assert 'resending NAV_LAND (attempt 3)' in info
+    assert ('PX4 took the landing over: PX4 reports nav_state=18 (AUTO_LAND), arming_state=2 '
+            '(ARMED); the bridge sends it nothing now, and waits for touchdown and disarm '
+            '(land_timeout 60 s)') in info
 
 
 def test_an_accepted_land_still_needs_auto_land_or_disarmed():
@@ -373,7 +402,7 @@ def test_a_temporarily_rejected_land_is_retried():
     sent, outs = land_run(
         seq, 2.0, lambda now, c: (VEHICLE_CMD_RESULT_TEMPORARILY_REJECTED if now < 3.0
                                   else VEHICLE_CMD_RESULT_ACCEPTED),
-        lambda now: (AUTO_LAND, ARMED) if now >= 3.1 else (OFFBOARD, ARMED))
+        landing(3.1, 3.5))
     assert sent == [2.0, 3.0] and outs[-1].land_outcome.success
 
 
@@ -439,8 +468,7 @@ def test_land_while_landing_waits_for_the_same_confirmation_and_engage_is_refuse
 
 
 def test_land_cancels_an_engage_in_progress():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0, arming=ARMED)  # in the air, in Position mode
     out = seq.request_land(2.1)
     assert [c.command for c in out.commands] == [VEHICLE_CMD_NAV_LAND]
     assert not out.outcome.success and 'cancelled' in out.outcome.message
@@ -474,8 +502,7 @@ def test_another_publisher_is_named_once_refuses_engage_and_holds_the_vehicle():
 
 
 def test_another_publisher_appearing_during_the_engage_ends_it():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0)
     feed(seq, 2.0, POSCTL, DISARMED)
     seq.on_other_publishers(2.05, ['/x/px4_bridge'])
     out = feed(seq, 2.1, POSCTL, DISARMED)
@@ -555,8 +582,7 @@ def test_engage_in_a_failsafe_is_refused_naming_it():
 
 
 def test_a_failsafe_during_the_engage_ends_it_with_the_reason_not_a_timeout():
-    seq = linked(2.0)
-    assert seq.request_engage(2.0) is None
+    seq = requested(2.0)
     assert feed(seq, 2.0, POSCTL, DISARMED).commands
     seq.on_status(2.1, AUTO_LOITER, DISARMED, 1, failsafe=True)
     seq.on_failsafe_flags(2.1, ['local_position_invalid'])
@@ -568,8 +594,7 @@ def test_a_failsafe_during_the_engage_ends_it_with_the_reason_not_a_timeout():
 
 
 def test_a_temporarily_rejected_arm_times_out_naming_px4_answer():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0)
     for k in range(80):
         now = round(2.0 + 0.1 * k, 2)
         seq.on_status(now, OFFBOARD if now >= 2.5 else POSCTL, DISARMED, 1, preflight_ok=False)
@@ -582,14 +607,13 @@ def test_a_temporarily_rejected_arm_times_out_naming_px4_answer():
             break
     assert out.outcome.message == (
         'no confirmation within 5 s: arming refused: PX4 answered COMPONENT_ARM_DISARM (400) '
-        'TEMPORARILY_REJECTED (sent 5 times); nav_state=14 (OFFBOARD), arming_state=1 '
+        'TEMPORARILY_REJECTED (sent 4 times); nav_state=14 (OFFBOARD), arming_state=1 '
         "(DISARMED); PX4's pre-flight checks fail (pre_flight_checks_pass false)")
     assert 'switching PX4 to Hold' in out.info[-1]
 
 
 def test_a_refused_mode_is_named():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0)
     (mode,) = feed(seq, 2.0, POSCTL, DISARMED).commands
     ack(seq, 2.05, mode.command, DENIED)
     out = feed(seq, 2.1, POSCTL, DISARMED)
@@ -597,8 +621,7 @@ def test_a_refused_mode_is_named():
 
 
 def test_an_accepted_mode_that_px4_does_not_enter_is_named():
-    seq = linked(2.0)
-    seq.request_engage(2.0)
+    seq = requested(2.0)
     for k in range(80):
         now = round(2.0 + 0.1 * k, 2)
         out = feed(seq, now, POSCTL, DISARMED)
@@ -606,7 +629,7 @@ def test_an_accepted_mode_that_px4_does_not_enter_is_named():
             ack(seq, now, c.command, VEHICLE_CMD_RESULT_ACCEPTED)
         if out.outcome:
             break
-    assert ('OFFBOARD mode not confirmed: PX4 answered DO_SET_MODE (176) ACCEPTED (sent 6 times)'
+    assert ('OFFBOARD mode not confirmed: PX4 answered DO_SET_MODE (176) ACCEPTED (sent 4 times)'
             '; nav_state=2 (POSCTL)' in out.outcome.message)
 
 
@@ -728,12 +751,12 @@ def test_position_uncertainty_is_reported_in_the_status():
 # ---- issue 38: the landing's truth is PX4's state, not its acks -----------------------------
 def test_a_landing_with_lost_acks_is_confirmed_by_auto_land():
     seq = engaged(2.0)
-    sent, outs = land_run(seq, 2.0, lambda now, c: None,
-                          lambda now: (AUTO_LAND, ARMED) if now >= 2.5 else (OFFBOARD, ARMED))
-    assert outs[-1].land_outcome.success and seq.streaming
-    assert outs[-1].land_outcome.message == ('landing confirmed: PX4 reports nav_state=18 '
-                                             '(AUTO_LAND), arming_state=2 (ARMED)')
-    assert seq.status(2.6).level == OK
+    sent, outs = land_run(seq, 2.0, lambda now, c: None, landing(2.5, 9.0))
+    assert outs[-1].land_outcome.success and not seq.streaming
+    assert outs[-1].land_outcome.message == ('landed: PX4 reports nav_state=18 (AUTO_LAND), '
+                                             'arming_state=1 (DISARMED), 7.0 s after NAV_LAND '
+                                             '(operator request)')
+    assert seq.status(9.0).level == OK
 
 
 def test_a_stale_refusal_from_an_earlier_attempt_does_not_fail_a_landing():
@@ -743,11 +766,11 @@ def test_a_stale_refusal_from_an_earlier_attempt_does_not_fail_a_landing():
     outs = []
     for k in range(1, 30):
         now = round(2.0 + 0.1 * k, 2)
-        out = feed(seq, now, AUTO_LAND if now >= 2.4 else OFFBOARD, ARMED)
+        out = feed(seq, now, *landing(2.4, 4.0)(now))
         outs.append(out)
         if out.land_outcome:
             break
-    assert outs[-1].land_outcome.success and seq.streaming
+    assert outs[-1].land_outcome.success and not seq.streaming
     assert not any(o.warnings for o in outs)
 
 
@@ -760,14 +783,22 @@ def test_a_late_accepted_ack_after_a_new_land_request_needs_px4_state():
     assert 'PX4 answered NAV_LAND ACCEPTED' in outs[-1].land_outcome.message
 
 
-def test_land_detected_confirms_a_landing():
+def test_land_detected_shows_px4_took_the_landing_and_must_agree_with_the_disarm():
     seq = engaged(2.0)
     seq.request_land(2.0)
     seq.on_land_detected(2.3, True)
     out = feed(seq, 2.3, OFFBOARD, ARMED)
-    assert out.land_outcome.success
-    assert out.land_outcome.message == ('landing confirmed: PX4 reports landed '
-                                        '(vehicle_land_detected)')
+    assert out.land_outcome is None and out.info[0].startswith(
+        'PX4 took the landing over: PX4 reports landed (vehicle_land_detected)')
+    seq.on_land_detected(2.4, False)   # a disarm the land detector disagrees with
+    assert feed(seq, 2.4, AUTO_LAND, DISARMED).land_outcome is None
+    assert seq.status(2.4).message.startswith('landing: PX4 lands the vehicle')
+    seq.on_land_detected(2.5, True)
+    out = feed(seq, 2.5, AUTO_LAND, DISARMED)
+    assert out.land_outcome.message == ('landed: PX4 reports nav_state=18 (AUTO_LAND), '
+                                        'arming_state=1 (DISARMED), landed, 0.5 s after '
+                                        'NAV_LAND (operator request)')
+    assert dict(seq.status(2.5).values)['landed'] == 'true'
 
 
 def test_a_landing_seen_after_it_was_given_up_clears_the_error():
@@ -795,8 +826,7 @@ def test_engage_is_refused_while_px4_lands():
 
 
 def test_px4_landing_during_an_engage_ends_it():
-    seq = linked(2.0)
-    assert seq.request_engage(2.0) is None
+    seq = requested(2.0)
     out = feed(seq, 2.1, AUTO_LAND, ARMED)
     assert not out.outcome.success
     assert out.outcome.message.startswith('PX4 started landing during the engage')
@@ -932,3 +962,175 @@ def test_back_inside_before_outside_land_after_flies_on_and_above_the_band_count
     assert not seq.setpoint(5.0).held
     assert feed(seq, 5.0, OFFBOARD, ARMED).commands == ()
     assert seq.phase is Phase.ACTIVE
+
+
+# ---- px4-ros2-interface-lib's rule: setpoints only in the mode the bridge asked for ----------
+
+@pytest.mark.parametrize('mode', [AUTO_LOITER, AUTO_RTL, AUTO_LAND, POSCTL])
+def test_nothing_is_sent_once_px4_leaves_offboard_for_another_mode(mode):
+    """An RC switch or a failsafe: that mode's own setpoints must not be mixed with the bridge's."""
+    seq = engaged(2.0)
+    seq.on_cmd_vel(2.0, [1.0, 0.0, 0.0], 0.0)
+    assert seq.streaming
+    seq.on_status(2.05, mode, ARMED, 1)       # the next status already stops the stream
+    assert not seq.streaming
+    for k in range(1, 50):
+        now = 2.05 + 0.1 * k
+        out = feed(seq, now, mode, ARMED if now < 4.0 else DISARMED, cmd=[1.0, 0.0, 0.0])
+        assert not seq.streaming and out.commands == ()
+    assert seq.phase is Phase.IDLE
+    assert seq.out_of_ring.startswith(f'PX4 left OFFBOARD (nav_state={mode} ')
+    feed(seq, 7.0, OFFBOARD, DISARMED)        # PX4 back in OFFBOARD on the ground: still nothing
+    assert not seq.streaming
+
+
+def test_the_stream_stops_when_px4_takes_the_landing_over_and_never_comes_back():
+    """A live heartbeat at the disarm would return PX4 to OFFBOARD (its mode before NAV_LAND)."""
+    seq = engaged(2.0)
+    out = seq.request_land(2.0)
+    assert seq.streaming                      # still in OFFBOARD: zero velocity until PX4 switches
+    streamed = []
+    for k in range(1, 120):
+        now = round(2.0 + 0.1 * k, 2)
+        out = feed(seq, now, *landing(2.3, 10.0)(now))
+        streamed.append((now, seq.streaming))
+        if out.land_outcome:
+            break
+    assert [now for now, on in streamed if on] == [2.1, 2.2]
+    assert out.land_outcome.success and seq.phase is Phase.IDLE
+    assert seq.status(10.0).message.startswith('landed (operator request): PX4 reports')
+
+
+def test_a_landing_is_done_only_when_px4_reports_landed_and_disarmed():
+    seq = engaged(2.0)
+    sent, outs = land_run(seq, 2.0, lambda now, c: VEHICLE_CMD_RESULT_ACCEPTED, landing(2.2),
+                          until=70.0)
+    warnings = [w for o in outs for w in o.warnings]
+    assert warnings == ['not landed 60 s after PX4 took the landing over (land_timeout 60 s): '
+                        'PX4 reports nav_state=18 (AUTO_LAND), arming_state=2 (ARMED), landed '
+                        'unknown; check the vehicle']
+    assert not outs[-1].land_outcome.success and seq.phase is Phase.LANDING
+    status = seq.status(62.3)
+    assert status.level == ERROR and status.message.startswith('not landed 60 s after')
+    assert dict(status.values)['phase'] == 'landing'
+    out = feed(seq, 70.0, AUTO_LAND, DISARMED)  # it landed in the end
+    assert out.land_outcome.success and out.land_outcome.message.startswith('landed: ')
+    assert seq.out_of_ring == 'landed (operator request)'
+
+
+def test_a_landing_taken_over_by_the_pilot_ends_it_and_the_bridge_sends_nothing():
+    seq = engaged(2.0)
+    sent, outs = land_run(seq, 2.0, lambda now, c: VEHICLE_CMD_RESULT_ACCEPTED,
+                          lambda now: (AUTO_LAND, ARMED) if now < 5.0 else (POSCTL, ARMED))
+    assert not outs[-1].land_outcome.success
+    assert outs[-1].warnings == ('landing taken over: PX4 reports nav_state=2 (POSCTL), '
+                                 'arming_state=2 (ARMED) (an RC switch, the ground station or a '
+                                 'failsafe); the bridge sends it nothing, a new ~/engage is '
+                                 'needed to fly again',)
+    assert seq.phase is Phase.IDLE and not seq.streaming
+
+
+def test_landing_a_vehicle_on_the_ground_sends_nothing():
+    seq = linked(2.0, POSCTL, DISARMED)
+    seq.on_land_detected(2.0, True)
+    out = seq.request_land(2.0)
+    assert out.commands == () and out.land_outcome.success
+    assert out.land_outcome.message == ('landed: already on the ground, PX4 reports nav_state=2 '
+                                        '(POSCTL), arming_state=1 (DISARMED), landed (nothing '
+                                        'sent)')
+
+
+def fly_again(seq, start):
+    """Engage ``seq`` at ``start`` against a PX4 that follows the requests; the outcome."""
+    assert seq.request_engage(start) is None
+    nav, arming = POSCTL, DISARMED
+    for k in range(80):
+        now = round(start + 0.1 * k, 2)
+        out = feed(seq, now, nav, arming)
+        for c in out.commands:
+            if c.command == VEHICLE_CMD_DO_SET_MODE and c.param2 == 6.0:
+                nav = OFFBOARD
+            elif c.command == VEHICLE_CMD_COMPONENT_ARM_DISARM:
+                arming = ARMED
+        if out.outcome:
+            return out.outcome
+    return None
+
+
+def test_after_a_landing_the_vehicle_engages_again_and_rejoins_the_ring():
+    seq = engaged(2.0)
+    land_run(seq, 2.0, lambda now, c: VEHICLE_CMD_RESULT_ACCEPTED, landing(2.2, 6.0))
+    assert seq.phase is Phase.IDLE and seq.out_of_ring == 'landed (operator request)'
+    feed(seq, 8.0, AUTO_LAND, DISARMED)
+    assert dict(seq.status(8.0).values)['ready'] == 'yes'
+    outcome = fly_again(seq, 8.0)
+    assert outcome.success and seq.phase is Phase.ACTIVE and seq.out_of_ring is None
+
+
+# ---- the operator's hold ----------------------------------------------------------------
+
+def test_hold_switches_px4_to_hold_confirms_it_and_then_sends_nothing():
+    seq = engaged(2.0)
+    seq.on_cmd_vel(2.0, [1.0, 0.0, 0.0], 0.0)
+    out = seq.request_hold(2.0)
+    (hold,) = out.commands
+    assert (hold.command, hold.param1, hold.param2, hold.param3) == (
+        VEHICLE_CMD_DO_SET_MODE, 1.0, PX4_CUSTOM_MAIN_MODE_AUTO, PX4_CUSTOM_SUB_MODE_AUTO_LOITER)
+    assert seq.out_of_ring == 'hold (operator request)'
+    sp = seq.setpoint(2.05)                   # still in OFFBOARD: zero velocity, not cmd_vel
+    assert sp.held and sp.velocity_ned == (0.0, 0.0, 0.0)
+    assert seq.status(2.05).message.startswith('hold requested (operator request)')
+    ack(seq, 2.05, VEHICLE_CMD_DO_SET_MODE, VEHICLE_CMD_RESULT_ACCEPTED)
+    out = feed(seq, 2.1, AUTO_LOITER, ARMED)
+    assert out.hold_outcome == Outcome(True, 'holding: PX4 reports nav_state=4 (AUTO_LOITER), '
+                                       'arming_state=2 (ARMED) (operator request); the bridge '
+                                       'sends it nothing; ~/engage flies again, ~/land lands')
+    assert seq.phase is Phase.IDLE and not seq.streaming
+    assert all(feed(seq, 2.1 + 0.1 * k, AUTO_LOITER, ARMED).commands == () for k in range(30))
+    assert not seq.streaming and seq.status(5.0).level == WARN
+
+
+def test_hold_cancels_a_landing_and_an_engage_and_is_resent_until_confirmed():
+    seq = engaged(2.0)
+    seq.request_land(2.0)
+    out = seq.request_hold(2.1)
+    assert out.land_outcome == Outcome(False, 'landing cancelled by a hold request')
+    sent = []
+    for k in range(1, 40):
+        now = round(2.1 + 0.1 * k, 2)
+        out = feed(seq, now, OFFBOARD if now < 4.0 else AUTO_LOITER, ARMED)
+        sent += [now for c in out.commands]
+        if out.hold_outcome:
+            break
+    assert sent == [3.1] and out.hold_outcome.success  # lost once, resent after command_retry
+    seq = requested(2.0, arming=ARMED)
+    out = seq.request_hold(2.0)
+    assert out.outcome == Outcome(False, 'engage cancelled by a hold request')
+
+
+def test_a_refused_hold_is_named_and_the_bridge_keeps_px4_at_zero_velocity():
+    seq = engaged(2.0)
+    seq.request_hold(2.0)
+    ack(seq, 2.0, VEHICLE_CMD_DO_SET_MODE, DENIED)
+    out = feed(seq, 2.1, OFFBOARD, ARMED)
+    assert out.hold_outcome == Outcome(False, 'Hold not confirmed (PX4 refused DO_SET_MODE '
+                                       '(176): DENIED); PX4 reports nav_state=14 (OFFBOARD), '
+                                       'arming_state=2 (ARMED); the bridge holds it in OFFBOARD '
+                                       'at zero velocity')
+    assert seq.streaming and seq.setpoint(2.1).held
+
+
+def test_engage_after_a_hold_flies_again():
+    seq = engaged(2.0)
+    seq.request_hold(2.0)
+    feed(seq, 2.1, AUTO_LOITER, ARMED)
+    assert seq.request_engage(2.2) is None
+    sent = []
+    for k in range(30):
+        now = round(2.2 + 0.1 * k, 2)
+        out = feed(seq, now, AUTO_LOITER if not sent else OFFBOARD, ARMED)
+        sent += [c.command for c in out.commands]
+        if out.outcome:
+            break
+    assert sent == [VEHICLE_CMD_DO_SET_MODE] and out.outcome.success
+    assert seq.out_of_ring is None and seq.phase is Phase.ACTIVE
