@@ -104,6 +104,7 @@ class AgentNode(Node):
         self._clock_warned = {}   # sender id -> its warning, while its offset is past the limit
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._failed = False
+        self._only_vehicle_failed = False  # failed for its vehicle alone: still hears the swarm
         self._manual_failure_until_ns = -1
         self._vehicle_failure = ''  # why the vehicle left the ring (its bridge), '' = it has not
         self._area = settings.area
@@ -160,9 +161,11 @@ class AgentNode(Node):
 
         ``states``: :class:`AgentStates` (an instant's, or one message's), or AgentBroadcasts.
         One numpy pass judges them all: the clock not started, duplicate ids, own states and
-        future stamps; the rest go to the (lossy, delayed) channel as one batch.
+        future stamps; the rest go to the (lossy, delayed) channel as one batch. An agent out of
+        the ring because of its vehicle (landed, held) still hears the swarm for the link
+        figures (the pre-flight of the next engage reads them); an injected failure is deaf.
         """
-        if self._failed:
+        if self._deaf():
             return
         batch = AgentStates.of(states)
         if now_ns == 0:
@@ -301,16 +304,21 @@ class AgentNode(Node):
             if self._area_watch is not None:
                 for line in self._area_watch.update(now, odometry[1]):
                     self.get_logger().warning(f'agent {self.agent_id}: {line}')
-        failed = (self._outage.update(now) or now_ns < self._manual_failure_until_ns
-                  or bool(self._vehicle_failure) or self._outside_too_long())
+        injected = self._outage.update(now) or now_ns < self._manual_failure_until_ns
+        failed = injected or bool(self._vehicle_failure) or self._outside_too_long()
+        deaf_before = self._deaf()
+        self._only_vehicle_failed = failed and not injected and not self._outside_too_long()
         if failed != self._failed:
             self._on_failure_change(failed)
+        elif self._deaf() and not deaf_before:
+            self._stop_hearing()
         self._observe_incarnation(self.agent_id, self.incarnation, now)
-        if not failed:
+        if not self._deaf():
             due = self._channel.due(now - THIS_TICK)
             if due:
                 self._record_links(due)
-                self._state = receive_states(self._state, due, self._params)
+                if not failed:
+                    self._state = receive_states(self._state, due, self._params)
         if failed:
             tick = failed_tick(self._state, odometry, now, self._params, self._failure_detail())
         else:
@@ -364,12 +372,20 @@ class AgentNode(Node):
             return earlier[-1]
         return self._odometry[-1] if self._odometry else None
 
+    def _deaf(self) -> bool:
+        """Whether the agent hears nothing: failed, and not only because of its vehicle."""
+        return self._failed and not self._only_vehicle_failed
+
+    def _stop_hearing(self) -> None:
+        self._channel.due(math.inf)  # drop what is in flight: a deaf agent hears nothing
+        self._links.deaf()  # what it misses meanwhile is not the link's loss
+
     def _on_failure_change(self, failed: bool) -> None:
         self._failed = failed
         if failed:
             self._cmd_pub.publish(Twist())
-            self._channel.due(math.inf)  # drop what is in flight: a failed agent hears nothing
-            self._links.deaf()  # what it misses meanwhile is not the link's loss
+            if self._deaf():
+                self._stop_hearing()
             self._set_status(Status(FAILED, self._failure_detail()))
         else:  # a fresh controller; the sequence numbers go on after the presence broadcasts
             self._state = dataclasses.replace(initial_state(self.agent_id, self.incarnation),
@@ -430,8 +446,13 @@ class AgentNode(Node):
                        f'process too; {message}')
         msg = DiagnosticStatus(level=level, name=self.get_fully_qualified_name(),
                                message=message, hardware_id=f'agent {self.agent_id}')
+        p = self._params
         msg.values = [KeyValue(key='state', value=self.status.kind),
                       KeyValue(key='agent_id', value=str(self.agent_id)),
+                      # flown values, for fleet check to compare with the fleet file
+                      KeyValue(key='radius', value=f'{p.radius:g}'),
+                      KeyValue(key='d_safe', value=f'{p.d_safe:g}'),
+                      KeyValue(key='altitude', value=f'{p.altitude:g}'),
                       KeyValue(key='incarnation', value=str(self.incarnation)),
                       KeyValue(key='duplicate_id', value=str(duplicate).lower())]
         msg.values.extend(KeyValue(key=f'{LINK_KEY}{sender}', value=figures.text())
