@@ -7,14 +7,20 @@ and the agent's status values) and where its odometry puts it:
 ========== ==================================================================================
 heard      its bridge and its agent were heard within ``stale`` s
 id         its agent reports the fleet file's agent_id, and no other process broadcasts it
+config     what runs is what the fleet file says: its bridge's target_system, px4_namespace,
+           geo_reference and origin (given, or from GPS), its agent's radius, altitude and
+           d_safe (a file edited after the launch: relaunch with fleet launch-commands)
 ready      its bridge would accept an engage now (PX4 heard and fresh, no failsafe, armable,
            no other setpoint writer, a matching px4_msgs): the bridge's ``ready`` value
 origin     placed in the world frame: the bridge's origin (GPS or given) with no disagreement
 area       inside the safety area (when the fleet has one)
 separation at least ``d_safe`` from every other vehicle
 clock      its companion's clock agrees, within ``max_clock_offset``, with at least half of the
-           others' (the offsets the agents measure of each other, ``core.links``): a single
-           companion off is named alone; of two that disagree, both are
+           others' (the offsets the agents measure of each other, ``core.links``, both ways:
+           a delivery delay adds to one direction and takes from the other, so half their
+           difference is the offset and half their sum bounds its error; only an offset past
+           the limit by more than that bound fails): a single companion off is named alone; of
+           two that disagree, both are
 battery    at least ``min_battery`` charge remaining (PX4's BatteryStatus)
 ========== ==================================================================================
 
@@ -29,7 +35,8 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-CHECKS = ('heard', 'id', 'ready', 'origin', 'area', 'separation', 'clock', 'battery')
+CHECKS = ('heard', 'id', 'config', 'ready', 'origin', 'area', 'separation', 'clock',
+          'battery')
 _OFFSET = re.compile(r'offset=([-+]?[0-9.]+(?:e[-+]?\d+)?)')
 LINK_KEY = 'link.'  # an agent's /diagnostics key of one sender's figures (agent_node)
 
@@ -83,25 +90,44 @@ def link_offsets(agent: Optional[Mapping[str, str]]) -> dict[int, float]:
     return offsets
 
 
-def pairwise_offsets(fleet, views) -> dict[str, dict[str, float]]:
-    """
-    Return {vehicle: {other: its clock minus the other's [s]}} from the agents' link figures.
+@dataclass(frozen=True)
+class Offset:
+    """One companion's clock minus another's [s], and how far off the estimate may be [s]."""
 
-    Agent ``u`` measures sender ``v`` at ``clock_v - clock_u``; ``v`` measures ``u`` at the
-    opposite. Both directions are averaged where both are known.
+    value: float
+    error: float
+
+    def text(self) -> str:
+        return f'{self.value:+.3f} s' + (f' (±{self.error:.3f})' if self.error else '')
+
+
+def pairwise_offsets(fleet, views) -> dict[str, dict[str, Offset]]:
+    """
+    Return {vehicle: {other: its clock minus the other's}} from the agents' link figures.
+
+    Agent ``u`` measures sender ``v`` at ``clock_v - clock_u + d_vu``, ``v`` measures ``u`` at
+    ``clock_u - clock_v + d_uv`` (``d``: the fastest delivery's delay, never negative). Where
+    both are known the offset is half their difference and its error at most half their sum
+    (NTP's rule); where one is known, that one, its error unknown (0).
     """
     by_id = {v.agent_id: v.name for v in fleet.vehicles}
-    seen: dict[tuple[str, str], list[float]] = {}
+    measured: dict[tuple[str, str], float] = {}  # (receiver, sender): sender - receiver + d
     for vehicle in fleet.vehicles:
         offsets = link_offsets(views.get(vehicle.name, VehicleView()).agent)
         for sender, offset in offsets.items():
             other = by_id.get(sender)
             if other is not None and other != vehicle.name:
-                seen.setdefault((other, vehicle.name), []).append(offset)
-                seen.setdefault((vehicle.name, other), []).append(-offset)
-    result: dict[str, dict[str, float]] = {v.name: {} for v in fleet.vehicles}
-    for (name, other), values in seen.items():
-        result[name][other] = float(np.mean(values))
+                measured[(vehicle.name, other)] = offset
+    result: dict[str, dict[str, Offset]] = {v.name: {} for v in fleet.vehicles}
+    for (receiver, sender), seen in measured.items():
+        back = measured.get((sender, receiver))  # receiver - sender + d'
+        if back is None:
+            result[sender][receiver] = Offset(seen, 0.0)
+            result[receiver][sender] = Offset(-seen, 0.0)
+        else:
+            value, error = (seen - back) / 2.0, max(0.0, (seen + back) / 2.0)
+            result[sender][receiver] = Offset(value, error)
+            result[receiver][sender] = Offset(-value, error)
     return result
 
 
@@ -142,6 +168,64 @@ def _id(fleet, vehicle, view, views, stale, offsets):
     if view.agent.get('duplicate_id') == 'true':
         return False, f'agent_id {vehicle.agent_id} is broadcast by another process too'
     return True, f'agent_id {vehicle.agent_id}'
+
+
+def _numbers(text: Optional[str]) -> Optional[np.ndarray]:
+    """Return the numbers of a status value ('[1.00, 2.00, 0.00]', '47.3,8.5,488', '2')."""
+    if text is None:
+        return None
+    try:
+        return np.array([float(x) for x in re.split(r'[\s,\[\]]+', text) if x])
+    except ValueError:
+        return None
+
+
+def _differ(running: Optional[np.ndarray], wanted, tolerance: float) -> bool:
+    wanted = np.asarray(wanted, dtype=float).reshape(-1)
+    if running is None or running.shape != wanted.shape:
+        return True
+    both_nan = np.isnan(running) & np.isnan(wanted)
+    return bool(np.any(~both_nan & ~(np.abs(running - wanted) <= tolerance)))
+
+
+def _config(fleet, vehicle, view, views, stale, offsets):
+    """Compare what runs with the fleet file: the launch values its nodes report."""
+    if view.bridge is None or view.agent is None:
+        return False, 'bridge or agent not heard'
+    bridge, agent = view.bridge, view.agent
+    if 'target_system' not in bridge or 'radius' not in agent:
+        return False, 'its nodes report no launch values (an older version?): relaunch them'
+    wrong = []
+
+    def compare(what, running, wanted, shown, tolerance=1e-6):
+        if _differ(_numbers(running), wanted, tolerance):
+            wrong.append(f'{what} {running or "none"} (the fleet file says {shown})')
+    compare('target_system', bridge.get('target_system'), vehicle.target_system,
+            vehicle.target_system, 0.0)
+    if bridge.get('px4_namespace', '') != vehicle.px4_namespace:
+        wrong.append(f"px4_namespace '{bridge.get('px4_namespace', '')}' (the fleet file says "
+                     f"'{vehicle.px4_namespace}')")
+    geo = fleet.geo_reference
+    if geo:
+        compare('geo_reference', bridge.get('geo_reference'), geo,
+                ','.join(f'{c:.9g}' for c in geo), 1e-7)
+    elif bridge.get('geo_reference'):
+        wrong.append(f'geo_reference {bridge["geo_reference"]} (the fleet file has none)')
+    source = bridge.get('origin_source')
+    if vehicle.origin:
+        if source != 'given':
+            wrong.append(f'origin from {source} (the fleet file gives {list(vehicle.origin)})')
+        else:
+            compare('origin', bridge.get('origin_enu'), vehicle.origin, list(vehicle.origin),
+                    0.006)
+    elif source != 'gps':
+        wrong.append(f'origin {bridge.get("origin_enu")} given (the fleet file places it by GPS)')
+    for name in ('radius', 'altitude', 'd_safe'):
+        compare(name, agent.get(name), getattr(fleet, name), f'{getattr(fleet, name):g}')
+    if wrong:
+        return False, ('runs with ' + '; '.join(wrong) + ': relaunch it with the line of '
+                       'fleet launch-commands')
+    return True, 'as the fleet file says'
 
 
 def _ready(fleet, vehicle, view, views, stale, offsets):
@@ -195,13 +279,15 @@ def _clock(fleet, vehicle, view, views, stale, offsets):
             return True, 'a single vehicle'
         return False, 'no link figures between its agent and the others yet'
     limit = fleet.max_clock_offset
-    off = {name: value for name, value in mine.items() if abs(value) > limit}
+    off = {name: o.value for name, o in mine.items() if abs(o.value) - o.error > limit}
     if 2 * len(off) > len(mine) or (off and len(mine) == 1):
         worst = float(np.median(list(off.values())))
         return False, (f'its clock is {worst:+.3f} s off ' + ', '.join(sorted(off))
                        + f' (agrees with {len(mine) - len(off)} of {len(mine)}), past '
                        f'max_clock_offset {limit:g} s: synchronise it (chrony/NTP)')
-    return True, f'{float(np.median(list(mine.values()))):+.3f} s'
+    median = float(np.median([o.value for o in mine.values()]))
+    error = float(np.median([o.error for o in mine.values()]))
+    return True, Offset(median, error).text()
 
 
 def _battery(fleet, vehicle, view, views, stale, offsets):
@@ -218,8 +304,32 @@ def _battery(fleet, vehicle, view, views, stale, offsets):
     return True, f'{remaining:.0%}'
 
 
-_CHECKS = {'heard': _heard, 'id': _id, 'ready': _ready, 'origin': _origin, 'area': _area,
+_CHECKS = {'heard': _heard, 'id': _id, 'config': _config, 'ready': _ready, 'origin': _origin,
+           'area': _area,
            'separation': _separation, 'clock': _clock, 'battery': _battery}
+
+
+# What a vehicle's bridge status shows once an action is done: PX4's word, not a reply.
+ACTIONS = ('engage', 'land', 'hold')
+
+
+def confirmed(action: str, bridge: Mapping[str, str]) -> bool:
+    """
+    Return whether a bridge's status values show ``action`` done on its vehicle.
+
+    engage: the bridge is ``active`` (PX4 confirmed OFFBOARD and ARMED); land: idle, out of the
+    ring ``landed``, PX4 DISARMED; hold: idle, out of the ring ``hold``, PX4 in AUTO_LOITER.
+    """
+    phase, out = bridge.get('phase'), bridge.get('out_of_ring', '')
+    if action == 'engage':
+        return phase == 'active'
+    if action == 'land':
+        return (phase == 'idle' and out.startswith('landed')
+                and bridge.get('arming_state') == 'DISARMED')
+    if action == 'hold':
+        return (phase == 'idle' and out.startswith('hold')
+                and bridge.get('nav_state', '').startswith('4 '))
+    raise ValueError(f'action must be one of {", ".join(ACTIONS)}, got {action!r}')
 
 
 def render(report: Report) -> str:

@@ -1,5 +1,6 @@
 """fleet: the fleet file, its launch lines and the pre-flight verdicts (issue 37 §4)."""
 import math
+import re
 import shlex
 
 import numpy as np
@@ -65,20 +66,29 @@ def test_a_bad_fleet_file_is_one_line_naming_the_rule(tmp_path, changes, message
     assert err.startswith(f'fleet: error: fleet file {path}: ') and err.count('\n') == 1
 
 
-def healthy(fleet, offsets=None, bridge=None):
-    """Return views of a fleet ready to fly: 10 m apart, inside, charged, clocks agreeing."""
+def healthy(fleet, offsets=None, bridge=None, delays=None, agent=None):
+    """
+    Return views of a fleet ready to fly: 10 m apart, inside, charged, clocks agreeing.
+
+    ``offsets``: agent id -> its clock's offset; ``delays``: (receiver id, sender id) -> the
+    fastest delivery's delay, which adds to what the receiver measures.
+    """
     views = {}
     for i, vehicle in enumerate(fleet.vehicles):
-        clock = offsets or {}  # agent id -> its clock's offset
+        clock, delay = offsets or {}, delays or {}
         links = {f'link.{other.agent_id}': 'heard=40 lost=0 offset='
-                 f'{clock.get(other.agent_id, 0.0) - clock.get(vehicle.agent_id, 0.0):+.4f}'
+                 f'{clock.get(other.agent_id, 0.0) - clock.get(vehicle.agent_id, 0.0) + delay.get((vehicle.agent_id, other.agent_id), 0.0):+.4f}'  # noqa: E501
                  for other in fleet.vehicles if other is not vehicle}
         views[vehicle.name] = VehicleView(
             bridge={'ready': 'yes', 'origin_enu': f'({10.0 * i:.2f}, 0.00, 0.00)',
                     'origin_source': 'gps', 'battery_remaining': '0.80', 'safety_area': 'inside',
+                    'target_system': '1', 'px4_namespace': '',
+                    'geo_reference': '47.397742,8.545594,488',
                     **(bridge or {}).get(vehicle.name, {})},
             bridge_age=0.5, agent={'agent_id': str(vehicle.agent_id), 'duplicate_id': 'false',
-                                   **links}, agent_age=0.5,
+                                   'radius': '20', 'altitude': '10', 'd_safe': '2',
+                                   **links, **(agent or {}).get(vehicle.name, {})},
+            agent_age=0.5,
             position=np.array([10.0 * i, 0.0, 0.0]))
     return views
 
@@ -86,12 +96,12 @@ def healthy(fleet, offsets=None, bridge=None):
 def test_a_healthy_fleet_passes_every_check(tmp_path):
     fleet = load_fleet(fleet_file(tmp_path))
     report = check_fleet(fleet, healthy(fleet))
-    assert report.passed and len(report.verdicts) == 3 * 8
+    assert report.passed and len(report.verdicts) == 3 * 9
     table = render(report).splitlines()
-    assert table[0].split() == ['vehicle', 'heard', 'id', 'ready', 'origin', 'area',
+    assert table[0].split() == ['vehicle', 'heard', 'id', 'config', 'ready', 'origin', 'area',
                                 'separation', 'clock', 'battery']
-    assert table[1].split() == ['uav1'] + ['ok'] * 8
-    assert table[-1] == 'all 24 checks passed'
+    assert table[1].split() == ['uav1'] + ['ok'] * 9
+    assert table[-1] == 'all 27 checks passed'
 
 
 def failing(report):
@@ -138,7 +148,7 @@ def test_unheard_duplicate_close_and_unknown_battery_fail(tmp_path):
     assert {check for name, check in problems if name == 'uav3'} == {'heard'}
     report = check_fleet(fleet, views)
     assert not report.passed
-    assert render(report).splitlines()[3].split() == ['uav3', 'FAIL'] + ['-'] * 7
+    assert render(report).splitlines()[3].split() == ['uav3', 'FAIL'] + ['-'] * 8
 
 
 def test_the_companion_whose_clock_is_off_is_the_one_named(tmp_path):
@@ -153,3 +163,46 @@ def test_the_companion_whose_clock_is_off_is_the_one_named(tmp_path):
     assert link_offsets({'link.4': 'heard=3 lost=0 offset=-0.2950', 'state': 'ok'}) == {
         4: pytest.approx(-0.295)}
     assert math.isinf(VehicleView().bridge_age)
+
+
+def test_what_runs_is_compared_with_the_fleet_file(tmp_path):
+    """A fleet file edited after the launch: the running values are named against it."""
+    fleet = load_fleet(fleet_file(tmp_path, vehicles=[
+        {**VEHICLES[0], 'target_system': 2}, VEHICLES[1],
+        {**VEHICLES[2], 'origin': [20.0, 0.0, 0.0]}], d_safe=3.0))
+    views = healthy(fleet, bridge={'uav1': {'target_system': '1'}, 'uav2': {
+        'geo_reference': '47.4,8.545594,488'}, 'uav3': {'origin_source': 'given',
+                                                        'origin_enu': '[20.50, 0.00, 0.00]'}})
+    problems = failing(check_fleet(fleet, views))
+    tail = ': relaunch it with the line of fleet launch-commands'
+    assert problems == {
+        ('uav1', 'config'): 'runs with target_system 1 (the fleet file says 2); d_safe 2 (the '
+                            'fleet file says 3)' + tail,
+        ('uav2', 'config'): 'runs with geo_reference 47.4,8.545594,488 (the fleet file says '
+                            '47.397742,8.545594,488); d_safe 2 (the fleet file says 3)' + tail,
+        ('uav3', 'config'): 'runs with origin [20.50, 0.00, 0.00] (the fleet file says [20.0, '
+                            '0.0, 0.0]); d_safe 2 (the fleet file says 3)' + tail}
+    fleet = load_fleet(fleet_file(tmp_path))
+    assert not failing(check_fleet(fleet, healthy(fleet)))
+    gps = failing(check_fleet(fleet, healthy(fleet, bridge={'uav2': {'origin_source': 'given'}},
+                                             agent={'uav3': {'altitude': 'nan'}})))
+    assert gps == {('uav2', 'config'): 'runs with origin (10.00, 0.00, 0.00) given (the fleet '
+                                       'file places it by GPS)' + tail,
+                   ('uav3', 'config'): 'runs with altitude nan (the fleet file says 10)' + tail}
+
+
+def test_a_delivery_delay_on_one_host_is_not_a_clock_offset(tmp_path):
+    """One clock, one slow direction (a loaded host): half the two ways' sum bounds the error."""
+    fleet = load_fleet(fleet_file(tmp_path))
+    delays = {(1, 2): 0.156, (2, 1): 0.004, (1, 3): 0.01, (3, 1): 0.01, (2, 3): 0.2,
+              (3, 2): 0.003}
+    report = check_fleet(fleet, healthy(fleet, delays=delays))
+    assert not failing(report)
+    clock = {v.vehicle: v.detail for v in report.verdicts if v.check == 'clock'}
+    for detail in clock.values():  # within its error of 0: delay, not offset
+        match = re.match(r'([-+][0-9.]+) s \(±([0-9.]+)\)', detail)
+        value, error = (float(x) for x in match.groups())
+        assert abs(value) <= error + 1e-3, clock
+    # a real 0.3 s offset with the same delays is still named
+    report = check_fleet(fleet, healthy(fleet, offsets={2: 0.3}, delays=delays))
+    assert set(failing(report)) == {('uav2', 'clock')}
