@@ -3,13 +3,17 @@
 
     fleet check FILE            pre-flight over the live graph: one table, exit 1 on any failure
     fleet engage FILE           only after a passing check: every bridge's ~/engage at once
-    fleet land FILE             every bridge's ~/land at once, each confirmed by PX4
+    fleet land FILE             every bridge's ~/land at once; done when PX4 reports each
+                                vehicle landed and disarmed
+    fleet hold FILE             the operator's stop: every vehicle into PX4's Hold at once
     fleet launch-commands FILE  the exact ros2 launch line for each companion computer
 
 Run it on any machine of the fleet's ROS network (same ``ROS_DOMAIN_ID``). ``fleet_node`` offers
-the same actions as services (and through the live view, in Foxglove). Exit status: 0 all
-passed, 1 a check or a vehicle failed, 2 a bad fleet file or usage; a SIGINT or SIGTERM ends it
-with 0 after one line (the bridges go on with what they were asked).
+the same actions as services (and through the live view, in Foxglove). Each vehicle's verdict
+comes from what its bridge reports (its status), the service's answer being a hint
+(:class:`~.live.FleetAction`); a line per vehicle as it is decided. Exit status: 0 all passed, 1
+a check or a vehicle failed, 2 a bad fleet file or usage; a SIGINT or SIGTERM ends it with 0
+after one line (the bridges go on with what they were asked).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import time
 from ros_support.signals import StopRequest
 from soliton_encirclement_ros.fleet.fleet_file import launch_commands, load_fleet
 
-ANSWER_TIMEOUT = 60.0  # s for every bridge to answer an engage or land (PX4 confirms first)
+ANSWER_TIMEOUT = 60.0  # s for every vehicle to confirm an engage, a landing or a hold
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,7 +34,9 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest='action', required=True, metavar='ACTION')
     for action, text in (('check', 'pre-flight over the live graph; exit 1 on any failure'),
                          ('engage', 'check, then engage every vehicle at once'),
-                         ('land', 'land every vehicle at once, each confirmed by PX4'),
+                         ('land', 'land every vehicle at once; done when PX4 reports each '
+                          'landed and disarmed'),
+                         ('hold', "stop: every vehicle into PX4's Hold mode at once"),
                          ('launch-commands', 'print the ros2 launch line of every companion')):
         one = sub.add_parser(action, help=text, description=text)
         one.add_argument('fleet_file', metavar='FILE', help='fleet file (YAML)')
@@ -41,9 +47,9 @@ def parser() -> argparse.ArgumentParser:
             one.add_argument('--stale', type=float, default=3.0, metavar='S',
                              help='a status or odometry older than this counts as unheard '
                              '(default 3)')
-        if action in ('engage', 'land'):
+        if action in ('engage', 'land', 'hold'):
             one.add_argument('--timeout', type=float, default=ANSWER_TIMEOUT, metavar='S',
-                             help='wait this long for every bridge to answer (default 60)')
+                             help='wait this long for every vehicle to confirm (default 60)')
     return p
 
 
@@ -68,7 +74,7 @@ def main(argv=None) -> int:
     from rclpy.signals import SignalHandlerOptions
 
     from soliton_encirclement_ros.fleet.checks import render
-    from soliton_encirclement_ros.fleet.live import FleetOperator, outcome_lines
+    from soliton_encirclement_ros.fleet.live import FleetAction, FleetOperator
 
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
     node = Node(f'fleet_cli_{os.getpid()}')
@@ -84,7 +90,8 @@ def main(argv=None) -> int:
 
     try:
         if args.action in ('check', 'engage'):
-            spin_until(lambda: operator.heard_all() and operator.links_known(), args.wait)
+            spin_until(lambda: operator.heard_all() and operator.links_known()
+                       and operator.positions_known(), args.wait)
             if stop.requested:
                 print('fleet: interrupted before the check ended', file=sys.stderr)
                 return 0
@@ -95,19 +102,25 @@ def main(argv=None) -> int:
                     print('fleet: engage refused: the pre-flight check failed; nothing was '
                           'engaged', file=sys.stderr)
                 return 0 if report.passed else 1
-        # engage (after a passing check) or land: every bridge at once, each answer PX4's
+        # engage (after a passing check), land or hold: every bridge at once; each vehicle's
+        # verdict from what it reports, printed as it is decided
+        wait = 2.0 if args.action == 'hold' else min(args.timeout, 10.0)  # a stop waits less
         spin_until(lambda: all(c.service_is_ready() for c in operator.clients(args.action)),
-                   min(args.timeout, 10.0))
-        calls = operator.call(args.action)
-        pending = [c for c in calls.values() if not isinstance(c, str)]
-        spin_until(lambda: all(c.done() for c in pending), args.timeout)
+                   wait)
+        action = FleetAction(operator, args.action)
+
+        def decided():
+            for line in action.update():
+                print(line, flush=True)
+            return action.done
+        spin_until(decided, args.timeout)
         if stop.requested:
             print(f'fleet: interrupted; the {args.action} requests already sent go on in the '
                   'bridges', file=sys.stderr)
             return 0
-        ok, lines = outcome_lines(args.action, calls, f' within {args.timeout:g} s')
-        print('\n'.join(lines))
-        return 0 if ok else 1
+        for line in action.finish(f' within {args.timeout:g} s'):
+            print(line)
+        return 0 if action.ok else 1
     finally:
         StopRequest.ignore_from_now()
         executor.shutdown()

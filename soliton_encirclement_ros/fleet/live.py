@@ -1,15 +1,22 @@
 """
-The fleet on the live graph: what its vehicles' nodes say, and their engage and land services.
+The fleet on the live graph: what its vehicles' nodes say, and their engage, land and hold.
 
 A :class:`FleetOperator` lives on a node (``fleet_node``'s, or the ``fleet`` command's own). It
 keeps the newest status of each vehicle's bridge and agent from ``/diagnostics`` and each
 vehicle's odometry, makes :class:`~.checks.VehicleView` snapshots for :func:`~.checks.check_fleet`,
-and calls every bridge's ``~/engage`` or ``~/land`` at once (std_srvs/Trigger). The bridges
-answer only once PX4 confirms, so each answer is the vehicle's real outcome.
+and calls every bridge's ``~/engage``, ``~/land`` or ``~/hold`` at once (std_srvs/Trigger).
+
+A :class:`FleetAction` judges each vehicle by what its bridge reports after the call (its
+status: :func:`~.checks.confirmed`), the service's answer being a hint: a reply the middleware
+lost does not make a vehicle fail, and a reply of success is not the vehicle's word until its
+status agrees. A vehicle whose bridge answers with a failure its status does not contradict
+has failed; one still undecided at the time limit is named with what its bridge reports.
 """
 from __future__ import annotations
 
+import math
 import time
+from typing import Optional
 
 from diagnostic_msgs.msg import DiagnosticArray
 from nav_msgs.msg import Odometry
@@ -17,7 +24,7 @@ import numpy as np
 from rclpy.node import Node
 from std_srvs.srv import Trigger
 
-from soliton_encirclement_ros.fleet.checks import check_fleet, VehicleView
+from soliton_encirclement_ros.fleet.checks import check_fleet, confirmed, VehicleView
 from soliton_encirclement_ros.interface import AGENT_ODOM_TOPIC, DIAGNOSTICS_TOPIC
 
 LEVEL_NAMES = {b'\x00': 'OK', b'\x01': 'WARN', b'\x02': 'ERROR', b'\x03': 'STALE'}
@@ -47,7 +54,7 @@ class FleetOperator:
                 callback_group=callback_group)
         self._clients = {(v.name, action): node.create_client(
             Trigger, f'{v.bridge}/{action}', callback_group=callback_group)
-            for v in fleet.vehicles for action in ('engage', 'land')}
+            for v in fleet.vehicles for action in ('engage', 'land', 'hold')}
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         now = time.monotonic()
@@ -60,6 +67,15 @@ class FleetOperator:
     def _on_odometry(self, name: str, msg: Odometry) -> None:
         p = msg.pose.pose.position
         self._positions[name] = (np.array([p.x, p.y, p.z]), time.monotonic())
+
+    def status_since(self, name: str, since: float) -> Optional[dict]:
+        """Return the status values of node ``name`` heard at or after ``since``, or None."""
+        values, heard = self._statuses.get(name, (None, -math.inf))
+        return values if heard >= since else None
+
+    def positions_known(self) -> bool:
+        """Return whether every vehicle's odometry has been heard."""
+        return all(v.name in self._positions for v in self.fleet.vehicles)
 
     def heard_all(self) -> bool:
         """Return whether every vehicle's bridge and agent has been heard at least once."""
@@ -112,19 +128,74 @@ class FleetOperator:
         return calls
 
 
-def outcome_lines(action: str, calls: dict, timed_out: str = '') -> tuple[bool, list[str]]:
-    """Return (every vehicle succeeded, one line per vehicle) for :meth:`FleetOperator.call`."""
-    ok, lines = True, []
-    for name, call in calls.items():
+class FleetAction:
+    """
+    One action (engage, land, hold) on every vehicle at once, judged by what each reports.
+
+    :meth:`update` after each spin decides what can be decided (returns the new lines);
+    :meth:`finish` at the time limit fails the undecided, naming what each bridge reports;
+    :attr:`ok` and :attr:`lines` then say how it ended.
+    """
+
+    def __init__(self, operator: FleetOperator, action: str) -> None:
+        self.operator, self.action = operator, action
+        self.started = time.monotonic()
+        self.calls = operator.call(action)
+        self.verdicts: dict[str, tuple[bool, str]] = {}
+
+    @property
+    def done(self) -> bool:
+        """Return whether every vehicle is decided."""
+        return len(self.verdicts) == len(self.calls)
+
+    def update(self) -> list[str]:
+        """Decide the vehicles that can be decided now; return their lines."""
+        lines = []
+        for vehicle in self.operator.fleet.vehicles:
+            if vehicle.name not in self.verdicts:
+                verdict = self._judge(vehicle)
+                if verdict is not None:
+                    self.verdicts[vehicle.name] = verdict
+                    lines.append(self._line(vehicle.name, *verdict))
+        return lines
+
+    def finish(self, limit: str = '') -> list[str]:
+        """Fail the vehicles still undecided, naming what each bridge reports; their lines."""
+        lines = []
+        for vehicle in self.operator.fleet.vehicles:
+            if vehicle.name not in self.verdicts:
+                status = self.operator.status_since(vehicle.bridge, -math.inf)
+                now = ('no status heard from its bridge' if status is None
+                       else f'its bridge reports: {status.get("message", "?")}')
+                self.verdicts[vehicle.name] = (False, f'not confirmed{limit}; {now}')
+                lines.append(self._line(vehicle.name, *self.verdicts[vehicle.name]))
+        return lines
+
+    @property
+    def ok(self) -> bool:
+        """Return whether every vehicle is decided and confirmed."""
+        return self.done and all(verdict[0] for verdict in self.verdicts.values())
+
+    @property
+    def lines(self) -> list[str]:
+        """Return one line per vehicle decided so far, in the fleet file's order."""
+        return [self._line(name, *self.verdicts[name]) for name in self.calls
+                if name in self.verdicts]
+
+    def _line(self, name: str, ok: bool, message: str) -> str:
+        return f'{name}: {self.action} {"ok" if ok else "FAILED"}: {message}'
+
+    def _judge(self, vehicle) -> Optional[tuple[bool, str]]:
+        call = self.calls[vehicle.name]
         if isinstance(call, str):
-            ok = False
-            lines.append(f'{name}: {action} FAILED: {call}')
-        elif not call.done():
-            ok = False
-            lines.append(f'{name}: {action} FAILED: no answer{timed_out}')
-        else:
-            result = call.result()
-            ok &= bool(result.success)
-            lines.append(f'{name}: {action} {"ok" if result.success else "FAILED"}: '
-                         f'{result.message}')
-    return ok, lines
+            return False, call
+        reply = call.result() if call.done() else None
+        status = self.operator.status_since(vehicle.bridge, self.started)
+        if status is not None and confirmed(self.action, status):
+            if reply is not None and reply.success:
+                return True, reply.message
+            return True, (status.get('message', '') + ' (as its status says; its answer '
+                          + ('was lost)' if reply is None else f'said: {reply.message})'))
+        if reply is not None and not reply.success:
+            return False, reply.message
+        return None

@@ -9,10 +9,11 @@ relaying node's clock at receipt: sim time under ``use_sim_time``, which is also
 the server's time (Foxglove's "Time" capability), so the view follows the simulation.
 
 Services of type ``std_srvs/srv/Trigger`` whose name matches ``services_regex`` (the fleet's
-``/fleet/check``, ``/fleet/engage``, ``/fleet/land``) are offered through Foxglove's "Services"
-capability, JSON-encoded, so an operator presses them in Foxglove's Service Call panel with no
-ROS install: the SDK calls the handler on a thread of its own, which calls the ROS service
-(``call_async``; the node's executor, elsewhere, delivers the answer) and waits for it, at most
+``/fleet/check``, ``/fleet/engage``, ``/fleet/land``, ``/fleet/hold``) are offered through
+Foxglove's "Services" capability, JSON-encoded, so an operator presses them in Foxglove's
+Service Call panel with no ROS install: the SDK calls the handler on a thread of its own, which
+calls the ROS service (``call_async``; the node's executor, elsewhere, delivers the answer) and
+waits for it, at most
 ``service_timeout``. The answer is ``{"success": bool, "message": str}``; a service that is gone
 or too slow answers success false and one line saying which and why.
 
@@ -46,7 +47,7 @@ DEFAULT_LIVE_TOPICS = '^(' + '|'.join([
 DEFAULT_PORT = 8765
 DEFAULT_HOST = '127.0.0.1'  # this machine only, unless asked (--foxglove-host)
 # The fleet's buttons (fleet_node): services offered to Foxglove; '' offers none.
-DEFAULT_SERVICES = '^/fleet/(check|engage|land)$'
+DEFAULT_SERVICES = '^/fleet/(check|engage|land|hold)$'
 SERVICE_TYPE = 'std_srvs/srv/Trigger'  # the only type offered: no request fields, one answer
 SERVICE_TIMEOUT = 120.0  # s: an engage may wait for PX4 up to a minute
 SERVICE_ENCODING = 'json'

@@ -3,17 +3,21 @@ fleet_node over real DDS: its services read the graph and act on every bridge (i
 
 The vehicles here are stand-ins that speak as bridges and agents do on the wire: each bridge's
 and agent's DiagnosticStatus on ``/diagnostics`` (the keys ``px4_bridge_node`` and
-``agent_node`` publish), odometry, and the bridges' ``~/engage`` and ``~/land``
-(std_srvs/Trigger) that answer after a PX4-like delay. test_px4_fleet.py flies the same with
+``agent_node`` publish), odometry, and the bridges' ``~/engage``, ``~/land`` and ``~/hold``
+(std_srvs/Trigger). The verdict on each vehicle is what its status says, a lost reply no
+failure. test_px4_fleet.py flies the same with
 real bridges and the PX4 test double, where px4_msgs is built.
 """
+import functools
 import subprocess
 import sys
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
 import pytest
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 from std_srvs.srv import Trigger
 import yaml
 
@@ -25,28 +29,51 @@ NAMES = ('uav1', 'uav2', 'uav3')
 
 
 class StandIn(Node):
-    """Three vehicles' bridges and agents, as the wire shows them."""
+    """
+    Three vehicles' bridges and agents, as the wire shows them.
+
+    Each bridge's status follows its requests as a bridge's does (phase, out_of_ring, PX4's
+    nav_state and arming_state); uav3 refuses its landing; uav2's ``~/land`` never answers
+    (the reply lost by the middleware) though its vehicle lands.
+    """
 
     def __init__(self):
         super().__init__('stand_in')
         self.battery = dict.fromkeys(NAMES, '0.80')
         self.calls = []
+        self.state = {name: {'phase': 'idle', 'nav_state': '2 (POSCTL)',
+                             'arming_state': 'DISARMED'} for name in NAMES}
         self._diag = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self._odom = {name: self.create_publisher(Odometry, f'/{name}/odom', 10)
                       for name in NAMES}
         for name in NAMES:
-            for action in ('engage', 'land'):
+            for action in ('engage', 'land', 'hold'):
                 self.create_service(Trigger, f'/{name}/px4_bridge/{action}',
-                                    lambda req, resp, n=name, a=action: self._answer(n, a, resp))
+                                    functools.partial(self._answer, name, action),
+                                    callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(0.2, self._publish)
 
-    def _answer(self, name, action, response):
+    async def _answer(self, name, action, request, response):
         self.calls.append((name, action))
-        response.success = name != 'uav3' or action != 'land'
-        response.message = ('engaged: PX4 confirmed OFFBOARD and ARMED; following cmd_vel'
-                            if action == 'engage' else
-                            'landed: PX4 reports AUTO_LAND' if response.success else
-                            'PX4 refused NAV_LAND: DENIED; offboard heartbeat stopped')
+        state = self.state[name]
+        if action == 'engage':
+            state.update(phase='active', nav_state='14 (OFFBOARD)', arming_state='ARMED')
+            state.pop('out_of_ring', None)
+            response.success = True
+            response.message = 'engaged: PX4 confirmed OFFBOARD and ARMED; following cmd_vel'
+        elif action == 'hold':
+            state.update(phase='idle', nav_state='4 (AUTO_LOITER)',
+                         out_of_ring='hold (operator request)')
+            response.success, response.message = True, 'holding: PX4 reports AUTO_LOITER'
+        elif name == 'uav3':
+            response.success = False
+            response.message = 'PX4 refused NAV_LAND: DENIED; offboard heartbeat stopped'
+        else:
+            state.update(phase='idle', nav_state='18 (AUTO_LAND)', arming_state='DISARMED',
+                         out_of_ring='landed (operator request)')
+            response.success, response.message = True, 'landed: PX4 reports DISARMED'
+            if name == 'uav2':
+                await Future()  # the reply is lost: never sent
         return response
 
     def _publish(self):
@@ -54,12 +81,16 @@ class StandIn(Node):
         for i, name in enumerate(NAMES):
             bridge = {'ready': 'yes', 'origin_source': 'gps',
                       'origin_enu': f'({5.0 * i:.2f}, 0.00, 0.00)',
-                      'battery_remaining': self.battery[name]}
-            agent = {'agent_id': str(i + 1), 'duplicate_id': 'false',
+                      'battery_remaining': self.battery[name], 'target_system': '1',
+                      'px4_namespace': '', 'geo_reference': '47,8,400', **self.state[name]}
+            agent = {'agent_id': str(i + 1), 'duplicate_id': 'false', 'radius': '20',
+                     'altitude': '10', 'd_safe': '2',
                      **{f'link.{j + 1}': 'heard=20 lost=0 offset=+0.0010'
                         for j in range(len(NAMES)) if j != i}}
             for full, values in ((f'/{name}/px4_bridge', bridge), (f'/{name}/agent', agent)):
-                statuses.append(DiagnosticStatus(name=full, message='ok', values=[
+                message = (f'{values["out_of_ring"]}: ...' if 'out_of_ring' in values
+                           else values.get('phase', 'ok'))
+                statuses.append(DiagnosticStatus(name=full, message=message, values=[
                     KeyValue(key=k, value=v) for k, v in values.items()]))
             odom = Odometry()
             odom.pose.pose.position.x = 5.0 * i
@@ -83,16 +114,17 @@ def call(ros, client):
 
 def test_fleet_node_checks_refuses_a_failing_engage_and_acts_on_every_bridge(ros, tmp_path):
     stand_in = StandIn()
-    node = FleetNode(cli_args=['--ros-args', '-p', f'fleet_file:={fleet_file(tmp_path)}'])
+    node = FleetNode(cli_args=['--ros-args', '-p', f'fleet_file:={fleet_file(tmp_path)}',
+                               '-p', 'timeout:=5.0'])
     client_node = Node('operator')
     for n in (stand_in, node, client_node):
         ros.add_node(n)
-    check, engage, land = (client_node.create_client(Trigger, f'/fleet/{a}')
-                           for a in ('check', 'engage', 'land'))
+    check, engage, land, hold = (client_node.create_client(Trigger, f'/fleet/{a}')
+                                 for a in ('check', 'engage', 'land', 'hold'))
     assert spin_until(ros, lambda: node.operator.heard_all() and node.operator.links_known())
 
     result = call(ros, check)
-    assert result.success and result.message.endswith('all 24 checks passed'), result.message
+    assert result.success and result.message.endswith('all 27 checks passed'), result.message
 
     stand_in.battery['uav2'] = '0.10'
     assert spin_until(ros, lambda: not node.operator.check().passed)
@@ -112,9 +144,17 @@ def test_fleet_node_checks_refuses_a_failing_engage_and_acts_on_every_bridge(ros
         for name in NAMES]
     result = call(ros, land)
     assert not result.success  # uav3's landing was refused: said, and the answer is false
-    assert result.message.splitlines()[2] == ('uav3: land FAILED: PX4 refused NAV_LAND: DENIED; '
-                                              'offboard heartbeat stopped')
+    lines = result.message.splitlines()
+    assert lines[0] == 'uav1: land ok: landed: PX4 reports DISARMED'
+    # uav2's answer was lost: its status says it landed, and that is the verdict
+    assert lines[1] == ('uav2: land ok: landed (operator request): ... (as its status says; '
+                        'its answer was lost)')
+    assert lines[2] == ('uav3: land FAILED: PX4 refused NAV_LAND: DENIED; offboard heartbeat '
+                        'stopped')
     assert sorted(stand_in.calls) == sorted((n, a) for n in NAMES for a in ('engage', 'land'))
+    result = call(ros, hold)
+    assert result.success and result.message.splitlines() == [
+        f'{name}: hold ok: holding: PX4 reports AUTO_LOITER' for name in NAMES]
 
 
 def test_fleet_node_without_a_fleet_file_says_so_in_one_line():

@@ -51,7 +51,7 @@ def spinning(*node_names: str):
 
 
 def serve_fleet(node):
-    """Serve /fleet/check, /fleet/land (late) and two services not to offer; the servers."""
+    """Serve /fleet/check, /fleet/land (late), /fleet/hold and two not to offer; the servers."""
     from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
     from std_srvs.srv import SetBool, Trigger
 
@@ -64,6 +64,10 @@ def serve_fleet(node):
         response.success, response.message = True, 'landed: 2 of 2'
         return response
 
+    def hold(request, response):
+        response.success, response.message = True, 'holding: 2 of 2'
+        return response
+
     def never(request, response):
         raise AssertionError('a service the live view must not offer was called')
 
@@ -71,6 +75,7 @@ def serve_fleet(node):
         '/fleet/check': node.create_service(Trigger, '/fleet/check', check),
         '/fleet/land': node.create_service(Trigger, '/fleet/land', land,
                                            callback_group=MutuallyExclusiveCallbackGroup()),
+        '/fleet/hold': node.create_service(Trigger, '/fleet/hold', hold),
         '/fleet/engage': node.create_service(SetBool, '/fleet/engage', never),  # not Trigger
         '/fleet/abort': node.create_service(Trigger, '/fleet/abort', never),  # not matched
     }
@@ -103,11 +108,11 @@ def test_the_fleet_services_are_offered_and_answer_through_foxglove():
         servers = serve_fleet(fleet)
         relay = FoxgloveRelay(view, port=0, host='127.0.0.1')
         try:
-            discover_until_offered(relay, view, {'/fleet/check', '/fleet/land'}, servers)
-            assert relay.services == ['/fleet/check', '/fleet/land']
-            advertised = asyncio.run(advertised_services(
-                relay.url, ['/fleet/check', '/fleet/land'], DEADLINE))
-            assert sorted(advertised) == ['/fleet/check', '/fleet/land']
+            offered = ['/fleet/check', '/fleet/hold', '/fleet/land']
+            discover_until_offered(relay, view, set(offered), servers)
+            assert relay.services == offered
+            advertised = asyncio.run(advertised_services(relay.url, offered, DEADLINE))
+            assert sorted(advertised) == offered
             check = advertised['/fleet/check']
             assert check['type'] == 'std_srvs/srv/Trigger'
             assert check['request']['encoding'] == 'json'
@@ -117,6 +122,7 @@ def test_the_fleet_services_are_offered_and_answer_through_foxglove():
                 'success': {'type': 'boolean'}, 'message': {'type': 'string'}}
 
             assert call(relay, '/fleet/check') == {'success': True, 'message': CHECK_TABLE}
+            assert call(relay, '/fleet/hold') == {'success': True, 'message': 'holding: 2 of 2'}
             started = time.monotonic()
             assert call(relay, '/fleet/land') == {'success': True, 'message': 'landed: 2 of 2'}
             assert time.monotonic() - started >= LAND_DELAY

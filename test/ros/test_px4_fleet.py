@@ -9,7 +9,8 @@ operator runs the real ``fleet`` command in another process, as on a field:
   clock 0.3 s ahead): ``fleet check`` fails naming each, and ``fleet engage`` engages nothing;
 - a healthy fleet: ``fleet check`` passes, ``fleet engage`` engages all four, the ring forms,
   the target then walks off the field and the vehicles stop inside the safety area, and
-  ``fleet land`` lands every vehicle, each landing confirmed by PX4.
+  ``fleet land`` lands every vehicle: PX4 reports each landed and disarmed. Then the field day
+  goes on: ``fleet check`` and ``fleet engage`` fly the same fleet again, and it lands again.
 
 Needs a built px4_msgs (docs/px4.md step 1); skips without it.
 """
@@ -162,10 +163,27 @@ def test_a_healthy_fleet_checks_engages_keeps_inside_and_lands_from_one_place(ro
             recorder.wait()
 
 
+def land_and_check(ros, path, nodes, fakes):
+    """``fleet land``: every vehicle landed and disarmed in PX4's own state, its agent out."""
+    started = time.monotonic()
+    code, out = fleet(ros, 'land', path)
+    assert code == 0, out
+    assert sorted(line.split(':')[0] for line in out.splitlines()
+                  if ': land ok: landed: PX4 reports' in line) == list(NAMES), out
+    disarmed = fakes[0].m['VehicleStatus'].ARMING_STATE_DISARMED
+    assert all(fake.arming_state == disarmed and fake.landed for fake in fakes)
+    assert all(-fake.true_position_ned[2] < 0.05 for fake in fakes)
+    assert spin_until(ros, lambda: all('vehicle: landed (operator request)' in n.status.detail
+                                       for n in (nodes[f'/{v}/agent'] for v in NAMES)),
+                      timeout=DEADLINE)
+    print(f'\nfleet land: every vehicle landed and disarmed {time.monotonic() - started:.1f} s '
+          f'after the command\n{out}')
+
+
 def fly_and_report(ros, path, walker, nodes, fakes, odoms, recorder, bag, tmp_path):
     """Check, engage, walk the target off, land and analyse the bag (the test's body)."""
     code, out = fleet(ros, 'check', path)
-    assert code == 0 and out.rstrip().endswith('all 32 checks passed'), out
+    assert code == 0 and out.rstrip().endswith('all 36 checks passed'), out
     farthest = {'x': -math.inf}
 
     def watch():
@@ -198,12 +216,15 @@ def fly_and_report(ros, path, walker, nodes, fakes, odoms, recorder, bag, tmp_pa
     # stop by the stop line, at worst within half the margin of it on a loaded machine
     assert farthest['x'] <= STOP_LINE + 0.5, farthest
     assert truth[:, 0].max() > STOP_LINE - 1.0  # the ring followed the target to the edge
-    code, out = fleet(ros, 'land', path)
+    land_and_check(ros, path, nodes, fakes)
+    # The field day goes on: the target comes back, the same fleet checks, engages and flies.
+    walker.x = 0.0
+    code, out = fleet(ros, 'check', path)
+    assert code == 0 and out.rstrip().endswith('all 36 checks passed'), out
+    code, out = fleet(ros, 'engage', path)
     assert code == 0, out
-    assert sorted(line.split(':')[0] for line in out.splitlines() if ': land ok:' in line) \
-        == list(NAMES), out
-    assert spin_until(ros, lambda: all('vehicle: landing' in n.status.detail for n in
-                                       (nodes[f'/{v}/agent'] for v in NAMES)), timeout=DEADLINE)
+    assert spin_until(ros, every(0.1, around_the_target), timeout=DEADLINE)
+    land_and_check(ros, path, nodes, fakes)
     spin_for(ros, 1.5)  # the agents' and bridges' next 1 Hz statuses reach the bag
     recorder.send_signal(signal.SIGINT)
     assert spin_until(ros, lambda: recorder.poll() is not None, timeout=DEADLINE)
