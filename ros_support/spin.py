@@ -9,8 +9,11 @@ outputs are being written only prints "writing outputs, please wait".
 """
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
 import sys
+import threading
 from typing import Callable, Iterable, Sequence
 
 import rclpy
@@ -25,6 +28,10 @@ from ros_support.signals import StopRequest
 from ros_support.validation import read_yaml, unknown_parameters
 
 SPIN_SLICE_S = 0.2  # how soon the main loop notices a stop request
+# How long tearing down rclpy (executor, node, context) may take once the outputs are written:
+# an rmw call that never returns (seen once in destroy_node on a loaded host) must not leave a
+# process that ignores SIGTERM.
+TEARDOWN_LIMIT_S = 10.0
 # Parameters every node has without declaring them in its spec table.
 
 
@@ -153,10 +160,37 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
         pass
     finally:
         stop.writing = True
-        executor.shutdown()
-        if node is not None:
-            if on_shutdown is not None:
-                on_shutdown(node)
-            node.destroy_node()
-        rclpy.try_shutdown()
+        with exit_if_stuck(name, 'the executor'):
+            executor.shutdown()
+        if node is not None and on_shutdown is not None:
+            on_shutdown(node)
+        with exit_if_stuck(name, 'destroy_node'):
+            if node is not None:
+                node.destroy_node()
+            rclpy.try_shutdown()
         stop.ignore_from_now()
+
+
+@contextlib.contextmanager
+def exit_if_stuck(name: str, what: str, limit: float | None = None):
+    """
+    Run the block; if it has not returned after ``limit`` s, say so in one line and exit 0.
+
+    ``limit`` None: :data:`TEARDOWN_LIMIT_S`.
+
+    For the teardown after a stop request, once nothing is left to write: the process was asked
+    to stop, and stops.
+    """
+    limit = TEARDOWN_LIMIT_S if limit is None else limit
+
+    def give_up():
+        print(f'{name}: {what} did not return within {limit:g} s of the stop request; '
+              'exiting without it', file=sys.stderr, flush=True)
+        os._exit(0)
+    timer = threading.Timer(limit, give_up)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 import signal
 import subprocess
+import sys
 
 import pytest
 from std_msgs.msg import Float64
@@ -212,3 +213,35 @@ def test_params_files_are_checked_for_syntax_only(tmp_path):
     assert 'cannot read params file' in params_file_problem(
         ['--params-file', str(tmp_path / 'missing.yaml')]
     )
+
+
+HUNG_NODE = """
+import sys, threading
+from rclpy.node import Node
+import ros_support.spin as spin
+spin.TEARDOWN_LIMIT_S = 1.0
+
+class Hung(Node):
+    def __init__(self):
+        super().__init__('hung')
+        print('started', file=sys.stderr, flush=True)
+
+    def destroy_node(self):
+        threading.Event().wait()  # an rmw call that never returns
+
+spin.spin_node(Hung, ['hung'])
+"""
+
+
+def test_a_node_whose_teardown_hangs_still_stops_on_sigterm(tmp_path):
+    """A destroy_node that never returns: one line, exit 0, not a process deaf to SIGTERM."""
+    from support.waits import Running
+    script = tmp_path / 'hung.py'
+    script.write_text(HUNG_NODE)
+    with Running([sys.executable, str(script)]) as proc:
+        proc.wait_for_line('started')
+        proc.send_signal(signal.SIGTERM)
+        code, _, err = proc.wait()
+    assert code == 0, err
+    assert ('Hung: destroy_node did not return within 1 s of the stop request; exiting without '
+            'it') in err
