@@ -19,7 +19,8 @@ from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.controller import future_stamp_reason
 from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
-from soliton_encirclement_ros.interface import target_state_to_msg, TARGET_STATE_TOPIC
+from soliton_encirclement_ros.interface import (
+    TARGET_ODOM_TOPIC, target_state_to_msg, TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.nodes.settings import TargetSettings
 from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_publisher
 from velocity_mobility_ros.core.model import step, VehicleState
@@ -41,7 +42,9 @@ class TargetNode(Node):
         self._omega_ref = settings.omega_ref
         self._frame = settings.world_frame
         self._vehicle = VehicleParams(sim_dt=settings.sim_dt)
-        self._odom_pub = self.create_publisher(Odometry, 'odom', 10)
+        # absolute, as /target/state: the recorder and analyze_run read /target/odom wherever
+        # the node runs (``ros2 run`` on a ground station gives it no namespace)
+        self._odom_pub = self.create_publisher(Odometry, TARGET_ODOM_TOPIC, 10)
         self._state_pub = create_swarm_publisher(self, Float64MultiArray, TARGET_STATE_TOPIC,
                                                  settings.swarm_reliability)
         self._tracked = None  # (stamp_ns, (position, velocity, yaw)) of the tracked target

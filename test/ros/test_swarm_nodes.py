@@ -146,6 +146,19 @@ def test_random_target_moves_at_its_speed_and_broadcasts_state():
         harness.close()
 
 
+def test_a_target_node_run_without_a_namespace_publishes_target_odom():
+    """``ros2 run ... target_node`` on a ground station: the recorder finds /target/odom."""
+    from support.harness import _node_harness
+    harness = _node_harness(TargetNode, '/', {'target_motion': 'static'})
+    try:
+        harness.record(Odometry, '/target/odom')
+        harness.settle()
+        harness.advance(0.5)
+        assert harness.received['/target/odom']
+    finally:
+        harness.close()
+
+
 def test_unreachable_waypoint_time_is_a_startup_error():
     context = rclpy.Context()
     rclpy.init(context=context)
