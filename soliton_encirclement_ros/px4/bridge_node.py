@@ -601,9 +601,13 @@ class Px4BridgeNode(Node):
                 throttle_duration_sec=5.0)
             return
         now = self._steady_now()
+        self._seq.on_odometry(now, odom.position, msg.reset_counter)
+        # Held after a large estimator reset, the vehicle is where it was, not where the new
+        # estimate says: the others and the safety area are told that, with its uncertainty.
+        trusted, uncertainty = self._seq.trusted_position(now, odom.position)
+        odom = dataclasses.replace(odom, position=trusted)
         # world ENU position and velocity: what the safety area limit of each setpoint reads
         self._motion = (odom.position, quat2mat(odom.orientation) @ odom.linear_velocity)
-        self._seq.on_odometry(now, odom.position, msg.reset_counter)
         stamp_ns = sample_stamp_ns(self.get_clock().now().nanoseconds, msg.timestamp,
                                    msg.timestamp_sample)
         covariances = odometry_covariances(msg.position_variance, msg.orientation_variance,
@@ -611,9 +615,7 @@ class Px4BridgeNode(Node):
                                            odom.orientation)
         # After an estimator reset the vehicle may be as far as the jump from its estimate: the
         # pose covariance says so, and the agent broadcasts it (the others keep d_safe from it).
-        covariances = (with_position_uncertainty(covariances[0],
-                                                 self._seq.position_uncertainty(now)),
-                       covariances[1])
+        covariances = (with_position_uncertainty(covariances[0], uncertainty), covariances[1])
         fill_enu_odometry(self._odom_msg, odom, rclpy.time.Time(nanoseconds=stamp_ns).to_msg(),
                           covariances)
         self._odom_pub.publish(self._odom_msg)

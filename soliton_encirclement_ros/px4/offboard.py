@@ -98,6 +98,8 @@ NAV_STATE_NAMES = {0: 'MANUAL', 1: 'ALTCTL', 2: 'POSCTL', 3: 'AUTO_MISSION', 4: 
                    5: 'AUTO_RTL', 6: 'POSITION_SLOW', 10: 'ACRO', 12: 'DESCEND',
                    13: 'TERMINATION', 14: 'OFFBOARD', 15: 'STAB', 17: 'AUTO_TAKEOFF',
                    18: 'AUTO_LAND', 19: 'AUTO_FOLLOW_TARGET', 20: 'AUTO_PRECLAND', 21: 'ORBIT'}
+# How fast a vehicle holding on an estimate that jumped may drift from where it was [m/s].
+HELD_DRIFT_RATE = 0.2
 # PX4's offboard-loss failsafe: its delay and its action (PX4 parameters).
 OFFBOARD_LOSS_PARAMETERS = 'COM_OF_LOSS_T, COM_OBL_RC_ACT'
 _ZERO = (0.0, 0.0, 0.0)
@@ -250,6 +252,7 @@ class _Reset:
     latched: bool
     total: float = math.nan
     resolved: bool = False   # the operator accepted the new estimate (~/engage)
+    offset: object = None    # the jumps summed as a vector (new estimate - old), if known
 
 
 # DO_SET_MODE to PX4's Hold mode (AUTO.LOITER).
@@ -394,24 +397,22 @@ class OffboardSequencer:
         """
         self._odom_stamp = now
         self._heard_px4(now)
+        position = None if position is None else np.asarray(position, dtype=float)
+        if reset_counter is not None:
+            previous, self._odom_sample = self._odom_sample, (int(reset_counter), position)
+            if previous is not None and previous[0] != int(reset_counter):
+                if position is None or previous[1] is None:
+                    jump, delta = math.nan, None
+                else:
+                    delta = position - previous[1]
+                    jump = float(np.linalg.norm(delta))
+                self._note_reset(now, jump, delta, (previous[0], int(reset_counter)),
+                                 f'PX4 estimator reset (reset_counter {previous[0]} -> '
+                                 f'{int(reset_counter)}): the position estimate jumped')
         if self.area_watch is not None and position is not None:
-            lines = self.area_watch.update(now, position)
+            lines = self.area_watch.update(now, self.trusted_position(now, position)[0])
             if self.phase is Phase.ACTIVE:
                 self._alerts.extend(lines)
-        if reset_counter is None:
-            return
-        position = None if position is None else np.asarray(position, dtype=float)
-        previous, self._odom_sample = self._odom_sample, (int(reset_counter), position)
-        if previous is None or previous[0] == int(reset_counter):
-            return
-        if position is None or previous[1] is None:
-            jump, delta = math.nan, None
-        else:
-            delta = position - previous[1]
-            jump = float(np.linalg.norm(delta))
-        self._note_reset(now, jump, delta, (previous[0], int(reset_counter)),
-                         f'PX4 estimator reset (reset_counter {previous[0]} -> '
-                         f'{int(reset_counter)}): the position estimate jumped')
 
     def on_reference_change(self, now, jump, delta=None):
         """
@@ -427,12 +428,16 @@ class OffboardSequencer:
         """Record a reset of ``jump`` m (NaN: unknown), warn once, and decide the hold."""
         # Resets within reset_window add up: two 1.5 m jumps in 0.3 s are a 3 m jump.
         earlier = self._reset
-        total = jump
+        total, offset = jump, None
+        if delta is not None and np.all(np.isfinite(delta)):
+            offset = np.asarray(delta, dtype=float)
         if (earlier is not None and not earlier.resolved
                 and (earlier.latched or now - earlier.at <= self.config.reset_window)):
             total = jump + earlier.total
+            offset = None if offset is None or earlier.offset is None else (
+                offset + earlier.offset)
         latched = not total <= self.config.max_reset_jump  # NaN (unknown) latches too
-        self._reset = _Reset(now, jump, counters, latched, total)
+        self._reset = _Reset(now, jump, counters, latched, total, offset=offset)
         moved = ('by an unknown distance' if not math.isfinite(jump) else f'{jump:.2f} m'
                  + ('' if delta is None else
                     ' (' + ', '.join(f'{d:+.2f}' for d in delta) + ')'))
@@ -818,17 +823,42 @@ class OffboardSequencer:
             self._reset.latched = False
             self._reset.resolved = True
 
+    def trusted_position(self, now, position):
+        """
+        Return (position, uncertainty [m]) of the vehicle for the others, from an estimate.
+
+        While a reset larger than ``max_reset_jump`` holds the vehicle (until ``~/engage``),
+        the vehicle is where it was before the jump, not where the new estimate says (it holds,
+        and a jump moves only the estimate): the estimate less the jumps, its uncertainty
+        growing at ``HELD_DRIFT_RATE`` (PX4 holding on an estimate that jumped). A disc as wide
+        as a 45 m jump would swallow a whole ring and leave the others no way to keep clear of
+        the real vehicle inside it. Otherwise the estimate, with :meth:`position_uncertainty`.
+        """
+        reset = self._reset
+        position = np.asarray(position, dtype=float)
+        if self._held_where_it_was(reset):
+            return position - reset.offset, self.position_uncertainty(now)
+        return position, self.position_uncertainty(now)
+
+    @staticmethod
+    def _held_where_it_was(reset):
+        return (reset is not None and reset.latched and not reset.resolved
+                and reset.offset is not None)
+
     def position_uncertainty(self, now):
         """
-        How far (m) the vehicle may be from its position estimate after estimator resets.
+        How far (m) the vehicle may be from the position the others are told after resets.
 
-        The jumps summed over ``reset_window``: for ``reset_window`` after the last reset, or
-        after a hold until the operator's ``~/engage`` accepts the new estimate. A jump of
-        unknown size counts as ``max_reset_jump``. 0 when there is no such reset.
+        Held after a large reset (:meth:`trusted_position`): the drift of a hold since the
+        reset. Otherwise the jumps summed over ``reset_window``: for ``reset_window`` after the
+        last reset, or after a hold until the operator's ``~/engage`` accepts the new estimate.
+        A jump of unknown size counts as ``max_reset_jump``. 0 when there is no such reset.
         """
         reset = self._reset
         if reset is None or reset.resolved:
             return 0.0
+        if self._held_where_it_was(reset):
+            return min(HELD_DRIFT_RATE * (now - reset.at), reset.total)
         if not reset.latched and now - reset.at > max(self.config.reset_window,
                                                       self.config.reset_hold):
             return 0.0

@@ -1134,3 +1134,27 @@ def test_engage_after_a_hold_flies_again():
             break
     assert sent == [VEHICLE_CMD_DO_SET_MODE] and out.outcome.success
     assert seq.out_of_ring is None and seq.phase is Phase.ACTIVE
+
+
+def test_held_after_a_large_reset_the_others_are_told_where_it_was_not_the_phantom():
+    """A 44.72 m jump: the vehicle holds where it was; a 45 m disc would swallow the ring."""
+    seq = engaged(2.0)
+    odom(seq, 2.0, [20.0, 0.0, 10.0], 1)
+    odom(seq, 2.1, [40.0, 40.0, 10.0], 2)   # the estimate jumps (20, 40): 44.72 m
+    position, uncertainty = seq.trusted_position(2.1, [40.0, 40.0, 10.0])
+    assert np.allclose(position, [20.0, 0.0, 10.0]) and uncertainty == 0.0
+    # it drifts with its estimate (a hold), and its uncertainty grows at a hold's drift rate
+    odom(seq, 7.1, [40.5, 40.0, 10.0], 2)
+    position, uncertainty = seq.trusted_position(7.1, [40.5, 40.0, 10.0])
+    assert np.allclose(position, [20.5, 0.0, 10.0]) and uncertainty == pytest.approx(1.0)
+    assert seq.request_engage(8.0) is None   # the operator accepts the new estimate
+    position, uncertainty = seq.trusted_position(8.0, [40.5, 40.0, 10.0])
+    assert np.allclose(position, [40.5, 40.0, 10.0]) and uncertainty == 0.0
+
+
+def test_a_small_reset_is_flown_on_the_new_estimate_with_its_jump_as_uncertainty():
+    seq = engaged(2.0)
+    odom(seq, 2.0, [20.0, 0.0, 10.0], 1)
+    odom(seq, 2.1, [21.5, 0.0, 10.0], 2)
+    position, uncertainty = seq.trusted_position(2.1, [21.5, 0.0, 10.0])
+    assert np.allclose(position, [21.5, 0.0, 10.0]) and uncertainty == pytest.approx(1.5)
