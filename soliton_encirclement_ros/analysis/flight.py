@@ -12,7 +12,10 @@ dataclasses, so it can be tested on synthetic inputs and fed from any bag reader
 - :func:`receiver_links`: who heard whom, from the agents' 1 Hz ``/diagnostics`` values
   ``link.<sender>`` (``core.links.LinkFigures.text``, over the agents' link window).
 - :func:`timeline`: each vehicle's agent state (ok, starting, blind, target_lost, failed) and PX4
-  bridge phase (idle ... landing) over time, with the transitions and their reasons.
+  bridge phase (idle ... landing, and ``holding``: active but holding, :func:`bridge_state`) over
+  time, with the transitions and their reasons.
+- :func:`engaged_phase`: the part of a recorded flight the metrics are judged on, from the PX4
+  bridges' phases (the whole run when the bag has no PX4 bridge status: a simulation).
 - :func:`margins`: per pair of agents the closest horizontal approach and the time spent below
   ``d_safe`` and below half of it (the controller's separation is horizontal, as ``d_min``); per
   agent the margin to a safety area (horizontal and vertical, negative outside). Worst first.
@@ -37,6 +40,12 @@ PX4_SUFFIX = '/px4_bridge'    # ... of a PX4 bridge: /<vehicle>/px4_bridge
 AGENT, PX4 = 'agent', 'px4'   # the two sources of a vehicle's timeline
 STALE_STATUS = 3.0            # s without a status: the vehicle's row shows 'no status'
 NO_STATUS = 'no status'
+ACTIVE = 'active'             # a PX4 bridge's phase while engaged (offboard, armed)
+HOLDING = 'holding'           # the timeline's state of an active bridge holding zero velocity
+HOLD_TEXT = 'holding (zero velocity)'      # what an active bridge's status says while it holds
+ENGAGED_HOLD = 'engaged, ' + HOLD_TEXT + ': '  # ... its usual form, the reason after it
+WARN_LEVEL = 1                # DiagnosticStatus.WARN
+WHOLE_RUN, BRIDGES = 'whole run', 'px4 bridges'  # how an EngagedPhase was found
 DEFAULT_D_SAFE = 2.0          # m, when neither the command line nor the bag gives one
 
 
@@ -196,6 +205,32 @@ class Margins:
     area: list[AreaMargin]
 
 
+@dataclass(frozen=True)
+class EngagedPhase:
+    """
+    The interval [``start``, ``end``] (s) the metrics of a run are judged on, and why.
+
+    ``rule``: :data:`BRIDGES` (found from the PX4 bridges' phases) or :data:`WHOLE_RUN`;
+    ``text``: one line for the user; ``bridges``: the vehicles whose bridges were active at the
+    start; ``others``: further engaged phases in the bag (start, end), not judged;
+    ``reporting``: how many PX4 bridges the bag has statuses of (0: a simulation).
+    """
+
+    start: float
+    end: float
+    rule: str
+    text: str
+    bridges: tuple[str, ...] = ()
+    others: tuple[tuple[float, float], ...] = ()
+    reporting: int = 0
+
+    def as_dict(self) -> dict:
+        """Return the phase as plain JSON-able values (summary.json's ``phase``)."""
+        return {'start': self.start, 'end': self.end, 'rule': self.rule, 'text': self.text,
+                'bridges': list(self.bridges), 'others': [list(o) for o in self.others],
+                'px4_bridges': self.reporting}
+
+
 def sender_links(states) -> list[SenderLinks]:
     """
     Return each sender's figures from recorded agent states, by sender id.
@@ -287,7 +322,8 @@ def timeline(statuses: Iterable[Status], end: Optional[float] = None,
     A status holds until the next one of its row, at most ``stale`` s (a 1 Hz status missing
     longer shows as :data:`NO_STATUS` until the next); the last holds until ``end`` (default: the
     last status of any row), at most ``stale`` s too. Agents' state is their ``state`` value, PX4
-    bridges' their ``phase``; the reason is the status message (and a bridge's ``out_of_ring``).
+    bridges' their ``phase`` or :data:`HOLDING` (:func:`bridge_state`); the reason is the status
+    message (and a bridge's ``out_of_ring``; a hold's reason).
     """
     rows: dict[tuple[str, str], list[tuple[float, str, str]]] = {}
     for status in sorted(statuses, key=lambda s: s.time):
@@ -295,9 +331,8 @@ def timeline(statuses: Iterable[Status], end: Optional[float] = None,
             key, state, reason = (vehicle_name(status), AGENT), status.values['state'], \
                 status.message
         elif px4_status(status):
-            key, state = (vehicle_name(status), PX4), status.values['phase']
-            out = status.values.get('out_of_ring')
-            reason = status.message + (f'; out of the ring: {out}' if out else '')
+            key = (vehicle_name(status), PX4)
+            state, reason = bridge_state(status)
         else:
             continue
         rows.setdefault(key, []).append((status.time, state, reason))
@@ -318,6 +353,131 @@ def timeline(statuses: Iterable[Status], end: Optional[float] = None,
             before = state
     transitions.sort(key=lambda t: t.time)
     return Timeline(sorted(rows, key=_natural_key), _merged(spans), transitions)
+
+
+def bridge_state(status: Status) -> tuple[str, str]:
+    """
+    Return a PX4 bridge status' timeline state and its reason.
+
+    The state is the bridge's ``phase``, except that an ``active`` bridge that holds zero
+    velocity (:func:`hold_reason`) is :data:`HOLDING`, with the hold's reason. Otherwise the
+    reason is the status message, with the bridge's ``out_of_ring`` when it has one.
+    """
+    phase = status.values['phase']
+    if phase == ACTIVE and (why := hold_reason(status)) is not None:
+        return HOLDING, why
+    out = status.values.get('out_of_ring')
+    return phase, status.message + (f'; out of the ring: {out}' if out else '')
+
+
+def hold_reason(status: Status) -> Optional[str]:
+    """
+    Return why an engaged PX4 bridge holds zero velocity, or None when it does not say it holds.
+
+    A ``holding`` value, when the bridge reports one, decides (``no``, ``false`` or empty: not
+    holding; ``yes``/``true``: holding, the message says why; else the value is the reason).
+    Without it: a WARN or worse status whose message says :data:`HOLD_TEXT` (the bridge's
+    ``engaged, holding (zero velocity): <why>``); the reason is ``<why>``, or the whole message
+    in another form.
+    """
+    holding = status.values.get('holding')
+    if holding is not None:
+        flag = holding.strip().lower()
+        if flag in ('', 'no', 'false'):
+            return None
+        return status.message if flag in ('yes', 'true') else holding
+    if status.level < WARN_LEVEL or HOLD_TEXT not in status.message:
+        return None
+    if status.message.startswith(ENGAGED_HOLD):
+        return status.message[len(ENGAGED_HOLD):]
+    return status.message
+
+
+def engaged_phase(statuses: Iterable[Status], start: float, end: float,
+                  stale: float = STALE_STATUS) -> EngagedPhase:
+    """
+    Return the part of a run [``start``, ``end``] (s) its metrics are judged on.
+
+    A real flight starts on the ground and ends landed: its metrics are judged while the fleet
+    is engaged. From the PX4 bridges' statuses (``phase`` ``active``, holding included): each
+    bridge is engaged over each run of consecutive ``active`` statuses (at most ``stale`` s
+    apart), from the first of them to the last (the times the bridge is known to be engaged).
+    The engaged phase starts at the first time the most bridges are engaged together (normally
+    every bridge of the run) and ends when the last bridge engaged is no longer: a vehicle that
+    leaves the ring alone (e.g. ``land_after``) does not end it (its agent is failed, out of the
+    metrics, as in a simulation); the fleet's landing does. Several such phases (the fleet flew
+    again): the first is judged, the others are listed. No PX4 bridge status, or none ever
+    active: the whole run (a simulation is judged as before).
+    """
+    by_bridge: dict[str, list[tuple[float, Status]]] = {}
+    for status in sorted(statuses, key=lambda s: s.time):
+        if px4_status(status):
+            by_bridge.setdefault(vehicle_name(status), []).append((status.time, status))
+    if not by_bridge:
+        return EngagedPhase(start, end, WHOLE_RUN, f'the whole run, {start:.2f}–{end:.2f} s: '
+                            'no PX4 bridge status in the bag')
+    spells = []  # (first, last, vehicle, the status that ended it or None)
+    for vehicle, samples in by_bridge.items():
+        first = last = None
+        for time, status in samples:
+            engaged = status.values['phase'] == ACTIVE
+            if first is not None and (not engaged or time - last > stale):
+                spells.append((first, last, vehicle, None if engaged else status))
+                first = None
+            if engaged:
+                first, last = (time, time) if first is None else (first, time)
+        if first is not None:
+            spells.append((first, last, vehicle, None))
+    if not spells:
+        return EngagedPhase(start, end, WHOLE_RUN, f'the whole run, {start:.2f}–{end:.2f} s: '
+                            f'no PX4 bridge was ever active ({len(by_bridge)} reported)',
+                            reporting=len(by_bridge))
+
+    def engaged_at(time):
+        return sorted({v for a, b, v, _ in spells if a <= time <= b}, key=_natural_key)
+
+    most = max(len(engaged_at(a)) for a, *_ in spells)
+    phases = []  # (start, end, spells in it)
+    for spell in sorted(spells):
+        if phases and spell[0] <= phases[-1][1]:
+            phases[-1] = (phases[-1][0], max(phases[-1][1], spell[1]), phases[-1][2] + [spell])
+        else:
+            phases.append((spell[0], spell[1], [spell]))
+    judged = [(min(a for a, *_ in group if len(engaged_at(a)) == most), stop, group)
+              for _, stop, group in phases if any(len(engaged_at(a)) == most for a, *_ in group)]
+    first, last, group = judged[0]
+    names = engaged_at(first)
+    silent = sorted(set(by_bridge) - {v for *_, v, _ in spells}, key=_natural_key)
+    if len(names) == len(by_bridge):
+        who = f'all {len(names)} PX4 bridges were active ({", ".join(names)})'
+    else:
+        who = (f'{len(names)} of {len(by_bridge)} PX4 bridges were active together '
+               f'({", ".join(names)}'
+               + (f'; never active: {", ".join(silent)}' if silent else '') + ')')
+    ending = max(group, key=lambda spell: spell[1])
+    text = (f'engaged {first:.2f}–{last:.2f} s: from when {who} to the last active status of '
+            f"any ({ending[2]}'s; then {_ended(ending, end, stale)})")
+    left = [f'{spell[2]} ({_ended(spell, end, stale)})'
+            for spell in sorted(group, key=lambda x: x[1])
+            if spell[2] in names and first <= spell[1]
+            and (spell[1] + stale if spell[3] is None else spell[3].time) <= last]
+    if left:
+        text += '; out of the ring before: ' + ', '.join(left)
+    if len(judged) > 1:
+        text += (f'; the first of {len(judged)} engaged phases (the others: '
+                 + ', '.join(f'{a:.2f}–{b:.2f} s' for a, b, _ in judged[1:]) + ')')
+    return EngagedPhase(first, last, BRIDGES, text, tuple(names),
+                        tuple((a, b) for a, b, _ in judged[1:]), len(by_bridge))
+
+
+def _ended(spell, end: float, stale: float) -> str:
+    """Say how an engaged spell of a bridge ended: what it went to and when, or silence."""
+    _, last, _, status = spell
+    if status is None:
+        return ('the recording ends' if end - last <= stale
+                else f'its bridge silent after {last:.2f} s')
+    out = status.values.get('out_of_ring')
+    return f'{status.values["phase"]} at {status.time:.2f} s' + (f': {out}' if out else '')
 
 
 def margins(times, positions_by_agent: Mapping[str, Any], d_safe: float,

@@ -130,3 +130,95 @@ def test_d_safe_from_the_scenario():
     assert flight.d_safe_from_scenario({'controller': {'d_safe': 0.0}}) is None
     assert flight.d_safe_from_scenario({'agents': 3}) is None
     assert flight.d_safe_from_scenario({'controller': {'d_safe': 'x'}}) is None
+
+
+def bridge(time, vehicle, phase, message='x', level=0, **values):
+    return Status(time, f'/{vehicle}/px4_bridge', level, message, {'phase': phase, **values})
+
+
+HOLD = 'engaged, holding (zero velocity): cmd_vel stale (0.62 s old > cmd_timeout 0.5 s)'
+
+
+def test_an_active_bridge_that_holds_is_holding_with_its_reason():
+    statuses = [bridge(0.0, 'uav1', 'active', 'engaged: following cmd_vel'),
+                bridge(1.0, 'uav1', 'active', HOLD, level=1),
+                bridge(2.0, 'uav1', 'active', HOLD, level=1),
+                bridge(3.0, 'uav1', 'active', 'engaged: following cmd_vel'),
+                bridge(4.0, 'uav1', 'active', 'PX4 estimator reset moved the position estimate '
+                       '9.00 m (> max_reset_jump 5 m): holding (zero velocity) until the '
+                       'operator calls ~/engage', level=2),
+                bridge(5.0, 'uav1', 'active', 'engaged, holding in words only', level=0),
+                bridge(6.0, 'uav1', 'active', 'y', level=1, holding='outside the safety area'),
+                bridge(7.0, 'uav1', 'active', HOLD, level=1, holding='no'),
+                bridge(8.0, 'uav1', 'landing', HOLD, level=1)]
+    tl = flight.timeline(statuses, end=9.0)
+    assert [(t.time, t.before, t.after) for t in tl.transitions] == [
+        (0.0, None, 'active'), (1.0, 'active', 'holding'), (3.0, 'holding', 'active'),
+        (4.0, 'active', 'holding'), (5.0, 'holding', 'active'), (6.0, 'active', 'holding'),
+        (7.0, 'holding', 'active'), (8.0, 'active', 'landing')]
+    reasons = [t.reason for t in tl.transitions]
+    assert reasons[1] == 'cmd_vel stale (0.62 s old > cmd_timeout 0.5 s)'
+    assert reasons[3].startswith('PX4 estimator reset moved') and reasons[5] == (
+        'outside the safety area')
+    assert [(s.state, s.start, s.end) for s in tl.spans][:3] == [
+        ('active', 0.0, 1.0), ('holding', 1.0, 3.0), ('active', 3.0, 4.0)]
+
+
+def flown(vehicle, engaged, left, to='landing', until=60.0, offset=0.0, why='operator request'):
+    """Return 1 Hz statuses of a bridge: idle, active from ``engaged`` until ``left``, ``to``."""
+    out = []
+    for k in range(int(until)):
+        t = k + offset
+        if t < engaged:
+            out.append(bridge(t, vehicle, 'idle'))
+        elif t < left:
+            holds = 20 <= t < 40  # a hold is no phase change
+            out.append(bridge(t, vehicle, 'active', HOLD if holds else 'engaged: following '
+                              'cmd_vel', level=int(holds)))
+        else:
+            out.append(bridge(t, vehicle, to, out_of_ring=f'landing ({why})'))
+    return out
+
+
+def test_the_engaged_phase_runs_from_all_bridges_active_to_the_last_leaving():
+    statuses = (flown('uav1', 12, 45.5, offset=0.1) + flown('uav2', 12, 45.5, offset=0.4)
+                + flown('uav3', 12, 30.5, offset=0.7, why='land_after')
+                + [agent(t, 'uav1', 1) for t in range(60)])
+    phase = flight.engaged_phase(statuses, 0.0, 60.0)
+    # uav3 is last to report active (12.7); uav2's is the last active status (45.4): uav3
+    # landing alone at 30.7 leaves the ring, it does not end the phase
+    assert (phase.start, phase.end, phase.rule) == (pytest.approx(12.7), pytest.approx(45.4),
+                                                    flight.BRIDGES)
+    assert phase.bridges == ('uav1', 'uav2', 'uav3') and phase.others == ()
+    assert phase.text == (
+        'engaged 12.70–45.40 s: from when all 3 PX4 bridges were active (uav1, uav2, uav3) to '
+        "the last active status of any (uav2's; then landing at 46.40 s: landing (operator "
+        'request)); out of the ring before: uav3 (landing at 30.70 s: landing (land_after))')
+    assert phase.as_dict()['bridges'] == ['uav1', 'uav2', 'uav3']
+    assert phase.as_dict()['px4_bridges'] == phase.reporting == 3
+
+
+def test_the_engaged_phase_of_a_fleet_that_flew_twice_or_in_part():
+    twice = [s for s in flown('uav1', 5, 20) if s.time < 30] + \
+        [bridge(t, 'uav1', 'active') for t in range(30, 40)]
+    phase = flight.engaged_phase(twice, 0.0, 40.0)
+    assert (phase.start, phase.end, phase.others) == (5.0, 19.0, ((30.0, 39.0),))
+    assert phase.text.endswith('; the first of 2 engaged phases (the others: 30.00–39.00 s)')
+    # a bridge that never engaged: judged while the others were; a bridge that went silent
+    part = flown('uav1', 10, 50) + [bridge(t, 'uav2', 'idle') for t in range(60)] + \
+        [s for s in flown('uav3', 11, 50) if s.time < 30]
+    phase = flight.engaged_phase(part, 0.0, 60.0)
+    assert (phase.start, phase.end, phase.bridges) == (11.0, 49.0, ('uav1', 'uav3'))
+    assert phase.text.startswith('engaged 11.00–49.00 s: from when 2 of 3 PX4 bridges were '
+                                 'active together (uav1, uav3; never active: uav2)')
+    assert 'out of the ring before: uav3 (its bridge silent after 29.00 s)' in phase.text
+
+
+def test_without_an_engaged_bridge_the_whole_run_is_judged():
+    for statuses, why, reporting in (
+            ([agent(1.0, 'uav1', 1)], 'no PX4 bridge status in the bag', 0),
+            ([bridge(1.0, 'uav1', 'idle')], 'no PX4 bridge was ever active (1 reported)', 1)):
+        phase = flight.engaged_phase(statuses, 0.5, 12.0)
+        assert (phase.start, phase.end, phase.rule) == (0.5, 12.0, flight.WHOLE_RUN)
+        assert phase.reporting == reporting
+        assert phase.text == f'the whole run, 0.50–12.00 s: {why}'
