@@ -44,6 +44,7 @@ MARGIN_TITLE_IN = 0.45
 GAP_WIDTH_IN = 0.85   # between columns: the next axes' tick and axis labels
 GAP_HEIGHT_IN = 0.6   # between rows: the x axis label
 THRESHOLD_COLOUR = 'tab:red'
+JUDGED_COLOUR = 'tab:green'  # the part of a run the summary judges (a flight's engaged phase)
 
 
 def preset_name(controller) -> str:
@@ -125,17 +126,19 @@ class PlainLogFormatter(LogFormatterSciNotation):
 
 
 def metric_plot(path: Path, series: dict[str, np.ndarray], name: str,
-                title: str | None = None, settled: dict | None = None) -> None:
+                title: str | None = None, settled: dict | None = None,
+                judged: tuple[float, float] | None = None) -> None:
     """
     One metric against time; ``series`` maps a label to (T, 2) rows ``t,value``.
 
     ``settled`` maps a label to the settle time to mark (None: never settled) when the series
-    is thinned (``stream.Envelope``) and the time was found on every row; a label it lacks
-    has its settle time found on its series.
+    is thinned (``stream.Envelope``) or judged on a part of the run, and the time was found
+    there; a label it lacks has its settle time found on its series. ``judged``: the part of
+    the run (start, end) [s] the summary judges (a flight's engaged phase), shaded.
     """
     fig = Figure(figsize=(6, 3.4), dpi=DPI)
     ax = fig.add_subplot()
-    _draw_series(ax, series, name, settled)
+    _draw_series(ax, series, name, settled, judged)
     if title:
         fig.suptitle(title, fontsize='small')
     _fixed_margins(fig, titled=bool(title))
@@ -143,13 +146,14 @@ def metric_plot(path: Path, series: dict[str, np.ndarray], name: str,
 
 
 def dashboard(path: Path, runs: dict, title: str | None = None,
-              settled: dict | None = None) -> Figure:
+              settled: dict | None = None, judged: tuple[float, float] | None = None) -> Figure:
     """
     Every metric in one figure; ``runs`` maps a label to a (T, 1 + len(METRIC_NAMES)) array.
 
     Or to a mapping of each metric name to its own (T, 2) rows ``t,value`` (thinned series).
-    ``settled`` maps a label to {metric: settle time to mark}, as for :func:`metric_plot`.
-    Returns the figure (already written to ``path``), so tests can look at its axes.
+    ``settled`` maps a label to {metric: settle time to mark}, and ``judged`` is the part of
+    the run judged, as for :func:`metric_plot`. Returns the figure (already written to
+    ``path``), so tests can look at its axes.
     """
     fig = Figure(figsize=(10, 8.4), dpi=DPI)
     axes = fig.subplots((len(METRIC_NAMES) + 1) // 2, 2).ravel()
@@ -157,7 +161,7 @@ def dashboard(path: Path, runs: dict, title: str | None = None,
         marks = None if settled is None else {
             label: times[name] for label, times in settled.items() if name in times}
         _draw_series(ax, {label: _column(m, i, name) for label, m in runs.items()}, name,
-                     marks)
+                     marks, judged)
     for ax in axes[len(METRIC_NAMES):]:
         ax.set_axis_off()
     if title:
@@ -224,9 +228,12 @@ def _column(run, i: int, name: str) -> np.ndarray:
 
 
 def _draw_series(ax, series: dict[str, np.ndarray], name: str,
-                 settled: dict | None = None) -> None:
+                 settled: dict | None = None, judged: tuple[float, float] | None = None) -> None:
     log = name in LOG_METRICS
     threshold = SETTLE_THRESHOLDS.get(name)
+    if judged is not None:
+        ax.axvspan(*judged, color=JUDGED_COLOUR, alpha=0.12, lw=0,
+                   label=f'judged {judged[0]:.1f}–{judged[1]:.1f} s')
     for label, values in series.items():
         values = np.asarray(values, dtype=float)
         t, v = values[:, 0], values[:, 1]
@@ -252,7 +259,7 @@ def _draw_series(ax, series: dict[str, np.ndarray], name: str,
     ax.set_xlabel('time [s]')
     ax.set_ylabel(METRIC_LABELS[name])
     ax.grid(True, alpha=0.3)
-    if any(series) or threshold is not None:
+    if any(series) or threshold is not None or judged is not None:
         ax.legend(fontsize='small')
 
 

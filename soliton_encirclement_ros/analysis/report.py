@@ -56,6 +56,10 @@ class RunResult:
     # The smallest margin of any agent to the safety area over the run [m] (negative: out);
     # None: not measured, NaN: no area.
     area_margin: float | None = None
+    # The part of the run the summary judges (a recorded flight's engaged phase,
+    # ``flight.EngagedPhase.as_dict``: ``start``, ``end`` [s], ``rule``, ``text``...); None: the
+    # whole run, and no ``phase`` in the summary.
+    judged: dict | None = None
 
 
 def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
@@ -72,14 +76,19 @@ def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
     return {'d_min': float(values[k]), 'time': float(timestamps[k])}
 
 
-def summarise(metrics: np.ndarray) -> dict:
+def summarise(metrics: np.ndarray, window: tuple[float, float] | None = None) -> dict:
     """
     Summarise a (T, 7) metrics series.
 
     Final value, NaN-ignoring mean and settle times of each metric, and the closest approach of
-    two agents (smallest ``d_min`` and its time).
+    two agents (smallest ``d_min`` and its time). ``window`` (start, end) [s]: the final values,
+    means and settle times are those of the rows in it (ends included: the part of the run
+    judged); the closest approach is still the whole run's.
     """
     metrics = _checked_table(metrics, len(METRICS_HEADER), 'metrics')
+    closest = closest_approach(metrics[:, 0], metrics[:, METRIC_NAMES.index('d_min') + 1])
+    if window is not None:
+        metrics = metrics[(metrics[:, 0] >= window[0]) & (metrics[:, 0] <= window[1])]
     columns = {name: metrics[:, i + 1] for i, name in enumerate(METRIC_NAMES)}
     final = {name: float(col[-1]) if col.size else math.nan for name, col in columns.items()}
     mean = {name: _nanmean(col) for name, col in columns.items()}
@@ -87,8 +96,7 @@ def summarise(metrics: np.ndarray) -> dict:
         name: settle_time(metrics[:, 0], columns[name], threshold)
         for name, threshold in SETTLE_THRESHOLDS.items()
     }
-    return {'final': final, 'mean': mean, 'settle_time': settle,
-            'closest': closest_approach(metrics[:, 0], columns['d_min'])}
+    return {'final': final, 'mean': mean, 'settle_time': settle, 'closest': closest}
 
 
 class RunningSummary:
@@ -183,7 +191,18 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
                          f'got {fmt!r}')
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    summary = summarise(metrics)
+    judged = result.judged
+    window = None if judged is None else (judged['start'], judged['end'])
+    summary = summarise(metrics, window)
+    part = window is not None and (len(metrics) == 0 or window[0] > metrics[0, 0]
+                                   or window[1] < metrics[-1, 0])
+    if judged is not None:
+        inside = metrics[(metrics[:, 0] >= window[0]) & (metrics[:, 0] <= window[1])]
+        summary['phase'] = {**judged, 'closest': closest_approach(
+            inside[:, 0], inside[:, METRIC_NAMES.index('d_min') + 1])}
+        if part:
+            whole = summarise(metrics)
+            summary['whole_run'] = {key: whole[key] for key in ('final', 'mean', 'settle_time')}
     summary['real_time_factor'] = real_time_factor
     if result.area_margin is not None:
         summary['area_margin'] = result.area_margin
@@ -194,7 +213,8 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
         _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
         if plots:
             columns = {name: metrics[:, [0, i + 1]] for i, name in enumerate(METRIC_NAMES)}
-            _write_plots(staging, columns, None, trajectories, params, fmt)
+            _write_plots(staging, columns, summary['settle_time'] if part else None,
+                         trajectories, params, fmt, window if part else None)
         _move_into(staging, out_dir, summary)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -260,20 +280,22 @@ def _move_into(staging: Path, out_dir: Path, summary: dict) -> None:
 
 
 def _write_plots(staging: Path, columns: dict, settled: dict | None, trajectories,
-                 params: dict, fmt: str) -> None:
+                 params: dict, fmt: str, judged: tuple[float, float] | None = None) -> None:
     """
     Write the figures: ``columns`` maps each metric to its (T, 2) rows ``t,value``.
 
-    ``settled``: the settle times to mark, by metric (None: from ``columns``).
+    ``settled``: the settle times to mark, by metric (None: from ``columns``); ``judged``: the
+    part of the run the summary judges (start, end) [s], shaded (None: the whole run).
     """
     from soliton_encirclement_ros.analysis import plots
     title = plots.run_title(params)
+    span = {} if judged is None else {'judged': judged}
     for name in METRIC_NAMES:
         plots.metric_plot(staging / plots.figure_name(name, fmt), {'': columns[name]}, name,
                           title, **({} if settled is None else
-                                    {'settled': {'': settled.get(name)}}))
+                                    {'settled': {'': settled.get(name)}}), **span)
     plots.dashboard(staging / plots.figure_name('dashboard', fmt), {'': columns}, title,
-                    **({} if settled is None else {'settled': {'': settled}}))
+                    **({} if settled is None else {'settled': {'': settled}}), **span)
     if trajectories is not None:
         plots.trajectory_plot(staging / plots.figure_name('trajectories', fmt), trajectories,
                               params.get('radius'), title)

@@ -96,3 +96,39 @@ def test_wrong_shapes_are_refused_by_name(tmp_path):
         write_run_outputs(tmp_path, RunResult(np.zeros((3, 5)), np.empty((0, 4)), {}))
     with pytest.raises(ValueError, match=r'agents must be an array of shape \(N, 4\)'):
         write_run_outputs(tmp_path, RunResult(metrics_table([0.1]), np.zeros((2, 3)), {}))
+
+
+def test_a_window_judges_its_rows_and_the_closest_approach_stays_the_whole_runs():
+    # t = 0 .. 3.5 s; on the ground (bad), engaged 1.0-2.5 s (settling), landed (NaN)
+    metrics = metrics_table([0.9, 0.9, 0.2, 0.03, 0.01, 0.02, NAN, NAN],
+                            e_r=[0.3, 0.3, 0.05, 0.005, 0.004, 0.003, NAN, NAN],
+                            d_min=[1.0, 1.0, 5.0, 6.0, 6.0, 6.0, NAN, NAN])
+    whole = summarise(metrics)
+    assert math.isnan(whole['final']['E_gap']) and whole['settle_time'] == {
+        'E_gap': None, 'E_r': None}
+    judged = summarise(metrics, (1.0, 2.5))
+    assert judged['final']['E_gap'] == 0.02 and judged['final']['E_r'] == 0.003
+    assert judged['mean']['E_gap'] == pytest.approx((0.2 + 0.03 + 0.01 + 0.02) / 4)
+    assert judged['settle_time'] == {'E_gap': 1.5, 'E_r': 1.5}
+    assert judged['closest'] == whole['closest'] == {'d_min': 1.0, 'time': 0.0}
+
+
+def test_outputs_of_a_judged_part_of_a_run(tmp_path):
+    metrics = metrics_table([0.9, 0.9, 0.2, 0.03, 0.01, 0.02, NAN, NAN],
+                            d_min=[1.0, 1.0, 5.0, 6.0, 6.0, 6.0, NAN, NAN])
+    phase = {'start': 1.0, 'end': 2.5, 'rule': 'px4 bridges', 'text': 'engaged 1.00–2.50 s'}
+    summary = write_run_outputs(tmp_path, RunResult(metrics, np.empty((0, 4)), {},
+                                                    judged=phase))
+    written = json.loads((tmp_path / 'summary.json').read_text())
+    assert written['final']['E_gap'] == 0.02 and written['settle_time']['E_gap'] == 1.5
+    assert written['phase'] == {**phase, 'closest': {'d_min': 5.0, 'time': 1.0}}
+    assert written['whole_run']['final']['E_gap'] is None
+    assert written['whole_run']['settle_time']['E_gap'] is None
+    assert written['closest'] == {'d_min': 1.0, 'time': 0.0} == summary['closest']
+    # the whole run judged (a simulation): the summary of today, and the phase
+    whole = write_run_outputs(tmp_path / 'sim', RunResult(
+        metrics[:6], np.empty((0, 4)), {}, judged={**phase, 'start': 0.0, 'end': 2.5,
+                                                   'rule': 'whole run'}), plots=False)
+    assert {k: v for k, v in whole.items() if k != 'phase'} == {
+        **summarise(metrics[:6]), 'real_time_factor': None, 'params': {}}
+    assert 'whole_run' not in whole
