@@ -9,6 +9,9 @@ One bag: outputs go into DIR. Two bags: each bag's outputs go into DIR/<bag name
 DIR/comparison.png overlays their metric curves. ``--report`` adds DIR/report.html, one
 self-contained file: the run, the metrics summary, the link figures per sender and per
 receiver, the vehicles' timeline, the safety margins and every figure (analysis/flight.py).
+A recorded PX4 flight (its bridges' statuses on /diagnostics) is judged over its engaged
+phase (``flight.engaged_phase``: final values, means and settle times; the closest approach
+is the whole recording's); a simulation over the whole run.
 ``--compare SIM_BAG`` analyses SIM_BAG as the second bag and also writes DIR/comparison.html,
 the two runs' metrics, links and margins side by side. Exit status: 0 done, 1 unusable input
 (one line on stderr: not a bag, no matching topic, a topic of another type), 2 bad command
@@ -29,7 +32,7 @@ from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis import flight_report, plots
 from soliton_encirclement_ros.analysis.animation import animation_file, write_animation
 from soliton_encirclement_ros.analysis.bag_reader import BagError, TruncatedBagError
-from soliton_encirclement_ros.analysis.flight import DEFAULT_D_SAFE
+from soliton_encirclement_ros.analysis.flight import BRIDGES, DEFAULT_D_SAFE, engaged_phase
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
@@ -61,13 +64,20 @@ def analyse_bag(bag, out_dir: Path, *, agent_pattern: str = DEFAULT_AGENT_PATTER
 
 def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period, state_timeout,
              max_frames, warn, fmt):
-    """:func:`analyse_bag`, also returning the run read and its time origin (bag clock, s)."""
+    """
+    Do :func:`analyse_bag`; return its results and what the flight report reads on.
+
+    Also the run read, its time origin (bag clock, s), its /diagnostics statuses (None: the bag
+    has none) and the engaged phase judged.
+    """
     run = load_run(bag, agent_pattern, target_topic)
     origin = _make_relative(run)
     for text in run.warnings:
         warn(text)
     times = metric_times(run, period)
     metrics, live = recompute_metrics(run, times, radius, state_timeout)
+    statuses = flight_report.read_statuses(bag, origin)
+    phase = engaged_phase(statuses or [], float(times[0]), float(times[-1]))
     trajectories = {name: np.column_stack((track.t, track.position[:, :2]))
                     for name, track in run.agents.items()}
     trajectories['target'] = np.column_stack((run.target.t, run.target.position[:, :2]))
@@ -78,8 +88,8 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
         'agent_ids': run.agent_ids, 'truncated': run.truncated, 'warnings': list(run.warnings),
         'bag_custom_data': run.custom_data,
     }
-    summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories),
-                                fmt=fmt)
+    summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories,
+                                                   judged=phase.as_dict()), fmt=fmt)
     if max_frames > 0:
         agent_xy = np.stack([_positions_or_nan(track, times) for track in run.agents.values()],
                             axis=1)
@@ -92,7 +102,7 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
             os.replace(staging, out_dir / name)
         finally:
             staging.unlink(missing_ok=True)
-    return metrics, summary, run.truncated, run, origin
+    return metrics, summary, run.truncated, run, origin, statuses, phase
 
 
 def _make_relative(run) -> float:
@@ -131,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for bag, label in zip(bags, labels):
             bag_out = out if len(bags) == 1 else out / label
-            metrics, summary, cut, run, origin = _analyse(
+            metrics, summary, cut, run, origin, statuses, phase = _analyse(
                 Path(bag), bag_out, agent_pattern=args.agent_pattern,
                 target_topic=args.target_topic, radius=args.radius, period=args.period,
                 state_timeout=args.state_timeout, max_frames=args.max_frames,
@@ -146,7 +156,8 @@ def main(argv: list[str] | None = None) -> int:
                 truncated.append(f'{bag}: {cut}')
             if flights:
                 data = flight_report.flight_data(Path(bag), run, origin, d_safe=args.d_safe,
-                                                 area=area, area_file=args.safety_area)
+                                                 area=area, area_file=args.safety_area,
+                                                 statuses=statuses, phase=phase)
                 if data.missing():
                     print(f'analyze_run: {data.missing()}', file=sys.stderr)
                 reports[label] = (data, summary)
@@ -237,8 +248,10 @@ def _summary_line(summary: dict) -> str:
     settle = ', '.join(f'{name} settles at {"never" if t is None else f"{t:.2f} s"}'
                        for name, t in summary['settle_time'].items())
     closest = summary['closest']
-    return (f'final {final}; {settle}; closest approach d_min={closest["d_min"]:.3g} m at '
-            f'{closest["time"]:.2f} s')
+    phase = summary.get('phase') or {}
+    judged = f'judged {phase["text"]}; ' if phase.get('rule') == BRIDGES else ''
+    return (f'{judged}final {final}; {settle}; closest approach d_min={closest["d_min"]:.3g} m '
+            f'at {closest["time"]:.2f} s')
 
 
 if __name__ == '__main__':

@@ -38,7 +38,7 @@ STATE_COLOURS = {
     'ok': 'tab:green', 'starting': 'tab:olive', 'blind': 'tab:orange',
     'target_lost': 'gold', 'failed': 'tab:red', flight.NO_STATUS: 'lightgrey',
     'idle': 'tab:gray', 'mode_requested': 'tab:cyan', 'arm_requested': 'tab:blue',
-    'active': 'tab:green', 'landing': 'tab:purple'}
+    'active': 'tab:green', flight.HOLDING: 'darkorange', 'landing': 'tab:purple'}
 MIME = {'.png': 'image/png', '.svg': 'image/svg+xml'}  # the animation is not embedded
 
 
@@ -60,6 +60,7 @@ class FlightData:
     has_agent_states: bool
     area_file: Optional[str] = None
     notes: list[str] = field(default_factory=list)
+    phase: Optional[flight.EngagedPhase] = None  # the part of the run the metrics judge
 
     def missing(self) -> Optional[str]:
         """Return one line saying what the bag lacks for the report, or None."""
@@ -69,16 +70,40 @@ class FlightData:
         return None
 
 
+def read_statuses(bag, origin: float) -> Optional[list[flight.Status]]:
+    """
+    Return the statuses of a bag's ``/diagnostics``, times since ``origin`` (s of the bag clock).
+
+    None when the bag has no ``/diagnostics`` of type :data:`DIAGNOSTICS_TYPE`.
+    """
+    with Bag(bag) as reader:
+        if reader.topics.get(DIAGNOSTICS_TOPIC) != DIAGNOSTICS_TYPE:
+            return None
+        return [status for _, log_time, msg in reader.messages([DIAGNOSTICS_TOPIC])
+                for status in _statuses(msg, log_time * 1e-9 - origin)]
+
+
+def _statuses(msg, time: float) -> list[flight.Status]:
+    """Return the :class:`flight.Status` records of one DiagnosticArray logged at ``time``."""
+    return [flight.Status(time, str(st.name), int(st.level), str(st.message),
+                          {str(kv.key): str(kv.value) for kv in st.values})
+            for st in msg.status]
+
+
 def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float] = None,
-                area=None, area_file: Optional[str] = None) -> FlightData:
+                area=None, area_file: Optional[str] = None,
+                statuses: Optional[list[flight.Status]] = None,
+                phase: Optional[flight.EngagedPhase] = None) -> FlightData:
     """
     Read a bag's agent states and diagnostics and compute the flight tables.
 
     ``run`` is the bag's :class:`RecordedRun` with times since ``origin`` (s of the bag clock);
     ``d_safe`` [m]: None takes the scenario's ``controller: d_safe`` from the bag's description,
     else :data:`flight.DEFAULT_D_SAFE`. ``area``: a ``core.area.SafetyArea`` or None.
+    ``statuses``: the bag's /diagnostics already read (:func:`read_statuses`), None to read
+    them here; ``phase``: the engaged phase the metrics were judged on, shown in the report.
     """
-    states, statuses, notes = [], [], []
+    states, notes = [], []
     bad = 0
     with Bag(bag) as reader:
         wanted = []
@@ -86,8 +111,9 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
         has_diagnostics = reader.topics.get(DIAGNOSTICS_TOPIC) == DIAGNOSTICS_TYPE
         if has_states:
             wanted.append(AGENT_STATES_TOPIC)
-        if has_diagnostics:
+        if has_diagnostics and statuses is None:
             wanted.append(DIAGNOSTICS_TOPIC)
+        statuses = [] if statuses is None else list(statuses)
         for topic, log_time, msg in reader.messages(wanted):
             t = log_time * 1e-9 - origin
             if topic == AGENT_STATES_TOPIC:
@@ -98,10 +124,7 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
                     continue
                 states.append((t, s.agent_id, s.incarnation, s.seq, s.stamp - origin))
             else:
-                statuses.extend(
-                    flight.Status(t, str(st.name), int(st.level), str(st.message),
-                                  {str(kv.key): str(kv.value) for kv in st.values})
-                    for st in msg.status)
+                statuses.extend(_statuses(msg, t))
     if bad:
         notes.append(f'{bad} agent states of a layout this version does not decode were left '
                      'out of the sender figures')
@@ -123,7 +146,7 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
         flight.sender_links(states), flight.receiver_links(statuses),
         flight.timeline(statuses, end=duration),
         flight.margins(times, positions, d_safe, area),
-        source, has_diagnostics, has_states, area_file, notes)
+        source, has_diagnostics, has_states, area_file, notes, phase)
 
 
 def flight_json(data: FlightData) -> dict:
@@ -141,6 +164,7 @@ def flight_json(data: FlightData) -> dict:
         'area_file': data.area_file,
         'pairs': [asdict(p) for p in data.margins.pairs],
         'area': [asdict(a) for a in data.margins.area],
+        'phase': data.phase.as_dict() if data.phase is not None else None,
     }
 
 
@@ -239,6 +263,12 @@ def timeline_figure(data: FlightData):
         ax.broken_barh([(span.start, max(span.end - span.start, 1e-3))], (y - 0.4, 0.8),
                        facecolors=colour)
         seen.setdefault(span.state, colour)
+    phase = data.phase
+    if phase is not None and phase.rule == flight.BRIDGES:
+        ax.axvspan(phase.start, phase.end, color='tab:green', alpha=0.08, lw=0, zorder=0)
+        ax.axvline(phase.start, color='tab:green', ls='--', lw=0.8)
+        ax.axvline(phase.end, color='tab:green', ls='--', lw=0.8)
+        seen.setdefault(f'judged: engaged {phase.start:.1f}–{phase.end:.1f} s', 'honeydew')
     ax.set_yticks(range(len(rows)), [f'{v} {s}' for v, s in rows])
     ax.invert_yaxis()
     ax.set_xlim(0.0, max(data.duration, 1e-3))
@@ -305,18 +335,27 @@ def _run_view(data: FlightData, summary: dict) -> dict:
             f'{k} {scenario[k]}' for k in ('agents', 'radius', 'duration', 'control_period',
                                            'loss', 'delay', 'failures_per_min')
             if k in scenario)))
+    phase = summary.get('phase') or {}
+    engaged = phase.get('rule') == flight.BRIDGES
+    whole = summary.get('whole_run')
+    header = ['final', 'mean', 'settles at'] + (
+        ['whole recording: final', 'settles at'] if whole else [])
     metrics = []
     for name, final in summary.get('final', {}).items():
-        settle = summary.get('settle_time', {}).get(name, 'n/a')
-        metrics.append((name, _number(final, 4), _number(summary.get('mean', {}).get(name), 4),
-                        'n/a' if name not in summary.get('settle_time', {}) else
-                        ('never' if settle is None else f'{settle:.2f} s')))
+        row = [name, _number(final, 4), _number(summary.get('mean', {}).get(name), 4),
+               _settle_text(summary, name, phase.get('start') if engaged else None)]
+        if whole:
+            row += [_number(whole['final'].get(name), 4), _settle_text(whole, name)]
+        metrics.append(row)
     closest = summary.get('closest', {})
     links = data.receivers
     return {
         'title': Path(data.bag).name, 'identity': identity, 'metrics': metrics,
-        'closest': (f'{_number(closest.get("d_min"))} m at {_number(closest.get("time"), 2)} s'
-                    if closest else '–'),
+        'metric_header': header, 'engaged': engaged,
+        # a simulation's report says nothing of it: the whole run, as always
+        'judged': phase.get('text') if phase.get('px4_bridges') else None,
+        'phase_closest': _closest_text(phase.get('closest')),
+        'closest': _closest_text(closest),
         'missing': data.missing(), 'notes': data.notes,
         'senders': [(s.sender, s.recorded, s.lost, _number(s.loss, 4), _number(s.age_mean, 4),
                      _number(s.age_p95, 4), _number(s.age_max, 4),
@@ -337,6 +376,23 @@ def _run_view(data: FlightData, summary: dict) -> dict:
         'area': [(a.agent, _number(a.margin), _number(a.time, 2), _number(a.horizontal),
                   _number(a.vertical), _number(a.outside, 2)) for a in data.margins.area],
     }
+
+
+def _settle_text(summary: dict, name: str, start: Optional[float] = None) -> str:
+    """Say when a metric settles; ``start``: the engaged phase's, also counted from."""
+    times = summary.get('settle_time', {})
+    if name not in times:
+        return 'n/a'
+    settle = times[name]
+    if settle is None:
+        return 'never'
+    return f'{settle:.2f} s' + ('' if start is None else f' ({settle - start:.2f} s engaged)')
+
+
+def _closest_text(closest: Optional[dict]) -> str:
+    if not closest:
+        return '–'
+    return f'{_number(closest.get("d_min"))} m at {_number(closest.get("time"), 2)} s'
 
 
 def _matrix_view(links: flight.ReceiverLinks) -> dict:
@@ -378,11 +434,21 @@ MACROS = """
 </table>
 {% endmacro %}
 {% macro summary(run) %}
-<table><tr><th class="l">metric</th><th>final</th><th>mean</th><th>settles at</th></tr>
-{% for name, final, mean, settle in run.metrics %}
-<tr><td class="l">{{ name }}</td><td>{{ final }}</td><td>{{ mean }}</td><td>{{ settle }}</td></tr>
+{% if run.judged %}<p class="judged">Judged: {{ run.judged }}</p>{% endif %}
+<table class="metrics"><tr><th class="l">metric</th>
+{% for title in run.metric_header %}<th>{{ title }}</th>{% endfor %}</tr>
+{% for row in run.metrics %}
+<tr><td class="l">{{ row[0] }}</td>{% for cell in row[1:] %}<td>{{ cell }}</td>{% endfor %}</tr>
 {% endfor %}</table>
+{% if run.engaged %}
+<p>Final values, means and settle times over the engaged phase (a real flight starts on the
+ground and ends landed); settle times count from the recording's start and, in brackets,
+from the start of the engaged phase.</p>
+<p>Closest approach (d_min of the live agents), whole recording: {{ run.closest }}; engaged
+phase: {{ run.phase_closest }}</p>
+{% else %}
 <p>Closest approach (d_min of the live agents): {{ run.closest }}</p>
+{% endif %}
 {% endmacro %}
 {% macro links(run) %}
 <h3>Per sender, as the recorder heard /swarm/agent_states</h3>

@@ -1,0 +1,115 @@
+"""
+analyze_run on recorded PX4 flights: judged over the engaged phase, holds on the timeline.
+
+The bags (support/px4_flight_bag.py) start on the ground, engage at 10 s, form and hold the ring
+and land at 45 s; over the whole recording the ring never settles (the landed fleet's agents are
+out of the ring: every metric NaN at the end), over the engaged phase it does.
+"""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.analysis import cli
+from support.circle_bag import RADIUS, write_circle_bag
+from support.px4_flight_bag import Flight, HOLD_WHY, write_flight_bag
+
+PHASE = ('engaged 12.70–44.70 s: from when all 3 PX4 bridges were active (uav1, uav2, uav3) '
+         "to the last active status of any (uav3's; then landing at 45.70 s: landing (operator "
+         'request))')
+
+
+def analyse(tmp_path_factory, name, flight, *args):
+    tmp = tmp_path_factory.mktemp(name)
+    bag = write_flight_bag(tmp / 'bag', flight)
+    out = tmp / 'out'
+    assert cli.main([str(bag), '--out', str(out), '--max-frames', '0', *args]) == 0
+    return out
+
+
+@pytest.fixture(scope='module')
+def landed(tmp_path_factory):
+    return analyse(tmp_path_factory, 'landed', Flight(), '--report')
+
+
+@pytest.fixture(scope='module')
+def held(tmp_path_factory):
+    return analyse(tmp_path_factory, 'held', Flight(holds={'uav2': (20.0, 40.0)}), '--report')
+
+
+def test_a_flight_from_the_ground_to_landed_is_judged_over_its_engaged_phase(landed, capsys):
+    summary = json.loads((landed / 'summary.json').read_text())
+    final = summary['final']
+    assert all(final[name] is not None for name in final), final  # null: NaN
+    assert summary['phase']['rule'] == 'px4 bridges' and summary['phase']['text'] == PHASE
+    assert summary['phase']['start'] == pytest.approx(12.7)
+    assert summary['phase']['end'] == pytest.approx(44.7)
+    assert final['E_gap'] < 1e-3 and final['E_r'] < 1e-3
+    assert final['d_min'] == pytest.approx(2 * RADIUS * math.sin(math.pi / 3), abs=0.01)
+    # the vehicles close on their slots with a 3 s time constant from 12 s
+    assert summary['settle_time']['E_gap'] is not None, summary['settle_time']
+    assert 18.0 < summary['settle_time']['E_gap'] < 25.0
+    assert 18.0 < summary['settle_time']['E_r'] < 25.0
+    # the whole recording: landed at the end, so never settled (as analyze_run said before)
+    assert summary['whole_run']['final']['E_gap'] is None
+    assert summary['whole_run']['settle_time'] == {'E_gap': None, 'E_r': None}
+    # the closest approach stays the whole recording's (the pads, 4 m apart)
+    assert summary['closest']['d_min'] == pytest.approx(4.0)
+    assert summary['phase']['closest']['d_min'] > 4.0
+    html = (landed / 'report.html').read_text()
+    assert f'Judged: {PHASE}'.replace("'", '&#39;') in html
+    table = html.split('<table class="metrics">')[1].split('</table>')[0]
+    assert 'never' not in table.split('</tr>')[-2].split('<td>')[3]  # E_gap, settles at
+    assert '<th>whole recording: final</th>' in table
+    flight = json.loads((landed / 'flight.json').read_text())
+    assert flight['phase'] == {k: v for k, v in summary['phase'].items() if k != 'closest'}
+
+
+def test_a_hold_while_active_is_holding_on_the_timeline_not_a_phase_change(held):
+    flight = json.loads((held / 'flight.json').read_text())
+    uav2 = [(round(t['time'], 1), t['before'], t['after'], t['reason'])
+            for t in flight['transitions'] if (t['vehicle'], t['source']) == ('uav2', 'px4')]
+    assert uav2[3:6] == [
+        (12.4, 'arm_requested', 'active', 'engaged: following cmd_vel'),
+        (20.4, 'active', 'holding', HOLD_WHY),
+        (40.4, 'holding', 'active', 'engaged: following cmd_vel')]
+    spans = [(round(s['start'], 1), round(s['end'], 1)) for s in flight['spans']
+             if (s['vehicle'], s['source'], s['state']) == ('uav2', 'px4', 'holding')]
+    assert spans == [(20.4, 40.4)]
+    assert not [s for s in flight['spans'] if s['state'] == 'holding' and s['vehicle'] != 'uav2']
+    summary = json.loads((held / 'summary.json').read_text())
+    assert summary['phase']['text'] == PHASE  # the hold does not end the engaged phase
+    assert '<td class="l">holding</td>' in (held / 'report.html').read_text()
+
+
+def test_a_vehicle_leaving_the_ring_alone_is_a_failed_agent_within_the_phase(tmp_path_factory):
+    out = analyse(tmp_path_factory, 'left', Flight(vehicles=4, leaves={'uav3': 30.0}))
+    summary = json.loads((out / 'summary.json').read_text())
+    phase = summary['phase']
+    assert (phase['start'], phase['end']) == (pytest.approx(13.0), pytest.approx(44.4))
+    assert phase['text'].endswith(
+        'out of the ring before: uav3 (landing at 30.70 s: landing (land_after))')
+    # from 30 s uav3's agent broadcasts its presence only: the three others make the ring (with
+    # uav3, stopped on it, the largest gap would be 4/3 of the ideal and d_min smaller)
+    assert summary['final']['G_max'] == pytest.approx(1.0, abs=0.01)
+    assert summary['final']['d_min'] == pytest.approx(2 * RADIUS * math.sin(math.pi / 3),
+                                                      abs=0.1)
+    assert 30.0 < summary['settle_time']['E_gap'] < phase['end']  # the three spread again
+
+
+def test_a_simulated_run_is_judged_whole_as_before(tmp_path):
+    bag = write_circle_bag(tmp_path / 'sim', agents=4)
+    assert cli.main([str(bag), '--out', str(tmp_path / 'out'), '--max-frames', '0',
+                     '--report']) == 0
+    summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
+    metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
+    assert summary['phase']['rule'] == 'whole run' and 'whole_run' not in summary
+    assert (summary['phase']['start'], summary['phase']['end']) == (
+        pytest.approx(metrics[0, 0]), pytest.approx(metrics[-1, 0]))
+    assert summary['phase']['text'].endswith('no PX4 bridge status in the bag')
+    assert summary['final']['E_gap'] == pytest.approx(metrics[-1, 5])
+    html = (tmp_path / 'out' / 'report.html').read_text()
+    assert 'Judged' not in html and 'whole recording' not in html
+    assert ('<tr><th class="l">metric</th>\n<th>final</th><th>mean</th><th>settles at</th>'
+            '</tr>') in html
