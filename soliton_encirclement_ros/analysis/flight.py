@@ -31,6 +31,7 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from soliton_encirclement_ros.core.links import parse_link_text
+from soliton_encirclement_ros.px4.offboard import Phase
 
 # Columns of the rows :func:`sender_links` takes: one recorded agent state each.
 SENDER_COLUMNS = ('log_time', 'agent_id', 'incarnation', 'seq', 'stamp')
@@ -40,7 +41,7 @@ PX4_SUFFIX = '/px4_bridge'    # ... of a PX4 bridge: /<vehicle>/px4_bridge
 AGENT, PX4 = 'agent', 'px4'   # the two sources of a vehicle's timeline
 STALE_STATUS = 3.0            # s without a status: the vehicle's row shows 'no status'
 NO_STATUS = 'no status'
-ACTIVE = 'active'             # a PX4 bridge's phase while engaged (offboard, armed)
+ACTIVE = Phase.ACTIVE.value   # a PX4 bridge's phase while engaged (offboard, armed)
 HOLDING = 'holding'           # the timeline's state of an active bridge holding zero velocity
 HOLD_TEXT = 'holding (zero velocity)'      # what an active bridge's status says while it holds
 ENGAGED_HOLD = 'engaged, ' + HOLD_TEXT + ': '  # ... its usual form, the reason after it
