@@ -723,6 +723,9 @@ class OffboardSequencer:
             values.append(('ready', self.engage_problem(now) or 'yes'))
         else:
             values.append(('ready', f'no: {self.phase.value}'))
+        if self.phase is Phase.ACTIVE:  # engaged, and whether it flies cmd_vel or holds (why)
+            hold = self._hold_reason(now)
+            values.append(('holding', 'no' if hold is None else self._hold_text(now, hold)))
         values = tuple(values)
         if self._stream_stopped is not None:
             late = self._landed_after_all
@@ -754,7 +757,7 @@ class OffboardSequencer:
             if reason is None:
                 return Status(OK, 'engaged: following cmd_vel', values)
             return Status(WARN, 'engaged, holding (zero velocity): '
-                          + (reason[1] or reason[0]), values)
+                          + self._hold_text(now, reason), values)
         if self.phase is Phase.IDLE:
             link = self._link_problem(now)
             if link:
@@ -816,6 +819,15 @@ class OffboardSequencer:
             return ('cmd_vel', f'cmd_vel stale ({age} > cmd_timeout {self.config.cmd_timeout:g}'
                     ' s): commanding zero velocity (hover)')
         return None
+
+    def _hold_text(self, now, reason):
+        """Say why an engaged vehicle holds: the reason's message, or the condition named."""
+        kind, message = reason
+        if message:
+            return message
+        return {'others': self._others_problem(), 'reset latched': (
+            self._reset_latched_text() if self._reset is not None else kind),
+            'outside': 'outside the safety area'}.get(kind) or kind
 
     def _accept_estimate(self):
         """Accept the estimate after a reset (the operator's engage): no hold, no uncertainty."""

@@ -1158,3 +1158,16 @@ def test_a_small_reset_is_flown_on_the_new_estimate_with_its_jump_as_uncertainty
     odom(seq, 2.1, [21.5, 0.0, 10.0], 2)
     position, uncertainty = seq.trusted_position(2.1, [21.5, 0.0, 10.0])
     assert np.allclose(position, [21.5, 0.0, 10.0]) and uncertainty == pytest.approx(1.5)
+
+
+def test_the_status_says_whether_an_engaged_vehicle_holds_and_why():
+    seq = engaged(2.0)
+    seq.on_cmd_vel(2.0, [1.0, 0.0, 0.0], 0.0)
+    assert dict(seq.status(2.1).values)['holding'] == 'no'
+    seq.on_other_publishers(2.2, ['/uav2/px4_bridge'], '/px4_1/fmu/in/trajectory_setpoint')
+    seq.on_cmd_vel(2.2, [1.0, 0.0, 0.0], 0.0)
+    assert dict(seq.status(2.2).values)['holding'].startswith(
+        'another node publishes setpoints to this vehicle: /uav2/px4_bridge')
+    seq.on_other_publishers(2.3, [], '')
+    assert dict(seq.status(3.0).values)['holding'].startswith('cmd_vel stale')
+    assert 'holding' not in dict(linked(2.0).status(2.0).values)
