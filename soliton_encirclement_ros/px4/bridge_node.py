@@ -53,7 +53,7 @@ from ros_support.validation import from_mapping
 from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold, load_area_file
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import new_incarnation
-from soliton_encirclement_ros.interface import VEHICLE_FAILURE_TOPIC
+from soliton_encirclement_ros.interface import AGENT_STATUS_TOPIC, VEHICLE_FAILURE_TOPIC
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import VEHICLE_FAILURE_QOS
@@ -83,6 +83,7 @@ _NAMESPACE = re.compile(r'^/?([A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*)?$'
 TARGET_COMPONENT = 1
 CLOCK_STALL = 1.0  # s of steady time without the ROS clock advancing before a warning
 GRAPH_PERIOD = 1.0  # s between looks for other publishers on the vehicle's setpoint topics
+TWIN_SILENCE = 3.0  # s after its last ~/status a twin of this bridge no longer counts
 STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
 STATUS_LEVELS = {offboard.OK: DiagnosticStatus.OK, offboard.WARN: DiagnosticStatus.WARN,
                  offboard.ERROR: DiagnosticStatus.ERROR}
@@ -391,6 +392,8 @@ class Px4BridgeNode(Node):
                                  self.topics['offboard_control_mode'], self._on_heartbeat_heard,
                                  PX4_OUT_QOS)
         self._status_pub = StatusPublisher(self)  # ~/status and /diagnostics
+        self._twin_heard = -math.inf  # steady time of a ~/status of another incarnation
+        self.create_subscription(DiagnosticStatus, AGENT_STATUS_TOPIC, self._on_own_status, 10)
         # The engage answer waits for PX4 while the timers keep running: its own group.
         self.create_service(Trigger, '~/engage', self._on_engage,
                             callback_group=MutuallyExclusiveCallbackGroup())
@@ -519,12 +522,14 @@ class Px4BridgeNode(Node):
         unnamed = None in names
         others = {name or 'a DDS writer of no ROS node' for name in names
                   if name is not None or self._unnamed_seen}
-        # A writer of this node's own name counts once it writes: a bridge that died leaves its
-        # endpoints in the graph until its DDS lease ends, and it writes nothing.
+        # A writer of this node's own name counts once it writes, or once its ~/status speaks
+        # with another incarnation (an idle bridge writes nothing to PX4): a bridge that died
+        # leaves its endpoints in the graph until its DDS lease ends, and says nothing.
         beats = self._heartbeats
         sent, heard = beats['sent'] - beats['looked'][0], beats['heard'] - beats['looked'][1]
         beats['looked'] = (beats['sent'], beats['heard'])
-        if twins and heard > sent + max(2, sent // 3):
+        twin_speaks = self._steady_now() - self._twin_heard <= TWIN_SILENCE
+        if twins and (heard > sent + max(2, sent // 3) or twin_speaks):
             others.add(f'{self.get_fully_qualified_name()} (another bridge with this one'
                        "'s own name: the same launch started twice?)")
         self._unnamed_seen = unnamed
@@ -636,6 +641,12 @@ class Px4BridgeNode(Node):
 
     def _on_heartbeat_heard(self, msg):
         self._heartbeats['heard'] += 1
+
+    def _on_own_status(self, msg):
+        """Note a ~/status of this node's name from another incarnation: a twin of it."""
+        if any(kv.key == 'incarnation' and kv.value != str(self.incarnation)
+               for kv in msg.values):
+            self._twin_heard = self._steady_now()
 
     def _publish_setpoint(self):
         if not self._seq.streaming:
