@@ -35,6 +35,9 @@ def _level(level) -> str:
     return LEVEL_NAMES.get(key, str(level))
 
 
+REPLY_GRACE = 2.0  # s a bridge's answer may come after the status that confirms the action
+
+
 class FleetOperator:
     """The fleet file's vehicles as ``node`` hears them; actions on all of them."""
 
@@ -142,6 +145,7 @@ class FleetAction:
         self.started = time.monotonic()
         self.calls = operator.call(action)
         self.verdicts: dict[str, tuple[bool, str]] = {}
+        self._confirmed_at: dict[str, float] = {}  # when each status first confirmed it
 
     @property
     def done(self) -> bool:
@@ -194,6 +198,10 @@ class FleetAction:
         if status is not None and confirmed(self.action, status):
             if reply is not None and reply.success:
                 return True, reply.message
+            # the status of the tick that ended the request may come before its answer
+            seen = self._confirmed_at.setdefault(vehicle.name, time.monotonic())
+            if reply is None and time.monotonic() - seen < REPLY_GRACE:
+                return None
             return True, (status.get('message', '') + ' (as its status says; its answer '
                           + ('was lost)' if reply is None else f'said: {reply.message})'))
         if reply is not None and not reply.success:

@@ -8,10 +8,11 @@ documented rules.
   (``nav_state``, ``arming_state``, ``system_id``) at 50 Hz, best effort, transient local.
 - DO_SET_MODE(OFFBOARD) is accepted only while the OffboardControlMode heartbeat is alive; ARM
   only in OFFBOARD. Acks go to the command's sender (``target_system/component`` = its source).
-- Offboard loss: the heartbeat silent for ``offboard_loss_timeout`` fails over to Hold
-  (AUTO_LOITER) with ``failsafe`` set and ``failsafe_flags.offboard_control_signal_lost``; the
-  user's intention stays OFFBOARD, so PX4 returns to OFFBOARD by itself when the heartbeat comes
-  back (what a restarted bridge meets).
+- Offboard loss: the heartbeat silent for ``offboard_loss_timeout`` (PX4's COM_OF_LOSS_T, 1 s)
+  fails over to Hold (AUTO_LOITER) with ``failsafe`` set and
+  ``failsafe_flags.offboard_control_signal_lost``; the user's intention stays OFFBOARD, so
+  PX4 returns to OFFBOARD by itself when the heartbeat comes back (what a restarted bridge
+  meets).
 - NAV_LAND switches to AUTO_LAND, and the vehicle descends at ``land_speed``. PX4's land
   detector says landed once the vehicle has been on the ground (NED z >= 0) for
   ``land_detect_time`` with no TrajectorySetpoint from outside in the last ``MIX_WINDOW``; PX4
@@ -35,19 +36,21 @@ landing happens), late (``land_ack_delay`` s) or preceded by a leftover of an ea
 NAV_LAND; :meth:`FakePx4.reset_estimate` jumps the position estimate with a new
 ``reset_counter``; ``message_versions`` ({type name: version}) puts those topics under another
 ``_vN`` (a firmware that does not match the built px4_msgs). ``vehicle_land_detected``
-(landed while disarmed) at 50 Hz, when the built px4_msgs has it. ``vehicle_local_position`` at
-50 Hz with the estimator's global reference ``ref_point`` (lat, lon, alt; None: no GPS, so
-``xy_global``/``z_global`` false); :meth:`FakePx4.set_reference` takes a new one (a new
-``ref_timestamp``). ``battery_status`` at 50 Hz while :attr:`FakePx4.battery` is a (remaining,
-warning) pair (None: not published).
+(landed at the start while disarmed, then as the land detector above says) at 50 Hz, when the
+built px4_msgs has it. ``vehicle_local_position`` at 50 Hz with the estimator's global
+reference ``ref_point`` (lat, lon, alt; None: no GPS, so ``xy_global``/``z_global`` false);
+:meth:`FakePx4.set_reference` takes a new one (a new ``ref_timestamp``). ``battery_status``
+at 50 Hz while :attr:`FakePx4.battery` is a (remaining, warning) pair (None: not published).
 
 Kinematic mode (``kinematic=True``; off by default, when the position is fixed): the vehicle
 starts disarmed on the ground at its spawn point (NED origin of this PX4, as PX4 SITL measures
 from its own spawn) and, while armed in OFFBOARD, flies the latest TrajectorySetpoint velocity
 through the project's own vehicle model (``velocity_mobility_ros.core.model.step`` with
 ``VehicleParams``, default limits unless ``vehicle_params`` is given), stepped at ``sim_dt`` on
-this node's clock; the ground stops it (NED z <= 0). In any other mode it holds where it is.
-Odometry then carries the model's position, velocity and yaw.
+this node's clock; the ground stops it (NED z <= 0). In any other armed mode it flies that
+mode's own velocity (AUTO_LAND: down at ``land_speed``; others: hold), mixed with outside
+setpoints as above; disarmed, it rests. Odometry then carries the model's position, velocity
+and yaw. In the fixed-position mode only a landing moves the vehicle, straight down.
 """
 import math
 
@@ -92,7 +95,7 @@ class FakePx4(Node):
     """One PX4 instance under ``px4_namespace`` with MAVLink id ``system_id``."""
 
     def __init__(self, px4_namespace='px4_1', system_id=2, refuse_arm=False,
-                 drop_mode_requests=0, temporarily_reject=0, offboard_loss_timeout=0.5,
+                 drop_mode_requests=0, temporarily_reject=0, offboard_loss_timeout=1.0,
                  nav_state=None, arming_state=None, q_ned=(1.0, 0.0, 0.0, 0.0), lose_land=0,
                  deny_land=False, preflight_fail=False, kinematic=False, vehicle_params=None,
                  node_name='fake_px4', lose_land_acks=False, land_ack_delay=0.0,
