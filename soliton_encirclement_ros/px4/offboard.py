@@ -814,10 +814,18 @@ class OffboardSequencer:
             return ('odometry', f'PX4 odometry stale ({age} > status_timeout '
                     f'{self.config.status_timeout:g} s): commanding zero velocity, cmd_vel not '
                     'forwarded')
-        if self._cmd is None or now - self._cmd[2] > self.config.cmd_timeout:
-            age = 'none received' if self._cmd is None else f'{now - self._cmd[2]:.2f} s old'
-            return ('cmd_vel', f'cmd_vel stale ({age} > cmd_timeout {self.config.cmd_timeout:g}'
-                    ' s): commanding zero velocity (hover)')
+        last = None if self._cmd is None else self._cmd[2]
+        if last is None or last < self._active_since:
+            # Nothing since the engage: an agent out of the ring for its vehicle rejoins at the
+            # engage, its first command one tick later. Stale only cmd_timeout after it.
+            waited = now - self._active_since
+            if waited <= self.config.cmd_timeout:
+                return ('awaiting cmd_vel', None)
+            return ('cmd_vel', f'no cmd_vel since the engage {waited:.2f} s ago (cmd_timeout '
+                    f'{self.config.cmd_timeout:g} s): commanding zero velocity (hover)')
+        if now - last > self.config.cmd_timeout:
+            return ('cmd_vel', f'cmd_vel stale ({now - last:.2f} s old > cmd_timeout '
+                    f'{self.config.cmd_timeout:g} s): commanding zero velocity (hover)')
         return None
 
     def _hold_text(self, now, reason):

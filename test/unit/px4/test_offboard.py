@@ -1171,3 +1171,21 @@ def test_the_status_says_whether_an_engaged_vehicle_holds_and_why():
     seq.on_other_publishers(2.3, [], '')
     assert dict(seq.status(3.0).values)['holding'].startswith('cmd_vel stale')
     assert 'holding' not in dict(linked(2.0).status(2.0).values)
+
+
+def test_an_agent_rejoining_at_the_engage_gets_cmd_timeout_before_a_warning():
+    """After a landing the agent is out of the ring; it rejoins at the engage, a tick later."""
+    seq = engaged(2.0)
+    seq.on_cmd_vel(2.0, [1.0, 0.0, 0.0], 0.0)
+    land_run(seq, 2.0, lambda now, c: VEHICLE_CMD_RESULT_ACCEPTED, landing(2.2, 6.0))
+    feed(seq, 40.0, AUTO_LAND, DISARMED)
+    assert fly_again(seq, 40.0).success   # no cmd_vel for 38 s: the agent was out
+    now = seq._active_since
+    first = seq.setpoint(now + 0.1)
+    assert first.held and first.warning is None   # waiting for the agent's first command
+    seq.on_cmd_vel(now + 0.2, [1.0, 0.0, 0.0], 0.0)
+    assert not seq.setpoint(now + 0.2).held
+    late = engaged(2.0)   # an agent that does not come: named cmd_timeout after the engage
+    late._cmd = None
+    assert late.setpoint(2.3).warning is None
+    assert late.setpoint(2.6).warning.startswith('no cmd_vel since the engage 0.60 s ago')
