@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import deque
 import dataclasses
 import math
+import time
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
@@ -55,6 +56,7 @@ from velocity_mobility_ros.nodes.messages import odometry_position_velocity, pos
 THIS_TICK = 1e-6
 LINK_KEY = 'link.'  # /diagnostics key of a sender's figures: link.<agent id> (core.links)
 STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
+STARTUP_ODOMETRY = 5.0  # wall s after the start before a missing first odometry is a warning
 STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
                  TARGET_LOST: DiagnosticStatus.WARN, BLIND: DiagnosticStatus.WARN,
                  FAILED: DiagnosticStatus.ERROR}
@@ -107,6 +109,8 @@ class AgentNode(Node):
         self._only_vehicle_failed = False  # failed for its vehicle alone: still hears the swarm
         self._manual_failure_until_ns = -1
         self._vehicle_failure = ''  # why the vehicle left the ring (its bridge), '' = it has not
+        self._started = time.monotonic()  # wall time of the start: the first odometry is due
+        self._start_warned = False
         self._area = settings.area
         self._area_watch = (None if settings.area is None
                             else AreaWatch(settings.area, settings.outside_land_after))
@@ -400,7 +404,12 @@ class AgentNode(Node):
             return
         previous, self.status = self.status, status
         log = self.get_logger()
-        if status.kind == BLIND:
+        if status.kind == BLIND and not self._odometry and not self._odometry_overdue():
+            # at start-up, before the vehicle's first odometry: said once, warned if it lasts
+            log.info(f"agent {self.agent_id}: waiting for its vehicle's first odometry "
+                     '(holding, not broadcasting)')
+        elif status.kind == BLIND:
+            self._start_warned = True
             log.warning(f'agent {self.agent_id}: {status}: holding (zero velocity) and not '
                         'broadcasting until odometry is fresh')
         elif status.kind == TARGET_LOST:
@@ -413,10 +422,20 @@ class AgentNode(Node):
             log.info(f'agent {self.agent_id}: {previous.kind} episode over, resuming control')
         self._publish_status()
 
+    def _odometry_overdue(self) -> bool:
+        """Whether the first odometry is later than STARTUP_ODOMETRY after the start."""
+        return time.monotonic() - self._started > STARTUP_ODOMETRY
+
     def _on_status_period(self) -> None:
         """Close the link period: the figures per sender, a warning per clock off by too much."""
         self._link_figures = self._links.figures(self._now_ns() * 1e-9)
         log = self.get_logger()
+        if (self.status.kind == BLIND and not self._odometry and not self._start_warned
+                and self._odometry_overdue()):
+            self._start_warned = True
+            log.warning(f'agent {self.agent_id}: {self.status} for {STARTUP_ODOMETRY:g} s '
+                        'since the start: holding (zero velocity) and not broadcasting until '
+                        'odometry is fresh (is its vehicle up, and odom remapped right?)')
         for sender, figures in self._link_figures.items():
             warning = offset_warning(self.agent_id, figures, self._clock_limit)
             if warning is not None and sender not in self._clock_warned:

@@ -368,3 +368,24 @@ def test_swarm_reliability_sets_the_qos_and_a_mismatch_is_reported(capfd):
                       parameter_overrides=[Parameter('swarm_reliability', value='radio')])
     finally:
         rclpy.try_shutdown(context=context)
+
+
+def test_before_the_first_odometry_the_agent_waits_quietly_then_warns(monkeypatch, capfd):
+    """A start-up without odometry yet is no warning; one that lasts STARTUP_ODOMETRY is."""
+    import time
+
+    from soliton_encirclement_ros.nodes import agent_node
+    monkeypatch.setattr(agent_node, 'STARTUP_ODOMETRY', 1.0)
+    harness = agent_node_harness(control_period=PERIOD)
+    try:
+        started = time.monotonic()
+        harness.settle()
+        harness.advance(0.8)  # past odom_timeout (0.5 s) of starting: blind
+        err = capfd.readouterr().err
+        assert "waiting for its vehicle's first odometry" in err and 'WARN' not in err
+        while time.monotonic() - started < 2.5:  # its 1 Hz status period, on the wall clock
+            harness.advance(0.1)
+        err = capfd.readouterr().err
+        assert err.count('for 1 s since the start: holding (zero velocity)') == 1, err
+    finally:
+        harness.close()
