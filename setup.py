@@ -50,7 +50,7 @@ setup(
                 'mobility_node', 'swarm_mobility_node', 'agent_node', 'target_node',
                 'metrics_node', 'run_recorder', 'sweep_sim', 'swarm_sim', 'batch_sim',
                 'analyze_run', 'fit_mobility', 'px4_bridge_node', 'live_view', 'fleet',
-                'fleet_node')
+                'fleet_node', 'px4_sitl_rehearsal')
         ],
     },
 )

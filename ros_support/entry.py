@@ -44,6 +44,7 @@ EXECUTABLES = {
     'live_view': 'soliton_encirclement_ros.nodes.live_view_node',
     'fleet': 'soliton_encirclement_ros.fleet.cli',
     'fleet_node': 'soliton_encirclement_ros.nodes.fleet_node',
+    'px4_sitl_rehearsal': 'soliton_encirclement_ros.fleet.rehearsal',
 }
 # Exit status of a stop before main ran: 0 (a node or swarm_sim stopped by a signal ends
 # normally), except where an executable says "interrupted" otherwise.
