@@ -53,7 +53,7 @@ __all__ = [
     'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentBroadcast', 'BEST_EFFORT',
     'check_reliability', 'CLOCK_TOPIC', 'decode', 'DIAGNOSTICS_TOPIC', 'DOMAIN_IDS', 'encode',
     'Layout', 'MARKERS_TOPIC', 'WIRE_FIELDS', 'WireField',
-    'METRICS_TOPIC_PREFIX',
+    'METRICS_TOPIC_PREFIX', 'OPERATOR_REQUEST',
     'RELIABLE', 'SWARM_RELIABILITIES', 'swarm_qos', 'TARGET_ODOM_TOPIC', 'TARGET_STATE',
     'target_state_from_msg', 'target_state_to_msg', 'TARGET_STATE_TOPIC', 'TargetBroadcast',
     'VEHICLE_FAILURE_TOPIC']
@@ -77,6 +77,9 @@ AGENT_STATUS_TOPIC = '~/status'
 # says it from a landing (battery, land_after, ~/land) until its next confirmed engage, and
 # the agent announces a failure with that reason. Relative: in the vehicle's namespace.
 VEHICLE_FAILURE_TOPIC = 'vehicle_failure'
+# The reason a vehicle left the ring ends with this when the operator asked it (a landing, a
+# hold): a report, not a warning.
+OPERATOR_REQUEST = 'operator request'
 
 # --- QoS --------------------------------------------------------------------------------------
 RELIABLE = 'reliable'

@@ -45,7 +45,8 @@ from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
 from soliton_encirclement_ros.core.links import LinkMonitor, offset_warning
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
-    AGENT_STATES_TOPIC, target_state_from_msg, TARGET_STATE_TOPIC, VEHICLE_FAILURE_TOPIC)
+    AGENT_STATES_TOPIC, OPERATOR_REQUEST, target_state_from_msg, TARGET_STATE_TOPIC,
+    VEHICLE_FAILURE_TOPIC)
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import (
@@ -56,7 +57,7 @@ from velocity_mobility_ros.nodes.messages import odometry_position_velocity, pos
 THIS_TICK = 1e-6
 LINK_KEY = 'link.'  # /diagnostics key of a sender's figures: link.<agent id> (core.links)
 STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
-STARTUP_ODOMETRY = 5.0  # wall s after the start before a missing first odometry is a warning
+STARTUP_ODOMETRY = 15.0  # wall s after the start before a missing first odometry is a warning
 STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
                  TARGET_LOST: DiagnosticStatus.WARN, BLIND: DiagnosticStatus.WARN,
                  FAILED: DiagnosticStatus.ERROR}
@@ -247,8 +248,8 @@ class AgentNode(Node):
         if msg.data != self._vehicle_failure:
             self._vehicle_failure = msg.data
             if msg.data:
-                self.get_logger().warning(f'agent {self.agent_id}: the vehicle left the ring: '
-                                          f'{msg.data}')
+                _operator_log(self.get_logger(), msg.data)(
+                    f'agent {self.agent_id}: the vehicle left the ring: {msg.data}')
 
     def _on_inject_failure(self, request: SetBool.Request, response: SetBool.Response):
         now_ns = self._now_ns()
@@ -416,8 +417,9 @@ class AgentNode(Node):
             log.warning(f'agent {self.agent_id}: {status}: holding (zero velocity) until the '
                         'target is heard again')
         elif status.kind == FAILED:
-            log.warning(f'agent {self.agent_id}: failed ({status.detail}), commanding zero, '
-                        'out of the ring; broadcasting only where its vehicle is (presence)')
+            _operator_log(log, status.detail)(
+                f'agent {self.agent_id}: failed ({status.detail}), commanding zero, out of the '
+                'ring; broadcasting only where its vehicle is (presence)')
         elif status.kind == OK and previous.kind in (BLIND, TARGET_LOST):
             log.info(f'agent {self.agent_id}: {previous.kind} episode over, resuming control')
         self._publish_status()
@@ -481,6 +483,11 @@ class AgentNode(Node):
     @property
     def failed(self) -> bool:
         return self._failed
+
+
+def _operator_log(logger, reason: str):
+    """Return the logger's info for what an operator asked (a landing, a hold), else warning."""
+    return logger.info if OPERATOR_REQUEST in reason else logger.warning
 
 
 def _clock_not_started(now_ns: int, stamp_ns):

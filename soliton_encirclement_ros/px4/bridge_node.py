@@ -499,17 +499,18 @@ class Px4BridgeNode(Node):
 
     def _look_for_other_publishers(self):
         """
-        Tell the sequencer who else publishes on this vehicle's ``/fmu/in/`` topics.
+        Tell the sequencer who else publishes on this vehicle's ``/fmu/in/`` setpoint topics.
 
-        By what is published, not by name: this bridge writes each topic once, so any further
-        writer is another, a twin with this node's own name and namespace (the same launch
-        started twice) included. A writer whose node is not discovered yet (rmw's
-        ``_NODE_NAME_UNKNOWN_``) is named only when it is still unnamed at the next look: a
-        non-ROS DDS writer.
+        The offboard heartbeat and the setpoints: two such streams interleave, and the vehicle
+        flies neither. A writer of ``vehicle_command`` alone (a ground station's tool switching
+        a mode) streams nothing and is not one. By what is published, not by name: this bridge
+        writes each topic once, so any further writer is another, a twin with this node's own
+        name and namespace (the same launch started twice) included. A writer whose node is not
+        discovered yet (rmw's ``_NODE_NAME_UNKNOWN_``) is named only when it is still unnamed at
+        the next look: a non-ROS DDS writer.
         """
         me = (self.get_name(), self.get_namespace())
-        topics = (self.topics['offboard_control_mode'], self.topics['trajectory_setpoint'],
-                  self.topics['vehicle_command'])
+        topics = (self.topics['offboard_control_mode'], self.topics['trajectory_setpoint'])
         names, twins = [], 0
         for topic in topics:
             mine = 0

@@ -62,6 +62,7 @@ import math
 import numpy as np
 
 from ros_support.settings import check_fields, setting
+from soliton_encirclement_ros.interface import OPERATOR_REQUEST
 from soliton_encirclement_ros.px4.frames import enu_to_ned, yaw_rate_enu_to_ned
 
 # MAVLink / px4_msgs constants (VehicleCommand.msg, VehicleStatus.msg, VehicleCommandAck.msg;
@@ -563,7 +564,7 @@ class OffboardSequencer:
             problem = f'{battery}: charge or swap it before engaging'
         return problem
 
-    def request_land(self, now, why='operator request'):
+    def request_land(self, now, why=OPERATOR_REQUEST):
         """
         Hand over to PX4's land mode; cancels an engage or hold request in progress.
 
@@ -591,7 +592,7 @@ class OffboardSequencer:
                                 f'{self.config.confirm_timeout:g} s for PX4 to take it over',),
                           outcome=cancelled[0], hold_outcome=cancelled[1])
 
-    def request_hold(self, now, why='operator request'):
+    def request_hold(self, now, why=OPERATOR_REQUEST):
         """
         Switch PX4 to Hold (AUTO.LOITER) at once, from any phase: the operator's stop.
 
