@@ -248,8 +248,8 @@ class AgentNode(Node):
         if msg.data != self._vehicle_failure:
             self._vehicle_failure = msg.data
             if msg.data:
-                _operator_log(self.get_logger(), msg.data)(
-                    f'agent {self.agent_id}: the vehicle left the ring: {msg.data}')
+                _log_out_of_ring(self.get_logger(), msg.data,
+                                 f'agent {self.agent_id}: the vehicle left the ring: {msg.data}')
 
     def _on_inject_failure(self, request: SetBool.Request, response: SetBool.Response):
         now_ns = self._now_ns()
@@ -417,9 +417,9 @@ class AgentNode(Node):
             log.warning(f'agent {self.agent_id}: {status}: holding (zero velocity) until the '
                         'target is heard again')
         elif status.kind == FAILED:
-            _operator_log(log, status.detail)(
-                f'agent {self.agent_id}: failed ({status.detail}), commanding zero, out of the '
-                'ring; broadcasting only where its vehicle is (presence)')
+            _log_out_of_ring(log, status.detail, f'agent {self.agent_id}: failed '
+                             f'({status.detail}), commanding zero, out of the ring; broadcasting '
+                             'only where its vehicle is (presence)')
         elif status.kind == OK and previous.kind in (BLIND, TARGET_LOST):
             log.info(f'agent {self.agent_id}: {previous.kind} episode over, resuming control')
         self._publish_status()
@@ -485,9 +485,16 @@ class AgentNode(Node):
         return self._failed
 
 
-def _operator_log(logger, reason: str):
-    """Return the logger's info for what an operator asked (a landing, a hold), else warning."""
-    return logger.info if OPERATOR_REQUEST in reason else logger.warning
+def _log_out_of_ring(logger, reason: str, text: str) -> None:
+    """
+    Log ``text`` at INFO for what an operator asked (a landing, a hold), else at WARN.
+
+    Two call sites, one per severity: rclpy refuses to log from one at another severity.
+    """
+    if OPERATOR_REQUEST in reason:
+        logger.info(text)
+    else:
+        logger.warning(text)
 
 
 def _clock_not_started(now_ns: int, stamp_ns):

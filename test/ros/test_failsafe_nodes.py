@@ -389,3 +389,29 @@ def test_before_the_first_odometry_the_agent_waits_quietly_then_warns(monkeypatc
         assert err.count('for 1 s since the start: holding (zero velocity)') == 1, err
     finally:
         harness.close()
+
+
+def test_a_vehicle_out_for_a_fault_then_for_the_operator_is_logged_at_each_level(agent, capfd):
+    """A warning for a fault, a report for what the operator asked: the agent runs on."""
+    from std_msgs.msg import String
+
+    from soliton_encirclement_ros.nodes.swarm_topics import VEHICLE_FAILURE_QOS
+    from support.harness import spin_until
+    failure = agent.driver.create_publisher(String, '/uav1/vehicle_failure', VEHICLE_FAILURE_QOS)
+    assert spin_until(agent.executor, lambda: failure.get_subscription_count() == 1)
+    node = agent.nodes[0]
+    reasons = ('PX4 left OFFBOARD (nav_state=4 (AUTO_LOITER))', 'landing (operator request)',
+               'landed (operator request)', 'battery 20% remaining')
+    for reason in reasons:
+        failure.publish(String(data=reason))
+        agent.advance(0.3, before_step=agent.feeds)
+        assert node.failed and node.status.detail == f'vehicle: {reason}'
+        failure.publish(String(data=''))
+        agent.advance(0.3, before_step=agent.feeds)
+        assert not node.failed
+    err = capfd.readouterr().err
+    assert 'Logger severity cannot be changed' not in err
+    said = {line.split('the vehicle left the ring: ')[1]: line.split(']')[0].strip('[')
+            for line in err.splitlines() if 'the vehicle left the ring: ' in line}
+    assert said == {reasons[0]: 'WARN', reasons[1]: 'INFO', reasons[2]: 'INFO',
+                    reasons[3]: 'WARN'}
