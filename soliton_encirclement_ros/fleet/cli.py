@@ -104,10 +104,7 @@ def main(argv=None) -> int:
                 return 0 if report.passed else 1
         # engage (after a passing check), land or hold: every bridge at once; each vehicle's
         # verdict from what it reports, printed as it is decided
-        wait = 2.0 if args.action == 'hold' else min(args.timeout, 10.0)  # a stop waits less
-        spin_until(lambda: all(c.service_is_ready() for c in operator.clients(args.action)),
-                   wait)
-        action = FleetAction(operator, args.action)
+        action = FleetAction(operator, args.action, discover=min(args.timeout, 10.0))
 
         def decided():
             for line in action.update():

@@ -114,46 +114,52 @@ class FleetOperator:
         """Return the pre-flight :class:`~.checks.Report` of the graph as heard now."""
         return check_fleet(self.fleet, self.views(stale), stale)
 
-    def clients(self, action: str) -> list:
-        """Return every bridge's ``~/<action>`` client."""
-        return [self._clients[(v.name, action)] for v in self.fleet.vehicles]
-
-    def call(self, action: str) -> dict:
-        """Call every bridge's ``~/<action>`` (engage, land) at once; {vehicle: future or why}."""
-        calls = {}
-        for vehicle in self.fleet.vehicles:
-            client = self._clients[(vehicle.name, action)]
-            if not client.service_is_ready():
-                calls[vehicle.name] = (f'{vehicle.bridge}/{action} is not available (bridge '
-                                       'not running, or not discovered yet)')
-            else:
-                calls[vehicle.name] = client.call_async(Trigger.Request())
-        return calls
+    def call(self, vehicle, action: str):
+        """Call ``vehicle``'s bridge's ``~/<action>`` if it is discovered; its future, or None."""
+        client = self._clients[(vehicle.name, action)]
+        return client.call_async(Trigger.Request()) if client.service_is_ready() else None
 
 
 class FleetAction:
     """
     One action (engage, land, hold) on every vehicle at once, judged by what each reports.
 
-    :meth:`update` after each spin decides what can be decided (returns the new lines);
+    Each bridge's service is called as soon as it is discovered (a fleet command that has just
+    started discovers them one by one: none waits for the others), within ``discover`` s.
+    :meth:`update` after each spin calls and decides what can be (returns the new lines);
     :meth:`finish` at the time limit fails the undecided, naming what each bridge reports;
     :attr:`ok` and :attr:`lines` then say how it ended.
     """
 
-    def __init__(self, operator: FleetOperator, action: str) -> None:
+    def __init__(self, operator: FleetOperator, action: str, discover: float = 10.0) -> None:
         self.operator, self.action = operator, action
         self.started = time.monotonic()
-        self.calls = operator.call(action)
+        self._discover_until = self.started + discover
+        self.calls: dict = {}  # vehicle name -> the call's future, or why it was not made
         self.verdicts: dict[str, tuple[bool, str]] = {}
         self._confirmed_at: dict[str, float] = {}  # when each status first confirmed it
+        self._call_discovered()
+
+    def _call_discovered(self) -> None:
+        late = time.monotonic() > self._discover_until
+        for vehicle in self.operator.fleet.vehicles:
+            if vehicle.name not in self.calls:
+                future = self.operator.call(vehicle, self.action)
+                if future is not None:
+                    self.calls[vehicle.name] = future
+                elif late:
+                    self.calls[vehicle.name] = (
+                        f'{vehicle.bridge}/{self.action} is not available (bridge not running, '
+                        'or not discovered yet)')
 
     @property
     def done(self) -> bool:
         """Return whether every vehicle is decided."""
-        return len(self.verdicts) == len(self.calls)
+        return len(self.verdicts) == len(self.operator.fleet.vehicles)
 
     def update(self) -> list[str]:
-        """Decide the vehicles that can be decided now; return their lines."""
+        """Call the services discovered since, decide what can be now; return the new lines."""
+        self._call_discovered()
         lines = []
         for vehicle in self.operator.fleet.vehicles:
             if vehicle.name not in self.verdicts:
@@ -171,7 +177,12 @@ class FleetAction:
                 status = self.operator.status_since(vehicle.bridge, -math.inf)
                 now = ('no status heard from its bridge' if status is None
                        else f'its bridge reports: {status.get("message", "?")}')
-                self.verdicts[vehicle.name] = (False, f'not confirmed{limit}; {now}')
+                if vehicle.name in self.calls:
+                    why = f'not confirmed{limit}; {now}'
+                else:
+                    why = (f'{vehicle.bridge}/{self.action} was never discovered{limit} (bridge '
+                           f'not running?); {now}')
+                self.verdicts[vehicle.name] = (False, why)
                 lines.append(self._line(vehicle.name, *self.verdicts[vehicle.name]))
         return lines
 
@@ -183,14 +194,16 @@ class FleetAction:
     @property
     def lines(self) -> list[str]:
         """Return one line per vehicle decided so far, in the fleet file's order."""
-        return [self._line(name, *self.verdicts[name]) for name in self.calls
-                if name in self.verdicts]
+        return [self._line(v.name, *self.verdicts[v.name])
+                for v in self.operator.fleet.vehicles if v.name in self.verdicts]
 
     def _line(self, name: str, ok: bool, message: str) -> str:
         return f'{name}: {self.action} {"ok" if ok else "FAILED"}: {message}'
 
     def _judge(self, vehicle) -> Optional[tuple[bool, str]]:
-        call = self.calls[vehicle.name]
+        call = self.calls.get(vehicle.name)
+        if call is None:
+            return None  # its service is not discovered yet
         if isinstance(call, str):
             return False, call
         reply = call.result() if call.done() else None
