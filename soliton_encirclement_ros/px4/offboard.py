@@ -1240,8 +1240,8 @@ class OffboardSequencer:
             self._go_idle()
             self.out_of_ring = f'PX4 left OFFBOARD ({left})'
             return TickOutput(warnings=(
-                f'PX4 left offboard control ({left}): bridge idle, commanding zero velocity; a '
-                'new ~/engage is needed to fly again',))
+                f'PX4 left offboard control ({left}): bridge idle, sending PX4 nothing (its '
+                'mode flies the vehicle); a new ~/engage is needed to fly again',))
         if self._status_stale(now):
             self._go_idle()
             self.out_of_ring = 'vehicle_status stale'

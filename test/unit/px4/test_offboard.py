@@ -133,9 +133,8 @@ def test_leaving_and_returning_to_offboard_between_two_ticks_still_ends_the_enga
     out = seq.tick(2.1)
     assert seq.phase is Phase.IDLE
     assert out.warnings == ('PX4 left offboard control (nav_state=2 (POSCTL), arming_state=2 '
-                            '(ARMED)): '
-                            'bridge idle, commanding zero velocity; a new ~/engage is needed to '
-                            'fly again',)
+                            '(ARMED)): bridge idle, sending PX4 nothing (its mode flies the '
+                            'vehicle); a new ~/engage is needed to fly again',)
     feed(seq, 2.2, OFFBOARD, ARMED, cmd=[1.0, 0.0, 0.0])
     assert seq.setpoint(2.2).held and seq.phase is Phase.IDLE  # flying again needs an engage
 
