@@ -1,15 +1,19 @@
 """
 Batch simulator speed and the reference acceptance figures.
 
-    .venv/bin/python benchmarks/bench_batch_sim.py speed        # sim-s per wall-s
-    .venv/bin/python benchmarks/bench_batch_sim.py acceptance   # N=32 static, moving target
+    .venv/bin/python benchmarks/bench_batch_sim.py speed        # sim-s per CPU-s
+    .venv/bin/python benchmarks/bench_batch_sim.py acceptance   # N=10, 32 static, moving target
         (with the reference gains, for parity; --preset default for the package defaults)
 
-Prints figures only; nothing here asserts on timing.
+Prints the figures and writes them to benchmarks/results/batch_sim_speed.json or
+batch_sim_acceptance.json (``--no-save``: print only); nothing here asserts on timing.
 """
 from __future__ import annotations
 
 import argparse
+import time
+
+from results import add_options, load_average, save, table
 
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.core.gains import PRESETS
@@ -18,6 +22,8 @@ from soliton_encirclement_ros.sim.batch_sim import simulate
 
 SPEED_CASES = ((10, 20.0), (100, 10.0), (1000, 2.0))  # (agents, simulated seconds)
 ACCEPTANCE = {
+    'static N=10, 120 s': (Scenario(agents=10), {'mean E_r': 0.003, 'mean E_gap': 0.035,
+                                                 'mean G_max': 1.09}),
     'static N=32, 120 s': (Scenario(agents=32), {'final E_gap': 0.37, 'final G_max': 1.63}),
     'moving target N=10, failures 1/min, 300 s': (
         Scenario(agents=10, duration=300.0, target_motion='random', target_speed=5.0,
@@ -27,21 +33,27 @@ ACCEPTANCE = {
 }
 
 
-def speed(periods, engines) -> None:
-    print('| N | control period [s] | engine | sim-s per wall-s |')
+def speed(periods, engines) -> dict:
+    print('| N | control period [s] | engine | sim-s per CPU-s |')
     print('|---|---|---|---|')
+    rows = []
     for engine in engines:
         for period in periods:
             for agents, duration in SPEED_CASES:
                 if engine == 'per-agent' and agents > 100:
                     continue
+                start = time.process_time()
                 result = simulate(Scenario(agents=agents, duration=duration,
                                            control_period=period), engine)
-                print(f'| {agents} | {period:g} | {result.params["engine"]} | '
-                      f'{result.real_time_factor:.2f} |', flush=True)
+                rate = duration / (time.process_time() - start)
+                print(f'| {agents} | {period:g} | {result.params["engine"]} | {rate:.2f} |',
+                      flush=True)
+                rows.append([agents, period, result.params['engine'], round(rate, 2)])
+    return {'speed': table(['N', 'control period [s]', 'engine', 'sim-s per CPU-s'], rows)}
 
 
-def acceptance(seeds, preset: str) -> None:
+def acceptance(seeds, preset: str) -> dict:
+    rows = []
     for name, (scenario, limits) in ACCEPTANCE.items():
         for seed in seeds:
             summary = summarise(simulate(scenario.with_changes(
@@ -50,9 +62,13 @@ def acceptance(seeds, preset: str) -> None:
             for key, limit in limits.items():
                 kind, metric = key.split()
                 value = summary[kind][metric]
-                figures.append(f'{key} = {value:.4f} (<= {limit}: '
-                               f'{"pass" if value <= limit else "FAIL"})')
+                met = value <= limit
+                figures.append(f'{key} = {value:.4f} (<= {limit}: {"pass" if met else "FAIL"})')
+                rows.append([name, seed, key, f'≤ {limit}', round(value, 4),
+                             'yes' if met else 'no'])
             print(f'{name}, seed {seed}: ' + '; '.join(figures), flush=True)
+    return {'preset': preset, 'acceptance': table(
+        ['scenario', 'seed', 'figure', 'required', 'measured', 'met'], rows)}
 
 
 def main() -> None:
@@ -64,11 +80,13 @@ def main() -> None:
     parser.add_argument('--seeds', type=int, nargs='+', default=[0])
     parser.add_argument('--preset', choices=PRESETS, default='reference',
                         help='acceptance: controller gains (default reference)')
+    add_options(parser)
     args = parser.parse_args()
+    load = load_average()
     if args.what == 'speed':
-        speed(args.periods, args.engines)
+        save(args, 'batch_sim_speed', speed(args.periods, args.engines), load)
     else:
-        acceptance(args.seeds, args.preset)
+        save(args, 'batch_sim_acceptance', acceptance(args.seeds, args.preset), load)
 
 
 if __name__ == '__main__':

@@ -7,13 +7,15 @@ An agent on the R = 20 m ring with ``n`` live neighbours evenly spaced and a sta
 ``receive_states`` (one tick's broadcasts as one ``AgentStates``, as the in-process graph hands
 them out, and the target) then ``agent_tick``. CPU time per tick (time.process_time), best of
 5 rounds. ``--d-safe`` turns the separation term on (fitted to the ring: at most half the
-spacing). Prints figures; asserts nothing.
+spacing). Prints figures and writes them to benchmarks/results/controller_step.json
+(``--no-save``: print only); asserts nothing.
 """
 import argparse
 import math
 import time
 
 import numpy as np
+from results import add_options, load_average, save, table
 
 from soliton_encirclement_ros.core.controller import (
     agent_tick, AgentBroadcast, AgentStates, initial_state, receive_states, TargetBroadcast)
@@ -65,11 +67,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--neighbours', type=int, nargs='+', default=[9, 31, 99])
     parser.add_argument('--d-safe', type=float, default=0.0, help='separation distance [m]')
+    add_options(parser)
     args = parser.parse_args()
+    load = load_average()
     print(f'{"neighbours":>10}{"receive_states us":>19}{"agent_tick us":>15}')
+    rows = []
     for n in args.neighbours:
         rx, tick = cost(n, args.d_safe)
         print(f'{n:>10}{rx:>19.0f}{tick:>15.0f}', flush=True)
+        rows.append([n, round(rx), round(tick)])
+    save(args, 'controller_step', {
+        'd_safe': args.d_safe,
+        'tick': table(['live neighbours', 'receive_states [µs]', 'agent_tick [µs]'], rows)},
+        load)
 
 
 if __name__ == '__main__':

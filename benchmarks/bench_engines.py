@@ -10,12 +10,15 @@ Each registered engine (``core.engines.ENGINES``) that is exact on the scenario 
 ``--control-period``, radius max(20 m, 0.7 N)); the
 per-agent reference only up to N = 64 (it is Python per agent and per message). Prints CPU
 seconds of this process (stable on a shared machine) per engine and the ratio to the
-vectorised engine; nothing here asserts.
+vectorised engine, and writes them to benchmarks/results/engines.json (``--no-save``: print
+only); nothing here asserts.
 """
 from __future__ import annotations
 
 import argparse
 import resource
+
+from results import add_options, load_average, save, table
 
 from soliton_encirclement_ros.core.engines import ENGINES
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -36,7 +39,10 @@ def main() -> None:
     parser.add_argument('--duration', type=float, default=20.0)
     parser.add_argument('--control-period', type=float, default=0.05,
                         help="the controllers' period [s] (swarm_sim's default: 0.01)")
+    add_options(parser)
     args = parser.parse_args()
+    load = load_average()
+    rows = []
     print(f'{"N":>5} ' + ' '.join(f'{name:>12}' for name in ENGINES)
           + '   CPU-s per sim-s; batch / vectorised')
     for n in args.agents:
@@ -53,6 +59,10 @@ def main() -> None:
                          for name in ENGINES)
         ratio = cost['batch'] / cost['vectorised']
         print(f'{n:5d} {cells}   {ratio:.2f}', flush=True)
+        rows.append([n] + [round(cost[name], 4) if name in cost else '-' for name in ENGINES])
+    save(args, 'engines', {
+        'duration': args.duration, 'control_period': args.control_period,
+        'cost': table(['N'] + [f'{name} [CPU-s per sim-s]' for name in ENGINES], rows)}, load)
 
 
 if __name__ == '__main__':

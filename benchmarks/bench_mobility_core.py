@@ -1,7 +1,8 @@
 """
 Time of one vectorised mobility step for N vehicles.
 
-Prints figures; asserts nothing.
+Prints figures and writes them to benchmarks/results/mobility_core.json (``--no-save``: print
+only); asserts nothing.
 
     .venv/bin/python benchmarks/bench_mobility_core.py [--sizes 1 100 1000 10000]
 
@@ -14,6 +15,7 @@ import argparse
 import timeit
 
 import numpy as np
+from results import add_options, load_average, save, table
 
 from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.vehicle import VehicleParams
@@ -43,12 +45,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--sizes', type=int, nargs='+', default=[1, 100, 1000, 10000])
     parser.add_argument('--repeats', type=int, default=5)
+    add_options(parser)
     args = parser.parse_args()
+    load = load_average()
     print(f'{"config":<22} {"N":>6} {"us/step":>10} {"ns/vehicle":>11}')
+    rows = []
     for label, params in CONFIGS.items():
+        row = [label]
         for n in args.sizes:
             micros = time_step(n, params, args.repeats)
-            print(f'{label:<22} {n:>6} {micros:>10.1f} {1e3 * micros / n:>11.1f}')
+            print(f'{label:<22} {n:>6} {micros:>10.1f} {1e3 * micros / n:>11.1f}', flush=True)
+            row.append(round(micros, 1))
+        rows.append(row)
+    save(args, 'mobility_core', {'step': table(
+        ['vehicle model'] + [f'N = {n} [µs]' for n in args.sizes], rows)}, load)
 
 
 if __name__ == '__main__':

@@ -24,7 +24,9 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         closest approach in the crossing scenarios of test_separation_acceptance.py, with and
         without d_safe
 
-Prints figures only; nothing here asserts.
+Prints the figures and writes them to benchmarks/results/stability_<what>.json (with
+``_reference``, ``_d_safe_<m>`` or ``_target_lead_<s>`` when asked for those; ``--no-save``:
+print only); nothing here asserts.
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ import statistics
 import time
 
 import numpy as np
+from results import add_options, load_average, save, table
 
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.core.gains import ControllerParams, PRESETS
@@ -52,7 +55,7 @@ MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion=
                   failures_per_min=1.0, failure_off_time=8.0)
 
 
-def growth(plot: str | None) -> None:
+def growth(plot: str | None) -> dict:
     curves = {}
     for preset in ('default', 'reference'):
         for period, tau in CONFIGS:
@@ -63,11 +66,17 @@ def growth(plot: str | None) -> None:
     print('| N | ' + ' | '.join(f'{p} P={pe:g} tau={t:g}' for p, pe, t in curves)
           + ' | default k, f | reference k, f |')
     print('|---' * (len(curves) + 3) + '|')
+    rows = []
     for n in TABLE_NS:
         worst = [ring_growth_rate(n, ControllerParams.preset(p, control_period=0.01))
                  for p in ('default', 'reference')]
         print(f'| {n} | ' + ' | '.join(f'{c[n - 3]:+.3f}' for c in curves.values()) + ' | '
               + ' | '.join(f'{w.mode}, {w.frequency:.2f}' for w in worst) + ' |')
+        rows.append([n, *(f'{c[n - 3]:+.3f}' for c in curves.values()),
+                     *(f'{w.mode}, {w.frequency:.2f}' for w in worst)])
+    results = {'growth': table(
+        ['N', *(f'{p}, P = {pe:g} s, tau {t:g} s' for p, pe, t in curves),
+         'default: mode k, f [rad/s]', 'reference: mode k, f [rad/s]'], rows)}
     for key, curve in curves.items():
         unstable = NS[curve >= 0.0]
         print(f'{key}: max {curve.max():+.4f}/s; unstable from N = '
@@ -93,14 +102,15 @@ def growth(plot: str | None) -> None:
         fig.tight_layout()
         fig.savefig(plot)
         print(f'plot: {plot}')
+    return results
 
 
-D_SAFE = {}  # --d-safe: {'d_safe': value} on top of the preset's gains
+OVERRIDES = {}  # --d-safe, --target-lead: gains on top of the preset's
 
 
 def gains(preset: str) -> dict:
-    """Return the controller overrides of a run: the preset's gains and --d-safe."""
-    return {**PRESETS[preset], **D_SAFE}
+    """Return the controller overrides of a run: the preset's gains, --d-safe, --target-lead."""
+    return {**PRESETS[preset], **OVERRIDES}
 
 
 def _settle(scenario: Scenario) -> tuple[float | None, dict]:
@@ -108,11 +118,12 @@ def _settle(scenario: Scenario) -> tuple[float | None, dict]:
     return summary['settle_time']['E_gap'], summary
 
 
-def settle(preset: str, agents, seeds, period: float) -> None:
+def settle(preset: str, agents, seeds, period: float) -> dict:
     print(f'preset {preset}, P = {period:g} s, 120 s: "E_gap < 0.05 for good" [s] '
           '(never = not settled), closest approach d_min [m]')
     print('| N | ' + ' | '.join(f'seed {s}' for s in seeds) + ' | max | min d_min |')
     print('|---' * (len(seeds) + 3) + '|')
+    rows = []
     for n in agents:
         times, closest = [], []
         for seed in seeds:
@@ -121,11 +132,15 @@ def settle(preset: str, agents, seeds, period: float) -> None:
             times.append(t)
             closest.append(summary['closest']['d_min'])
         worst = 'never' if None in times else f'{max(times):.2f}'
-        print(f'| {n} | ' + ' | '.join('never' if t is None else f'{t:.2f}' for t in times)
-              + f' | {worst} | {min(closest):.2f} |', flush=True)
+        cells = ['never' if t is None else f'{t:.2f}' for t in times]
+        print(f'| {n} | ' + ' | '.join(cells) + f' | {worst} | {min(closest):.2f} |',
+              flush=True)
+        rows.append([n, *cells, worst, round(min(closest), 2)])
+    return {'period': period, 'settle': table(
+        ['N', *(f'seed {s} [s]' for s in seeds), 'latest [s]', 'closest approach [m]'], rows)}
 
 
-def n10(preset: str) -> None:
+def n10(preset: str) -> dict:
     times = []
     for seed in range(5):
         t, _ = _settle(Scenario(agents=10, seed=seed, control_period=0.01,
@@ -134,9 +149,13 @@ def n10(preset: str) -> None:
         print(f'N = 10, P = 0.01 s, preset {preset}, seed {seed}: E_gap < 0.05 from {t} s',
               flush=True)
     print(f'median over seeds 0-4: {statistics.median(times):.2f} s')
+    return {'n10': table(['seed 0', 'seed 1', 'seed 2', 'seed 3', 'seed 4', 'median'],
+                         [[*(f'{t:.2f} s' for t in times),
+                           f'{statistics.median(times):.2f} s']])}
 
 
-def median(preset: str, agents, seeds, engine: str) -> None:
+def median(preset: str, agents, seeds, engine: str) -> dict:
+    rows = []
     for n in agents:
         times = []
         for seed in seeds:
@@ -150,12 +169,15 @@ def median(preset: str, agents, seeds, engine: str) -> None:
                   f'({time.process_time() - start:.0f} CPU-s)', flush=True)
         print(f'N = {n}: median over seeds {",".join(map(str, seeds))}: '
               f'{statistics.median(times):.2f} s', flush=True)
+        rows.append([n, *(f'{t:.2f}' for t in times), f'{statistics.median(times):.2f}'])
+    return {'median': table(['N', *(f'seed {s} [s]' for s in seeds), 'median [s]'], rows)}
 
 
-def turning(preset: str, seeds, engines) -> None:
+def turning(preset: str, seeds, engines) -> dict:
     print('| engine | circle radius [m] | target speed [m/s] | turn rate [rad/s] | seed | '
           'E_r | E_gap | min d_min [m] |')
     print('|---|---|---|---|---|---|---|---|')
+    rows = []
     for engine in engines:
         for (radius, speed), seed in itertools.product(TURNS, seeds):
             scenario = Scenario(agents=10, seed=seed, duration=120.0, control_period=0.01,
@@ -166,10 +188,17 @@ def turning(preset: str, seeds, engines) -> None:
             print(f'| {engine} | {radius:g} | {speed:g} | {speed / radius:.3f} | {seed} | '
                   f'{np.nanmean(late[:, 1]):.4f} | {np.nanmean(late[:, 5]):.4f} | '
                   f'{np.nanmin(metrics[:, 6]):.2f} |', flush=True)
+            rows.append([engine, radius, speed, round(speed / radius, 3), seed,
+                         round(float(np.nanmean(late[:, 1])), 4),
+                         round(float(np.nanmean(late[:, 5])), 4),
+                         round(float(np.nanmin(metrics[:, 6])), 2)])
+    return {'turning': table(['engine', 'circle radius [m]', 'target speed [m/s]',
+                              'turn rate [rad/s]', 'seed', 'E_r', 'E_gap',
+                              'closest approach [m]'], rows)}
 
 
-def moving(preset: str, seeds, engine: str = 'auto') -> None:
-    means = []
+def moving(preset: str, seeds, engine: str = 'auto') -> dict:
+    means, rows = [], []
     for seed in seeds:
         start = time.perf_counter()
         cpu = time.process_time()
@@ -183,8 +212,12 @@ def moving(preset: str, seeds, engine: str = 'auto') -> None:
               f'E_gap = {e_gap:.4f}; min d_min = {d_min:.2f} m '
               f'({time.perf_counter() - start:.0f} s wall, {time.process_time() - cpu:.0f} CPU-s)'
               f'; {_failed_share(result)}', flush=True)
-    print(f'median of seeds: E_r = {statistics.median(m[0] for m in means):.4f} (goal <= 0.065), '
-          f'E_gap = {statistics.median(m[1] for m in means):.4f} (goal <= 0.17)')
+        rows.append([seed, round(float(e_r), 4), round(float(e_gap), 4), round(float(d_min), 2)])
+    e_r, e_gap = (statistics.median(m[k] for m in means) for k in (0, 1))
+    print(f'median of seeds: E_r = {e_r:.4f} (goal <= 0.065), E_gap = {e_gap:.4f} (goal <= 0.17)')
+    rows.append(['median', round(float(e_r), 4), round(float(e_gap), 4), ''])
+    return {'engine': engine, 'moving': table(
+        ['seed', 'mean E_r', 'mean E_gap', 'closest approach [m]'], rows)}
 
 
 def _failed_share(result) -> str:
@@ -216,7 +249,7 @@ def _failed_share(result) -> str:
             f'{nearest.min():.2f} m')
 
 
-def crossings() -> None:
+def crossings() -> dict:
     from pathlib import Path
     import sys
     tests = Path(__file__).resolve().parents[1] / 'test'
@@ -227,6 +260,7 @@ def crossings() -> None:
     print('| scenario | d_safe [m] | min d_min without d_safe [m] | with d_safe [m] (/ d_safe) '
           '| final E_gap, E_r with d_safe |')
     print('|---|---|---|---|---|')
+    rows = []
     for name, (case, d_safe, _) in CROSSINGS.items():
         bare = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=0.0), **case)
         guarded = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=d_safe,
@@ -235,6 +269,12 @@ def crossings() -> None:
         print(f'| {name} | {d_safe:g} | {np.nanmin(bare.metrics[:, 5]):.2f} | {closest:.2f} '
               f'({closest / d_safe:.2f}) | {guarded.metrics[-1, 4]:.1e}, '
               f'{guarded.metrics[-1, 0]:.1e} |', flush=True)
+        rows.append([name, d_safe, round(float(np.nanmin(bare.metrics[:, 5])), 2),
+                     f'{closest:.2f} ({closest / d_safe:.2f})',
+                     f'{guarded.metrics[-1, 4]:.1e}, {guarded.metrics[-1, 0]:.1e}'])
+    return {'crossings': table(['scenario', 'd_safe [m]', 'closest without d_safe [m]',
+                                'closest with d_safe [m] (/ d_safe)',
+                                'final E_gap, E_r with d_safe'], rows)}
 
 
 def main() -> None:
@@ -248,26 +288,37 @@ def main() -> None:
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--period', type=float, default=0.05)
     parser.add_argument('--d-safe', type=float, help="d_safe [m] (default: the controller's)")
+    parser.add_argument('--target-lead', type=float,
+                        help="target_lead [s] (default: the controller's)")
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
+    add_options(parser)
     args = parser.parse_args()
-    if args.d_safe is not None:
-        D_SAFE['d_safe'] = args.d_safe
+    load = load_average()
+    name = f'stability_{args.what}'
+    if args.preset != 'default' and args.what not in ('growth', 'crossings'):
+        name += f'_{args.preset}'
+    for option in ('d_safe', 'target_lead'):
+        if getattr(args, option) is not None:
+            OVERRIDES[option] = getattr(args, option)
+            name += f'_{option}_{getattr(args, option):g}'
     if args.what == 'growth':
-        growth(args.plot)
+        results = growth(args.plot)
     elif args.what == 'settle':
-        settle(args.preset, args.agents, args.seeds, args.period)
+        results = settle(args.preset, args.agents, args.seeds, args.period)
     elif args.what == 'n10':
-        n10(args.preset)
+        results = n10(args.preset)
     elif args.what == 'median':
-        median(args.preset, args.agents, args.seeds, (args.engine or ['auto'])[0])
+        results = median(args.preset, args.agents, args.seeds, (args.engine or ['auto'])[0])
     elif args.what == 'turning':
-        turning(args.preset, args.seeds, args.engine or ['vectorised', 'per-agent', 'batch'])
+        results = turning(args.preset, args.seeds,
+                          args.engine or ['vectorised', 'per-agent', 'batch'])
     elif args.what == 'moving':
-        moving(args.preset, args.seeds, (args.engine or ['auto'])[0])
+        results = moving(args.preset, args.seeds, (args.engine or ['auto'])[0])
     else:
-        crossings()
+        results = crossings()
+    save(args, name, {'preset': args.preset, **OVERRIDES, **results}, load)
 
 
 if __name__ == '__main__':

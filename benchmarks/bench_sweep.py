@@ -15,7 +15,8 @@ and its outputs, as a shell loop pays it); their ratio; the wall time 1000 such 
 on this machine's cores. ``batch_sim`` is measured with its plots and with ``--no-plots`` (what
 a sweep writes: tables only). Then N = 100 (50 runs) and N = 1000 (5 runs), and how the cost of a
 chunk grows with the runs in it. Throughput is agent-simulated-seconds per CPU-second. Prints
-figures only; nothing here asserts.
+figures and writes them to benchmarks/results/sweep.json (``--no-save``: print only); nothing
+here asserts.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ import resource
 import subprocess
 import tempfile
 import time
+
+from results import add_options, load_average, save, table
 
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.executables import find_executable
@@ -65,7 +68,9 @@ def main() -> None:
                         'scenario (start-up dominates)')
     parser.add_argument('--n10-only', action='store_true',
                         help='only the N = 10 comparison (no N = 100/1000, no chunk sizes)')
+    add_options(parser)
     args = parser.parse_args()
+    load = load_average()
     duration = 20.0 if args.quick else 120.0
     cores = os.cpu_count() or 1
     mark = '[QUICK: 20 s runs, not the documented scenario] ' if args.quick else ''
@@ -74,26 +79,40 @@ def main() -> None:
     sweep, cpu, n_chunks = sweep_throughput(10, duration, 200)
     print(f'{mark}N=10, 200 runs, sweep chunks ({n_chunks}): {sweep:,.0f} agent-s per CPU-s '
           f'({cpu:.1f} CPU s, {cpu / 200:.3f} CPU s per run)', flush=True)
+    rows = [['sweep_sim chunks', round(sweep), round(cpu / 200, 3), '']]
     for label, options in (('', ()), (' --no-plots', ('--no-plots',))):
         single, per_run = batch_sim_throughput(10, duration, 3, *options)
         print(f'{mark}N=10, one batch_sim{label} process per run: {single:,.0f} agent-s per '
               f'CPU-s ({per_run:.2f} CPU s per run); sweep ratio {sweep / single:.1f}x',
               flush=True)
+        rows.append([f'one batch_sim{label} process per run', round(single),
+                     round(per_run, 2), f'{sweep / single:.1f}x'])
     projected = 1000 * cpu / 200 * (120.0 / duration) / cores
     print(f'{mark}1000 runs of 120 s on {cores} cores: about {projected / 60:.1f} min wall')
-    if args.n10_only:
-        return
-    for agents, runs, dur in ((100, 50, duration / 4), (1000, 5, duration / 12)):
-        rate, cpu, n_chunks = sweep_throughput(agents, dur, runs)
-        print(f'{mark}N={agents}, {runs} runs of {dur:g} s ({n_chunks} chunks): '
-              f'{rate:,.0f} agent-s per CPU-s ({cpu:.1f} CPU s)')
-    print(f'{mark}runs per chunk (N=10, 10 s runs): agent-s per CPU-s')
-    for size in (1, 10, 50, 100, 200):
-        base = Scenario(agents=10, duration=10.0, control_period=0.01)
-        cpu = time.process_time()
-        run_chunk([base.with_changes(seed=s).to_mapping() for s in range(size)])
-        cpu = time.process_time() - cpu
-        print(f'  {size:4d}: {10 * 10.0 * size / cpu:,.0f}')
+    results = {'quick': args.quick, 'run_length_s': duration,
+               'minutes_for_1000_runs': round(projected / 60, 1),
+               'n10': table(['N = 10, 200 runs', 'agent-s per CPU-s', 'CPU-s per run',
+                             'the sweep is faster by'], rows)}
+    if not args.n10_only:
+        rows = []
+        for agents, runs, dur in ((100, 50, duration / 4), (1000, 5, duration / 12)):
+            rate, cpu, n_chunks = sweep_throughput(agents, dur, runs)
+            print(f'{mark}N={agents}, {runs} runs of {dur:g} s ({n_chunks} chunks): '
+                  f'{rate:,.0f} agent-s per CPU-s ({cpu:.1f} CPU s)', flush=True)
+            rows.append([agents, runs, dur, round(rate)])
+        results['large'] = table(['N', 'runs', 'run length [s]', 'agent-s per CPU-s'], rows)
+        print(f'{mark}runs per chunk (N=10, 10 s runs): agent-s per CPU-s')
+        rows = []
+        for size in (1, 10, 50, 100, 200):
+            base = Scenario(agents=10, duration=10.0, control_period=0.01)
+            cpu = time.process_time()
+            run_chunk([base.with_changes(seed=s).to_mapping() for s in range(size)])
+            cpu = time.process_time() - cpu
+            print(f'  {size:4d}: {10 * 10.0 * size / cpu:,.0f}', flush=True)
+            rows.append([size, round(10 * 10.0 * size / cpu)])
+        results['chunk'] = table(['runs in a chunk (N = 10, 10 s runs)',
+                                  'agent-s per CPU-s'], rows)
+    save(args, 'sweep', results, load)
 
 
 if __name__ == '__main__':

@@ -12,8 +12,11 @@ measured it never drift apart. Each file holds::
      "load": "idle",                       # or what else ran (e.g. "both cores busy")
      "results": {...}}                     # the benchmark's own figures (JSON values)
 
-:func:`write_results` writes it (``--no-save`` in a benchmark skips it); :func:`load_results`
-reads it back.
+:func:`write_results` writes it; :func:`load_results` reads it back. A benchmark adds
+:func:`add_options` (``--no-save``: print only; ``--load TEXT``: what else ran) and ends with
+:func:`save`, which records the 1-minute load average unless told what ran. Its figures are
+tables, :func:`table` (``columns`` and ``rows``), and single values; the docs build renders
+them (``docs/hooks/generated.py``).
 """
 from __future__ import annotations
 
@@ -54,6 +57,36 @@ def command_line(argv: list[str] | None = None) -> str:
     except ValueError:
         pass
     return shlex.join(['.venv/bin/python', str(script), *argv[1:]])
+
+
+def table(columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
+    """Return a table of figures as the docs render it: a header and rows of cells."""
+    return {'columns': list(columns), 'rows': [list(row) for row in rows]}
+
+
+def add_options(parser) -> None:
+    """Add ``--no-save`` and ``--load`` to a benchmark's argument parser."""
+    parser.add_argument('--no-save', action='store_true',
+                        help='print the figures only; do not write benchmarks/results/')
+    parser.add_argument('--load', default=None, metavar='TEXT',
+                        help='what else ran meanwhile, recorded with the figures (default: '
+                        'the 1-minute load average at the start and the end)')
+
+
+def load_average() -> float:
+    """Return the 1-minute load average now (take it before a benchmark starts)."""
+    return os.getloadavg()[0]
+
+
+def save(args, name: str, results: dict[str, Any], load_before: float) -> Path | None:
+    """Write ``results`` as ``name`` unless ``--no-save``; say where; return the path."""
+    if args.no_save:
+        return None
+    load = args.load or (f'1-minute load average {load_before:.1f} at the start, '
+                         f'{load_average():.1f} at the end, on {os.cpu_count()} cores')
+    path = write_results(name, results, load=load)
+    print(f'figures written to {path}', flush=True)
+    return path
 
 
 def write_results(name: str, results: dict[str, Any], load: str = 'idle',
