@@ -5,7 +5,8 @@ Benchmark analyze_run on a 10-agent, 300 s run with 50 Hz odometry (issue #5).
 
 Writes a synthetic bag with rosbags' Writer (agents circling a moving target, 50 Hz odometry,
 agent states at the same rate, metrics at 10 Hz), then times each analysis stage and the
-whole ``analyze_run`` command. Prints the figures; asserts nothing.
+whole ``analyze_run`` command. Prints the figures and writes them to
+benchmarks/results/analysis.json (``--no-save``: print only); asserts nothing.
 """
 import argparse
 import math
@@ -14,6 +15,7 @@ import tempfile
 import time
 
 import numpy as np
+from results import add_options, load_average, save, table
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import get_typestore, Stores
 
@@ -95,7 +97,10 @@ def main():
     parser.add_argument('--duration', type=float, default=300.0)
     parser.add_argument('--rate', type=float, default=50.0)
     parser.add_argument('--storage', default='mcap', choices=['mcap', 'sqlite3'])
+    add_options(parser)
     args = parser.parse_args()
+    load = load_average()
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         bag = Path(tmp) / 'bench'
         start = time.perf_counter()
@@ -104,21 +109,30 @@ def main():
         print(f'bag: {args.agents} agents, {args.duration:g} s, {args.rate:g} Hz odometry, '
               f'{args.storage}, {size:.1f} MiB (written in {time.perf_counter() - start:.1f} s)')
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         run = load_run(bag, relative_time=True)
-        read = time.perf_counter() - start
-        start = time.perf_counter()
+        read = time.perf_counter() - start, time.process_time() - cpu
+        start, cpu = time.perf_counter(), time.process_time()
         times = metric_times(run)
         recompute_metrics(run, times)
-        recompute = time.perf_counter() - start
-        print(f'read + decode bag:          {read:6.2f} s')
-        print(f'recompute metrics ({len(times)} steps): {recompute:6.2f} s')
-
+        recompute = time.perf_counter() - start, time.process_time() - cpu
+        print(f'read + decode bag:          {read[0]:6.2f} s ({read[1]:.2f} CPU-s)')
+        print(f'recompute metrics ({len(times)} steps): {recompute[0]:6.2f} s '
+              f'({recompute[1]:.2f} CPU-s)')
+        rows += [['read and decode the bag', *(round(x, 1) for x in read)],
+                 [f'recompute the metrics ({len(times)} steps)',
+                  *(round(x, 1) for x in recompute)]]
         for label, extra in (('analyze_run, no animation', ['--max-frames', '0']),
-                             ('analyze_run, full', [])):
-            start = time.perf_counter()
+                             ('analyze_run with the animation', [])):
+            start, cpu = time.perf_counter(), time.process_time()
             status = cli.main([str(bag), '--out', str(Path(tmp) / 'out'), *extra])
-            print(f'{label + ":":27s} {time.perf_counter() - start:6.2f} s (exit {status})')
+            wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+            print(f'{label + ":":27s} {wall:6.2f} s ({cpu:.2f} CPU-s, exit {status})', flush=True)
+            rows.append([label, round(wall, 1), round(cpu, 1)])
+    save(args, 'analysis', {
+        'bag': f'{args.agents} agents, {args.duration:g} s, {args.rate:g} Hz odometry and agent '
+               f'states, {args.storage}, {size:.0f} MiB',
+        'stages': table(['stage', 'wall [s]', 'CPU [s]'], rows)}, load)
 
 
 if __name__ == '__main__':

@@ -20,7 +20,8 @@ Memory of the metrics over long runs: during the run, at its end (the outputs), 
    peak RSS and CPU seconds measured from outside (``wait4``). A 240 sim-s run costs about 200
    CPU-s.
 
-Prints figures only.
+Prints the figures and writes them to benchmarks/results/metrics_memory.json (``--no-save``:
+print only).
 """
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ import sys
 import tempfile
 
 import numpy as np
+from results import add_options, load_average, save, table
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_AGENTS = 6
@@ -49,7 +51,7 @@ def rss_mb(field: str = 'VmRSS') -> float:
     return math.nan
 
 
-def node_growth(seconds: float, agents: int) -> None:
+def node_growth(seconds: float, agents: int) -> dict:
     """Print metrics_node's RSS growth from 60 sim-s to ``seconds`` sim-s."""
     import rclpy
     from rclpy.parameter import Parameter
@@ -94,6 +96,9 @@ def node_growth(seconds: float, agents: int) -> None:
     )
     node.destroy_node()
     rclpy.try_shutdown()
+    return {'node': table(['agents', 'sim-s', 'RSS at 60 s [MB]', f'RSS at {seconds:g} s [MB]',
+                           'growth [MB]'],
+                          [[n, seconds, round(first, 1), round(last, 1), round(last - first, 1)]])}
 
 
 def make_streamed_run(directory: Path, seconds: float) -> None:
@@ -150,11 +155,12 @@ def write_outputs(mode: str, directory: Path) -> None:
                       'cpu': time.process_time() - cpu}))
 
 
-def outputs_peak(durations) -> None:
+def outputs_peak(durations) -> dict:
     """Print the peak memory of the end-of-run outputs, streamed and whole, per duration."""
     print(f'end-of-run outputs (plots + summary.json; N = {OUTPUT_AGENTS}, metrics at '
           f'{OUTPUT_RATE:g} Hz, agents.csv a row per agent per tick), peak RSS above the '
           'RSS before writing:')
+    rows = []
     for seconds in durations:
         with tempfile.TemporaryDirectory(prefix='bench_outputs_') as tmp:
             make_streamed_run(Path(tmp), seconds)
@@ -169,12 +175,17 @@ def outputs_peak(durations) -> None:
         print(f'  {seconds:6g} sim-s ({size:5.1f} MB of CSV): read back whole '
               f'{whole["growth"]:+5.1f} MB ({whole["cpu"]:.1f} CPU-s); streamed '
               f'{streamed["growth"]:+5.1f} MB ({streamed["cpu"]:.1f} CPU-s) '
-              f'[RSS before {streamed["before"]:.0f} MB]')
+              f'[RSS before {streamed["before"]:.0f} MB]', flush=True)
+        rows.append([seconds, round(size, 1), round(streamed['growth'], 1),
+                     round(streamed['cpu'], 1)])
+    return {'outputs': table(['run length [sim-s]', 'CSVs [MB]',
+                              'memory taken while writing the outputs [MB]', 'CPU-s'], rows)}
 
 
-def swarm_sim_peak(durations, agents: int = OUTPUT_AGENTS) -> None:
+def swarm_sim_peak(durations, agents: int = OUTPUT_AGENTS) -> dict:
     """Run swarm_sim for each duration; print its peak RSS and CPU seconds (from outside)."""
     executable = Path(sys.executable).with_name('swarm_sim')
+    rows = []
     for seconds in durations:
         with tempfile.TemporaryDirectory(prefix='bench_swarm_sim_') as tmp:
             proc = subprocess.Popen(
@@ -185,7 +196,10 @@ def swarm_sim_peak(durations, agents: int = OUTPUT_AGENTS) -> None:
             proc.returncode = os.waitstatus_to_exitcode(status)
         print(f'swarm_sim --agents {agents} --duration {seconds:g}: peak RSS '
               f'{usage.ru_maxrss / 1024:.1f} MB, {usage.ru_utime + usage.ru_stime:.0f} CPU-s'
-              f'{"" if proc.returncode == 0 else f" (exit {proc.returncode})"}')
+              f'{"" if proc.returncode == 0 else f" (exit {proc.returncode})"}', flush=True)
+        rows.append([agents, seconds, round(usage.ru_maxrss / 1024, 1),
+                     round(usage.ru_utime + usage.ru_stime)])
+    return {'swarm_sim': table(['agents', 'sim-s', 'peak RSS [MB]', 'CPU-s'], rows)}
 
 
 def main() -> None:
@@ -197,16 +211,19 @@ def main() -> None:
     parser.add_argument('--swarm-sim', type=float, nargs='*', default=[], metavar='SIM_S',
                         help='also run swarm_sim --agents 6 for these lengths')
     parser.add_argument('--child', nargs=2, help=argparse.SUPPRESS)
+    add_options(parser)
     args = parser.parse_args()
     if args.child:
         write_outputs(args.child[0], Path(args.child[1]))
         return
+    load, results = load_average(), {}
     if args.seconds > 0:
-        node_growth(args.seconds, args.agents)
+        results.update(node_growth(args.seconds, args.agents))
     if args.outputs:
-        outputs_peak(args.outputs)
+        results.update(outputs_peak(args.outputs))
     if args.swarm_sim:
-        swarm_sim_peak(args.swarm_sim)
+        results.update(swarm_sim_peak(args.swarm_sim))
+    save(args, 'metrics_memory', results, load)
 
 
 if __name__ == '__main__':

@@ -55,7 +55,8 @@ states + the target's to 10 agents in swarm_sim), the mobility of 11 vehicles wi
 swarm_sim's metrics node at every control tick); both write the metrics CSV and plots at the
 end. Differences left: the original logs an agent row every 0.01 s (swarm_sim every 0.1 s) and
 its agents read their position from the mobility handler, not from odometry messages.
-Asserts nothing.
+Writes the medians and the paired ratios to benchmarks/results/original[_ENGINE].json
+(``--no-save``: print only). Asserts nothing.
 """
 import argparse
 import contextlib
@@ -70,6 +71,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from results import add_options, load_average, save, table
 
 CASE = 'n10-odom100'  # bench_swarm_sim.py's case: N = 10, P = 0.01 s, odometry 100 Hz
 PERIOD = 0.01  # control period, mobility step and telemetry period of both sides [s]
@@ -205,7 +208,10 @@ def main() -> None:
                         '(bench_swarm_sim.py --shell-only): the most a free controller gives')
     here = load_bench_swarm_sim(Path(__file__).resolve().parents[1])  # its --engine
     here.add_engine_option(parser)
+    add_options(parser)
     args = parser.parse_args()
+    load_before = load_average()
+    rows = []
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     tree = args.tree.resolve()
     if tree != Path(__file__).resolve().parents[1]:
@@ -259,7 +265,15 @@ def main() -> None:
                   f'{statistics.median(rates["swarm_sim"]):.2f}; paired ratios '
                   f'{", ".join(f"{r:.2f}" for r in ratios[duration])}x (median '
                   f'{statistics.median(ratios[duration]):.2f}x)', flush=True)
+            rows.append([f'{duration:g} s', round(statistics.median(rates['original']), 2),
+                         round(statistics.median(rates['swarm_sim']), 2),
+                         ', '.join(f'{r:.2f}x' for r in ratios[duration])])
     print(f'load {" ".join(f"{x:.2f}" for x in os.getloadavg())} at the end')
+    name = 'original' + ('' if args.engine == 'nodes' else f'_{args.engine}')
+    save(args, name + ('_shell_only' if args.shell_only else ''), {
+        'engine': args.engine, 'original_preset': args.original_preset,
+        'pairs': table(['runs', 'original: sim-s per CPU-s', 'swarm_sim: sim-s per CPU-s',
+                        'swarm_sim / original, each pair'], rows)}, load_before)
 
 
 if __name__ == '__main__':

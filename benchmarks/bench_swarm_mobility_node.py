@@ -5,7 +5,8 @@ Starts ``swarm_mobility_node`` as its own process (default 100 vehicles, odom 50
 0.01 s), drives every vehicle with a 10 Hz cmd_vel stream from this process, subscribes to all
 odometry, and after a warm-up reports over the measurement window: the node's CPU time as a
 share of one core (utime+stime from /proc), the odometry rate received, and the rate expected.
-Prints figures; asserts nothing.
+Prints figures and writes them to benchmarks/results/swarm_mobility_node.json (``--no-save``:
+print only); asserts nothing.
 
     ROS_DOMAIN_ID=11 ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
         .venv/bin/python benchmarks/bench_swarm_mobility_node.py [--vehicles 100] [--seconds 10]
@@ -27,6 +28,7 @@ from nav_msgs.msg import Odometry
 import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
+from results import add_options, load_average, save, table
 import yaml
 
 from velocity_mobility_ros.nodes.mobility_node import SIM_QOS
@@ -52,7 +54,9 @@ def main() -> None:
     parser.add_argument('--sim-dt', type=float, default=0.01)
     parser.add_argument('--seconds', type=float, default=10.0)
     parser.add_argument('--warmup', type=float, default=3.0)
+    add_options(parser)
     args = parser.parse_args()
+    load = load_average()
 
     names = [f'bench{i + 1}' for i in range(args.vehicles)]
     workdir = Path(tempfile.mkdtemp(prefix='bench_swarm_'))
@@ -111,6 +115,12 @@ def main() -> None:
     print(f'  node CPU: {100.0 * (cpu1 - cpu0) / wall:.1f} % of one core')
     print(f'  odometry received: {counts["odom"] / wall:.0f} msg/s '
           f'(expected {expected:.0f} msg/s, {100.0 * counts["odom"] / wall / expected:.0f} %)')
+    save(args, 'swarm_mobility_node', {'cost': table(
+        ['vehicles', 'odometry per vehicle [Hz]', 'node CPU [% of one core]',
+         'odometry received [% of expected]'],
+        [[args.vehicles, round(1.0 / (decimation * args.sim_dt), 1),
+          round(100.0 * (cpu1 - cpu0) / wall, 1),
+          round(100.0 * counts['odom'] / wall / expected)]])}, load)
 
 
 if __name__ == '__main__':

@@ -37,7 +37,9 @@ the ROS-domain check, the outputs (of them the plots) and the close; nested phas
 their parent's figure. ``--shell-only`` replaces every agent's control step (neighbour choice,
 law, separation) with a zero command: what the graph costs around the controller (nodes,
 messages, receive path, link figures, mobility, metrics), the most a free controller could give
-(the vehicles then stay where they start, so its hashes are its own). Asserts nothing.
+(the vehicles then stay where they start, so its hashes are its own). Writes the figures to
+benchmarks/results/swarm_sim[_ENGINE][_phases][_shell_only].json (``--no-save``: print only).
+Asserts nothing.
 """
 import argparse
 import hashlib
@@ -49,6 +51,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from results import add_options, load_average, save, table
 
 CASES = {  # name -> (swarm_sim options, default sim duration [s])
     'n10-odom100': (['--agents', '10', '--odom-rate', '100'], 30.0),
@@ -185,7 +189,10 @@ def main() -> None:
                         'graph costs around the controller')
     add_engine_option(parser)
     parser.add_argument('swarm_sim', nargs='*', help='more swarm_sim options, after --')
+    add_options(parser)
     args = parser.parse_args()
+    load = load_average()
+    rows, phase_rows = [], []
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     print(f'{"case":<13}{"sim s":>7}{"loop CPU s":>12}{"sim-s/CPU-s":>13}{"total CPU s":>13}'
           f'{"sim-s/CPU-s (total)":>21}{"peak RSS MiB":>14}  metrics.csv sha256')
@@ -203,13 +210,26 @@ def main() -> None:
                       f'{r["sim"] / r["loop_cpu"]:>13.2f}{r["total_cpu"]:>13.1f}'
                       f'{r["sim"] / r["total_cpu"]:>21.2f}{r["rss_mib"]:>14.0f}  '
                       f'{r["sha256"][:16]}', flush=True)
+                rows.append([name, round(r['sim'], 1), round(r['sim'] / r['loop_cpu'], 2),
+                             round(r['sim'] / r['total_cpu'], 2), round(r['rss_mib'])])
                 if args.phases:
                     phases = r['phases']
                     fixed = r['total_cpu'] - phases.get('loop', 0.0)
+                    labels = [label for label in dict.fromkeys(('imports', *PHASES.values()))
+                              if label in phases and label != 'loop']
                     print(f'  fixed {fixed:.2f} CPU-s: ' + ', '.join(
-                        f'{label} {phases[label]:.2f}'
-                        for label in dict.fromkeys(('imports', *PHASES.values()))
-                        if label in phases and label != 'loop'), flush=True)
+                        f'{label} {phases[label]:.2f}' for label in labels), flush=True)
+                    phase_rows.append([name, round(fixed, 2),
+                                       *(round(phases[label], 2) for label in labels)])
+                    phase_labels = labels
+    results = {'engine': args.engine, 'runs': table(
+        ['case', 'sim-s', 'loop: sim-s per CPU-s', 'whole process: sim-s per CPU-s',
+         'peak RSS [MiB]'], rows)}
+    name = 'swarm_sim' + ('' if args.engine == 'nodes' else f'_{args.engine}')
+    if args.phases:
+        results['phases'] = table(['case', 'fixed CPU-s', *phase_labels], phase_rows)
+        name += '_phases'
+    save(args, name + ('_shell_only' if args.shell_only else ''), results, load)
 
 
 if __name__ == '__main__':
