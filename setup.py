@@ -41,6 +41,11 @@ setup(
                  'flake8', 'flake8-blind-except', 'flake8-builtins', 'flake8-class-newline',
                  'flake8-comprehensions', 'flake8-deprecated', 'flake8-docstrings',
                  'flake8-import-order', 'flake8-quotes'],
+        # The docs site (scripts/docs.sh, and the strict build the suite runs): MkDocs with the
+        # Material theme and mkdocstrings for the API reference, pinned so the site builds the
+        # same everywhere.
+        'docs': ['mkdocs==1.6.1', 'mkdocs-material==9.6.23', 'mkdocstrings==0.30.1',
+                 'mkdocstrings-python==1.18.2'],
     },
     entry_points={
         # Every executable starts in ros_support.entry: a stop handler before the heavy

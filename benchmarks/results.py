@@ -83,7 +83,7 @@ def save(args, name: str, results: dict[str, Any], load_before: float) -> Path |
     if args.no_save:
         return None
     load = args.load or (f'1-minute load average {load_before:.1f} at the start, '
-                         f'{load_average():.1f} at the end, on {os.cpu_count()} cores')
+                         f'{load_average():.1f} at the end')
     path = write_results(name, results, load=load)
     print(f'figures written to {path}', flush=True)
     return path

@@ -18,8 +18,8 @@ if [ ! -f "$stamp" ]; then
   "${pip[@]}" --quiet --upgrade pip
   echo "setup: [2/3] ROS 2 Kilted wheels (requirements-ros.txt)"
   "${pip[@]}" -r requirements-ros.txt
-  echo "setup: [3/3] this package, its test tools and the live view"
-  "${pip[@]}" -e '.[standalone,test,live]'
+  echo "setup: [3/3] this package, its test tools, the live view and the docs tools"
+  "${pip[@]}" -e '.[standalone,test,live,docs]'
   rm -f .venv/.installed-*
   touch "$stamp"
   echo "setup: done"

@@ -9,7 +9,7 @@ from support.lint_cache import LintRecord, tool_identity
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ['ros_support', 'soliton_encirclement_ros', 'velocity_mobility_ros', 'test', 'launch',
-           'benchmarks', 'scripts']
+           'benchmarks', 'scripts', 'docs/hooks']
 # The flake8 plugins a ROS install's ament_flake8 depends on, by the codes they add.
 ROS_PLUGIN_CODES = {'A00', 'B90', 'C4', 'CNL', 'D', 'D001', 'I', 'Q0'}
 

@@ -8,7 +8,7 @@ from support.lint_cache import LintRecord, tool_identity
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ['ros_support', 'soliton_encirclement_ros', 'velocity_mobility_ros', 'test', 'launch',
-           'benchmarks', 'scripts']
+           'benchmarks', 'scripts', 'docs/hooks']
 
 
 @pytest.mark.linter
