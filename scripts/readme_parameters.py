@@ -1,12 +1,12 @@
 """
-Write (or check) the parameter tables (docs/parameters.md) from the nodes' own parameter specs.
+Write (or check) the parameter tables (docs/reference/parameters.md) from the nodes' own specs.
 
-    .venv/bin/python scripts/readme_parameters.py          # rewrite docs/parameters.md
-    .venv/bin/python scripts/readme_parameters.py --check  # exit 1 if docs/parameters.md is stale
+    .venv/bin/python scripts/readme_parameters.py          # rewrite docs/reference/parameters.md
+    .venv/bin/python scripts/readme_parameters.py --check  # exit 1 if the page is stale
 
 Each table sits between ``<!-- parameters: NODE -->`` and ``<!-- end parameters -->``; its
 rows come from the ParamSpec lists the node declares (description, unit and bounds live there
-and, for the controller gains, in ``ControllerParams``' field metadata), so the README cannot
+and, for the controller gains, in ``ControllerParams``' field metadata), so the page cannot
 drift from the code. ``test/ros/test_readme_parameters.py`` runs the check.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import re
 import sys
 
-README = Path(__file__).resolve().parents[1] / 'docs' / 'parameters.md'
+PAGE = Path(__file__).resolve().parents[1] / 'docs' / 'reference' / 'parameters.md'
 BLOCK = re.compile(
     r'(<!-- parameters: (?P<node>\w+) -->\n)(?P<table>.*?)(<!-- end parameters -->)', re.S)
 
@@ -49,7 +49,8 @@ def render(text: str) -> str:
     def table(match: re.Match) -> str:
         node = match.group('node')
         if node not in tables:
-            raise SystemExit(f'docs/parameters.md: no known node in a parameters block: {node}')
+            raise SystemExit('docs/reference/parameters.md: no known node in a parameters block: '
+                             f'{node}')
         return match.group(1) + markdown_table(tables[node]) + match.group(4)
     return BLOCK.sub(table, text)
 
@@ -58,15 +59,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--check', action='store_true', help='only check; exit 1 if stale')
     args = parser.parse_args(argv)
-    text = README.read_text()
+    text = PAGE.read_text()
     new = render(text)
     if args.check:
         if new != text:
-            print('docs/parameters.md is stale: run scripts/readme_parameters.py',
+            print('docs/reference/parameters.md is stale: run scripts/readme_parameters.py',
                   file=sys.stderr)
             return 1
         return 0
-    README.write_text(new)
+    PAGE.write_text(new)
     return 0
 
 

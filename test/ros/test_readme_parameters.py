@@ -1,4 +1,4 @@
-"""docs/parameters.md's tables are the nodes' own specs; every declared parameter is in one."""
+"""docs/reference/parameters.md's tables are the nodes' own specs; every parameter is in one."""
 import importlib.util
 from pathlib import Path
 
@@ -21,9 +21,9 @@ _spec.loader.exec_module(readme_parameters)
 
 
 def test_the_readme_tables_are_generated_from_the_specs():
-    text = (ROOT / 'docs' / 'parameters.md').read_text()
+    text = (ROOT / 'docs' / 'reference' / 'parameters.md').read_text()
     assert readme_parameters.render(text) == text, (
-        'docs/parameters.md is stale: run .venv/bin/python scripts/readme_parameters.py')
+        'docs/reference/parameters.md is stale: run .venv/bin/python scripts/readme_parameters.py')
     shown = [m.group('node') for m in readme_parameters.BLOCK.finditer(text)]
     assert sorted(shown) == sorted(readme_parameters.blocks())  # each table once
 
