@@ -10,7 +10,7 @@ run time. From that one definition:
 - ``ros_support.ros_parameters.specs_of`` declares the ROS parameters, with descriptors and ranges;
 - :func:`add_options` adds the command-line options (``--control-period``), with help text and
   the same rules;
-- the parameter tables (docs/parameters.md) are generated from the ROS specs.
+- the parameter tables (docs/reference/parameters.md) are generated from the ROS specs.
 """
 from __future__ import annotations
 

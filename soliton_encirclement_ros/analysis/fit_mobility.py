@@ -54,7 +54,7 @@ INTERVAL_NOTE = (
     f'parameters.*.interval = value -+ ({COVERAGE_Z:g} std + systematic): std is robust to '
     'residuals correlated in time (Newey-West over 2 s of scores), systematic the model '
     'mismatch (half a step for the delay, 2 % of the value otherwise); it covered the truth '
-    'on independent continuous-time flights (docs/fit_mobility.md). std_white is the old '
+    'on independent continuous-time flights (docs/analyse/fit-mobility.md). std_white is the old '
     'white-noise standard deviation, far too small.')
 
 

@@ -1,7 +1,7 @@
 """
 Metric time series recomputed from the topics of a recorded run, with the core metric functions.
 
-Only standard topics and types are used (the topic table in README.md): agent odometry found by
+Only standard topics and types are used (docs/reference/topics.md): agent odometry found by
 pattern,
 the target's odometry, and optionally ``/swarm/agent_states`` for liveness. At each time of a
 regular grid, every agent's position and world-frame velocity is its latest odometry at or

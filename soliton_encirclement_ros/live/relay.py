@@ -19,7 +19,7 @@ or too slow answers success false and one line saying which and why.
 
 The server speaks the SDK's subprotocol ``foxglove.sdk.v1``: clients that offer only the older
 ``foxglove.websocket.v1`` are refused (HTTP 400). Foxglove 2.x (app and web) connects; see
-docs/live_view.md for Lichtblick.
+docs/simulate/live-view.md for Lichtblick.
 """
 from __future__ import annotations
 

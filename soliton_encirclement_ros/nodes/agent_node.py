@@ -66,7 +66,8 @@ STATUS_LEVELS = {OK: DiagnosticStatus.OK, STARTING: DiagnosticStatus.OK,
 # One parameter per ControllerParams field: default, description and range from the core.
 CONTROLLER_SPECS = specs_of(ControllerParams)
 NODE_SPECS = specs_of(AgentSettings, read_only=True)
-# Everything agent_node declares, in order (its table in docs/parameters.md is generated from it).
+# Everything agent_node declares, in order (its table in docs/reference/parameters.md comes
+# from it).
 PARAMETERS = (*CONTROLLER_SPECS, *NODE_SPECS)
 
 

@@ -1,7 +1,7 @@
 """
 Every node executable's declared parameters, by executable name (imports rclpy).
 
-One table for what reads all of them: the parameter tables (docs/parameters.md)
+One table for what reads all of them: the parameter tables (docs/reference/parameters.md)
 (``scripts/readme_parameters.py``) and the launch files' check that every parameter given is
 declared by some node of the graph (``bringup.launch_support``).
 """

@@ -52,7 +52,7 @@ from soliton_encirclement_ros.nodes.settings import MetricsSettings
 from soliton_encirclement_ros.nodes.swarm_topics import create_swarm_subscription
 
 SPECS = specs_of(MetricsSettings)
-PARAMETERS = tuple(SPECS)  # everything metrics_node declares (docs/parameters.md)
+PARAMETERS = tuple(SPECS)  # everything metrics_node declares (docs/reference/parameters.md)
 PARAMETER_EVENTS_TOPIC = '/parameter_events'
 AGENT_NODE_NAME = 'agent'   # the agents' node name, in any namespace
 ASK_PERIOD = 1.0            # s between two looks for agents whose radius was not heard

@@ -28,7 +28,7 @@ from velocity_mobility_ros.core.vehicle import VehicleParams
 from velocity_mobility_ros.nodes.messages import odometry_to_arrays, to_odometry
 
 SPECS = specs_of(TargetSettings, read_only=True)
-PARAMETERS = tuple(SPECS)  # everything target_node declares (docs/parameters.md)
+PARAMETERS = tuple(SPECS)  # everything target_node declares (docs/reference/parameters.md)
 
 
 class TargetNode(Node):

@@ -197,7 +197,7 @@ class BridgeSettings:
             'offboard': OffboardConfig(**{k: v for k, v in values.items() if k in timing})})
 
 
-# Everything px4_bridge_node declares (its table in docs/parameters.md comes from it).
+# Everything px4_bridge_node declares (its table in docs/reference/parameters.md comes from it).
 PARAMS = (*specs_of(BridgeSettings), *specs_of(OffboardConfig))
 PARAMETERS = PARAMS
 
@@ -235,8 +235,8 @@ def version_mismatch_text(topic, others, type_name):
     wanted = ' or '.join(sorted({f'MESSAGE_VERSION {version(name)}' for name in others}))
     return (f'PX4 publishes {theirs} but this bridge listens on {topic}: its px4_msgs does not '
             f'match the firmware; build the px4_msgs branch whose {type_name} has {wanted} (the '
-            'release of the PX4 firmware, docs/px4.md step 1), or set message_version_suffix '
-            'if PX4 publishes no suffix')
+            'release of the PX4 firmware, docs/px4/index.md step 1), or set '
+            'message_version_suffix if PX4 publishes no suffix')
 
 
 def load_px4_msgs():

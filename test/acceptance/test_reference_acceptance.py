@@ -19,7 +19,7 @@ def test_static_n10_meets_reference_acceptance():
     assert summary['mean']['G_max'] <= 1.09
     assert summary['settle_time']['E_gap'] <= 13.0
     assert summary['settle_time']['E_r'] <= 7.0
-    # today's figures exactly (README): the preset is the reference law, unchanged
+    # the reference figures exactly: the preset is the reference law, unchanged
     assert summary['settle_time']['E_gap'] == pytest.approx(12.15)
     assert summary['settle_time']['E_r'] == pytest.approx(6.14)
     assert summary['mean']['E_gap'] == pytest.approx(0.0316, abs=5e-5)

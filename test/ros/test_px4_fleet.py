@@ -12,7 +12,7 @@ operator runs the real ``fleet`` command in another process, as on a field:
   ``fleet land`` lands every vehicle: PX4 reports each landed and disarmed. Then the field day
   goes on: ``fleet check`` and ``fleet engage`` fly the same fleet again, and it lands again.
 
-Needs a built px4_msgs (docs/px4.md step 1); skips without it.
+Needs a built px4_msgs (docs/px4/index.md step 1); skips without it.
 """
 import json
 import math

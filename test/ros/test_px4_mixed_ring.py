@@ -24,8 +24,9 @@ N = 4
 SIMULATED = 'uav3,uav4'   # the launch argument
 OBSERVE_PERIOD = 0.01     # s: true positions sampled at 100 Hz (the fakes move at 50 Hz)
 OFFBOARD, AUTO_LAND = 14, 18  # px4_msgs VehicleStatus nav_state
-# docs/separation.md: a close approach is two agents closer than 0.5 d_safe after they were once
-# farther than d_safe apart (the push is soft: 0 at d_safe; a pair may come back a few mm inside)
+# docs/explanation/separation.md: a close approach is two agents closer than 0.5 d_safe after
+# they were once farther than d_safe apart (the push is soft: 0 at d_safe; a pair may come back a
+# few mm inside)
 CLOSE_APPROACH = 0.5
 
 ros = pytest.fixture(default_context_executor)

@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 ROOT = Path(__file__).resolve().parents[2]
 CODE = ['ros_support', 'velocity_mobility_ros', 'soliton_encirclement_ros', 'launch']
 ROS_MODULES = ('rclpy', 'launch', 'launch_ros', 'ament_index_python', 'std_srvs')
-NOT_DECLARED = {'px4_msgs'}  # built from source next to PX4 (docs/px4.md); imported at start
+NOT_DECLARED = {'px4_msgs'}  # built from source next to PX4 (docs/px4/index.md); imported at start
 PIP_KEYS = {'rosbags': 'python3-rosbags-pip', 'mcap_ros2': 'mcap-ros2-support',
             'yaml': 'python3-yaml', 'numpy': 'python3-numpy', 'matplotlib': 'python3-matplotlib',
             'transforms3d': 'python3-transforms3d', 'PIL': 'python3-pil', 'tqdm': 'python3-tqdm',

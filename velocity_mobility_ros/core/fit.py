@@ -652,7 +652,8 @@ def _systematic(name: str, value: float, dt: float) -> float:
     The delay: half a step (the model applies a command over whole steps, so where an
     acceleration limit binds the change starts up to a step early or late). The limits and
     taus: ``MODEL_MISMATCH`` of the value (the errors beyond ``COVERAGE_Z`` robust standard
-    deviations on independent continuous-time flights stayed below it: docs/fit_mobility.md).
+    deviations on independent continuous-time flights stayed below it:
+    docs/analyse/fit-mobility.md).
     """
     return 0.5 * dt if name == DELAY else MODEL_MISMATCH * abs(value)
 

@@ -335,7 +335,7 @@ def main(args: list[str] | None = None) -> None:
     spin_node(MobilityNode, args)
 
 
-# Everything mobility_node declares, in order (its table in docs/parameters.md comes from it).
+# Everything mobility_node declares, in order (its table in docs/reference/parameters.md).
 PARAMETERS = (*MOBILITY_PARAMS, *MobilityNode.POSE_PARAMS, *CLOCK_PARAMS)
 
 

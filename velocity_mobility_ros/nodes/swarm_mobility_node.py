@@ -17,7 +17,7 @@ from velocity_mobility_ros.nodes.mobility_node import (
     CLOCK_PARAMS, MOBILITY_PARAMS, MobilityNodeBase, VehicleIO)
 
 SWARM_PARAMS = tuple(specs_of(SwarmPoseSettings))
-# Everything swarm_mobility_node declares, in order (its table in docs/parameters.md).
+# Everything swarm_mobility_node declares, in order (docs/reference/parameters.md).
 PARAMETERS = (*MOBILITY_PARAMS, *SWARM_PARAMS, *CLOCK_PARAMS)
 
 
