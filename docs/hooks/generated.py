@@ -15,7 +15,8 @@ A page that shows a benchmark's figures ends with where they come from: the file
 that wrote it, the package version, the date, the machine and its load. A missing file, table,
 value or executable fails the build (``mkdocs build --strict`` as much as without), so a figure
 cannot outlive the file it comes from. ``CHANGELOG.md`` at the top of the repository is served
-as the page ``changelog.md``.
+as the page ``changelog.md``; the API pages show the docstrings' Sphinx roles (``:func:``) as
+the code they name.
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ CLI_EXECUTABLES = ('swarm_sim', 'batch_sim', 'sweep_sim', 'analyze_run', 'fit_mo
 NODE_EXECUTABLES = ('mobility_node', 'swarm_mobility_node', 'agent_node', 'target_node',
                     'metrics_node', 'px4_bridge_node', 'live_view', 'fleet_node')
 
+# Sphinx roles in the docstrings (:func:`name`), which the API pages show as the code alone.
+SPHINX_ROLE = re.compile(r':(?:func|class|meth|attr|data|mod|obj|exc):(?=<code>)')
 DIRECTIVE = re.compile(r'^<!-- (?P<kind>cli|settings|results): (?P<args>[^>]*?) -->$', re.M)
 INLINE = re.compile(r'<!-- result: (?P<args>[^>]*?) -->')
 
@@ -253,3 +256,8 @@ def on_page_markdown(markdown, page, config, files):
                      + '\n'.join(provenance(name, record) for name, record in used.items())
                      + '\n')
     return markdown
+
+
+def on_page_content(html, page, config, files):
+    """Show the docstrings' Sphinx roles (:func:`name`) as the code they name."""
+    return SPHINX_ROLE.sub('', html)
