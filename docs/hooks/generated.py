@@ -153,7 +153,7 @@ def render_settings(target: str) -> str:
     if not dataclasses.is_dataclass(cls):
         raise PluginError(f'settings: {target} is not a dataclass')
     table = markdown_table(specs_of(cls))
-    return table.replace('| parameter |', '| field |', 1)
+    return table.replace('| parameter |', '| name |', 1)
 
 
 def load_results(name: str) -> dict:
