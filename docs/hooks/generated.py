@@ -23,7 +23,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
-import json
+import importlib.util
 from pathlib import Path
 import re
 
@@ -31,8 +31,12 @@ from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS_DIR = ROOT / 'benchmarks' / 'results'
 CHANGELOG = ROOT / 'CHANGELOG.md'
+# benchmarks/results.py says where a benchmark's figures live and reads them back, once.
+_spec = importlib.util.spec_from_file_location('benchmark_results',
+                                               ROOT / 'benchmarks' / 'results.py')
+benchmark_results = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(benchmark_results)
 
 # The executables with options of their own, each documented on the CLI page; the others are
 # ROS nodes, configured by their parameters (the parameter tables). A new executable must be
@@ -158,15 +162,15 @@ def render_settings(target: str) -> str:
 
 def load_results(name: str) -> dict:
     """Return ``benchmarks/results/NAME.json`` (as ``benchmarks/results.py`` writes it)."""
-    path = RESULTS_DIR / f'{name}.json'
     try:
-        record = json.loads(path.read_text())
+        record = benchmark_results.load_results(name)
     except FileNotFoundError:
-        raise PluginError(f'results: no {path.relative_to(ROOT)}: run the benchmark that '
+        raise PluginError(f'results: no benchmarks/results/{name}.json: run the benchmark that '
                           'writes it') from None
     missing = {'command', 'version', 'measured', 'machine', 'load', 'results'} - set(record)
     if missing:
-        raise PluginError(f'results: {path.relative_to(ROOT)} lacks {", ".join(sorted(missing))}')
+        raise PluginError(f'results: benchmarks/results/{name}.json lacks '
+                          f'{", ".join(sorted(missing))}')
     return record
 
 
