@@ -1,0 +1,122 @@
+"""
+The documentation site builds strictly, and README.md and docs/ hold no development history.
+
+``mkdocs build --strict`` fails on a broken link, a page missing from the navigation, an unknown
+anchor, a bad API reference, and (docs/hooks/generated.py) a benchmark results file, table or
+value a page names that does not exist, or an executable left undocumented. The tiny sites
+below show that each of these fails the build, so the full build passing means something.
+"""
+from pathlib import Path
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOK = ROOT / 'docs' / 'hooks' / 'generated.py'
+# As /work/shared/hooks/before-stop and the project's rule: no stop or issue numbers, no "this
+# hour", no session numbers in what users read (history goes in CHANGELOG.md).
+DIARY = re.compile(r'\bstops? [0-9]+\b(?!\s*(m|s|cm|mm|km)\b)|\bissues? [0-9]+\b|\bthis hour\b'
+                   r'|\bsession [0-9]', re.I)
+README_MAX_LINES = 200
+
+mkdocs = pytest.importorskip('mkdocs', reason='the docs extra is not installed (pip install '
+                             "-e '.[docs]'; scripts/setup.sh does)")
+
+
+def build(config: Path, site: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, '-m', 'mkdocs', 'build', '--strict', '--config-file',
+                           str(config), '--site-dir', str(site)], cwd=config.parent,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_site_builds_strictly(tmp_path):
+    done = build(ROOT / 'mkdocs.yml', tmp_path / 'site')
+    assert done.returncode == 0, done.stdout + done.stderr
+    # the generated parts are there: an executable's options, a benchmark's table and source
+    cli = (tmp_path / 'site' / 'reference' / 'cli' / 'index.html').read_text()
+    assert '--control-period' in cli and '--foxglove-host' in cli
+    performance = (tmp_path / 'site' / 'reference' / 'performance' / 'index.html').read_text()
+    assert 'benchmarks/results/controller_step.json' in performance
+    assert (tmp_path / 'site' / 'changelog' / 'index.html').exists()
+
+
+TINY_CONFIG = """\
+site_name: tiny
+theme: {{name: mkdocs}}
+hooks: [{hook}]
+plugins:
+  - mkdocstrings:
+      handlers: {{python: {{paths: [{root}]}}}}
+validation:
+  nav: {{omitted_files: warn, not_found: warn}}
+  links: {{not_found: warn, anchors: warn}}
+nav:
+  - index.md
+  - changelog.md
+{nav}"""
+
+
+@pytest.mark.parametrize('case, page, nav, complaint', [
+    ('a broken link', 'See [the other page](other.md).', '', 'other.md'),
+    ('an unknown anchor', 'See [the top](#nowhere).', '', 'nowhere'),
+    ('a page missing from the navigation', 'Hello.', '  - missing.md\n', 'missing.md'),
+    ('a bad API reference', '::: soliton_encirclement_ros.core.no_such_module', '',
+     'no_such_module'),
+    ('a results file that was never written', '<!-- results: no_such_benchmark table -->', '',
+     'no_such_benchmark'),
+    ('a table its results file lacks', '<!-- results: controller_step no_such_table -->', '',
+     'no_such_table'),
+    ('an executable that does not exist', '<!-- cli: no_such_tool -->', '', 'no_such_tool'),
+])
+def test_the_strict_build_fails_on(tmp_path, case, page, nav, complaint):
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / 'docs' / 'index.md').write_text(f'# Tiny\n\n{page}\n')
+    config = tmp_path / 'mkdocs.yml'
+    config.write_text(TINY_CONFIG.format(hook=HOOK, root=ROOT, nav=nav))
+    done = build(config, tmp_path / 'site')
+    assert done.returncode != 0, f'{case}: the strict build passed'
+    assert complaint in done.stdout + done.stderr, (case, done.stdout + done.stderr)
+
+
+def test_the_tiny_site_builds_when_nothing_is_wrong(tmp_path):
+    """The failures above are the faults', not the tiny site's."""
+    (tmp_path / 'docs').mkdir()
+    (tmp_path / 'docs' / 'index.md').write_text(textwrap.dedent("""\
+        # Tiny
+
+        One agent's tick takes <!-- result: controller_step d_safe --> m of separation.
+
+        <!-- results: controller_step tick -->
+        """))
+    config = tmp_path / 'mkdocs.yml'
+    config.write_text(TINY_CONFIG.format(hook=HOOK, root=ROOT, nav=''))
+    done = build(config, tmp_path / 'site')
+    assert done.returncode == 0, done.stdout + done.stderr
+    html = (tmp_path / 'site' / 'index.html').read_text()
+    assert 'Figures from <code>benchmarks/results/controller_step.json</code>' in html
+    assert 'bench_controller_step.py' in html  # the command that measured them
+
+
+def user_text():
+    """Yield (path, line number, line) of README.md and every page under docs/."""
+    for path in [ROOT / 'README.md', *sorted((ROOT / 'docs').rglob('*.md'))]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            yield path.relative_to(ROOT), number, line
+
+
+def test_readme_and_docs_hold_no_development_history():
+    diary = [f'{path}:{number}: {line.strip()}' for path, number, line in user_text()
+             if DIARY.search(line)]
+    assert not diary, 'development history belongs in CHANGELOG.md:\n' + '\n'.join(diary)
+
+
+def test_the_readme_is_short_and_its_links_lead_somewhere():
+    text = (ROOT / 'README.md').read_text()
+    assert len(text.splitlines()) <= README_MAX_LINES
+    targets = re.findall(r'\]\(([^)#\s]+)(?:#[^)]*)?\)', text)
+    assert targets
+    missing = [t for t in targets if '://' not in t and not (ROOT / t).exists()]
+    assert not missing, missing
