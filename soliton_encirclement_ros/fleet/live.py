@@ -55,9 +55,8 @@ class FleetOperator:
                 Odometry, f'/{vehicle.name}/{AGENT_ODOM_TOPIC}',
                 lambda msg, name=vehicle.name: self._on_odometry(name, msg), 10,
                 callback_group=callback_group)
-        self._clients = {(v.name, action): node.create_client(
-            Trigger, f'{v.bridge}/{action}', callback_group=callback_group)
-            for v in fleet.vehicles for action in ('engage', 'land', 'hold')}
+        self._callback_group = callback_group
+        self._clients = {}  # (vehicle name, action) -> client, made on first use: fewer to match
 
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         now = time.monotonic()
@@ -116,7 +115,11 @@ class FleetOperator:
 
     def call(self, vehicle, action: str):
         """Call ``vehicle``'s bridge's ``~/<action>`` if it is discovered; its future, or None."""
-        client = self._clients[(vehicle.name, action)]
+        key = (vehicle.name, action)
+        if key not in self._clients:
+            self._clients[key] = self.node.create_client(
+                Trigger, f'{vehicle.bridge}/{action}', callback_group=self._callback_group)
+        client = self._clients[key]
         return client.call_async(Trigger.Request()) if client.service_is_ready() else None
 
 
