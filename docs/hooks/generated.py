@@ -42,7 +42,7 @@ _spec.loader.exec_module(benchmark_results)
 # ROS nodes, configured by their parameters (the parameter tables). A new executable must be
 # put in one of the two, so that it cannot go undocumented.
 CLI_EXECUTABLES = ('swarm_sim', 'batch_sim', 'sweep_sim', 'analyze_run', 'fit_mobility',
-                   'fleet', 'run_recorder')
+                   'fleet', 'px4_sitl_rehearsal', 'run_recorder')
 NODE_EXECUTABLES = ('mobility_node', 'swarm_mobility_node', 'agent_node', 'target_node',
                     'metrics_node', 'px4_bridge_node', 'live_view', 'fleet_node')
 
