@@ -33,6 +33,7 @@ import argparse
 import math
 import os
 from pathlib import Path
+import re
 import signal
 import subprocess
 import sys
@@ -265,9 +266,10 @@ def one_run(args, n: int, work: Path) -> tuple[list, list, int]:
         watch.close()
         rehearsal.send_signal(signal.SIGINT)
         rehearsal.wait(60)
-    warnings = [line.strip() for line in lines
-                if '[WARN]' in line or '[ERROR]' in line or 'WARN  [' in line]
-    return flights, faults, len(warnings)
+    warnings = [re.sub(r'\[\d+\.\d+\] ', '', line.strip()) for line in lines
+                if '[WARN]' in line or '[ERROR]' in line or 'WARN  [' in line
+                or 'ERROR [' in line]
+    return flights, faults, warnings
 
 
 def main() -> None:
@@ -279,13 +281,14 @@ def main() -> None:
     add_options(parser)
     args = parser.parse_args()
     load = load_average()
-    flights, faults, warnings = [], [], []
+    flights, faults, warnings, lines = [], [], [], set()
     for run in range(args.runs):
         with tempfile.TemporaryDirectory(prefix='bench_px4_sitl_') as work:
             f, k, w = one_run(args, args.vehicles, Path(work))
         flights += [[run + 1, *row] for row in f]
         faults += [[run + 1, *row] for row in k]
-        warnings.append([run + 1, w])
+        warnings.append([run + 1, len(w)])
+        lines.update(w)
         print(f'run {run + 1}: {f} {k}', flush=True)
     results = {
         'flights': table(['run', 'vehicles', 'flight', 'command to all armed [s]',
@@ -295,8 +298,12 @@ def main() -> None:
         'faults': table(['run', 'killed agent: to NAV_LAND [s]', 'to landed [s]',
                          'to disarmed [s]', 'ground station Hold: to Hold [s]',
                          'setpoints in that Hold'], faults),
-        'warnings': table(['run', 'WARN/ERROR lines of the nodes and PX4'], warnings)}
+        'warnings': table(['run', 'WARN/ERROR lines of the nodes and PX4'], warnings),
+        'warning_lines': sorted(lines)}
     for name, t in results.items():
+        if name == 'warning_lines':
+            print(name, *t, sep='\n  ')
+            continue
         print(name, t['columns'])
         for row in t['rows']:
             print('  ', row)
