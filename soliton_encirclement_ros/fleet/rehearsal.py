@@ -13,8 +13,9 @@ XRCE-DDS Agent, it starts on this machine, headless (PX4's SIH simulator, no Gaz
   bridge places its vehicle from GPS as on the field;
 - one Micro XRCE-DDS Agent on UDP port 8888 (loopback) for all of them;
 - each vehicle's companion computer: the nodes its ``fleet launch-commands`` line starts
-  (``px4_bridge_node`` and ``agent_node``, with the same parameters), and the ground station's
-  target (``target_node``, static at the field's origin); with ``--record``, ``run_recorder``.
+  (``px4_bridge_node`` and ``agent_node``, with the same parameters; ``--no-companions``: none,
+  run the launch lines yourself), and the ground station's target (``target_node``, static at
+  the field's origin); with ``--record``, ``run_recorder``.
 
 It prints when every vehicle is heard and placed; the team then rehearses from another
 terminal with the same commands as on the field: ``fleet check FILE``, ``fleet engage FILE``,
@@ -97,6 +98,9 @@ def parser() -> argparse.ArgumentParser:
                    'runs/rehearsal-<time>)')
     p.add_argument('--record', action='store_true',
                    help='record the flight (run_recorder) into OUT/bag for analyze_run')
+    p.add_argument('--no-companions', action='store_true',
+                   help="start PX4, the XRCE agent and the ground station's target only: run "
+                   "each companion's `fleet launch-commands` line yourself, as on the field")
     p.add_argument('--ready-timeout', type=float, default=READY_TIMEOUT, metavar='S',
                    help='wait this long for every vehicle to be heard and placed (default '
                    f'{READY_TIMEOUT:g})')
@@ -297,7 +301,8 @@ def run(args, fleet: Fleet, stop: StopRequest) -> int:
             _say(f'{vehicle.name}: PX4 SITL instance {instance} (MAV_SYS_ID '
                  f'{vehicle.target_system}, namespace {vehicle.px4_namespace!r}) at '
                  + ', '.join(f'{c:.1f}' for c in places[vehicle.name]) + ' m from the origin')
-        specs = [spec for v in fleet.vehicles for spec in companion_nodes(fleet, v)]
+        specs = [] if args.no_companions else [
+            spec for v in fleet.vehicles for spec in companion_nodes(fleet, v)]
         specs += ground_nodes(fleet)
         for spec in specs:
             processes.start(spec.full_name.strip('/').replace('/', '_'),
@@ -307,6 +312,9 @@ def run(args, fleet: Fleet, stop: StopRequest) -> int:
                                          str(out / 'bag')])
         _say(f'{len(fleet.vehicles)} PX4, the agent and {len(specs)} nodes started; logs in '
              f'{out / "logs"}')
+        if args.no_companions:
+            _say(f'now run each line of `fleet launch-commands {fleet.path}` (with '
+                 f'FASTDDS_DEFAULT_PROFILES_FILE={profile} exported)')
         return watch(args, fleet, processes, profile, stop)
     finally:
         processes.stop()
