@@ -348,8 +348,7 @@ def test_land_after_lands_a_dead_agents_vehicle_and_waits_for_px4_to_confirm():
 
 
 def landing(handover, touchdown=math.inf):
-    """PX4's (nav_state, arming_state) at ``now``: in AUTO_LAND from ``handover``, disarmed
-    from ``touchdown``."""
+    """PX4's nav and arming state: AUTO_LAND from ``handover``, disarmed from ``touchdown``."""
     return lambda now: ((OFFBOARD, ARMED) if now < handover else
                         (AUTO_LAND, ARMED) if now < touchdown else (AUTO_LAND, DISARMED))
 
@@ -967,7 +966,7 @@ def test_back_inside_before_outside_land_after_flies_on_and_above_the_band_count
 
 @pytest.mark.parametrize('mode', [AUTO_LOITER, AUTO_RTL, AUTO_LAND, POSCTL])
 def test_nothing_is_sent_once_px4_leaves_offboard_for_another_mode(mode):
-    """An RC switch or a failsafe: that mode's own setpoints must not be mixed with the bridge's."""
+    """An RC switch or a failsafe: that mode's setpoints must not be mixed with the bridge's."""
     seq = engaged(2.0)
     seq.on_cmd_vel(2.0, [1.0, 0.0, 0.0], 0.0)
     assert seq.streaming
