@@ -26,6 +26,7 @@ from ros_support.validation import broken_rule, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import separation_note
 from soliton_encirclement_ros.bringup.graph import build_graph, precedence_notes, SwarmPlan
+from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
 from soliton_encirclement_ros.core.engines import ENGINE_CHOICES
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
@@ -134,8 +135,11 @@ def write_run_area(area, out_dir: Path) -> Path:
 
 def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
     """Return the run's parameters for summary.json: the scenario's, then the graph's."""
+    outside = ({} if plan.scenario.area is None else {'outside_start': outside_starts(
+        plan.scenario.area, plan.initial_positions(), list(plan.names))})
     return {
         **plan.scenario.as_dict(),
+        **outside,
         'names': list(plan.names),
         'odom_rate': plan.odom_rate,
         'params_files': list(plan.params_files),
@@ -173,15 +177,22 @@ def _number(value, digits: int = 4, unit: str = '', none: str = 'n/a') -> str:
     return f'{value:.{digits}f}{unit}'
 
 
-def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
+def print_summary(summary: dict, out_dir: Path, stream=None) -> None:
+    """Print the run's summary table to ``stream`` (None: ``sys.stdout`` as it is now)."""
+    stream = sys.stdout if stream is None else stream
     rows = [('metric', 'final', 'mean')] + [
         (name, _number(summary['final'].get(name)), _number(summary['mean'].get(name)))
         for name in METRIC_NAMES]
     for row in rows:
         print(f'  {row[0]:<8}{row[1]:>10}{row[2]:>10}', file=stream)
     settle = summary.get('settle_time') or {}
-    print(f'  settled: E_gap < 0.05 from {_number(settle.get("E_gap"), 2, " s", "never")}, '
-          f'E_r < 0.01 from {_number(settle.get("E_r"), 2, " s", "never")}', file=stream)
+    outside = (summary.get('params') or {}).get('outside_start') or []
+    if outside:
+        print(f'  settled: not reported: {", ".join(outside)} started outside the safety area '
+              'and held', file=stream)
+    else:
+        print(f'  settled: E_gap < 0.05 from {_number(settle.get("E_gap"), 2, " s", "never")}, '
+              f'E_r < 0.01 from {_number(settle.get("E_r"), 2, " s", "never")}', file=stream)
     closest = summary.get('closest') or {}
     print(f'  closest approach: d_min {_number(closest.get("d_min"), 3, " m")} at '
           f'{_number(closest.get("time"), 2, " s")}', file=stream)
@@ -202,6 +213,9 @@ def main(argv=None) -> int:
         return 2
     for note in notes:
         print(f'swarm_sim: {note}', file=sys.stderr)
+    outside = outside_starts_text(plan.scenario.area, plan.initial_positions(), list(plan.names))
+    if outside:
+        print(f'swarm_sim: warning: {outside}', file=sys.stderr)
     out_dir = Path(args.out)
     problem = engine_problem(args, plan) or output_dir_problem(out_dir, '--out')
     if problem:
