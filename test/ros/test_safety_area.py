@@ -120,6 +120,7 @@ def test_agents_below_the_band_hold_and_the_run_says_so(tmp_path, capfd):
         x0, y0 = trace[0][1], trace[0][2]
         assert max(abs(x - x0) + abs(y - y0) for _, x, y, *_ in trace) < 0.05
 
+
 def test_the_area_is_drawn_in_the_markers_at_both_ends_of_its_band():
     from builtin_interfaces.msg import Time
     from soliton_encirclement_ros.core.area import SafetyArea
