@@ -25,7 +25,8 @@ from ros_support.signals import StopRequest
 from ros_support.validation import broken_rule, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import separation_note
-from soliton_encirclement_ros.bringup.graph import build_graph, precedence_notes, SwarmPlan
+from soliton_encirclement_ros.bringup.graph import (
+    agent_controllers, build_graph, precedence_notes, separation_notes, SwarmPlan)
 from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
 from soliton_encirclement_ros.core.engines import ENGINE_CHOICES
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
@@ -139,6 +140,7 @@ def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
         plan.scenario.area, plan.initial_positions(), list(plan.names))})
     return {
         **plan.scenario.as_dict(),
+        **flown_summary(plan),
         **outside,
         'names': list(plan.names),
         'odom_rate': plan.odom_rate,
@@ -146,6 +148,24 @@ def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
         'mode': 'processes' if args.processes else 'in-process',
         'engine': args.engine,
     }
+
+
+def flown_summary(plan: SwarmPlan) -> dict:
+    """
+    Return what the agents fly, after the params files, for summary.json.
+
+    ``d_safe_flown`` the least ``d_safe`` any agent flies on the full ring, and
+    ``d_safe_flown_by_agent`` each one's; ``controller`` the agents' gains when they all fly
+    the same (a params file may set them), else the scenario's.
+    """
+    gains = agent_controllers(plan)
+    n = plan.num_agents
+    flown = {name: float(params.safety_distance(n)) for name, params in gains.items()}
+    out = {'d_safe_flown': min(flown.values()), 'd_safe_flown_by_agent': flown}
+    shared = {json.dumps(params.as_dict(), sort_keys=True) for params in gains.values()}
+    if len(shared) == 1:
+        out['controller'] = next(iter(gains.values())).as_dict()
+    return out
 
 
 def engine_problem(args: argparse.Namespace, plan: SwarmPlan) -> str:
@@ -207,7 +227,8 @@ def main(argv=None) -> int:
         os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
     try:
         plan = plan_from_args(args)
-        notes = precedence_notes(build_graph(plan))  # a bad params file: one line
+        specs = build_graph(plan)
+        notes = precedence_notes(specs) + separation_notes(plan, specs)  # bad file: one line
     except ValueError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return 2
