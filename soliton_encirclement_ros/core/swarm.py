@@ -21,15 +21,23 @@ import numpy as np
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach)
+    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach,
+    uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, NO_NEIGHBOUR, select_neighbours)
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,
                  failures_per_min: float, off_time: float) -> bool:
-    """Whether :class:`SwarmControllers` reproduces the per-agent controllers exactly."""
-    longest = (max(params.agent_timeout, params.target_liveness, params.obstacle_memory)
+    """
+    Whether :class:`SwarmControllers` reproduces the per-agent controllers exactly.
+
+    Without loss every sender's broadcast (a state, or a failed agent's presence) reaches
+    every working receiver every tick, so an agent back from an outage has every row it cached
+    before replaced at once: only its liveness timeouts must have run out meanwhile. (Senders
+    that fall silent, whose rows it would keep, are simulated faults: not vectorisable.)
+    """
+    longest = (max(params.agent_timeout, params.target_liveness)
                + delay + params.control_period)
     return loss == 0.0 and (failures_per_min == 0.0 or off_time > longest)
 
@@ -182,10 +190,15 @@ class SwarmControllers:
         others = {}
         if p.d_safe:  # every other vehicle each row hears: (rows, N, 3), NaN where not
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
+            silent = kept & ~heard & usable
+            radius = None
+            if silent.any():  # silent ones count as discs growing at hold_drift
+                radius = uncertainty_discs(0.0, np.where(silent, now - a.rx_time, 0.0),
+                                           p.usable_uncertainty(ring_size), p)
             others = silent_obstacles_within_reach(
                 positions[rows], velocities[rows], p.safety_distance(ring_size),
-                heard & usable, kept & ~heard & usable, a.position, a.velocity, now - a.sent,
-                ~a.member, p)
+                heard & usable, silent, a.position, a.velocity, now - a.sent,
+                ~a.member, p, radius)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,

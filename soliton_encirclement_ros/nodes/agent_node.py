@@ -10,7 +10,8 @@ gives the same result whatever order the executor runs callbacks in.
 Fail-safe (decided by ``core.controller.agent_tick``, reported here): odometry older than
 ``odom_timeout`` makes the agent blind (silent on the swarm topic, zero velocity); a target
 unheard for ``target_timeout`` gives zero velocity; states stamped more than
-``max_future_stamp`` ahead are rejected; an id heard from two incarnations is an error. An
+``max_future_stamp`` ahead are rejected as states (the warning names the sender) but kept as
+its vehicle's presence, aged from their receipt; an id heard from two incarnations is an error. An
 injected failure takes the controller out (``core.controller.failed_tick``): zero velocity
 once, deaf, out of the ring, broadcasting only its vehicle's presence (``member`` 0). Each
 episode is logged once and ``~/status`` (diagnostic_msgs/DiagnosticStatus) and ``/diagnostics``
@@ -36,8 +37,9 @@ from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentBroadcast, AgentStates, BLIND, FAILED, failed_tick, future_stamp_reason,
-    initial_state, OK, receive_states, STARTING, Status, TARGET_LOST, TargetBroadcast)
+    agent_tick, AgentBroadcast, AgentStates, ahead_as_presence, BLIND, FAILED, failed_tick,
+    future_stamp_reason, initial_state, OK, receive_states, STARTING, Status, TARGET_LOST,
+    TargetBroadcast)
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
@@ -178,7 +180,7 @@ class AgentNode(Node):
             self._report_duplicate(agent_id, incarnations)
         stamp = batch.stamp
         others = ids != self.agent_id
-        ahead = others & (stamp - now > self._params.max_future_stamp)
+        kept, ahead = ahead_as_presence(batch, now_ns, self._params, self.agent_id)
         if ahead.any():
             first = int(np.flatnonzero(ahead)[0])
             self._rejected_stamp('agent', float(stamp[first]), now, int(ids[first]))
@@ -186,8 +188,7 @@ class AgentNode(Node):
             self._links.record(ids[ahead], batch.incarnation[ahead],
                                np.full(count, -1, dtype=np.int64), stamp[ahead],
                                np.full(count, now))
-            others &= ~ahead
-        self._channel.receive_many(batch if others.all() else batch[others], now)
+        self._channel.receive_many(kept if others.all() else kept[others], now)
 
     def _observe_incarnation(self, agent_id: int, incarnation: int, now: float) -> None:
         duplicate = self._duplicates.observe(agent_id, incarnation, now)
@@ -371,9 +372,11 @@ class AgentNode(Node):
             self._channel.due(math.inf)  # drop what is in flight: a failed agent hears nothing
             self._links.deaf()  # what it misses meanwhile is not the link's loss
             self._set_status(Status(FAILED, self._failure_detail()))
-        else:  # a fresh controller; the sequence numbers go on after the presence broadcasts
+        else:  # a fresh controller; the sequence numbers go on after the presence broadcasts,
+            # and the vehicles it knew stay obstacles (one that fell silent meanwhile is one)
             self._state = dataclasses.replace(initial_state(self.agent_id, self.incarnation),
-                                              seq=self._state.seq)
+                                              seq=self._state.seq,
+                                              neighbours=self._state.neighbours)
             self.get_logger().info(f'agent {self.agent_id}: recovered, resuming control')
 
     # --- status -------------------------------------------------------------------------------

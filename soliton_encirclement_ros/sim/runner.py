@@ -169,8 +169,12 @@ def flown_summary(plan: SwarmPlan) -> dict:
 
 
 def engine_problem(args: argparse.Namespace, plan: SwarmPlan) -> str:
-    """Return why ``--engine`` cannot run with the other options (one line), or ''."""
+    """Return why ``--engine`` (nodes too) cannot run with the other options (one line), or ''."""
     if args.engine == NODES:
+        if plan.scenario.simulated_faults:
+            return ('silent_failures, reset_jump and clock_step are simulated by the engines: '
+                    'add --engine auto (or run batch_sim); the node graph has real processes '
+                    'to kill and clocks to step')
         return ''
     from soliton_encirclement_ros.core.engines import choose_engine
     given = {'--processes': args.processes, '--params-file': bool(args.params_file),

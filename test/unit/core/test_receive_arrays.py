@@ -167,7 +167,8 @@ DEFAULT_AND_NO_REACT = pytest.mark.parametrize('params', [
 ], ids=['default', 'no-react', 'small-ring'])
 
 
-def _every_vehicle(table, position, velocity, now, params, own_uncertainty=0.0, d_safe=None):
+def _every_vehicle(table, position, velocity, now, params, own_uncertainty=0.0, d_safe=None,
+                   usable=None):
     """Return the rows the term counted before: every vehicle heard within memory."""
     return np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
 
