@@ -39,7 +39,8 @@ from velocity_mobility_ros.core.model import step, VehicleState
 PER_RUN_FIELDS = ('seed', 'failures_per_min', 'failure_off_time', 'failure_check_period',
                   'loss', 'target_motion', 'target_speed', 'target_period', 'target_boundary',
                   'waypoints', 'arrival_times', 'placement', 'placement_distance',
-                  'placement_spacing', 'placement_bearing', 'placement_spread', 'placement_file')
+                  'placement_spacing', 'placement_bearing', 'placement_spread', 'placement_file',
+                  'silent_failures', 'reset_jump', 'clock_step', 'fault_time')
 DRAW_BLOCK = 1024  # uniforms drawn per stream at a time
 
 
@@ -188,6 +189,7 @@ class BatchControllers:
             self.uncertainty = np.zeros((r, n, n))
             self.stamp = np.full((r, n, n), -math.inf)
             self.trusted_position = np.full((r, n, n, 3), np.nan)
+            self.trusted_velocity = np.full((r, n, n, 3), np.nan)
             self.trusted_uncertainty = np.zeros((r, n, n))
             self.trusted_rx = np.full((r, n, n), -math.inf)
         self._in_flight: list = []
@@ -254,7 +256,7 @@ class BatchControllers:
             np.copyto(self.target_acceleration, t_acc[:, None, :], where=to_target[..., None])
             got = keep & live[:, :, None]
             if self.faulty:
-                self._keep_faults(got, extra, pos, arrival)
+                self._keep_faults(got, extra, pos, vel, arrival)
             self.has |= got
             if extra is None:
                 self.rx[got] = arrival
@@ -275,7 +277,7 @@ class BatchControllers:
             np.copyto(self.nb_u, u[:, None, :], where=got)
             np.copyto(self.nb_u_ss, u_ss[:, None, :], where=got)
 
-    def _keep_faults(self, got, extra, pos, arrival):
+    def _keep_faults(self, got, extra, pos, vel, arrival):
         """
         Take in what a receiver keeps besides a state: uncertainty, stamp, trusted state.
 
@@ -296,6 +298,8 @@ class BatchControllers:
         trust = got & ((uncertainty <= self.params.d_safe) | ~self.has)
         self.trusted_position = np.where(trust[..., None], pos[:, None, :, :],
                                          self.trusted_position)
+        self.trusted_velocity = np.where(trust[..., None], vel[:, None, :, :],
+                                         self.trusted_velocity)
         self.trusted_uncertainty = np.where(trust, uncertainty, self.trusted_uncertainty)
         self.trusted_rx = np.where(trust, rx, self.trusted_rx)
 
@@ -442,9 +446,10 @@ class BatchControllers:
         untrusted = silent & (uncertainty > usable[:, None])
         trusted = None
         if untrusted.any():
-            trusted = (get(self.trusted_position),
-                       uncertainty_discs(get(self.trusted_uncertainty),
-                                         local - get(self.trusted_rx), usable, p), untrusted)
+            since = local - get(self.trusted_rx)
+            trusted = (get(self.trusted_position), get(self.trusted_velocity), since,
+                       uncertainty_discs(get(self.trusted_uncertainty), since, usable, p),
+                       untrusted)
         uncertain = bool(np.any(own_radius > 0.0) or np.any(radius > 0.0))
         others = silent_obstacles_within_reach(
             own, get(velocities), p.safety_distance(ring), heard, silent, nb_pos, nb_vel,
@@ -566,6 +571,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     controllers = BatchControllers(scenarios, ids)
     outages = BatchOutages(scenarios, ids)
     plans = [fault_plan(s, n, s.seed) for s in scenarios]
+    faulty = any(s.simulated_faults for s in scenarios)
     none = stack_plans([no_faults(n)] * r)
     radius = np.array([s.radius for s in scenarios])
     steps_per_tick = round(period / vehicle.sim_dt)
@@ -579,7 +585,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     target_estimate = None  # each run's target acceleration, as target_node estimates it
     for k in range(ticks + 1):
         now = k * period
-        faults = stack_plans([plan.at(now) for plan in plans]) if s0.simulated_faults else none
+        faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
         live = ~outages.update(now) & ~faults.killed
         pos = bodies.position.reshape(r, n + 1, 3)
         vel = bodies.velocity.reshape(r, n + 1, 3)

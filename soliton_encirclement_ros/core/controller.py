@@ -31,7 +31,7 @@ from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows,
     MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, silent_obstacles,
-    uncertainty_discs)
+    silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
@@ -250,8 +250,8 @@ def _broadcast(ints, floats) -> AgentBroadcast:
 
 # The columns of NeighbourTable.trusted: each sender's last trusted state (its uncertainty at
 # most d_safe), where it counts when its broadcast disc is too wide to use.
-TRUSTED_COLUMNS = ('px', 'py', 'pz', 'uncertainty', 'rx')
-_T_POS, _T_UNC, _T_RX = slice(0, 3), 3, 4
+TRUSTED_COLUMNS = ('px', 'py', 'pz', 'vx', 'vy', 'vz', 'uncertainty', 'rx')
+_T_POS, _T_VEL, _T_UNC, _T_RX = slice(0, 3), slice(3, 6), 6, 7
 
 
 class NeighbourTable(Mapping):
@@ -260,7 +260,7 @@ class NeighbourTable(Mapping):
 
     Arrays underneath (``ints`` and ``floats`` as in :class:`AgentStates`, ``rx`` the receive
     times), one row per sender in the order first heard (a sender dropped and heard again goes
-    last): the order in which the ``d_safe`` term sums its obstacles. ``trusted`` (K, 5) of
+    last): the order in which the ``d_safe`` term sums its obstacles. ``trusted`` (K, 8) of
     :data:`TRUSTED_COLUMNS`: each sender's last state whose ``uncertainty`` was at most
     ``d_safe`` (its first state until then), and when it was received. As a mapping it makes
     the broadcast of an id on demand. Never mutated: the functions below return new tables.
@@ -339,7 +339,7 @@ class NeighbourTable(Mapping):
 
 def _as_trusted(floats: np.ndarray, rx: np.ndarray) -> np.ndarray:
     """Return ``NeighbourTable.trusted`` rows of states as received: each trusted as it is."""
-    return np.column_stack((floats[:, _POS], floats[:, _UNC], rx))
+    return np.column_stack((floats[:, _POS], floats[:, _VEL], floats[:, _UNC], rx))
 
 
 def _trusted_after(trusted: np.ndarray, floats: np.ndarray, rx: np.ndarray,
@@ -734,6 +734,8 @@ def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
         others_speed = math.hypot(vx, vy)
         if not (distance > d_safe and others_speed < math.inf and uncertainty <= usable):
             return False  # within d_safe (so within reach), NaN, infinite or too wide
+        if others_speed > 0.0 and not is_fresh(rx, now, params.agent_timeout):
+            return False  # silent while it flew: where its track puts it, the arrays
         radius = _disc_one(uncertainty, rx, now, params, usable)
         heard = True
         fastest = others_speed if others_speed > fastest else fastest
@@ -770,12 +772,19 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
     if kept.size == 0:
         return kept
     floats = table.floats[kept]
-    xy = floats[:, 0:2] - np.asarray(position, dtype=float)[:2]
+    at, moving = floats[:, _POS], floats[:, _VEL]
+    radius, untrusted, _ = _discs(table, kept, now, params, usable)
+    silent = ~is_fresh(table.rx[kept], now, params.agent_timeout)
+    if silent.any():  # a silent one counts where its track puts it by now
+        track, track_v, half = silent_track(at, moving,
+                                            now - table.ints[kept, _STAMP] * 1e-9, params)
+        at = np.where(silent[:, None], track, at)
+        moving = np.where(silent[:, None], track_v, moving)
+        radius = radius + np.where(silent, half, 0.0)
+    xy = at[:, 0:2] - np.asarray(position, dtype=float)[:2]
     distance = np.hypot(xy[:, 0], xy[:, 1])
     speed = math.hypot(float(velocity[0]), float(velocity[1]))
-    velocity_xy = floats[:, _VEL][:, :2]
-    others_speed = np.hypot(velocity_xy[:, 0], velocity_xy[:, 1])
-    radius, untrusted, _ = _discs(table, kept, now, params, usable)
+    others_speed = np.hypot(moving[:, 0], moving[:, 1])
     if not untrusted.any():
         bound = obstacle_reach(speed, float(others_speed.max()), float(radius.max()), params,
                                own_uncertainty, d_safe)
@@ -799,19 +808,25 @@ def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: Cont
     Each row gives two columns (the vehicle, and its rest point or NaN), three when a row's
     broadcast is too wide (its trusted position or NaN). Up to :data:`FLOAT_ROWS` columns,
     which the separation term takes in Python floats, the inputs are lists
-    (:func:`_obstacles_floats`); above, arrays.
+    (:func:`_obstacles_floats`), unless a row fell silent while it flew or is too wide;
+    otherwise arrays.
     """
     usable = params.usable_uncertainty() if usable is None else usable
     radius, untrusted, trusted_radius = _discs(table, rows, now, params, usable)
     wide = bool(untrusted.any())
     own = _minimum(float(own_uncertainty), float(usable))
-    if (3 if wide else 2) * rows.size <= FLOAT_ROWS:
-        return _obstacles_floats(table, rows, now, params, own, usable, wide)
     floats = table.floats[rows]
+    fresh = is_fresh(table.rx[rows], now, params.agent_timeout)
+    flew = bool(np.any(~fresh & ((floats[:, 3] != 0.0) | (floats[:, 4] != 0.0))))
+    if 2 * rows.size <= FLOAT_ROWS and not (flew or wide):
+        return _obstacles_floats(table, rows, now, params, own, usable)
     uncertain = own > 0.0 or bool(np.any(radius > 0.0))
-    trusted = (table.trusted[rows][:, _T_POS], trusted_radius, untrusted) if wide else None
-    obstacles = silent_obstacles(is_fresh(table.rx[rows], now, params.agent_timeout),
-                                 np.ones(rows.size, dtype=bool), floats[:, _POS],
+    trusted = None
+    if wide:
+        kept = table.trusted[rows]
+        trusted = (kept[:, _T_POS], kept[:, _T_VEL], known_age(kept[:, _T_RX], now),
+                   trusted_radius, untrusted)
+    obstacles = silent_obstacles(fresh, np.ones(rows.size, dtype=bool), floats[:, _POS],
                                  floats[:, _VEL], now - table.ints[rows, _STAMP] * 1e-9,
                                  floats[:, _MEMBER] != 1.0, params,
                                  radius if uncertain else None, trusted)
@@ -825,24 +840,23 @@ _OBSTACLE_COLUMNS = [FLOAT_COLUMNS.index(name)
 
 
 def _obstacles_floats(table: NeighbourTable, rows: np.ndarray, now: float,
-                      params: ControllerParams, own_uncertainty: float, usable: float,
-                      wide: bool) -> dict:
+                      params: ControllerParams, own_uncertainty: float, usable: float) -> dict:
     """
     :func:`_obstacles` in Python floats: the values :func:`silent_obstacles` gives.
 
     :class:`law.FloatRows` of (x, y) (the term takes ``>= 2`` columns): each vehicle where it
-    is, moving if heard within ``agent_timeout`` (its state's age) else at rest (age 0); then
-    each presence's rest point (:func:`law.offset_one`, the floats of ``stopping_offset``), NaN
-    for the others, with velocity the point times 0.0 as the arrays make it; with ``wide``,
-    then each trusted position of a broadcast wider than ``usable`` (NaN for the others).
+    is, moving if heard within ``agent_timeout`` (its state's age) else at rest (age 0; one
+    silent while it flew takes the arrays, :func:`law.silent_track`); then each presence's rest
+    point (:func:`law.offset_one`, the floats of ``stopping_offset``), NaN for the others, with
+    velocity the point times 0.0 as the arrays make it. Discs at most ``usable`` wide (none
+    wider: the arrays count their trusted states).
     """
     timeout, lag, braking = params.agent_timeout, params.t_safe, params.a_safe
     drift = params.hold_drift
     positions, velocities, ages, rests, rest_velocities, radii = [], [], [], [], [], []
-    trusts, trust_velocities, trust_radii = [], [], []
-    for stamp_ns, (x, y, vx, vy, member, uncertainty), rx, (tx, ty, _, t_unc, t_rx) in zip(
+    for stamp_ns, (x, y, vx, vy, member, uncertainty), rx in zip(
             table.ints[rows, _STAMP].tolist(), table.floats[rows][:, _OBSTACLE_COLUMNS].tolist(),
-            table.rx[rows].tolist(), table.trusted[rows].tolist()):
+            table.rx[rows].tolist()):
         positions.append((x, y))
         age = known_age(rx, now)
         if age <= timeout:
@@ -862,20 +876,11 @@ def _obstacles_floats(table: NeighbourTable, rows: np.ndarray, now: float,
             rests.append((math.nan, math.nan))
             rest_velocities.append((math.nan, math.nan))
         radii.append(radius)
-        if uncertainty > usable:
-            trusts.append((tx, ty))
-            trust_velocities.append((tx * 0.0, ty * 0.0))
-        else:
-            trusts.append((math.nan, math.nan))
-            trust_velocities.append((math.nan, math.nan))
-        trust_radii.append(_minimum(t_unc + drift * known_age(t_rx, now), usable))
-    extra = len(ages) * (2 if wide else 1)
-    obstacles = {'others_position': FloatRows(positions + rests + (trusts if wide else [])),
-                 'others_velocity': FloatRows(velocities + rest_velocities
-                                              + (trust_velocities if wide else [])),
-                 'others_age': FloatRows(ages + [0.0] * extra)}
+    obstacles = {'others_position': FloatRows(positions + rests),
+                 'others_velocity': FloatRows(velocities + rest_velocities),
+                 'others_age': FloatRows(ages + [0.0] * len(ages))}
     if own_uncertainty > 0.0 or any(radius > 0.0 for radius in radii):
-        obstacles['others_radius'] = radii + radii + (trust_radii if wide else [])
+        obstacles['others_radius'] = radii + radii
         obstacles['own_radius'] = own_uncertainty
     return obstacles
 

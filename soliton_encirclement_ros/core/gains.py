@@ -113,6 +113,11 @@ class ControllerParams:
                                 'trusted position, each as a disc growing at this rate up to the '
                                 'usable size (see v_uncertain), until it is heard again or its '
                                 'landing is', 'm/s', low=0.0)
+    silent_run_on: float = setting(0.5, 'a vehicle whose agent falls silent may fly its last '
+                                   "velocity this long (its bridge's or mobility node's "
+                                   'cmd_timeout) before it brakes to a hover: the d_safe term '
+                                   'counts it anywhere on its way between that and braking at '
+                                   'once', 's', low=0.0)
     v_uncertain: float = setting(2.0, "largest speed the d_safe term adds because of a vehicle's "
                                  'position uncertainty (its disc beyond its point): inside a wide '
                                  'disc an agent stops approaching it and leaves it at this speed '

@@ -683,19 +683,60 @@ def uncertainty_discs(uncertainty, silent_for, usable, params: ControllerParams)
     return np.minimum(grown, np.asarray(usable, dtype=float)[..., None])
 
 
+def silent_track(position, velocity, age, params: ControllerParams):
+    """
+    Return where a vehicle last heard ``age`` s ago may be: (position, velocity, half-width).
+
+    Last heard at ``position`` (..., 3) flying ``velocity`` (..., 3), a vehicle whose agent
+    fell silent flies on at that velocity for at most ``silent_run_on`` (its bridge's or
+    mobility node's ``cmd_timeout``), then brakes to a hover; one whose agent failed or went
+    blind brakes at once (its zero command). Braking is one constant deceleration over
+    :func:`stopping_distance` (``t_safe`` lag, ``a_safe`` braking). The vehicle is on its way
+    between the two, horizontally: the result is their midpoint (..., 3), moving at their mean
+    velocity (..., 3), give or take half their gap (..., 0 at rest). A vehicle last heard at
+    rest is where it was, at rest.
+    """
+    position = np.asarray(position, dtype=float)
+    v = np.asarray(velocity, dtype=float)[..., :2]
+    v = np.where(np.isfinite(v), v, 0.0)
+    speed = np.hypot(v[..., 0], v[..., 1])
+    moving = speed > 0.0
+    tau = np.maximum(np.where(np.isfinite(age), np.asarray(age, dtype=float), 0.0), 0.0)
+    stop = stopping_distance(speed, params.t_safe, params.a_safe)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        along = np.where(moving[..., None], v / np.where(moving, speed, 1.0)[..., None], 0.0)
+        t_stop = np.where(moving, 2.0 * stop / np.where(moving, speed, 1.0), 0.0)
+        decel = np.where(t_stop > 0.0, speed / np.where(t_stop > 0.0, t_stop, 1.0), 0.0)
+    at_once = np.minimum(tau, t_stop)            # braked from the start
+    s1 = speed * at_once - 0.5 * decel * at_once * at_once
+    v1 = np.where(tau < t_stop, speed - decel * at_once, 0.0)
+    run_on = np.minimum(tau, params.silent_run_on)  # flew on, then braked
+    braked = np.minimum(np.maximum(tau - params.silent_run_on, 0.0), t_stop)
+    s2 = speed * run_on + speed * braked - 0.5 * decel * braked * braked
+    v2 = np.where(tau < params.silent_run_on, speed,
+                  np.where(braked < t_stop, speed - decel * braked, 0.0))
+    middle = 0.5 * (s1 + s2)
+    where = position.copy()
+    where[..., :2] = position[..., :2] + along * middle[..., None]
+    moved = np.zeros(position.shape)
+    moved[..., :2] = along * (0.5 * (v1 + v2))[..., None]
+    return where, moved, 0.5 * (s2 - s1)
+
+
 def silent_obstacles(live, silent, position, velocity, age, presence=None,
                      params: Optional[ControllerParams] = None, radius=None, trusted=None,
                      landed=None) -> dict:
     """
-    Return the inputs of the ``d_safe`` term, neighbours that fell silent as obstacles at rest.
+    Return the inputs of the ``d_safe`` term, neighbours that fell silent among them.
 
     ``live``/``silent`` (..., M) mark the other agents heard now and those heard before but no
     longer (they stay obstacles until heard again, or their landing is: ``landed``);
-    ``position``/``velocity`` (..., M, 3) and ``age`` (..., M) their last states. A silent
-    agent's vehicle holds where it was last heard (a failed agent commands zero once, a blind
-    one holds, a dead one's vehicle holds on its last setpoints, PX4 lands it after
-    ``land_after``): it counts there at rest, not carried forward. Rows neither live nor silent,
-    or ``landed`` (..., M; None: none), are NaN (not counted).
+    ``position``/``velocity`` (..., M, 3) and ``age`` (..., M) their last states. A live one
+    counts where it is (carried forward by the term); a silent one where :func:`silent_track`
+    puts it (flying on, then braking to a hover; then held where it stopped: a failed agent
+    commands zero once, a blind one holds, a dead one's vehicle holds on its bridge's
+    timeout, PX4 lands it after ``land_after``), its disc widened by the track's half-width.
+    Rows neither live nor silent, or ``landed`` (..., M; None: none), are NaN (not counted).
 
     ``presence`` (..., M) marks those whose last broadcast was a presence: a failed agent's
     vehicle, braking to a hover on its last zero command. Each also counts at rest where it
@@ -704,9 +745,10 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     alone, a vehicle that brakes as hard as the one behind it looks as if it were not closing.
 
     ``radius`` (..., M): their discs (:func:`uncertainty_discs`; None: none), the rest points'
-    too. ``trusted``: None, or (position (..., M, 3), radius (..., M), used (..., M)) of each
-    vehicle's last trusted state: where ``used`` (its broadcast disc is too wide to use) it
-    counts at rest there as a disc too, as M more columns.
+    too. ``trusted``: None, or (position (..., M, 3), velocity (..., M, 3), age (..., M),
+    radius (..., M), used (..., M)) of each vehicle's last trusted state: where ``used`` (its
+    broadcast disc is too wide to use) it counts where :func:`silent_track` puts it from there,
+    as a disc too, as M more columns.
     """
     live = np.asarray(live, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~live
@@ -714,8 +756,15 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
         live = live & ~np.asarray(landed, dtype=bool)
         silent = silent & ~np.asarray(landed, dtype=bool)
     shown = (live | silent)[..., None]
-    out = {'others_position': np.where(shown, position, np.nan),
-           'others_velocity': np.where(live[..., None], velocity, np.where(shown, 0.0, np.nan)),
+    where, moving = position, np.where(shown, 0.0, np.nan)
+    if silent.any():
+        track, track_v, half = silent_track(position, velocity, age, params)
+        if np.any(silent & (half > 0.0)) or np.any(silent[..., None] & (track_v != 0.0)):
+            where = np.where(silent[..., None], track, position)
+            moving = np.where(silent[..., None], track_v, moving)
+            radius = (0.0 if radius is None else radius) + np.where(silent, half, 0.0)
+    out = {'others_position': np.where(shown, where, np.nan),
+           'others_velocity': np.where(live[..., None], velocity, moving),
            'others_age': np.where(live, np.broadcast_to(age, live.shape), 0.0)}
     if radius is not None:
         out['others_radius'] = np.broadcast_to(np.asarray(radius, dtype=float), live.shape)
@@ -724,14 +773,15 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
         stops = shown & np.asarray(presence, dtype=bool)[..., None]
         rest = np.where(stops, np.asarray(position, dtype=float)
                         + stopping_offset(velocity, params.t_safe, params.a_safe), np.nan)
-        columns.append(_at_rest(rest, out.get('others_radius')))
+        columns.append(_columns(rest, rest * 0.0, out.get('others_radius')))
     if trusted is not None:
-        where, disc, used = trusted
+        at, moved, since, disc, used = trusted
         used = shown[..., 0] & np.asarray(used, dtype=bool)
-        columns.append(_at_rest(np.where(used[..., None], np.asarray(where, dtype=float),
-                                         np.nan),
-                                None if radius is None else np.broadcast_to(
-                                    np.asarray(disc, dtype=float), live.shape)))
+        track, track_v, half = silent_track(at, moved, since, params)
+        disc = np.broadcast_to(np.asarray(disc, dtype=float), live.shape) + half
+        columns.append(_columns(np.where(used[..., None], track, np.nan),
+                                np.where(used[..., None], track_v, np.nan),
+                                None if radius is None else disc))
     if len(columns) == 1:
         return out
     both = {name: np.concatenate([c[name] for c in columns], axis=-2 if name != 'others_age'
@@ -742,9 +792,9 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     return both
 
 
-def _at_rest(points, radius) -> dict:
-    """Columns of obstacles at rest at ``points`` (..., M, 3; NaN: none) with ``radius``."""
-    out = {'others_position': points, 'others_velocity': points * 0.0,
+def _columns(points, velocity, radius) -> dict:
+    """Columns of obstacles at ``points`` (..., M, 3; NaN: none) flying ``velocity``, now."""
+    out = {'others_position': points, 'others_velocity': velocity,
            'others_age': np.zeros(points.shape[:-1])}
     if radius is not None:
         out['others_radius'] = radius
@@ -761,34 +811,38 @@ def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, sile
     ``own_position``/``own_velocity`` (..., 3) the agents', ``d_safe`` (...) the distance each
     flies, the rest as for :func:`silent_obstacles` (``radius`` the discs, None: points;
     ``own_radius`` (...) the agents' own). The columns (..., M) are first cut to each agent's
-    vehicles, heard or silent, within :func:`obstacle_reach` of their broadcast speed and the
-    discs, and every vehicle whose trusted position counts, in their order, then columns of
-    none (K the most any agent keeps): the rows the agent node's ``controller.obstacle_rows``
-    gives it, a presence's rest point and a trusted position with its vehicle. The others add
-    exactly nothing to the term. Up to ``WITHIN_REACH_COLUMNS`` columns in all, every vehicle;
-    with no vehicle within reach of any agent, none (an empty dict: the term is zero, as the
-    agent node's without rows).
+    vehicles, heard or silent (where :func:`silent_track` puts it), within
+    :func:`obstacle_reach` of their speed and the discs, and every vehicle whose trusted
+    position counts, in their order, then columns of none (K the most any agent keeps): the
+    rows the agent node's ``controller.obstacle_rows`` gives it, a presence's rest point and a
+    trusted position with its vehicle. The others add exactly nothing to the term. Up to
+    ``WITHIN_REACH_COLUMNS`` columns in all, every vehicle; with no vehicle within reach of any
+    agent, none (an empty dict: the term is zero, as the agent node's without rows).
     """
     live = np.asarray(live, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~live
     if landed is not None:
         live = live & ~np.asarray(landed, dtype=bool)
         silent = silent & ~np.asarray(landed, dtype=bool)
-        landed = None
     position = np.asarray(position, dtype=float)
     velocity = np.asarray(velocity, dtype=float)
     own = np.asarray(own_position, dtype=float)
     own_v = np.asarray(own_velocity, dtype=float)
+    at, moving, disc = position, velocity, (0.0 if radius is None
+                                            else np.asarray(radius, dtype=float))
+    if silent.any():  # where each silent one may be by now
+        track, track_v, half = silent_track(position, velocity, age, params)
+        at = np.where(silent[..., None], track, position)
+        moving = np.where(silent[..., None], track_v, velocity)
+        disc = disc + np.where(silent, half, 0.0)
     bound = obstacle_reach(np.hypot(own_v[..., 0], own_v[..., 1])[..., None],
-                           np.hypot(velocity[..., 0], velocity[..., 1]),
-                           0.0 if radius is None else np.asarray(radius, dtype=float), params,
+                           np.hypot(moving[..., 0], moving[..., 1]), disc, params,
                            np.asarray(own_radius, dtype=float)[..., None],
                            np.asarray(d_safe, dtype=float)[..., None])
-    distance = np.hypot(position[..., 0] - own[..., None, 0],
-                        position[..., 1] - own[..., None, 1])
+    distance = np.hypot(at[..., 0] - own[..., None, 0], at[..., 1] - own[..., None, 1])
     keep = (live | silent) & ~(distance >= bound)  # NaN: within reach
     if trusted is not None:
-        keep = keep | ((live | silent) & np.asarray(trusted[2], dtype=bool))
+        keep = keep | ((live | silent) & np.asarray(trusted[4], dtype=bool))
     if not keep.any():  # no agent has a vehicle within reach: the term adds nothing
         return {}
     columns = 2 + (trusted is not None)
@@ -798,9 +852,10 @@ def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, sile
     gather = _gatherer(keep)
     kept_trusted = None
     if trusted is not None:
-        kept_trusted = (gather(trusted[0], np.nan, (3,)),
-                        gather(np.asarray(trusted[1], dtype=float), 0.0),
-                        gather(np.asarray(trusted[2], dtype=bool), False))
+        kept_trusted = (gather(trusted[0], np.nan, (3,)), gather(trusted[1], np.nan, (3,)),
+                        gather(np.asarray(trusted[2], dtype=float), 0.0),
+                        gather(np.asarray(trusted[3], dtype=float), 0.0),
+                        gather(np.asarray(trusted[4], dtype=bool), False))
     return silent_obstacles(gather(live, False), gather(silent, False),
                             gather(position, np.nan, (3,)), gather(velocity, np.nan, (3,)),
                             gather(np.asarray(age, dtype=float), 0.0),
