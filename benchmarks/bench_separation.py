@@ -66,7 +66,7 @@ from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.sweep import chunks, Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import write_results  # noqa: E402 - benchmarks/results.py, beside this file
+from results import write_results  # noqa: E402, I100 - benchmarks/results.py, beside this
 
 NS = (3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster')

@@ -245,7 +245,7 @@ class BatchControllers:
         while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
             (arrival, keep_target, keep, t_pos, t_vel, t_acc, pos, vel, u, u_ss, member,
              extra) = self._in_flight.pop(0)
-            to_target = keep_target & live
+            to_target = keep_target  # a failed agent listens too
             self.target_has |= to_target
             if extra is None:
                 self.target_rx[to_target] = arrival
@@ -254,7 +254,7 @@ class BatchControllers:
             np.copyto(self.target_position, t_pos[:, None, :], where=to_target[..., None])
             np.copyto(self.target_velocity, t_vel[:, None, :], where=to_target[..., None])
             np.copyto(self.target_acceleration, t_acc[:, None, :], where=to_target[..., None])
-            got = keep & live[:, :, None]
+            got = keep
             if self.faulty:
                 self._keep_faults(got, extra, pos, vel, arrival)
             self.has |= got
@@ -443,7 +443,7 @@ class BatchControllers:
         own_uncertainty = (np.zeros(own.shape[0]) if faults is None
                            else get(faults.uncertainty))
         own_radius = np.minimum(own_uncertainty, usable)
-        untrusted = silent & (uncertainty > usable[:, None])
+        untrusted = silent & (uncertainty > np.minimum(usable, p.d_safe)[:, None])
         trusted = None
         if untrusted.any():
             since = local - get(self.trusted_rx)

@@ -249,7 +249,7 @@ def _broadcast(ints, floats) -> AgentBroadcast:
 
 
 # The columns of NeighbourTable.trusted: each sender's last trusted state (its uncertainty at
-# most d_safe), where it counts when its broadcast disc is too wide to use.
+# most d_safe), where it counts while its broadcasts are wider (an estimate that jumped).
 TRUSTED_COLUMNS = ('px', 'py', 'pz', 'vx', 'vy', 'vz', 'uncertainty', 'rx')
 _T_POS, _T_VEL, _T_UNC, _T_RX = slice(0, 3), slice(3, 6), 6, 7
 
@@ -698,8 +698,9 @@ def _discs(table: NeighbourTable, rows: np.ndarray, now: float, params: Controll
     Return the discs of ``rows``: (radius, untrusted, trusted radius), arrays over the rows.
 
     ``radius`` the broadcast uncertainty, grown at ``hold_drift`` while the row is silent, at
-    most ``usable``; ``untrusted`` where the broadcast is wider than ``usable`` (its last
-    trusted position counts too), with that one's disc grown since it was received.
+    most ``usable``; ``untrusted`` where the broadcast is wider than ``usable`` or ``d_safe``
+    (not trusted: its last trusted state counts too), with that one's disc grown since it was
+    received.
     """
     uncertainty = table.floats[rows, _UNC]
     age = known_age(table.rx[rows], now)
@@ -708,7 +709,7 @@ def _discs(table: NeighbourTable, rows: np.ndarray, now: float, params: Controll
     trusted = table.trusted[rows]
     trusted_radius = uncertainty_discs(trusted[:, _T_UNC], known_age(trusted[:, _T_RX], now),
                                        usable, params)
-    return radius, uncertainty > usable, trusted_radius
+    return radius, uncertainty > _minimum(float(usable), params.d_safe), trusted_radius
 
 
 def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
@@ -732,7 +733,8 @@ def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
             continue
         distance = math.hypot(x - x0, y - y0)
         others_speed = math.hypot(vx, vy)
-        if not (distance > d_safe and others_speed < math.inf and uncertainty <= usable):
+        if not (distance > d_safe and others_speed < math.inf
+                and uncertainty <= _minimum(usable, params.d_safe)):
             return False  # within d_safe (so within reach), NaN, infinite or too wide
         if others_speed > 0.0 and not is_fresh(rx, now, params.agent_timeout):
             return False  # silent while it flew: where its track puts it, the arrays
@@ -756,7 +758,8 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
     Those heard within ``obstacle_memory`` (not landed) and within :func:`obstacle_reach`
     horizontally of ``d_safe`` flown (None: ``params.d_safe``; the tick passes its ring's),
     counted with their discs (``usable`` the widest, None: ``params.usable_uncertainty()``),
-    and every one whose broadcast is wider than ``usable`` (its last trusted position counts):
+    and every one whose broadcast is wider than ``usable`` or ``d_safe`` (its last trusted
+    position counts):
     the others add exactly nothing to the term. When every vehicle lies beyond the reach of
     the fastest and widest (the usual case on a ring), the rows' own reaches are not computed;
     on a table of at most :data:`FLOAT_OBSTACLE_ROWS` rows that is first asked in Python floats.
@@ -803,12 +806,13 @@ def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: Cont
     rest where last heard, their discs growing at ``hold_drift`` (until heard again); a
     presence also where it will come to rest. A vehicle (this one included) that broadcasts an
     ``uncertainty`` counts as a disc, at most ``usable`` wide (None:
-    ``params.usable_uncertainty()``); a wider broadcast also counts its last trusted position.
+    ``params.usable_uncertainty()``); a broadcast wider than that or ``d_safe`` also counts
+    its last trusted state.
 
     Each row gives two columns (the vehicle, and its rest point or NaN), three when a row's
-    broadcast is too wide (its trusted position or NaN). Up to :data:`FLOAT_ROWS` columns,
+    broadcast is that wide (its trusted state or NaN). Up to :data:`FLOAT_ROWS` columns,
     which the separation term takes in Python floats, the inputs are lists
-    (:func:`_obstacles_floats`), unless a row fell silent while it flew or is too wide;
+    (:func:`_obstacles_floats`), unless a row fell silent while it flew or is that wide;
     otherwise arrays.
     """
     usable = params.usable_uncertainty() if usable is None else usable

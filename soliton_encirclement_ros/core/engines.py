@@ -71,7 +71,7 @@ class PerAgentSwarm:
             return self._tick_faults(now, live, positions, velocities, target_msg, faults)
         for i, channel in enumerate(self.channels):
             due = channel.due(now)
-            if due and live[i]:  # a failed agent ignores what reaches it
+            if due:  # a failed agent listens too
                 self.states[i] = receive_states(self.states[i], due, self.params)
         outgoing = []  # in id order: live agents' states, failed agents' presence
         for j in range(self.ids.size):
@@ -101,7 +101,7 @@ class PerAgentSwarm:
             if not heard[i]:
                 continue
             due = channel.due(float(clocks[i]))
-            if due and live[i]:
+            if due:
                 self.states[i] = receive_states(self.states[i], due, self.params)
         outgoing = []
         for j in np.flatnonzero(heard):
@@ -152,7 +152,7 @@ class VectorisedSwarm:
         c.mark_live(live, now)
         while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
             arrival, target, agents = self._in_flight.popleft()
-            c.deliver_target(target, arrival, live)
+            c.deliver_target(target, arrival, np.ones(live.shape, dtype=bool))
             c.deliver_agents(*agents, rx_time=arrival, now=now, sent=arrival - self.delay)
         self._in_flight.append((now + self.delay, target_msg,  # failed agents: presence
                                 (c.ids, positions.copy(), velocities.copy(), c.u.copy(),
@@ -207,8 +207,7 @@ ENGINES: dict[str, EngineSpec] = {
         lambda scenario: True, "the agent node's controller, one agent at a time"),
     'vectorised': EngineSpec(
         lambda ids, params, scenario: VectorisedSwarm(ids, params, scenario.delay),
-        _vectorisable, 'shared latest broadcasts, O(N) memory: no loss, long outages only, no '
-        'simulated faults'),
+        _vectorisable, 'shared latest broadcasts, O(N) memory: no loss, no simulated faults'),
     'batch': EngineSpec(
         lambda ids, params, scenario: BatchSwarm(ids, scenario),
         lambda scenario: True, "each receiver's own copy, O(N^2) memory: the sweep's engine"),
@@ -229,7 +228,7 @@ def choose_engine(scenario: Scenario, engine: str = 'auto') -> str:
     if engine == 'auto':
         return 'vectorised' if ENGINES['vectorised'].exact(scenario) else REFERENCE
     if not ENGINES[engine].exact(scenario):
-        raise ValueError(f'engine {engine} needs loss 0, failure_off_time longer than the '
-                         'liveness timeouts plus delay and no simulated faults (silent_failures, '
-                         'reset_jump, clock_step); use auto, per-agent or batch')
+        raise ValueError(f'engine {engine} needs loss 0 and no simulated faults '
+                         '(silent_failures, reset_jump, clock_step); use auto, per-agent or '
+                         'batch')
     return engine

@@ -109,7 +109,7 @@ class ControllerParams:
     hold_drift: float = setting(0.5, 'how fast a vehicle may drift from where it was last known '
                                 'while where it is now is not known (PX4 holding it): one that '
                                 'falls silent stays in the d_safe term at rest where it was last '
-                                'heard, and one whose uncertainty is too wide to use at its last '
+                                'heard, and one broadcast wider than d_safe also at its last '
                                 'trusted position, each as a disc growing at this rate up to the '
                                 'usable size (see v_uncertain), until it is heard again or its '
                                 'landing is', 'm/s', low=0.0)
@@ -122,10 +122,10 @@ class ControllerParams:
                                  'position uncertainty (its disc beyond its point): inside a wide '
                                  'disc an agent stops approaching it and leaves it at this speed '
                                  'instead of fleeing at v_safe. A disc counts at most the ring '
-                                 'spacing 2 R sin(pi/N) less the d_safe flown; a wider '
-                                 "broadcast disc gives no direction, and the vehicle's last "
-                                 'trusted position (a disc at most d_safe wide) counts too',
-                                 'm/s', low=0.0)
+                                 'spacing 2 R sin(pi/N) less the d_safe flown (wider, it gives '
+                                 'no direction); beyond d_safe (an estimate that jumped, its '
+                                 "vehicle held), the vehicle's last trusted position (a state "
+                                 'at most d_safe uncertain) counts too', 'm/s', low=0.0)
     target_lead: float = setting(1.0, "feed-forward of the target's acceleration: commands follow "
                                  "the target's velocity this far ahead, the vehicles' velocities "
                                  'are compared with it this far behind; the vehicle velocity time '

@@ -747,7 +747,8 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     ``radius`` (..., M): their discs (:func:`uncertainty_discs`; None: none), the rest points'
     too. ``trusted``: None, or (position (..., M, 3), velocity (..., M, 3), age (..., M),
     radius (..., M), used (..., M)) of each vehicle's last trusted state: where ``used`` (its
-    broadcast disc is too wide to use) it counts where :func:`silent_track` puts it from there,
+    broadcast is wider than ``d_safe`` or the usable size) it counts where
+    :func:`silent_track` puts it from there,
     as a disc too, as M more columns.
     """
     live = np.asarray(live, dtype=bool)

@@ -13,7 +13,8 @@ unheard for ``target_timeout`` gives zero velocity; states stamped more than
 ``max_future_stamp`` ahead are rejected as states (the warning names the sender) but kept as
 its vehicle's presence, aged from their receipt; an id heard from two incarnations is an error. An
 injected failure takes the controller out (``core.controller.failed_tick``): zero velocity
-once, deaf, out of the ring, broadcasting only its vehicle's presence (``member`` 0). Each
+once, out of the ring, broadcasting only its vehicle's presence (``member`` 0); it still
+listens, so that back in the ring it knows every vehicle, one that fell silent meanwhile too. Each
 episode is logged once and ``~/status`` (diagnostic_msgs/DiagnosticStatus) and ``/diagnostics``
 say why, on change and at 1 Hz (an id heard from two incarnations makes the status an ERROR).
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 from collections import deque
 import dataclasses
-import math
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Twist
@@ -162,10 +162,9 @@ class AgentNode(Node):
 
         ``states``: :class:`AgentStates` (an instant's, or one message's), or AgentBroadcasts.
         One numpy pass judges them all: the clock not started, duplicate ids, own states and
-        future stamps; the rest go to the (lossy, delayed) channel as one batch.
+        future stamps; the rest go to the (lossy, delayed) channel as one batch. A failed agent
+        listens too: back in the ring, it knows every vehicle (one that fell silent meanwhile).
         """
-        if self._failed:
-            return
         batch = AgentStates.of(states)
         if now_ns == 0:
             started = ~_clock_not_started(now_ns, batch.stamp_ns)
@@ -203,8 +202,6 @@ class AgentNode(Node):
             'vehicles were started with the same agent_id')
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
-        if self._failed:
-            return
         try:
             state = target_state_from_msg(msg)
         except ValueError as error:
@@ -214,8 +211,6 @@ class AgentNode(Node):
 
     def receive_target_state(self, state: TargetBroadcast, now_ns: int | None = None) -> None:
         """Take a decoded target state heard at ``now_ns`` (default: this node's clock now)."""
-        if self._failed:
-            return
         now_ns = self._now_ns() if now_ns is None else now_ns
         if _clock_not_started(now_ns, state.stamp_ns):
             return
@@ -307,11 +302,10 @@ class AgentNode(Node):
         if failed != self._failed:
             self._on_failure_change(failed)
         self._observe_incarnation(self.agent_id, self.incarnation, now)
-        if not failed:
-            due = self._channel.due(now - THIS_TICK)
-            if due:
-                self._record_links(due)
-                self._state = receive_states(self._state, due, self._params)
+        due = self._channel.due(now - THIS_TICK)  # failed or not: it listens
+        if due:
+            self._record_links(due)
+            self._state = receive_states(self._state, due, self._params)
         if failed:
             tick = failed_tick(self._state, odometry, now, self._params, self._failure_detail())
         else:
@@ -369,14 +363,13 @@ class AgentNode(Node):
         self._failed = failed
         if failed:
             self._cmd_pub.publish(Twist())
-            self._channel.due(math.inf)  # drop what is in flight: a failed agent hears nothing
-            self._links.deaf()  # what it misses meanwhile is not the link's loss
             self._set_status(Status(FAILED, self._failure_detail()))
         else:  # a fresh controller; the sequence numbers go on after the presence broadcasts,
-            # and the vehicles it knew stay obstacles (one that fell silent meanwhile is one)
+            # and what it heard meanwhile stays (the vehicles, one fallen silent among them)
             self._state = dataclasses.replace(initial_state(self.agent_id, self.incarnation),
                                               seq=self._state.seq,
-                                              neighbours=self._state.neighbours)
+                                              neighbours=self._state.neighbours,
+                                              target=self._state.target)
             self.get_logger().info(f'agent {self.agent_id}: recovered, resuming control')
 
     # --- status -------------------------------------------------------------------------------

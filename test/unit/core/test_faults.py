@@ -77,3 +77,42 @@ def test_a_run_models_each_fault_as_a_real_flight_meets_it():
     unc = table.floats[rows[ids[reset]], 9]
     assert unc == 10.0                                         # its jump, as uncertainty
     assert table.floats[rows[ids[stepped]], 8] == 0.0          # kept as presence, not member
+
+
+def test_a_failed_agent_listens_and_knows_a_vehicle_that_fell_silent_meanwhile():
+    """
+    Failed at 1 s, back at 3 s: it knows where agent 2, killed at 2 s, last was.
+
+    Before, a failed agent heard nothing: back in the ring, its last state of agent 2 was from
+    before its own failure, 1 s older than the vehicle's last known place (in the separation
+    benchmark an agent back from an outage flew into a vehicle killed meanwhile, 15 m from
+    where it had last heard it: 0.03 d_safe).
+    """
+    import numpy as np
+    from soliton_encirclement_ros.core.batch_engine import BatchControllers, stack_plans
+    from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
+    from soliton_encirclement_ros.core.engines import PerAgentSwarm
+    from soliton_encirclement_ros.core.faults import no_faults
+    from soliton_encirclement_ros.core.gains import ControllerParams
+    from soliton_encirclement_ros.core.scenario import Scenario
+    params = ControllerParams(control_period=0.05)
+    ids = np.array([1, 2, 3])
+    per_agent = PerAgentSwarm(ids, params, 0.0, 0.0, 0)
+    batch = BatchControllers([Scenario(agents=3, control_period=0.05, silent_failures=1)], ids)
+    positions = np.array([[20.0, 0.0, 0.0], [0.0, 20.0, 0.0], [-20.0, 0.0, 0.0]])
+    for k in range(61):
+        now = k * 0.05
+        faults = no_faults(3)
+        if now >= 2.0 - 1e-9:
+            faults.killed[1] = True
+        live = ~faults.killed & ~((now >= 1.0 - 1e-9) & (now < 3.0 - 1e-9) & (ids == 1))
+        moved = positions + np.array([0.0, now, 0.0])  # agent 2 flies on until killed
+        target = TargetBroadcast(seconds_to_ns(now), np.zeros(3), np.zeros(3))
+        per_agent.tick(now, live, moved, np.zeros((3, 3)), target, faults)
+        batch.tick(now, live[None], moved[None], np.zeros((1, 3, 3)), np.zeros((1, 3)),
+                   np.zeros((1, 3)), 0.0, stack_plans([faults]))
+    table = per_agent.states[0].neighbours
+    row = table.ids.tolist().index(2)
+    assert abs(table.rx[row] - 1.95) < 1e-9           # its last state, heard while failed
+    assert table.floats[row, 1] == 20.0 + 1.95
+    assert abs(batch.rx[0, 0, 1] - 1.95) < 1e-9 and batch.position[0, 0, 1, 1] == 20.0 + 1.95

@@ -212,3 +212,22 @@ def test_a_state_stamped_beyond_max_future_stamp_is_kept_as_a_presence():
     assert stepped.position.tolist() == [1.0, 2.0, 3.0] and stepped.seq == 5
     assert kept.ints[1:].tolist() == states.ints[1:].tolist()
     assert kept.floats[1:].tolist() == states.floats[1:].tolist()
+
+
+def test_a_reset_wider_than_d_safe_keeps_the_held_vehicle_an_obstacle():
+    """
+    A 10 m jump with 10 m of uncertainty: the disc is usable, the vehicle sits on its edge.
+
+    An agent 1.5 m from the held vehicle, inside the disc, left it away from its centre at
+    ``v_uncertain``: straight through the held vehicle (0.79 m in the separation benchmark).
+    A broadcast wider than ``d_safe`` is no trusted state: the last trusted one counts too.
+    """
+    params = ControllerParams(d_safe=2.0)
+    target = TargetBroadcast(0, np.zeros(3), np.zeros(3))
+    state = receive_target_state(initial_state(1), target, 0.0, params)
+    state = _heard(state, params, 0.0, position=[20.0, -1.5, 0.0])        # the held vehicle
+    state = _heard(state, params, 0.05, position=[20.0, 8.5, 0.0], uncertainty=10.0)
+    target = TargetBroadcast(seconds_to_ns(0.1), np.zeros(3), np.zeros(3))
+    state = receive_target_state(state, target, 0.1, params)
+    command = _command(state, params, 0.1)  # this agent at (20, 0)
+    assert command[1] > 0.0, command        # off the held vehicle, not into it
