@@ -39,9 +39,10 @@ which a start may put below ``d_safe``), and after the two were once farther tha
 apart (``after``). A close approach is ``after < 0.5 d_safe``; the goal is none. Every pair of
 vehicles of which at least one agent works counts: a failed agent's vehicle brakes to a hover
 and broadcasts its presence, a killed one's holds silent, so the working ones must keep clear
-of both, and a failure and return is no new start. A pair of two vehicles neither of whose
-agents works does not count (neither has a controller; where they drifted is a new start for
-the one that comes back): ``batch_engine.SeparationTracker``. With a safety area, each run's
+of both, and a failure and return is no new start. A pair of two vehicles neither of which
+is flown by its agent (failed, killed, or held by its bridge after a reset) does not count
+(neither has a controller that acts; where they drifted is a new start for the one that comes
+back): ``batch_engine.SeparationTracker``. With a safety area, each run's
 smallest clearance to it (negative: outside); the goal is none below -0.1 m.
 Prints figures (CPU seconds, distributions, counts, the worst runs) and writes them with
 ``benchmarks/results.py`` to ``benchmarks/results/separation.json`` (``--no-save``: not);
@@ -275,6 +276,10 @@ def main() -> None:
             run, closest = min(rows, key=lambda row: row[1])[:2]
             print(f'  {done}/{len(work)} chunks, {len(rows)} runs, closest after once apart '
                   f'{closest / apart:.3f} d_safe ({run.point}, seed {run.seed})', flush=True)
+            for run, found, *_ in rows[-len(chunk):]:
+                if found / apart < 0.5:
+                    print(f'  close approach: {found / apart:.3f} d_safe, {run.point}, seed '
+                          f'{run.seed}', flush=True)
     order = {id(run): k for k, run in enumerate(runs)}
     rows.sort(key=lambda row: order[id(row[0])])  # the grid's order, whatever finished first
     wall = time.perf_counter() - wall

@@ -508,11 +508,12 @@ class SeparationTracker:
     other must not come close again. ``after`` (R,) is that closest distance (inf: no such
     pair), ``overall`` (R,) the closest approach of any two vehicles at any time, both in
     the horizontal plane, as ``d_min``. Checked every control tick, over every pair of vehicles
-    of which at least one agent works (``live``): a failed agent's vehicle brakes to a hover
-    where it failed and announces it, so the working ones must keep clear of it, and its
-    failure and return is no new start. Two failed agents' vehicles are not counted: neither
-    has a controller that could act (both brake to a hover on their last zero command, and
-    may drift together); where they are when one comes back is a start of its own.
+    of which at least one is flown by its agent (``live``: working, and not held by its bridge
+    after an estimator reset): a failed agent's vehicle brakes to a hover where it failed and
+    announces it, so the working ones must keep clear of it, and its failure and return is no
+    new start. Two vehicles flown by neither agent are not counted: neither has a controller
+    that could act (both brake to a hover on their last zero command, or are held, and may
+    drift together); where they are when one comes back is a start of its own.
     """
 
     def __init__(self, runs: int, agents: int, apart: float):
@@ -600,8 +601,8 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
                               period)
         if s0.area is not None:
             area_margin = np.minimum(area_margin, s0.area.clearance(positions).min(axis=1))
-        if tracker is not None:
-            tracker.update(positions, live)
+        if tracker is not None:  # a vehicle its bridge holds is under no controller's command
+            tracker.update(positions, live & ~faults.held)
         if k % metrics_every == 0:
             times.append(now)
             rows.append(batch_metrics(positions, velocities, live, t_pos, t_vel, radius))
