@@ -779,10 +779,8 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
     radius, untrusted, _ = _discs(table, kept, now, params, usable)
     silent = ~is_fresh(table.rx[kept], now, params.agent_timeout)
     if silent.any():  # a silent one counts where its track puts it by now
-        track, track_v, half = silent_track(at, moving,
-                                            now - table.ints[kept, _STAMP] * 1e-9, params)
-        at = np.where(silent[:, None], track, at)
-        moving = np.where(silent[:, None], track_v, moving)
+        track, half = silent_track(at, moving, now - table.ints[kept, _STAMP] * 1e-9, params)
+        at = np.where(silent[:, None], track, at)  # its speed still bounds its rest point
         radius = radius + np.where(silent, half, 0.0)
     xy = at[:, 0:2] - np.asarray(position, dtype=float)[:2]
     distance = np.hypot(xy[:, 0], xy[:, 1])

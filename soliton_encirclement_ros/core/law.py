@@ -685,16 +685,15 @@ def uncertainty_discs(uncertainty, silent_for, usable, params: ControllerParams)
 
 def silent_track(position, velocity, age, params: ControllerParams):
     """
-    Return where a vehicle last heard ``age`` s ago may be: (position, velocity, half-width).
+    Return where a vehicle last heard ``age`` s ago may be: (position, half-width).
 
     Last heard at ``position`` (..., 3) flying ``velocity`` (..., 3), a vehicle whose agent
     fell silent flies on at that velocity for at most ``silent_run_on`` (its bridge's or
     mobility node's ``cmd_timeout``), then brakes to a hover; one whose agent failed or went
     blind brakes at once (its zero command). Braking is one constant deceleration over
     :func:`stopping_distance` (``t_safe`` lag, ``a_safe`` braking). The vehicle is on its way
-    between the two, horizontally: the result is their midpoint (..., 3), moving at their mean
-    velocity (..., 3), give or take half their gap (..., 0 at rest). A vehicle last heard at
-    rest is where it was, at rest.
+    between the two, horizontally: the result is their midpoint (..., 3), give or take half
+    their gap (..., 0 at rest). A vehicle last heard at rest is where it was.
     """
     position = np.asarray(position, dtype=float)
     v = np.asarray(velocity, dtype=float)[..., :2]
@@ -709,18 +708,13 @@ def silent_track(position, velocity, age, params: ControllerParams):
         decel = np.where(t_stop > 0.0, speed / np.where(t_stop > 0.0, t_stop, 1.0), 0.0)
     at_once = np.minimum(tau, t_stop)            # braked from the start
     s1 = speed * at_once - 0.5 * decel * at_once * at_once
-    v1 = np.where(tau < t_stop, speed - decel * at_once, 0.0)
     run_on = np.minimum(tau, params.silent_run_on)  # flew on, then braked
     braked = np.minimum(np.maximum(tau - params.silent_run_on, 0.0), t_stop)
     s2 = speed * run_on + speed * braked - 0.5 * decel * braked * braked
-    v2 = np.where(tau < params.silent_run_on, speed,
-                  np.where(braked < t_stop, speed - decel * braked, 0.0))
     middle = 0.5 * (s1 + s2)
     where = position.copy()
     where[..., :2] = position[..., :2] + along * middle[..., None]
-    moved = np.zeros(position.shape)
-    moved[..., :2] = along * (0.5 * (v1 + v2))[..., None]
-    return where, moved, 0.5 * (s2 - s1)
+    return where, 0.5 * (s2 - s1)
 
 
 def silent_obstacles(live, silent, position, velocity, age, presence=None,
@@ -732,10 +726,13 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     ``live``/``silent`` (..., M) mark the other agents heard now and those heard before but no
     longer (they stay obstacles until heard again, or their landing is: ``landed``);
     ``position``/``velocity`` (..., M, 3) and ``age`` (..., M) their last states. A live one
-    counts where it is (carried forward by the term); a silent one where :func:`silent_track`
-    puts it (flying on, then braking to a hover; then held where it stopped: a failed agent
-    commands zero once, a blind one holds, a dead one's vehicle holds on its bridge's
-    timeout, PX4 lands it after ``land_after``), its disc widened by the track's half-width.
+    counts where it is (carried forward by the term); a silent one at rest where
+    :func:`silent_track` puts it (flying on, then braking to a hover; then held where it
+    stopped: a failed agent commands zero once, a blind one holds, a dead one's vehicle holds
+    on its bridge's timeout, PX4 lands it after ``land_after``), its disc widened by the
+    track's half-width. At rest: one closing on it brakes for all its own speed (with the
+    track's mean velocity, a follower braked as if the one ahead were still moving away, and
+    came within 0.75 m of it after it failed, its presence lost on a link of loss 0.2).
     Rows neither live nor silent, or ``landed`` (..., M; None: none), are NaN (not counted).
 
     ``presence`` (..., M) marks those whose last broadcast was a presence: a failed agent's
@@ -747,7 +744,7 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     ``radius`` (..., M): their discs (:func:`uncertainty_discs`; None: none), the rest points'
     too. ``trusted``: None, or (position (..., M, 3), velocity (..., M, 3), age (..., M),
     radius (..., M), used (..., M)) of each vehicle's last trusted state: where ``used`` (its
-    broadcast is wider than ``d_safe`` or the usable size) it counts where
+    broadcast is wider than ``d_safe`` or the usable size) it counts at rest where
     :func:`silent_track` puts it from there,
     as a disc too, as M more columns.
     """
@@ -757,15 +754,14 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
         live = live & ~np.asarray(landed, dtype=bool)
         silent = silent & ~np.asarray(landed, dtype=bool)
     shown = (live | silent)[..., None]
-    where, moving = position, np.where(shown, 0.0, np.nan)
+    where = position
     if silent.any():
-        track, track_v, half = silent_track(position, velocity, age, params)
-        if np.any(silent & (half > 0.0)) or np.any(silent[..., None] & (track_v != 0.0)):
+        track, half = silent_track(position, velocity, age, params)
+        if np.any(silent & (half > 0.0)) or np.any(silent[..., None] & (track != position)):
             where = np.where(silent[..., None], track, position)
-            moving = np.where(silent[..., None], track_v, moving)
             radius = (0.0 if radius is None else radius) + np.where(silent, half, 0.0)
     out = {'others_position': np.where(shown, where, np.nan),
-           'others_velocity': np.where(live[..., None], velocity, moving),
+           'others_velocity': np.where(live[..., None], velocity, np.where(shown, 0.0, np.nan)),
            'others_age': np.where(live, np.broadcast_to(age, live.shape), 0.0)}
     if radius is not None:
         out['others_radius'] = np.broadcast_to(np.asarray(radius, dtype=float), live.shape)
@@ -778,11 +774,10 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     if trusted is not None:
         at, moved, since, disc, used = trusted
         used = shown[..., 0] & np.asarray(used, dtype=bool)
-        track, track_v, half = silent_track(at, moved, since, params)
+        track, half = silent_track(at, moved, since, params)
         disc = np.broadcast_to(np.asarray(disc, dtype=float), live.shape) + half
-        columns.append(_columns(np.where(used[..., None], track, np.nan),
-                                np.where(used[..., None], track_v, np.nan),
-                                None if radius is None else disc))
+        points = np.where(used[..., None], track, np.nan)
+        columns.append(_columns(points, points * 0.0, None if radius is None else disc))
     if len(columns) == 1:
         return out
     both = {name: np.concatenate([c[name] for c in columns], axis=-2 if name != 'others_age'
@@ -794,7 +789,7 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
 
 
 def _columns(points, velocity, radius) -> dict:
-    """Columns of obstacles at ``points`` (..., M, 3; NaN: none) flying ``velocity``, now."""
+    """Columns of obstacles at ``points`` (..., M, 3; NaN: none) flying ``velocity``."""
     out = {'others_position': points, 'others_velocity': velocity,
            'others_age': np.zeros(points.shape[:-1])}
     if radius is not None:
@@ -831,10 +826,9 @@ def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, sile
     own_v = np.asarray(own_velocity, dtype=float)
     at, moving, disc = position, velocity, (0.0 if radius is None
                                             else np.asarray(radius, dtype=float))
-    if silent.any():  # where each silent one may be by now
-        track, track_v, half = silent_track(position, velocity, age, params)
+    if silent.any():  # where each silent one may be by now (its speed bounds its rest point)
+        track, half = silent_track(position, velocity, age, params)
         at = np.where(silent[..., None], track, position)
-        moving = np.where(silent[..., None], track_v, velocity)
         disc = disc + np.where(silent, half, 0.0)
     bound = obstacle_reach(np.hypot(own_v[..., 0], own_v[..., 1])[..., None],
                            np.hypot(moving[..., 0], moving[..., 1]), disc, params,
