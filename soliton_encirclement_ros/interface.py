@@ -20,7 +20,9 @@ view attribute, one :data:`WIRE_FIELDS` entry) and bumping the version here, and
   *presence* broadcast of an agent whose controller is out, whose vehicle the others keep
   ``d_safe`` from but leave out of the ring and the metrics), ``uncertainty`` (m: how far the
   vehicle may be from ``px py pz``, from its odometry's position covariance, e.g. after an
-  estimator reset; the others keep ``d_safe`` from that disc).
+  estimator reset; the others keep ``d_safe`` from that disc), ``landed`` (1: a presence of
+  a vehicle on the ground or otherwise out of the air, which the others forget as an obstacle;
+  0 otherwise: a vehicle that falls silent stays an obstacle until heard again).
 - ``/target/state`` (:data:`TARGET_STATE`): ``stamp_sec stamp_nanosec``, ``px py pz`` (m, world
   ENU), ``vx vy vz`` (m/s, world ENU), ``ax ay az`` (m/s^2, world ENU: the broadcaster's
   estimate of its acceleration, which the agents' commands lead by their lag), ``omega_ref``
@@ -152,9 +154,9 @@ class Layout:
                              'every host')
 
 
-AGENT_STATE = Layout('agent_state', 5, (
+AGENT_STATE = Layout('agent_state', 6, (
     'agent_id', 'incarnation', 'seq', 'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy',
-    'vz', 'u', 'u_ss', 'member', 'uncertainty'))
+    'vz', 'u', 'u_ss', 'member', 'uncertainty', 'landed'))
 TARGET_STATE = Layout('target_state', 3, (
     'stamp_sec', 'stamp_nanosec', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'ax', 'ay', 'az',
     'omega_ref'), pairs=('id_k', 'lambda_k'))
@@ -162,8 +164,9 @@ TARGET_STATE = Layout('target_state', 3, (
 # node, which must not mix versions), converted to AGENT_STATE order.
 AGENT_STATE_V2 = Layout('agent_state', 2, (
     'agent_id', 'incarnation', 'seq', 'stamp', 'px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss'))
-AGENT_STATE_V3 = Layout('agent_state', 3, AGENT_STATE.fields[:-2])  # before presence: members
-AGENT_STATE_V4 = Layout('agent_state', 4, AGENT_STATE.fields[:-1])  # before uncertainty: 0
+AGENT_STATE_V3 = Layout('agent_state', 3, AGENT_STATE.fields[:-3])  # before presence: members
+AGENT_STATE_V4 = Layout('agent_state', 4, AGENT_STATE.fields[:-2])  # before uncertainty: 0
+AGENT_STATE_V5 = Layout('agent_state', 5, AGENT_STATE.fields[:-1])  # before landed: in the air
 _TARGET_SIZE = len(TARGET_STATE.fields)
 
 
@@ -238,6 +241,7 @@ WIRE_FIELDS = {
     'u_ss': _real('u_ss'),
     'member': _flag('member'),
     'uncertainty': _real('uncertainty'),
+    'landed': _flag('landed'),
     'omega_ref': _real('omega_ref'),
 }
 
@@ -291,12 +295,18 @@ def _from_v3(values: np.ndarray) -> np.ndarray:
 
 def _from_v4(values: np.ndarray) -> np.ndarray:
     """AGENT_STATE_V4 values in AGENT_STATE order: no position uncertainty was broadcast."""
+    return _from_v5(np.append(values, 0.0))
+
+
+def _from_v5(values: np.ndarray) -> np.ndarray:
+    """AGENT_STATE_V5 values in AGENT_STATE order: no landing was broadcast."""
     return np.append(values, 0.0)
 
 
 _OLDER_AGENT_STATES = {AGENT_STATE_V2.label: (AGENT_STATE_V2, _from_v2),
                        AGENT_STATE_V3.label: (AGENT_STATE_V3, _from_v3),
-                       AGENT_STATE_V4.label: (AGENT_STATE_V4, _from_v4)}
+                       AGENT_STATE_V4.label: (AGENT_STATE_V4, _from_v4),
+                       AGENT_STATE_V5.label: (AGENT_STATE_V5, _from_v5)}
 
 
 def agent_state_array(msg, older: bool = False) -> np.ndarray:
@@ -332,7 +342,8 @@ def agent_states_from_values(rows) -> tuple[AgentStates, list[str]]:
     Returns the good rows as :class:`AgentStates` (in order) and, for each bad one, what
     :func:`agent_state_from_values` says is wrong: a row passes the same checks (finite,
     integers where :data:`WIRE_FIELDS` has them, a flag 0 or 1, a stamp's nanoseconds in [0,
-    1e9), an uncertainty >= 0), here over arrays. Integers beyond 2**62 are refused.
+    1e9), an uncertainty >= 0, landed only with member 0), here over arrays. Integers beyond
+    2**62 are refused.
     """
     rows = np.asarray(rows, dtype=float).reshape(-1, len(AGENT_STATE.fields))
     named = dict(zip(AGENT_STATE.fields, rows.T))
@@ -345,6 +356,7 @@ def agent_states_from_values(rows) -> tuple[AgentStates, list[str]]:
         good &= (named[stamp[1]] >= 0) & (named[stamp[1]] < NS_PER_S)
         good &= (named['member'] == 0.0) | (named['member'] == 1.0)
         good &= named['uncertainty'] >= 0.0
+        good &= (named['landed'] == 0.0) | ((named['landed'] == 1.0) & (named['member'] == 0.0))
     errors = []
     for k in np.flatnonzero(~good):
         try:

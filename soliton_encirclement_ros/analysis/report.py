@@ -345,13 +345,18 @@ def separation_note(params: Mapping[str, Any]) -> str:
     """
     Return which ``d_safe`` a run flew, in words, from its summary's ``params``.
 
-    ``d_safe_flown`` (``Scenario.as_dict``) is the controller's ``d_safe`` sized to the ring;
-    both 0: separation off (the reference law).
+    ``d_safe_flown`` (``Scenario.as_dict``; swarm_sim: the least any agent flies after its
+    params files) is the controller's ``d_safe`` sized to the ring; both 0: separation off (the
+    reference law). ``d_safe_flown_by_agent`` (swarm_sim): each agent's, named when they differ.
     """
     flown = params.get('d_safe_flown')
     set_to = (params.get('controller') or {}).get('d_safe')
+    by_agent = params.get('d_safe_flown_by_agent') or {}
     if flown is None:
         return 'separation: not recorded'
+    if len(set(by_agent.values())) > 1:  # a params file set some agents apart
+        each = ', '.join(f'{name} {value:.3g} m' for name, value in by_agent.items())
+        return f'separation: d_safe flown differs between agents: {each}'
     if not flown:
         return 'separation: off (d_safe 0)'
     sized = ('' if set_to is None or flown == set_to

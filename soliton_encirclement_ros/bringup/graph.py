@@ -396,6 +396,70 @@ def _with_separation_floor(plan: SwarmPlan, agent: NodeSpec, sections) -> NodeSp
     return dataclasses.replace(agent, parameters={**agent.parameters, **extra})
 
 
+_CONTROLLER_FIELDS = frozenset(f.name for f in dataclasses.fields(ControllerParams))
+
+
+def agent_controllers(plan: SwarmPlan, specs: Sequence[NodeSpec] | None = None
+                      ) -> dict[str, ControllerParams]:
+    """
+    Return each agent's controller gains after the precedence, by agent name.
+
+    What its agent_node ends up with: a parameter on its command line (a given value, or a
+    default no params file sets), else the last params file's that names it, else the node's
+    own default. ``ValueError`` in one line for a params file value the node would refuse.
+    """
+    specs = build_graph(plan) if specs is None else specs
+    sections = params_file_sections(list(plan.params_files))
+    agents = {spec.namespace.strip('/'): spec for spec in specs
+              if spec.executable == 'agent_node'}
+    out = {}
+    for name, spec in agents.items():
+        values = {key: value for key, (_, value) in file_parameters(sections,
+                                                                    spec.full_name).items()
+                  if key in _CONTROLLER_FIELDS}
+        values.update({key: value for key, value in spec.parameters.items()
+                       if key in _CONTROLLER_FIELDS})
+        try:
+            out[name] = ControllerParams.from_mapping(values)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f'{spec.full_name}: {error}') from None
+    return out
+
+
+def separation_flown(plan: SwarmPlan, specs: Sequence[NodeSpec] | None = None
+                     ) -> dict[str, float]:
+    """
+    Return the ``d_safe`` each agent flies on the full ring, by name (0: separation off).
+
+    Its gains after the precedence (:func:`agent_controllers`), sized to the ring of the
+    plan's agents (``ControllerParams.safety_distance``): what the agent node flies, where the
+    scenario's ``d_safe_flown`` is what the scenario alone asks.
+    """
+    n = plan.num_agents
+    return {name: float(params.safety_distance(n))
+            for name, params in agent_controllers(plan, specs).items()}
+
+
+def separation_notes(plan: SwarmPlan, specs: Sequence[NodeSpec] | None = None) -> list[str]:
+    """
+    Return one line when a params file makes agents fly less separation than the scenario.
+
+    E.g. ``separation lowered by a params file: uav1, uav2, uav3 fly d_safe 0 m (separation
+    off), the scenario 2 m``; nothing when every agent flies at least the scenario's.
+    """
+    asked = float(plan.scenario.gains.safety_distance(plan.num_agents))
+    flown = separation_flown(plan, specs)
+    lower = {name: value for name, value in flown.items() if value < asked}
+    if not lower:
+        return []
+    values = sorted(set(lower.values()))
+    what = ', '.join(f'{v:.3g} m' + (' (separation off)' if not v else '') for v in values)
+    files = ', '.join(plan.params_files)
+    verb = 'fly' if len(lower) > 1 else 'flies'
+    return [f'separation lowered by params file {files}: {", ".join(lower)} {verb} d_safe '
+            f'{what}, the scenario {asked:.3g} m']
+
+
 def given_parameters(specs: Sequence[NodeSpec]) -> dict[str, set[str]]:
     """Return the parameters each node is given, by full name: its params files' and ``-p``."""
     sections = params_file_sections(list(dict.fromkeys(p for s in specs for p in s.params_files)))

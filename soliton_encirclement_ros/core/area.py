@@ -16,7 +16,9 @@ the edge segment: it reaches 0 when the vehicle's stop would end on the edge, so
 is a barrier whatever the target does. The same for the altitude band. The edges the commands
 respect lie ``margin`` (1 m by default) inside the area's (shapely's mitred inward buffer), so
 the vehicles stop short of the boundary itself. A vehicle found outside the polygon holds (zero
-velocity); above or below the band only a command back into it is kept. A PX4 bridge also
+velocity); above or below the band it holds horizontally and only a vertical command back into
+the band is kept. A vehicle exactly on the stop line is held from crossing it by the edge's own
+outward normal (its direction to the nearest point is none there). A PX4 bridge also
 refuses to engage outside and lands a vehicle that stays out for ``outside_land_after``.
 
 Per tick this is numpy over (agents x edges), and shapely's vectorised ``contains_xy`` for
@@ -34,6 +36,10 @@ import shapely
 
 PROJECTION_ROUNDS = 20  # most: a sharp corner's two edges take several rounds
 AREA_KEYS = ('polygon', 'polygon_latlon', 'geo_reference', 'z_min', 'z_max', 'margin')
+# A polygon_latlon is placed in the flat tangent plane at geo_reference, which 50 km away lies
+# 0.2 km above the ground (d^2 / 2 R_earth): a vertex farther than this from geo_reference is
+# no field around it (latitude and longitude swapped, or a wrong geo_reference), and refused.
+MAX_LATLON_DISTANCE = 50e3
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,18 +72,25 @@ class SafetyArea:
             raise ValueError(f'safety_area polygon leaves no single area {self.margin:g} m '
                              '(margin) inside its boundary')
         stop = np.asarray(inner.exterior.coords)[:-1]
+        edges = np.stack((stop, np.roll(stop, -1, axis=0)), axis=1)  # (K, 2, 2): start, end
+        along = edges[:, 1] - edges[:, 0]
+        normals = np.column_stack((along[:, 1], -along[:, 0]))  # right of each edge
+        normals /= np.linalg.norm(normals, axis=1)[:, None]
+        if _signed_area(stop) < 0.0:  # clockwise: the interior lies on the right
+            normals = -normals
         object.__setattr__(self, 'polygon', points)
         object.__setattr__(self, 'shape', shape)
         object.__setattr__(self, 'inner', inner)
         shapely.prepare(shape)
         shapely.prepare(inner)
         # The commands stop the vehicles at the inner boundary, margin inside the real one.
-        object.__setattr__(self, 'edges', np.stack((stop, np.roll(stop, -1, axis=0)),
-                                                   axis=1))  # (K, 2, 2): start, end
+        object.__setattr__(self, 'edges', edges)
+        object.__setattr__(self, 'normals', normals)
 
     shape: Any = None    # set by __post_init__: the shapely Polygon
     inner: Any = None    # set by __post_init__: the polygon margin inside it
     edges: Any = None    # set by __post_init__: (K, 2, 2)
+    normals: Any = None  # set by __post_init__: (K, 2) each inner edge's outward unit normal
 
     @classmethod
     def from_mapping(cls, values: Optional[Mapping[str, Any]]) -> Optional['SafetyArea']:
@@ -97,9 +110,7 @@ class SafetyArea:
                 raise ValueError('safety_area polygon_latlon needs geo_reference [lat, lon, '
                                  f'alt], got {reference!r}')
             latlon = np.asarray(values['polygon_latlon'], dtype=float).reshape(-1, 2)
-            east, north, _ = pymap3d.geodetic2enu(latlon[:, 0], latlon[:, 1], reference[2],
-                                                  *reference)
-            polygon = np.column_stack((east, north))
+            polygon = latlon_polygon(latlon, reference)
         else:
             polygon = values['polygon']
         return cls(polygon, float(values.get('z_min', -math.inf)),
@@ -136,6 +147,42 @@ class SafetyArea:
                                           axis=1))
         inside = shapely.contains_xy(self.shape, p[..., 0], p[..., 1])
         return np.where(inside, d.min(axis=-1), -d.min(axis=-1))
+
+
+def latlon_polygon(latlon, reference) -> np.ndarray:
+    """
+    Return the polygon ``latlon`` (K, 2: lat, lon in degrees) in world ENU x, y [m].
+
+    Placed in the tangent plane at ``reference`` (lat, lon, alt). ``ValueError`` in one line
+    when a latitude is beyond +-90 degrees, or a vertex lies farther than
+    :data:`MAX_LATLON_DISTANCE` from ``reference``: latitude and longitude swapped (in the
+    polygon or the geo_reference) put a field near the reference thousands of km away.
+    """
+    latlon = np.asarray(latlon, dtype=float).reshape(-1, 2)
+    ref = [float(c) for c in reference]
+    if not np.all(np.isfinite(latlon)) or not all(map(math.isfinite, ref)):
+        raise ValueError(f'safety_area polygon_latlon and geo_reference must be finite, got '
+                         f'{latlon.tolist()} and {ref}')
+    swapped = ' (are latitude and longitude swapped? each point is [lat, lon])'
+    bad = np.flatnonzero((np.abs(latlon[:, 0]) > 90.0) | (np.abs(latlon[:, 1]) > 180.0))
+    if bad.size:
+        raise ValueError(f'safety_area polygon_latlon point {latlon[bad[0]].tolist()} is no '
+                         f'[lat, lon]: latitude must be in [-90, 90] and longitude in '
+                         f'[-180, 180] degrees{swapped}')
+    east, north, _ = pymap3d.geodetic2enu(latlon[:, 0], latlon[:, 1], ref[2], *ref)
+    far = np.hypot(east, north)
+    if not np.all(far <= MAX_LATLON_DISTANCE):
+        k = int(np.argmax(np.where(np.isfinite(far), far, np.inf)))
+        raise ValueError(f'safety_area polygon_latlon point {latlon[k].tolist()} lies '
+                         f'{far[k] / 1e3:.0f} km from geo_reference {ref[:2]}, more than '
+                         f'{MAX_LATLON_DISTANCE / 1e3:g} km: no field around it{swapped}')
+    return np.column_stack((east, north))
+
+
+def _signed_area(points) -> float:
+    """Return the shoelace area of a polygon (K, 2): positive counter-clockwise."""
+    x, y = points[:, 0], points[:, 1]
+    return 0.5 * float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
 
 
 def _nearest_edges(p, edges):
@@ -186,7 +233,9 @@ def limit_to_area(cmds, positions, velocities, area: Optional[SafetyArea], lag: 
     velocity has stopped (:func:`stopping_distance`); the excess along that direction is
     taken out, edge after edge, in rounds until none is left (corners). Outside
     the polygon: zero horizontal velocity (hold). Vertically the same against ``z_min`` and
-    ``z_max``; below or above the band only a command back into it is kept.
+    ``z_max``; below or above the band the vehicle holds horizontally and only a command back
+    into the band is kept. On an edge itself (distance 0, no direction to it) the edge's
+    outward normal is the direction held.
     """
     if area is None:
         return cmds
@@ -194,12 +243,17 @@ def limit_to_area(cmds, positions, velocities, area: Optional[SafetyArea], lag: 
     p = np.asarray(positions, dtype=float)
     v = np.asarray(velocities, dtype=float)
     d, unit = _nearest_edges(p[..., :2], area.edges)
+    # On an edge (a vertex: both of its edges) the nearest point is the vehicle's own: no
+    # direction, and a zero one let any command out. The edge's outward normal holds it.
+    on_edge = d == 0.0
+    if np.any(on_edge):
+        unit = np.where(on_edge[..., None], area.normals, unit)
     # Between the inner edges and the boundary the nearest inner edge is behind: only moving
     # back towards it (or along it) is allowed.
     beyond = ~shapely.contains_xy(area.inner, p[..., 0], p[..., 1])
     if np.any(beyond):
         nearest = np.argmin(d, axis=-1)[..., None]
-        flip = beyond[..., None] & (np.arange(d.shape[-1]) == nearest)
+        flip = beyond[..., None] & (np.arange(d.shape[-1]) == nearest) & ~on_edge
         unit = np.where(flip[..., None], -unit, unit)
         d = np.where(flip, 0.0, d)
     towards = np.sum(v[..., None, :2] * unit, axis=-1)     # (..., K)
@@ -224,6 +278,9 @@ def limit_to_area(cmds, positions, velocities, area: Optional[SafetyArea], lag: 
     up = stoppable_speed(top - z - stopping_distance(vz, lag, braking), lag, braking)
     down = stoppable_speed(z - bottom - stopping_distance(-vz, lag, braking), lag, braking)
     cmds[..., 2] = np.clip(cmds[..., 2], -down, up)
+    # Outside the band: no horizontal move until back in it (the climb or descent is kept).
+    banded = (z >= area.z_min) & (z <= area.z_max)
+    cmds[..., :2] = np.where(banded[..., None], cmds[..., :2], 0.0)
     return np.where(inside[..., None], cmds, 0.0)  # outside the polygon: hold
 
 
@@ -283,6 +340,33 @@ def outside_text(area: SafetyArea, position) -> Optional[str]:
     if not where:
         return None
     return f'at ({", ".join(f"{c:.1f}" for c in p[:3])}) m, ' + ' and '.join(where)
+
+
+def outside_starts(area: Optional[SafetyArea], positions, names) -> list[str]:
+    """Return the names of the vehicles whose start ``positions`` (N, 3) lie outside ``area``."""
+    if area is None:
+        return []
+    inside = area.contains(np.asarray(positions, dtype=float))
+    return [name for name, ok in zip(names, inside) if not ok]
+
+
+def outside_starts_text(area: Optional[SafetyArea], positions, names) -> str:
+    """
+    Say in one line which vehicles start outside ``area`` and what they do, or ``''``.
+
+    Outside the polygon a vehicle holds; below or above the altitude band it holds
+    horizontally and climbs or descends into the band only if its command does (altitude
+    hold): the ring forms without it meanwhile, and its figures are no encirclement's.
+    """
+    out = outside_starts(area, positions, names)
+    if not out:
+        return ''
+    first = names.index(out[0])
+    where = outside_text(area, np.asarray(positions, dtype=float)[first])
+    return (f'{len(out)} of {len(names)} agents start outside the safety area '
+            f'({", ".join(out[:6])}{", ..." if len(out) > 6 else ""}; {out[0]} {where}): each '
+            'holds there (below or above the altitude band it only climbs or descends into '
+            'it), so the run is no encirclement of them and no settle time is reported')
 
 
 @dataclass

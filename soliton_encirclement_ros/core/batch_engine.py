@@ -16,16 +16,18 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 import math
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
 from soliton_encirclement_ros.core.area import limit_for_hold
 from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
-from soliton_encirclement_ros.core.faults import FAULT_STREAM, seed_sequence
+from soliton_encirclement_ros.core.faults import (
+    fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach)
+    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach,
+    uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -37,7 +39,8 @@ from velocity_mobility_ros.core.model import step, VehicleState
 PER_RUN_FIELDS = ('seed', 'failures_per_min', 'failure_off_time', 'failure_check_period',
                   'loss', 'target_motion', 'target_speed', 'target_period', 'target_boundary',
                   'waypoints', 'arrival_times', 'placement', 'placement_distance',
-                  'placement_spacing', 'placement_bearing', 'placement_spread', 'placement_file')
+                  'placement_spacing', 'placement_bearing', 'placement_spread', 'placement_file',
+                  'silent_failures', 'reset_jump', 'clock_step', 'fault_time')
 DRAW_BLOCK = 1024  # uniforms drawn per stream at a time
 
 
@@ -123,6 +126,27 @@ class BatchOutages:
             self.failed_at = np.where(fail, check_time, self.failed_at)
 
 
+class BatchFaults(NamedTuple):
+    """The simulated faults in effect in R runs: :class:`faults.FaultPlan` fields as (R, N)."""
+
+    killed: np.ndarray       # (R, N) bool
+    shift: np.ndarray        # (R, N, 3)
+    uncertainty: np.ndarray  # (R, N)
+    held: np.ndarray         # (R, N) bool
+    clock: np.ndarray        # (R, N) s
+
+    @property
+    def active(self) -> bool:
+        """Whether any fault is in effect."""
+        return bool(self.killed.any() or self.uncertainty.any() or self.clock.any())
+
+
+def stack_plans(plans: Sequence[FaultPlan]) -> BatchFaults:
+    """Return the plans of R runs (each already ``at`` the tick) as one :class:`BatchFaults`."""
+    return BatchFaults(*(np.stack([getattr(plan, name) for plan in plans])
+                         for name in BatchFaults._fields))
+
+
 class BatchControllers:
     """
     The controllers of R runs x N agents, each with its own received states.
@@ -158,53 +182,88 @@ class BatchControllers:
         self.target_velocity = np.zeros((r, n, 3))
         self.target_acceleration = np.zeros((r, n, 3))
         self.started = 0.0  # every agent works at the first tick (outage checks start later)
+        # With simulated faults: what each receiver keeps of each sender besides its state
+        # (the uncertainty, the stamp as kept, the last trusted state), times on its own clock.
+        self.faulty = any(s.simulated_faults for s in scenarios)
+        if self.faulty:
+            self.uncertainty = np.zeros((r, n, n))
+            self.stamp = np.full((r, n, n), -math.inf)
+            self.trusted_position = np.full((r, n, n, 3), np.nan)
+            self.trusted_velocity = np.full((r, n, n, 3), np.nan)
+            self.trusted_uncertainty = np.zeros((r, n, n))
+            self.trusted_rx = np.full((r, n, n), -math.inf)
         self._in_flight: list = []
         seeds = [s.seed for s in scenarios for _ in range(n)]
         self._draws = (StreamDraws(seeds, np.tile(agent_ids, r), COMMS_STREAM)
                        if (self.loss > 0.0).any() else None)
 
     def _send(self, now, live, positions, velocities, target_position, target_velocity,
-              target_acceleration):
+              target_acceleration, faults: Optional[BatchFaults] = None):
         """
         Offer this tick's broadcasts to every receiver's channel (loss drawn here).
 
-        Every agent sends: a working one its state, a failed one its vehicle's presence.
+        Every agent sends: a working one its state, a failed one its vehicle's presence; with
+        ``faults``, a killed one nothing (and hears nothing), a reset one its shifted estimate
+        with its uncertainty, each stamped on its own clock, and a state stamped beyond
+        ``max_future_stamp`` ahead of a receiver's clock reaches it as a presence stamped on
+        its receipt (``controller.ahead_as_presence``).
         """
         r, n = live.shape
         sent = np.broadcast_to(~np.eye(n, dtype=bool), (r, n, n))  # (R, receiver, sender)
         keep_target = np.ones((r, n), dtype=bool)
+        extra = None
+        if faults is not None:
+            quiet = faults.killed
+            sent = sent & ~quiet[:, None, :] & ~quiet[:, :, None]
+            keep_target = ~quiet
+            local = now + faults.clock                       # (R, N) each agent's clock
+            stamps = np.broadcast_to(local[:, None, :], (r, n, n))  # (R, receiver, sender)
+            rejected = sent & (stamps - local[:, :, None] > self.params.max_future_stamp)
+            extra = {'stamp': np.where(rejected, local[:, :, None], stamps),
+                     'member': live[:, None, :] & ~rejected,
+                     'rx': local + self.delay, 'uncertainty': faults.uncertainty.copy()}
+            positions = positions + faults.shift
         keep = sent
         if self._draws is not None:
             lossy = self.loss > 0.0
             # Per receiver: the target's message first, then each other agent in order.
-            counts = np.where(lossy[:, None], 1 + sent.sum(axis=2), 0)
+            counts = np.where(lossy[:, None] & keep_target, 1 + sent.sum(axis=2), 0)
             u = self._draws.take(counts.ravel()).reshape(r, n, -1)
             offset = np.cumsum(sent, axis=2) - sent  # earlier live senders (self excluded)
             cols = np.minimum(1 + offset, u.shape[2] - 1)
             loss = self.loss[:, None, None]
             drop = np.take_along_axis(u, cols, axis=2) < loss
             keep = sent & ~(lossy[:, None, None] & drop)
-            keep_target = ~(lossy[:, None] & (u[..., 0] < self.loss[:, None]))
+            keep_target = keep_target & ~(lossy[:, None] & (u[..., 0] < self.loss[:, None]))
         self._in_flight.append((now + self.delay, keep_target, keep,
                                 target_position.copy(), target_velocity.copy(),
                                 np.array(target_acceleration, dtype=float), positions.copy(),
                                 velocities.copy(), self.u.copy(),
-                                self.u_ss.copy(), live.copy()))
+                                self.u_ss.copy(), live.copy(), extra))
 
     def _deliver(self, now, live):
         while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
-            (arrival, keep_target, keep, t_pos, t_vel, t_acc, pos, vel, u, u_ss, member) = \
-                self._in_flight.pop(0)
-            to_target = keep_target & live
+            (arrival, keep_target, keep, t_pos, t_vel, t_acc, pos, vel, u, u_ss, member,
+             extra) = self._in_flight.pop(0)
+            to_target = keep_target  # a failed agent listens too
             self.target_has |= to_target
-            self.target_rx[to_target] = arrival
+            if extra is None:
+                self.target_rx[to_target] = arrival
+            else:  # on each receiver's own clock
+                self.target_rx = np.where(to_target, extra['rx'], self.target_rx)
             np.copyto(self.target_position, t_pos[:, None, :], where=to_target[..., None])
             np.copyto(self.target_velocity, t_vel[:, None, :], where=to_target[..., None])
             np.copyto(self.target_acceleration, t_acc[:, None, :], where=to_target[..., None])
-            got = keep & live[:, :, None]
+            got = keep
+            if self.faulty:
+                self._keep_faults(got, extra, pos, vel, arrival)
             self.has |= got
-            self.rx[got] = arrival
-            np.copyto(self.member, member[:, None, :], where=got)
+            if extra is None:
+                self.rx[got] = arrival
+                np.copyto(self.member, member[:, None, :], where=got)
+            else:
+                self.rx = np.where(got, extra['rx'][:, :, None], self.rx)
+                np.copyto(self.member, extra['member'], where=got)
             if got.sum() == got.shape[0] * got.shape[1] * (got.shape[2] - 1):
                 # Everyone heard everyone (the usual tick): plain copies. The diagonal (own
                 # state) is written too but never read: ``has`` stays False there.
@@ -218,27 +277,59 @@ class BatchControllers:
             np.copyto(self.nb_u, u[:, None, :], where=got)
             np.copyto(self.nb_u_ss, u_ss[:, None, :], where=got)
 
+    def _keep_faults(self, got, extra, pos, vel, arrival):
+        """
+        Take in what a receiver keeps besides a state: uncertainty, stamp, trusted state.
+
+        The rules of ``controller.merge_states``: a state no wider than ``d_safe`` (or a
+        sender's first) becomes its last trusted state.
+        """
+        r, n = got.shape[:2]
+        if extra is None:  # sent before any fault: certain, stamped on the one clock
+            uncertainty = np.zeros((r, 1, n))
+            stamp = np.broadcast_to(arrival - self.delay, got.shape)
+            rx = np.full((r, n, 1), arrival)
+        else:
+            uncertainty = extra['uncertainty'][:, None, :]
+            stamp = extra['stamp']
+            rx = extra['rx'][:, :, None]
+        self.uncertainty = np.where(got, uncertainty, self.uncertainty)
+        self.stamp = np.where(got, stamp, self.stamp)
+        trust = got & ((uncertainty <= self.params.d_safe) | ~self.has)
+        self.trusted_position = np.where(trust[..., None], pos[:, None, :, :],
+                                         self.trusted_position)
+        self.trusted_velocity = np.where(trust[..., None], vel[:, None, :, :],
+                                         self.trusted_velocity)
+        self.trusted_uncertainty = np.where(trust, uncertainty, self.trusted_uncertainty)
+        self.trusted_rx = np.where(trust, rx, self.trusted_rx)
+
     def tick(self, now, live, positions, velocities, target_position, target_velocity,
-             target_acceleration=0.0):
+             target_acceleration=0.0, faults: Optional[BatchFaults] = None):
         """
         One control tick of every run: deliveries, broadcasts, then ``control_step``.
 
         ``target_acceleration`` (R, 3): what each run's target broadcasts
-        (``core.target_estimate``).
+        (``core.target_estimate``). ``faults``: the simulated faults in effect (None: none;
+        ``live`` is False for a killed agent).
         """
+        if faults is not None and not faults.active:
+            faults = None
         self._deliver(now, live)
         self._send(now, live, positions, velocities, target_position, target_velocity,
-                   np.broadcast_to(target_acceleration, np.shape(target_velocity)))
-        return self._control(now, live, positions, velocities)
+                   np.broadcast_to(target_acceleration, np.shape(target_velocity)), faults)
+        return self._control(now, live, positions, velocities, faults)
 
-    def _control(self, now, live, positions, velocities):
+    def _control(self, now, live, positions, velocities, faults=None):
         p = self.params
         r, n = live.shape
         cmds = np.zeros((r, n, 3))
-        has_target = live & self.target_has & (now - self.target_rx <= p.target_liveness)
+        clock = now if faults is None else now + faults.clock  # (R, N): each agent's own
+        if faults is not None:
+            positions = positions + faults.shift  # where each believes it is
+        has_target = live & self.target_has & (clock - self.target_rx <= p.target_liveness)
         lost = live & ~has_target
         if lost.any():
-            age = np.where(self.target_has, now - self.target_rx, now - self.started)[lost]
+            age = np.where(self.target_has, clock - self.target_rx, clock - self.started)[lost]
             last = np.where(self.target_has[lost][:, None], self.target_velocity[lost], 0.0)
             self.prev_cmd[lost] = cmds[lost] = fallback_command(last, age, positions[lost], p)
         if not has_target.any():
@@ -263,7 +354,8 @@ class BatchControllers:
         t_vel = get(self.target_velocity)
         t_acc = get(self.target_acceleration)
         own = get(positions)
-        heard = get(self.has) & (now - get(self.rx) <= p.agent_timeout)  # (M, N)
+        local = now if faults is None else get(clock)[:, None]  # each row's own clock
+        heard = get(self.has) & (local - get(self.rx) <= p.agent_timeout)  # (M, N)
         entry = heard & get(self.member)  # ring members; the rest are presence
         nb_pos = get(self.position)
         dx = nb_pos[..., 0] - t_pos[:, 0, None]
@@ -301,10 +393,15 @@ class BatchControllers:
         others = {}
         if p.d_safe:  # states arrive ``delay`` after they were sent
             rx = get(self.rx)
-            others = silent_obstacles_within_reach(
-                own, get(velocities), p.safety_distance(entry.sum(axis=1) + 1), heard,
-                get(self.has) & (now - rx <= p.obstacle_memory), nb_pos, nb_vel,
-                now - rx + self.delay, ~get(self.member), p)
+            silent = get(self.has) & (local - rx <= p.obstacle_memory)
+            if faults is None and not self.faulty:
+                others = silent_obstacles_within_reach(
+                    own, get(velocities), p.safety_distance(entry.sum(axis=1) + 1), heard,
+                    silent, nb_pos, nb_vel, now - rx + self.delay, ~get(self.member), p,
+                    self._silent_discs(heard, silent, local - rx, entry))
+            else:
+                others = self._obstacles_faults(get, own, velocities, entry, heard, silent, rx,
+                                                local, nb_pos, nb_vel, faults)
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,
@@ -317,6 +414,50 @@ class BatchControllers:
         put(self.prev_cmd, cmd)
         put(cmds, cmd)
         return cmds, self.u
+
+    def _silent_discs(self, heard, silent, age, entry):
+        """Return the discs of the rows' silent vehicles (None: none silent): hold_drift's."""
+        silent = silent & ~heard
+        if not silent.any():
+            return None
+        p = self.params
+        return uncertainty_discs(0.0, np.where(silent, age, 0.0),
+                                 p.usable_uncertainty(entry.sum(axis=1) + 1), p)
+
+    def _obstacles_faults(self, get, own, velocities, entry, heard, silent, rx, local, nb_pos,
+                          nb_vel, faults):
+        """
+        Return the ``d_safe`` term's inputs with simulated faults: discs, trusted, own clocks.
+
+        What ``controller._obstacles`` makes of the receiver's table: each vehicle's disc (its
+        uncertainty, growing at ``hold_drift`` while silent, at most the usable size of the
+        receiver's ring), its last trusted state where its broadcast is wider, and the ages on
+        the receiver's own clock.
+        """
+        p = self.params
+        ring = entry.sum(axis=1) + 1
+        usable = p.usable_uncertainty(ring)
+        uncertainty = get(self.uncertainty)
+        radius = np.where(silent, uncertainty_discs(uncertainty, np.where(heard, 0.0, local - rx),
+                                                    usable, p), 0.0)
+        own_uncertainty = (np.zeros(own.shape[0]) if faults is None
+                           else get(faults.uncertainty))
+        own_radius = np.minimum(own_uncertainty, usable)
+        untrusted = silent & (uncertainty > np.minimum(usable, p.d_safe)[:, None])
+        trusted = None
+        if untrusted.any():
+            since = local - get(self.trusted_rx)
+            trusted = (get(self.trusted_position), get(self.trusted_velocity), since,
+                       uncertainty_discs(get(self.trusted_uncertainty), since, usable, p),
+                       untrusted)
+        uncertain = bool(np.any(own_radius > 0.0) or np.any(radius > 0.0))
+        others = silent_obstacles_within_reach(
+            own, get(velocities), p.safety_distance(ring), heard, silent, nb_pos, nb_vel,
+            local - get(self.stamp), ~get(self.member), p, radius if uncertain else None,
+            trusted, own_radius=own_radius if uncertain else 0.0)
+        if others and uncertain:
+            others['own_radius'] = own_radius
+        return others
 
 
 def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):
@@ -367,11 +508,12 @@ class SeparationTracker:
     other must not come close again. ``after`` (R,) is that closest distance (inf: no such
     pair), ``overall`` (R,) the closest approach of any two vehicles at any time, both in
     the horizontal plane, as ``d_min``. Checked every control tick, over every pair of vehicles
-    of which at least one agent works (``live``): a failed agent's vehicle brakes to a hover
-    where it failed and announces it, so the working ones must keep clear of it, and its
-    failure and return is no new start. Two failed agents' vehicles are not counted: neither
-    has a controller that could act (both brake to a hover on their last zero command, and
-    may drift together); where they are when one comes back is a start of its own.
+    of which at least one is flown by its agent (``live``: working, and not held by its bridge
+    after an estimator reset): a failed agent's vehicle brakes to a hover where it failed and
+    announces it, so the working ones must keep clear of it, and its failure and return is no
+    new start. Two vehicles flown by neither agent are not counted: neither has a controller
+    that could act (both brake to a hover on their last zero command, or are held, and may
+    drift together); where they are when one comes back is a start of its own.
     """
 
     def __init__(self, runs: int, agents: int, apart: float):
@@ -429,6 +571,9 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     moving = [k for k, s in enumerate(scenarios) if s.target_motion != 'static']
     controllers = BatchControllers(scenarios, ids)
     outages = BatchOutages(scenarios, ids)
+    plans = [fault_plan(s, n, s.seed) for s in scenarios]
+    faulty = any(s.simulated_faults for s in scenarios)
+    none = stack_plans([no_faults(n)] * r)
     radius = np.array([s.radius for s in scenarios])
     steps_per_tick = round(period / vehicle.sim_dt)
     ticks = int(np.floor(s0.duration / period + 1e-9))
@@ -441,20 +586,23 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     target_estimate = None  # each run's target acceleration, as target_node estimates it
     for k in range(ticks + 1):
         now = k * period
-        live = ~outages.update(now)
+        faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
+        live = ~outages.update(now) & ~faults.killed
         pos = bodies.position.reshape(r, n + 1, 3)
         vel = bodies.velocity.reshape(r, n + 1, 3)
         positions, velocities = pos[:, :n], vel[:, :n]
         t_pos, t_vel = pos[:, n], vel[:, n]
         target_estimate = estimate_acceleration(target_estimate, now, t_vel)
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel,
-                                   target_estimate.acceleration)
+                                   target_estimate.acceleration, faults)
+        if faults.held.any():  # a bridge holds its vehicle after a large estimator reset
+            cmds = np.where(faults.held[..., None], 0.0, cmds)
         cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe,
                               period)
         if s0.area is not None:
             area_margin = np.minimum(area_margin, s0.area.clearance(positions).min(axis=1))
-        if tracker is not None:
-            tracker.update(positions, live)
+        if tracker is not None:  # a vehicle its bridge holds is under no controller's command
+            tracker.update(positions, live & ~faults.held)
         if k % metrics_every == 0:
             times.append(now)
             rows.append(batch_metrics(positions, velocities, live, t_pos, t_vel, radius))

@@ -25,11 +25,13 @@ from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
+from soliton_encirclement_ros.core.floats import minimum as _minimum
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows,
-    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, silent_obstacles)
+    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, silent_obstacles,
+    silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
@@ -86,6 +88,8 @@ class AgentBroadcast(_Stamped):
     but its vehicle is still there and the others keep ``d_safe`` from it. ``uncertainty``
     (m, >= 0) is how far the vehicle may be from ``position`` (its odometry's position
     covariance: e.g. after an estimator reset); the others keep ``d_safe`` from that disc.
+    ``landed`` (a presence only) says the vehicle is on the ground or otherwise out of the air:
+    the others forget it as an obstacle (a silent vehicle stays one until heard again).
     """
 
     agent_id: int
@@ -98,9 +102,13 @@ class AgentBroadcast(_Stamped):
     incarnation: int = 0  # random per process start: tells two senders of one id apart
     member: bool = True  # False: presence only (controller out), an obstacle, not in the ring
     uncertainty: float = 0.0  # m: the vehicle is within this of position
+    landed: bool = False  # a presence of a vehicle on the ground (or out): no obstacle
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'agent_id', int(self.agent_id))
+        object.__setattr__(self, 'landed', bool(self.landed))
+        if self.landed and self.member:
+            raise ValueError('a landed vehicle is no ring member: landed needs member False')
         uncertainty = float(self.uncertainty)
         if not uncertainty >= 0.0 or not math.isfinite(uncertainty):
             raise ValueError(f'uncertainty must be a finite distance >= 0, got {uncertainty}')
@@ -143,21 +151,23 @@ class TargetBroadcast(_Stamped):
 
 # The columns of AgentStates' two matrices: integers (exact) and floats.
 INT_COLUMNS = ('agent_id', 'incarnation', 'seq', 'stamp_ns')
-FLOAT_COLUMNS = ('px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss', 'member', 'uncertainty')
+FLOAT_COLUMNS = ('px', 'py', 'pz', 'vx', 'vy', 'vz', 'u', 'u_ss', 'member', 'uncertainty',
+                 'landed')
 _ID, _INC, _SEQ, _STAMP = range(4)
-_POS, _VEL, _U, _USS, _MEMBER, _UNC = slice(0, 3), slice(3, 6), 6, 7, 8, 9
+_POS, _VEL, _U, _USS, _MEMBER, _UNC, _LANDED = slice(0, 3), slice(3, 6), 6, 7, 8, 9, 10
+_WIDTH = len(FLOAT_COLUMNS)
 
 
 class AgentStates:
     """
     Agent broadcasts as arrays, in arrival order.
 
-    ``ints`` (K, 4) int64 of :data:`INT_COLUMNS` and ``floats`` (K, 10) of
-    :data:`FLOAT_COLUMNS` (``member`` 1 or 0). What an agent's receive path takes in: one
-    instant's states (the in-process graph decodes each once and hands the same object to every
-    agent) or one message's (K = 1). Indexing by an
-    int gives that :class:`AgentBroadcast`; by a mask or index array, the selected states.
-    Iterating gives the broadcasts one by one (made on demand). Never mutated.
+    ``ints`` (K, 4) int64 of :data:`INT_COLUMNS` and ``floats`` (K, 11) of
+    :data:`FLOAT_COLUMNS` (``member`` and ``landed`` 1 or 0). What an agent's receive path
+    takes in: one instant's states (the in-process graph decodes each once and hands the same
+    object to every agent) or one message's (K = 1). Indexing by an int gives that
+    :class:`AgentBroadcast`; by a mask or index array, the selected states. Iterating gives the
+    broadcasts one by one (made on demand). Never mutated.
     """
 
     __slots__ = ('ints', 'floats', '_stamp', '_unique')
@@ -178,8 +188,9 @@ class AgentStates:
         ints = np.array([(b.agent_id, b.incarnation, b.seq, b.stamp_ns) for b in broadcasts],
                         dtype=np.int64).reshape(-1, 4)
         floats = np.array([(*b.position.tolist(), *b.velocity.tolist(), b.u, b.u_ss,
-                            1.0 if b.member else 0.0, b.uncertainty) for b in broadcasts],
-                          dtype=float).reshape(-1, 10)
+                            1.0 if b.member else 0.0, b.uncertainty,
+                            1.0 if b.landed else 0.0) for b in broadcasts],
+                          dtype=float).reshape(-1, _WIDTH)
         return cls(ints, floats)
 
     def __len__(self) -> int:
@@ -233,7 +244,14 @@ def _broadcast(ints, floats) -> AgentBroadcast:
     agent_id, incarnation, seq, stamp_ns = ints.tolist()
     values = floats.tolist()
     return AgentBroadcast(agent_id, seq, stamp_ns, values[0:3], values[3:6], values[_U],
-                          values[_USS], incarnation, values[_MEMBER] == 1.0, values[_UNC])
+                          values[_USS], incarnation, values[_MEMBER] == 1.0, values[_UNC],
+                          values[_LANDED] == 1.0)
+
+
+# The columns of NeighbourTable.trusted: each sender's last trusted state (its uncertainty at
+# most d_safe), where it counts while its broadcasts are wider (an estimate that jumped).
+TRUSTED_COLUMNS = ('px', 'py', 'pz', 'vx', 'vy', 'vz', 'uncertainty', 'rx')
+_T_POS, _T_VEL, _T_UNC, _T_RX = slice(0, 3), slice(3, 6), 6, 7
 
 
 class NeighbourTable(Mapping):
@@ -242,17 +260,21 @@ class NeighbourTable(Mapping):
 
     Arrays underneath (``ints`` and ``floats`` as in :class:`AgentStates`, ``rx`` the receive
     times), one row per sender in the order first heard (a sender dropped and heard again goes
-    last): the order in which the ``d_safe`` term sums its obstacles. As a mapping it makes the
-    broadcast of an id on demand. Never mutated: the functions below return new tables.
+    last): the order in which the ``d_safe`` term sums its obstacles. ``trusted`` (K, 8) of
+    :data:`TRUSTED_COLUMNS`: each sender's last state whose ``uncertainty`` was at most
+    ``d_safe`` (its first state until then), and when it was received. As a mapping it makes
+    the broadcast of an id on demand. Never mutated: the functions below return new tables.
     """
 
-    __slots__ = ('ints', 'floats', 'rx', '_lookup', '_query')
+    __slots__ = ('ints', 'floats', 'rx', 'trusted', '_lookup', '_query')
 
     def __init__(self, ints: np.ndarray, floats: np.ndarray, rx: np.ndarray,
-                 same_ids: Optional['NeighbourTable'] = None) -> None:
+                 same_ids: Optional['NeighbourTable'] = None,
+                 trusted: Optional[np.ndarray] = None) -> None:
         self.ints = ints
         self.floats = floats
         self.rx = rx
+        self.trusted = _as_trusted(floats, rx) if trusted is None else trusted
         # Lookups of ids kept from a table with the same ids in the same rows.
         self._lookup = None if same_ids is None else same_ids._lookup
         self._query = None if same_ids is None else same_ids._query
@@ -298,7 +320,8 @@ class NeighbourTable(Mapping):
 
     def take(self, rows) -> 'NeighbourTable':
         """Return the table of ``rows`` (a mask or row indices, in table order)."""
-        return NeighbourTable(self.ints[rows], self.floats[rows], self.rx[rows])
+        return NeighbourTable(self.ints[rows], self.floats[rows], self.rx[rows],
+                              trusted=self.trusted[rows])
 
     def __getitem__(self, agent_id) -> tuple[AgentBroadcast, float]:
         rows = np.flatnonzero(self.ids == agent_id)
@@ -314,7 +337,25 @@ class NeighbourTable(Mapping):
         return self.ints.shape[0]
 
 
-EMPTY_TABLE = NeighbourTable(np.empty((0, 4), dtype=np.int64), np.empty((0, 10)), np.empty(0))
+def _as_trusted(floats: np.ndarray, rx: np.ndarray) -> np.ndarray:
+    """Return ``NeighbourTable.trusted`` rows of states as received: each trusted as it is."""
+    return np.column_stack((floats[:, _POS], floats[:, _VEL], floats[:, _UNC], rx))
+
+
+def _trusted_after(trusted: np.ndarray, floats: np.ndarray, rx: np.ndarray,
+                   params: ControllerParams) -> np.ndarray:
+    """
+    Return ``trusted`` rows after the states ``floats`` received at ``rx`` (one each).
+
+    A state whose uncertainty is at most ``d_safe`` is trusted; a wider one (an estimator
+    that jumped beyond it) leaves the last trusted state as it was.
+    """
+    new = _as_trusted(floats, rx)
+    return np.where((floats[:, _UNC] <= params.d_safe)[:, None], new, trusted)
+
+
+EMPTY_TABLE = NeighbourTable(np.empty((0, 4), dtype=np.int64), np.empty((0, _WIDTH)),
+                             np.empty(0))
 
 
 @dataclass(frozen=True)
@@ -374,9 +415,35 @@ def future_stamp_reason(kind: str, stamp: float, now: float, params: ControllerP
     """
     ahead = stamp - now
     if ahead > params.max_future_stamp:
+        done = ("rejected as a state, kept as its vehicle's presence" if kind == 'agent'
+                else 'rejected')
         return (f'{kind} state stamped {ahead:.3f} s ahead of this clock (max_future_stamp '
-                f'{params.max_future_stamp:g} s): rejected; {cause}')
+                f'{params.max_future_stamp:g} s): {done}; {cause}')
     return None
+
+
+def ahead_as_presence(states: 'AgentStates', now_ns: int, params: ControllerParams,
+                      own_id: Optional[int] = None) -> tuple['AgentStates', np.ndarray]:
+    """
+    Return ``states`` with those stamped too far ahead kept as presence, and which they were.
+
+    A state stamped more than ``max_future_stamp`` ahead of this clock (``now_ns``) cannot be
+    cached as it is (:func:`future_stamp_reason`: it would make every later state look old),
+    yet it still says where its vehicle is: it is kept as a presence (no ring member, an
+    obstacle), stamped with its receive time ``now_ns``, so that its age counts from when it
+    was heard. Before, it was dropped, and a companion whose clock stepped 2 s ahead had its
+    vehicle invisible to every other. ``own_id``'s states are left as they are. Returns the
+    states (the same object when none is ahead) and the mask (K,) of those that were.
+    """
+    ahead = states.stamp - int(now_ns) * 1e-9 > params.max_future_stamp
+    if own_id is not None:
+        ahead &= states.agent_id != own_id
+    if not ahead.any():
+        return states, ahead
+    ints, floats = states.ints.copy(), states.floats.copy()
+    ints[ahead, _STAMP] = int(now_ns)
+    floats[ahead, _MEMBER] = 0.0
+    return AgentStates(ints, floats, states.unique or None), ahead
 
 
 def stepped_back(cached_rx: float, rx_time: float, params: ControllerParams) -> bool:
@@ -491,12 +558,15 @@ def _merge_unique(table: NeighbourTable, ints: np.ndarray, floats: np.ndarray, r
         if not take.all():
             rows, ints, floats, rx = rows[take], ints[take], floats[take], rx[take]
         elif table.all_rows(rows):  # every sender again, in table order (the usual tick)
-            return NeighbourTable(ints, floats, rx, same_ids=table)
+            return NeighbourTable(ints, floats, rx, same_ids=table, trusted=_trusted_after(
+                table.trusted, floats, rx, params))
         out_ints, out_floats, out_rx = table.ints.copy(), table.floats.copy(), table.rx.copy()
+        out_trusted = table.trusted.copy()
+        out_trusted[rows] = _trusted_after(table.trusted[rows], floats, rx, params)
         out_ints[rows] = ints
         out_floats[rows] = floats
         out_rx[rows] = rx
-        return NeighbourTable(out_ints, out_floats, out_rx, same_ids=table)
+        return NeighbourTable(out_ints, out_floats, out_rx, same_ids=table, trusted=out_trusted)
     take = ~found
     if found.any():
         at = rows[found]
@@ -507,16 +577,21 @@ def _merge_unique(table: NeighbourTable, ints: np.ndarray, floats: np.ndarray, r
                  & ~stepped_back(cached_rx, rx[found], params))
         take[found] = ~keeps
     update = take & found
-    out_ints, out_floats, out_rx = table.ints, table.floats, table.rx
+    out_ints, out_floats, out_rx, out_trusted = table.ints, table.floats, table.rx, table.trusted
     if update.any():  # old rows keep their places; the new ones come last
         out_ints, out_floats, out_rx = out_ints.copy(), out_floats.copy(), out_rx.copy()
+        out_trusted = out_trusted.copy()
+        out_trusted[rows[update]] = _trusted_after(table.trusted[rows[update]],
+                                                   floats[update], rx[update], params)
         out_ints[rows[update]] = ints[update]
         out_floats[rows[update]] = floats[update]
         out_rx[rows[update]] = rx[update]
     added = ~found
     return NeighbourTable(np.concatenate((out_ints, ints[added])),
                           np.concatenate((out_floats, floats[added])),
-                          np.concatenate((out_rx, rx[added])))
+                          np.concatenate((out_rx, rx[added])),
+                          trusted=np.concatenate((out_trusted,
+                                                  _as_trusted(floats[added], rx[added]))))
 
 
 def receive_target_state(state: ControllerState, msg: TargetBroadcast,
@@ -555,18 +630,21 @@ def outgoing_state(state: ControllerState, own_position, own_velocity,
 
 
 def presence_state(state: ControllerState, own_position, own_velocity,
-                   now: float, uncertainty: float = 0.0) -> tuple[ControllerState, AgentBroadcast]:
+                   now: float, uncertainty: float = 0.0,
+                   landed: bool = False) -> tuple[ControllerState, AgentBroadcast]:
     """
     Return (state, the presence broadcast) of an agent whose controller is out (failed).
 
     Its vehicle is still in the air: the broadcast (``member`` False) tells the others where,
     so that they keep ``d_safe`` from it, and leaves it out of their ring. It takes the next
     sequence number, so the agent's own broadcasts stay in order when it comes back.
+    ``landed``: the vehicle is on the ground (or otherwise out of the air): the others forget
+    it as an obstacle.
     """
     msg = AgentBroadcast(agent_id=state.agent_id, seq=state.seq, stamp_ns=seconds_to_ns(now),
                          position=own_position, velocity=own_velocity, u=0.0, u_ss=0.0,
                          incarnation=state.incarnation, member=False,
-                         uncertainty=uncertainty)
+                         uncertainty=uncertainty, landed=landed)
     return dataclasses.replace(state, seq=state.seq + 1), msg
 
 
@@ -602,30 +680,65 @@ def _view(table: NeighbourTable, row: int, theta: float) -> NeighbourView:
 # (the settled ring's usual answer), which costs less than the array pass on a small table.
 FLOAT_OBSTACLE_ROWS = 12
 _NO_ROWS = np.zeros(0, dtype=np.intp)
-_XY_VXY_UNC = [FLOAT_COLUMNS.index(name) for name in ('px', 'py', 'vx', 'vy', 'uncertainty')]
+_XY_VXY_UNC_LANDED = [FLOAT_COLUMNS.index(name)
+                      for name in ('px', 'py', 'vx', 'vy', 'uncertainty', 'landed')]
+
+
+def _disc_one(uncertainty: float, rx: float, now: float, params: ControllerParams,
+              usable: float) -> float:
+    """:func:`law.uncertainty_discs` of one row heard at ``rx``, in floats (the same bits)."""
+    age = known_age(rx, now)
+    silent_for = 0.0 if age <= params.agent_timeout else age
+    return _minimum(uncertainty + params.hold_drift * silent_for, usable)
+
+
+def _discs(table: NeighbourTable, rows: np.ndarray, now: float, params: ControllerParams,
+           usable: float):
+    """
+    Return the discs of ``rows``: (radius, untrusted, trusted radius), arrays over the rows.
+
+    ``radius`` the broadcast uncertainty, grown at ``hold_drift`` while the row is silent, at
+    most ``usable``; ``untrusted`` where the broadcast is wider than ``usable`` or ``d_safe``
+    (not trusted: its last trusted state counts too), with that one's disc grown since it was
+    received.
+    """
+    uncertainty = table.floats[rows, _UNC]
+    age = known_age(table.rx[rows], now)
+    radius = uncertainty_discs(uncertainty, np.where(age <= params.agent_timeout, 0.0, age),
+                               usable, params)
+    trusted = table.trusted[rows]
+    trusted_radius = uncertainty_discs(trusted[:, _T_UNC], known_age(trusted[:, _T_RX], now),
+                                       usable, params)
+    return radius, uncertainty > _minimum(float(usable), params.d_safe), trusted_radius
 
 
 def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
-                      params: ControllerParams, own_uncertainty: float, d_safe: float) -> bool:
+                      params: ControllerParams, own_uncertainty: float, d_safe: float,
+                      usable: float) -> bool:
     """
     Return True only where :func:`obstacle_rows` returns no rows, in Python floats.
 
-    Every row heard within ``obstacle_memory`` lies beyond the bound of the fastest and widest,
-    with a relative 1e-12 more than the array path asks (``math.hypot`` may differ from
-    ``np.hypot`` in the last bit). False where that is not so, or where a row is within
-    ``d_safe`` or not finite: the array path then decides, so the rows are the same.
+    Every row heard within ``obstacle_memory`` (and not landed) lies beyond the bound of the
+    fastest and widest (its disc: :func:`law.uncertainty_discs`), with a relative 1e-12 more
+    than the array path asks (``math.hypot`` may differ from ``np.hypot`` in the last bit).
+    False where that is not so, or where a row is within ``d_safe``, not finite, or wider than
+    ``usable``: the array path then decides, so the rows are the same.
     """
     x0, y0 = float(position[0]), float(position[1])
     memory = params.obstacle_memory
     heard, fastest, widest, closest = False, 0.0, -math.inf, math.inf
-    for rx, (x, y, vx, vy, radius) in zip(table.rx.tolist(),
-                                          table.floats[:, _XY_VXY_UNC].tolist()):
-        if not is_fresh(rx, now, memory):
+    for rx, (x, y, vx, vy, uncertainty, landed) in zip(
+            table.rx.tolist(), table.floats[:, _XY_VXY_UNC_LANDED].tolist()):
+        if not is_fresh(rx, now, memory) or landed == 1.0:
             continue
         distance = math.hypot(x - x0, y - y0)
         others_speed = math.hypot(vx, vy)
-        if not (distance > d_safe and others_speed < math.inf and radius < math.inf):
-            return False  # within d_safe (so within reach), or NaN or infinite: the arrays
+        if not (distance > d_safe and others_speed < math.inf
+                and uncertainty <= _minimum(usable, params.d_safe)):
+            return False  # within d_safe (so within reach), NaN, infinite or too wide
+        if others_speed > 0.0 and not is_fresh(rx, now, params.agent_timeout):
+            return False  # silent while it flew: where its track puts it, the arrays
+        radius = _disc_one(uncertainty, rx, now, params, usable)
         heard = True
         fastest = others_speed if others_speed > fastest else fastest
         widest = radius if radius > widest else widest
@@ -638,64 +751,89 @@ def _all_beyond_reach(table: NeighbourTable, position, speed: float, now: float,
 
 def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
                   params: ControllerParams, own_uncertainty: float = 0.0,
-                  d_safe: Optional[float] = None) -> np.ndarray:
+                  d_safe: Optional[float] = None, usable: Optional[float] = None) -> np.ndarray:
     """
     Return the rows of ``table`` the ``d_safe`` term may count at ``now``, in table order.
 
-    Those heard within ``obstacle_memory`` and within :func:`obstacle_reach` horizontally of
-    ``d_safe`` flown (None: ``params.d_safe``; the tick passes its ring's): the others add
-    exactly nothing to the term. When every vehicle lies beyond the reach of the
-    fastest and widest (the usual case on a ring), the rows' own reaches are not computed; on a
-    table of at most :data:`FLOAT_OBSTACLE_ROWS` rows that is first asked in Python floats.
+    Those heard within ``obstacle_memory`` (not landed) and within :func:`obstacle_reach`
+    horizontally of ``d_safe`` flown (None: ``params.d_safe``; the tick passes its ring's),
+    counted with their discs (``usable`` the widest, None: ``params.usable_uncertainty()``),
+    and every one whose broadcast is wider than ``usable`` or ``d_safe`` (its last trusted
+    position counts):
+    the others add exactly nothing to the term. When every vehicle lies beyond the reach of
+    the fastest and widest (the usual case on a ring), the rows' own reaches are not computed;
+    on a table of at most :data:`FLOAT_OBSTACLE_ROWS` rows that is first asked in Python floats.
     """
     d_safe = params.d_safe if d_safe is None else d_safe
+    usable = params.usable_uncertainty() if usable is None else usable
     if len(table.rx) <= FLOAT_OBSTACLE_ROWS and _all_beyond_reach(
             table, position, math.hypot(float(velocity[0]), float(velocity[1])), now, params,
-            own_uncertainty, d_safe):
+            own_uncertainty, d_safe, usable):
         return _NO_ROWS
-    kept = np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory))
+    kept = np.flatnonzero(is_fresh(table.rx, now, params.obstacle_memory)
+                          & (table.floats[:, _LANDED] != 1.0))
     if kept.size == 0:
         return kept
     floats = table.floats[kept]
-    xy = floats[:, 0:2] - np.asarray(position, dtype=float)[:2]
+    at, moving = floats[:, _POS], floats[:, _VEL]
+    radius, untrusted, _ = _discs(table, kept, now, params, usable)
+    silent = ~is_fresh(table.rx[kept], now, params.agent_timeout)
+    if silent.any():  # a silent one counts where its track puts it by now
+        track, half = silent_track(at, moving, now - table.ints[kept, _STAMP] * 1e-9, params)
+        at = np.where(silent[:, None], track, at)  # its speed still bounds its rest point
+        radius = radius + np.where(silent, half, 0.0)
+    xy = at[:, 0:2] - np.asarray(position, dtype=float)[:2]
     distance = np.hypot(xy[:, 0], xy[:, 1])
     speed = math.hypot(float(velocity[0]), float(velocity[1]))
-    velocity_xy = floats[:, _VEL][:, :2]
-    others_speed = np.hypot(velocity_xy[:, 0], velocity_xy[:, 1])
-    radius = floats[:, _UNC]
-    bound = obstacle_reach(speed, float(others_speed.max()), float(radius.max()), params,
-                           own_uncertainty, d_safe)
-    if (distance >= bound * (1.0 + 1e-9)).all():  # a NaN anywhere: the rows' own reaches
-        return kept[:0]
+    others_speed = np.hypot(moving[:, 0], moving[:, 1])
+    if not untrusted.any():
+        bound = obstacle_reach(speed, float(others_speed.max()), float(radius.max()), params,
+                               own_uncertainty, d_safe)
+        if (distance >= bound * (1.0 + 1e-9)).all():  # a NaN anywhere: the rows' own reaches
+            return kept[:0]
     reach = obstacle_reach(speed, others_speed, radius, params, own_uncertainty, d_safe)
-    return kept[~(distance >= reach)]
+    return kept[~(distance >= reach) | untrusted]
 
 
 def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: ControllerParams,
-               own_uncertainty: float = 0.0) -> dict:
+               own_uncertainty: float = 0.0, usable: Optional[float] = None) -> dict:
     """
     Return the d_safe term's inputs: the vehicles heard in ``rows``, ring member or presence.
 
     Those heard within ``agent_timeout`` count where they are; those silent since count at
-    rest where last heard, for ``d_safe_memory``; a presence also where it will come to rest.
-    A vehicle (this one included) that broadcasts an ``uncertainty`` counts as a disc.
+    rest where last heard, their discs growing at ``hold_drift`` (until heard again); a
+    presence also where it will come to rest. A vehicle (this one included) that broadcasts an
+    ``uncertainty`` counts as a disc, at most ``usable`` wide (None:
+    ``params.usable_uncertainty()``); a broadcast wider than that or ``d_safe`` also counts
+    its last trusted state.
 
-    Each row gives two columns (the vehicle, and its rest point or NaN). Up to
-    :data:`FLOAT_ROWS` columns, which the separation term takes in Python floats, the inputs
-    are lists (:func:`_obstacles_floats`); above, arrays.
+    Each row gives two columns (the vehicle, and its rest point or NaN), three when a row's
+    broadcast is that wide (its trusted state or NaN). Up to :data:`FLOAT_ROWS` columns,
+    which the separation term takes in Python floats, the inputs are lists
+    (:func:`_obstacles_floats`), unless a row fell silent while it flew or is that wide;
+    otherwise arrays.
     """
-    if 2 * rows.size <= FLOAT_ROWS:
-        return _obstacles_floats(table, rows, now, params, own_uncertainty)
+    usable = params.usable_uncertainty() if usable is None else usable
+    radius, untrusted, trusted_radius = _discs(table, rows, now, params, usable)
+    wide = bool(untrusted.any())
+    own = _minimum(float(own_uncertainty), float(usable))
     floats = table.floats[rows]
-    radius = floats[:, _UNC]
-    uncertain = own_uncertainty > 0.0 or bool(np.any(radius > 0.0))
-    obstacles = silent_obstacles(is_fresh(table.rx[rows], now, params.agent_timeout),
-                                 np.ones(rows.size, dtype=bool), floats[:, _POS],
+    fresh = is_fresh(table.rx[rows], now, params.agent_timeout)
+    flew = bool(np.any(~fresh & ((floats[:, 3] != 0.0) | (floats[:, 4] != 0.0))))
+    if 2 * rows.size <= FLOAT_ROWS and not (flew or wide):
+        return _obstacles_floats(table, rows, now, params, own, usable)
+    uncertain = own > 0.0 or bool(np.any(radius > 0.0))
+    trusted = None
+    if wide:
+        kept = table.trusted[rows]
+        trusted = (kept[:, _T_POS], kept[:, _T_VEL], known_age(kept[:, _T_RX], now),
+                   trusted_radius, untrusted)
+    obstacles = silent_obstacles(fresh, np.ones(rows.size, dtype=bool), floats[:, _POS],
                                  floats[:, _VEL], now - table.ints[rows, _STAMP] * 1e-9,
                                  floats[:, _MEMBER] != 1.0, params,
-                                 radius if uncertain else None)
+                                 radius if uncertain else None, trusted)
     if uncertain:
-        obstacles['own_radius'] = own_uncertainty
+        obstacles['own_radius'] = own
     return obstacles
 
 
@@ -704,27 +842,33 @@ _OBSTACLE_COLUMNS = [FLOAT_COLUMNS.index(name)
 
 
 def _obstacles_floats(table: NeighbourTable, rows: np.ndarray, now: float,
-                      params: ControllerParams, own_uncertainty: float) -> dict:
+                      params: ControllerParams, own_uncertainty: float, usable: float) -> dict:
     """
     :func:`_obstacles` in Python floats: the values :func:`silent_obstacles` gives.
 
     :class:`law.FloatRows` of (x, y) (the term takes ``>= 2`` columns): each vehicle where it
-    is, moving if heard within ``agent_timeout`` (its state's age) else at rest (age 0); then
-    each presence's rest point (:func:`law.offset_one`, the floats of ``stopping_offset``), NaN
-    for the others, with velocity the point times 0.0 as the arrays make it.
+    is, moving if heard within ``agent_timeout`` (its state's age) else at rest (age 0; one
+    silent while it flew takes the arrays, :func:`law.silent_track`); then each presence's rest
+    point (:func:`law.offset_one`, the floats of ``stopping_offset``), NaN for the others, with
+    velocity the point times 0.0 as the arrays make it. Discs at most ``usable`` wide (none
+    wider: the arrays count their trusted states).
     """
     timeout, lag, braking = params.agent_timeout, params.t_safe, params.a_safe
+    drift = params.hold_drift
     positions, velocities, ages, rests, rest_velocities, radii = [], [], [], [], [], []
-    for stamp_ns, (x, y, vx, vy, member, radius), rx in zip(
+    for stamp_ns, (x, y, vx, vy, member, uncertainty), rx in zip(
             table.ints[rows, _STAMP].tolist(), table.floats[rows][:, _OBSTACLE_COLUMNS].tolist(),
             table.rx[rows].tolist()):
         positions.append((x, y))
-        if is_fresh(rx, now, timeout):
+        age = known_age(rx, now)
+        if age <= timeout:
             velocities.append((vx, vy))
             ages.append(now - stamp_ns * 1e-9)
+            radius = _minimum(uncertainty + drift * 0.0, usable)
         else:
             velocities.append((0.0, 0.0))
             ages.append(0.0)
+            radius = _minimum(uncertainty + drift * age, usable)
         if member != 1.0:
             offx, offy = offset_one(vx, vy, lag, braking)
             restx, resty = x + offx, y + offy
@@ -764,8 +908,9 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     table = state.neighbours
     age = known_age(table.rx, now)  # of each row: its freshness for pruning and the ring
     if params.prune_expired and len(table):
-        keep = max(params.agent_timeout, params.obstacle_memory)  # silent ones for d_safe
-        fresh = age <= keep
+        # Silent ones stay for d_safe (obstacle_memory: until heard again), landed ones go.
+        keep = max(params.agent_timeout, params.obstacle_memory)
+        fresh = (age <= keep) & ~((table.floats[:, _LANDED] == 1.0) & (age > params.agent_timeout))
         if not fresh.all():
             table, age = table.take(fresh), age[fresh]
     seq = state.seq + 1
@@ -783,10 +928,14 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
                           target.position)  # one call: the same bits as one call each
     theta_self, thetas = float(angles[0]), angles[1:]
     ids = table.ints[live, _ID]
-    near = (obstacle_rows(table, position, velocity, now, params, own_uncertainty,
-                          params.safety_distance(live.size + 1))  # the d_safe the law flies
-            if params.d_safe else ())
-    obstacles = (_obstacles(table, np.asarray(near), now, params, own_uncertainty)
+    if params.d_safe:  # the d_safe the law flies, and the widest disc it counts, its ring's
+        usable = params.usable_uncertainty(live.size + 1)
+        own_radius = _minimum(float(own_uncertainty), usable)
+        near = obstacle_rows(table, position, velocity, now, params, own_radius,
+                             params.safety_distance(live.size + 1), usable)
+    else:
+        near = ()
+    obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
                  if len(near) else {})
     fast = _control_step_floats(state, position, velocity, target, table, live, ids,
                                 theta_self, thetas, params, obstacles)

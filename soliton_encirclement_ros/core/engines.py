@@ -25,10 +25,12 @@ from typing import Callable, Optional, Protocol
 
 import numpy as np
 
-from soliton_encirclement_ros.core.batch_engine import BatchControllers
+from soliton_encirclement_ros.core.batch_engine import BatchControllers, stack_plans
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
-    control_step, initial_state, outgoing_state, presence_state, receive_states, TargetBroadcast)
+    AgentStates, ahead_as_presence, control_step, initial_state, outgoing_state, presence_state,
+    receive_states, seconds_to_ns, TargetBroadcast)
+from soliton_encirclement_ros.core.faults import FaultPlan
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
 
@@ -37,8 +39,18 @@ class SwarmEngine(Protocol):
     """What an engine does each control tick: deliveries, broadcasts, then every command."""
 
     def tick(self, now: float, live: np.ndarray, positions: np.ndarray,
-             velocities: np.ndarray, target_msg: TargetBroadcast) -> tuple[np.ndarray, np.ndarray]:
-        """Return the commands (N, 3) of the working agents (zero rows if failed) and u (N,)."""
+             velocities: np.ndarray, target_msg: TargetBroadcast,
+             faults: Optional[FaultPlan] = None) -> tuple[np.ndarray, np.ndarray]:
+        """
+        Return the commands (N, 3) of the working agents (zero rows if failed) and u (N,).
+
+        ``faults``: the simulated faults in effect (``faults.FaultPlan.at(now)``; None: none):
+        killed agents neither broadcast nor hear (``live`` is False for them), a reset agent
+        broadcasts and flies on its shifted estimate with its uncertainty, and an agent whose
+        clock stepped stamps, receives and ticks on its own clock; a state stamped beyond
+        ``max_future_stamp`` ahead of a receiver's clock is kept as a presence
+        (``controller.ahead_as_presence``).
+        """
 
     @property
     def u_ss(self) -> np.ndarray:
@@ -54,10 +66,12 @@ class PerAgentSwarm:
         self.states = [initial_state(i) for i in self.ids]
         self.channels = [ImpairedChannel(loss, delay, seed, i) for i in self.ids]
 
-    def tick(self, now, live, positions, velocities, target_msg):
+    def tick(self, now, live, positions, velocities, target_msg, faults=None):
+        if faults is not None and faults.active:
+            return self._tick_faults(now, live, positions, velocities, target_msg, faults)
         for i, channel in enumerate(self.channels):
             due = channel.due(now)
-            if due and live[i]:  # a failed agent ignores what reaches it
+            if due:  # a failed agent listens too
                 self.states[i] = receive_states(self.states[i], due, self.params)
         outgoing = []  # in id order: live agents' states, failed agents' presence
         for j in range(self.ids.size):
@@ -78,6 +92,46 @@ class PerAgentSwarm:
                                                    now, self.params)
         return cmds, np.array([s.u for s in self.states])
 
+    def _tick_faults(self, now, live, positions, velocities, target_msg, faults):
+        """:meth:`tick` with simulated faults: each agent on its own clock and estimate."""
+        clocks = now + faults.clock                 # each agent's own clock
+        estimates = positions + faults.shift        # where each believes it is
+        heard = ~faults.killed
+        for i, channel in enumerate(self.channels):
+            if not heard[i]:
+                continue
+            due = channel.due(float(clocks[i]))
+            if due:
+                self.states[i] = receive_states(self.states[i], due, self.params)
+        outgoing = []
+        for j in np.flatnonzero(heard):
+            if live[j]:
+                outgoing.append(outgoing_state(self.states[j], estimates[j], velocities[j],
+                                               float(clocks[j]), float(faults.uncertainty[j])))
+            else:
+                self.states[j], presence = presence_state(
+                    self.states[j], estimates[j], velocities[j], float(clocks[j]),
+                    float(faults.uncertainty[j]))
+                outgoing.append(presence)
+        for i, channel in enumerate(self.channels):
+            if not heard[i]:
+                continue
+            local = float(clocks[i])
+            channel.receive(target_msg, local)
+            for msg in outgoing:
+                if msg.agent_id == self.ids[i]:
+                    continue
+                if msg.stamp - local > self.params.max_future_stamp:  # kept as a presence
+                    msg = ahead_as_presence(AgentStates.of((msg,)), seconds_to_ns(local),
+                                            self.params)[0][0]
+                channel.receive(msg, local)
+        cmds = np.zeros((self.ids.size, 3))
+        for i in np.flatnonzero(live & heard):
+            self.states[i], cmds[i] = control_step(
+                self.states[i], estimates[i], velocities[i], float(clocks[i]), self.params,
+                float(faults.uncertainty[i]))
+        return cmds, np.array([s.u for s in self.states])
+
     @property
     def u_ss(self) -> np.ndarray:
         return np.array([s.u_ss for s in self.states])
@@ -91,12 +145,14 @@ class VectorisedSwarm:
         self.delay = delay
         self._in_flight: deque = deque()
 
-    def tick(self, now, live, positions, velocities, target_msg):
+    def tick(self, now, live, positions, velocities, target_msg, faults=None):
+        if faults is not None and faults.active:
+            raise ValueError('the vectorised engine models no simulated faults')
         c = self.controllers
         c.mark_live(live, now)
         while self._in_flight and self._in_flight[0][0] <= now + TIME_EPS:
             arrival, target, agents = self._in_flight.popleft()
-            c.deliver_target(target, arrival, live)
+            c.deliver_target(target, arrival, np.ones(live.shape, dtype=bool))
             c.deliver_agents(*agents, rx_time=arrival, now=now, sent=arrival - self.delay)
         self._in_flight.append((now + self.delay, target_msg,  # failed agents: presence
                                 (c.ids, positions.copy(), velocities.copy(), c.u.copy(),
@@ -114,12 +170,13 @@ class BatchSwarm:
     def __init__(self, ids, scenario: Scenario):
         self.controllers = BatchControllers([scenario], np.asarray(ids, dtype=np.int64))
 
-    def tick(self, now, live, positions, velocities, target_msg):
+    def tick(self, now, live, positions, velocities, target_msg, faults=None):
         cmds, u = self.controllers.tick(
             now, live[None], positions[None], velocities[None],
             np.asarray(target_msg.position, dtype=float)[None],
             np.asarray(target_msg.velocity, dtype=float)[None],
-            np.asarray(target_msg.acceleration, dtype=float)[None])
+            np.asarray(target_msg.acceleration, dtype=float)[None],
+            None if faults is None or not faults.active else stack_plans([faults]))
         return cmds[0], u[0]
 
     @property
@@ -137,8 +194,9 @@ class EngineSpec:
 
 
 def _vectorisable(scenario: Scenario) -> bool:
-    return vectorisable(scenario.controller_params(), scenario.loss, scenario.delay,
-                        scenario.failures_per_min, scenario.failure_off_time)
+    return not scenario.simulated_faults and vectorisable(
+        scenario.controller_params(), scenario.loss, scenario.delay, scenario.failures_per_min,
+        scenario.failure_off_time)
 
 
 # The one registry of engines, by name; the first is the reference.
@@ -149,7 +207,7 @@ ENGINES: dict[str, EngineSpec] = {
         lambda scenario: True, "the agent node's controller, one agent at a time"),
     'vectorised': EngineSpec(
         lambda ids, params, scenario: VectorisedSwarm(ids, params, scenario.delay),
-        _vectorisable, 'shared latest broadcasts, O(N) memory: no loss, long outages only'),
+        _vectorisable, 'shared latest broadcasts, O(N) memory: no loss, no simulated faults'),
     'batch': EngineSpec(
         lambda ids, params, scenario: BatchSwarm(ids, scenario),
         lambda scenario: True, "each receiver's own copy, O(N^2) memory: the sweep's engine"),
@@ -170,6 +228,7 @@ def choose_engine(scenario: Scenario, engine: str = 'auto') -> str:
     if engine == 'auto':
         return 'vectorised' if ENGINES['vectorised'].exact(scenario) else REFERENCE
     if not ENGINES[engine].exact(scenario):
-        raise ValueError(f'engine {engine} needs loss 0 and failure_off_time longer than the '
-                         'liveness timeouts plus delay; use auto, per-agent or batch')
+        raise ValueError(f'engine {engine} needs loss 0 and no simulated faults '
+                         '(silent_failures, reset_jump, clock_step); use auto, per-agent or '
+                         'batch')
     return engine

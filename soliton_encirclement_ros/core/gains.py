@@ -106,10 +106,26 @@ class ControllerParams:
                              'the age of its state) before it brakes too, and must still pass '
                              'its rest point d_safe/2 apart (a following distance at speed); '
                              '0 = off', 's', low=0.0)
-    d_safe_memory: float = setting(15.0, 'a neighbour that falls silent stays in the d_safe term '
-                                   'this long, at rest where it was last heard (a failed or '
-                                   'blind agent holds there; on PX4 it lands after land_after)',
-                                   's', low=0.0)
+    hold_drift: float = setting(0.5, 'how fast a vehicle may drift from where it was last known '
+                                'while where it is now is not known (PX4 holding it): one that '
+                                'falls silent stays in the d_safe term at rest where it was last '
+                                'heard, and one broadcast wider than d_safe also at its last '
+                                'trusted position, each as a disc growing at this rate up to the '
+                                'usable size (see v_uncertain), until it is heard again or its '
+                                'landing is', 'm/s', low=0.0)
+    silent_run_on: float = setting(0.5, 'a vehicle whose agent falls silent may fly its last '
+                                   "velocity this long (its bridge's or mobility node's "
+                                   'cmd_timeout) before it brakes to a hover: the d_safe term '
+                                   'counts it anywhere on its way between that and braking at '
+                                   'once', 's', low=0.0)
+    v_uncertain: float = setting(2.0, "largest speed the d_safe term adds because of a vehicle's "
+                                 'position uncertainty (its disc beyond its point): inside a wide '
+                                 'disc an agent stops approaching it and leaves it at this speed '
+                                 'instead of fleeing at v_safe. A disc counts at most the ring '
+                                 'spacing 2 R sin(pi/N) less the d_safe flown (wider, it gives '
+                                 'no direction); beyond d_safe (an estimate that jumped, its '
+                                 "vehicle held), the vehicle's last trusted position (a state "
+                                 'at most d_safe uncertain) counts too', 'm/s', low=0.0)
     target_lead: float = setting(1.0, "feed-forward of the target's acceleration: commands follow "
                                  "the target's velocity this far ahead, the vehicles' velocities "
                                  'are compared with it this far behind; the vehicle velocity time '
@@ -154,8 +170,27 @@ class ControllerParams:
 
     @property
     def obstacle_memory(self) -> float:
-        """Return how long a cached agent state counts for ``d_safe`` [s] (0: d_safe off)."""
-        return max(self.agent_timeout, self.d_safe_memory) if self.d_safe else 0.0
+        """
+        Return how long a cached agent state counts for ``d_safe`` [s] (0: d_safe off).
+
+        Forever (inf): a vehicle that falls silent stays an obstacle until it is heard again
+        or its landing is (``hold_drift``).
+        """
+        return math.inf if self.d_safe else 0.0
+
+    def usable_uncertainty(self, ring_size=0):
+        """
+        Return the widest position uncertainty [m] the ``d_safe`` term counts as a disc.
+
+        The even ring's spacing ``2 R sin(pi/N)`` less the ``d_safe`` flown (N = ``ring_size``,
+        at least 2): a disc that wide keeps ``d_safe`` from a neighbour at its settled place,
+        so it leaves the ring as it is; a wider one swallows neighbours and gives them no
+        direction to go. Scalars or arrays (one value per agent).
+        """
+        n = np.maximum(np.asarray(ring_size, dtype=float), 2.0)
+        usable = np.maximum(2.0 * self.radius * np.sin(np.pi / n)
+                            - self.safety_distance(ring_size), 0.0)
+        return float(usable) if usable.ndim == 0 else usable
 
     def safety_distance(self, ring_size=0):
         """

@@ -249,7 +249,10 @@ def separation_velocity(position, velocity, others_position, others_velocity,
     ``others_radius`` (..., M) and ``own_radius`` (...) are position uncertainties [m] (the
     broadcast ``uncertainty``, e.g. after an estimator reset): each vehicle counts as a disc,
     so every distance above is counted less their sum (``d_safe`` kept from the disc's edge).
-    None: points.
+    None: points. What a disc adds to the push of its point is at most ``v_uncertain``, while
+    the law's approach to it is taken out as for a point that near: inside a wide disc (a
+    vehicle's estimate jumped, or it has been silent long) an agent stops approaching it and
+    leaves at ``v_uncertain``, instead of fleeing at ``v_safe`` through where the vehicle is.
 
     ``d_safe`` (...): the safety distance each agent flies (None: ``params.d_safe``; the law
     passes :meth:`ControllerParams.safety_distance` of its ring size).
@@ -310,7 +313,12 @@ def _separation_arrays(position, velocity, others_position, others_velocity, par
             apart = apart | (worse & (gap > DENOMINATOR_EPS))
         near = apart & on & (d_ahead < reach)
         weight = np.where(near, params.v_safe * np.minimum(1.0, 1.0 - d_ahead / reach), 0.0)
-    push = np.sum(unit * weight[..., None], axis=-2)
+        pushed = weight
+        if others_radius is not None:  # what a disc adds to its point's push is bounded
+            point = np.maximum(params.v_safe * np.minimum(1.0, 1.0 - (d_ahead + margin) / reach),
+                               0.0)
+            pushed = np.where(near, np.minimum(weight, point + params.v_uncertain), 0.0)
+    push = np.sum(unit * pushed[..., None], axis=-2)
     norm = np.hypot(push[..., 0], push[..., 1])
     scale = np.where(norm > params.v_safe, params.v_safe / np.where(norm > 0.0, norm, 1.0), 1.0)
     push = push * scale[..., None]
@@ -596,11 +604,12 @@ def _separation_one(position, velocity, others_position, others_velocity, params
             heading = own_way
     reach = d_safe
     keep = (1.0 - CONTINGENCY_SHARE) * reach
-    units, weights, closings, near_rows = [], [], [], []
+    units, weights, pushes, closings, near_rows = [], [], [], [], []
     for (ox, oy), (ovx, ovy), age, margin in zip(others, others_v, ages, margins):
         if ox != ox or oy != oy:  # a NaN row (none there): what the array path makes of it
             units.append((0.0, 0.0))
             weights.append(0.0)
+            pushes.append(0.0)
             closings.append(0.0)
             continue
         if age is not None:
@@ -635,12 +644,17 @@ def _separation_one(position, velocity, others_position, others_velocity, params
                 apart = apart or gap > DENOMINATOR_EPS
         near = apart and d_ahead < reach
         weight = p.v_safe * _minimum(1.0, 1.0 - d_ahead / reach) if near else 0.0
+        pushed = weight
+        if near and others_radius is not None:  # the bound of what a disc adds (arrays')
+            point = _maximum(p.v_safe * _minimum(1.0, 1.0 - (d_ahead + margin) / reach), 0.0)
+            pushed = _minimum(weight, point + p.v_uncertain)
         units.append((ux, uy))
         weights.append(weight)
+        pushes.append(pushed)
         closings.append(closing)
         if near:
             near_rows.append(len(units) - 1)
-    push = np.sum(np.array(units) * np.array(weights)[:, None], axis=-2).tolist()
+    push = np.sum(np.array(units) * np.array(pushes)[:, None], axis=-2).tolist()
     norm = _hypot(push[0], push[1])
     scale = p.v_safe / (norm if norm > 0.0 else 1.0) if norm > p.v_safe else 1.0
     px, py = push[0] * scale, push[1] * scale
@@ -654,16 +668,72 @@ def _separation_one(position, velocity, others_position, others_velocity, params
     return np.array(((px + kx) - lawx, (py + ky) - lawy))
 
 
-def silent_obstacles(live, silent, position, velocity, age, presence=None,
-                     params: Optional[ControllerParams] = None, radius=None) -> dict:
+def uncertainty_discs(uncertainty, silent_for, usable, params: ControllerParams):
     """
-    Return the inputs of the ``d_safe`` term, neighbours that fell silent as obstacles at rest.
+    Return the radius [m] (..., M) each other vehicle counts with in the ``d_safe`` term.
 
-    ``live``/``silent`` (..., M) mark the other agents heard now and those heard within
-    ``d_safe_memory`` but no longer; ``position``/``velocity`` (..., M, 3) and ``age`` (..., M)
-    their last states. A silent agent's vehicle holds where it was last heard (a failed agent
-    commands zero once, a blind one holds, PX4 lands it after ``land_after``): it counts there
-    at rest, not carried forward. Rows neither live nor silent are NaN (not counted).
+    Its broadcast ``uncertainty`` (..., M), grown at ``hold_drift`` for ``silent_for`` (..., M)
+    seconds (how long its position has not been known: 0 while it is heard), and at most
+    ``usable`` (..., one per agent: :meth:`ControllerParams.usable_uncertainty` of its ring):
+    a wider disc gives no direction, and the vehicle's last trusted position counts instead
+    (:func:`silent_obstacles`' ``trusted``).
+    """
+    grown = (np.asarray(uncertainty, dtype=float)
+             + params.hold_drift * np.asarray(silent_for, dtype=float))
+    return np.minimum(grown, np.asarray(usable, dtype=float)[..., None])
+
+
+def silent_track(position, velocity, age, params: ControllerParams):
+    """
+    Return where a vehicle last heard ``age`` s ago may be: (position, half-width).
+
+    Last heard at ``position`` (..., 3) flying ``velocity`` (..., 3), a vehicle whose agent
+    fell silent flies on at that velocity for at most ``silent_run_on`` (its bridge's or
+    mobility node's ``cmd_timeout``), then brakes to a hover; one whose agent failed or went
+    blind brakes at once (its zero command). Braking is one constant deceleration over
+    :func:`stopping_distance` (``t_safe`` lag, ``a_safe`` braking). The vehicle is on its way
+    between the two, horizontally: the result is their midpoint (..., 3), give or take half
+    their gap (..., 0 at rest). A vehicle last heard at rest is where it was.
+    """
+    position = np.asarray(position, dtype=float)
+    v = np.asarray(velocity, dtype=float)[..., :2]
+    v = np.where(np.isfinite(v), v, 0.0)
+    speed = np.hypot(v[..., 0], v[..., 1])
+    moving = speed > 0.0
+    tau = np.maximum(np.where(np.isfinite(age), np.asarray(age, dtype=float), 0.0), 0.0)
+    stop = stopping_distance(speed, params.t_safe, params.a_safe)
+    with np.errstate(invalid='ignore', divide='ignore'):
+        along = np.where(moving[..., None], v / np.where(moving, speed, 1.0)[..., None], 0.0)
+        t_stop = np.where(moving, 2.0 * stop / np.where(moving, speed, 1.0), 0.0)
+        decel = np.where(t_stop > 0.0, speed / np.where(t_stop > 0.0, t_stop, 1.0), 0.0)
+    at_once = np.minimum(tau, t_stop)            # braked from the start
+    s1 = speed * at_once - 0.5 * decel * at_once * at_once
+    run_on = np.minimum(tau, params.silent_run_on)  # flew on, then braked
+    braked = np.minimum(np.maximum(tau - params.silent_run_on, 0.0), t_stop)
+    s2 = speed * run_on + speed * braked - 0.5 * decel * braked * braked
+    middle = 0.5 * (s1 + s2)
+    where = position.copy()
+    where[..., :2] = position[..., :2] + along * middle[..., None]
+    return where, 0.5 * (s2 - s1)
+
+
+def silent_obstacles(live, silent, position, velocity, age, presence=None,
+                     params: Optional[ControllerParams] = None, radius=None, trusted=None,
+                     landed=None) -> dict:
+    """
+    Return the inputs of the ``d_safe`` term, neighbours that fell silent among them.
+
+    ``live``/``silent`` (..., M) mark the other agents heard now and those heard before but no
+    longer (they stay obstacles until heard again, or their landing is: ``landed``);
+    ``position``/``velocity`` (..., M, 3) and ``age`` (..., M) their last states. A live one
+    counts where it is (carried forward by the term); a silent one at rest where
+    :func:`silent_track` puts it (flying on, then braking to a hover; then held where it
+    stopped: a failed agent commands zero once, a blind one holds, a dead one's vehicle holds
+    on its bridge's timeout, PX4 lands it after ``land_after``), its disc widened by the
+    track's half-width. At rest: one closing on it brakes for all its own speed (with the
+    track's mean velocity, a follower braked as if the one ahead were still moving away, and
+    came within 0.75 m of it after it failed, its presence lost on a link of loss 0.2).
+    Rows neither live nor silent, or ``landed`` (..., M; None: none), are NaN (not counted).
 
     ``presence`` (..., M) marks those whose last broadcast was a presence: a failed agent's
     vehicle, braking to a hover on its last zero command. Each also counts at rest where it
@@ -671,66 +741,123 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     lag and ``a_safe`` as its braking), as M more columns: carried forward along its velocity
     alone, a vehicle that brakes as hard as the one behind it looks as if it were not closing.
 
-    ``radius`` (..., M): their position uncertainties (``others_radius``; None: none), the
-    rest points' too.
+    ``radius`` (..., M): their discs (:func:`uncertainty_discs`; None: none), the rest points'
+    too. ``trusted``: None, or (position (..., M, 3), velocity (..., M, 3), age (..., M),
+    radius (..., M), used (..., M)) of each vehicle's last trusted state: where ``used`` (its
+    broadcast is wider than ``d_safe`` or the usable size) it counts at rest where
+    :func:`silent_track` puts it from there,
+    as a disc too, as M more columns.
     """
     live = np.asarray(live, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~live
+    if landed is not None:
+        live = live & ~np.asarray(landed, dtype=bool)
+        silent = silent & ~np.asarray(landed, dtype=bool)
     shown = (live | silent)[..., None]
-    out = {'others_position': np.where(shown, position, np.nan),
+    where = position
+    if silent.any():
+        track, half = silent_track(position, velocity, age, params)
+        if np.any(silent & (half > 0.0)) or np.any(silent[..., None] & (track != position)):
+            where = np.where(silent[..., None], track, position)
+            radius = (0.0 if radius is None else radius) + np.where(silent, half, 0.0)
+    out = {'others_position': np.where(shown, where, np.nan),
            'others_velocity': np.where(live[..., None], velocity, np.where(shown, 0.0, np.nan)),
            'others_age': np.where(live, np.broadcast_to(age, live.shape), 0.0)}
     if radius is not None:
         out['others_radius'] = np.broadcast_to(np.asarray(radius, dtype=float), live.shape)
-    if presence is None:
+    columns = [out]
+    if presence is not None:
+        stops = shown & np.asarray(presence, dtype=bool)[..., None]
+        rest = np.where(stops, np.asarray(position, dtype=float)
+                        + stopping_offset(velocity, params.t_safe, params.a_safe), np.nan)
+        columns.append(_columns(rest, rest * 0.0, out.get('others_radius')))
+    if trusted is not None:
+        at, moved, since, disc, used = trusted
+        used = shown[..., 0] & np.asarray(used, dtype=bool)
+        track, half = silent_track(at, moved, since, params)
+        disc = np.broadcast_to(np.asarray(disc, dtype=float), live.shape) + half
+        points = np.where(used[..., None], track, np.nan)
+        columns.append(_columns(points, points * 0.0, None if radius is None else disc))
+    if len(columns) == 1:
         return out
-    stops = shown & np.asarray(presence, dtype=bool)[..., None]
-    rest = np.where(stops, np.asarray(position, dtype=float)
-                    + stopping_offset(velocity, params.t_safe, params.a_safe), np.nan)
-    both = {'others_position': np.concatenate((out['others_position'], rest), axis=-2),
-            'others_velocity': np.concatenate((out['others_velocity'], rest * 0.0), axis=-2),
-            'others_age': np.concatenate((out['others_age'], np.zeros(rest.shape[:-1])),
-                                         axis=-1)}
+    both = {name: np.concatenate([c[name] for c in columns], axis=-2 if name != 'others_age'
+                                 else -1)
+            for name in ('others_position', 'others_velocity', 'others_age')}
     if radius is not None:
-        both['others_radius'] = np.concatenate((out['others_radius'],) * 2, axis=-1)
+        both['others_radius'] = np.concatenate([c['others_radius'] for c in columns], axis=-1)
     return both
 
 
+def _columns(points, velocity, radius) -> dict:
+    """Columns of obstacles at ``points`` (..., M, 3; NaN: none) flying ``velocity``."""
+    out = {'others_position': points, 'others_velocity': velocity,
+           'others_age': np.zeros(points.shape[:-1])}
+    if radius is not None:
+        out['others_radius'] = radius
+    return out
+
+
 def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, silent, position,
-                                  velocity, age, presence, params: ControllerParams) -> dict:
+                                  velocity, age, presence, params: ControllerParams,
+                                  radius=None, trusted=None, landed=None,
+                                  own_radius=0.0) -> dict:
     """
     :func:`silent_obstacles` of many agents at once, each with its vehicles within reach only.
 
     ``own_position``/``own_velocity`` (..., 3) the agents', ``d_safe`` (...) the distance each
-    flies, the rest as for :func:`silent_obstacles` (no radii: the engines model none). The
-    columns (..., M) are first cut to each agent's vehicles, heard or silent, within
-    :func:`obstacle_reach` of their broadcast speed, in their order, then columns of none (K
-    the most any agent keeps): the rows the agent node's ``controller.obstacle_rows`` gives
-    it, a presence's rest point with its vehicle. The others add exactly nothing to the term.
-    Up to ``WITHIN_REACH_COLUMNS`` columns in all, every vehicle; with no vehicle within reach
-    of any agent, none (an empty dict: the term is zero, as the agent node's without rows).
+    flies, the rest as for :func:`silent_obstacles` (``radius`` the discs, None: points;
+    ``own_radius`` (...) the agents' own). The columns (..., M) are first cut to each agent's
+    vehicles, heard or silent (where :func:`silent_track` puts it), within
+    :func:`obstacle_reach` of their speed and the discs, and every vehicle whose trusted
+    position counts, in their order, then columns of none (K the most any agent keeps): the
+    rows the agent node's ``controller.obstacle_rows`` gives it, a presence's rest point and a
+    trusted position with its vehicle. The others add exactly nothing to the term. Up to
+    ``WITHIN_REACH_COLUMNS`` columns in all, every vehicle; with no vehicle within reach of any
+    agent, none (an empty dict: the term is zero, as the agent node's without rows).
     """
     live = np.asarray(live, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~live
+    if landed is not None:
+        live = live & ~np.asarray(landed, dtype=bool)
+        silent = silent & ~np.asarray(landed, dtype=bool)
     position = np.asarray(position, dtype=float)
     velocity = np.asarray(velocity, dtype=float)
     own = np.asarray(own_position, dtype=float)
     own_v = np.asarray(own_velocity, dtype=float)
+    at, moving, disc = position, velocity, (0.0 if radius is None
+                                            else np.asarray(radius, dtype=float))
+    if silent.any():  # where each silent one may be by now (its speed bounds its rest point)
+        track, half = silent_track(position, velocity, age, params)
+        at = np.where(silent[..., None], track, position)
+        disc = disc + np.where(silent, half, 0.0)
     bound = obstacle_reach(np.hypot(own_v[..., 0], own_v[..., 1])[..., None],
-                           np.hypot(velocity[..., 0], velocity[..., 1]), 0.0, params, 0.0,
+                           np.hypot(moving[..., 0], moving[..., 1]), disc, params,
+                           np.asarray(own_radius, dtype=float)[..., None],
                            np.asarray(d_safe, dtype=float)[..., None])
-    distance = np.hypot(position[..., 0] - own[..., None, 0],
-                        position[..., 1] - own[..., None, 1])
+    distance = np.hypot(at[..., 0] - own[..., None, 0], at[..., 1] - own[..., None, 1])
     keep = (live | silent) & ~(distance >= bound)  # NaN: within reach
+    if trusted is not None:
+        keep = keep | ((live | silent) & np.asarray(trusted[4], dtype=bool))
     if not keep.any():  # no agent has a vehicle within reach: the term adds nothing
         return {}
-    if 2 * live.shape[-1] <= WITHIN_REACH_COLUMNS:
-        return silent_obstacles(live, silent, position, velocity, age, presence, params)
+    columns = 2 + (trusted is not None)
+    if columns * live.shape[-1] <= WITHIN_REACH_COLUMNS:
+        return silent_obstacles(live, silent, position, velocity, age, presence, params,
+                                radius, trusted)
     gather = _gatherer(keep)
+    kept_trusted = None
+    if trusted is not None:
+        kept_trusted = (gather(trusted[0], np.nan, (3,)), gather(trusted[1], np.nan, (3,)),
+                        gather(np.asarray(trusted[2], dtype=float), 0.0),
+                        gather(np.asarray(trusted[3], dtype=float), 0.0),
+                        gather(np.asarray(trusted[4], dtype=bool), False))
     return silent_obstacles(gather(live, False), gather(silent, False),
                             gather(position, np.nan, (3,)), gather(velocity, np.nan, (3,)),
                             gather(np.asarray(age, dtype=float), 0.0),
-                            gather(np.asarray(presence, dtype=bool), False), params)
+                            gather(np.asarray(presence, dtype=bool), False), params,
+                            None if radius is None else gather(np.asarray(radius, dtype=float),
+                                                               0.0),
+                            kept_trusted)
 
 
 def stopping_distance(speed, lag: float, braking: float):

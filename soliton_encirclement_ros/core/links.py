@@ -299,4 +299,4 @@ def offset_warning(receiver: int, figures: LinkFigures, limit: float) -> Optiona
     return (f'agent {receiver}: the clock of agent {figures.sender} is '
             f'{abs(figures.offset):.3f} s {side} this one (max_clock_offset {limit:g} s): '
             "synchronise the companion computers' clocks (chrony or PTP); states stamped "
-            'more than max_future_stamp ahead are rejected')
+            "more than max_future_stamp ahead are kept as their vehicle's presence only")

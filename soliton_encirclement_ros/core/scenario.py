@@ -20,7 +20,7 @@ import numpy as np
 from ros_support.settings import check_fields, setting
 from ros_support.validation import bounded, from_mapping, read_yaml
 from soliton_encirclement_ros.core.area import SafetyArea
-from soliton_encirclement_ros.core.faults import Impairments
+from soliton_encirclement_ros.core.faults import Impairments, SimulatedFaults
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, TargetMotionSettings
 from velocity_mobility_ros.core.vehicle import VehicleParams
@@ -106,13 +106,15 @@ def read_placement_file(path, n: int) -> tuple:
 
 
 @dataclass(frozen=True)
-class Scenario(Impairments, TargetMotionSettings):
+class Scenario(Impairments, SimulatedFaults, TargetMotionSettings):
     """
     One encirclement run.
 
     Defaults: the reference static scenario (N=10, R=20 m, 120 s). The target's motion settings
     (``TargetMotionSettings``) and the failures and link impairments (``Impairments``) are
-    inherited: target_node and agent_node inherit the same fields.
+    inherited: target_node and agent_node inherit the same fields. So are the simulated faults
+    (``SimulatedFaults``: killed agents, an estimator reset, a clock step), which the
+    simulators' engines model and a node graph does not.
     """
 
     # batch_sim and swarm_sim step everything on the mobility step sim_dt, so their periods

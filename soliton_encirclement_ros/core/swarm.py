@@ -6,11 +6,9 @@ every live agent at once with the same law (``law.encirclement_step``) and the s
 rules as ``controller.control_step``. Each agent's row uses only what that agent received.
 
 It relies on every receiver hearing the same broadcasts: no packet loss, one fixed delay.
-Then all live receivers hold the same latest state of each sender (:class:`SharedStates`),
-except that an agent ignored what was delivered while it was failed; ``accept_since`` (the
-tick it came back) hides those. That is exact when an outage outlasts the liveness timeouts
-(:func:`vectorisable` checks it); otherwise use the per-agent path. ``test_batch_sim`` checks
-that both paths give the same trajectories.
+Then all receivers hold the same latest state of each sender (:class:`SharedStates`): a failed
+agent listens too (:func:`vectorisable` checks the rest; otherwise use the per-agent path).
+``test_batch_sim`` checks that both paths give the same trajectories.
 """
 from __future__ import annotations
 
@@ -21,17 +19,22 @@ import numpy as np
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach)
+    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach,
+    uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     is_alive, NO_NEIGHBOUR, select_neighbours)
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,
                  failures_per_min: float, off_time: float) -> bool:
-    """Whether :class:`SwarmControllers` reproduces the per-agent controllers exactly."""
-    longest = (max(params.agent_timeout, params.target_liveness, params.obstacle_memory)
-               + delay + params.control_period)
-    return loss == 0.0 and (failures_per_min == 0.0 or off_time > longest)
+    """
+    Whether :class:`SwarmControllers` reproduces the per-agent controllers exactly.
+
+    Without loss every broadcast reaches every receiver, a failed one too (it listens): they
+    all hold the same. (The outages' rate and length no longer matter; they are arguments for
+    the callers that name them.)
+    """
+    return loss == 0.0
 
 
 class SharedStates:
@@ -75,7 +78,6 @@ class SwarmControllers:
         self.succ = np.full(n, NO_NEIGHBOUR, dtype=np.int64)
         self.prev_cmd = np.zeros((n, 3))
         self.seq = np.zeros(n, dtype=np.int64)
-        self.accept_since = np.full(n, -math.inf)  # messages delivered before this are unseen
         self._live = np.ones(n, dtype=bool)
         self.agents = SharedStates(n)
         self.target_has = np.zeros(n, dtype=bool)
@@ -87,8 +89,7 @@ class SwarmControllers:
         self.lambdas = np.ones(n)  # arc weights of the latest target message, by agent index
 
     def mark_live(self, live: np.ndarray, now: float) -> None:
-        """Record which agents are working at tick ``now`` (call before delivering)."""
-        self.accept_since[live & ~self._live] = now
+        """Record which agents are working at tick ``now`` (a failed one listens on)."""
         self._live = live.copy()
 
     def deliver_agents(self, ids, position, velocity, u, u_ss, member, rx_time, now,
@@ -161,10 +162,8 @@ class SwarmControllers:
         theta_all[entries] = target_angle(a.position[entries], shared_target)
         own_ids = self.ids[rows]
         theta_self = target_angle(positions[rows], target_position)
-        accept = self.accept_since[rows]
-
-        # What each row may use: live entries but its own, and nothing delivered while failed.
-        usable = (self.ids != own_ids[:, None]) & (a.delivered >= accept[:, None])
+        # What each row may use: every entry but its own.
+        usable = self.ids != own_ids[:, None]
         seen = entry & usable
         ring_size = seen.sum(axis=1) + 1  # agents heard, self included
         pred_col, succ_col = select_neighbours(
@@ -174,7 +173,7 @@ class SwarmControllers:
         succ = np.where(succ_col != NO_NEIGHBOUR, self.ids[succ_col], NO_NEIGHBOUR)
 
         def visible(idx):
-            return entry[idx] & (a.delivered[idx] >= accept)
+            return entry[idx]
 
         pred_view, pred_idx, pred_ok = self._neighbour(pred, visible, theta_all)
         succ_view = self._neighbour(succ, visible, theta_all)[0]
@@ -182,10 +181,15 @@ class SwarmControllers:
         others = {}
         if p.d_safe:  # every other vehicle each row hears: (rows, N, 3), NaN where not
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
+            silent = kept & ~heard & usable
+            radius = None
+            if silent.any():  # silent ones count as discs growing at hold_drift
+                radius = uncertainty_discs(0.0, np.where(silent, now - a.rx_time, 0.0),
+                                           p.usable_uncertainty(ring_size), p)
             others = silent_obstacles_within_reach(
                 positions[rows], velocities[rows], p.safety_distance(ring_size),
-                heard & usable, kept & ~heard & usable, a.position, a.velocity, now - a.sent,
-                ~a.member, p)
+                heard & usable, silent, a.position, a.velocity, now - a.sent,
+                ~a.member, p, radius)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,

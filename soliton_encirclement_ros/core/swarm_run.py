@@ -2,9 +2,10 @@
 One run of a scenario, one control tick at a time: target, vehicles, outages and controllers.
 
 The lock-step of ``batch_sim`` (and of ``swarm_sim --engine``), defined once and free of ROS:
-every control period P, :meth:`SwarmRun.tick` takes the outages due, builds the target's
-broadcast, asks the engine (``core.engines``) for every working agent's command, keeps each
-command inside the safety area, and measures; :meth:`SwarmRun.advance` then flies target and
+every control period P, :meth:`SwarmRun.tick` takes the outages and simulated faults due
+(``core.faults``), builds the target's broadcast, asks the engine (``core.engines``) for every
+working agent's command, keeps each command inside the safety area, and measures;
+:meth:`SwarmRun.advance` then flies target and
 vehicles on those commands to the next tick (``round(P / sim_dt)`` mobility steps).
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 from soliton_encirclement_ros.core.area import limit_for_hold
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES
-from soliton_encirclement_ros.core.faults import SwarmOutages
+from soliton_encirclement_ros.core.faults import fault_plan, SwarmOutages
 from soliton_encirclement_ros.core.metrics import compute_metrics
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
@@ -31,15 +32,16 @@ class Tick:
 
     index: int
     now: float                      # s of sim time
-    live: np.ndarray                # (N,) bool: working agents
+    live: np.ndarray                # (N,) bool: working agents (neither failed nor killed)
     positions: np.ndarray           # (N, 3) world ENU [m]
     velocities: np.ndarray          # (N, 3) [m/s]
     u: np.ndarray                   # (N,) each controller's u
     u_ss: np.ndarray                # (N,) and its u_ss
-    commands: np.ndarray            # (N, 3) desired velocities (zero rows for failed agents)
+    commands: np.ndarray            # (N, 3) desired velocities (zero rows: failed, killed, held)
     target: TargetBroadcast         # the target's broadcast of this tick
     metrics: Optional[tuple]        # compute_metrics of the working agents, on metrics ticks
     telemetry: bool                 # an agents.csv row per working agent is due
+    silent: Optional[np.ndarray] = None  # (N,) bool: killed, broadcasting nothing (None: none)
 
 
 class SwarmRun:
@@ -60,6 +62,7 @@ class SwarmRun:
         self._outages = SwarmOutages(self.ids, scenario.failures_per_min,
                                      scenario.failure_off_time, scenario.failure_check_period,
                                      scenario.seed)
+        self._faults = fault_plan(scenario, self.n, scenario.seed)
         self._steps_per_tick = round(self.period / self.vehicle.sim_dt)
         self.ticks = int(np.floor(scenario.duration / self.period + 1e-9))  # the last index
         self._metrics_every = max(1, round((scenario.metrics_period or self.period)
@@ -75,7 +78,8 @@ class SwarmRun:
         """Decide and measure the control tick ``index``; :meth:`advance` flies to the next."""
         k, scenario, n = self.index, self.scenario, self.n
         now = k * self.period
-        live = ~self._outages.update(now)
+        faults = self._faults.at(now)
+        live = ~self._outages.update(now) & ~faults.killed
         bodies = self.bodies
         positions, velocities = bodies.position[:n], bodies.velocity[:n]
         target_position, target_velocity = bodies.position[n], bodies.velocity[n]
@@ -84,7 +88,10 @@ class SwarmRun:
         target_msg = TargetBroadcast(seconds_to_ns(now), target_position, target_velocity,
                                      scenario.omega_ref, scenario.lambdas,
                                      self._target_estimate.acceleration)
-        cmds, u = self._swarm.tick(now, live, positions, velocities, target_msg)
+        cmds, u = self._swarm.tick(now, live, positions, velocities, target_msg,
+                                   faults if faults.active else None)
+        if faults.held.any():  # a bridge holds its vehicle after a large estimator reset
+            cmds = np.where(faults.held[:, None], 0.0, cmds)
         cmds = limit_for_hold(cmds, positions, velocities, scenario.area, self.params.t_safe,
                               self.params.a_safe, self.period)
         if scenario.area is not None:
@@ -97,7 +104,8 @@ class SwarmRun:
         self._last = Tick(k, now, live, positions, velocities, np.array(u, dtype=float),
                           np.array(self._swarm.u_ss, dtype=float),
                           np.where(live[:, None], cmds, 0.0), target_msg, metrics,
-                          k % self.telemetry_every == 0)
+                          k % self.telemetry_every == 0,
+                          faults.killed if faults.killed.any() else None)
         return self._last
 
     def advance(self) -> None:

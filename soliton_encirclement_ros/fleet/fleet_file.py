@@ -23,11 +23,12 @@ Each vehicle runs ``agent_px4.launch.py`` on its companion computer
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+import math
 from pathlib import Path
 import shlex
 from typing import Any, Optional
 
-from ros_support.validation import read_yaml
+from ros_support.validation import broken_rule, read_yaml
 from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.interface import SWARM_RELIABILITIES
 from soliton_encirclement_ros.px4.geo import check_geo_reference
@@ -79,8 +80,12 @@ class Fleet:
         return next((v for v in self.vehicles if v.name == name), None)
 
 
-_SCALARS = {'d_safe': (0.0, None), 'min_battery': (0.0, 1.0), 'max_clock_offset': (0.0, None),
-            'radius': (0.0, None), 'altitude': (None, None)}
+# Each number of the fleet file: (low, high, low exclusive). Every one must be finite: a NaN
+# passed every comparison (d_safe .nan into every launch line, and a check `distance < d_safe`
+# that no pair fails), an infinite radius or altitude no vehicle can fly.
+_SCALARS = {'d_safe': (0.0, None, False), 'min_battery': (0.0, 1.0, False),
+            'max_clock_offset': (0.0, None, False), 'radius': (0.0, None, True),
+            'altitude': (None, None, False)}
 
 
 def load_fleet(path) -> Fleet:
@@ -98,12 +103,13 @@ def load_fleet(path) -> Fleet:
         raise ValueError(f'{where}: unknown keys {unknown}; known: vehicles, '
                          f'{", ".join(sorted(known))}')
     values: dict[str, Any] = {}
-    for name, (low, high) in _SCALARS.items():
+    for name, (low, high, strict) in _SCALARS.items():
         if name in content:
             value = content[name]
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or (low is not None and value < low) or (high is not None and value > high):
-                rule = ('a number' + (f' >= {low:g}' if low is not None else '')
+                    or broken_rule(float(value), low, high, strict):
+                rule = ('a finite number' + (f' {">" if strict else ">="} {low:g}'
+                                             if low is not None else '')
                         + (f' and <= {high:g}' if high is not None else ''))
                 raise ValueError(f'{where}: {name} must be {rule}, got {value!r}')
             values[name] = float(value)
@@ -159,9 +165,11 @@ def _vehicle(where: str, index: int, entry: Any) -> FleetVehicle:
             raise ValueError(f'{where}: {name} {key} must be an integer in [{low}, {high}], got '
                              f'{value!r}')
     origin = entry.get('origin') or ()
-    if origin and (len(origin) != 3 or not all(isinstance(c, (int, float)) for c in origin)):
-        raise ValueError(f'{where}: {name} origin must be [x, y, z] (m, world ENU), got '
-                         f'{origin!r}')
+    if origin and (not isinstance(origin, (list, tuple)) or len(origin) != 3 or not all(
+            isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c)
+            for c in origin)):
+        raise ValueError(f'{where}: {name} origin must be [x, y, z] of finite numbers (m, world '
+                         f'ENU), got {origin!r}')
     return FleetVehicle(name=name, agent_id=int(entry['agent_id']),
                         px4_namespace=str(entry.get('px4_namespace', '') or '').strip('/'),
                         target_system=int(entry.get('target_system', 1)),

@@ -10,9 +10,11 @@ gives the same result whatever order the executor runs callbacks in.
 Fail-safe (decided by ``core.controller.agent_tick``, reported here): odometry older than
 ``odom_timeout`` makes the agent blind (silent on the swarm topic, zero velocity); a target
 unheard for ``target_timeout`` gives zero velocity; states stamped more than
-``max_future_stamp`` ahead are rejected; an id heard from two incarnations is an error. An
+``max_future_stamp`` ahead are rejected as states (the warning names the sender) but kept as
+its vehicle's presence, aged from their receipt; an id heard from two incarnations is an error. An
 injected failure takes the controller out (``core.controller.failed_tick``): zero velocity
-once, deaf, out of the ring, broadcasting only its vehicle's presence (``member`` 0). Each
+once, out of the ring, broadcasting only its vehicle's presence (``member`` 0); it still
+listens, so that back in the ring it knows every vehicle, one that fell silent meanwhile too. Each
 episode is logged once and ``~/status`` (diagnostic_msgs/DiagnosticStatus) and ``/diagnostics``
 say why, on change and at 1 Hz (an id heard from two incarnations makes the status an ERROR).
 """
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 from collections import deque
 import dataclasses
-import math
 import time
 
 from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -37,8 +38,9 @@ from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
-    agent_tick, AgentBroadcast, AgentStates, BLIND, FAILED, failed_tick, future_stamp_reason,
-    initial_state, OK, receive_states, STARTING, Status, TARGET_LOST, TargetBroadcast)
+    agent_tick, AgentBroadcast, AgentStates, ahead_as_presence, BLIND, FAILED, failed_tick,
+    future_stamp_reason, initial_state, OK, receive_states, STARTING, Status, TARGET_LOST,
+    TargetBroadcast)
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
@@ -108,7 +110,6 @@ class AgentNode(Node):
         self._clock_warned = {}   # sender id -> its warning, while its offset is past the limit
         self._sim_time = bool(self.get_parameter('use_sim_time').value)
         self._failed = False
-        self._only_vehicle_failed = False  # failed for its vehicle alone: still hears the swarm
         self._manual_failure_until_ns = -1
         self._vehicle_failure = ''  # why the vehicle left the ring (its bridge), '' = it has not
         self._started = time.monotonic()  # wall time of the start: the first odometry is due
@@ -167,12 +168,9 @@ class AgentNode(Node):
 
         ``states``: :class:`AgentStates` (an instant's, or one message's), or AgentBroadcasts.
         One numpy pass judges them all: the clock not started, duplicate ids, own states and
-        future stamps; the rest go to the (lossy, delayed) channel as one batch. An agent out of
-        the ring because of its vehicle (landed, held) still hears the swarm for the link
-        figures (the pre-flight of the next engage reads them); an injected failure is deaf.
+        future stamps; the rest go to the (lossy, delayed) channel as one batch. A failed agent
+        listens too: back in the ring, it knows every vehicle (one that fell silent meanwhile).
         """
-        if self._deaf():
-            return
         batch = AgentStates.of(states)
         if now_ns == 0:
             started = ~_clock_not_started(now_ns, batch.stamp_ns)
@@ -187,7 +185,7 @@ class AgentNode(Node):
             self._report_duplicate(agent_id, incarnations)
         stamp = batch.stamp
         others = ids != self.agent_id
-        ahead = others & (stamp - now > self._params.max_future_stamp)
+        kept, ahead = ahead_as_presence(batch, now_ns, self._params, self.agent_id)
         if ahead.any():
             first = int(np.flatnonzero(ahead)[0])
             self._rejected_stamp('agent', float(stamp[first]), now, int(ids[first]))
@@ -195,8 +193,7 @@ class AgentNode(Node):
             self._links.record(ids[ahead], batch.incarnation[ahead],
                                np.full(count, -1, dtype=np.int64), stamp[ahead],
                                np.full(count, now))
-            others &= ~ahead
-        self._channel.receive_many(batch if others.all() else batch[others], now)
+        self._channel.receive_many(kept if others.all() else kept[others], now)
 
     def _observe_incarnation(self, agent_id: int, incarnation: int, now: float) -> None:
         duplicate = self._duplicates.observe(agent_id, incarnation, now)
@@ -211,8 +208,6 @@ class AgentNode(Node):
             'vehicles were started with the same agent_id')
 
     def _on_target_state(self, msg: Float64MultiArray) -> None:
-        if self._failed:
-            return
         try:
             state = target_state_from_msg(msg)
         except ValueError as error:
@@ -222,8 +217,6 @@ class AgentNode(Node):
 
     def receive_target_state(self, state: TargetBroadcast, now_ns: int | None = None) -> None:
         """Take a decoded target state heard at ``now_ns`` (default: this node's clock now)."""
-        if self._failed:
-            return
         now_ns = self._now_ns() if now_ns is None else now_ns
         if _clock_not_started(now_ns, state.stamp_ns):
             return
@@ -310,21 +303,15 @@ class AgentNode(Node):
             if self._area_watch is not None:
                 for line in self._area_watch.update(now, odometry[1]):
                     self.get_logger().warning(f'agent {self.agent_id}: {line}')
-        injected = self._outage.update(now) or now_ns < self._manual_failure_until_ns
-        failed = injected or bool(self._vehicle_failure) or self._outside_too_long()
-        deaf_before = self._deaf()
-        self._only_vehicle_failed = failed and not injected and not self._outside_too_long()
+        failed = (self._outage.update(now) or now_ns < self._manual_failure_until_ns
+                  or bool(self._vehicle_failure) or self._outside_too_long())
         if failed != self._failed:
             self._on_failure_change(failed)
-        elif self._deaf() and not deaf_before:
-            self._stop_hearing()
         self._observe_incarnation(self.agent_id, self.incarnation, now)
-        if not self._deaf():
-            due = self._channel.due(now - THIS_TICK)
-            if due:
-                self._record_links(due)
-                if not failed:
-                    self._state = receive_states(self._state, due, self._params)
+        due = self._channel.due(now - THIS_TICK)  # failed or not: it listens
+        if due:
+            self._record_links(due)
+            self._state = receive_states(self._state, due, self._params)
         if failed:
             tick = failed_tick(self._state, odometry, now, self._params, self._failure_detail())
         else:
@@ -378,24 +365,17 @@ class AgentNode(Node):
             return earlier[-1]
         return self._odometry[-1] if self._odometry else None
 
-    def _deaf(self) -> bool:
-        """Whether the agent hears nothing: failed, and not only because of its vehicle."""
-        return self._failed and not self._only_vehicle_failed
-
-    def _stop_hearing(self) -> None:
-        self._channel.due(math.inf)  # drop what is in flight: a deaf agent hears nothing
-        self._links.deaf()  # what it misses meanwhile is not the link's loss
-
     def _on_failure_change(self, failed: bool) -> None:
         self._failed = failed
         if failed:
             self._cmd_pub.publish(Twist())
-            if self._deaf():
-                self._stop_hearing()
             self._set_status(Status(FAILED, self._failure_detail()))
-        else:  # a fresh controller; the sequence numbers go on after the presence broadcasts
+        else:  # a fresh controller; the sequence numbers go on after the presence broadcasts,
+            # and what it heard meanwhile stays (the vehicles, one fallen silent among them)
             self._state = dataclasses.replace(initial_state(self.agent_id, self.incarnation),
-                                              seq=self._state.seq)
+                                              seq=self._state.seq,
+                                              neighbours=self._state.neighbours,
+                                              target=self._state.target)
             self.get_logger().info(f'agent {self.agent_id}: recovered, resuming control')
 
     # --- status -------------------------------------------------------------------------------

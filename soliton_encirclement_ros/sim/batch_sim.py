@@ -29,6 +29,7 @@ from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import (
     RunResult, separation_note, write_run_outputs)
+from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINE_CHOICES
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm_run import SwarmRun
@@ -65,11 +66,28 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     names = [f'uav{i}' for i in ids[:traced]] + ['target']
     trajectories = {name: np.column_stack((times, trace[:, j])) for j, name in enumerate(names)}
     sim_time = run.ticks * period
-    return RunResult(np.array(metrics_rows), np.vstack(agent_rows),
-                     {**scenario.as_dict(), 'engine': run.engine}, trajectories,
+    params = {**scenario.as_dict(), 'engine': run.engine}
+    if scenario.area is not None:  # who started outside: no settle time is theirs
+        params['outside_start'] = outside_starts(scenario.area, scenario.start_positions(),
+                                                 agent_names(ids))
+    return RunResult(np.array(metrics_rows), np.vstack(agent_rows), params, trajectories,
                      sim_time / wall if wall > 0 else math.inf, sim_time, wall,
                      run.bodies.position.copy(),
                      run.area_margin if scenario.area is not None else math.nan)
+
+
+def agent_names(ids) -> list[str]:
+    """Return the agents' names, ``uav<id>``, as the outputs call them."""
+    return [f'uav{i}' for i in ids]
+
+
+def settle_note(params) -> str:
+    """Return ``'; '`` and why no settle time is reported, or ``''`` (every start inside)."""
+    out = params.get('outside_start') or []
+    if not out:
+        return ''
+    return (f'; no settle time: {len(out)} agent{"s" if len(out) > 1 else ""} started outside '
+            'the safety area and held')
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,13 +119,17 @@ def main(argv=None) -> int:
     except ValueError as exc:  # bad input: one line, before any simulation
         print(f'batch_sim: error: {exc}', file=sys.stderr)
         return 2
+    outside = outside_starts_text(scenario.area, scenario.start_positions(),
+                                  agent_names(scenario.agent_ids()))
+    if outside:
+        print(f'batch_sim: warning: {outside}', file=sys.stderr)
     result = simulate(scenario, args.engine)
     summary = write_run_outputs(args.out, result, plots=not args.no_plots, fmt=args.format)
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '
-          f'{result.params["engine"]}); final {final}; {separation_note(result.params)}; '
-          f'outputs in {args.out}')
+          f'{result.params["engine"]}); final {final}{settle_note(result.params)}; '
+          f'{separation_note(result.params)}; outputs in {args.out}')
     return 0
 
 

@@ -146,6 +146,8 @@ class EngineGraph(LockStepGraph):
         if self._states(now_ns):
             publish = self._states.publisher.publish
             for i, agent_id in enumerate(swarm.ids.tolist()):
+                if tick.silent is not None and tick.silent[i]:
+                    continue  # a killed agent: nothing
                 publish(agent_state_to_msg(AgentBroadcast(
                     agent_id, swarm.index, now_ns, tick.positions[i], tick.velocities[i],
                     float(tick.u[i]), float(tick.u_ss[i]), self._incarnations[i],

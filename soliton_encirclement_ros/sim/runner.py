@@ -25,7 +25,9 @@ from ros_support.signals import StopRequest
 from ros_support.validation import broken_rule, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import separation_note
-from soliton_encirclement_ros.bringup.graph import build_graph, precedence_notes, SwarmPlan
+from soliton_encirclement_ros.bringup.graph import (
+    agent_controllers, build_graph, precedence_notes, separation_notes, SwarmPlan)
+from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
 from soliton_encirclement_ros.core.engines import ENGINE_CHOICES
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
@@ -134,8 +136,12 @@ def write_run_area(area, out_dir: Path) -> Path:
 
 def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
     """Return the run's parameters for summary.json: the scenario's, then the graph's."""
+    outside = ({} if plan.scenario.area is None else {'outside_start': outside_starts(
+        plan.scenario.area, plan.initial_positions(), list(plan.names))})
     return {
         **plan.scenario.as_dict(),
+        **flown_summary(plan),
+        **outside,
         'names': list(plan.names),
         'odom_rate': plan.odom_rate,
         'params_files': list(plan.params_files),
@@ -144,9 +150,31 @@ def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
     }
 
 
+def flown_summary(plan: SwarmPlan) -> dict:
+    """
+    Return what the agents fly, after the params files, for summary.json.
+
+    ``d_safe_flown`` the least ``d_safe`` any agent flies on the full ring, and
+    ``d_safe_flown_by_agent`` each one's; ``controller`` the agents' gains when they all fly
+    the same (a params file may set them), else the scenario's.
+    """
+    gains = agent_controllers(plan)
+    n = plan.num_agents
+    flown = {name: float(params.safety_distance(n)) for name, params in gains.items()}
+    out = {'d_safe_flown': min(flown.values()), 'd_safe_flown_by_agent': flown}
+    shared = {json.dumps(params.as_dict(), sort_keys=True) for params in gains.values()}
+    if len(shared) == 1:
+        out['controller'] = next(iter(gains.values())).as_dict()
+    return out
+
+
 def engine_problem(args: argparse.Namespace, plan: SwarmPlan) -> str:
-    """Return why ``--engine`` cannot run with the other options (one line), or ''."""
+    """Return why ``--engine`` (nodes too) cannot run with the other options (one line), or ''."""
     if args.engine == NODES:
+        if plan.scenario.simulated_faults:
+            return ('silent_failures, reset_jump and clock_step are simulated by the engines: '
+                    'add --engine auto (or run batch_sim); the node graph has real processes '
+                    'to kill and clocks to step')
         return ''
     from soliton_encirclement_ros.core.engines import choose_engine
     given = {'--processes': args.processes, '--params-file': bool(args.params_file),
@@ -173,15 +201,22 @@ def _number(value, digits: int = 4, unit: str = '', none: str = 'n/a') -> str:
     return f'{value:.{digits}f}{unit}'
 
 
-def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
+def print_summary(summary: dict, out_dir: Path, stream=None) -> None:
+    """Print the run's summary table to ``stream`` (None: ``sys.stdout`` as it is now)."""
+    stream = sys.stdout if stream is None else stream
     rows = [('metric', 'final', 'mean')] + [
         (name, _number(summary['final'].get(name)), _number(summary['mean'].get(name)))
         for name in METRIC_NAMES]
     for row in rows:
         print(f'  {row[0]:<8}{row[1]:>10}{row[2]:>10}', file=stream)
     settle = summary.get('settle_time') or {}
-    print(f'  settled: E_gap < 0.05 from {_number(settle.get("E_gap"), 2, " s", "never")}, '
-          f'E_r < 0.01 from {_number(settle.get("E_r"), 2, " s", "never")}', file=stream)
+    outside = (summary.get('params') or {}).get('outside_start') or []
+    if outside:
+        print(f'  settled: not reported: {", ".join(outside)} started outside the safety area '
+              'and held', file=stream)
+    else:
+        print(f'  settled: E_gap < 0.05 from {_number(settle.get("E_gap"), 2, " s", "never")}, '
+              f'E_r < 0.01 from {_number(settle.get("E_r"), 2, " s", "never")}', file=stream)
     closest = summary.get('closest') or {}
     print(f'  closest approach: d_min {_number(closest.get("d_min"), 3, " m")} at '
           f'{_number(closest.get("time"), 2, " s")}', file=stream)
@@ -196,12 +231,16 @@ def main(argv=None) -> int:
         os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
     try:
         plan = plan_from_args(args)
-        notes = precedence_notes(build_graph(plan))  # a bad params file: one line
+        specs = build_graph(plan)
+        notes = precedence_notes(specs) + separation_notes(plan, specs)  # bad file: one line
     except ValueError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return 2
     for note in notes:
         print(f'swarm_sim: {note}', file=sys.stderr)
+    outside = outside_starts_text(plan.scenario.area, plan.initial_positions(), list(plan.names))
+    if outside:
+        print(f'swarm_sim: warning: {outside}', file=sys.stderr)
     out_dir = Path(args.out)
     problem = engine_problem(args, plan) or output_dir_problem(out_dir, '--out')
     if problem:

@@ -109,7 +109,7 @@ def test_agent_states_of_an_unknown_layout_are_set_aside_with_a_warning(tmp_path
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and 'Traceback' not in result.stderr
     assert lines[0].startswith(f'analyze_run: warning: {bag}: /swarm/agent_states set aside (')
-    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v5' in lines[0]
+    assert 'agent_state layout mismatch' in lines[0] and 'agent_state.v6' in lines[0]
     assert 'odometry alone' in lines[0]
     metrics = np.loadtxt(tmp_path / 'out' / 'metrics.csv', delimiter=',', skiprows=1)
     side = 2.0 * RADIUS * math.sin(math.pi / 5)

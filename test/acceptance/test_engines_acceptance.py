@@ -38,6 +38,16 @@ SCENARIOS = {
     'cluster start, N = 20, outages': Scenario(
         agents=20, seed=7, duration=8.0, control_period=0.05, placement='cluster',
         failures_per_min=20.0, failure_off_time=2.0),
+    # Simulated faults: an agent killed (silent), an estimate jumped 44.72 m with its
+    # uncertainty (held), a clock stepped 2 s ahead (its states kept as presence).
+    'collinear start, moving target, simulated faults': Scenario(
+        agents=8, seed=1, duration=10.0, control_period=0.05, placement='collinear',
+        target_motion='random', silent_failures=2, reset_jump=44.72, clock_step=2.0,
+        fault_time=4.0),
+    'simulated faults, outages, loss and delay': Scenario(
+        agents=5, seed=2, duration=8.0, control_period=0.05, loss=0.2, delay=0.05,
+        failures_per_min=30.0, failure_off_time=2.0, silent_failures=1, reset_jump=1.5,
+        clock_step=2.0, fault_time=2.0),
 }
 
 

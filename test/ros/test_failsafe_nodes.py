@@ -36,6 +36,8 @@ class Feeds:
         self.target = harness.publisher(Float64MultiArray, '/target/state')
         self.odom_on = self.target_on = self.neighbour_on = True
         self.target_stamp_offset = 0.0
+        self.neighbour_stamp_offset = 0.0  # its companion's clock, off this one's
+        self.neighbour_position = (-20.0, 0.0, 0.0)
         self.seq = 0
 
     def __call__(self, now):
@@ -46,8 +48,9 @@ class Feeds:
         if self.neighbour_on:
             self.seq += 1
             self.states.publish(agent_state_to_msg(AgentBroadcast(
-                agent_id=2, seq=self.seq, stamp_ns=seconds_to_ns(now),
-                position=np.array([-20.0, 0.0, 0.0]),
+                agent_id=2, seq=self.seq,
+                stamp_ns=seconds_to_ns(now + self.neighbour_stamp_offset),
+                position=np.array(self.neighbour_position),
                 velocity=np.zeros(3), u=0.0, incarnation=5)))
         if self.target_on:
             self.target.publish(target_state_to_msg(seconds_to_ns(now + self.target_stamp_offset),
@@ -114,6 +117,27 @@ def test_odometry_pause_silences_the_broadcast_holds_and_says_why_once(agent, ca
     assert any(c != (0.0, 0.0, 0.0) for c in commands(agent, resumed))
     assert statuses(agent, resumed)[0] == (DiagnosticStatus.OK, 'ok')
     assert 'blind episode over, resuming control' in capfd.readouterr().err
+
+
+def test_a_neighbour_whose_clock_stepped_ahead_is_kept_clear_of(agent, capfd):
+    """
+    A companion whose clock stepped 2 s ahead: its states say where its vehicle is.
+
+    Neighbour 2 is 1.5 m from agent 1, inside d_safe, its states stamped 2 s ahead of this
+    clock (beyond max_future_stamp 0.5 s). Before, they were dropped and its vehicle was
+    invisible: agent 1 flew on toward its ring at 20 m, through it. Now each is kept as its
+    vehicle's presence, aged from its receipt, and agent 1 keeps off it.
+    """
+    agent.feeds.neighbour_position = (23.5, 0.0, 0.0)  # agent 1 is at (25, 0, 0)
+    agent.feeds.neighbour_stamp_offset = 2.0
+    start = mark(agent)
+    agent.advance(1.0, before_step=agent.feeds)
+    flown = commands(agent, start)[-10:]
+    assert len(flown) == 10 and all(x > 0.5 for x, _, _ in flown), flown  # away, not inward
+    err = capfd.readouterr().err
+    assert err.count('agent state stamped 2.0') == 1, err  # throttled (5 s)
+    assert ('ahead of this clock (max_future_stamp 0.5 s): rejected as a state, kept as its '
+            "vehicle's presence; ") in err
 
 
 def diagnostics(harness, start):

@@ -14,8 +14,8 @@ import pytest
 
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, engage_and_form_ring, every, FIELD, needs_px4_msgs, observe_graph, sitl_plan,
-    SPAWNS, start_graph, true_position_enu)
+    DEADLINE, engage_and_form_ring, every, FIELD, needs_px4_msgs, observe_graph, ready,
+    sitl_plan, SPAWNS, start_graph, true_position_enu)
 
 pytestmark = needs_px4_msgs
 
@@ -30,8 +30,8 @@ def test_four_vehicles_placed_by_their_own_gps_form_one_ring(ros):
     nodes = start_graph(ros, plan, spawns_enu=SPAWNS)
     bridges, fakes, odoms, engage = observe_graph(ros, plan, nodes)
     assert all(b.get_parameter('origin_source').value == 'gps' for b in bridges)
-    assert spin_until(ros, lambda: len(odoms) == len(SPAWNS)
-                      and all(c.service_is_ready() for c in engage), timeout=DEADLINE)
+    assert spin_until(ros, lambda: ready(odoms, plan.names, engage, bridges),
+                      timeout=DEADLINE)
 
     def placed():  # each bridge's odometry is where its vehicle truly is, to GPS arithmetic
         return all(np.allclose([getattr(odoms[name].pose.pose.position, c) for c in 'xyz'],

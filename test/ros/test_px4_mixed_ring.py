@@ -15,8 +15,8 @@ import pytest
 from soliton_encirclement_ros.bringup.graph import parse_simulated
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, engage_and_form_ring, every, needs_px4_msgs, Separation, sitl_plan, start_graph,
-    true_position_enu)
+    DEADLINE, engage_and_form_ring, every, needs_px4_msgs, ready, Separation, sitl_plan,
+    start_graph, true_position_enu)
 
 pytestmark = needs_px4_msgs
 
@@ -74,8 +74,8 @@ def test_two_px4_and_two_simulated_vehicles_form_one_ring_and_keep_their_fail_sa
 
     observe = every(OBSERVE_PERIOD, lambda: separation.observe(positions()))
 
-    assert spin_until(ros, lambda: len(odoms) == N and all(
-        c.service_is_ready() for c in engage.values()), timeout=DEADLINE, each=observe), (
+    assert spin_until(ros, lambda: ready(
+        odoms, plan.names, engage.values(), bridges.values()), timeout=DEADLINE, each=observe), (
         f'odometry from {sorted(odoms)} only, or engage services missing')
 
     # The wiring the plan promises, as the ROS graph sees it: each cmd_vel flies exactly its

@@ -19,7 +19,7 @@ import pytest
 
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, every, needs_px4_msgs, observe_graph, Separation, sitl_plan, start_graph,
+    DEADLINE, every, needs_px4_msgs, observe_graph, ready, Separation, sitl_plan, start_graph,
     true_position_enu)
 
 pytestmark = needs_px4_msgs
@@ -53,7 +53,7 @@ def test_a_held_vehicle_after_a_large_reset_is_kept_clear_of(ros):
                     closest.update(d=d, at=time.monotonic() - jumped['at'])
     observe = every(OBSERVE_PERIOD, observe)
 
-    assert spin_until(ros, lambda: len(odoms) == N and all(c.service_is_ready() for c in engage),
+    assert spin_until(ros, lambda: ready(odoms, plan.names, engage, bridges),
                       timeout=DEADLINE, each=observe), 'odometry or engage services missing'
     futures = [client.call_async(Trigger.Request()) for client in engage]
     assert spin_until(ros, lambda: all(f.done() for f in futures), timeout=DEADLINE, each=observe)
@@ -103,7 +103,7 @@ def test_a_45_m_reset_in_a_formed_ring_leaves_no_phantom_to_flee_through(ros, ru
             if d < closest['d']:
                 closest.update(d=d, at=time.monotonic() - jumped['at'])
     observe = every(OBSERVE_PERIOD, observe)
-    assert spin_until(ros, lambda: len(odoms) == 4 and all(c.service_is_ready() for c in engage),
+    assert spin_until(ros, lambda: ready(odoms, plan.names, engage, bridges),
                       timeout=DEADLINE), 'odometry or engage services missing'
     formed, settle, _, _ = engage_and_form_ring(
         ros, dict(zip(plan.names, engage)), odoms, plan.names, float(defaults['radius']),

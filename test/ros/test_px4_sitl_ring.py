@@ -17,7 +17,8 @@ import pytest
 
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import (
-    DEADLINE, engage_and_form_ring, every, needs_px4_msgs, observe_graph, Separation, sitl_plan,
+    DEADLINE, engage_and_form_ring, every, needs_px4_msgs, observe_graph, ready, Separation,
+    sitl_plan,
     start_graph, true_position_enu)
 
 pytestmark = needs_px4_msgs
@@ -44,7 +45,7 @@ def test_sitl_defaults_engaged_on_the_ground_climb_and_form_the_ring_apart(ros):
 
     observe = every(OBSERVE_PERIOD, lambda: separation.observe(true_positions_enu(fakes)))
 
-    assert spin_until(ros, lambda: len(odoms) == N and all(c.service_is_ready() for c in engage),
+    assert spin_until(ros, lambda: ready(odoms, plan.names, engage, bridges),
                       timeout=DEADLINE, each=observe), 'odometry or engage services missing'
     start = true_positions_enu(fakes)
     assert np.allclose(start, list(plan.px4_origins), atol=1e-9)  # on the ground

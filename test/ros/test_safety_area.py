@@ -95,6 +95,32 @@ def test_an_agent_found_outside_holds_says_why_once_and_leaves_the_ring(tmp_path
         assert all(x >= -15.0 - 1e-3 for _, x, *_ in agents[other])
 
 
+def test_agents_below_the_band_hold_and_the_run_says_so(tmp_path, capfd):
+    """
+    Agents started below z_min hold horizontally, and swarm_sim says so once.
+
+    Before, they logged 'holding (zero velocity)' and flew the ring horizontally (up to 18 m
+    in 10 s), and swarm_sim printed settle times as if the run were an encirclement.
+    """
+    bag = tmp_path / 'bag'
+    code = runner.main(['--no-progress', '--control-period', '0.05', '--agents', '3',
+                        '--duration', '4', '--safety-area', str(area_file(tmp_path, z_min=2.0)),
+                        '--out', str(tmp_path / 'run'), '--record', str(bag)])
+    assert code == 0
+    captured = capfd.readouterr()
+    said = captured.out + captured.err
+    warned = [line for line in captured.err.splitlines()
+              if line.startswith('swarm_sim: warning: 3 of 3 agents start outside')]
+    assert len(warned) == 1 and 'below z_min 2 m' in warned[0], captured.err
+    assert 'settled: not reported: uav1, uav2, uav3 started outside the safety area' \
+        in said
+    assert 'E_gap < 0.05 from' not in said
+    agents, _ = positions(bag)
+    for trace in agents.values():
+        x0, y0 = trace[0][1], trace[0][2]
+        assert max(abs(x - x0) + abs(y - y0) for _, x, y, *_ in trace) < 0.05
+
+
 def test_the_area_is_drawn_in_the_markers_at_both_ends_of_its_band():
     from builtin_interfaces.msg import Time
     from soliton_encirclement_ros.core.area import SafetyArea

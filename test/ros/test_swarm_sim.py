@@ -281,7 +281,8 @@ def test_a_scenario_file_runs_unchanged_in_swarm_sim_and_batch_sim(tmp_path):
     assert batch_sim.main(['--scenario', str(scenario), '--out', str(tmp_path / 'batch')]) == 0
     ros_summary = json.loads((ros / 'summary.json').read_text())
     batch_summary = json.loads((tmp_path / 'batch' / 'summary.json').read_text())
-    graph_only = {'names', 'odom_rate', 'params_files', 'mode', 'engine'}
+    graph_only = {'names', 'odom_rate', 'params_files', 'mode', 'engine',
+                  'd_safe_flown_by_agent'}
     assert {k: v for k, v in ros_summary['params'].items() if k not in graph_only} == {
         k: v for k, v in batch_summary['params'].items() if k not in graph_only}
     assert ros_summary['params']['controller']['k_r'] == 1.5

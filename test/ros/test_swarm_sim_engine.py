@@ -46,7 +46,9 @@ def test_the_run_is_batch_sims_byte_for_byte(tmp_path, engine):
     assert metrics.shape[0] == 8 / 0.05 + 1 and np.all(np.isfinite(metrics[:, 1]))
     ros, batch = ({**yaml.safe_load((tmp_path / run / 'summary.json').read_text())['params']}
                   for run in ('ros', 'batch'))
-    assert ros['engine'] == batch['engine'] == ('per-agent' if engine == 'auto' else engine)
+    # auto: vectorised, exact with outages longer than the liveness timeouts (every sender's
+    # broadcast, a state or a presence, replaces what a returning agent cached)
+    assert ros['engine'] == batch['engine'] == ('vectorised' if engine == 'auto' else engine)
     assert ros['mode'] == 'in-process'
 
 
@@ -160,3 +162,20 @@ def test_what_one_node_cannot_honour_is_refused_in_one_line(tmp_path, capsys, ex
     err = capsys.readouterr().err
     assert code == 2 and rule in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / 'run').exists()
+
+
+def test_simulated_faults_run_in_the_engines_and_the_node_graph_refuses_them(tmp_path, capfd):
+    """A killed agent, a reset, a clock step: the engines' to simulate, not the nodes'."""
+    code = runner.main(['--agents', '4', '--duration', '1', '--silent-failures', '1',
+                        '--out', str(tmp_path / 'run')])
+    err = capfd.readouterr().err
+    assert code == 2 and 'simulated by the engines: add --engine auto' in err, err
+    assert len(err.strip().splitlines()) == 1
+    code = runner.main(['--agents', '4', '--duration', '2', '--control-period', '0.05',
+                        '--silent-failures', '1', '--fault-time', '0.5', '--engine', 'auto',
+                        '--no-plots', '--no-progress', '--out', str(tmp_path / 'engine')])
+    assert code == 0, capfd.readouterr().err
+    import json
+    summary = json.loads((tmp_path / 'engine' / 'summary.json').read_text())
+    assert summary['params']['engine'] == 'per-agent'  # not vectorisable with faults
+    assert summary['params']['silent_failures'] == 1

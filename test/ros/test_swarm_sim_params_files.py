@@ -69,3 +69,31 @@ def test_the_launch_files_refuse_a_parameter_no_node_of_theirs_declares(tmp_path
     assert unknown() == []  # a shared /** file: each name is some node's
     params.write_text('/**/agent:\n  ros__parameters:\n    k_rr: 2.0\n')
     assert unknown() == ['k_rr (given to /uav1/agent; did you mean k_r?)']
+
+
+@pytest.mark.parametrize('mode', [['--duration', '2'], ['--processes', '--duration', '4']],
+                         ids=['in-process', 'processes'])
+def test_a_params_file_that_turns_separation_off_is_reported_as_flown(tmp_path, capfd, mode):
+    """
+    ``d_safe: 0.0`` in a params file: the summary says separation is off, and one line why.
+
+    Before, swarm_sim printed ``separation: d_safe 2 m flown`` and summary.json recorded
+    ``d_safe_flown: 2.0`` while every agent flew without separation.
+    """
+    import json
+    params = tmp_path / 'params.yaml'
+    params.write_text('/**/agent:\n  ros__parameters:\n    d_safe: 0.0\n')
+    out = tmp_path / 'run'
+    code = runner.main(['--no-progress', '--no-plots', *mode, '--agents', '3',
+                        '--control-period', '0.05', '--params-file', str(params),
+                        '--out', str(out)])
+    captured = capfd.readouterr()
+    assert code == 0, captured.err
+    said = captured.out + captured.err
+    assert [line for line in said.splitlines() if 'lowered' in line] == [
+        f'swarm_sim: separation lowered by params file {params}: uav1, uav2, uav3 fly d_safe '
+        '0 m (separation off), the scenario 2 m']
+    assert 'separation: off (d_safe 0)' in said and 'd_safe 2 m flown' not in said
+    summary = json.loads((out / 'summary.json').read_text())['params']
+    assert summary['d_safe_flown'] == 0.0 and summary['controller']['d_safe'] == 0.0
+    assert summary['d_safe_flown_by_agent'] == {'uav1': 0.0, 'uav2': 0.0, 'uav3': 0.0}

@@ -19,6 +19,7 @@ import pymap3d
 import pytest
 
 from soliton_encirclement_ros.bringup.graph import build_graph, live_scenario, SwarmPlan
+from soliton_encirclement_ros.core.metrics import SETTLE_THRESHOLDS
 
 ROOT = Path(__file__).resolve().parents[2]
 LAUNCH_FILE = ROOT / 'launch' / 'swarm_px4_sitl.launch.py'
@@ -120,10 +121,12 @@ def observe_graph(ros, plan, nodes):
     Return (bridges, fakes, odometry, engage clients) of a graph that :func:`start_graph` made.
 
     ``odometry`` holds the latest Odometry of each of the plan's vehicles, by name, as an
-    observer node of the test hears it; the clients call each bridge's ``~/engage``.
+    observer node of the test hears it, and the target's under ``TARGET``; the clients call
+    each bridge's ``~/engage``.
     """
     from nav_msgs.msg import Odometry
     from rclpy.node import Node
+    from soliton_encirclement_ros.interface import TARGET_ODOM_TOPIC
     from std_srvs.srv import Trigger
 
     bridges = [node for name, node in nodes.items() if name.endswith('/px4_bridge')]
@@ -134,9 +137,20 @@ def observe_graph(ros, plan, nodes):
     for name in plan.names:
         observer.create_subscription(Odometry, f'/{name}/odom',
                                      lambda msg, name=name: odoms.__setitem__(name, msg), 10)
+    observer.create_subscription(Odometry, TARGET_ODOM_TOPIC,
+                                 lambda msg: odoms.__setitem__(TARGET, msg), 10)
     engage = [observer.create_client(Trigger, f'{bridge.get_fully_qualified_name()}/engage')
               for bridge in bridges]
     return bridges, fakes, odoms, engage
+
+
+TARGET = 'target'  # the target's odometry in observe_graph's dictionary
+
+
+def ready(odoms, names, engage, bridges=()):
+    """Every vehicle's odometry heard, every engage service up, every bridge has heard PX4."""
+    return (all(name in odoms for name in names) and all(c.service_is_ready() for c in engage)
+            and all(b._seq._status is not None for b in bridges))
 
 
 def every(seconds, fn):
@@ -192,7 +206,8 @@ class Separation:
                 self.wide[pair] = True
 
 
-RING_E_GAP = 0.05        # the project's settle threshold (analysis.report.SETTLE_THRESHOLDS)
+RING_E_GAP = SETTLE_THRESHOLDS['E_gap']  # the project's settle thresholds
+RING_E_R = 2 * SETTLE_THRESHOLDS['E_r']  # radii within 2 %: PX4's own position control
 ALTITUDE_TOLERANCE = 0.5  # m
 DEADLINE = 120.0         # s of wall time; a healthy run needs a fraction of it
 CHECK_PERIOD = 0.05      # s between two checks of the ring
@@ -221,9 +236,11 @@ def engage_and_form_ring(ros, engage, odoms, names, radius, altitude, observe):
         observe()
         p = np.array([[getattr(odoms[name].pose.pose.position, c) for c in 'xyz']
                       for name in names])
-        metrics = compute_metrics(p, np.zeros_like(p), np.zeros(3), np.zeros(3), radius)
+        target = (np.array([getattr(odoms[TARGET].pose.pose.position, c) for c in 'xyz'])
+                  if TARGET in odoms else np.zeros(3))  # the ring forms around the target
+        metrics = compute_metrics(p, np.zeros_like(p), target, np.zeros(3), radius)
         state.update(metrics=metrics, positions=p)
-        return (metrics.E_gap < RING_E_GAP
+        return (metrics.E_gap < RING_E_GAP and metrics.E_r < RING_E_R
                 and np.all(np.abs(p[:, 2] - altitude) < ALTITUDE_TOLERANCE))
 
     formed = spin_until(ros, every(CHECK_PERIOD, ring_formed), timeout=DEADLINE, each=observe)

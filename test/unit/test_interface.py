@@ -82,13 +82,14 @@ def test_a_live_node_refuses_the_v2_layout_and_the_analysis_converts_it():
     v2 = [7, 9, 3, 12.25, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 0.5, 0.0]
     msg = labelled(v2, AGENT_STATE_V2.label)
     with pytest.raises(ValueError, match='the sender speaks agent_state.v2, this node '
-                                         'agent_state.v5'):
+                                         'agent_state.v6'):
         agent_state_from_msg(msg)
     values = agent_state_array(msg, older=True)
     assert dict(zip(AGENT_STATE.fields, values)) == {
         'agent_id': 7, 'incarnation': 9, 'seq': 3, 'stamp_sec': 12, 'stamp_nanosec': 250_000_000,
         'px': 1.0, 'py': 2.0, 'pz': 3.0, 'vx': 0.0, 'vy': 0.0, 'vz': 0.0, 'u': 0.5, 'u_ss': 0.0,
-        'member': 1.0, 'uncertainty': 0.0}  # every state then was a ring member's, certain
+        'member': 1.0, 'uncertainty': 0.0,  # every state then was a ring member's, certain,
+        'landed': 0.0}                      # and in the air
     with pytest.raises(ValueError, match='expected 13 values|has 11 values, expected 12'):
         agent_state_array(labelled(v2[:-1], AGENT_STATE_V2.label), older=True)
 
@@ -101,6 +102,21 @@ def test_member_travels_as_0_or_1_and_anything_else_is_refused():
     values[AGENT_STATE.fields.index('member')] = 0.5
     with pytest.raises(ValueError, match=re.escape('agent state member 0.5 is neither 0 nor 1')):
         agent_state_from_msg(labelled(values, AGENT_STATE.label))
+
+
+def test_landed_travels_as_0_or_1_with_presence_only_and_v5_reads_as_in_the_air():
+    landed = agent(member=False, landed=True)
+    values = list(agent_state_to_msg(landed).data)
+    assert values[AGENT_STATE.fields.index('landed')] == 1.0
+    assert agent_state_from_msg(labelled(values, AGENT_STATE.label)).landed is True
+    values[AGENT_STATE.fields.index('member')] = 1.0
+    with pytest.raises(ValueError, match='a landed vehicle is no ring member'):
+        agent_state_from_msg(labelled(values, AGENT_STATE.label))
+    with pytest.raises(ValueError, match='landed needs member False'):
+        agent(landed=True)
+    from soliton_encirclement_ros.interface import AGENT_STATE_V5
+    v5 = list(agent_state_to_msg(agent()).data)[:-1]
+    assert agent_state_array(labelled(v5, AGENT_STATE_V5.label), older=True)[-1] == 0.0
 
 
 def test_seconds_passed_as_a_stamp_are_a_type_error():

@@ -262,3 +262,31 @@ def test_a_geo_reference_places_the_vehicles_from_gps_and_checks_given_origins(p
     assert all('origin_source' not in b.parameters for b in bridges)  # as before: given
     with pytest.raises(ValueError, match="geo_reference must be 'lat,lon,alt'"):
         plan(LaunchArguments(launch('', geo_reference='47.3,8.5'), given={'geo_reference'}))
+
+
+def test_what_each_agent_flies_is_its_gains_after_the_precedence(tmp_path):
+    """
+    A params file's d_safe 0 is what the agents fly, and one line says it lowers the scenario's.
+
+    Before, swarm_sim printed ``separation: d_safe 2 m flown`` and summary.json recorded
+    ``d_safe_flown: 2.0`` while a params file had turned separation off.
+    """
+    from soliton_encirclement_ros.bringup.graph import separation_flown, separation_notes
+    off = params_file(tmp_path, '/**/agent:\n  ros__parameters:\n    d_safe: 0.0\n')
+    plan = SwarmPlan(scenario=live_scenario(agents=3), params_files=(off,))
+    assert separation_flown(plan) == {'uav1': 0.0, 'uav2': 0.0, 'uav3': 0.0}
+    assert separation_notes(plan) == [
+        f'separation lowered by params file {off}: uav1, uav2, uav3 fly d_safe 0 m (separation '
+        'off), the scenario 2 m']
+    one = params_file(tmp_path, '/uav2/agent:\n  ros__parameters:\n    d_safe: 1.0\n', 'b.yaml')
+    plan = SwarmPlan(scenario=live_scenario(agents=3), params_files=(one,))
+    assert separation_flown(plan) == {'uav1': 2.0, 'uav2': 1.0, 'uav3': 2.0}
+    assert separation_notes(plan) == [f'separation lowered by params file {one}: uav2 flies '
+                                      'd_safe 1 m, the scenario 2 m']
+    # a value the user gave wins over the file, and then nothing is lowered
+    plan = SwarmPlan(scenario=live_scenario(agents=3, controller={'d_safe': 2.0}),
+                     params_files=(off,), given={'d_safe': 'scenario file s.yaml'})
+    assert set(separation_flown(plan).values()) == {2.0} and separation_notes(plan) == []
+    bad = params_file(tmp_path, '/**/agent:\n  ros__parameters:\n    d_safe: -1.0\n', 'c.yaml')
+    with pytest.raises(ValueError, match=r'^/uav1/agent: d_safe must be >= 0'):
+        separation_flown(SwarmPlan(scenario=live_scenario(agents=3), params_files=(bad,)))

@@ -49,3 +49,51 @@ def test_a_lat_lon_polygon_is_placed_in_the_frame_of_its_geo_reference():
     area = SafetyArea.from_mapping({'polygon_latlon': corners, 'geo_reference': ref})
     assert area.polygon == pytest.approx(np.array([[-20, -20], [20, -20], [20, 20], [-20, 20]]),
                                          abs=1e-3)
+
+
+@pytest.mark.parametrize('clockwise', [False, True])
+def test_on_the_stop_line_itself_no_command_leaves_the_area(clockwise):
+    """
+    A vehicle exactly on the stop line (distance 0) is held from crossing it.
+
+    There the direction to the nearest point of the edge is the zero vector, and flipping it
+    changed nothing: an outward command passed unbounded (in a fleet flight against the PX4
+    test double two vehicles ended 0.45 and 0.62 m outside the area). The edge's outward
+    normal holds it, on an edge and on a corner, whichever way the polygon turns.
+    """
+    square = [[-20, -20], [20, -20], [20, 20], [-20, 20]]
+    area = SafetyArea.from_mapping({'polygon': square[::-1] if clockwise else square})
+    on_edge, on_corner = [19.0, 0.0, 5.0], [19.0, 19.0, 5.0]   # margin 1 m inside
+    cmd = limit_to_area([[10.0, 3.0, 0.0], [10.0, 10.0, 0.0], [-4.0, 2.0, 0.0]],
+                        [on_edge, on_corner, on_edge], np.zeros((3, 3)), area, 1.0, 4.0)
+    assert cmd[0][0] <= 1e-12 and cmd[0][1] == pytest.approx(3.0)  # along the edge: kept
+    assert cmd[1][0] <= 1e-12 and cmd[1][1] <= 1e-12               # a corner: neither way out
+    assert cmd[2].tolist() == [-4.0, 2.0, 0.0]                     # back inside: kept
+
+
+def test_below_the_altitude_band_a_vehicle_holds_horizontally():
+    """
+    Below z_min (or above z_max) only the way back into the band is flown, not the ring.
+
+    Agents started below z_min logged 'holding (zero velocity)' and flew the ring horizontally
+    for 10 s (up to 18 m).
+    """
+    area = SafetyArea.from_mapping({**FIELD, 'z_min': 2.0})
+    cmd = limit_to_area([[5.0, -3.0, 1.0], [5.0, -3.0, 0.0], [5.0, -3.0, 0.0]],
+                        [[0.0, -20.0, 0.5], [0.0, -20.0, 10.0], [0.0, -20.0, 45.0]],
+                        np.zeros((3, 3)), area, 1.0, 4.0)
+    assert cmd[0].tolist() == [0.0, 0.0, 1.0]     # below: climbs straight up, no ring
+    assert cmd[1].tolist() == [5.0, -3.0, 0.0]    # in the band: the command as it was
+    assert cmd[2].tolist() == [0.0, 0.0, 0.0]     # above: holds (no way down asked)
+
+
+@pytest.mark.parametrize('polygon, reference', [
+    ([[8.5455, 47.3977], [8.5465, 47.3977], [8.5465, 47.3987]], [47.397742, 8.545594, 488.0]),
+    ([[47.3977, 8.5455], [47.3977, 8.5465], [47.3987, 8.5465]], [8.545594, 47.397742, 488.0]),
+    ([[147.3977, 8.5455], [147.3977, 8.5465], [147.3987, 8.5465]], [47.397742, 8.545594, 0.0]),
+])
+def test_a_polygon_with_latitude_and_longitude_swapped_is_refused(polygon, reference):
+    """Swapped in the polygon or in geo_reference, the field lies thousands of km away."""
+    with pytest.raises(ValueError, match='swapped') as error:
+        SafetyArea.from_mapping({'polygon_latlon': polygon, 'geo_reference': reference})
+    assert '\n' not in str(error.value)

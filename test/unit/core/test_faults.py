@@ -15,3 +15,104 @@ def test_outage_process_starts_its_checks_at_the_first_update_on_a_wall_clock():
     assert [sim.update(0.05 + 0.1 * k) for k in range(50)] == [
         shifted.update(1000.05 + 0.1 * k) for k in range(50)
     ]
+
+
+def test_simulated_faults_are_drawn_from_the_seed_one_agent_each():
+    """Which agents a run's killed agents, reset and clock step strike: from its seed."""
+    import numpy as np
+    from soliton_encirclement_ros.core.faults import fault_plan, RESET_HOLD_JUMP
+    from soliton_encirclement_ros.core.scenario import Scenario
+    scenario = Scenario(agents=6, silent_failures=2, reset_jump=44.72, clock_step=2.0,
+                        fault_time=7.0)
+    plan = fault_plan(scenario, 6, 3)
+    assert plan.killed.sum() == 2 and np.count_nonzero(plan.uncertainty) == 1
+    assert np.count_nonzero(plan.clock) == 1
+    struck = plan.killed | (plan.uncertainty > 0) | (plan.clock != 0)
+    assert struck.sum() == 4  # each agent by one fault at most
+    reset = int(np.flatnonzero(plan.uncertainty)[0])
+    assert abs(np.hypot(*plan.shift[reset, :2]) - 44.72) < 1e-9
+    assert plan.held[reset] and 44.72 > RESET_HOLD_JUMP
+    assert not plan.at(6.9).active and plan.at(7.0).active
+    again = fault_plan(scenario, 6, 3)
+    assert again.killed.tolist() == plan.killed.tolist()
+    assert fault_plan(scenario, 6, 4).killed.tolist() != plan.killed.tolist() or \
+        fault_plan(scenario, 6, 4).clock.tolist() != plan.clock.tolist()
+    small = fault_plan(Scenario(agents=3, reset_jump=1.5), 3, 0)
+    assert not small.held.any()  # a bridge flies on after a jump within max_reset_jump
+    assert not fault_plan(Scenario(agents=3), 3, 0).active
+
+
+def test_a_run_models_each_fault_as_a_real_flight_meets_it():
+    """
+    Each simulated fault as a real flight meets it, in the agent node's code path.
+
+    Killed: silent and held; reset: broadcast shifted with its uncertainty, vehicle held;
+    clock step: its states reach the others as presence.
+    """
+    import numpy as np
+    from soliton_encirclement_ros.core.faults import fault_plan
+    from soliton_encirclement_ros.core.scenario import Scenario
+    from soliton_encirclement_ros.core.swarm_run import SwarmRun
+    scenario = Scenario(agents=6, seed=2, duration=6.0, control_period=0.05,
+                        silent_failures=1, reset_jump=10.0, clock_step=2.0, fault_time=2.0)
+    plan = fault_plan(scenario, 6, 2)
+    killed, reset = int(np.flatnonzero(plan.killed)[0]), int(np.flatnonzero(plan.uncertainty)[0])
+    stepped = int(np.flatnonzero(plan.clock)[0])
+    run = SwarmRun(scenario, 'per-agent')
+    for _ in range(run.ticks + 1):
+        tick = run.tick()
+        if tick.now >= 2.0:
+            assert not tick.live[killed] and tick.silent[killed]
+            assert tick.commands[killed].tolist() == [0.0, 0.0, 0.0]
+            assert tick.commands[reset].tolist() == [0.0, 0.0, 0.0]  # held
+        if tick.index == run.ticks:
+            break
+        run.advance()
+    states = run._swarm.states
+    other = next(i for i in range(6) if i not in (killed, reset, stepped))
+    table = states[other].neighbours
+    rows = {int(i): k for k, i in enumerate(table.ids.tolist())}
+    ids = scenario.agent_ids()
+    assert table.rx[rows[ids[killed]]] < 2.0 + 1e-9          # not heard since it was killed
+    unc = table.floats[rows[ids[reset]], 9]
+    assert unc == 10.0                                         # its jump, as uncertainty
+    assert table.floats[rows[ids[stepped]], 8] == 0.0          # kept as presence, not member
+
+
+def test_a_failed_agent_listens_and_knows_a_vehicle_that_fell_silent_meanwhile():
+    """
+    Failed at 1 s, back at 3 s: it knows where agent 2, killed at 2 s, last was.
+
+    Before, a failed agent heard nothing: back in the ring, its last state of agent 2 was from
+    before its own failure, 1 s older than the vehicle's last known place (in the separation
+    benchmark an agent back from an outage flew into a vehicle killed meanwhile, 15 m from
+    where it had last heard it: 0.03 d_safe).
+    """
+    import numpy as np
+    from soliton_encirclement_ros.core.batch_engine import BatchControllers, stack_plans
+    from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
+    from soliton_encirclement_ros.core.engines import PerAgentSwarm
+    from soliton_encirclement_ros.core.faults import no_faults
+    from soliton_encirclement_ros.core.gains import ControllerParams
+    from soliton_encirclement_ros.core.scenario import Scenario
+    params = ControllerParams(control_period=0.05)
+    ids = np.array([1, 2, 3])
+    per_agent = PerAgentSwarm(ids, params, 0.0, 0.0, 0)
+    batch = BatchControllers([Scenario(agents=3, control_period=0.05, silent_failures=1)], ids)
+    positions = np.array([[20.0, 0.0, 0.0], [0.0, 20.0, 0.0], [-20.0, 0.0, 0.0]])
+    for k in range(61):
+        now = k * 0.05
+        faults = no_faults(3)
+        if now >= 2.0 - 1e-9:
+            faults.killed[1] = True
+        live = ~faults.killed & ~((now >= 1.0 - 1e-9) & (now < 3.0 - 1e-9) & (ids == 1))
+        moved = positions + np.array([0.0, now, 0.0])  # agent 2 flies on until killed
+        target = TargetBroadcast(seconds_to_ns(now), np.zeros(3), np.zeros(3))
+        per_agent.tick(now, live, moved, np.zeros((3, 3)), target, faults)
+        batch.tick(now, live[None], moved[None], np.zeros((1, 3, 3)), np.zeros((1, 3)),
+                   np.zeros((1, 3)), 0.0, stack_plans([faults]))
+    table = per_agent.states[0].neighbours
+    row = table.ids.tolist().index(2)
+    assert abs(table.rx[row] - 1.95) < 1e-9           # its last state, heard while failed
+    assert table.floats[row, 1] == 20.0 + 1.95
+    assert abs(batch.rx[0, 0, 1] - 1.95) < 1e-9 and batch.position[0, 0, 1, 1] == 20.0 + 1.95

@@ -49,11 +49,22 @@ def test_launch_commands_are_the_exact_line_for_each_companion(tmp_path, capsys)
     ({'vehicles': [{**VEHICLES[0], 'host': 'a'}, {**VEHICLES[1], 'host': 'a'}]},
      'two vehicles on one host share a px4_namespace (one PX4 each): a:(instance 0)'),
     ({'geo_reference': None}, 'uav1, uav2, uav3 has no origin and there is no geo_reference'),
-    ({'min_battery': 1.5}, 'min_battery must be a number >= 0 and <= 1, got 1.5'),
+    ({'min_battery': 1.5}, 'min_battery must be a finite number >= 0 and <= 1, got 1.5'),
+    # non-finite numbers passed every comparison: d_safe .nan into every launch line, and the
+    # check's `distance < d_safe` failed no pair
+    ({'d_safe': math.nan}, 'd_safe must be a finite number >= 0, got nan'),
+    ({'radius': math.inf}, 'radius must be a finite number > 0, got inf'),
+    ({'radius': 0.0}, 'radius must be a finite number > 0, got 0.0'),
+    ({'altitude': math.nan}, 'altitude must be a finite number, got nan'),
+    ({'max_clock_offset': math.inf}, 'max_clock_offset must be a finite number >= 0, got inf'),
+    ({'min_battery': math.nan}, 'min_battery must be a finite number >= 0 and <= 1, got nan'),
+    ({'geo_reference': [math.nan, 8.5, 488.0]}, 'geo_reference must be [lat, lon, alt]'),
+    ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'origin': [0.0, math.inf, 0.0]}]},
+     'uav1 origin must be [x, y, z] of finite numbers (m, world ENU), got [0.0, inf, 0.0]'),
     ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'target_system': 300}]},
      'uav1 target_system must be an integer in [0, 255], got 300'),
     ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'origin': [1, 2]}]},
-     'uav1 origin must be [x, y, z] (m, world ENU), got [1, 2]'),
+     'uav1 origin must be [x, y, z] of finite numbers (m, world ENU), got [1, 2]'),
     ({'vehicle': []}, 'unknown keys'),
 ])
 def test_a_bad_fleet_file_is_one_line_naming_the_rule(tmp_path, changes, message, capsys):

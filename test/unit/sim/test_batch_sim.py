@@ -8,11 +8,12 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
-from soliton_encirclement_ros.sim.batch_sim import choose_engine, main
+from soliton_encirclement_ros.sim.batch_sim import choose_engine, main, simulate
 
 
 def test_vectorised_engine_refuses_where_not_exact():
@@ -62,3 +63,28 @@ def test_cli_rejects_bad_scenario_yaml(tmp_path, capsys):
     bad.write_text('agents: 4\nwind: 3\n')
     assert main(['--scenario', str(bad), '--out', str(tmp_path / 'x')]) == 2
     assert 'unknown scenario key(s): wind' in capsys.readouterr().err
+
+
+def test_a_start_below_the_altitude_band_holds_and_is_said(tmp_path, capsys):
+    """
+    Agents started below z_min hold (not fly the ring horizontally), and batch_sim says so.
+
+    Before, they flew the ring below the band without a word, and the run's figures read as
+    an encirclement's.
+    """
+    field = {'polygon': [[-40, -40], [40, -40], [40, 40], [-40, 40]], 'z_min': 2.0,
+             'z_max': 40.0}
+    (tmp_path / 'field.yaml').write_text(json.dumps(field))
+    out = tmp_path / 'run'
+    assert main(['--agents', '4', '--duration', '3', '--control-period', '0.05', '--no-plots',
+                 '--safety-area', str(tmp_path / 'field.yaml'), '--out', str(out)]) == 0
+    said, err = capsys.readouterr()
+    warnings = [line for line in err.splitlines() if 'outside the safety area' in line]
+    assert len(warnings) == 1 and '4 of 4 agents start outside' in warnings[0], err
+    assert 'below z_min 2 m' in warnings[0]
+    assert 'no settle time: 4 agents started outside the safety area' in said
+    summary = json.loads((out / 'summary.json').read_text())
+    assert summary['params']['outside_start'] == ['uav1', 'uav2', 'uav3', 'uav4']
+    scenario = Scenario(agents=4, duration=3.0, control_period=0.05, safety_area=field)
+    held = simulate(scenario).final_positions[:4]
+    np.testing.assert_allclose(held[:, :2], scenario.start_positions()[:, :2], atol=1e-9)
