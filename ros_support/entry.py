@@ -8,7 +8,8 @@ time used to end in a ``KeyboardInterrupt`` traceback and exit -2. Every executa
 :class:`~ros_support.signals.StopRequest`, imports the module, and
 
 - if a stop was requested meanwhile, says so in one line and exits 0 (nothing was started,
-  nothing is lost; ``sweep_sim``: 130, its code for an interrupted sweep);
+  nothing is lost); the tools that report an interrupted job (``sweep_sim``, ``swarm_sim``,
+  ``batch_sim``, ``analyze_run``, ``fit_mobility``) exit 130, as when stopped later;
 - else restores the handlers it found (Python's defaults) and calls the module's ``main``,
   which installs its own (``ros_support.spin.spin_node`` does, first thing).
 
@@ -23,7 +24,7 @@ import signal
 import sys
 from typing import Callable
 
-from ros_support.signals import StopRequest
+from ros_support.signals import EXIT_INTERRUPTED, StopRequest
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what StopRequest handles
 
@@ -45,9 +46,10 @@ EXECUTABLES = {
     'fleet': 'soliton_encirclement_ros.fleet.cli',
     'fleet_node': 'soliton_encirclement_ros.nodes.fleet_node',
 }
-# Exit status of a stop before main ran: 0 (a node or swarm_sim stopped by a signal ends
-# normally), except where an executable says "interrupted" otherwise.
-EARLY_STOP_STATUS = {'sweep_sim': 130}  # as sweep_sim's own interrupted sweep
+# Exit status of a stop before main ran: 0 (a node stopped by a signal ends normally), except
+# for the tools whose job was interrupted before it was done (as they exit when stopped later).
+EARLY_STOP_STATUS = {name: EXIT_INTERRUPTED for name in (
+    'sweep_sim', 'swarm_sim', 'batch_sim', 'analyze_run', 'fit_mobility')}
 
 
 def run(name: str, module: str):

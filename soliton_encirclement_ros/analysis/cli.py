@@ -25,6 +25,7 @@ import sys
 
 import numpy as np
 
+from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis import flight_report, plots
 from soliton_encirclement_ros.analysis.animation import animation_file, write_animation
@@ -109,6 +110,19 @@ def _make_relative(run) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop = StopRequest('analyze_run').install()
+    try:
+        with stop.raising():
+            return _main(argv)
+    except Interrupted:
+        print('analyze_run: interrupted; the outputs written so far are incomplete',
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        stop.ignore_from_now()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     bags = list(args.bags)
@@ -180,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog='analyze_run', description=__doc__.split('\n')[0],
         epilog='Exit status: 0 done, 1 unusable input, 2 bad command line, '
-               '3 truncated bag analysed in part.')
+               '3 truncated bag analysed in part, 130 interrupted.')
     parser.add_argument('bags', nargs='+', metavar='BAG',
                         help='rosbag2 directory or .mcap/.db3 file; give two to compare')
     parser.add_argument('--out', required=True, help='output directory')

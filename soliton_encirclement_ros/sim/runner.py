@@ -21,7 +21,7 @@ import sys
 import time
 from typing import NamedTuple
 
-from ros_support.signals import StopRequest
+from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import broken_rule, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import separation_note
@@ -34,8 +34,10 @@ from soliton_encirclement_ros.sim.options import (
 
 DEFAULT_FOXGLOVE_PORT = 8765   # live.relay.DEFAULT_PORT (not imported: it needs rclpy)
 DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
-# Exit status: 0 done; 1 a node failed or the run stalled (what was gathered is kept);
-# 2 refused before starting; 3 outputs incomplete (summary.json recomputed from the CSVs).
+# Exit status: 0 done (also when stopped by SIGINT/SIGTERM during the run: what was gathered
+# is written); 1 a node failed or the run stalled (what was gathered is kept); 2 refused
+# before starting; 3 outputs incomplete (summary.json recomputed from the CSVs, a write that
+# failed); 130 stopped before the run started (nothing was run).
 EXIT_FAILED, EXIT_REFUSED, EXIT_INCOMPLETE = 1, 2, 3
 NODES = 'nodes'  # --engine: one agent_node per agent; the others are core.engines'
 GRAPH_ENGINES = (NODES, *ENGINE_CHOICES)
@@ -191,52 +193,73 @@ def print_summary(summary: dict, out_dir: Path, stream=sys.stdout) -> None:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    if args.domain_id is not None:  # before any rclpy.init; --processes children inherit it
-        os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
+    # A stop before the run starts (the plan, the domain check, the graph's start) ends here in
+    # one line, exit 130: nothing was run. Once the run is under way it writes what it gathered.
+    stop = StopRequest('swarm_sim').install()
+    try:
+        with stop.raising():
+            args = parse_args(argv)
+            if args.domain_id is not None:  # before any rclpy.init; --processes children too
+                os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
+            prepared = _prepare(args)
+        if isinstance(prepared, int):
+            return prepared
+        return _run(args, prepared, stop)  # the graph's start is under stop.raising() too
+    except Interrupted:
+        print('swarm_sim: interrupted before the run started; nothing was run', file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        stop.ignore_from_now()
+
+
+def _prepare(args: argparse.Namespace) -> SwarmPlan | int:
+    """Return the run's plan, or the exit status of a refusal (one line said why)."""
     try:
         plan = plan_from_args(args)
         notes = precedence_notes(build_graph(plan))  # a bad params file: one line
     except ValueError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
-        return 2
+        return EXIT_REFUSED
     for note in notes:
         print(f'swarm_sim: {note}', file=sys.stderr)
     out_dir = Path(args.out)
     problem = engine_problem(args, plan) or output_dir_problem(out_dir, '--out')
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
-        return 2
+        return EXIT_REFUSED
     if args.record and Path(args.record).exists():
         print(
             f'swarm_sim: error: --record {args.record} exists already; choose a new directory',
             file=sys.stderr,
         )
-        return 2
+        return EXIT_REFUSED
     if args.foxglove is not None:
         try:
             import foxglove  # noqa: F401 - only to say now, in one line, that it is missing
         except ImportError:
             print('swarm_sim: error: --foxglove needs foxglove-sdk: pip install foxglove-sdk '
                   "(or the live extra: pip install -e '.[live]')", file=sys.stderr)
-            return 2
-    if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
-        plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
-                                                                     out_dir)))
+            return EXIT_REFUSED
     from soliton_encirclement_ros.sim.domain import other_swarm_problem
     problem = other_swarm_problem()
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return EXIT_REFUSED
-    stop = StopRequest('swarm_sim').install()
+    if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
+        plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
+                                                                     out_dir)))
+    return plan
+
+
+def _run(args: argparse.Namespace, plan: SwarmPlan, stop: StopRequest) -> int:
+    """Run ``plan``, print its summary and return the exit status."""
+    out_dir = Path(args.out)
     run = run_processes if args.processes else run_in_process
     try:
         summary, failure, incomplete = run(plan, args, out_dir, stop)
     except StartupError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return EXIT_REFUSED
-    finally:
-        stop.ignore_from_now()
     if summary is not None:
         print_summary(summary, out_dir)
     if failure:
@@ -310,14 +333,8 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
 
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     try:
-        if args.engine == NODES:
-            from soliton_encirclement_ros.sim.inprocess import InProcessGraph
-            graph = InProcessGraph(plan, record=args.record, storage=args.storage,
-                                   live=_live(args))
-        else:
-            from soliton_encirclement_ros.sim.engine_graph import EngineGraph
-            graph = EngineGraph(plan, args.engine, out_dir, record=args.record,
-                                storage=args.storage, live=_live(args))
+        with stop.raising():
+            graph = _in_process_graph(plan, args, out_dir)
     except ValueError as error:  # the live view's LiveViewUnavailable too
         raise StartupError(str(error)) from None
     clear_previous_outputs(out_dir)  # metrics_node creates its files with its first row
@@ -347,6 +364,16 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
     return summary, failure, ''
 
 
+def _in_process_graph(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
+    """Return the in-process graph of ``plan``: its nodes, or one node of ``--engine``'s arrays."""
+    if args.engine == NODES:
+        from soliton_encirclement_ros.sim.inprocess import InProcessGraph
+        return InProcessGraph(plan, record=args.record, storage=args.storage, live=_live(args))
+    from soliton_encirclement_ros.sim.engine_graph import EngineGraph
+    return EngineGraph(plan, args.engine, out_dir, record=args.record, storage=args.storage,
+                       live=_live(args))
+
+
 def _live(args: argparse.Namespace) -> tuple[str, int] | None:
     return None if args.foxglove is None else (args.foxglove_host, args.foxglove)
 
@@ -370,15 +397,17 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
     from soliton_encirclement_ros.sim.processes import ChildFailed, ProcessGraph
 
     try:
-        check_plan(plan)
+        with stop.raising():
+            check_plan(plan)
     except ValueError as error:
         raise StartupError(str(error)) from None
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     failure = ''
     clear_previous_outputs(out_dir)  # the plan was checked: the run starts now
     try:
-        graph = ProcessGraph(plan, record=args.record, storage=args.storage,
-                             live=_live(args))
+        with stop.raising():
+            graph = ProcessGraph(plan, record=args.record, storage=args.storage,
+                                 live=_live(args))
     except (OSError, ValueError) as error:  # the live view's LiveViewUnavailable too
         raise StartupError(str(error)) from None
     _say_live(graph.live)
