@@ -34,7 +34,8 @@ from soliton_encirclement_ros.analysis.flight import DEFAULT_D_SAFE
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
-from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
+from soliton_encirclement_ros.analysis.report import (
+    OutputsIncomplete, RunResult, write_run_outputs)
 from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.provenance import describe
@@ -177,6 +178,9 @@ def _main(argv: list[str] | None) -> int:
                 print(f'comparison: {page}')
     except TruncatedBagError as err:  # cut before anything could be analysed
         print(f'analyze_run: error: {err}', file=sys.stderr)
+        return EXIT_TRUNCATED
+    except OutputsIncomplete as err:  # a full or read-only disk
+        print(f'analyze_run: error: outputs incomplete in {out}: {err.problem}', file=sys.stderr)
         return EXIT_TRUNCATED
     except (BagError, RunDataError) as err:
         print(f'analyze_run: error: {err}', file=sys.stderr)

@@ -30,13 +30,14 @@ from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import (
-    RunResult, separation_note, write_run_outputs)
+    OutputsIncomplete, RunResult, separation_note, write_run_outputs)
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINE_CHOICES
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm_run import SwarmRun
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
 
+EXIT_INCOMPLETE = 3  # some outputs could not be written (one line says which)
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
 
 
@@ -138,12 +139,19 @@ def _main(argv, stop: StopRequest) -> int:
         print(f'batch_sim: interrupted at t={result.sim_time:g} s of {scenario.duration:g} s; '
               f'writing what was simulated into {args.out}', file=sys.stderr, flush=True)
     stop.writing = True  # a second signal only says "writing outputs, please wait"
-    summary = write_run_outputs(args.out, result, plots=not args.no_plots, fmt=args.format)
+    try:
+        summary = write_run_outputs(args.out, result, plots=not args.no_plots, fmt=args.format)
+        problem = ''
+    except OutputsIncomplete as error:  # a full or read-only disk
+        summary, problem = error.summary, error.problem
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '
           f'{result.params["engine"]}); final {final}; {separation_note(result.params)}; '
           f'outputs in {args.out}')
+    if problem:
+        print(f'batch_sim: error: outputs incomplete in {args.out}: {problem}', file=sys.stderr)
+        return EXIT_INCOMPLETE
     return EXIT_INTERRUPTED if interrupted else 0
 
 

@@ -77,6 +77,7 @@ class ProcessGraph:
             from soliton_encirclement_ros.live.relay import FoxgloveRelay
             self.live = FoxgloveRelay(self.node, host=live[0], port=live[1])
         self.recorder = None
+        self.recorder_failure = ''  # kept once the recorder is closed
         if record:
             from soliton_encirclement_ros.provenance import bag_custom_data
             from soliton_encirclement_ros.recording.recorder import BagRecorder
@@ -172,6 +173,10 @@ class ProcessGraph:
                 raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
             on_progress(self.sim_time_ns)
 
+    def write_failures(self) -> list[str]:
+        """Return what this process could not write (the bag on a full disk), one line each."""
+        return [self.recorder_failure] if self.recorder_failure else []
+
     def writing(self) -> bool:
         """Whether a node says that it is writing its outputs (a fresh writing marker)."""
         ages = [marker_age(path) for path in self.writing_markers]
@@ -194,6 +199,7 @@ class ProcessGraph:
         self.executor.shutdown()
         if self.recorder is not None:
             self.recorder.close()
+            self.recorder_failure = self.recorder.failure
             self.recorder = None
         if getattr(self, 'live', None) is not None:
             self.live.close()

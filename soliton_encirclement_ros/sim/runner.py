@@ -23,7 +23,8 @@ from typing import NamedTuple
 
 from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import broken_rule, number, OneLineParser
-from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
+from soliton_encirclement_ros.analysis.outputs import (
+    FIGURE_FORMATS, new_dir_problem, output_dir_problem)
 from soliton_encirclement_ros.analysis.report import separation_note
 from soliton_encirclement_ros.bringup.graph import build_graph, precedence_notes, SwarmPlan
 from soliton_encirclement_ros.core.engines import ENGINE_CHOICES
@@ -227,11 +228,9 @@ def _prepare(args: argparse.Namespace) -> SwarmPlan | int:
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return EXIT_REFUSED
-    if args.record and Path(args.record).exists():
-        print(
-            f'swarm_sim: error: --record {args.record} exists already; choose a new directory',
-            file=sys.stderr,
-        )
+    problem = args.record and new_dir_problem(args.record, '--record')
+    if problem:  # a bag that exists, or a place it cannot be written: before the run
+        print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return EXIT_REFUSED
     if args.foxglove is not None:
         try:
@@ -322,13 +321,16 @@ def clear_previous_outputs(out_dir: Path) -> None:
 
 def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
     """
-    Run in this process; returns (summary or None, failure or '', incomplete: '').
+    Run in this process; returns (summary or None, failure or '', incomplete or '').
 
     metrics_node streams metrics.csv and agents.csv into ``out_dir`` as the run goes (a killed
-    run leaves them there); plots and summary.json are added at the end, from those files
+    run leaves them there); summary.json and the plots are added at the end, from those files
     (``report.write_streamed_outputs``: the memory this takes does not grow with the run).
+    ``incomplete`` names every write that failed (a full disk: the streams, the bag, the
+    figures); the run itself went on to its end.
     """
-    from soliton_encirclement_ros.analysis.report import write_streamed_outputs
+    from soliton_encirclement_ros.analysis.report import (
+        OutputsIncomplete, write_streamed_outputs)
     from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
@@ -357,10 +359,14 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         engine = getattr(graph, 'engine', NODES)  # the one auto chose
         area_margin = getattr(graph, 'area_margin', None)
         graph.close()  # metrics.csv and agents.csv are closed: whole rows
-    summary = write_streamed_outputs(
-        out_dir, {**plan_summary(plan, args), 'radius': radius, 'engine': engine},
-        trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
-        fmt=args.format, area_margin=area_margin)
+        failed = tuple(graph.write_failures())  # the streams' and the bag's, after closing
+    try:
+        summary = write_streamed_outputs(
+            out_dir, {**plan_summary(plan, args), 'radius': radius, 'engine': engine},
+            trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
+            fmt=args.format, area_margin=area_margin, incomplete=failed)
+    except OutputsIncomplete as error:
+        return error.summary, failure, error.problem
     return summary, failure, ''
 
 
@@ -427,6 +433,7 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
         summary, incomplete = _collect_process_outputs(  # whatever happened
             out_dir, plan, args,
             RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall))
+        incomplete = '; '.join(filter(None, [*graph.write_failures(), incomplete]))
     return summary, failure, incomplete
 
 
@@ -448,37 +455,56 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
     hold, is then missing. summary.json keeps the radius metrics_node measured against.
     With ``--no-plots``, the figures metrics_node drew are removed.
     """
-    from soliton_encirclement_ros.analysis.report import json_text, write_streamed_outputs
+    from soliton_encirclement_ros.analysis.outputs import replace_text, write_problem
+    from soliton_encirclement_ros.analysis.report import (
+        json_text, OutputsIncomplete, write_streamed_outputs)
     from soliton_encirclement_ros.analysis.stream import last_row, WRITING_MARKER
     if not written.is_dir():
         return None, ''
-    # What a write cut short leaves behind: the marker and the staging directory.
+    # What a write cut short leaves behind: the marker and the staging directories.
     (written / WRITING_MARKER).unlink(missing_ok=True)
     for staging in written.glob('.outputs-*'):
         shutil.rmtree(staging, ignore_errors=True)
-    summary, incomplete = None, ''
+    summary, incomplete = None, []
     if (written / 'summary.json').exists():
         summary = json.loads((written / 'summary.json').read_text())
+        incomplete += summary.get('outputs_incomplete') or []  # what metrics_node said
         summary['real_time_factor'] = timing.real_time_factor
         measured = (summary.get('params') or {}).get('radius')
         summary['params'] = {**plan_summary(plan, args),
                              **({} if measured is None else {'radius': measured})}
-        (written / 'summary.json').write_text(json_text(summary))
+        try:
+            replace_text(written / 'summary.json', json_text(summary))
+        except OSError as error:  # metrics_node's summary.json stays as it wrote it
+            incomplete.append(write_problem('summary.json not completed with the parameters '
+                                            'of the run', error))
+        missing = [] if args.no_plots else [
+            name for name in (f'{figure}.{args.format}' for figure in FIGURES)
+            if not (written / name).exists()]
+        if missing:
+            incomplete.append(f'figures missing: {", ".join(missing)} (metrics_node could not '
+                              'write them: see its log line)')
     elif (written / 'metrics.csv').exists():
-        summary = write_streamed_outputs(written, plan_summary(plan, args), None,
-                                         timing.real_time_factor, plots=not args.no_plots,
-                                         fmt=args.format)
-        if summary is not None:
-            last = last_row(written / 'metrics.csv', len(METRIC_NAMES) + 1)
-            recomputed = ('summary.json was' if args.no_plots
-                          else 'summary.json and the plots were')
-            incomplete = (
-                f'metrics_node did not write its outputs; {recomputed} recomputed from the '
-                f'streamed metrics.csv (up to t={last[0]:.2f} s)'
-                + ('' if args.no_plots else ', trajectories.png is missing'))
+        try:
+            summary = write_streamed_outputs(written, plan_summary(plan, args), None,
+                                             timing.real_time_factor, plots=not args.no_plots,
+                                             fmt=args.format)
+        except OutputsIncomplete as error:
+            summary = error.summary
+            incomplete.append(f'metrics_node did not write its outputs, nor could they be '
+                              f'recomputed: {error.problem}')
+        else:
+            if summary is not None:
+                last = last_row(written / 'metrics.csv', len(METRIC_NAMES) + 1)
+                recomputed = ('summary.json was' if args.no_plots
+                              else 'summary.json and the plots were')
+                incomplete.append(
+                    f'metrics_node did not write its outputs; {recomputed} recomputed from the '
+                    f'streamed metrics.csv (up to t={last[0]:.2f} s)'
+                    + ('' if args.no_plots else ', trajectories.png is missing'))
     if args.no_plots:
         remove_figures(written)
-    return summary, incomplete
+    return summary, '; '.join(incomplete)
 
 
 def remove_figures(out_dir: Path) -> None:
