@@ -13,6 +13,9 @@ time used to end in a ``KeyboardInterrupt`` traceback and exit -2. Every executa
 - else restores the handlers it found (Python's defaults) and calls the module's ``main``,
   which installs its own (``ros_support.spin.spin_node`` does, first thing).
 
+A process started by a parent that names itself in ``lifeline.PARENT_ENV`` (the nodes of
+``swarm_sim --processes``) also watches that parent from here on and stops when it is gone.
+
 ``setup.py`` names each executable ``ros_support.entry:<name>``; :data:`EXECUTABLES` says which
 ``main`` that is.
 """
@@ -24,6 +27,7 @@ import signal
 import sys
 from typing import Callable
 
+from ros_support.lifeline import watch_parent
 from ros_support.signals import EXIT_INTERRUPTED, StopRequest
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what StopRequest handles
@@ -56,6 +60,7 @@ def run(name: str, module: str):
     """Import ``module`` under a stop handler, then return its ``main()`` (see the module doc)."""
     handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     stop = StopRequest(name).install()
+    watch_parent()  # a node started by swarm_sim --processes ends with it (lifeline)
     main = importlib.import_module(module).main
     if stop.requested:
         print(f'{name}: stopped while starting (signal received before it ran); exiting',

@@ -9,6 +9,7 @@ outputs are being written only prints "writing outputs, please wait".
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 import sys
 from typing import Callable, Iterable, Sequence
@@ -20,6 +21,7 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from ros_support.participants import ForeignCount, guard_subscriptions, Roster, ROSTER_ENV
 from ros_support.ros_parameters import declared_names, given_names, parameters_help
 from ros_support.signals import StopRequest
 from ros_support.validation import read_yaml, unknown_parameters
@@ -112,6 +114,40 @@ def node_help(prog: str, node_class: Callable[..., Node]) -> str:
             f'{parameters_help(specs)}')
 
 
+def announce_membership() -> Roster | None:
+    """
+    Join the graph named by ``ROSTER_ENV`` (first thing: before the node), or None without it.
+
+    A node started alone (by a launch file, by hand) is on no roster and hears every publisher
+    of its topics, as ROS nodes do.
+    """
+    topic = os.environ.get(ROSTER_ENV)
+    return Roster.announce(topic) if topic else None
+
+
+def guard_node(node: Node, roster: Roster | None) -> Callable[[], None]:
+    """
+    Let ``node`` hear only ``roster``'s members; return what to call now and then.
+
+    The call guards the subscriptions the node adds later. Without a roster nothing changes.
+    """
+    if roster is None:
+        return lambda: None
+    roster.serve(node)
+
+    def warn(topic: str, who: str) -> None:
+        node.get_logger().warning(
+            f'ignoring {topic} from {who}: not a node of this graph (another graph in this ROS '
+            'domain?)')
+    foreign = ForeignCount(node, warn)
+    guarded = [guard_subscriptions(node, roster, foreign)]
+
+    def guard() -> None:
+        if len(list(node.subscriptions)) != guarded[0]:
+            guarded[0] = guard_subscriptions(node, roster, foreign)
+    return guard
+
+
 def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
               on_shutdown: Callable[[Node], None] | None = None,
               executor_class: Callable[[], object] = EventsExecutor) -> None:
@@ -136,9 +172,10 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
         print(f'{name}: {problem}', file=sys.stderr)
         raise SystemExit(1)
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
+    node = roster = None
     executor = executor_class()
     try:
+        roster = announce_membership()
         try:
             node = node_class()
         except (ValueError, ParameterException) as error:
@@ -146,9 +183,11 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
             raise SystemExit(1) from None
         for line in unknown_overrides(node):
             node.get_logger().warning(line)
+        guard = guard_node(node, roster)
         executor.add_node(node)
         while not stop.requested and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_SLICE_S)
+            guard()
     except ExternalShutdownException:
         pass
     finally:
@@ -158,5 +197,7 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
             if on_shutdown is not None:
                 on_shutdown(node)
             node.destroy_node()
+        if roster is not None:
+            roster.destroy_node()
         rclpy.try_shutdown()
         stop.ignore_from_now()

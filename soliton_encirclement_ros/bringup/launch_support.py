@@ -86,7 +86,7 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
             for spec in node_parameters().get(node.executable, ())})
         if unknown:  # as swarm_sim: a misspelt parameter starts nothing
             raise LaunchRefused(f'unknown parameter(s): {", ".join(unknown)}')
-        busy = launch_problem(spec.executable for spec in node_specs)
+        busy = launch_problem((spec.executable for spec in node_specs), hold=True)
         if busy:  # as swarm_sim: another swarm in the domain starts nothing
             raise LaunchRefused(busy)
         for note in precedence_notes(node_specs):

@@ -205,7 +205,11 @@ def main(argv=None) -> int:
             prepared = _prepare(args)
         if isinstance(prepared, int):
             return prepared
-        return _run(args, prepared, stop)  # the graph's start is under stop.raising() too
+        plan, claim = prepared
+        try:
+            return _run(args, plan, claim.topic, stop)  # its start is under stop.raising()
+        finally:
+            claim.close()  # the run has left the domain
     except Interrupted:
         print('swarm_sim: interrupted before the run started; nothing was run', file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -213,8 +217,13 @@ def main(argv=None) -> int:
         stop.ignore_from_now()
 
 
-def _prepare(args: argparse.Namespace) -> SwarmPlan | int:
-    """Return the run's plan, or the exit status of a refusal (one line said why)."""
+def _prepare(args: argparse.Namespace):
+    """
+    Return the run's plan and its claim of the ROS domain, or the exit status of a refusal.
+
+    A refusal is one line on stderr. The claim (``sim.domain.Claim``) is this run's
+    announcement in its domain, made before the domain check looks: the caller closes it.
+    """
     try:
         plan = plan_from_args(args)
         notes = precedence_notes(build_graph(plan))  # a bad params file: one line
@@ -239,34 +248,42 @@ def _prepare(args: argparse.Namespace) -> SwarmPlan | int:
             print('swarm_sim: error: --foxglove needs foxglove-sdk: pip install foxglove-sdk '
                   "(or the live extra: pip install -e '.[live]')", file=sys.stderr)
             return EXIT_REFUSED
-    from soliton_encirclement_ros.sim.domain import other_swarm_problem
-    problem = other_swarm_problem()
+    from soliton_encirclement_ros.sim.domain import claim_domain
+    claim, problem = claim_domain()
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return EXIT_REFUSED
-    if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
-        plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
-                                                                     out_dir)))
-    return plan
+    try:
+        claim.mark_running()
+        if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
+            plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
+                                                                         out_dir)))
+    except BaseException:
+        claim.close()
+        raise
+    return plan, claim
 
 
-def _run(args: argparse.Namespace, plan: SwarmPlan, stop: StopRequest) -> int:
-    """Run ``plan``, print its summary and return the exit status."""
+def _run(args: argparse.Namespace, plan: SwarmPlan, roster: str, stop: StopRequest) -> int:
+    """Run ``plan`` (its nodes on the ``roster`` topic), print its summary; the exit status."""
     out_dir = Path(args.out)
     run = run_processes if args.processes else run_in_process
     try:
-        summary, failure, incomplete = run(plan, args, out_dir, stop)
+        summary, failure, incomplete, foreign = run(plan, args, out_dir, stop, roster)
     except StartupError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return EXIT_REFUSED
     if summary is not None:
         print_summary(summary, out_dir)
+    if foreign:
+        print(f'swarm_sim: error: {foreign_line(foreign)}', file=sys.stderr)
     if failure:
         print(f'swarm_sim: error: {failure}' + (f' (outputs gathered so far in {out_dir})'
                                                 if summary is not None else ''), file=sys.stderr)
     if incomplete:
         print(f'swarm_sim: error: outputs incomplete in {out_dir}: {incomplete}',
               file=sys.stderr)
+    if incomplete or foreign:
         return EXIT_INCOMPLETE
     if failure:
         return EXIT_FAILED
@@ -274,6 +291,20 @@ def _run(args: argparse.Namespace, plan: SwarmPlan, stop: StopRequest) -> int:
         print('swarm_sim: no metrics were produced (did the run start?)', file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def foreign_line(foreign: dict[str, tuple[int, str]]) -> str:
+    """
+    Say in one line that another graph published on this run's topics during it.
+
+    ``foreign`` maps a topic to (messages dropped, the node that sent the first one).
+    """
+    from soliton_encirclement_ros.sim.domain import domain_id
+    count = sum(n for n, _ in foreign.values())
+    topics = ', '.join(f'{topic} from {who}' for topic, (_, who) in sorted(foreign.items()))
+    return (f'another graph published in ROS domain {domain_id()} during this run: {count} '
+            f'message(s) on {topics}, all ignored (the outputs are those of this run); run each '
+            'swarm in a domain of its own (--domain-id N)')
 
 
 @contextmanager
@@ -319,9 +350,13 @@ def clear_previous_outputs(out_dir: Path) -> None:
         (out_dir / name).unlink(missing_ok=True)
 
 
-def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
+def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest,
+                   roster: str = ''):
     """
-    Run in this process; returns (summary or None, failure or '', incomplete or '').
+    Run in this process; returns (summary or None, failure or '', incomplete or '', foreign).
+
+    ``foreign`` maps each topic on which another graph published to (messages, first sender):
+    the lock-step dropped them. ``roster`` is unused here (the graph is one participant).
 
     metrics_node streams metrics.csv and agents.csv into ``out_dir`` as the run goes (a killed
     run leaves them there); summary.json and the plots are added at the end, from those files
@@ -358,6 +393,7 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         radius = graph.radius  # the agents' (metrics_node says when it is not R)
         engine = getattr(graph, 'engine', NODES)  # the one auto chose
         area_margin = getattr(graph, 'area_margin', None)
+        foreign = _foreign(graph.lockstep.foreign_count)
         graph.close()  # metrics.csv and agents.csv are closed: whole rows
         failed = tuple(graph.write_failures())  # the streams' and the bag's, after closing
     try:
@@ -366,8 +402,15 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
             trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
             fmt=args.format, area_margin=area_margin, incomplete=failed)
     except OutputsIncomplete as error:
-        return error.summary, failure, error.problem
-    return summary, failure, ''
+        return error.summary, failure, error.problem, foreign
+    return summary, failure, '', foreign
+
+
+def _foreign(count) -> dict[str, tuple[int, str]]:
+    """Return ``{topic: (messages, first sender)}`` of a ``participants.ForeignCount``."""
+    if count is None:
+        return {}
+    return {topic: (n, count.senders.get(topic, '?')) for topic, n in count.counts.items()}
 
 
 def _in_process_graph(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
@@ -391,13 +434,17 @@ def _say_live(relay) -> None:
               file=sys.stderr, flush=True)
 
 
-def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
+def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest,
+                  roster: str = ''):
     """
-    One process per node; returns (summary or None, failure naming the node or '', incomplete).
+    One process per node; returns (summary, failure naming the node, incomplete, foreign).
 
-    metrics_node streams into ``out_dir`` from the start (a killed run leaves its rows there);
-    what it did not finish is completed at the end (see :func:`_collect_process_outputs`);
-    ``incomplete`` says what is missing, or ''.
+    ``summary`` is None when nothing was measured; ``failure`` and ``incomplete`` are ''
+    when all went well. metrics_node streams into ``out_dir`` from the start (a killed run
+    leaves its rows there); what it did not finish is completed at the end (see
+    :func:`_collect_process_outputs`); ``incomplete`` says what is missing. The nodes join the
+    ``roster`` topic and hear only its members; ``foreign``: what another graph sent on the
+    swarm topics (as :func:`run_in_process`'s), dropped.
     """
     from soliton_encirclement_ros.sim.inprocess import check_plan
     from soliton_encirclement_ros.sim.processes import ChildFailed, ProcessGraph
@@ -413,7 +460,7 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
     try:
         with stop.raising():
             graph = ProcessGraph(plan, record=args.record, storage=args.storage,
-                                 live=_live(args))
+                                 live=_live(args), roster=roster)
     except (OSError, ValueError) as error:  # the live view's LiveViewUnavailable too
         raise StartupError(str(error)) from None
     _say_live(graph.live)
@@ -434,7 +481,7 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
             out_dir, plan, args,
             RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall))
         incomplete = '; '.join(filter(None, [*graph.write_failures(), incomplete]))
-    return summary, failure, incomplete
+    return summary, failure, incomplete, _foreign(graph.foreign_count)
 
 
 class RunTiming(NamedTuple):

@@ -7,7 +7,8 @@ runs the executable as its console script does (``ros_support.entry.run``). The 
 ``phase: <attribute>`` to stderr the first time it is called; with ``hold`` it then waits for a
 signal (``signal.pause``: the tool's handler runs, and returns or raises) before calling the
 original, so a signal sent once the line is seen lands inside that phase however fast the phase
-is. The test waits for the line (``Running.wait_for_line``), never for a time.
+is. The test waits for the line (``Running.wait_for_line``), never for a time. ``hold='skip'``
+returns None instead of calling the original (a check that finds nothing).
 """
 from __future__ import annotations
 
@@ -30,8 +31,10 @@ for module, attribute, hold in json.loads({marks!r}):
         if not _said:
             _said.append(1)
             print('phase: ' + _name, file=sys.stderr, flush=True)
-            if _hold:
+            if _hold is True:
                 signal.pause()
+        if _hold == 'skip':
+            return None
         return _original(*args, **kwargs)
     setattr(target, attribute, wrapper)
 from ros_support.entry import run
@@ -40,7 +43,7 @@ sys.exit(run({name!r}, {module!r}))
 """
 
 
-def command(executable: str, marks: list[tuple[str, str, bool]], *args: str) -> list[str]:
+def command(executable: str, marks: list[tuple[str, str, bool | str]], *args: str) -> list[str]:
     """Return the command line running ``executable`` with ``args`` and its phases marked."""
     program = _PROGRAM.format(paths=repr(sys.path), marks=json.dumps(marks),
                               name=executable, module=EXECUTABLES[executable])
