@@ -36,6 +36,7 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm_run import SwarmRun
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
+from soliton_encirclement_ros.sim.sizes import size_note, size_problem
 
 EXIT_INCOMPLETE = 3  # some outputs could not be written (one line says which)
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
@@ -126,13 +127,17 @@ def _main(argv, stop: StopRequest) -> int:
         args = parser.parse_args(argv)
         try:
             scenario = scenario_from_args(args)
-            choose_engine(scenario, args.engine)
-            problem = output_dir_problem(args.out, '--out')
+            engine = choose_engine(scenario, args.engine)
+            problem = (output_dir_problem(args.out, '--out')  # and a size that cannot fit
+                       or size_problem(scenario, engine, telemetry_in_memory=True))
             if problem:
                 raise ValueError(problem)
         except ValueError as exc:  # bad input: one line, before any simulation
             print(f'batch_sim: error: {exc}', file=sys.stderr)
             return 2
+        note = size_note(scenario, engine, telemetry_in_memory=True)
+        if note:  # a big run: what it will take, before it is built
+            print(f'batch_sim: {note}', file=sys.stderr, flush=True)
     result = simulate(scenario, args.engine, stop)
     interrupted = stop.requested
     if interrupted:

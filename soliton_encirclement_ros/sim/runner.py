@@ -32,6 +32,7 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import (
     add_scenario_options, given_settings, scenario_from_args)
+from soliton_encirclement_ros.sim.sizes import size_note, size_problem
 
 DEFAULT_FOXGLOVE_PORT = 8765   # live.relay.DEFAULT_PORT (not imported: it needs rclpy)
 DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
@@ -111,9 +112,10 @@ def _domain_id(value: int) -> int:
     return value
 
 
-def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
+def plan_from_args(args: argparse.Namespace, scenario=None) -> SwarmPlan:
+    """Return the plan the options describe (``scenario``: theirs, when read already)."""
     names = tuple(n.strip() for n in args.names.split(',') if n.strip())
-    scenario = scenario_from_args(args)
+    scenario = scenario_from_args(args) if scenario is None else scenario
     given = given_settings(args, 'swarm_sim')
     if args.odom_rate is not None:
         given['odom_rate'] = 'swarm_sim option --odom-rate'
@@ -124,6 +126,19 @@ def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
         real_time_factor=(args.real_time_factor or 1.0) if args.processes else 0.0,
         given=given, figure_format=args.format,
         **({} if args.odom_rate is None else {'odom_rate': args.odom_rate}))
+
+
+def _size_mode(args: argparse.Namespace, scenario) -> str:
+    """Return how the run is made, as ``sim.sizes.COSTS`` names it (the engine auto picks)."""
+    if args.processes:
+        return 'processes'
+    if args.engine == NODES:
+        return 'nodes'
+    from soliton_encirclement_ros.core.engines import choose_engine
+    try:
+        return choose_engine(scenario, args.engine)
+    except ValueError:  # engine_problem says why, in one line
+        return 'per-agent'
 
 
 def write_run_area(area, out_dir: Path) -> Path:
@@ -225,7 +240,14 @@ def _prepare(args: argparse.Namespace):
     announcement in its domain, made before the domain check looks: the caller closes it.
     """
     try:
-        plan = plan_from_args(args)
+        scenario = scenario_from_args(args)
+        problem = size_problem(scenario, _size_mode(args, scenario))
+        if problem:  # before anything of N agents is made: a size that cannot fit in memory
+            raise ValueError(problem)
+        note = size_note(scenario, _size_mode(args, scenario))
+        if note:
+            print(f'swarm_sim: {note}', file=sys.stderr, flush=True)
+        plan = plan_from_args(args, scenario)
         notes = precedence_notes(build_graph(plan))  # a bad params file: one line
     except ValueError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
