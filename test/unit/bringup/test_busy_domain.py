@@ -46,7 +46,7 @@ def test_plan_launch_description_refuses_what_launch_problem_names():
                    'hold=True)')
     assert body[checked + 1] == 'if busy:\n    raise LaunchRefused(busy)'
     started = next(i for i, text in enumerate(body) if text.startswith('return'))
-    assert checked < started and 'launch_nodes(node_specs)' in body[started]
+    assert checked < started and 'launch_nodes(node_specs, ' in body[started]
 
 
 def test_a_run_announces_itself_on_a_roster_topic_that_orders_runs_by_start():
