@@ -244,9 +244,6 @@ def _prepare(args: argparse.Namespace):
         problem = size_problem(scenario, _size_mode(args, scenario))
         if problem:  # before anything of N agents is made: a size that cannot fit in memory
             raise ValueError(problem)
-        note = size_note(scenario, _size_mode(args, scenario))
-        if note:
-            print(f'swarm_sim: {note}', file=sys.stderr, flush=True)
         plan = plan_from_args(args, scenario)
         notes = precedence_notes(build_graph(plan))  # a bad params file: one line
     except ValueError as error:
@@ -270,6 +267,9 @@ def _prepare(args: argparse.Namespace):
             print('swarm_sim: error: --foxglove needs foxglove-sdk: pip install foxglove-sdk '
                   "(or the live extra: pip install -e '.[live]')", file=sys.stderr)
             return EXIT_REFUSED
+    note = size_note(plan.scenario, _size_mode(args, plan.scenario))
+    if note:  # accepted, and big: what it will take, before it is built
+        print(f'swarm_sim: {note}', file=sys.stderr, flush=True)
     from soliton_encirclement_ros.sim.domain import claim_domain
     claim, problem = claim_domain()
     if problem:
