@@ -15,6 +15,7 @@ parent process from ``PARENT_ENV`` (``lifeline``).
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Callable
 import weakref
@@ -23,6 +24,8 @@ from rclpy.node import Node
 from rclpy.subscription import Subscription
 from rclpy.time_source import TimeSource
 from std_msgs.msg import Empty
+
+from ros_support.topics import node_of_writer
 
 # An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context).
 PARTICIPANT_PREFIX_BYTES = 12
@@ -48,7 +51,6 @@ def own_participant(node: Node, timeout: float = PREFIX_TIMEOUT) -> bytes | None
     Read from the gid of a publisher on a topic no one else uses, created for that and
     destroyed again.
     """
-    import os
     probe = node.create_publisher(Empty, f'/_participant_probe_{os.getpid()}_{id(node):x}', 1)
     try:
         deadline = time.monotonic() + timeout
@@ -110,7 +112,6 @@ class Roster:
         node's), so the roster publisher is announced before the endpoints the node makes next:
         the other members know this participant before its first message reaches them.
         """
-        import os
         member = Node(f'_roster_member_{os.getpid()}', use_global_arguments=False,
                       enable_rosout=False, start_parameter_services=False)
         return cls(member, topic)
@@ -184,12 +185,11 @@ class ForeignCount:
                 self.on_first(topic, self.senders[topic])
 
     def _node_name(self, topic: str, info) -> str:
-        from ros_support.topics import publisher_node
         gid = ((info or {}).get('publisher_gid') or {}).get('data')
-        for endpoint in self.node.get_publishers_info_by_topic(topic) if gid else ():
-            if bytes(endpoint.endpoint_gid) == bytes(gid):
-                return publisher_node(endpoint) or 'a node not named yet'
-        return 'a publisher outside this graph'
+        if not gid:
+            return 'a publisher outside this graph'
+        return node_of_writer(bytes(gid), self.node.get_publishers_info_by_topic(topic)) or \
+            'a node not named yet'
 
 
 def guard_subscriptions(node: Node, roster: Roster, foreign: ForeignCount) -> int:
