@@ -8,7 +8,7 @@ the swarm on /swarm/agent_states and the target on /target/state, best effort by
 radio link between hosts): the target and metrics hosts must use the same swarm_reliability.
 """
 from soliton_encirclement_ros.bringup.launch_plans import (
-    agent_nodes, SAFETY_AREA_HELP)
+    agent_nodes, LOG_LEVEL_ARGUMENT, SAFETY_AREA_HELP)
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 ARGUMENTS = {
@@ -21,6 +21,7 @@ ARGUMENTS = {
                           'reliable on one host; the same on every host'),
     'altitude': ('nan', 'altitude hold [m, world ENU z]; nan = off'),
     'safety_area': ('', SAFETY_AREA_HELP),
+    **LOG_LEVEL_ARGUMENT,
 }
 
 

@@ -22,7 +22,7 @@ import os
 from ament_index_python.packages import get_package_share_directory
 
 from soliton_encirclement_ros.bringup.launch_plans import (
-    agent_px4_nodes, SAFETY_AREA_HELP)
+    agent_px4_nodes, LOG_LEVEL_ARGUMENT, SAFETY_AREA_HELP)
 from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
 
 SHARE = get_package_share_directory('soliton_encirclement_ros')
@@ -46,6 +46,7 @@ ARGUMENTS = {
     'simulated': ('', "this agent's name to fly it on the mobility simulation, not PX4; "
                   'empty = PX4'),
     'safety_area': ('', SAFETY_AREA_HELP),
+    **LOG_LEVEL_ARGUMENT,
 }
 
 

@@ -14,13 +14,15 @@ shared frame. The default matches PX4's Tools/simulation/gz_multi_vehicle.sh: in
 ``simulated:=uav3,uav4`` flies those agents on the mobility simulation (one mobility_node each,
 starting at their origin) instead of PX4 instances px4_3, px4_4 (not needed then); the others
 keep their PX4 (agent i: px4_i). A name that is not an agent, or is listed twice, is refused.
+With every agent simulated there is no SITL and no /clock: use_sim_time is then false unless
+given (and given true, one warning says that nothing of this launch publishes /clock).
 """
 import os
 
 from ament_index_python.packages import get_package_share_directory
 
 from soliton_encirclement_ros.bringup.launch_plans import (
-    SAFETY_AREA_HELP, swarm_px4_sitl_nodes)
+    LOG_LEVEL_ARGUMENT, SAFETY_AREA_HELP, sitl_use_sim_time, swarm_px4_sitl_nodes)
 from soliton_encirclement_ros.bringup.launch_support import (
     LIVE_VIEW_ARGUMENTS, live_view_nodes, plan_launch_description)
 
@@ -45,15 +47,18 @@ ARGUMENTS = {
                             'agent warning at start-up; not for real vehicles'),
     'target_motion': ('static', 'static, random or waypoints'),
     'params_file': (os.path.join(SHARE, 'config', 'px4_bridge.yaml'), 'ROS 2 parameter YAML'),
-    'use_sim_time': ('true', 'follow the SITL /clock (bridge it from Gazebo)'),
+    'use_sim_time': ('true', 'follow the SITL /clock (bridge it from Gazebo); false by default '
+                     'when every agent is simulated (no SITL then)'),
     'simulated': ('', "agents flown on the mobility simulation, not PX4, e.g. 'uav3,uav4'; "
                   'empty = none'),
     **LIVE_VIEW_ARGUMENTS,
     'safety_area': ('', SAFETY_AREA_HELP),
+    **LOG_LEVEL_ARGUMENT,
 }
 
 
 def generate_launch_description():
     return plan_launch_description(
         ARGUMENTS, swarm_px4_sitl_nodes,
-        extra=lambda value: live_view_nodes(value, value.flag('use_sim_time')))
+        extra=lambda value: live_view_nodes(value, sitl_use_sim_time(value)[0]),
+        notes=lambda value: [note for note in sitl_use_sim_time(value)[1:] if note])

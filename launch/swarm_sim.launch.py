@@ -13,7 +13,7 @@ from launch_ros.actions import Node
 
 from soliton_encirclement_ros.bringup.graph import rviz_problem
 from soliton_encirclement_ros.bringup.launch_plans import (
-    SAFETY_AREA_HELP, swarm_sim_nodes)
+    log_level, LOG_LEVEL_ARGUMENT, SAFETY_AREA_HELP, swarm_sim_nodes)
 from soliton_encirclement_ros.bringup.launch_support import (
     LIVE_VIEW_ARGUMENTS, live_view_nodes, package_found, plan_launch_description)
 
@@ -33,6 +33,7 @@ ARGUMENTS = {
     'rviz': ('false', 'start RViz with config/swarm.rviz'),
     **LIVE_VIEW_ARGUMENTS,
     'safety_area': ('', SAFETY_AREA_HELP),
+    **LOG_LEVEL_ARGUMENT,
 }
 
 
@@ -45,7 +46,8 @@ def _rviz(value):
         return []
     return [Node(package='rviz2', executable='rviz2',
                  arguments=['-d', os.path.join(SHARE, 'config', 'swarm.rviz')],
-                 parameters=[{'use_sim_time': value.flag('use_sim_time')}])]
+                 parameters=[{'use_sim_time': value.flag('use_sim_time')}],
+                 ros_arguments=['--log-level', log_level(value)])]
 
 
 def _extra(value):

@@ -8,9 +8,13 @@ time used to end in a ``KeyboardInterrupt`` traceback and exit -2. Every executa
 :class:`~ros_support.signals.StopRequest`, imports the module, and
 
 - if a stop was requested meanwhile, says so in one line and exits 0 (nothing was started,
-  nothing is lost; ``sweep_sim``: 130, its code for an interrupted sweep);
+  nothing is lost); the tools that report an interrupted job (``sweep_sim``, ``swarm_sim``,
+  ``batch_sim``, ``analyze_run``, ``fit_mobility``) exit 130, as when stopped later;
 - else restores the handlers it found (Python's defaults) and calls the module's ``main``,
   which installs its own (``ros_support.spin.spin_node`` does, first thing).
+
+A process started by a parent that names itself in ``lifeline.PARENT_ENV`` (the nodes of
+``swarm_sim --processes``) also watches that parent from here on and stops when it is gone.
 
 ``setup.py`` names each executable ``ros_support.entry:<name>``; :data:`EXECUTABLES` says which
 ``main`` that is.
@@ -23,7 +27,8 @@ import signal
 import sys
 from typing import Callable
 
-from ros_support.signals import StopRequest
+from ros_support.lifeline import watch_parent
+from ros_support.signals import EXIT_INTERRUPTED, StopRequest
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what StopRequest handles
 
@@ -46,15 +51,17 @@ EXECUTABLES = {
     'fleet_node': 'soliton_encirclement_ros.nodes.fleet_node',
     'px4_sitl_rehearsal': 'soliton_encirclement_ros.fleet.rehearsal',
 }
-# Exit status of a stop before main ran: 0 (a node or swarm_sim stopped by a signal ends
-# normally), except where an executable says "interrupted" otherwise.
-EARLY_STOP_STATUS = {'sweep_sim': 130}  # as sweep_sim's own interrupted sweep
+# Exit status of a stop before main ran: 0 (a node stopped by a signal ends normally), except
+# for the tools whose job was interrupted before it was done (as they exit when stopped later).
+EARLY_STOP_STATUS = {name: EXIT_INTERRUPTED for name in (
+    'sweep_sim', 'swarm_sim', 'batch_sim', 'analyze_run', 'fit_mobility')}
 
 
 def run(name: str, module: str):
     """Import ``module`` under a stop handler, then return its ``main()`` (see the module doc)."""
     handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     stop = StopRequest(name).install()
+    watch_parent()  # a node started by swarm_sim --processes ends with it (lifeline)
     main = importlib.import_module(module).main
     if stop.requested:
         print(f'{name}: stopped while starting (signal received before it ran); exiting',

@@ -7,13 +7,27 @@ outputs are being written only prints "writing outputs, please wait". SIGUSR1 pr
 thread's Python stack to stderr (``faulthandler``, which works while the main thread is blocked
 in C): a parent that waited too long for a process to stop asks for it, so the log says where
 it hung.
+
+A computation that does not look at the flag (a plan, a domain check, reading a bag) runs inside
+:meth:`StopRequest.raising`: a request then also raises :class:`Interrupted` there, which the
+tool turns into one line and its exit status.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 import faulthandler
 import signal
 import sys
 import threading
+
+# The exit status of a tool stopped by SIGINT or SIGTERM before it finished (128 + SIGINT, as
+# a shell reports a Ctrl-C): sweep_sim, batch_sim, analyze_run, fit_mobility, and swarm_sim
+# before its run starts.
+EXIT_INTERRUPTED = 130
+
+
+class Interrupted(BaseException):
+    """A stop requested inside :meth:`StopRequest.raising`; ``str`` is the signal's name."""
 
 
 class StopRequest:
@@ -23,6 +37,7 @@ class StopRequest:
         self.name = name
         self._event = threading.Event()
         self.writing = False
+        self._raising = False
 
     def install(self) -> 'StopRequest':
         for signum in (signal.SIGINT, signal.SIGTERM):
@@ -40,6 +55,26 @@ class StopRequest:
         if self.writing:
             print(f'{self.name}: writing outputs, please wait', file=sys.stderr, flush=True)
         self._event.set()
+        if self._raising and not self.writing:
+            self._raising = False  # once: cleaning up is not interrupted again
+            raise Interrupted(signal.Signals(signum).name)
+
+    @contextmanager
+    def raising(self):
+        """
+        Inside, a stop request also raises :class:`Interrupted` (at once if one came before).
+
+        For the work that does not poll :attr:`requested`: what it holds is released by its
+        ``finally`` blocks as the exception passes. Only in the main thread, where Python runs
+        signal handlers.
+        """
+        if self.requested:
+            raise Interrupted('stop requested')
+        self._raising = True
+        try:
+            yield self
+        finally:
+            self._raising = False
 
     @staticmethod
     def ignore_from_now() -> None:

@@ -23,6 +23,7 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from ros_support.participants import ForeignCount, guard_subscriptions, Roster, ROSTER_ENV
 from ros_support.ros_parameters import declared_names, given_names, parameters_help
 from ros_support.signals import StopRequest
 from ros_support.validation import read_yaml, unknown_parameters
@@ -119,6 +120,40 @@ def node_help(prog: str, node_class: Callable[..., Node]) -> str:
             f'{parameters_help(specs)}')
 
 
+def announce_membership() -> Roster | None:
+    """
+    Join the graph named by ``ROSTER_ENV`` (first thing: before the node), or None without it.
+
+    A node started alone (by a launch file, by hand) is on no roster and hears every publisher
+    of its topics, as ROS nodes do.
+    """
+    topic = os.environ.get(ROSTER_ENV)
+    return Roster.announce(topic) if topic else None
+
+
+def guard_node(node: Node, roster: Roster | None) -> Callable[[], None]:
+    """
+    Let ``node`` hear only ``roster``'s members; return what to call now and then.
+
+    The call guards the subscriptions the node adds later. Without a roster nothing changes.
+    """
+    if roster is None:
+        return lambda: None
+    roster.serve(node)
+
+    def warn(topic: str, who: str) -> None:
+        node.get_logger().warning(
+            f'ignoring {topic} from {who}: not a node of this graph (another graph in this ROS '
+            'domain?)')
+    foreign = ForeignCount(node, warn)
+    guarded = [guard_subscriptions(node, roster, foreign)]
+
+    def guard() -> None:
+        if len(list(node.subscriptions)) != guarded[0]:
+            guarded[0] = guard_subscriptions(node, roster, foreign)
+    return guard
+
+
 def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
               on_shutdown: Callable[[Node], None] | None = None,
               executor_class: Callable[[], object] = EventsExecutor) -> None:
@@ -143,9 +178,10 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
         print(f'{name}: {problem}', file=sys.stderr)
         raise SystemExit(1)
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
-    node = None
+    node = roster = None
     executor = executor_class()
     try:
+        roster = announce_membership()
         try:
             node = node_class()
         except (ValueError, ParameterException) as error:
@@ -153,9 +189,11 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
             raise SystemExit(1) from None
         for line in unknown_overrides(node):
             node.get_logger().warning(line)
+        guard = guard_node(node, roster)
         executor.add_node(node)
         while not stop.requested and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_SLICE_S)
+            guard()
     except ExternalShutdownException:
         pass
     finally:
@@ -167,6 +205,8 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
         with exit_if_stuck(name, 'destroy_node'):
             if node is not None:
                 node.destroy_node()
+            if roster is not None:
+                roster.destroy_node()
             rclpy.try_shutdown()
         stop.ignore_from_now()
 

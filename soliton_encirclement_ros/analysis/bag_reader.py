@@ -3,8 +3,9 @@ Read rosbag2 bags (MCAP or sqlite3, ours or ``ros2 bag record``'s) message by me
 
 Uses ``rosbags``' AnyReader (message definitions from the bag, ROS 2 Kilted typestore for bags
 without them). A bag cut short (a recorder killed before closing: no MCAP footer or no
-metadata.yaml) is read as an MCAP stream up to the first broken record; a read that fails
-part-way is kept up to that point. Either way :attr:`Bag.truncated` says what happened. A
+metadata.yaml) is read as an MCAP stream up to the first broken record, or, for sqlite3, from
+its database (every message the recorder committed); a read that fails part-way is kept up
+to that point. Either way :attr:`Bag.truncated` says what happened. A
 file that is not a bag at all (no MCAP or SQLite magic) is :class:`BagError` "not an MCAP
 bag"; one cut before its first topic (an empty or zero-byte storage file included) is
 :class:`TruncatedBagError`. No rclpy.
@@ -12,7 +13,9 @@ bag"; one cut before its first topic (an empty or zero-byte storage file include
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+import sqlite3
 
 from mcap.reader import make_reader, NonSeekingReader
 from mcap.records import Channel, Schema
@@ -50,6 +53,7 @@ class Bag:
         self.truncated: str | None = None
         self._reader: AnyReader | None = None
         self._mcap_files: list[Path] = []
+        self._databases: list[Path] = []
         try:
             reader = AnyReader([self.path], default_typestore=DEFAULT_TYPESTORE)
             reader.open()
@@ -58,10 +62,16 @@ class Bag:
         except Exception as err:  # noqa: BLE001 - any unreadable index: try the raw stream
             self._check_storage()
             self._mcap_files = self._stream_files()
-            if not self._mcap_files:
+            self._databases = [] if self._mcap_files else self._database_files()
+            if self._databases:
+                self.truncated = (f'bag index unreadable ({_one_line(err)}); read from its '
+                                  'database, up to the last commit of the recorder')
+                self.topics = self._database_topics()
+            elif not self._mcap_files:
                 raise BagError(f'cannot read bag {self.path}: {_one_line(err)}') from None
-            self.truncated = f'bag index unreadable ({_one_line(err)}); read as a stream'
-            self.topics = self._stream_topics()
+            else:
+                self.truncated = f'bag index unreadable ({_one_line(err)}); read as a stream'
+                self.topics = self._stream_topics()
         if not self.topics:
             self.close()
             self._check_storage()
@@ -143,6 +153,8 @@ class Bag:
                 for connection, log_time, raw in self._reader.messages(connections=connections):
                     yield connection.topic, log_time, self._reader.deserialize(
                         raw, connection.msgtype)
+            elif self._databases:
+                yield from self._database_messages(wanted)
             else:
                 for path in self._mcap_files:
                     with path.open('rb') as stream:
@@ -152,6 +164,31 @@ class Bag:
                             yield channel.topic, message.log_time, decoded
         except Exception as err:  # noqa: BLE001 - keep what was read, report the rest
             self.truncated = f'read stopped early: {_one_line(err)}'
+
+    def _database_files(self) -> list[Path]:
+        if self.path.is_file():
+            return [self.path] if self.path.suffix == '.db3' else []
+        return sorted(self.path.glob('*.db3'))
+
+    def _database_topics(self) -> dict[str, str]:
+        topics: dict[str, str] = {}
+        for path in self._databases:
+            with _database(path) as database:
+                topics.update(database.execute('SELECT name, type FROM topics').fetchall())
+        return topics
+
+    def _database_messages(self, wanted: set[str]) -> Iterator[tuple[str, int, object]]:
+        """Yield the wanted topics' messages of sqlite3 databases, in log-time order each."""
+        for path in self._databases:
+            with _database(path) as database:
+                rows = database.execute(
+                    'SELECT topics.name, topics.type, messages.timestamp, messages.data '
+                    'FROM messages JOIN topics ON messages.topic_id = topics.id '
+                    'ORDER BY messages.timestamp')
+                for topic, msgtype, log_time, data in rows:
+                    if topic in wanted:
+                        yield topic, log_time, DEFAULT_TYPESTORE.deserialize_cdr(
+                            bytes(data), msgtype)
 
     def _stream_files(self) -> list[Path]:
         if self.path.is_file():
@@ -172,6 +209,25 @@ class Bag:
             except Exception:  # noqa: BLE001 - the readable part ends here
                 pass
         return topics
+
+
+@contextmanager
+def _database(path: Path):
+    """
+    Open a rosbag2 sqlite3 database to read it.
+
+    SQLite first rolls back what its writer left uncommitted (a hot journal), as every SQLite
+    reader does; a database that cannot be written is read as it is.
+    """
+    try:
+        database = sqlite3.connect(f'file:{path}?mode=rw', uri=True)
+        database.execute('SELECT count(*) FROM topics').fetchone()
+    except sqlite3.Error:
+        database = sqlite3.connect(f'file:{path}?immutable=1', uri=True)
+    try:
+        yield database
+    finally:
+        database.close()
 
 
 def _one_line(err: BaseException) -> str:

@@ -28,6 +28,7 @@ import sys
 
 import numpy as np
 
+from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis import flight_report, plots
 from soliton_encirclement_ros.analysis.animation import animation_file, write_animation
@@ -36,7 +37,8 @@ from soliton_encirclement_ros.analysis.flight import BRIDGES, DEFAULT_D_SAFE, en
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
-from soliton_encirclement_ros.analysis.report import RunResult, write_run_outputs
+from soliton_encirclement_ros.analysis.report import (
+    OutputsIncomplete, RunResult, write_run_outputs)
 from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.provenance import describe
@@ -119,6 +121,19 @@ def _make_relative(run) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop = StopRequest('analyze_run').install()
+    try:
+        with stop.raising():
+            return _main(argv)
+    except Interrupted:
+        print('analyze_run: interrupted; the outputs written so far are incomplete',
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        stop.ignore_from_now()
+
+
+def _main(argv: list[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     bags = list(args.bags)
@@ -175,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     except TruncatedBagError as err:  # cut before anything could be analysed
         print(f'analyze_run: error: {err}', file=sys.stderr)
         return EXIT_TRUNCATED
+    except OutputsIncomplete as err:  # a full or read-only disk
+        print(f'analyze_run: error: outputs incomplete in {out}: {err.problem}', file=sys.stderr)
+        return EXIT_TRUNCATED
     except (BagError, RunDataError) as err:
         print(f'analyze_run: error: {err}', file=sys.stderr)
         return EXIT_ERROR
@@ -191,7 +209,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog='analyze_run', description=__doc__.split('\n')[0],
         epilog='Exit status: 0 done, 1 unusable input, 2 bad command line, '
-               '3 truncated bag analysed in part.')
+               '3 truncated bag analysed in part, 130 interrupted.')
     parser.add_argument('bags', nargs='+', metavar='BAG',
                         help='rosbag2 directory or .mcap/.db3 file; give two to compare')
     parser.add_argument('--out', required=True, help='output directory')

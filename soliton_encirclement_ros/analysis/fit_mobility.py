@@ -15,7 +15,8 @@ Writes into DIR: ``mobility_fit.yaml`` (the identified limits, for ``mobility_no
 --params-file``, ``swarm_sim --params-file`` and, as ``vehicle:`` overrides, ``--scenario`` of
 ``batch_sim``/``swarm_sim`` or a sweep's ``scenario:``), ``fit.json``, ``fit_report.png``
 (measured against simulated velocity before and after the fit, with residuals), and prints a
-one-screen summary. Exit status: 0 done, 1 unusable input (one line), 2 bad command line.
+one-screen summary. Exit status: 0 done, 1 unusable input (one line), 2 bad command line, 130
+stopped by SIGINT or SIGTERM (one line).
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import sys
 
 import numpy as np
 
+from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import number, OneLineParser
 from velocity_mobility_ros.core.fit import (
     AXES, COVERAGE_Z, DEFAULT_HOLDOUT, DELAY, fit, FitError, FitResult, Flight, PARAM_NAMES,
@@ -317,6 +319,18 @@ def write_report(path: Path, flights: dict[str, Flight], chosen: dict[str, FitRe
 
 
 def main(argv: list[str] | None = None) -> int:
+    stop = StopRequest('fit_mobility').install()
+    try:
+        with stop.raising():
+            return _main(argv, stop)
+    except Interrupted:
+        print('fit_mobility: interrupted; nothing was written', file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        stop.ignore_from_now()
+
+
+def _main(argv: list[str] | None, stop: StopRequest) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.t_from is not None and args.t_to is not None and args.t_to <= args.t_from:
@@ -345,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f'fit_mobility: warning: {topic}: {count} message(s) without a finite velocity '
               'skipped', file=sys.stderr)
     chosen = pooled or next(iter(per_vehicle.values()))
+    stop.writing = True  # from here a signal only says "writing outputs, please wait"
     out.mkdir(parents=True, exist_ok=True)
     (out / YAML_FILE).write_text(params_yaml(chosen, Path(args.bag).name))
     report = {

@@ -25,7 +25,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS
+from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, write_problem
 from soliton_encirclement_ros.analysis.stream import (
     count_rows, Envelope, read_row_chunks, trim_half_row)
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES, SETTLE_THRESHOLDS, settle_time
@@ -169,7 +169,22 @@ def __getattr__(name: str):
     raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
 
 
-def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str = 'png') -> dict:
+class OutputsIncomplete(Exception):
+    """
+    Some outputs could not be written (a full or read-only disk): ``problem`` says which.
+
+    ``summary`` is the run's summary (what the run measured, written or not), so the caller can
+    still print it; the outputs written before the failure stay in place.
+    """
+
+    def __init__(self, summary: dict | None, problem: str) -> None:
+        super().__init__(problem)
+        self.summary = summary
+        self.problem = problem
+
+
+def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str = 'png',
+                      incomplete: tuple[str, ...] = ()) -> dict:
     """
     Write a run's outputs into ``out_dir`` and return its summary.
 
@@ -179,8 +194,11 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
     figures (and matplotlib is not imported). Figures are ``fmt`` files (``FIGURE_FORMATS``:
     png, or vector pdf/svg), titled with the run's identity (``plots.run_title``).
 
-    Files are written into a temporary directory first and moved into place only when all of
-    them succeeded, so an error never leaves partial outputs behind.
+    The tables and summary.json come first, then the figures (which take the most room): each
+    group is written into a temporary directory and moved into place only when all of it was
+    written, so an error never leaves part of a group behind. A write that fails raises
+    :class:`OutputsIncomplete` naming it; ``incomplete`` (what went wrong before, e.g. a
+    stream) goes into summary.json as ``outputs_incomplete``.
     """
     metrics, agents, params = result.metrics, result.agents, result.params
     trajectories, real_time_factor = result.trajectories, result.real_time_factor
@@ -207,23 +225,25 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
     if result.area_margin is not None:
         summary['area_margin'] = result.area_margin
     summary['params'] = params
-    staging = Path(tempfile.mkdtemp(prefix='.outputs-', dir=out_dir))
-    try:
+    _note_incomplete(summary, incomplete)
+
+    def tables(staging: Path) -> None:
         _write_csv(staging / 'metrics.csv', METRICS_HEADER, metrics)
         _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
-        if plots:
-            columns = {name: metrics[:, [0, i + 1]] for i, name in enumerate(METRIC_NAMES)}
-            _write_plots(staging, columns, summary['settle_time'] if part else None,
-                         trajectories, params, fmt, window if part else None)
-        _move_into(staging, out_dir, summary)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        (staging / 'summary.json').write_text(json_text(summary))
+    _staged(out_dir, tables, summary, 'metrics.csv, agents.csv and summary.json')
+    if plots:
+        columns = {name: metrics[:, [0, i + 1]] for i, name in enumerate(METRIC_NAMES)}
+        _staged(out_dir, lambda staging: _write_plots(
+            staging, columns, summary['settle_time'] if part else None, trajectories, params,
+            fmt, window if part else None), summary, 'the figures')
     return summary
 
 
 def write_streamed_outputs(out_dir, params: dict, trajectories=None,
                            real_time_factor: float | None = None, plots: bool = True,
-                           fmt: str = 'png', area_margin: float | None = None) -> dict | None:
+                           fmt: str = 'png', area_margin: float | None = None,
+                           incomplete: tuple[str, ...] = ()) -> dict | None:
     """
     Add the plots and summary.json to the metrics.csv and agents.csv streamed into ``out_dir``.
 
@@ -233,19 +253,26 @@ def write_streamed_outputs(out_dir, params: dict, trajectories=None,
     plots, into one ``stream.Envelope`` per metric (long series are thinned to a few points per
     pixel column, drawn the same; the settle times marked are those of every row). agents.csv
     is not read. A half row a killed writer left at the end of either file is cut off. Returns
-    the summary, or None when metrics.csv holds no row (then nothing is written). Plots and
-    summary.json are staged and moved into place together, as by :func:`write_run_outputs`.
+    the summary, or None when metrics.csv holds no row (then nothing is written). summary.json
+    is written first, then the figures (staged and moved into place together); a write that
+    fails raises :class:`OutputsIncomplete`, as does ``incomplete`` (what went wrong while the
+    tables were streamed: it goes into summary.json as ``outputs_incomplete`` too).
     """
     if fmt not in FIGURE_FORMATS:  # before anything is written
         raise ValueError(f'figure format must be one of {", ".join(FIGURE_FORMATS)}, '
                          f'got {fmt!r}')
     out_dir = Path(out_dir)
-    for name in ('metrics.csv', 'agents.csv'):
-        if (out_dir / name).exists():
-            trim_half_row(out_dir / name)
+    try:
+        for name in ('metrics.csv', 'agents.csv'):
+            if (out_dir / name).exists():
+                trim_half_row(out_dir / name)
+    except OSError as error:  # a read-only disk: the readers cut a half row off themselves
+        incomplete = (*incomplete, write_problem(f'{name} not trimmed to whole rows', error))
     metrics_file = out_dir / 'metrics.csv'
     rows = count_rows(metrics_file) if metrics_file.exists() else 0
     if rows == 0:
+        if incomplete:
+            raise OutputsIncomplete(None, '; '.join(incomplete))
         return None
     running = RunningSummary()
     envelopes = {}
@@ -261,22 +288,45 @@ def write_streamed_outputs(out_dir, params: dict, trajectories=None,
     if area_margin is not None:
         summary['area_margin'] = area_margin
     summary['params'] = params
-    staging = Path(tempfile.mkdtemp(prefix='.outputs-', dir=out_dir))
-    try:
-        if plots:
-            _write_plots(staging, {name: e.array() for name, e in envelopes.items()},
-                         summary['settle_time'], trajectories, params, fmt)
-        _move_into(staging, out_dir, summary)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    _note_incomplete(summary, incomplete)
+    _staged(out_dir, lambda staging: (staging / 'summary.json').write_text(json_text(summary)),
+            summary, 'summary.json')
+    if plots:
+        _staged(out_dir, lambda staging: _write_plots(
+            staging, {name: e.array() for name, e in envelopes.items()},
+            summary['settle_time'], trajectories, params, fmt), summary, 'the figures')
+    if incomplete:
+        raise OutputsIncomplete(summary, '; '.join(incomplete))
     return summary
 
 
-def _move_into(staging: Path, out_dir: Path, summary: dict) -> None:
-    """Write summary.json into ``staging``, then move everything there into ``out_dir``."""
-    (staging / 'summary.json').write_text(json_text(summary))
-    for produced in staging.iterdir():
-        os.replace(produced, out_dir / produced.name)
+def _note_incomplete(summary: dict, incomplete: tuple[str, ...]) -> None:
+    """Say in ``summary`` what was not written whole (only when something was not)."""
+    if incomplete:
+        summary['outputs_incomplete'] = list(incomplete)
+
+
+def _staged(out_dir: Path, write, summary: dict, what: str) -> None:
+    """
+    ``write(staging)`` into a new directory in ``out_dir``, then move what it wrote into place.
+
+    Nothing of it lands in ``out_dir`` when a write fails: :class:`OutputsIncomplete` names
+    ``what`` and the reason, and the summary so far (and what went wrong before) goes with it.
+    """
+    staging = None
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix='.outputs-', dir=out_dir))
+        write(staging)
+        for produced in sorted(staging.iterdir()):
+            os.replace(produced, out_dir / produced.name)
+    except OSError as error:
+        done = summary.get('outputs_incomplete', [])
+        raise OutputsIncomplete(summary, '; '.join(
+            [*done, write_problem(f'{what} not written', error)])) from None
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _write_plots(staging: Path, columns: dict, settled: dict | None, trajectories,

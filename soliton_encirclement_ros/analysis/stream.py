@@ -24,6 +24,8 @@ import time
 
 import numpy as np
 
+from soliton_encirclement_ros.analysis.outputs import write_problem
+
 CSV_FORMAT = '%.9g'  # the number format of every CSV output
 CHUNK_ROWS = 2048    # rows parsed at a time by read_row_chunks (about 1 MB, whatever the file)
 PLOT_BUCKETS = 1000  # an Envelope keeps 4 points per bucket, 2 buckets per pixel column
@@ -32,28 +34,57 @@ HEARTBEAT_PERIOD = 1.0       # s between two touches of the marker
 
 
 class CsvStream:
-    """A CSV file that grows by whole rows; :meth:`read` returns everything written so far."""
+    """
+    A CSV file that grows by whole rows; :meth:`read` returns everything written so far.
+
+    A write that fails (a full or read-only disk) does not stop the caller: the file is closed
+    as it is (a half row at its end is cut off by its readers), later rows are dropped, and
+    :attr:`failure` says what happened in one line (it is '' while all is well).
+    """
 
     def __init__(self, path, header: tuple[str, ...], flush_period: float = 1.0) -> None:
         self.path = Path(path)
         self.width = len(header)
         self._line = ','.join([CSV_FORMAT] * self.width) + '\n'
         self.flush_period = flush_period
-        self._handle = open(self.path, 'w')
-        self._handle.write(','.join(header) + '\n')
-        self._handle.flush()
+        self.failure = ''
+        self._handle = None
         self._flushed_at = time.monotonic()
+        try:
+            self._handle = open(self.path, 'w')
+            self._handle.write(','.join(header) + '\n')
+            self._handle.flush()
+        except OSError as error:
+            self._failed(error)
+
+    def _failed(self, error: OSError) -> None:
+        self.failure = write_problem(f'{self.path.name} not written beyond its last whole row',
+                                     error)
+        handle, self._handle = self._handle, None
+        if handle is not None:
+            try:
+                handle.close()  # flushes what it can, then releases the file
+            except OSError:
+                pass
 
     def append(self, rows) -> None:
+        if self._handle is None:
+            return
         rows = np.asarray(rows, dtype=float).reshape(-1, self.width)
-        if rows.size:  # what np.savetxt(fmt=CSV_FORMAT, delimiter=',') writes, without its cost
-            self._handle.write(''.join(self._line % tuple(row) for row in rows.tolist()))
-        if time.monotonic() - self._flushed_at >= self.flush_period:
-            self.flush()
+        try:
+            if rows.size:  # what np.savetxt(fmt=CSV_FORMAT, delimiter=',') writes, faster
+                self._handle.write(''.join(self._line % tuple(row) for row in rows.tolist()))
+            if time.monotonic() - self._flushed_at >= self.flush_period:
+                self.flush()
+        except OSError as error:
+            self._failed(error)
 
     def flush(self) -> None:
-        if not self._handle.closed:
-            self._handle.flush()
+        if self._handle is not None and not self._handle.closed:
+            try:
+                self._handle.flush()
+            except OSError as error:
+                self._failed(error)
             self._flushed_at = time.monotonic()
 
     def read(self) -> np.ndarray:
@@ -61,8 +92,13 @@ class CsvStream:
         return read_rows(self.path, self.width)
 
     def close(self) -> None:
-        if not self._handle.closed:
-            self._handle.close()
+        if self._handle is not None and not self._handle.closed:
+            try:
+                self._handle.close()
+            except OSError as error:
+                self._handle = None
+                self.failure = self.failure or write_problem(
+                    f'{self.path.name} not written beyond its last whole row', error)
 
 
 class DecimatingTrace:

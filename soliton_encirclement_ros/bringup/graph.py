@@ -8,6 +8,7 @@ one description of which nodes exist and how they are wired.
 """
 from __future__ import annotations
 
+from collections import Counter
 import dataclasses
 from dataclasses import dataclass, field
 import math
@@ -163,7 +164,7 @@ class SwarmPlan:
         names = tuple(self.names) or tuple(f'uav{i}' for i in range(1, n + 1))
         if len(names) != n:
             raise ValueError(f'names has {len(names)} entries but agents is {n}')
-        duplicates = sorted({name for name in names if names.count(name) > 1})
+        duplicates = sorted(name for name, count in Counter(names).items() if count > 1)
         if duplicates:
             raise ValueError(f'duplicate agent names: {", ".join(duplicates)}')
         bad = [name for name in names

@@ -8,15 +8,92 @@ others are defaults, which the params file replaces.
 """
 from __future__ import annotations
 
+from typing import Callable, Mapping, Sequence
+
 from soliton_encirclement_ros.bringup.graph import (
-    build_graph, in_namespace, LaunchArguments, live_scenario, NodeSpec, parse_geo_reference,
-    parse_origins, parse_simulated, PX4_D_SAFE, SwarmPlan)
+    build_graph, file_parameters, in_namespace, LaunchArguments, live_scenario, NodeSpec,
+    params_file_sections, parse_geo_reference, parse_origins, parse_simulated, PX4_D_SAFE,
+    SwarmPlan)
+from soliton_encirclement_ros.core.area import load_area_file, ring_problem
 
 # The help of the launch argument safety_area (a core.area file) that every launch file takes.
 SAFETY_AREA_HELP = ('safety area YAML: {polygon: [[x, y], ...] (m, world ENU) or '
                     'polygon_latlon (with geo_reference), z_min, z_max}; the agents keep '
                     'their vehicles able to stop inside, the bridges refuse to engage '
                     "outside and land a vehicle that stays out; '' = none")
+
+
+# Every launch file's log_level argument: the log level of each node it starts (--log-level).
+LOG_LEVELS = ('debug', 'info', 'warn', 'error', 'fatal')
+LOG_LEVEL_ARGUMENT = {
+    'log_level': ('info', f'log level of every node started: {", ".join(LOG_LEVELS)}'),
+}
+
+
+def log_level(value: LaunchArguments) -> str:
+    """Return the ``log_level`` argument, checked: one of ``LOG_LEVELS`` (any case)."""
+    level = value['log_level'].strip().lower()
+    if level not in LOG_LEVELS:
+        raise ValueError(f'launch argument log_level must be one of {", ".join(LOG_LEVELS)}, '
+                         f"got {value['log_level']!r}")
+    return level
+
+
+def value_problem(specs: Sequence[NodeSpec],
+                  checks: Mapping[str, Sequence[tuple[Sequence, Callable]]] | None = None,
+                  ) -> str | None:
+    """
+    One line naming the first value a node would refuse at start-up, or None.
+
+    Each node's values, as it will declare them (its defaults, then its params files, then the
+    plan's values: ``ros_args`` order), go through the validation the node runs on them
+    (``nodes.catalogue.node_checks``, or ``checks``): a launch then refuses what every agent
+    would exit on, before anything starts (as a misspelt name is refused).
+    """
+    if checks is None:
+        from soliton_encirclement_ros.nodes.catalogue import node_checks
+        checks = node_checks()
+    sections = params_file_sections(
+        list(dict.fromkeys(path for spec in specs for path in spec.params_files)))
+    for spec in specs:
+        from_files = {name: (path, value) for name, (path, value) in file_parameters(
+            [s for s in sections if s[0] in spec.params_files], spec.full_name).items()}
+        given = {**{name: value for name, (_, value) in from_files.items()},
+                 **spec.parameters}
+        for group, validate in checks.get(spec.executable, ()):
+            values = {param.name: given.get(param.name, param.default) for param in group}
+            try:
+                validate(values)
+            except (ValueError, TypeError) as error:
+                text = ' '.join(str(error).split())
+                name = text.split(' ', 1)[0].strip("'")
+                source = (f' (params file {from_files[name][0]})'
+                          if name in from_files and name not in spec.parameters else '')
+                return f'{spec.full_name}: {text}{source}; starting nothing'
+    return None
+
+
+def ring_fit_problem(plan: SwarmPlan) -> str | None:
+    """
+    One line when the plan's ring does not fit its safety area, or None.
+
+    The ring of radius R around each place the target is planned to be (its start; every
+    waypoint of a waypoints target), at the agents' altitude hold, must lie inside the area
+    (``core.area.ring_problem``): otherwise every agent would sit at the area's edge.
+    """
+    area = load_area_file(plan.safety_area_file, plan.geo_reference)
+    if area is None:
+        return None
+    scenario = plan.scenario
+    centres = [tuple(scenario.target_start()[:2])]
+    if scenario.target_motion == 'waypoints':
+        centres += [tuple(point[:2]) for point in scenario.waypoints]
+    altitude = scenario.gains.altitude
+    for centre in centres:
+        problem = ring_problem(area, centre, plan.radius, altitude)
+        if problem:
+            return (f'safety_area {plan.safety_area_file}: {problem}; starting nothing')
+    return None
 
 
 def swarm_sim_nodes(value: LaunchArguments) -> list[NodeSpec]:
@@ -34,6 +111,9 @@ def swarm_sim_nodes(value: LaunchArguments) -> list[NodeSpec]:
         given=value.sources(radius='radius', seed='seed', control_period='control_period',
                             target_motion='target_motion'),
     )
+    problem = ring_fit_problem(plan)
+    if problem:
+        raise ValueError(problem)
     return build_graph(plan)
 
 
@@ -93,11 +173,37 @@ def swarm_px4_sitl_nodes(value: LaunchArguments) -> list[NodeSpec]:
                      mode='px4', px4_origins=origins, geo_reference=geo_reference,
                      safety_area_file=value['safety_area'],
                      swarm_reliability=value['swarm_reliability'],
-                     use_sim_time=value.flag('use_sim_time'),
+                     use_sim_time=sitl_use_sim_time(value)[0],
                      params_files=value.files('params_file'),
                      simulated=parse_simulated(value['simulated']),
                      min_d_safe=PX4_D_SAFE,
                      allow_no_separation=value.flag('allow_no_separation'),
                      given=value.sources(radius='radius', altitude='altitude', d_safe='d_safe',
                                          target_motion='target_motion'))
+    problem = ring_fit_problem(plan)
+    if problem:
+        raise ValueError(problem)
     return build_graph(plan)
+
+
+def sitl_use_sim_time(value: LaunchArguments) -> tuple[bool, str | None]:
+    """
+    Return ``swarm_px4_sitl.launch.py``'s use_sim_time, and one line to say about it (or None).
+
+    Its /clock comes from the SITL simulator. With every agent ``simulated:=`` there is no
+    SITL: the default becomes false (wall time; said in a line), and use_sim_time:=true given
+    anyway is said to wait for a /clock that nothing in this launch publishes.
+    """
+    names = [f'uav{i}' for i in range(1, value.integer('num_agents') + 1)]
+    every_simulated = set(names) <= set(parse_simulated(value['simulated']))
+    wanted = value.flag('use_sim_time')
+    if not every_simulated:
+        return wanted, None
+    if 'use_sim_time' not in value.given:
+        return False, ('every agent is simulated (simulated:=...), so no PX4 SITL publishes '
+                       '/clock: running on wall time (use_sim_time:=false)')
+    if wanted:
+        return True, ('use_sim_time:=true but every agent is simulated (simulated:=...): no '
+                      'node of this launch publishes /clock, and every node waits for it; '
+                      'start a /clock bridge of your own, or drop use_sim_time:=true')
+    return False, None

@@ -13,16 +13,23 @@ from launch_ros.actions import Node
 from ros_support.validation import unknown_parameters
 from soliton_encirclement_ros.bringup.graph import (
     given_parameters, launch_plan, LaunchArguments, LaunchRefused, NodeSpec, precedence_notes)
+from soliton_encirclement_ros.bringup.launch_plans import log_level, value_problem
 from soliton_encirclement_ros.nodes.catalogue import node_parameters
 from soliton_encirclement_ros.sim.domain import launch_problem
 
 
-def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen') -> list[Node]:
-    """One launch_ros Node per spec: parameter files first, then the plan's values (which win)."""
+def launch_nodes(specs: Iterable[NodeSpec], output: str = 'screen',
+                 level: str = 'info') -> list[Node]:
+    """
+    One launch_ros Node per spec: parameter files first, then the plan's values (which win).
+
+    ``level``: every node's log level (``--ros-args --log-level``).
+    """
     return [Node(package=spec.package, executable=spec.executable, name=spec.name,
                  namespace=spec.namespace or None,
                  parameters=[*spec.params_files, dict(spec.parameters)],
-                 remappings=list(spec.remappings), output=output)
+                 remappings=list(spec.remappings), output=output,
+                 ros_arguments=['--log-level', level])
             for spec in specs]
 
 
@@ -42,7 +49,8 @@ def live_view_nodes(values, use_sim_time: bool) -> list[Node]:
     return [Node(package='soliton_encirclement_ros', executable='live_view', output='screen',
                  parameters=[{'use_sim_time': use_sim_time,
                               'port': values.integer('foxglove_port'),
-                              'host': values['foxglove_host']}])]
+                              'host': values['foxglove_host']}],
+                 ros_arguments=['--log-level', log_level(values)])]
 
 
 def package_found(package: str) -> bool:
@@ -58,14 +66,18 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
                             specs: Callable[[LaunchArguments], list[NodeSpec]],
                             extra: Callable[[LaunchArguments], list] = lambda values: [],
                             problem: Callable[[LaunchArguments], str | None] = lambda values: None,
+                            notes: Callable[[LaunchArguments], list[str]] = lambda values: [],
                             ) -> LaunchDescription:
     """
     Declare ``arguments`` ({name: (default, description)}) and start the planned nodes.
 
     Then start the nodes that ``specs(values)`` plans from the argument values (a
-    :class:`LaunchArguments`) and the actions ``extra(values)``. When ``problem(values)``
-    names one, nothing starts: launch logs it as an error and ``ros2 launch`` exits 1
-    (``graph.launch_plan`` raises ``LaunchRefused``). Nor when the nodes form a swarm of their
+    :class:`LaunchArguments`) and the actions ``extra(values)``, each node at the
+    ``log_level`` argument's level; ``notes(values)`` are logged as warnings. When
+    ``problem(values)`` names one, nothing starts: launch logs it as an error and ``ros2
+    launch`` exits 1 (``graph.launch_plan`` raises ``LaunchRefused``). Nor when a node would
+    refuse a parameter's name or value at start-up (a params file's ``k_r: -3.0``: the check
+    each node runs, ``launch_plans.value_problem``), nor when the nodes form a swarm of their
     own and another swarm runs in the ROS domain: the one line of ``swarm_sim``
     (``sim.domain.launch_problem``).
     """
@@ -86,12 +98,16 @@ def plan_launch_description(arguments: Mapping[str, tuple[str, str]],
             for spec in node_parameters().get(node.executable, ())})
         if unknown:  # as swarm_sim: a misspelt parameter starts nothing
             raise LaunchRefused(f'unknown parameter(s): {", ".join(unknown)}')
-        busy = launch_problem(spec.executable for spec in node_specs)
+        bad = value_problem(node_specs)
+        if bad:  # a value every node of that kind would exit on: nothing starts either
+            raise LaunchRefused(bad)
+        level = log_level(values)
+        busy = launch_problem((spec.executable for spec in node_specs), hold=True)
         if busy:  # as swarm_sim: another swarm in the domain starts nothing
             raise LaunchRefused(busy)
-        for note in precedence_notes(node_specs):
+        for note in [*precedence_notes(node_specs), *notes(values)]:
             launch.logging.get_logger('launch').warning(note)
-        return [*launch_nodes(node_specs), *actions]
+        return [*launch_nodes(node_specs, level=level), *actions]
 
     return LaunchDescription([
         OpaqueFunction(function=before_defaults),

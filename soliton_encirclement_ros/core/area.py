@@ -185,6 +185,36 @@ def _signed_area(points) -> float:
     return 0.5 * float(np.sum(x * np.roll(y, -1) - np.roll(x, -1) * y))
 
 
+RING_POINTS = 72  # points of a ring checked against an area (5 degrees apart)
+
+
+def ring_problem(area: SafetyArea, centre, radius: float, altitude: float = math.nan,
+                 ) -> Optional[str]:
+    """
+    Why a ring of ``radius`` around ``centre`` (x, y) cannot be flown inside ``area``, or None.
+
+    Every point of the ring must lie where the commands keep the vehicles (``margin`` inside
+    the boundary) and, when ``altitude`` is set (not NaN), within the altitude band: otherwise
+    the agents would sit at the edge instead of on the ring. One clause naming what is off.
+    """
+    angles = np.linspace(0.0, 2.0 * math.pi, RING_POINTS, endpoint=False)
+    ring = np.column_stack((centre[0] + radius * np.cos(angles),
+                            centre[1] + radius * np.sin(angles)))
+    outside = ~shapely.contains_xy(area.inner, ring[:, 0], ring[:, 1])
+    if outside.any():
+        worst = ring[outside][np.argmin(area.distance(ring[outside]))]
+        return (f'the ring of radius {radius:g} m around ({centre[0]:g}, {centre[1]:g}) does '
+                f'not fit inside the area ({area.margin:g} m margin): it passes '
+                f'({worst[0]:.1f}, {worst[1]:.1f}); move the target, shrink the radius or '
+                'widen the area')
+    if not math.isnan(altitude) and not (area.z_min + area.margin <= altitude
+                                         <= area.z_max - area.margin):
+        return (f'the ring altitude {altitude:g} m is outside the altitude band '
+                f'[{area.z_min + area.margin:g}, {area.z_max - area.margin:g}] m (z_min, z_max '
+                'and margin)')
+    return None
+
+
 def _nearest_edges(p, edges):
     """Distance (..., K) from points (..., 2) to each edge segment, and the unit directions."""
     a, b = edges[:, 0], edges[:, 1]                        # (K, 2)

@@ -38,7 +38,8 @@ from visualization_msgs.msg import MarkerArray
 from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
-    AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs, write_streamed_outputs)
+    AGENTS_HEADER, METRICS_HEADER, OutputsIncomplete, RunResult, write_run_outputs,
+    write_streamed_outputs)
 from soliton_encirclement_ros.analysis.stream import (
     CsvStream, DecimatingTrace, WRITING_MARKER, WritingMarker)
 from soliton_encirclement_ros.core.controller import AgentBroadcast, TargetBroadcast
@@ -119,6 +120,7 @@ class MetricsNode(Node):
             prefix='metrics_node_')
         self._rows_dir = Path(self.settings.output_dir or self._own_dir)
         self._metric_rows = self._agent_rows = None
+        self._failures_said: set[str] = set()  # the write failures logged
         self._traces: dict[str, DecimatingTrace] = {}  # name -> bounded (t, x, y) for plots
         self._duplicates = DuplicateIds(self._timeout_ns * 1e-9)
         self._metric_pubs = {
@@ -281,6 +283,10 @@ class MetricsNode(Node):
         if tick % self.settings.telemetry_every == 0:
             agent_rows.append([[state.agent_id, now, state.u,
                                 float(np.linalg.norm(state.velocity))] for state in live])
+        for failure in self.write_failures():
+            if failure not in self._failures_said:  # once each; the metrics are still published
+                self._failures_said.add(failure)
+                self.get_logger().error(f'{failure} (at t={now:.2f} s); the run goes on')
         for state in live:
             self._trace(f'agent {state.agent_id}', now, state.position)
             self._trails.setdefault(state.agent_id, deque(
@@ -319,6 +325,11 @@ class MetricsNode(Node):
         """Return {name: (T, 3) rows t, x, y} gathered so far, thinned to a bound."""
         return {name: trace.array() for name, trace in self._traces.items()}
 
+    def write_failures(self) -> list[str]:
+        """Return what could not be written of metrics.csv and agents.csv (a full disk), if any."""
+        return [stream.failure for stream in (self._metric_rows, self._agent_rows)
+                if stream is not None and stream.failure]
+
     def flush(self) -> None:
         """Put every row gathered so far into metrics.csv and agents.csv."""
         for stream in (self._metric_rows, self._agent_rows):
@@ -355,7 +366,8 @@ class MetricsNode(Node):
             out.mkdir(parents=True, exist_ok=True)
             for stream in (self._metric_rows, self._agent_rows):
                 shutil.copyfile(stream.path, out / stream.path.name)
-        return write_streamed_outputs(out, params, trajectories, fmt=fmt)
+        return write_streamed_outputs(out, params, trajectories, fmt=fmt,
+                                      incomplete=tuple(self.write_failures()))
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:
@@ -368,8 +380,11 @@ def _save_on_shutdown(node: MetricsNode) -> None:
     if node.settings.output_dir:
         out = Path(node.settings.output_dir)
         node.get_logger().info(f'writing outputs to {out}')
-        with WritingMarker(out / WRITING_MARKER):
-            node.save(out)
+        try:
+            with WritingMarker(out / WRITING_MARKER):
+                node.save(out)
+        except (OutputsIncomplete, OSError) as error:  # a full or read-only disk
+            node.get_logger().error(f'outputs incomplete in {out}: {error}')
 
 
 def main(args=None) -> None:

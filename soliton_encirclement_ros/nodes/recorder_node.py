@@ -29,11 +29,13 @@ from ros_support.settings import check_fields, setting
 from ros_support.signals import StopRequest
 from ros_support.spin import configuration_error
 from ros_support.validation import from_mapping, regular_expression
+from soliton_encirclement_ros.analysis.outputs import new_dir_problem
 from soliton_encirclement_ros.provenance import bag_custom_data
 from soliton_encirclement_ros.recording.recorder import (
     BagRecorder, DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS)
 
 SPIN_TIMEOUT = 0.1  # s between checks for a stop signal
+EXIT_INCOMPLETE = 3  # a write failed: the bag holds what was written before
 
 
 @dataclass(frozen=True)
@@ -98,13 +100,17 @@ def main(args=None) -> int:
     # The handlers only set a flag: the message being written completes, then the bag is
     # closed while the node (and its logger) is still valid.
     stop = StopRequest('run_recorder').install()
+    problem = new_dir_problem(_output(argv, options.output), 'output')
+    if problem:  # before anything starts: no graph joined, nothing created
+        print(f'run_recorder: error: {problem}', file=sys.stderr)
+        return 1
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     node = None
     try:
         node = RecorderNode(options.output, options.regex, options.storage)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        while not stop.requested:
+        while not stop.requested and not node.recorder.failure:
             executor.spin_once(timeout_sec=SPIN_TIMEOUT)
     except (ValueError, FileExistsError, ParameterException) as err:
         print(f'run_recorder: error: {configuration_error(err)}', file=sys.stderr)
@@ -116,7 +122,18 @@ def main(args=None) -> int:
             node.destroy_node()
         rclpy.try_shutdown()
         stop.ignore_from_now()
+    if node.recorder.failure:  # logged in one line as it happened
+        return EXIT_INCOMPLETE
     return 0
+
+
+def _output(argv: list[str], default: str) -> str:
+    """Return the bag directory: ``-p output:=...`` of the ROS arguments, else ``-o``'s."""
+    ros = list(argv)
+    for flag, value in zip(ros, ros[1:]):
+        if flag in ('-p', '--param') and value.startswith('output:='):
+            default = value.split(':=', 1)[1]
+    return default
 
 
 if __name__ == '__main__':

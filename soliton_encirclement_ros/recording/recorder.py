@@ -8,8 +8,12 @@ topic's ``offered_qos_profiles`` from its publishers, as ``ros2 bag record`` doe
 of a message is the recording node's clock at receipt (sim time under ``use_sim_time``).
 
 MCAP chunks are zstd-compressed by default (``compression='none'`` turns it off; sqlite3 has no
-chunks and is written uncompressed). ``custom_data`` fills the bag's metadata (``custom_data`` of
-``metadata.yaml`` and of the MCAP ``rosbag2`` metadata record): what was run, by which version.
+chunks and is written uncompressed). A sqlite3 bag is committed every ``SQLITE_COMMIT_PERIOD``
+of wall time: a recorder killed before it closes the bag (no ``metadata.yaml``) leaves every
+message up to its last commit readable (``analysis.bag_reader`` reads such a database), where
+one transaction for the whole recording left nothing once SQLite rolled it back.
+``custom_data`` fills the bag's metadata (``custom_data`` of ``metadata.yaml`` and of the MCAP
+``rosbag2`` metadata record): what was run, by which version.
 """
 from __future__ import annotations
 
@@ -18,7 +22,9 @@ from functools import partial
 import importlib
 from pathlib import Path
 import re
+import sqlite3
 import threading
+import time
 from typing import Mapping
 
 from rclpy.node import Node
@@ -29,6 +35,7 @@ from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, W
 from rosbags.typesys import get_typestore, Stores
 
 from ros_support.topics import follow_new
+from soliton_encirclement_ros.analysis.outputs import write_problem
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, CLOCK_TOPIC, DIAGNOSTICS_TOPIC,
     MARKERS_TOPIC, METRICS_TOPIC_PREFIX, TARGET_STATE_TOPIC)
@@ -43,6 +50,7 @@ DEFAULT_TOPICS_REGEX = '^(' + '|'.join([
     re.escape(MARKERS_TOPIC), re.escape(CLOCK_TOPIC), re.escape(DIAGNOSTICS_TOPIC)]) + ')$'
 STORAGE_PLUGINS = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 COMPRESSIONS = ('zstd', 'none')  # MCAP chunk compression (a 60 s run: 2.2 MB -> 0.3 MB)
+SQLITE_COMMIT_PERIOD = 1.0  # wall s between two commits of a sqlite3 bag
 ROSBAG2_METADATA_VERSION = 9  # the version Jazzy and Kilted write; offered QoS as a YAML list
 SUBSCRIPTION_DEPTH = 100
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
@@ -55,8 +63,11 @@ class BagRecorder:
     Matching is ``re.search``, like ``ros2 bag record -e``; the bag is written at ``bag_path``.
 
     Call :meth:`discover` periodically to pick up new topics and :meth:`close` once at the end
-    (also safe from a signal handler or a ``finally``). ``qos`` overrides the subscription QoS;
-    by default it adapts to the publishers (reliable / transient-local only if all of them are).
+    (also safe from a signal handler or a ``finally``). A write that fails (a full disk) stops
+    the recording there and then, with one error line: the bag keeps what was written before,
+    :attr:`failure` says what happened, and the caller's run goes on. ``qos`` overrides the
+    subscription QoS; by default it adapts to the publishers (reliable / transient-local only if
+    all of them are).
     ``compression`` is the MCAP chunk compression (``zstd`` or ``none``); ``custom_data`` (string
     to string) goes into the bag's metadata.
     """
@@ -79,13 +90,21 @@ class BagRecorder:
                                   'choose a new directory')
         self._node = node
         self._qos = qos
+        self.failure = ''  # what stopped the recording early (one line), or ''
         self._writer = Writer(self.bag_path, version=ROSBAG2_METADATA_VERSION,
                               storage_plugin=STORAGE_PLUGINS[storage])
         if storage == 'mcap' and compression == 'zstd':
             self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
         for key, value in (custom_data or {}).items():
             self._writer.set_custom_data(key, str(value))
-        self._writer.open()
+        try:
+            self._writer.open()
+        except OSError as error:
+            raise ValueError(write_problem(f'cannot create the bag {self.bag_path}',
+                                           error)) from None
+        # The sqlite3 connection to commit now and then (rosbags writes one transaction).
+        self._database = getattr(self._writer.storage, 'conn', None)
+        self._committed_at = time.monotonic()
         self._lock = threading.RLock()
         self._lock_owner: int | None = None
         self._close_pending = False
@@ -160,8 +179,12 @@ class BagRecorder:
         with self._writer_access():
             if self._writer is None:
                 return False
-            connection = self._writer.add_connection(
-                topic, msgtype, typestore=TYPESTORE, offered_qos_profiles=offered)
+            try:
+                connection = self._writer.add_connection(
+                    topic, msgtype, typestore=TYPESTORE, offered_qos_profiles=offered)
+            except OSError as error:
+                self._stop_on(error)
+                return False
             self._connections.append(connection)
         package, _, name = msgtype.split('/')
         msg_class = getattr(importlib.import_module(f'{package}.msg'), name)
@@ -175,13 +198,34 @@ class BagRecorder:
         stamp = self._node.get_clock().now().nanoseconds
         with self._writer_access():
             if self._writer is not None:
-                self._writer.write(connection, stamp, data)
+                try:
+                    self._writer.write(connection, stamp, data)
+                    if self._database is not None and \
+                            time.monotonic() - self._committed_at >= SQLITE_COMMIT_PERIOD:
+                        self._database.commit()
+                        self._committed_at = time.monotonic()
+                except (OSError, sqlite3.Error) as error:  # sqlite3: a full disk too
+                    self._stop_on(error)
+
+    def _stop_on(self, error: Exception) -> None:
+        """Stop recording after a failed write: close what can be closed, say it once."""
+        seconds = self._node.get_clock().now().nanoseconds * 1e-9
+        self.failure = (write_problem(f'bag {self.bag_path} not written beyond t={seconds:.2f} s',
+                                      error) + ' (recording stopped; the bag holds what was '
+                        'written before)')
+        self._node.get_logger().error(self.failure)
+        self._finish()
 
     def _finish(self) -> None:
         writer, self._writer = self._writer, None
         if writer is None:
             return
-        writer.close()
+        try:
+            writer.close()
+        except (OSError, sqlite3.Error) as error:  # its last chunk or metadata.yaml
+            self.failure = self.failure or write_problem(
+                f'bag {self.bag_path} not closed whole', error)
+            self._node.get_logger().error(self.failure)
         self._final_counts = writer.counts
         count = sum(writer.counts.values())
         self._node.get_logger().info(

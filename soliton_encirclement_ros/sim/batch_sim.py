@@ -19,34 +19,51 @@ hears the same broadcasts; ``batch``: the sweep's receiver x sender engine for o
 from __future__ import annotations
 
 import argparse
+from contextlib import nullcontext
 import math
 import sys
 import time
 
 import numpy as np
 
+from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import (
-    RunResult, separation_note, write_run_outputs)
+    OutputsIncomplete, RunResult, separation_note, write_run_outputs)
 from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINE_CHOICES
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm_run import SwarmRun
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
+from soliton_encirclement_ros.sim.sizes import size_note, size_problem
 
+EXIT_INCOMPLETE = 3  # some outputs could not be written (one line says which)
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
 
 
-def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
-    """Run ``scenario`` and return its metrics, telemetry and trajectories."""
-    run = SwarmRun(scenario, engine)
+def simulate(scenario: Scenario, engine: str = 'auto',
+             stop: StopRequest | None = None) -> RunResult:
+    """
+    Run ``scenario`` and return its metrics, telemetry and trajectories.
+
+    With ``stop``: its request cuts the build short (:class:`Interrupted`), and the run at the
+    next control tick, returning what was simulated until then (``sim_time`` says how far).
+    """
+    with stop.raising() if stop is not None else nullcontext():
+        run = SwarmRun(scenario, engine)
     n, ids = run.n, run.ids
     traced = min(n, TRAJECTORY_AGENTS_MAX)
     metrics_rows, agent_rows, trace_rows = [], [], []
     wall_start = time.perf_counter()
+    done, interrupted = 0, False  # the last tick simulated; whether the run was stopped
     for k in range(run.ticks + 1):
+        if stop is not None and stop.requested:
+            interrupted = True
+            break
         tick = run.tick()
+        done = k
         if tick.metrics is not None:
             metrics_rows.append((tick.now, *tick.metrics))
         if tick.telemetry:
@@ -65,12 +82,15 @@ def simulate(scenario: Scenario, engine: str = 'auto') -> RunResult:
     times = np.arange(len(trace_rows)) * run.telemetry_every * period
     names = [f'uav{i}' for i in ids[:traced]] + ['target']
     trajectories = {name: np.column_stack((times, trace[:, j])) for j, name in enumerate(names)}
-    sim_time = run.ticks * period
-    params = {**scenario.as_dict(), 'engine': run.engine}
+    sim_time = round(done * period, 9)
+    params = {**scenario.as_dict(), 'engine': run.engine,
+              **({'interrupted_at': sim_time} if interrupted else {})}
     if scenario.area is not None:  # who started outside: no settle time is theirs
         params['outside_start'] = outside_starts(scenario.area, scenario.start_positions(),
                                                  agent_names(ids))
-    return RunResult(np.array(metrics_rows), np.vstack(agent_rows), params, trajectories,
+    return RunResult(np.array(metrics_rows).reshape(-1, 1 + len(METRIC_NAMES)),
+                     np.vstack(agent_rows) if agent_rows else np.empty((0, 4)),
+                     params, trajectories,
                      sim_time / wall if wall > 0 else math.inf, sim_time, wall,
                      run.bodies.position.copy(),
                      run.area_margin if scenario.area is not None else math.nan)
@@ -108,29 +128,59 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    stop = StopRequest('batch_sim').install()
     try:
-        scenario = scenario_from_args(args)
-        choose_engine(scenario, args.engine)
-        problem = output_dir_problem(args.out, '--out')
-        if problem:
-            raise ValueError(problem)
-    except ValueError as exc:  # bad input: one line, before any simulation
-        print(f'batch_sim: error: {exc}', file=sys.stderr)
-        return 2
-    outside = outside_starts_text(scenario.area, scenario.start_positions(),
-                                  agent_names(scenario.agent_ids()))
-    if outside:
-        print(f'batch_sim: warning: {outside}', file=sys.stderr)
-    result = simulate(scenario, args.engine)
-    summary = write_run_outputs(args.out, result, plots=not args.no_plots, fmt=args.format)
+        return _main(argv, stop)
+    except Interrupted:
+        print('batch_sim: interrupted before the first step; nothing was run or written',
+              file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        stop.ignore_from_now()
+
+
+def _main(argv, stop: StopRequest) -> int:
+    parser = build_parser()
+    with stop.raising():
+        args = parser.parse_args(argv)
+        try:
+            scenario = scenario_from_args(args)
+            engine = choose_engine(scenario, args.engine)
+            problem = (output_dir_problem(args.out, '--out')  # and a size that cannot fit
+                       or size_problem(scenario, engine, telemetry_in_memory=True))
+            if problem:
+                raise ValueError(problem)
+        except ValueError as exc:  # bad input: one line, before any simulation
+            print(f'batch_sim: error: {exc}', file=sys.stderr)
+            return 2
+        outside = outside_starts_text(scenario.area, scenario.start_positions(),
+                                      agent_names(scenario.agent_ids()))
+        if outside:
+            print(f'batch_sim: warning: {outside}', file=sys.stderr)
+        note = size_note(scenario, engine, telemetry_in_memory=True)
+        if note:  # a big run: what it will take, before it is built
+            print(f'batch_sim: {note}', file=sys.stderr, flush=True)
+    result = simulate(scenario, args.engine, stop)
+    interrupted = stop.requested
+    if interrupted:
+        print(f'batch_sim: interrupted at t={result.sim_time:g} s of {scenario.duration:g} s; '
+              f'writing what was simulated into {args.out}', file=sys.stderr, flush=True)
+    stop.writing = True  # a second signal only says "writing outputs, please wait"
+    try:
+        summary = write_run_outputs(args.out, result, plots=not args.no_plots, fmt=args.format)
+        problem = ''
+    except OutputsIncomplete as error:  # a full or read-only disk
+        summary, problem = error.summary, error.problem
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())
     print(f'batch_sim: {scenario.agents} agents, {result.sim_time:g} s simulated in '
           f'{result.wall_time:.2f} s ({result.real_time_factor:.1f}x real time, '
           f'{result.params["engine"]}); final {final}{settle_note(result.params)}; '
-          f'{separation_note(result.params)}; outputs in {args.out}')
-    return 0
+          f'{separation_note(result.params)}; '
+          f'outputs in {args.out}')
+    if problem:
+        print(f'batch_sim: error: outputs incomplete in {args.out}: {problem}', file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_INTERRUPTED if interrupted else 0
 
 
 if __name__ == '__main__':

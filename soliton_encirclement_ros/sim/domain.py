@@ -6,10 +6,20 @@ mixed metrics, a lock-step that cannot tell whose messages it is waiting for. A 
 one of ``SWARM_TOPICS`` that exists before this run starts belongs to someone else. The launch
 files look too (:func:`launch_problem`, called by ``bringup.launch_support``) when they start
 a swarm of their own; a launch of one vehicle's nodes joins the swarm of its domain.
+
+Looking alone has a race: two swarms started together both look before either publishes, and
+both start. So a swarm **announces itself before it looks** (:class:`Claim`: a publisher on a
+roster topic of its own, ``/_swarm_run_<start ns>_<pid>_<nonce>``, kept until the run ends),
+and refuses a domain where another run has announced itself earlier (the tie broken by start
+time, then pid and nonce: the same order on both sides) or is already running (its roster has
+more than the announcement). The run's own nodes join that roster (``ros_support.participants``:
+``swarm_sim --processes`` children hear only its members).
 """
 from __future__ import annotations
 
+import atexit
 import os
+import secrets
 import time
 from typing import Iterable
 
@@ -24,11 +34,12 @@ from soliton_encirclement_ros.interface import (
     AGENT_STATES_TOPIC, CLOCK_TOPIC, DOMAIN_IDS, TARGET_STATE_TOPIC)
 
 SWARM_TOPICS = (CLOCK_TOPIC, AGENT_STATES_TOPIC, TARGET_STATE_TOPIC)
+ROSTER_PREFIX = '/_swarm_run_'  # a run's roster topic: the prefix, then its order (Claim)
 # Wall s to hear from the participants already in the domain, at least: past Fast DDS's
 # participant announcement period (3 s), so one lost announcement or answer is made up by
 # the next periodic one (2 s missed an intruder once, at load, in CI).
 DISCOVERY_WAIT = 3.5
-BEACON_FACTOR = 3.0    # ... and this many times what our own beacon participant took
+BEACON_FACTOR = 3.0    # ... and this many times what our own claim took to be discovered
 MAX_DISCOVERY_WAIT = 10.0
 # The nodes a swarm has one of: a launch that starts one of them starts a swarm of its own.
 SWARM_WIDE_EXECUTABLES = frozenset({'target_node', 'metrics_node', 'swarm_mobility_node'})
@@ -36,29 +47,80 @@ SWARM_SIM_REMEDY = '--domain-id N (or ROS_DOMAIN_ID=N), e.g. --domain-id {free}'
 LAUNCH_REMEDY = 'ROS_DOMAIN_ID=N, e.g. ROS_DOMAIN_ID={free} ros2 launch ...'
 
 
-def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:
-    """
-    Return '<node> publishes <topic>' for a publisher of ``SWARM_TOPICS`` in this domain, or None.
+def new_roster_topic() -> tuple[str, tuple[int, int, str]]:
+    """Return a roster topic for a run starting now, and its order (start ns, pid, nonce)."""
+    order = (time.time_ns(), os.getpid(), secrets.token_hex(4))
+    return f'{ROSTER_PREFIX}{order[0]}_{order[1]}_{order[2]}', order
 
-    Returns as soon as one is discovered with its node name; None after ``wait`` s of silence,
-    or longer on a busy machine: a beacon participant of our own is discovered too, and the
-    wait is at least ``BEACON_FACTOR`` times what that took (at most ``MAX_DISCOVERY_WAIT``),
-    since another swarm's participants take as long to be heard as ours.
+
+def roster_order(topic: str) -> tuple[int, int, str] | None:
+    """Return ``(start ns, pid, nonce)`` of a run's roster topic; None for another topic."""
+    if not topic.startswith(ROSTER_PREFIX):
+        return None
+    parts = topic[len(ROSTER_PREFIX):].split('_')
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit():
+        return None
+    return int(parts[0]), int(parts[1]), parts[2]
+
+
+class Claim:
     """
-    contexts = [Context(), Context()]
-    for context in contexts:
-        rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
-    nodes = []
+    This run's announcement in its ROS domain: a participant publishing on its roster topic.
+
+    Made before the domain check looks (so another run starting now sees it) and kept until the
+    run ends (:meth:`close`); the run's nodes join the same roster topic (:attr:`topic`).
+    :meth:`mark_running` adds a second publisher: another run then knows this one is past its
+    check, whatever their start times.
+    """
+
+    def __init__(self) -> None:
+        self.topic, self.order = new_roster_topic()
+        self.context = Context()
+        rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            self.node = Node('swarm_sim_claim', context=self.context)
+            self._publishers = [self.node.create_publisher(Empty, self.topic, 1)]
+        except BaseException:
+            self.close()
+            raise
+
+    def mark_running(self) -> None:
+        """Say that this run is past its check (a second publisher on the roster topic)."""
+        if len(self._publishers) == 1:
+            self._publishers.append(self.node.create_publisher(Empty, self.topic, 1))
+
+    def close(self) -> None:
+        """Leave the domain (safe to call twice)."""
+        node, self.node = getattr(self, 'node', None), None
+        if node is not None:
+            node.destroy_node()
+        rclpy.try_shutdown(context=self.context)
+        self.context.destroy()
+
+
+def other_swarm(wait: float = DISCOVERY_WAIT, claim: Claim | None = None) -> str | None:
+    """
+    Return who else runs a swarm in this domain (one phrase), or None.
+
+    '<node> publishes <topic>' for a publisher of ``SWARM_TOPICS``, or 'the swarm started by
+    process P announced itself ... before this one' for a run (``swarm_sim``, a launch) that
+    claimed the domain earlier than ``claim``, or '... is running' for one past its check.
+    Returns as soon as one is found; None after ``wait`` s of silence, or longer on a busy
+    machine: the wait is at least ``BEACON_FACTOR`` times what the claim (a participant of our
+    own) took to be discovered (at most ``MAX_DISCOVERY_WAIT``), since another swarm's
+    participants take as long to be heard. Without ``claim`` one is made for the look and
+    closed after it.
+    """
+    own = claim if claim is not None else Claim()
+    context = Context()
+    rclpy.init(args=[], context=context, signal_handler_options=SignalHandlerOptions.NO)
+    node = None
     try:
-        node = Node('swarm_sim_domain_check', context=contexts[0])
-        beacon = Node('swarm_sim_domain_beacon', context=contexts[1])
-        nodes += [node, beacon]
-        beacon_topic = f'/_swarm_sim_domain_beacon_{os.getpid()}'
-        beacon.create_publisher(Empty, beacon_topic, 1)
+        node = Node('swarm_sim_domain_check', context=context)
         start = time.monotonic()
         deadline = start + MAX_DISCOVERY_WAIT
         unnamed = None
-        heard_beacon = False
+        heard_claim = False
         while True:
             for topic in SWARM_TOPICS:
                 for info in node.get_publishers_info_by_topic(topic):
@@ -67,19 +129,40 @@ def other_swarm(wait: float = DISCOVERY_WAIT) -> str | None:
                         unnamed = f'a node not yet named publishes {topic}'
                         continue
                     return f'{name} publishes {topic}'
+            earlier = _earlier_run(node, own)
+            if earlier:
+                return earlier
             now = time.monotonic()
-            if not heard_beacon and node.count_publishers(beacon_topic):
-                heard_beacon = True
+            if not heard_claim and node.count_publishers(own.topic):
+                heard_claim = True
                 deadline = min(deadline, start + max(wait, BEACON_FACTOR * (now - start)))
             if now > deadline:
                 return unnamed
             time.sleep(0.02)
     finally:
-        for node in nodes:
+        if node is not None:
             node.destroy_node()
-        for context in contexts:
-            rclpy.try_shutdown(context=context)
-            context.destroy()
+        rclpy.try_shutdown(context=context)
+        context.destroy()
+        if claim is None:
+            own.close()
+
+
+def _earlier_run(node: Node, own: Claim) -> str | None:
+    """Return the phrase for another run that claimed this domain first or runs, or None."""
+    for topic, _ in node.get_topic_names_and_types():
+        order = roster_order(topic)
+        if order is None or topic == own.topic:
+            continue
+        publishers = node.count_publishers(topic)
+        if publishers == 0:
+            continue
+        if publishers > 1:
+            return f'the swarm started by process {order[1]} is running'
+        if order < own.order:
+            return (f'the swarm started by process {order[1]} announced itself '
+                    f'{(own.order[0] - order[0]) * 1e-9:.2f} s before this one')
+    return None
 
 
 def domain_id() -> int:
@@ -91,13 +174,14 @@ def domain_id() -> int:
 
 
 def other_swarm_problem(wait: float = DISCOVERY_WAIT, remedy: str = SWARM_SIM_REMEDY,
-                        ) -> str | None:
+                        claim: Claim | None = None) -> str | None:
     """
     One line saying which other swarm runs in this domain and how to choose another; or None.
 
-    ``remedy`` says how to choose another domain (``{free}``: a domain id to suggest).
+    ``remedy`` says how to choose another domain (``{free}``: a domain id to suggest);
+    ``claim``: this run's announcement (:func:`other_swarm`).
     """
-    found = other_swarm(wait)
+    found = other_swarm(wait, claim)
     if found is None:
         return None
     here = domain_id()
@@ -106,19 +190,48 @@ def other_swarm_problem(wait: float = DISCOVERY_WAIT, remedy: str = SWARM_SIM_RE
             f'domain with {remedy.format(free=free)}')
 
 
+def claim_domain(wait: float = DISCOVERY_WAIT, remedy: str = SWARM_SIM_REMEDY,
+                 ) -> tuple[Claim | None, str | None]:
+    """
+    Announce this run, then look: ``(claim, None)``, or ``(None, one line)`` if refused.
+
+    The caller keeps the claim until its run ends (``close``); a refused claim is closed here.
+    """
+    claim = Claim()
+    try:
+        problem = other_swarm_problem(wait, remedy, claim)
+    except BaseException:
+        claim.close()
+        raise
+    if problem:
+        claim.close()
+        return None, problem
+    return claim, None
+
+
 def starts_a_swarm(executables: Iterable[str]) -> bool:
     """Whether nodes of these executables form a swarm of their own (one has a swarm-wide node)."""
     return not SWARM_WIDE_EXECUTABLES.isdisjoint(executables)
 
 
-def launch_problem(executables: Iterable[str], wait: float = DISCOVERY_WAIT) -> str | None:
+def launch_problem(executables: Iterable[str], wait: float = DISCOVERY_WAIT,
+                   hold: bool = False) -> str | None:
     """
     One line refusing a launch of these node executables into a busy domain; or None.
 
     The line of ``swarm_sim`` (:func:`other_swarm_problem`), the remedy with ``ROS_DOMAIN_ID``.
     Only a launch that starts a swarm of its own is checked (:func:`starts_a_swarm`): one
     vehicle's nodes (``agent.launch.py``, ``agent_px4.launch.py``) join the swarm of the domain.
+    ``hold``: the launch process keeps its claim until it exits, so a swarm started later (before
+    this one's nodes publish) sees it.
     """
     if not starts_a_swarm(executables):
         return None
-    return other_swarm_problem(wait, LAUNCH_REMEDY)
+    claim, problem = claim_domain(wait, LAUNCH_REMEDY)
+    if claim is not None:
+        if hold:
+            claim.mark_running()
+            atexit.register(claim.close)
+        else:
+            claim.close()
+    return problem

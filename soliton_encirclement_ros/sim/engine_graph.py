@@ -204,6 +204,10 @@ class EngineGraph(LockStepGraph):
         array.header.stamp = stamp
         return array
 
+    def write_failures(self) -> list[str]:
+        return [*(stream.failure for stream in self._streams or () if stream.failure),
+                *super().write_failures()]
+
     def close(self) -> None:
         """Close metrics.csv and agents.csv (whole rows), then the graph; safe to call twice."""
         for stream in self._streams or ():

@@ -173,6 +173,11 @@ class LockStepGraph:
                     time.sleep(ahead)
             on_progress(self.sim_time_ns)
 
+    def write_failures(self) -> list[str]:
+        """Return what could not be written during the run (a full disk), one line each."""
+        return [self.recorder.failure] if self.recorder is not None and \
+            self.recorder.failure else []
+
     def close(self) -> None:
         """Close the bag, destroy the nodes and the context; safe to call twice."""
         if getattr(self, '_closed', False):
@@ -238,6 +243,9 @@ class InProcessGraph(LockStepGraph):
     def radius(self) -> float:
         """Return the radius the metrics were measured against (the agents')."""
         return self.metrics.radius
+
+    def write_failures(self) -> list[str]:
+        return [*self.metrics.write_failures(), *super().write_failures()]
 
     def trajectories(self) -> dict:
         """Return the metrics node's traces so far, thinned to a bound."""

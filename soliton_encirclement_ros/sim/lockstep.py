@@ -10,7 +10,8 @@ and the tests' ``Harness`` both step their nodes with it.
 Only the graph's own messages count: a message whose publisher is outside the graph's DDS
 participant (another swarm in the same ROS domain, ``ros2 topic pub``) is dropped, counted apart
 in ``foreign`` and reported once per topic, so it can neither unbalance the count nor make the
-run depend on something other than its seed.
+run depend on something other than its seed. The senders are told apart by
+``ros_support.participants``, as the nodes of ``swarm_sim --processes`` tell theirs.
 
 ``direct=True`` (``swarm_sim``'s in-process graph) takes DDS off the lock-step's own path: the
 lock-step calls every due timer itself (the timers are taken from the executor) and hands each
@@ -26,7 +27,6 @@ keeps the DDS path (``direct=False``).
 """
 from __future__ import annotations
 
-import os
 import time
 from typing import Callable, Iterable
 
@@ -37,12 +37,12 @@ from rclpy.time import Time
 from rclpy.time_source import TimeSource
 from rosgraph_msgs.msg import Clock
 
+from ros_support.participants import (
+    ForeignCount, is_time_source, message_and_info, own_participant, sender)
+
 QUEUE_WAIT = 0.0005          # s an executor turn may wait for an event still being posted
 STALL_TIMEOUT = 10.0         # s of wall time without reaching quiescence before giving up
 DEFAULT_STEP_NS = 10_000_000  # clock step when no timer is pending
-# An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context).
-PARTICIPANT_PREFIX_BYTES = 12
-PREFIX_TIMEOUT = 5.0         # s for the graph to list its own probe publisher
 # Sim ns between asking a publisher (direct mode) whether something outside the graph listens:
 # a listener that joins is served from the next such instant on.
 OUTSIDE_CHECK_NS = 100_000_000
@@ -99,8 +99,10 @@ class LockStep:
         self.stall_timeout = stall_timeout
         self.now_ns = 0
         self.on_foreign = on_foreign or self._warn_foreign
-        self.foreign: dict[str, int] = {}  # topic -> messages from outside the graph, dropped
-        self._own_prefix = self._participant_prefix()
+        # Messages from outside the graph, dropped: per topic, with the first sender's node.
+        self.foreign_count = ForeignCount(self.nodes[0], lambda topic, who: self.on_foreign(
+            topic)) if self.nodes else None
+        self._own_prefix = own_participant(self.nodes[0]) if self.nodes else None
         # Direct delivery needs to tell the graph's own messages coming back over DDS apart.
         self.direct = direct and self._own_prefix is not None
         self._queue: list = []         # (callbacks, message) published, not yet delivered
@@ -129,30 +131,13 @@ class LockStep:
         at one time and the run stops being reproducible.
         """
         for sub in list(node.subscriptions):
-            if isinstance(getattr(sub.callback, '__self__', None), TimeSource):
+            if is_time_source(sub):
                 node.destroy_subscription(sub)
 
-    def _participant_prefix(self) -> bytes | None:
-        """
-        Return the GUID prefix of the graph's DDS participant (None if the RMW does not tell).
-
-        Read from the gid of a publisher on a topic no one else uses, created for that and
-        destroyed again.
-        """
-        if not self.nodes:
-            return None
-        node = self.nodes[0]
-        probe = node.create_publisher(Clock, f'/_lockstep_probe_{os.getpid()}_{id(self):x}', 1)
-        try:
-            deadline = time.monotonic() + PREFIX_TIMEOUT
-            while time.monotonic() < deadline:
-                found = node.get_publishers_info_by_topic(probe.topic_name)
-                if found and len(found[0].endpoint_gid) >= PARTICIPANT_PREFIX_BYTES:
-                    return bytes(found[0].endpoint_gid[:PARTICIPANT_PREFIX_BYTES])
-                time.sleep(0.005)
-            return None
-        finally:
-            node.destroy_publisher(probe)
+    @property
+    def foreign(self) -> dict[str, int]:
+        """Return the messages from outside the graph, dropped, per topic."""
+        return dict(self.foreign_count.counts) if self.foreign_count is not None else {}
 
     def _warn_foreign(self, topic: str) -> None:
         self.nodes[0].get_logger().warning(
@@ -318,10 +303,10 @@ class LockStep:
             deliver(msg, None)
 
         def counted_own(*args):
-            msg, info = args[0] if len(args) == 1 else args  # one (msg, info) tuple, or two
-            gid = info.get('publisher_gid')
+            msg, info = message_and_info(args)
+            origin = sender(info)
             self._taken += 1
-            if gid is None or gid['data'][:PARTICIPANT_PREFIX_BYTES] == prefix:
+            if origin is None or origin == prefix:
                 if self.direct:
                     return  # delivered directly when it was published
                 self._delivered += 1
@@ -330,9 +315,7 @@ class LockStep:
                 else:
                     callback(msg)
                 return
-            self.foreign[topic] = self.foreign.get(topic, 0) + 1
-            if self.foreign[topic] == 1:
-                self.on_foreign(topic)
+            self.foreign_count.add(topic, info)
 
         wrapper = counted if prefix is None else counted_own
         wrapper.counted = True

@@ -4,12 +4,17 @@ The swarm graph with one OS process per node, as ``ros2 launch`` starts it.
 Each node of ``graph.build_graph`` runs its own console script with the plan's ``--ros-args``,
 in a process group of its own (a terminal Ctrl-C reaches only this runner, which then stops the
 nodes in order); the swarm mobility node publishes ``/clock`` (``clock_source='mobility'``) once
-every node subscribes to it. This process only watches the clock and the children, optionally
-records a bag, and stops every node when the requested sim time has passed, when it is asked
-to stop, or when any node dies: SIGINT (``metrics_node`` writes its outputs on the way out),
-then SIGTERM and SIGKILL after a grace period. The grace period lasts as long as a node says it
-is writing its outputs (``metrics_node`` touches a ``.writing`` marker in its output directory
-every second while it writes; a node that is stopped or hung stops touching it).
+every node subscribes to it. The nodes hear only one another: each joins the run's roster topic
+(``ros_support.participants``, named in ``ROSTER_ENV``), and a message from a participant not
+on it (another swarm in the domain) is dropped and counted. Each node also dies with this
+process (``ros_support.lifeline``: SIGTERM when it ends, however it ends). This process only
+watches the clock and the children (and counts what another graph publishes on the swarm
+topics), optionally records a bag, and stops every node when the requested sim time has
+passed, when it is asked to stop, or when any node dies: SIGINT (``metrics_node`` writes its
+outputs on the way out), then SIGTERM and SIGKILL after a grace period. The grace period lasts
+as long as a node says it is writing its outputs (``metrics_node`` touches a ``.writing`` marker
+in its output directory every second while it writes; a node that is stopped or hung stops
+touching it).
 """
 from __future__ import annotations
 
@@ -30,11 +35,15 @@ from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from rclpy.time import Time
 from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64MultiArray
 
-from ros_support.topics import node_of_writer
+from ros_support.lifeline import child_environment, die_with_parent
+from ros_support.participants import ForeignCount, guard_subscriptions, Roster, ROSTER_ENV
 from soliton_encirclement_ros.analysis.stream import marker_age, WRITING_MARKER
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
-from soliton_encirclement_ros.interface import CLOCK_TOPIC
+from soliton_encirclement_ros.interface import (
+    AGENT_STATES_TOPIC, BEST_EFFORT, CLOCK_TOPIC, swarm_qos, TARGET_STATE_TOPIC)
+from soliton_encirclement_ros.sim.domain import new_roster_topic
 from soliton_encirclement_ros.sim.executables import find_executable
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
@@ -50,26 +59,33 @@ def executable_path(spec: NodeSpec) -> str:
 
 
 class ProcessGraph:
-    """One process per node of a plan, in process groups of their own, with their logs."""
+    """
+    One process per node of a plan, in process groups of their own, with their logs.
+
+    ``roster``: the run's roster topic (``sim.domain.Claim.topic``); a new one by default.
+    """
 
     def __init__(self, plan: SwarmPlan, record: str = '', storage: str = 'mcap',
-                 live: tuple[str, int] | None = None) -> None:
+                 live: tuple[str, int] | None = None, roster: str = '') -> None:
         self._log_dir = Path(tempfile.mkdtemp(prefix='swarm_sim_logs_'))
         self.processes: list[tuple[NodeSpec, subprocess.Popen, Path]] = []
         self.sim_time_ns = 0
         self.writing_markers = (
             [Path(plan.metrics_output_dir) / WRITING_MARKER] if plan.metrics_output_dir else [])
+        self.roster_topic = roster or new_roster_topic()[0]
         self.context = Context()
         rclpy.init(args=[], context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node('swarm_sim_monitor', context=self.context,
                          parameter_overrides=[Parameter('use_sim_time', value=True)])
-        # /clock counts only from the plan's clock node: another graph in the domain may
-        # publish one too (its gids are read when the first message arrives).
-        self._clock_node = next((spec.full_name for spec in build_graph(plan)
-                                 if spec.parameters.get('publish_clock')), None)
-        self._clock_gids: set[bytes] = set()
-        self.foreign_clock = 0
+        # Only the run's own nodes count: another graph in the domain publishes /clock and
+        # swarm states too (heard here to be counted, dropped by every node of the run).
+        self.roster = Roster(self.node, self.roster_topic)
+        self.foreign_count = ForeignCount(self.node, self._warn_foreign)
         self.node.create_subscription(Clock, CLOCK_TOPIC, self._on_clock, 10)
+        for topic in (AGENT_STATES_TOPIC, TARGET_STATE_TOPIC):  # any QoS the plan uses
+            self.node.create_subscription(Float64MultiArray, topic, lambda data: None,
+                                          swarm_qos(BEST_EFFORT, topic), raw=True)
+        self._guarded = guard_subscriptions(self.node, self.roster, self.foreign_count)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.live = None
@@ -77,6 +93,7 @@ class ProcessGraph:
             from soliton_encirclement_ros.live.relay import FoxgloveRelay
             self.live = FoxgloveRelay(self.node, host=live[0], port=live[1])
         self.recorder = None
+        self.recorder_failure = ''  # kept once the recorder is closed
         if record:
             from soliton_encirclement_ros.provenance import bag_custom_data
             from soliton_encirclement_ros.recording.recorder import BagRecorder
@@ -90,6 +107,8 @@ class ProcessGraph:
             raise
 
     def _start(self, plan: SwarmPlan) -> None:
+        environment = {**child_environment(), ROSTER_ENV: self.roster_topic}
+        preexec = die_with_parent()
         for spec in build_graph(plan):
             log = self._log_dir / f'{spec.full_name.strip("/").replace("/", "_")}.log'
             with open(log, 'w') as handle:
@@ -99,42 +118,23 @@ class ProcessGraph:
                     stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL,
                     start_new_session=True,
+                    env=environment,
+                    preexec_fn=preexec,
                 )
             self.processes.append((spec, process, log))
 
-    def _on_clock(self, msg: Clock, info) -> None:  # two arguments: rclpy adds the info
-        source = self._clock_source(info)
-        if source is None:  # a publisher whose node is not discovered yet: ours, most likely
-            return
-        if not source:
-            self.foreign_clock += 1
-            if self.foreign_clock == 1:
-                self.node.get_logger().warning(
-                    f'ignoring /clock from a publisher other than {self._clock_node} (another '
-                    'graph in this ROS domain?)')
-            return
+    def _on_clock(self, msg: Clock) -> None:  # the run's own /clock only (guarded)
         self.sim_time_ns = Time.from_msg(msg.clock).nanoseconds
 
-    def _clock_source(self, info) -> bool | None:
-        """
-        Whether a /clock message (its ``MessageInfo``) comes from the plan's clock node.
+    def _warn_foreign(self, topic: str, who: str) -> None:
+        self.node.get_logger().warning(
+            f'ignoring {topic} from {who}: not a node of this run (another graph in this ROS '
+            'domain?); every node of the run ignores it too')
 
-        None while its publisher's node is not named yet: the graph names a node in a message
-        of its own, which may come after the node's first /clock (a busy machine). Taking such
-        a publisher for another graph's warned of one that was not there.
-        """
-        data = ((info or {}).get('publisher_gid') or {}).get('data')
-        if not data or self._clock_node is None:
-            return True  # nothing to tell them apart by
-        gid = bytes(data)
-        if gid in self._clock_gids:
-            return True
-        name = node_of_writer(gid, self.node.get_publishers_info_by_topic(CLOCK_TOPIC))
-        if name is None:
-            return None
-        if name == self._clock_node:
-            self._clock_gids.add(gid)
-        return name == self._clock_node
+    @property
+    def foreign(self) -> dict[str, int]:
+        """Return the messages another graph published on the swarm topics, per topic."""
+        return dict(self.foreign_count.counts)
 
     @property
     def sim_time(self) -> float:
@@ -161,6 +161,8 @@ class ProcessGraph:
             if self.live is not None:
                 self.live.discover()
                 self.live.tick()
+            if len(list(self.node.subscriptions)) != self._guarded:  # the bag's, the live view's
+                self._guarded = guard_subscriptions(self.node, self.roster, self.foreign_count)
             now = time.monotonic()
             if self.sim_time_ns > last_progress[1]:
                 last_progress = (now, self.sim_time_ns)
@@ -171,6 +173,10 @@ class ProcessGraph:
             elif self.sim_time_ns > 0 and now - last_progress[0] > STALL_TIMEOUT:
                 raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
             on_progress(self.sim_time_ns)
+
+    def write_failures(self) -> list[str]:
+        """Return what this process could not write (the bag on a full disk), one line each."""
+        return [self.recorder_failure] if self.recorder_failure else []
 
     def writing(self) -> bool:
         """Whether a node says that it is writing its outputs (a fresh writing marker)."""
@@ -194,6 +200,7 @@ class ProcessGraph:
         self.executor.shutdown()
         if self.recorder is not None:
             self.recorder.close()
+            self.recorder_failure = self.recorder.failure
             self.recorder = None
         if getattr(self, 'live', None) is not None:
             self.live.close()

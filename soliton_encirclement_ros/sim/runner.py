@@ -21,9 +21,10 @@ import sys
 import time
 from typing import NamedTuple
 
-from ros_support.signals import StopRequest
+from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import broken_rule, number, OneLineParser
-from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
+from soliton_encirclement_ros.analysis.outputs import (
+    FIGURE_FORMATS, new_dir_problem, output_dir_problem)
 from soliton_encirclement_ros.analysis.report import separation_note
 from soliton_encirclement_ros.bringup.graph import (
     agent_controllers, build_graph, precedence_notes, separation_notes, SwarmPlan)
@@ -33,11 +34,14 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import (
     add_scenario_options, given_settings, scenario_from_args)
+from soliton_encirclement_ros.sim.sizes import size_note, size_problem
 
 DEFAULT_FOXGLOVE_PORT = 8765   # live.relay.DEFAULT_PORT (not imported: it needs rclpy)
 DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
-# Exit status: 0 done; 1 a node failed or the run stalled (what was gathered is kept);
-# 2 refused before starting; 3 outputs incomplete (summary.json recomputed from the CSVs).
+# Exit status: 0 done (also when stopped by SIGINT/SIGTERM during the run: what was gathered
+# is written); 1 a node failed or the run stalled (what was gathered is kept); 2 refused
+# before starting; 3 outputs incomplete (summary.json recomputed from the CSVs, a write that
+# failed); 130 stopped before the run started (nothing was run).
 EXIT_FAILED, EXIT_REFUSED, EXIT_INCOMPLETE = 1, 2, 3
 NODES = 'nodes'  # --engine: one agent_node per agent; the others are core.engines'
 GRAPH_ENGINES = (NODES, *ENGINE_CHOICES)
@@ -110,9 +114,10 @@ def _domain_id(value: int) -> int:
     return value
 
 
-def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
+def plan_from_args(args: argparse.Namespace, scenario=None) -> SwarmPlan:
+    """Return the plan the options describe (``scenario``: theirs, when read already)."""
     names = tuple(n.strip() for n in args.names.split(',') if n.strip())
-    scenario = scenario_from_args(args)
+    scenario = scenario_from_args(args) if scenario is None else scenario
     given = given_settings(args, 'swarm_sim')
     if args.odom_rate is not None:
         given['odom_rate'] = 'swarm_sim option --odom-rate'
@@ -123,6 +128,19 @@ def plan_from_args(args: argparse.Namespace) -> SwarmPlan:
         real_time_factor=(args.real_time_factor or 1.0) if args.processes else 0.0,
         given=given, figure_format=args.format,
         **({} if args.odom_rate is None else {'odom_rate': args.odom_rate}))
+
+
+def _size_mode(args: argparse.Namespace, scenario) -> str:
+    """Return how the run is made, as ``sim.sizes.COSTS`` names it (the engine auto picks)."""
+    if args.processes:
+        return 'processes'
+    if args.engine == NODES:
+        return 'nodes'
+    from soliton_encirclement_ros.core.engines import choose_engine
+    try:
+        return choose_engine(scenario, args.engine)
+    except ValueError:  # engine_problem says why, in one line
+        return 'per-agent'
 
 
 def write_run_area(area, out_dir: Path) -> Path:
@@ -226,16 +244,47 @@ def print_summary(summary: dict, out_dir: Path, stream=None) -> None:
 
 
 def main(argv=None) -> int:
-    args = parse_args(argv)
-    if args.domain_id is not None:  # before any rclpy.init; --processes children inherit it
-        os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
+    # A stop before the run starts (the plan, the domain check, the graph's start) ends here in
+    # one line, exit 130: nothing was run. Once the run is under way it writes what it gathered.
+    stop = StopRequest('swarm_sim').install()
     try:
-        plan = plan_from_args(args)
+        with stop.raising():
+            args = parse_args(argv)
+            if args.domain_id is not None:  # before any rclpy.init; --processes children too
+                os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
+            prepared = _prepare(args)
+        if isinstance(prepared, int):
+            return prepared
+        plan, claim = prepared
+        try:
+            return _run(args, plan, claim.topic, stop)  # its start is under stop.raising()
+        finally:
+            claim.close()  # the run has left the domain
+    except Interrupted:
+        print('swarm_sim: interrupted before the run started; nothing was run', file=sys.stderr)
+        return EXIT_INTERRUPTED
+    finally:
+        stop.ignore_from_now()
+
+
+def _prepare(args: argparse.Namespace):
+    """
+    Return the run's plan and its claim of the ROS domain, or the exit status of a refusal.
+
+    A refusal is one line on stderr. The claim (``sim.domain.Claim``) is this run's
+    announcement in its domain, made before the domain check looks: the caller closes it.
+    """
+    try:
+        scenario = scenario_from_args(args)
+        problem = size_problem(scenario, _size_mode(args, scenario))
+        if problem:  # before anything of N agents is made: a size that cannot fit in memory
+            raise ValueError(problem)
+        plan = plan_from_args(args, scenario)
         specs = build_graph(plan)
-        notes = precedence_notes(specs) + separation_notes(plan, specs)  # bad file: one line
+        notes = precedence_notes(specs) + separation_notes(plan, specs)  # a bad file: one line
     except ValueError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
-        return 2
+        return EXIT_REFUSED
     for note in notes:
         print(f'swarm_sim: {note}', file=sys.stderr)
     outside = outside_starts_text(plan.scenario.area, plan.initial_positions(), list(plan.names))
@@ -245,45 +294,57 @@ def main(argv=None) -> int:
     problem = engine_problem(args, plan) or output_dir_problem(out_dir, '--out')
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
-        return 2
-    if args.record and Path(args.record).exists():
-        print(
-            f'swarm_sim: error: --record {args.record} exists already; choose a new directory',
-            file=sys.stderr,
-        )
-        return 2
+        return EXIT_REFUSED
+    problem = args.record and new_dir_problem(args.record, '--record')
+    if problem:  # a bag that exists, or a place it cannot be written: before the run
+        print(f'swarm_sim: error: {problem}', file=sys.stderr)
+        return EXIT_REFUSED
     if args.foxglove is not None:
         try:
             import foxglove  # noqa: F401 - only to say now, in one line, that it is missing
         except ImportError:
             print('swarm_sim: error: --foxglove needs foxglove-sdk: pip install foxglove-sdk '
                   "(or the live extra: pip install -e '.[live]')", file=sys.stderr)
-            return 2
-    if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
-        plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
-                                                                     out_dir)))
-    from soliton_encirclement_ros.sim.domain import other_swarm_problem
-    problem = other_swarm_problem()
+            return EXIT_REFUSED
+    note = size_note(plan.scenario, _size_mode(args, plan.scenario))
+    if note:  # accepted, and big: what it will take, before it is built
+        print(f'swarm_sim: {note}', file=sys.stderr, flush=True)
+    from soliton_encirclement_ros.sim.domain import claim_domain
+    claim, problem = claim_domain()
     if problem:
         print(f'swarm_sim: error: {problem}', file=sys.stderr)
         return EXIT_REFUSED
-    stop = StopRequest('swarm_sim').install()
+    try:
+        claim.mark_running()
+        if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
+            plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
+                                                                         out_dir)))
+    except BaseException:
+        claim.close()
+        raise
+    return plan, claim
+
+
+def _run(args: argparse.Namespace, plan: SwarmPlan, roster: str, stop: StopRequest) -> int:
+    """Run ``plan`` (its nodes on the ``roster`` topic), print its summary; the exit status."""
+    out_dir = Path(args.out)
     run = run_processes if args.processes else run_in_process
     try:
-        summary, failure, incomplete = run(plan, args, out_dir, stop)
+        summary, failure, incomplete, foreign = run(plan, args, out_dir, stop, roster)
     except StartupError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return EXIT_REFUSED
-    finally:
-        stop.ignore_from_now()
     if summary is not None:
         print_summary(summary, out_dir)
+    if foreign:
+        print(f'swarm_sim: error: {foreign_line(foreign)}', file=sys.stderr)
     if failure:
         print(f'swarm_sim: error: {failure}' + (f' (outputs gathered so far in {out_dir})'
                                                 if summary is not None else ''), file=sys.stderr)
     if incomplete:
         print(f'swarm_sim: error: outputs incomplete in {out_dir}: {incomplete}',
               file=sys.stderr)
+    if incomplete or foreign:
         return EXIT_INCOMPLETE
     if failure:
         return EXIT_FAILED
@@ -291,6 +352,20 @@ def main(argv=None) -> int:
         print('swarm_sim: no metrics were produced (did the run start?)', file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def foreign_line(foreign: dict[str, tuple[int, str]]) -> str:
+    """
+    Say in one line that another graph published on this run's topics during it.
+
+    ``foreign`` maps a topic to (messages dropped, the node that sent the first one).
+    """
+    from soliton_encirclement_ros.sim.domain import domain_id
+    count = sum(n for n, _ in foreign.values())
+    topics = ', '.join(f'{topic} from {who}' for topic, (_, who) in sorted(foreign.items()))
+    return (f'another graph published in ROS domain {domain_id()} during this run: {count} '
+            f'message(s) on {topics}, all ignored (the outputs are those of this run); run each '
+            'swarm in a domain of its own (--domain-id N)')
 
 
 @contextmanager
@@ -336,27 +411,28 @@ def clear_previous_outputs(out_dir: Path) -> None:
         (out_dir / name).unlink(missing_ok=True)
 
 
-def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
+def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest,
+                   roster: str = ''):
     """
-    Run in this process; returns (summary or None, failure or '', incomplete: '').
+    Run in this process; returns (summary or None, failure or '', incomplete or '', foreign).
+
+    ``foreign`` maps each topic on which another graph published to (messages, first sender):
+    the lock-step dropped them. ``roster`` is unused here (the graph is one participant).
 
     metrics_node streams metrics.csv and agents.csv into ``out_dir`` as the run goes (a killed
-    run leaves them there); plots and summary.json are added at the end, from those files
+    run leaves them there); summary.json and the plots are added at the end, from those files
     (``report.write_streamed_outputs``: the memory this takes does not grow with the run).
+    ``incomplete`` names every write that failed (a full disk: the streams, the bag, the
+    figures); the run itself went on to its end.
     """
-    from soliton_encirclement_ros.analysis.report import write_streamed_outputs
+    from soliton_encirclement_ros.analysis.report import (
+        OutputsIncomplete, write_streamed_outputs)
     from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     try:
-        if args.engine == NODES:
-            from soliton_encirclement_ros.sim.inprocess import InProcessGraph
-            graph = InProcessGraph(plan, record=args.record, storage=args.storage,
-                                   live=_live(args))
-        else:
-            from soliton_encirclement_ros.sim.engine_graph import EngineGraph
-            graph = EngineGraph(plan, args.engine, out_dir, record=args.record,
-                                storage=args.storage, live=_live(args))
+        with stop.raising():
+            graph = _in_process_graph(plan, args, out_dir)
     except ValueError as error:  # the live view's LiveViewUnavailable too
         raise StartupError(str(error)) from None
     clear_previous_outputs(out_dir)  # metrics_node creates its files with its first row
@@ -378,12 +454,34 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         radius = graph.radius  # the agents' (metrics_node says when it is not R)
         engine = getattr(graph, 'engine', NODES)  # the one auto chose
         area_margin = getattr(graph, 'area_margin', None)
+        foreign = _foreign(graph.lockstep.foreign_count)
         graph.close()  # metrics.csv and agents.csv are closed: whole rows
-    summary = write_streamed_outputs(
-        out_dir, {**plan_summary(plan, args), 'radius': radius, 'engine': engine},
-        trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
-        fmt=args.format, area_margin=area_margin)
-    return summary, failure, ''
+        failed = tuple(graph.write_failures())  # the streams' and the bag's, after closing
+    try:
+        summary = write_streamed_outputs(
+            out_dir, {**plan_summary(plan, args), 'radius': radius, 'engine': engine},
+            trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
+            fmt=args.format, area_margin=area_margin, incomplete=failed)
+    except OutputsIncomplete as error:
+        return error.summary, failure, error.problem, foreign
+    return summary, failure, '', foreign
+
+
+def _foreign(count) -> dict[str, tuple[int, str]]:
+    """Return ``{topic: (messages, first sender)}`` of a ``participants.ForeignCount``."""
+    if count is None:
+        return {}
+    return {topic: (n, count.senders.get(topic, '?')) for topic, n in count.counts.items()}
+
+
+def _in_process_graph(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path):
+    """Return the in-process graph of ``plan``: its nodes, or one node of ``--engine``'s arrays."""
+    if args.engine == NODES:
+        from soliton_encirclement_ros.sim.inprocess import InProcessGraph
+        return InProcessGraph(plan, record=args.record, storage=args.storage, live=_live(args))
+    from soliton_encirclement_ros.sim.engine_graph import EngineGraph
+    return EngineGraph(plan, args.engine, out_dir, record=args.record, storage=args.storage,
+                       live=_live(args))
 
 
 def _live(args: argparse.Namespace) -> tuple[str, int] | None:
@@ -397,27 +495,33 @@ def _say_live(relay) -> None:
               file=sys.stderr, flush=True)
 
 
-def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest):
+def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest,
+                  roster: str = ''):
     """
-    One process per node; returns (summary or None, failure naming the node or '', incomplete).
+    One process per node; returns (summary, failure naming the node, incomplete, foreign).
 
-    metrics_node streams into ``out_dir`` from the start (a killed run leaves its rows there);
-    what it did not finish is completed at the end (see :func:`_collect_process_outputs`);
-    ``incomplete`` says what is missing, or ''.
+    ``summary`` is None when nothing was measured; ``failure`` and ``incomplete`` are ''
+    when all went well. metrics_node streams into ``out_dir`` from the start (a killed run
+    leaves its rows there); what it did not finish is completed at the end (see
+    :func:`_collect_process_outputs`); ``incomplete`` says what is missing. The nodes join the
+    ``roster`` topic and hear only its members; ``foreign``: what another graph sent on the
+    swarm topics (as :func:`run_in_process`'s), dropped.
     """
     from soliton_encirclement_ros.sim.inprocess import check_plan
     from soliton_encirclement_ros.sim.processes import ChildFailed, ProcessGraph
 
     try:
-        check_plan(plan)
+        with stop.raising():
+            check_plan(plan)
     except ValueError as error:
         raise StartupError(str(error)) from None
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
     failure = ''
     clear_previous_outputs(out_dir)  # the plan was checked: the run starts now
     try:
-        graph = ProcessGraph(plan, record=args.record, storage=args.storage,
-                             live=_live(args))
+        with stop.raising():
+            graph = ProcessGraph(plan, record=args.record, storage=args.storage,
+                                 live=_live(args), roster=roster)
     except (OSError, ValueError) as error:  # the live view's LiveViewUnavailable too
         raise StartupError(str(error)) from None
     _say_live(graph.live)
@@ -437,7 +541,8 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
         summary, incomplete = _collect_process_outputs(  # whatever happened
             out_dir, plan, args,
             RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall))
-    return summary, failure, incomplete
+        incomplete = '; '.join(filter(None, [*graph.write_failures(), incomplete]))
+    return summary, failure, incomplete, _foreign(graph.foreign_count)
 
 
 class RunTiming(NamedTuple):
@@ -458,37 +563,56 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
     hold, is then missing. summary.json keeps the radius metrics_node measured against.
     With ``--no-plots``, the figures metrics_node drew are removed.
     """
-    from soliton_encirclement_ros.analysis.report import json_text, write_streamed_outputs
+    from soliton_encirclement_ros.analysis.outputs import replace_text, write_problem
+    from soliton_encirclement_ros.analysis.report import (
+        json_text, OutputsIncomplete, write_streamed_outputs)
     from soliton_encirclement_ros.analysis.stream import last_row, WRITING_MARKER
     if not written.is_dir():
         return None, ''
-    # What a write cut short leaves behind: the marker and the staging directory.
+    # What a write cut short leaves behind: the marker and the staging directories.
     (written / WRITING_MARKER).unlink(missing_ok=True)
     for staging in written.glob('.outputs-*'):
         shutil.rmtree(staging, ignore_errors=True)
-    summary, incomplete = None, ''
+    summary, incomplete = None, []
     if (written / 'summary.json').exists():
         summary = json.loads((written / 'summary.json').read_text())
+        incomplete += summary.get('outputs_incomplete') or []  # what metrics_node said
         summary['real_time_factor'] = timing.real_time_factor
         measured = (summary.get('params') or {}).get('radius')
         summary['params'] = {**plan_summary(plan, args),
                              **({} if measured is None else {'radius': measured})}
-        (written / 'summary.json').write_text(json_text(summary))
+        try:
+            replace_text(written / 'summary.json', json_text(summary))
+        except OSError as error:  # metrics_node's summary.json stays as it wrote it
+            incomplete.append(write_problem('summary.json not completed with the parameters '
+                                            'of the run', error))
+        missing = [] if args.no_plots else [
+            name for name in (f'{figure}.{args.format}' for figure in FIGURES)
+            if not (written / name).exists()]
+        if missing:
+            incomplete.append(f'figures missing: {", ".join(missing)} (metrics_node could not '
+                              'write them: see its log line)')
     elif (written / 'metrics.csv').exists():
-        summary = write_streamed_outputs(written, plan_summary(plan, args), None,
-                                         timing.real_time_factor, plots=not args.no_plots,
-                                         fmt=args.format)
-        if summary is not None:
-            last = last_row(written / 'metrics.csv', len(METRIC_NAMES) + 1)
-            recomputed = ('summary.json was' if args.no_plots
-                          else 'summary.json and the plots were')
-            incomplete = (
-                f'metrics_node did not write its outputs; {recomputed} recomputed from the '
-                f'streamed metrics.csv (up to t={last[0]:.2f} s)'
-                + ('' if args.no_plots else ', trajectories.png is missing'))
+        try:
+            summary = write_streamed_outputs(written, plan_summary(plan, args), None,
+                                             timing.real_time_factor, plots=not args.no_plots,
+                                             fmt=args.format)
+        except OutputsIncomplete as error:
+            summary = error.summary
+            incomplete.append(f'metrics_node did not write its outputs, nor could they be '
+                              f'recomputed: {error.problem}')
+        else:
+            if summary is not None:
+                last = last_row(written / 'metrics.csv', len(METRIC_NAMES) + 1)
+                recomputed = ('summary.json was' if args.no_plots
+                              else 'summary.json and the plots were')
+                incomplete.append(
+                    f'metrics_node did not write its outputs; {recomputed} recomputed from the '
+                    f'streamed metrics.csv (up to t={last[0]:.2f} s)'
+                    + ('' if args.no_plots else ', trajectories.png is missing'))
     if args.no_plots:
         remove_figures(written)
-    return summary, incomplete
+    return summary, '; '.join(incomplete)
 
 
 def remove_figures(out_dir: Path) -> None:

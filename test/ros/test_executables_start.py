@@ -4,7 +4,8 @@ Every executable from its first instant: ``--help`` answers, an early signal is 
 - ``--help`` prints the usage and, for a node, every parameter it declares (name, default,
   description), starts nothing and exits 0.
 - A SIGINT or SIGTERM while the executable is still importing rclpy, matplotlib or rosbags
-  ends it with exit 0 and one line, never a ``KeyboardInterrupt`` traceback.
+  ends it with one line, never a ``KeyboardInterrupt`` traceback: exit 0 for a node, 130
+  ("interrupted") for a tool whose job it stops.
 """
 from importlib.metadata import entry_points
 import os
@@ -78,8 +79,12 @@ EARLY = [  # (executable, arguments, exit status)
     ('run_recorder', ['-o', '{tmp}/bag'], 0),
     ('mobility_node', [], 0),
     ('agent_node', ['--ros-args', '-r', '__ns:=/uav1'], 0),
-    ('swarm_sim', ['--duration', '5', '--out', '{tmp}/out'], 0),
-    ('sweep_sim', ['{tmp}/spec.yaml', '--out', '{tmp}/out'], 130),  # its "interrupted"
+    # The tools whose job was interrupted exit 130 ("interrupted"), as when stopped later.
+    ('swarm_sim', ['--duration', '5', '--out', '{tmp}/out'], 130),
+    ('sweep_sim', ['{tmp}/spec.yaml', '--out', '{tmp}/out'], 130),
+    ('batch_sim', ['--duration', '5', '--out', '{tmp}/out'], 130),
+    ('analyze_run', ['{tmp}/bag', '--out', '{tmp}/out'], 130),
+    ('fit_mobility', ['{tmp}/bag', '--out', '{tmp}/out'], 130),
 ]
 # Extension modules whose mapping shows that the heavy imports are under way.
 HEAVY = ('_multiarray_umath', '_rclpy_pybind11')

@@ -61,12 +61,12 @@ def test_a_killed_swarm_sim_leaves_its_streamed_metrics_under_out(tmp_path, mode
                  f'{ROWS} metrics rows in {out / "metrics.csv"}', timeout=DEADLINE)
         assert proc.poll() is None, proc.communicate()[1]
     finally:
-        # --processes: the nodes, in sessions of their own, outlive the runner
+        # --processes: the nodes stop with the runner (SIGTERM), after a moment
         children = children_of(proc.pid) if proc.poll() is None else []
         proc.kill()  # SIGKILL
         proc.wait()
         proc.stderr.close()
-        for pid in children:  # they outlive the runner: stop them before looking
+        for pid in children:  # not left to finish on their own: stopped before looking
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

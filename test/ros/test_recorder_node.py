@@ -2,15 +2,19 @@
 run_recorder as a separate process on a real DDS graph.
 
 Ctrl-C (SIGINT) or SIGTERM closes the bag, which then holds every message published before the
-signal.
+signal. A sqlite3 recorder killed with SIGKILL leaves every message it committed (once a second)
+readable, and analyze_run analyses that part (exit 3).
 """
+from contextlib import closing
 import os
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 
+from nav_msgs.msg import Odometry
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
@@ -19,6 +23,8 @@ from rosbags.highlevel import AnyReader
 from std_msgs.msg import Float64, Float64MultiArray
 import yaml
 
+from soliton_encirclement_ros.analysis.bag_reader import Bag
+from soliton_encirclement_ros.sim.executables import find_executable
 from support.harness import spin_until
 
 COUNT = 30
@@ -87,7 +93,8 @@ def test_existing_output_is_refused_in_one_line(tmp_path):
     result = subprocess.run(recorder_command('-o', str(tmp_path / 'run')),
                             capture_output=True, text=True, timeout=WAIT)
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1].startswith('run_recorder: error: bag path')
+    assert result.stderr.strip().splitlines()[-1] == (
+        f'run_recorder: error: output {tmp_path / "run"} exists already; choose a new directory')
     assert 'Traceback' not in result.stderr
 
 
@@ -104,3 +111,55 @@ def test_bad_settings_are_one_line_and_make_no_bag(tmp_path, args, message):
     assert result.returncode == 1 and len(lines) == 1, result.stderr
     assert lines[0].startswith('run_recorder: error: ') and message in lines[0]
     assert not bag.exists()
+
+
+def committed_rows(database) -> int:
+    """Return the messages a reader sees in a sqlite3 bag being written (0 if none yet)."""
+    try:
+        with closing(sqlite3.connect(f'file:{database}?mode=ro', uri=True, timeout=1.0)) as db:
+            return db.execute('SELECT count(*) FROM messages').fetchone()[0]
+    except sqlite3.Error:  # not created yet, or busy committing
+        return 0
+
+
+def test_a_killed_sqlite3_recorder_leaves_what_it_committed_readable(publisher_node, tmp_path):
+    node, executor = publisher_node
+    reliable = QoSProfile(depth=COUNT, reliability=ReliabilityPolicy.RELIABLE)
+    odometry = {name: node.create_publisher(Odometry, f'/{name}/odom', reliable)
+                for name in ('uav1', 'uav2', 'target')}
+    bag = tmp_path / 'run'
+    process = subprocess.Popen(
+        recorder_command('-o', str(bag), '-s', 'sqlite3', '--ros-args', '-p',
+                         'discovery_period:=0.2'),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert spin_until(executor, lambda: all(
+            p.get_subscription_count() for p in odometry.values()), WAIT), 'never subscribed'
+        sent = [0]
+
+        def publish_some() -> bool:
+            for x, publisher in zip((20.0, -20.0, 0.0), odometry.values()):
+                msg = Odometry()
+                msg.pose.pose.position.x = x  # uav1, uav2 on the ring, the target inside
+                msg.pose.pose.orientation.w = 1.0
+                publisher.publish(msg)
+            sent[0] += 1
+            executor.spin_once(timeout_sec=0.02)
+            return committed_rows(bag / 'run.db3') >= 3 * 40
+        assert spin_until(executor, publish_some, WAIT), 'nothing committed'
+    finally:
+        process.kill()  # SIGKILL: the recorder cannot close the bag
+        process.communicate(timeout=WAIT)
+    assert not (bag / 'metadata.yaml').exists()
+    with Bag(bag) as recorded:
+        assert 'read from its database' in recorded.truncated
+        assert set(recorded.topics) == {'/uav1/odom', '/uav2/odom', '/target/odom'}
+        read = [topic for topic, _, _ in recorded.messages(recorded.topics)]
+    assert len(read) >= 3 * 40
+    analysed = subprocess.run([find_executable('analyze_run'), str(bag), '--out',
+                               str(tmp_path / 'out'), '--max-frames', '0'],
+                              capture_output=True, text=True, timeout=120)
+    assert analysed.returncode == 3, analysed.stderr
+    assert 'analyze_run: warning: truncated bag, analysed the readable part only' in \
+        analysed.stderr and 'Traceback' not in analysed.stderr
+    assert (tmp_path / 'out' / 'summary.json').exists()

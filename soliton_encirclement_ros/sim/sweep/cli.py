@@ -130,7 +130,13 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
     from ros_support.signals import StopRequest
     out.mkdir(parents=True, exist_ok=True)
     workers = cluster_threads or args.workers or os.cpu_count() or 1
-    runs_file = RunsFile(out / RUNS_FILE, runs_header(spec), args.resume)
+    try:
+        runs_file = RunsFile(out / RUNS_FILE, runs_header(spec), args.resume)
+    except SpecError as exc:
+        print(f'sweep_sim: error: {exc}', file=sys.stderr)
+        return 2
+    if runs_file.dropped:
+        print(f'sweep_sim: warning: {runs_file.dropped}', file=sys.stderr)
     total = spec.run_count
     todo = total - min(len(runs_file.done), total)
     started = time.time()

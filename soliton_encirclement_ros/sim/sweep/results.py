@@ -50,31 +50,83 @@ class RunsFile:
         self.path, self.header = path, header
         self._grid_names = header[:header.index('seed')]
         self.done: set[tuple] = set()
+        # What resume dropped: the last row of a runs.csv cut short (a full disk, a kill)
+        # (one line to show the user), or ''.
+        self.dropped = ''
         if resume and path.exists():
-            keys: dict[tuple, str] = {}  # the grid cells of a point -> its key, read once
-            tmp = path.with_name(path.name + '.tmp')
-            with path.open(newline='') as f, tmp.open('w', newline='') as kept:
-                reader = csv.DictReader(f)
-                if reader.fieldnames != header:
-                    raise SpecError(f'--resume: {path} has other columns than this spec gives')
-                writer = csv.writer(kept)
-                writer.writerow(header)
-                for row in reader:
-                    if row['error']:  # failed runs are tried again
-                        continue
-                    cells = tuple(row[name] for name in self._grid_names)
-                    if cells not in keys:
-                        keys[cells] = _key(self._point(row))
-                    self.done.add((keys[cells], int(row['seed'])))
-                    writer.writerow([row[h] for h in header])
-                kept.flush()
-                os.fsync(kept.fileno())
-            tmp.replace(path)
+            self._keep_finished(path, header)
         self._file = path.open('a' if resume and path.exists() else 'w', newline='')
         self._writer = csv.writer(self._file)
         if self._file.tell() == 0:
             self._writer.writerow(header)
             self._file.flush()
+
+    def _keep_finished(self, path: Path, header: list[str]) -> None:
+        """
+        Keep the finished rows of ``path`` (resume), through a file that replaces it whole.
+
+        A last row that was cut short (no line end, missing cells, a cell that does not parse)
+        is dropped and its run done again (:attr:`dropped` says so); such a row anywhere else
+        is not a cut: ``SpecError`` naming its line.
+        """
+        keys: dict[tuple, str] = {}  # the grid cells of a point -> its key, read once
+        cut = not _ends_with_line_end(path)
+        tmp = path.with_name(path.name + '.tmp')
+        try:
+            self._copy_finished(path, tmp, header, keys, cut)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        tmp.replace(path)
+
+    def _copy_finished(self, path: Path, tmp: Path, header: list[str], keys: dict,
+                       cut: bool) -> None:
+        with path.open(newline='') as f, tmp.open('w', newline='') as kept:
+            reader = csv.DictReader(f)
+            if reader.fieldnames != header:
+                raise SpecError(f'--resume: {path} has other columns than this spec gives')
+            writer = csv.writer(kept)
+            writer.writerow(header)
+            pending = None  # (line, row): each row is kept once the next one is read
+            for row in reader:
+                if pending is not None:
+                    self._keep(*pending, keys, writer, path)
+                pending = (reader.line_num, row)
+            if pending is not None:
+                line, row = pending
+                if cut or self._problem(row):
+                    self.dropped = (f'{path}: its last row (line {line}) was cut short; it is '
+                                    'dropped and its run done again')
+                else:
+                    self._keep(line, row, keys, writer, path)
+            kept.flush()
+            os.fsync(kept.fileno())
+
+    def _problem(self, row: Mapping[str, Any]) -> str:
+        """Return why ``row`` (from ``csv.DictReader``) is not a whole row of runs.csv, or ''."""
+        if None in row or any(row[name] is None for name in self.header):
+            return 'it has another number of cells than the header'
+        try:
+            int(row['seed'])
+            for name in RESULT_COLUMNS + ['wall_time']:
+                if row[name]:
+                    float(row[name])
+        except ValueError as error:
+            return str(error)
+        return ''
+
+    def _keep(self, line: int, row: Mapping[str, str], keys: dict, writer, path: Path) -> None:
+        problem = self._problem(row)
+        if problem:
+            raise SpecError(f'--resume: {path} line {line} is not a row of this sweep '
+                            f'({problem}); move the file away to start the sweep again')
+        if row['error']:  # failed runs are tried again
+            return
+        cells = tuple(row[name] for name in self._grid_names)
+        if cells not in keys:
+            keys[cells] = _key(self._point(row))
+        self.done.add((keys[cells], int(row['seed'])))
+        writer.writerow([row[h] for h in self.header])
 
     def _point(self, row: Mapping[str, str]) -> dict:
         return {name: yaml.safe_load(row[name]) for name in self._grid_names}
@@ -87,6 +139,16 @@ class RunsFile:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _ends_with_line_end(path: Path) -> bool:
+    """Whether the file ``path`` ends with a line end (every row written whole), or is empty."""
+    with path.open('rb') as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return True
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) in (b'\n', b'\r')
 
 
 class RunTable:

@@ -1,6 +1,8 @@
 """summarise and write_run_outputs: the runner's and analyze_run's shared outputs."""
+import errno
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -82,13 +84,26 @@ def test_nan_becomes_null_in_summary_json(tmp_path):
     assert not (tmp_path / 'trajectories.png').exists()
 
 
-def test_an_error_leaves_no_partial_outputs(tmp_path, monkeypatch):
+def test_an_error_in_the_figures_leaves_the_tables_and_no_figure(tmp_path, monkeypatch):
     def broken_dashboard(*_):
-        raise RuntimeError('disk full')
+        raise RuntimeError('a bug')
     monkeypatch.setattr(report.plots, 'dashboard', broken_dashboard)
-    with pytest.raises(RuntimeError, match='disk full'):
+    with pytest.raises(RuntimeError, match='a bug'):
         write_run_outputs(tmp_path / 'out', RunResult(metrics_table([0.1]), np.empty((0, 4)), {}))
-    assert list((tmp_path / 'out').iterdir()) == []
+    assert sorted(p.name for p in (tmp_path / 'out').iterdir()) == [
+        'agents.csv', 'metrics.csv', 'summary.json']  # written first; no figure in part
+
+
+def test_a_full_disk_is_outputs_incomplete_with_the_summary(tmp_path, monkeypatch):
+    def full_disk(*_):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(report.plots, 'dashboard', full_disk)
+    with pytest.raises(report.OutputsIncomplete) as raised:
+        write_run_outputs(tmp_path, RunResult(metrics_table([0.1]), np.empty((0, 4)), {}))
+    assert raised.value.problem == 'the figures not written: No space left on device'
+    assert raised.value.summary['final']['E_gap'] == 0.1
+    assert json.loads((tmp_path / 'summary.json').read_text())['final']['E_gap'] == 0.1
+    assert not list(tmp_path.glob('*.png')) and not list(tmp_path.glob('.outputs-*'))
 
 
 def test_wrong_shapes_are_refused_by_name(tmp_path):

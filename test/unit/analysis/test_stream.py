@@ -1,5 +1,8 @@
 """Streamed outputs (no rclpy): whole rows on disk, the finished format, a bounded trace."""
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from soliton_encirclement_ros.analysis.report import (
     AGENTS_HEADER, METRICS_HEADER, RunResult, write_run_outputs)
@@ -34,3 +37,13 @@ def test_a_stream_without_rows_reads_empty_and_quietly(tmp_path, recwarn):
     assert stream.read().shape == (0, len(METRICS_HEADER))  # a run stopped before any metric
     stream.close()
     assert [str(w.message) for w in recwarn] == []
+
+
+def test_a_stream_on_a_full_disk_stops_writing_and_says_so(tmp_path):
+    if not Path('/dev/full').exists():
+        pytest.skip('needs /dev/full')
+    stream = CsvStream('/dev/full', METRICS_HEADER, flush_period=0.0)
+    stream.append([[1.0] * len(METRICS_HEADER)])  # no exception: the caller's run goes on
+    stream.append([[2.0] * len(METRICS_HEADER)])
+    stream.close()
+    assert stream.failure == 'full not written beyond its last whole row: No space left on device'

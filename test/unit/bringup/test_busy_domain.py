@@ -42,7 +42,17 @@ def test_plan_launch_description_refuses_what_launch_problem_names():
                  and node.name == 'nodes')
     body = [ast.unparse(statement) for statement in nodes.body]
     checked = next(i for i, text in enumerate(body)
-                   if text == 'busy = launch_problem((spec.executable for spec in node_specs))')
+                   if text == 'busy = launch_problem((spec.executable for spec in node_specs), '
+                   'hold=True)')
     assert body[checked + 1] == 'if busy:\n    raise LaunchRefused(busy)'
     started = next(i for i, text in enumerate(body) if text.startswith('return'))
-    assert checked < started and 'launch_nodes(node_specs)' in body[started]
+    assert checked < started and 'launch_nodes(node_specs, ' in body[started]
+
+
+def test_a_run_announces_itself_on_a_roster_topic_that_orders_runs_by_start():
+    from soliton_encirclement_ros.sim.domain import new_roster_topic, roster_order
+    first, first_order = new_roster_topic()
+    second, second_order = new_roster_topic()
+    assert roster_order(first) == first_order and roster_order(second) == second_order
+    assert first_order < second_order  # started earlier wins; a tie goes by pid, then nonce
+    assert roster_order('/clock') is None and roster_order('/_swarm_run_x_1_a') is None

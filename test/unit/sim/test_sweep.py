@@ -5,12 +5,14 @@ No rclpy here. The run-axis engine against the per-agent controllers, outputs an
 resume, Dask, at scale and as a process (Ctrl-C, huge specs, equal to batch_sim):
 ``acceptance/test_sweep_acceptance.py``.
 """
+import json
+
 import pytest
 
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim import sweep
 from soliton_encirclement_ros.sim.sweep import main, run_chunk
-from support.sweeps import IMPAIRED, write_spec as _write_spec
+from support.sweeps import IMPAIRED, rows as _rows, write_spec as _write_spec
 
 
 def test_a_run_that_raises_is_recorded_and_the_others_are_kept():
@@ -93,3 +95,44 @@ def test_seeds_beyond_the_scenario_rule_are_refused_before_any_work(tmp_path, ca
     assert main([str(path), '--out', str(tmp_path / 'out')]) == 2
     err = capsys.readouterr().err
     assert err.count('\n') == 1 and message in err
+
+
+@pytest.mark.parametrize('keep', [3, 6, -2], ids=['in-the-seed', 'in-a-result', 'before-the-end'])
+def test_resume_drops_a_last_row_that_a_full_disk_cut_and_runs_it_again(tmp_path, capsys, keep):
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 0.5},
+                       grid={'loss': [0.0, 0.25]}, seeds=2)
+    out = tmp_path / 'out'
+    assert main([str(spec), '--out', str(out), '--no-plots']) == 0
+    whole = (out / 'runs.csv').read_text()
+    lines = whole.splitlines(keepends=True)
+    cut = ''.join(lines[:-1]) + lines[-1][:keep]  # the last row written only in part
+    (out / 'runs.csv').write_text(cut)
+    capsys.readouterr()
+    assert main([str(spec), '--out', str(out), '--no-plots', '--resume']) == 0
+    err = capsys.readouterr().err
+    assert 'Traceback' not in err
+    warnings = [line for line in err.splitlines() if 'sweep_sim: warning' in line]
+    assert len(warnings) == 1 and warnings[0].startswith('sweep_sim: warning: ')
+    assert f'its last row (line {len(lines)}) was cut short' in err
+    rows = _rows(out)
+    assert len(rows) == 4 and all(row['final_E_gap'] for row in rows)
+    assert sorted(tuple(row.values())[:2] for row in rows) == sorted(
+        tuple(line.split(',')[:2]) for line in whole.splitlines()[1:])
+    assert json.loads((out / 'sweep.json').read_text())['totals']['this_session']['runs'] == 1
+
+
+def test_resume_refuses_a_broken_row_that_is_not_the_last_in_one_line(tmp_path, capsys):
+    spec = _write_spec(tmp_path / 'spec.yaml', scenario={'agents': 3, 'duration': 0.5},
+                       grid={'loss': [0.0, 0.25]}, seeds=2)
+    out = tmp_path / 'out'
+    assert main([str(spec), '--out', str(out), '--no-plots']) == 0
+    lines = (out / 'runs.csv').read_text().splitlines(keepends=True)
+    lines[2] = lines[2][:5] + '\n'
+    (out / 'runs.csv').write_text(''.join(lines))
+    capsys.readouterr()
+    assert main([str(spec), '--out', str(out), '--no-plots', '--resume']) == 2
+    err = capsys.readouterr().err
+    assert err.startswith('sweep_sim: error: --resume: ') and err.count('\n') == 1
+    assert 'line 3 is not a row of this sweep' in err
+    assert (out / 'runs.csv').read_text() == ''.join(lines)  # left as it was
+    assert not (out / 'runs.csv.tmp').exists()

@@ -1,0 +1,228 @@
+"""
+Whose message is it: a graph's own DDS participants told apart from everyone else's (rclpy).
+
+An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context), so
+a subscription that asks for the message info knows which participant published each message.
+A graph in one process (``swarm_sim``'s lock-step) has one participant, read from a probe
+publisher (:func:`own_participant`); a graph spread over processes (``swarm_sim --processes``)
+has a **roster**: every member publishes on one roster topic that no other graph uses, and the
+publishers of that topic are the graph's participants (:class:`Roster`).
+
+:func:`guard_subscriptions` wraps a node's subscriptions (its ``/clock`` one included) so that
+only members' messages reach the callbacks; the others are dropped and counted per topic. A
+process learns its graph's roster topic from ``ROSTER_ENV`` (``spin_node`` joins it), and its
+parent process from ``PARENT_ENV`` (``lifeline``).
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable
+import weakref
+
+from rclpy.node import Node
+from rclpy.subscription import Subscription
+from rclpy.time_source import TimeSource
+from std_msgs.msg import Empty
+
+from ros_support.topics import node_of_writer
+
+# An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context).
+PARTICIPANT_PREFIX_BYTES = 12
+PREFIX_TIMEOUT = 5.0   # s for the graph to list its own probe publisher
+ROSTER_ENV = 'SOLITON_ROSTER_TOPIC'  # the roster topic of the graph a child process is part of
+# Wall s a publisher may be heard before its participant is seen on the roster: a member's
+# roster publisher is discovered with its other endpoints; a participant still unknown after
+# this is another graph's.
+JOIN_GRACE = 5.0
+REFRESH_PERIOD = 0.05  # wall s between two readings of the roster while a sender is unknown
+_ROSTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # node -> the roster it is on
+
+
+def participant_of(gid) -> bytes:
+    """Return the participant (GUID prefix) of an endpoint gid (bytes or a list of ints)."""
+    return bytes(gid[:PARTICIPANT_PREFIX_BYTES])
+
+
+def own_participant(node: Node, timeout: float = PREFIX_TIMEOUT) -> bytes | None:
+    """
+    Return the participant of ``node``'s context, or None if the RMW does not tell.
+
+    Read from the gid of a publisher on a topic no one else uses, created for that and
+    destroyed again.
+    """
+    probe = node.create_publisher(Empty, f'/_participant_probe_{os.getpid()}_{id(node):x}', 1)
+    try:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = node.get_publishers_info_by_topic(probe.topic_name)
+            if found and len(found[0].endpoint_gid) >= PARTICIPANT_PREFIX_BYTES:
+                return participant_of(found[0].endpoint_gid)
+            time.sleep(0.005)
+        return None
+    finally:
+        node.destroy_publisher(probe)
+
+
+def message_and_info(args: tuple) -> tuple:
+    """
+    Return ``(msg, info)`` of a callback's arguments.
+
+    rclpy's EventsExecutor hands a callback that asks for the message info one ``(msg, info)``
+    tuple, the other executors two arguments.
+    """
+    return args[0] if len(args) == 1 else args
+
+
+def sender(info) -> bytes | None:
+    """Return the participant that published a message (its ``MessageInfo``), None if unknown."""
+    gid = ((info or {}).get('publisher_gid') or {}).get('data')
+    return participant_of(gid) if gid else None
+
+
+def is_time_source(sub: Subscription) -> bool:
+    """Whether ``sub`` is the ``/clock`` subscription of a node's own time source."""
+    return isinstance(getattr(sub.callback, '__self__', None), TimeSource)
+
+
+class Roster:
+    """
+    The participants of one graph spread over processes: the publishers of its roster topic.
+
+    ``Roster(node, topic)`` makes ``node``'s participant a member (a publisher on ``topic``).
+    :meth:`verdict` tells a sender apart: a member (True), another graph's (False: still not a
+    member ``JOIN_GRACE`` s after it was first heard), or not known yet (None).
+    """
+
+    def __init__(self, node: Node, topic: str) -> None:
+        self.node = node
+        self.topic = topic
+        self._publisher = node.create_publisher(Empty, topic, 1)
+        self.serve(node)
+        self._members: set[bytes] = set()
+        self._first_heard: dict[bytes, float] = {}
+        self._read_at = -REFRESH_PERIOD
+
+    @classmethod
+    def announce(cls, topic: str) -> 'Roster':
+        """
+        Join ``topic``'s roster first thing in a process, before its node exists.
+
+        From a hidden node of its own (no global arguments: ``__node`` remaps are the real
+        node's), so the roster publisher is announced before the endpoints the node makes next:
+        the other members know this participant before its first message reaches them.
+        """
+        member = Node(f'_roster_member_{os.getpid()}', use_global_arguments=False,
+                      enable_rosout=False, start_parameter_services=False)
+        return cls(member, topic)
+
+    def serve(self, node: Node) -> None:
+        """Make ``node`` (of this participant) count its graph by this roster."""
+        _ROSTERS[node] = self
+
+    @property
+    def members(self) -> set[bytes]:
+        """Return the participants on the roster, as read now."""
+        self._read()
+        return set(self._members)
+
+    def _read(self) -> None:
+        self._read_at = time.monotonic()
+        self._members.update(participant_of(info.endpoint_gid)
+                             for info in self.node.get_publishers_info_by_topic(self.topic))
+
+    def verdict(self, participant: bytes | None) -> bool | None:
+        """Whether ``participant`` (a sender, :func:`sender`) is a member; None: not known yet."""
+        if participant is None or participant in self._members:
+            return True  # an RMW that does not tell the sender: nothing to tell apart by
+        now = time.monotonic()
+        if now - self._read_at >= REFRESH_PERIOD:
+            self._read()
+            if participant in self._members:
+                self._first_heard.pop(participant, None)
+                return True
+        first = self._first_heard.setdefault(participant, now)
+        return False if now - first > JOIN_GRACE else None
+
+    def close(self) -> None:
+        self.node.destroy_publisher(self._publisher)
+
+    def destroy_node(self) -> None:
+        """Destroy the node of :meth:`announce`."""
+        self.node.destroy_node()
+
+
+def matched_subscriptions(node: Node, publisher) -> int:
+    """
+    Return how many subscriptions ``publisher`` (of ``node``) reaches in ``node``'s own graph.
+
+    All of them for a node on no roster; on one, only the members': a node that waits until
+    its graph listens (the mobility node's ``clock_subscribers``) is not started early by
+    another graph's subscriptions.
+    """
+    roster = _ROSTERS.get(node)
+    if roster is None:
+        return publisher.get_subscription_count()
+    members = roster.members
+    return sum(participant_of(info.endpoint_gid) in members
+               for info in node.get_subscriptions_info_by_topic(publisher.topic_name))
+
+
+class ForeignCount:
+    """Messages dropped because another graph sent them: per topic, with the first sender named."""
+
+    def __init__(self, node: Node, on_first: Callable[[str, str], None] | None = None) -> None:
+        self.node = node
+        self.counts: dict[str, int] = {}
+        self.senders: dict[str, str] = {}  # topic -> '/node' of the first foreign publisher
+        self.on_first = on_first
+
+    def add(self, topic: str, info) -> None:
+        self.counts[topic] = self.counts.get(topic, 0) + 1
+        if self.counts[topic] == 1:
+            self.senders[topic] = self._node_name(topic, info)
+            if self.on_first is not None:
+                self.on_first(topic, self.senders[topic])
+
+    def _node_name(self, topic: str, info) -> str:
+        gid = ((info or {}).get('publisher_gid') or {}).get('data')
+        if not gid:
+            return 'a publisher outside this graph'
+        return node_of_writer(bytes(gid), self.node.get_publishers_info_by_topic(topic)) or \
+            'a node not named yet'
+
+
+def guard_subscriptions(node: Node, roster: Roster, foreign: ForeignCount) -> int:
+    """
+    Let only the roster's messages reach ``node``'s subscriptions; return how many are guarded.
+
+    Each subscription not guarded yet (call again after the node adds some) asks for the
+    message info, and its callback runs only for a member's message; another graph's is
+    counted in ``foreign`` and dropped, and one from a sender not known yet is dropped (at a
+    start, before discovery names it). A node's time source, too: its clock then follows only
+    the graph's own ``/clock``.
+    """
+    guarded = 0
+    for sub in node.subscriptions:
+        if getattr(sub.callback, 'guarded', False):
+            guarded += 1
+            continue
+        callback = sub.callback
+        wants_info = sub._callback_type == Subscription.CallbackType.WithMessageInfo
+        topic = sub.topic_name
+
+        def guard(*args, _callback=callback, _wants_info=wants_info, _topic=topic):
+            msg, info = message_and_info(args)
+            verdict = roster.verdict(sender(info))
+            if verdict:
+                if _wants_info:
+                    _callback(msg, info)
+                else:
+                    _callback(msg)
+            elif verdict is False:
+                foreign.add(_topic, info)
+        guard.guarded = True
+        sub.callback = guard  # the setter calls it a message-only callback (one argument)
+        sub._callback_type = Subscription.CallbackType.WithMessageInfo  # rclpy: no setter
+        guarded += 1
+    return guarded

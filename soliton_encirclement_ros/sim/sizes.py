@@ -1,0 +1,181 @@
+"""
+What a swarm size will cost, said before anything is built (no rclpy).
+
+Every controller engine hears every agent, so memory and time grow with the square of the
+number of agents N; a node graph adds a node (or a process) per agent. :data:`COSTS` holds, per
+way of running, the figures ``benchmarks/bench_sizes.py`` measured (its
+``benchmarks/results/sizes.json``)::
+
+    peak memory        = base + per_agent * N + per_pair * N^2   (+ batch_sim's telemetry)
+    CPU time per tick  = tick_per_agent * N + tick_per_pair * N^2
+
+:func:`size_problem` refuses a run that cannot fit in the memory available now (one line
+naming ``--agents``, the value and the largest N that fits); :func:`size_note` says what a big
+run will cost before it is built.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+import math
+from pathlib import Path
+
+from soliton_encirclement_ros.core.scenario import Scenario
+
+BENCHMARK = 'benchmarks/bench_sizes.py'
+# A run is announced (memory and time, one line) from this much memory or time on.
+NOTE_MEMORY = 1 << 30   # bytes
+NOTE_SECONDS = 600.0    # s of CPU time
+MEMORY_MARGIN = 0.9     # the share of the available memory a run may plan to take
+TELEMETRY_ROW = 32 * 2  # bytes per agent per telemetry row batch_sim keeps (and copies once)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One way of running N agents: its memory and CPU time per control tick (see the module)."""
+
+    base: float            # bytes
+    per_agent: float       # bytes per agent
+    per_pair: float        # bytes per agent pair
+    tick_per_agent: float  # CPU s per control tick and agent
+    tick_per_pair: float   # CPU s per control tick and agent pair
+
+    def memory(self, n: int) -> float:
+        return self.base + self.per_agent * n + self.per_pair * n * n
+
+    def tick(self, n: int) -> float:
+        return self.tick_per_agent * n + self.tick_per_pair * n * n
+
+
+# Measured by benchmarks/bench_sizes.py (benchmarks/results/sizes.json; test_sizes.py keeps
+# them equal): batch_sim's engines, swarm_sim's node graph in one process ('nodes') and its
+# --processes (memory per node process).
+COSTS = {
+    'vectorised': Cost(4.837e+07, 3932, 95.54, 1.228e-05, 1.496e-07),
+    'per-agent': Cost(4.843e+07, 6799, 105.9, 0.0001678, 4.612e-06),
+    'batch': Cost(5.037e+07, 0, 437.2, 3.051e-05, 9.715e-08),
+    'nodes': Cost(9.816e+07, 2.164e+06, 1260, 0.0004958, 0),
+    'processes': Cost(3.449e+08, 9.882e+07, 0, 0.002317, 0),
+}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What one run will take: ``memory`` [bytes] and ``seconds`` of CPU time."""
+
+    agents: int
+    duration: float
+    mode: str
+    memory: float
+    seconds: float
+
+
+def telemetry_rows(scenario: Scenario) -> int:
+    """Return how many telemetry rows per agent a run keeps (batch_sim keeps them in memory)."""
+    return int(scenario.duration / scenario.telemetry_period) + 1
+
+
+def estimate(scenario: Scenario, mode: str, telemetry_in_memory: bool = False) -> Estimate:
+    """
+    Return what ``scenario`` will cost run in ``mode`` (a key of :data:`COSTS`).
+
+    ``telemetry_in_memory``: the per-agent rows are kept until the end (batch_sim), not
+    streamed to disk (swarm_sim).
+    """
+    cost, n = COSTS[mode], scenario.agents
+    memory = cost.memory(n)
+    if telemetry_in_memory:
+        memory += TELEMETRY_ROW * n * telemetry_rows(scenario)
+    ticks = scenario.duration / scenario.control_period
+    return Estimate(n, scenario.duration, mode, memory, cost.tick(n) * ticks)
+
+
+def largest_fit(scenario: Scenario, mode: str, budget: float,
+                telemetry_in_memory: bool = False) -> int:
+    """Return the most agents whose run of ``scenario`` in ``mode`` fits in ``budget`` bytes."""
+    cost = COSTS[mode]
+    linear = cost.per_agent + (TELEMETRY_ROW * telemetry_rows(scenario)
+                               if telemetry_in_memory else 0.0)
+    room = budget - cost.base
+    if room <= 0:
+        return 0
+    if cost.per_pair > 0:
+        n = (-linear + math.sqrt(linear * linear + 4 * cost.per_pair * room)) / (2 * cost.per_pair)
+    else:
+        n = room / linear if linear > 0 else math.inf
+    return int(n) if math.isfinite(n) else 10 ** 12
+
+
+def available_memory() -> float | None:
+    """
+    Return the memory this process may still take [bytes], or None when unknown.
+
+    The kernel's ``MemAvailable``, and a cgroup's limit (a container) when lower.
+    """
+    found = []
+    try:
+        for line in Path('/proc/meminfo').read_text().splitlines():
+            if line.startswith('MemAvailable:'):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        limit = Path('/sys/fs/cgroup/memory.max').read_text().strip()
+        used = int(Path('/sys/fs/cgroup/memory.current').read_text())
+        if limit != 'max':
+            found.append(int(limit) - used)
+    except (OSError, ValueError):
+        pass
+    return float(min(found)) if found else None
+
+
+def size_problem(scenario: Scenario, mode: str, telemetry_in_memory: bool = False,
+                 available: float | None = None) -> str | None:
+    """
+    One line refusing ``scenario`` when it cannot fit in the memory available, else None.
+
+    ``available`` [bytes] defaults to :func:`available_memory` (None: nothing is refused).
+    """
+    available = available_memory() if available is None else available
+    if available is None:
+        return None
+    needed = estimate(scenario, mode, telemetry_in_memory)
+    budget = MEMORY_MARGIN * available
+    if needed.memory <= budget:
+        return None
+    fit = largest_fit(scenario, mode, budget, telemetry_in_memory)
+    return (f'--agents {scenario.agents} needs about {_bytes(needed.memory)} of memory '
+            f'({_way(mode)}), more than the {_bytes(available)} available here: at most about '
+            f'{fit} agents fit (estimate from {BENCHMARK})')
+
+
+def size_note(scenario: Scenario, mode: str, telemetry_in_memory: bool = False) -> str | None:
+    """One line saying what a big run will cost (memory, CPU time), or None for a small one."""
+    needed = estimate(scenario, mode, telemetry_in_memory)
+    if needed.memory < NOTE_MEMORY and needed.seconds < NOTE_SECONDS:
+        return None
+    return (f'{scenario.agents} agents for {scenario.duration:g} s ({_way(mode)}): about '
+            f'{_bytes(needed.memory)} of memory and {_duration(needed.seconds)} of CPU time '
+            f'(estimate from {BENCHMARK}); Ctrl-C stops it')
+
+
+def _way(mode: str) -> str:
+    return {'nodes': 'one node per agent', 'processes': 'one process per node'}.get(
+        mode, f'engine {mode}')
+
+
+def _bytes(value: float) -> str:
+    for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'):
+        if value < 1024 or unit == 'PiB':
+            return f'{value:.0f} {unit}' if unit == 'B' else f'{value:.1f} {unit}'
+        value /= 1024
+    return f'{value:.1f} PiB'
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f'{seconds:.0f} s'
+    if seconds < 5400:
+        return f'{seconds / 60:.0f} min'
+    if seconds < 48 * 3600:
+        return f'{seconds / 3600:.1f} h'
+    return f'{seconds / 86400:.0f} days'

@@ -1,0 +1,137 @@
+"""
+Two ``swarm_sim --processes`` runs in one ROS domain: one is refused, or neither is corrupted.
+
+Before the fix both started (the domain check only saw publishers that already existed) and
+each run's nodes took the other's ``/clock`` and agent states: metrics.csv stepped back in time
+and never settled, with exit 0. Now a run announces itself before it looks (the earlier one
+wins, 0 s or 1 s apart), its nodes hear only their own run, and foreign traffic seen during a
+run ends it with exit 3 and one line. Also here: a killed runner takes its nodes with it.
+"""
+import os
+from pathlib import Path
+import signal
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.analysis.stream import read_rows
+from support.phases import command
+from support.waits import Running, wait_for
+
+DEADLINE = 240.0
+RUN = ['--no-progress', '--processes', '--no-plots', '--real-time-factor', '2']
+REFUSED = 'swarm_sim: error: another swarm is running in ROS domain '
+FOREIGN = 'swarm_sim: error: another graph published in ROS domain '
+
+
+def swarm_sim(out: Path, *args: str) -> list[str]:
+    return [sys.executable, '-m', 'soliton_encirclement_ros.sim.runner', *RUN, '--out', str(out),
+            *args]
+
+
+def metrics(out: Path) -> np.ndarray:
+    return read_rows(out / 'metrics.csv', 7)  # whole rows: the file may still be growing
+
+
+def agent_ids(out: Path) -> set[int]:
+    return set(np.loadtxt(out / 'agents.csv', delimiter=',', skiprows=1,
+                          ndmin=2)[:, 0].astype(int))
+
+
+def never_steps_back(out: Path) -> None:
+    times = metrics(out)[:, 0]
+    assert len(times) > 10 and not (np.diff(times) < 0).any(), \
+        f'{out / "metrics.csv"} steps back in time {(np.diff(times) < 0).sum()} times'
+
+
+@pytest.mark.parametrize('delay', [0.0, 1.0], ids=['together', '1s-apart'])
+def test_two_swarms_started_together_one_is_refused_or_neither_is_corrupted(tmp_path, delay):
+    for attempt in range(5):
+        outs = [tmp_path / f'{attempt}a', tmp_path / f'{attempt}b']
+        with Running(swarm_sim(outs[0], '--agents', '3', '--duration', '8')) as first:
+            time.sleep(delay)  # the stimulus: the second run starts this much later
+            with Running(swarm_sim(outs[1], '--agents', '3', '--duration', '8')) as second:
+                results = [first.wait(DEADLINE), second.wait(DEADLINE)]
+        codes = [code for code, _, _ in results]
+        for _, _, err in results:
+            assert 'Traceback' not in err, err
+        if 2 in codes:  # one was refused before it started anything
+            refused, ran = codes.index(2), 1 - codes.index(2)
+            assert codes[ran] == 0, results[ran][2][-2000:]
+            lines = [line for line in results[refused][2].splitlines() if 'error' in line]
+            assert len(lines) == 1 and lines[0].startswith(REFUSED), results[refused][2]
+            assert not outs[refused].exists()
+            never_steps_back(outs[ran])
+        else:  # both ran (the check missed the other): each heard only itself, and said so
+            for code, _, err in results:
+                assert code == 3 and FOREIGN in err, err[-2000:]
+            for out in outs:
+                never_steps_back(out)
+                assert metrics(out)[-1, 5] < 0.05  # E_gap settled, as alone
+
+
+def test_two_swarms_that_both_run_hear_only_themselves_and_end_with_exit_3(tmp_path):
+    """Both started (the domain check skipped, as if it had missed the other): no corruption."""
+    skip_check = ('soliton_encirclement_ros.sim.domain', 'other_swarm_problem', 'skip')
+    three, four = tmp_path / 'three', tmp_path / 'four'
+    with Running(command('swarm_sim', [skip_check], *RUN, '--agents', '3', '--duration', '12',
+                         '--out', str(three))) as first, \
+            Running(command('swarm_sim', [skip_check], *RUN, '--agents', '4', '--duration', '12',
+                            '--names', 'b1,b2,b3,b4', '--out', str(four))) as second:
+        results = [first.wait(DEADLINE), second.wait(DEADLINE)]
+    for code, _, err in results:
+        assert 'Traceback' not in err, err
+        assert code == 3, err[-2000:]
+        lines = [line for line in err.splitlines() if line.startswith('swarm_sim: error')]
+        assert len(lines) == 1 and lines[0].startswith(FOREIGN), err[-2000:]
+        assert 'on /clock from /swarm_mobility' in lines[0]
+    for out in (three, four):
+        never_steps_back(out)
+        assert metrics(out)[-1, 0] > 10.0
+    assert agent_ids(three) == {1, 2, 3}  # the other run's agent 4 never reached this one
+    assert agent_ids(four) == {1, 2, 3, 4}
+
+
+def live_children(pid: int) -> list[int]:
+    """Pids of the live (not zombie) processes whose parent is ``pid`` (Linux /proc)."""
+    found = []
+    for entry in Path('/proc').iterdir():
+        if entry.name.isdigit():
+            try:
+                status = (entry / 'status').read_text()
+            except OSError:
+                continue
+            if f'\nPPid:\t{pid}\n' in status and '\nState:\tZ' not in status:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        status = Path(f'/proc/{pid}/status').read_text()
+    except OSError:
+        return False
+    return '\nState:\tZ' not in status
+
+
+@pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
+def test_a_killed_runner_takes_every_node_with_it(tmp_path):
+    out = tmp_path / 'out'
+    with Running(swarm_sim(out, '--agents', '3', '--duration', '100000')) as runner:
+        wait_for(lambda: (out / 'metrics.csv').exists() and metrics(out).shape[0] > 10,
+                 'the run to stream metrics', DEADLINE)
+        nodes = live_children(runner.pid)
+        assert len(nodes) == 6, nodes  # swarm_mobility, target, 3 agents, metrics
+        runner.process.send_signal(signal.SIGKILL)
+        runner.wait(DEADLINE)
+        try:
+            wait_for(lambda: not any(alive(pid) for pid in nodes),
+                     'every node of the killed runner to end', DEADLINE)
+        finally:
+            for pid in nodes:  # before the fix they simulate on: not into the next test
+                if alive(pid):
+                    os.kill(pid, signal.SIGKILL)
+    # They stopped as on a SIGTERM: metrics_node wrote its outputs on the way out.
+    assert (out / 'summary.json').exists()

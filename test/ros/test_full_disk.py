@@ -1,0 +1,115 @@
+"""
+A full or read-only disk under a run: one line, a finished run, exit 3; never a traceback.
+
+The disks are small tmpfs mounts (``support.disks``; skipped without root). summary.json is
+written before the figures, which take the most room; a stream or a bag that meets the full
+disk stops writing there while the run goes on to its end; ``--record`` and ``run_recorder -o``
+in a place that cannot take a bag are refused before anything runs.
+"""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from soliton_encirclement_ros.analysis.bag_reader import Bag
+from soliton_encirclement_ros.analysis.stream import read_rows
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.sim.executables import find_executable
+from support.disks import tmpfs
+
+DEADLINE = 300.0
+QUICK = ['--agents', '3', '--no-progress']
+
+
+def run(*command: str) -> subprocess.CompletedProcess:
+    return subprocess.run(list(command), capture_output=True, text=True, timeout=DEADLINE)
+
+
+def swarm_sim(*args: str) -> subprocess.CompletedProcess:
+    return run(sys.executable, '-m', 'soliton_encirclement_ros.sim.runner', *args)
+
+
+def errors(stderr: str, prog: str) -> list[str]:
+    assert 'Traceback' not in stderr, stderr
+    return [line for line in stderr.splitlines() if line.startswith(f'{prog}: error')]
+
+
+@pytest.mark.parametrize('mode', [[], ['--engine', 'auto']], ids=['nodes', 'engine'])
+def test_a_disk_that_fills_during_the_run_stops_the_streams_and_the_run_goes_on(tmp_path, mode):
+    with tmpfs(tmp_path / 'disk', '200k') as disk:
+        result = swarm_sim(*QUICK, *mode, '--duration', '60', '--out', str(disk / 'run'))
+        assert result.returncode == 3, result.stderr
+        lines = errors(result.stderr, 'swarm_sim')
+        assert len(lines) == 1, result.stderr
+        assert lines[0].startswith(f'swarm_sim: error: outputs incomplete in {disk / "run"}: '
+                                   'metrics.csv not written beyond its last whole row: No space '
+                                   'left on device'), lines
+        assert 'summary.json not written: No space left on device' in lines[0]
+        assert 'real-time factor' in result.stdout  # the summary table of what was measured
+        rows = read_rows(disk / 'run' / 'metrics.csv', 7)
+        assert 10.0 < rows[-1, 0] < 60.0  # whole rows, up to where the disk filled
+
+
+@pytest.mark.parametrize('mode, size', [
+    ([], '400k'), (['--processes', '--real-time-factor', '10'], '160k')],
+    ids=['in-process', 'processes'])  # room for the tables (metrics_node's are shorter)
+def test_summary_json_is_written_before_the_figures_that_fill_the_disk(tmp_path, mode, size):
+    with tmpfs(tmp_path / 'disk', size) as disk:
+        out = disk / 'run'
+        result = swarm_sim(*QUICK, *mode, '--duration', '20', '--out', str(out))
+        assert result.returncode == 3, result.stderr
+        lines = errors(result.stderr, 'swarm_sim')
+        assert len(lines) == 1 and 'outputs incomplete' in lines[0], result.stderr
+        assert ('the figures not written: No space left on device' in lines[0]
+                or 'figures missing: ' in lines[0]), lines
+        summary = json.loads((out / 'summary.json').read_text())
+        # what the run measured (a metric is null when no agent was live at the end, as a
+        # --processes run's under load can be at 20 s)
+        assert set(summary['final']) == set(METRIC_NAMES) and summary['params']['duration'] == 20
+        assert summary['params']['mode'] == ('processes' if mode else 'in-process')
+        assert not list(out.glob('.outputs-*'))  # no staging directory left behind
+        assert (out / 'summary.json').stat().st_mode & 0o777 == 0o644
+
+
+def test_batch_sim_on_a_full_disk_says_what_it_could_not_write(tmp_path):
+    with tmpfs(tmp_path / 'disk', '100k') as disk:
+        result = run(find_executable('batch_sim'), '--agents', '3', '--duration', '60',
+                     '--out', str(disk / 'run'))
+    assert result.returncode == 3, result.stderr
+    assert errors(result.stderr, 'batch_sim') == [
+        f'batch_sim: error: outputs incomplete in {disk / "run"}: metrics.csv, agents.csv and '
+        'summary.json not written: No space left on device']
+    assert 'final E_r=' in result.stdout
+
+
+def test_a_record_on_a_full_disk_stops_recording_and_the_run_finishes(tmp_path):
+    out = tmp_path / 'run'
+    with tmpfs(tmp_path / 'disk', '200k') as disk:
+        bag = disk / 'bag'
+        result = swarm_sim(*QUICK, '--duration', '30', '--out', str(out), '--record', str(bag))
+        assert result.returncode == 3, result.stderr
+        lines = errors(result.stderr, 'swarm_sim')
+        assert len(lines) == 1, result.stderr
+        assert f'outputs incomplete in {out}: bag {bag} not written beyond t=' in lines[0]
+        assert lines[0].endswith('No space left on device (recording stopped; the bag holds '
+                                 'what was written before)')
+        assert json.loads((out / 'summary.json').read_text())['final']['E_gap'] < 0.05
+        with Bag(bag) as recorded:
+            assert recorded.truncated and '/clock' in recorded.topics
+
+
+def test_a_record_or_run_recorder_where_no_bag_can_be_written_is_refused_before_the_run(
+        tmp_path):
+    out = tmp_path / 'run'
+    with tmpfs(tmp_path / 'ro', '100k', read_only=True) as read_only:
+        result = swarm_sim(*QUICK, '--duration', '3', '--out', str(out),
+                           '--record', str(read_only / 'bag'))
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip() == (f'swarm_sim: error: --record {read_only / "bag"} is '
+                                         'not writable: Read-only file system')
+        assert not out.exists()
+        recorder = run(find_executable('run_recorder'), '-o', str(read_only / 'bag'))
+        assert recorder.returncode == 1, recorder.stderr
+        assert recorder.stderr.strip() == (f'run_recorder: error: output {read_only / "bag"} '
+                                           'is not writable: Read-only file system')

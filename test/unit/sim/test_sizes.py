@@ -1,0 +1,72 @@
+"""
+What a swarm size will cost, said and checked before anything is built (no rclpy).
+
+``batch_sim --agents 100000000`` grew 1.7 GB in 45 s with nothing printed, and every engine
+hears every agent (memory and time grow as N^2): now a size that cannot fit in the memory
+available is refused in one line naming --agents, the value and the most agents that fit, and
+a big run says what it will cost before it is built.
+"""
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.sim import batch_sim, runner
+from soliton_encirclement_ros.sim.sizes import (
+    COSTS, estimate, largest_fit, MEMORY_MARGIN, size_note, size_problem)
+
+RESULTS = Path(__file__).resolve().parents[3] / 'benchmarks' / 'results' / 'sizes.json'
+GIB = float(1 << 30)
+
+
+def test_the_costs_are_those_the_benchmark_measured():
+    measured = json.loads(RESULTS.read_text())['results']
+    assert set(measured) == set(COSTS)
+    for mode, cost in COSTS.items():
+        for name in ('base', 'per_agent', 'per_pair', 'tick_per_agent', 'tick_per_pair'):
+            assert getattr(cost, name) == pytest.approx(measured[mode][name], rel=1e-3,
+                                                        abs=1e-12), (mode, name)
+
+
+def test_a_size_that_cannot_fit_is_refused_naming_the_most_that_fits():
+    scenario = Scenario(agents=100_000_000)
+    problem = size_problem(scenario, 'vectorised', available=8 * GIB)
+    assert problem.startswith('--agents 100000000 needs about ')
+    assert 'of memory (engine vectorised), more than the 8.0 GiB available here: at most about ' \
+        in problem
+    fit = int(problem.split('at most about ')[1].split()[0])
+    budget = MEMORY_MARGIN * 8 * GIB
+    assert estimate(Scenario(agents=fit), 'vectorised').memory <= budget
+    assert estimate(Scenario(agents=fit + 1), 'vectorised').memory > budget
+    assert size_problem(Scenario(agents=fit), 'vectorised', available=8 * GIB) is None
+    assert largest_fit(scenario, 'processes', 8 * GIB) < 100  # a process per node
+
+
+def test_batch_sim_keeps_its_telemetry_in_memory_and_counts_it():
+    long = Scenario(agents=1000, duration=36000.0)
+    assert estimate(long, 'vectorised', telemetry_in_memory=True).memory > \
+        estimate(long, 'vectorised').memory + 1000 * 36000 * 32
+
+
+def test_a_big_run_says_what_it_will_cost_a_small_one_says_nothing():
+    assert size_note(Scenario(agents=10), 'vectorised') is None
+    note = size_note(Scenario(agents=5000), 'vectorised')
+    assert note.startswith('5000 agents for 120 s (engine vectorised): about ')
+    assert 'of memory and ' in note and note.endswith('Ctrl-C stops it')
+    assert math.isfinite(estimate(Scenario(agents=5000), 'nodes').seconds)
+
+
+def test_batch_sim_and_swarm_sim_refuse_a_huge_swarm_at_once_in_one_line(tmp_path, capsys):
+    assert batch_sim.main(['--agents', '100000000', '--out', str(tmp_path / 'b')]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith('batch_sim: error: --agents 100000000 needs '
+                                               'about '), err
+    assert runner.main(['--agents', '100000000', '--engine', 'auto', '--no-progress',
+                        '--out', str(tmp_path / 's')]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith('swarm_sim: error: --agents 100000000 needs '
+                                               'about '), err
+    assert 'engine vectorised' in err[0]
+    assert not (tmp_path / 'b').exists() and not (tmp_path / 's').exists()
