@@ -49,7 +49,7 @@ from soliton_encirclement_ros.core.controller import (
     AgentBroadcast, AgentStates, FLOAT_COLUMNS, INT_COLUMNS, TargetBroadcast)
 
 __all__ = [
-    'AGENT_CMD_TOPIC', 'AGENT_ODOM_TOPIC', 'AGENT_STATE', 'agent_state_array',
+    'AGENT_CMD_TOPIC', 'AGENT_NODE_NAME', 'AGENT_ODOM_TOPIC', 'AGENT_STATE', 'agent_state_array',
     'agent_state_from_msg', 'agent_state_from_values', 'agent_state_to_msg', 'agent_state_values',
     'agent_states_from_values',
     'AGENT_STATES_TOPIC', 'AGENT_STATUS_TOPIC', 'AgentBroadcast', 'BEST_EFFORT',
@@ -75,6 +75,7 @@ DOMAIN_IDS = (0, 232)  # the ROS_DOMAIN_IDs Fast DDS accepts on one host
 AGENT_ODOM_TOPIC = 'odom'
 AGENT_CMD_TOPIC = 'cmd_vel'
 AGENT_STATUS_TOPIC = '~/status'
+AGENT_NODE_NAME = 'agent'  # agent_node's name in its vehicle's namespace (/uav1/agent)
 # Why the vehicle has left the ring (std_msgs/String, latched; '' = it has not): the bridge
 # says it from a landing (battery, land_after, ~/land) until its next confirmed engage, and
 # the agent announces a failure with that reason. Relative: in the vehicle's namespace.

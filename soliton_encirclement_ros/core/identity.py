@@ -18,6 +18,9 @@ from typing import Optional
 import numpy as np
 
 INCARNATION_MAX = 2 ** 31  # exactly representable in the float64 wire format
+# The incarnation of a presence that a PX4 bridge announces for its silent agent's vehicle: no
+# agent process is ever started with it (new_incarnation), so it is no duplicate of the agent.
+BRIDGE_INCARNATION = 0
 EPISODE_MARGIN = 5.0       # [s] silence beyond the window that ends a duplicate episode
 
 
@@ -61,6 +64,8 @@ class DuplicateIds:
         but one have been silent for the window plus the margin.
         """
         agent_id, incarnation = int(agent_id), int(incarnation)
+        if incarnation == BRIDGE_INCARNATION:  # a bridge speaking for its silent agent
+            return None
         at = self._single(agent_id)
         if at >= 0:
             if self._inc[at] == incarnation:  # the usual case: one sender, heard again
@@ -99,6 +104,9 @@ class DuplicateIds:
         """
         agent_ids = np.asarray(agent_ids, dtype=np.int64)
         incarnations = np.asarray(incarnations, dtype=np.int64)
+        bridge = incarnations == BRIDGE_INCARNATION  # a bridge speaking for its silent agent
+        if bridge.any():
+            agent_ids, incarnations = agent_ids[~bridge], incarnations[~bridge]
         if self._ids.size:
             at = np.minimum(np.searchsorted(self._ids, agent_ids), self._ids.size - 1)
             usual = (self._ids[at] == agent_ids) & (self._inc[at] == incarnations)
@@ -138,3 +146,12 @@ class DuplicateIds:
     def duplicated(self) -> frozenset[int]:
         """Ids in a duplicate episode now."""
         return frozenset(self._active)
+
+
+def id_from_namespace(namespace: str) -> int:
+    """Return the agent id a namespace implies: its last segment's digits (``/uav3``: 3)."""
+    digits = ''.join(ch for ch in namespace.rsplit('/', 1)[-1] if ch.isdigit())
+    if not digits:
+        raise ValueError(f'agent_id is 0 and namespace {namespace!r} has no digits to derive '
+                         'it from')
+    return int(digits)

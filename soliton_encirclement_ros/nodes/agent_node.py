@@ -43,10 +43,11 @@ from soliton_encirclement_ros.core.controller import (
     TargetBroadcast)
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.identity import DuplicateIds, new_incarnation
+from soliton_encirclement_ros.core.identity import (
+    BRIDGE_INCARNATION, DuplicateIds, id_from_namespace, new_incarnation)
 from soliton_encirclement_ros.core.links import LinkMonitor, offset_warning
 from soliton_encirclement_ros.interface import (
-    AGENT_CMD_TOPIC, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
+    AGENT_CMD_TOPIC, AGENT_NODE_NAME, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
     AGENT_STATES_TOPIC, OPERATOR_REQUEST, target_state_from_msg, TARGET_STATE_TOPIC,
     VEHICLE_FAILURE_TOPIC)
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
@@ -85,7 +86,7 @@ class AgentNode(Node):
 
     def __init__(self, subscribe_swarm: bool = True, subscribe_target: bool = True,
                  **kwargs) -> None:
-        super().__init__('agent', **kwargs)
+        super().__init__(AGENT_NODE_NAME, **kwargs)
         self._d_safe_floor = (0.0, False)  # (min_d_safe, allow_no_separation), set below
         self._clock_limit = 0.0  # max_clock_offset, set below
         self._params = declare_validated(self, CONTROLLER_SPECS, self._controller_params,
@@ -95,7 +96,7 @@ class AgentNode(Node):
         self._clock_limit = settings.max_clock_offset
         self._controller_params(current_values(self, CONTROLLER_SPECS))  # refuse below it
         reliability = settings.swarm_reliability
-        self.agent_id = settings.agent_id or _id_from_namespace(self.get_namespace())
+        self.agent_id = settings.agent_id or id_from_namespace(self.get_namespace())
         self.incarnation = new_incarnation()
         self._outage = OutageProcess(settings.failures_per_min, settings.failure_off_time,
                                      settings.failure_check_period, settings.seed, self.agent_id)
@@ -343,6 +344,10 @@ class AgentNode(Node):
             states = AgentStates(np.concatenate([states.ints for states, _ in batches]),
                                  np.concatenate([states.floats for states, _ in batches]))
             arrival = np.concatenate([np.full(len(s), rx) for s, rx in batches])
+        spoken = states.incarnation != BRIDGE_INCARNATION  # a bridge's presence is no link
+        if not spoken.all():
+            states = AgentStates(states.ints[spoken], states.floats[spoken])
+            arrival = arrival[spoken]
         self._links.record(states.agent_id, states.incarnation, states.seq, states.stamp,
                            arrival - self._channel.delay, arrival)
 
@@ -489,14 +494,6 @@ def _clock_not_started(now_ns: int, stamp_ns):
     A lock-stepped simulation starts at 0 with states stamped 0: those are taken.
     """
     return (now_ns == 0) & (np.asarray(stamp_ns) > 0)
-
-
-def _id_from_namespace(namespace: str) -> int:
-    digits = ''.join(ch for ch in namespace.rsplit('/', 1)[-1] if ch.isdigit())
-    if not digits:
-        raise ValueError(f'agent_id is 0 and namespace {namespace!r} has no digits to derive '
-                         'it from')
-    return int(digits)
 
 
 def main(args=None) -> None:

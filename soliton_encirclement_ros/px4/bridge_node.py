@@ -41,7 +41,7 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from rclpy.task import Future
-from std_msgs.msg import String
+from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from transforms3d.quaternions import quat2mat
 
@@ -51,12 +51,17 @@ from ros_support.spin import help_requested, node_help, spin_node
 from ros_support.topics import publisher_node
 from ros_support.validation import from_mapping
 from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold, load_area_file
+from soliton_encirclement_ros.core.controller import initial_state, presence_state
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.identity import new_incarnation
-from soliton_encirclement_ros.interface import AGENT_STATUS_TOPIC, VEHICLE_FAILURE_TOPIC
+from soliton_encirclement_ros.core.identity import (
+    BRIDGE_INCARNATION, id_from_namespace, new_incarnation)
+from soliton_encirclement_ros.interface import (
+    AGENT_NODE_NAME, agent_state_to_msg, AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, RELIABLE,
+    VEHICLE_FAILURE_TOPIC)
 from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
 from soliton_encirclement_ros.nodes.settings import AgentSettings
-from soliton_encirclement_ros.nodes.swarm_topics import VEHICLE_FAILURE_QOS
+from soliton_encirclement_ros.nodes.swarm_topics import (
+    create_swarm_publisher, VEHICLE_FAILURE_QOS)
 from soliton_encirclement_ros.px4 import offboard
 from soliton_encirclement_ros.px4.frames import (
     enu_to_ned, ned_to_enu, odometry_covariances, OdometryFrameError, sample_stamp_ns,
@@ -64,6 +69,7 @@ from soliton_encirclement_ros.px4.frames import (
 from soliton_encirclement_ros.px4.geo import (
     check_geo_reference, ORIGIN_SOURCES, OriginPlacement, text3)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
+from soliton_encirclement_ros.px4.presence import AgentWatch, PRESENCE_PERIOD
 from velocity_mobility_ros.nodes.messages import new_odometry, with_position_uncertainty
 
 PX4_MSGS_MISSING = (
@@ -315,6 +321,7 @@ class Px4BridgeNode(Node):
         child = s.child_frame_id or (f'{vehicle}/base_link' if vehicle else 'base_link')
         self._odom_msg = new_odometry(s.world_frame_id, child)
         self._motion = None  # (position, velocity) world ENU of the newest odometry
+        self._motion_at = -math.inf  # steady time of it
         self._engage_future = None
         self._land_futures = []
         self._hold_futures = []
@@ -394,6 +401,20 @@ class Px4BridgeNode(Node):
         self._status_pub = StatusPublisher(self)  # ~/status and /diagnostics
         self._twin_heard = -math.inf  # steady time of a ~/status of another incarnation
         self.create_subscription(DiagnosticStatus, AGENT_STATUS_TOPIC, self._on_own_status, 10)
+        # Its agent's ~/status: while the agent is silent, the bridge announces the vehicle's
+        # presence on the swarm topic itself (px4.presence). Published RELIABLE: every
+        # subscriber, reliable or best effort, hears it.
+        try:
+            namespace_id = id_from_namespace(self.get_namespace())
+        except ValueError:
+            namespace_id = None  # the agent's ~/status will say
+        self._agent = AgentWatch(self._steady_now(), namespace_id)
+        self._presence = initial_state(namespace_id or 0, BRIDGE_INCARNATION)
+        self.create_subscription(DiagnosticStatus, f'{AGENT_NODE_NAME}/status',
+                                 self._on_agent_status, 10)
+        self._presence_pub = create_swarm_publisher(self, Float64MultiArray, AGENT_STATES_TOPIC,
+                                                    RELIABLE)
+        self.create_timer(PRESENCE_PERIOD, self._announce_presence, clock=self._steady)
         # The engage answer waits for PX4 while the timers keep running: its own group.
         self.create_service(Trigger, '~/engage', self._on_engage,
                             callback_group=MutuallyExclusiveCallbackGroup())
@@ -614,6 +635,7 @@ class Px4BridgeNode(Node):
         odom = dataclasses.replace(odom, position=trusted)
         # world ENU position and velocity: what the safety area limit of each setpoint reads
         self._motion = (odom.position, quat2mat(odom.orientation) @ odom.linear_velocity)
+        self._motion_at = now
         stamp_ns = sample_stamp_ns(self.get_clock().now().nanoseconds, msg.timestamp,
                                    msg.timestamp_sample)
         covariances = odometry_covariances(msg.position_variance, msg.orientation_variance,
@@ -648,6 +670,32 @@ class Px4BridgeNode(Node):
         if any(kv.key == 'incarnation' and kv.value != str(self.incarnation)
                for kv in msg.values):
             self._twin_heard = self._steady_now()
+
+    def _on_agent_status(self, msg):
+        values = {kv.key: kv.value for kv in msg.values}
+        agent_id = values.get('agent_id', '')
+        self._agent.on_status(self._steady_now(), values.get('state', ''),
+                              int(agent_id) if agent_id.isdigit() else None)
+
+    def _announce_presence(self):
+        """While its agent is silent, tell the others where this vehicle is (px4.presence)."""
+        now = self._steady_now()
+        fresh = (self._motion is not None
+                 and now - self._motion_at <= self._settings.offboard.status_timeout)
+        said = self._agent.update(now, self._seq.airborne(), fresh)
+        if said.log and said.speak:
+            self.get_logger().warning(said.log)
+        elif said.log:
+            self.get_logger().info(said.log)
+        if not said.speak:
+            return
+        if self._presence.agent_id != self._agent.agent_id:
+            self._presence = initial_state(self._agent.agent_id, BRIDGE_INCARNATION)
+        position, velocity = self._motion
+        self._presence, broadcast = presence_state(
+            self._presence, position, velocity, self.get_clock().now().nanoseconds * 1e-9,
+            self._seq.position_uncertainty(now), landed=said.landed)
+        self._presence_pub.publish(agent_state_to_msg(broadcast))
 
     def _publish_setpoint(self):
         if not self._seq.streaming:

@@ -61,7 +61,8 @@ import math
 
 import numpy as np
 
-from ros_support.settings import check_fields, setting
+from ros_support.settings import check_fields, same_as, setting
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.interface import OPERATOR_REQUEST
 from soliton_encirclement_ros.px4.frames import enu_to_ned, yaw_rate_enu_to_ned
 
@@ -99,8 +100,6 @@ NAV_STATE_NAMES = {0: 'MANUAL', 1: 'ALTCTL', 2: 'POSCTL', 3: 'AUTO_MISSION', 4: 
                    5: 'AUTO_RTL', 6: 'POSITION_SLOW', 10: 'ACRO', 12: 'DESCEND',
                    13: 'TERMINATION', 14: 'OFFBOARD', 15: 'STAB', 17: 'AUTO_TAKEOFF',
                    18: 'AUTO_LAND', 19: 'AUTO_FOLLOW_TARGET', 20: 'AUTO_PRECLAND', 21: 'ORBIT'}
-# How fast a vehicle holding on an estimate that jumped may drift from where it was [m/s].
-HELD_DRIFT_RATE = 0.2
 # PX4's offboard-loss failsafe: its delay and its action (PX4 parameters).
 OFFBOARD_LOSS_PARAMETERS = 'COM_OF_LOSS_T, COM_OBL_RC_ACT'
 _ZERO = (0.0, 0.0, 0.0)
@@ -149,6 +148,10 @@ class OffboardConfig:
                                   'odometry counts it as position uncertainty (pose covariance) '
                                   'for this long after the last reset, or until ~/engage after '
                                   'a hold', 's', 0.0, 600.0)
+    hold_drift: float = same_as(ControllerParams, 'hold_drift', description=(
+        'how fast a vehicle held after a reset larger than max_reset_jump may drift from where '
+        'it was: the uncertainty its odometry (and its presence) tells the others grows at this '
+        "rate (as the agents' hold_drift)"))
     min_battery: float = setting(0.25, 'below this share of charge remaining (BatteryStatus.'
                                  'remaining), or at a CRITICAL battery warning, an engaged '
                                  'vehicle leaves the ring and lands, and an idle one refuses the '
@@ -851,7 +854,7 @@ class OffboardSequencer:
         While a reset larger than ``max_reset_jump`` holds the vehicle (until ``~/engage``),
         the vehicle is where it was before the jump, not where the new estimate says (it holds,
         and a jump moves only the estimate): the estimate less the jumps, its uncertainty
-        growing at ``HELD_DRIFT_RATE`` (PX4 holding on an estimate that jumped). A disc as wide
+        growing at ``hold_drift`` (PX4 holding on an estimate that jumped). A disc as wide
         as a 45 m jump would swallow a whole ring and leave the others no way to keep clear of
         the real vehicle inside it. Otherwise the estimate, with :meth:`position_uncertainty`.
         """
@@ -879,7 +882,7 @@ class OffboardSequencer:
         if reset is None or reset.resolved:
             return 0.0
         if self._held_where_it_was(reset):
-            return min(HELD_DRIFT_RATE * (now - reset.at), reset.total)
+            return min(self.config.hold_drift * (now - reset.at), reset.total)
         if not reset.latched and now - reset.at > max(self.config.reset_window,
                                                       self.config.reset_hold):
             return 0.0
@@ -1117,6 +1120,17 @@ class OffboardSequencer:
             return None
         detector = ', landed' if self._landed is not None else ''
         return f'PX4 reports {self._state_text()}{detector}'
+
+    def airborne(self):
+        """
+        Whether the vehicle may be in the air.
+
+        PX4 reports it armed, and its land detector (when heard) not landed. Unknown (no
+        vehicle_status yet): False.
+        """
+        if self._status is None or self._status[1] != ARMING_STATE_ARMED:
+            return False
+        return self._landed is None or not self._landed[0]
 
     def _landed_text(self):
         return 'unknown' if self._landed is None else str(self._landed[0]).lower()
