@@ -30,7 +30,6 @@ terminals of the rehearsal. Errors are one line; exit 2 for a bad fleet file or 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import math
 import os
 from pathlib import Path
@@ -41,6 +40,7 @@ import sys
 import time
 from typing import Optional
 
+from ros_support.lifeline import die_with_parent
 from ros_support.signals import StopRequest
 from soliton_encirclement_ros.fleet.fleet_file import Fleet, load_fleet
 
@@ -51,7 +51,6 @@ SPAWN_SOUTH = 6.0           # m south of the field's origin, that line
 READY_TIMEOUT = 180.0       # s for every vehicle to be heard and placed
 STOP_TIMEOUT = 10.0         # s a process gets after SIGINT/SIGTERM before SIGKILL
 PEERS_RANGE = 32            # Fast DDS participants per host found on loopback
-PR_SET_PDEATHSIG = 1        # prctl: a signal for the child when its parent dies
 FASTDDS_PROFILE = f"""<?xml version="1.0" encoding="UTF-8" ?>
 <dds xmlns="http://www.eprosima.com">
   <profiles>
@@ -211,14 +210,6 @@ def ground_nodes(fleet: Fleet) -> list:
 
 
 # ---- the processes ---------------------------------------------------------------------------
-def _die_with_parent() -> None:
-    """In a child before exec: SIGTERM when the rehearsal dies, whatever kills it."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-    except (OSError, AttributeError):
-        pass
-
-
 class Processes:
     """The rehearsal's processes, each with its log; stopped in reverse order."""
 
@@ -234,7 +225,7 @@ class Processes:
             process = subprocess.Popen(command, cwd=cwd, env={**self.env, **(env or {})},
                                        stdin=subprocess.DEVNULL, stdout=out,
                                        stderr=subprocess.STDOUT, start_new_session=True,
-                                       preexec_fn=_die_with_parent)
+                                       preexec_fn=die_with_parent())
         process.stop_signal = stop_signal
         self.running.append((name, process, log))
         return process
