@@ -245,6 +245,9 @@ def main() -> None:
                         help='what else ran on the machine meanwhile, for the results file')
     parser.add_argument('--no-save', action='store_true',
                         help='do not write benchmarks/results/separation.json')
+    parser.add_argument('--name', default='separation',
+                        help='the results file: benchmarks/results/NAME.json (e.g. '
+                        'separation_faults for a run of the fault axis alone)')
     args = parser.parse_args()
     seeds = (0,) if args.quick else (0, 1, 2)
     if args.seeds:
@@ -329,7 +332,20 @@ def main() -> None:
         print(f'  {after[k]:.3f}  d_min {overall[k]:.3f}  seed {run.seed}  {run.point}')
     if args.no_save:
         return
-    path = write_results('separation', {
+    titles = {'fault': 'faults', 'placement': 'start', 'failures_per_min': 'failures per minute',
+              'target_motion': 'target', 'agents': 'N'}
+    columns = ['runs', 'closest after once apart / d_safe', 'close approaches (< 0.5 d_safe)',
+               'smallest clearance to the area [m]', 'outside by more than 0.1 m']
+    table_of = {f'by_{key}': {'columns': [titles[key]] + columns, 'rows': [
+        [value, found['runs'], number(found['min_after']), found['close_approaches'],
+         number(found.get('min_area_margin'), 2), found.get('outside', 'n/a')]
+        for value, found in values.items()]} for key, values in tables.items()}
+    everything = figures(after, overall, margin)
+    table_of['overall'] = {'columns': columns, 'rows': [[
+        everything['runs'], number(everything['min_after']), everything['close_approaches'],
+        number(everything.get('min_area_margin'), 2), everything.get('outside', 'n/a')]]}
+    path = write_results(args.name, {
+        **table_of,
         'd_safe': args.d_safe, 'seeds': list(seeds), 'duration': 30.0 if args.quick else 60.0,
         'workers': args.workers, 'cpu_s': round(cpu, 1), 'wall_s': round(wall, 1),
         'close_approach': '< 0.5 d_safe after the two were once farther than d_safe apart',
