@@ -938,6 +938,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         own_radius = _minimum(float(own_uncertainty), usable)
         near = obstacle_rows(table, position, velocity, now, params, own_radius,
                              params.safety_distance(live.size + 1), usable)
+        if len(near) > 1:  # by id, not by arrival: the term takes out approaches in turn
+            near = near[np.argsort(table.ints[near, _ID], kind='stable')]
     else:
         near = ()
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
