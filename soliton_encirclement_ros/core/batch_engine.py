@@ -29,7 +29,7 @@ from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach,
     uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
-    NO_NEIGHBOUR, select_neighbours)
+    arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
 from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi, wrap_2pi_once
@@ -193,6 +193,10 @@ class BatchControllers:
             self.trusted_uncertainty = np.zeros((r, n, n))
             self.trusted_rx = np.full((r, n, n), -math.inf)
         self._in_flight: list = []
+        # A state's age when it arrives: the link's delay (none beyond max_future_stamp: a
+        # state that late is aged from its arrival, neighbours.arrived_late).
+        self._age_at_arrival = 0.0 if arrived_late(0.0, self.delay,
+                                                   self.params.max_future_stamp) else self.delay
         seeds = [s.seed for s in scenarios for _ in range(n)]
         self._draws = (StreamDraws(seeds, np.tile(agent_ids, r), COMMS_STREAM)
                        if (self.loss > 0.0).any() else None)
@@ -293,6 +297,7 @@ class BatchControllers:
             uncertainty = extra['uncertainty'][:, None, :]
             stamp = extra['stamp']
             rx = extra['rx'][:, :, None]
+        stamp = np.where(arrived_late(stamp, rx, self.params.max_future_stamp), rx, stamp)
         self.uncertainty = np.where(got, uncertainty, self.uncertainty)
         self.stamp = np.where(got, stamp, self.stamp)
         trust = got & ((uncertainty <= self.params.d_safe) | ~self.has)
@@ -397,7 +402,7 @@ class BatchControllers:
             if faults is None and not self.faulty:
                 others = silent_obstacles_within_reach(
                     own, get(velocities), p.safety_distance(entry.sum(axis=1) + 1), heard,
-                    silent, nb_pos, nb_vel, now - rx + self.delay, ~get(self.member), p,
+                    silent, nb_pos, nb_vel, now - rx + self._age_at_arrival, ~get(self.member), p,
                     self._silent_discs(heard, silent, local - rx, entry))
             else:
                 others = self._obstacles_faults(get, own, velocities, entry, heard, silent, rx,

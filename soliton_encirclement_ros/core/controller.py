@@ -33,7 +33,7 @@ from soliton_encirclement_ros.core.law import (
     MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, silent_obstacles,
     silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
-    is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
+    arrived_late, is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
 
 def seconds_to_ns(seconds: float) -> int:
@@ -508,7 +508,8 @@ def merge_states(table: NeighbourTable, states: AgentStates, rx: np.ndarray, own
 
     The rules of :func:`receive_agent_state` for every state: own ones dropped, one not newer
     (by ``seq``) than the cached one of its incarnation dropped while that one is live (and the
-    receive clock has not stepped back), any other cached. A sender heard twice is taken in
+    receive clock has not stepped back), any other cached; one that :func:`arrived_late`
+    stamped with its arrival. A sender heard twice is taken in
     over passes, its k-th state in the k-th, so each is judged against the one before it.
     """
     ints, floats = states.ints, states.floats
@@ -517,6 +518,10 @@ def merge_states(table: NeighbourTable, states: AgentStates, rx: np.ndarray, own
         ints, floats, rx = ints[~mine], floats[~mine], rx[~mine]
     if ints.shape[0] == 0:
         return table
+    late = arrived_late(ints[:, _STAMP] * 1e-9, rx, params.max_future_stamp)
+    if late.any():  # aged from their arrival
+        ints = ints.copy()
+        ints[late, _STAMP] = np.round(rx[late] * 1e9).astype(np.int64)
     occurrence = None if states.unique else _occurrence(ints[:, _ID])
     if occurrence is None:
         return _merge_unique(table, ints, floats, rx, params)
@@ -933,6 +938,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         own_radius = _minimum(float(own_uncertainty), usable)
         near = obstacle_rows(table, position, velocity, now, params, own_radius,
                              params.safety_distance(live.size + 1), usable)
+        if len(near) > 1:  # by id, not by arrival: the term takes out approaches in turn
+            near = near[np.argsort(table.ints[near, _ID], kind='stable')]
     else:
         near = ()
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)

@@ -39,6 +39,20 @@ def known_age(rx_time, now: float):
     return np.where(age >= -TIME_EPS, age, np.inf)
 
 
+def arrived_late(stamp, rx_time, max_future_stamp: float):
+    """
+    Return where a state stamped ``stamp`` arrived at ``rx_time``, over max_future_stamp late.
+
+    The mirror of a stamp ahead of the receiver (``controller.ahead_as_presence``): such a
+    state comes from a clock behind the receiver's (the receiver's clock stepped ahead) or over
+    a link that slow; its stamp cannot tell its age, and the receiver ages it from its arrival
+    (keeps ``rx_time`` as its stamp). Before, an agent whose clock stepped 2 s ahead counted
+    every other state 2 s old, carried each vehicle ``t_safe`` ahead along its velocity
+    instead of the link's delay, and flew into one (0.24 d_safe in the separation benchmark).
+    """
+    return np.asarray(rx_time - np.asarray(stamp, dtype=float)) > max_future_stamp
+
+
 def is_fresh(rx_time, now: float, timeout: float):
     """:func:`is_alive` by :func:`known_age`: what a control tick may act on."""
     if isinstance(rx_time, float) and isinstance(now, float):  # known_age's, inline (hot)

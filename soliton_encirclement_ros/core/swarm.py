@@ -22,7 +22,7 @@ from soliton_encirclement_ros.core.law import (
     encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach,
     uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
-    is_alive, NO_NEIGHBOUR, select_neighbours)
+    arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours)
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,
@@ -97,8 +97,11 @@ class SwarmControllers:
         """
         Broadcasts from agents ``ids``, sent at ``sent``, reaching every receiver at ``now``.
 
-        ``member`` (per sender) is False for a failed agent's presence broadcast.
+        ``member`` (per sender) is False for a failed agent's presence broadcast. One sent
+        :func:`neighbours.arrived_late` is aged from its arrival.
         """
+        if sent is not None and arrived_late(sent, rx_time, self.params.max_future_stamp):
+            sent = rx_time
         self.agents.deliver(self.index_of[np.asarray(ids)], position, velocity, u, u_ss,
                             member, rx_time, now, sent)
 

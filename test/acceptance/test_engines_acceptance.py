@@ -32,6 +32,10 @@ SCENARIOS = {
     'collinear start, d_safe, outages': Scenario(
         agents=6, seed=4, duration=8.0, control_period=0.05, placement='collinear',
         failures_per_min=30.0, failure_off_time=2.0, controller={'d_safe': 1.0}),
+    # Lost first states: each agent's table in its own arrival order, a crowd within d_safe.
+    'collinear start, d_safe, loss': Scenario(
+        agents=8, seed=0, duration=3.0, control_period=0.05, placement='collinear', loss=0.2,
+        controller={'d_safe': 2.0}),
     # Over law.WITHIN_REACH_COLUMNS columns: the engines count only the vehicles within reach.
     'cluster start, N = 20': Scenario(agents=20, seed=6, duration=8.0, control_period=0.05,
                                       placement='cluster'),

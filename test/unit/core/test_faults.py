@@ -116,3 +116,52 @@ def test_a_failed_agent_listens_and_knows_a_vehicle_that_fell_silent_meanwhile()
     assert abs(table.rx[row] - 1.95) < 1e-9           # its last state, heard while failed
     assert table.floats[row, 1] == 20.0 + 1.95
     assert abs(batch.rx[0, 0, 1] - 1.95) < 1e-9 and batch.position[0, 0, 1, 1] == 20.0 + 1.95
+
+
+def test_an_agent_whose_clock_stepped_ahead_ages_the_others_states_from_their_arrival():
+    """
+    Its clock 2 s ahead, every other state arrives 2 s after its stamp: the stamp is no age.
+
+    Before, the agent counted every other state 2 s old and carried each vehicle ``t_safe``
+    (1 s) on along its velocity, not the link's delay (in the separation benchmark the stepped
+    agent flew to 0.24 d_safe of a neighbour). Now a state stamped more than
+    ``max_future_stamp`` before its arrival is aged from its arrival, in the agent node's code
+    path and in the batch engine alike: the agent flies as on one clock.
+    """
+    import numpy as np
+    from soliton_encirclement_ros.core.batch_engine import BatchControllers
+    from soliton_encirclement_ros.core.controller import (
+        AgentBroadcast, control_step, initial_state, receive_states, seconds_to_ns,
+        TargetBroadcast)
+    from soliton_encirclement_ros.core.gains import ControllerParams
+    from soliton_encirclement_ros.core.scenario import Scenario
+    params = ControllerParams(d_safe=2.0, control_period=0.05)
+    own, own_velocity = np.array([20.0, 0.0, 0.0]), np.array([0.0, -4.0, 0.0])
+    ahead, slower = np.array([20.0, -6.0, 0.0]), np.array([0.0, -1.0, 0.0])
+
+    def command(sent, arrival):
+        """Agent 1's table and command at ``arrival``: agent 2's vehicle (sent at ``sent``)."""
+        state = receive_states(initial_state(1), [
+            (TargetBroadcast(seconds_to_ns(arrival), np.zeros(3), np.zeros(3)), arrival),
+            (AgentBroadcast(3, 1, seconds_to_ns(arrival), [-20.0, 0.0, 0.0], np.zeros(3),
+                            0.0), arrival),  # the ring: agent 3 across the target
+            (AgentBroadcast(2, 1, seconds_to_ns(sent), ahead, slower, 0.0, member=False),
+             arrival)], params)  # a presence ahead of it: its d_safe term alone
+        return state, control_step(state, own, own_velocity, arrival, params)[1]
+
+    stepped, late = command(10.0, 12.0)      # its clock 2 s ahead of agent 2's
+    _, synchronised = command(12.0, 12.0)    # the same state on one clock
+    assert late.tolist() == synchronised.tolist(), (late, synchronised)
+    row = stepped.neighbours.ids.tolist().index(2)
+    assert stepped.neighbours.ints[row, 3] == seconds_to_ns(12.0)  # aged from its arrival
+    _, half = command(11.5, 12.0)            # within max_future_stamp: the stamp's age
+    assert half.tolist() != synchronised.tolist()
+    # The batch engine: the same rule over receiver x sender arrays.
+    batch = BatchControllers([Scenario(agents=2, control_period=0.05, clock_step=2.0)],
+                             np.array([1, 2]))
+    got = np.array([[[False, True], [True, False]]])
+    batch._keep_faults(got, {'stamp': np.array([[[12.0, 10.0], [11.5, 12.0]]]),
+                             'uncertainty': np.zeros((1, 2)), 'rx': np.array([[12.0, 12.0]])},
+                       np.stack((own, ahead))[None], np.stack((own_velocity, slower))[None],
+                       12.0)
+    assert batch.stamp[0, 0, 1] == 12.0 and batch.stamp[0, 1, 0] == 11.5
