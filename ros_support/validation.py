@@ -12,10 +12,29 @@ import yaml
 
 Settings = TypeVar('Settings')
 
+DOMAIN_IDS = (0, 232)  # the ROS_DOMAIN_IDs Fast DDS accepts on one host
+
 
 def finite_float(name: str, value: Any) -> float:
     """``value`` as a float; ``ValueError`` naming ``name`` if it is not a finite number."""
     return bounded(name, value)
+
+
+def domain_id_problem(text: str | None) -> str | None:
+    """
+    Return one line if ``text`` (the ``ROS_DOMAIN_ID`` environment value) is no domain id.
+
+    Unset or empty is domain 0 (as rcl reads it); anything else must be a decimal integer in
+    ``DOMAIN_IDS``, the rule ``--domain-id`` applies. rcl itself would answer ``abc`` with a
+    traceback, 233 with a raw Fast DDS error, and take ``-1``, ``1e3`` or ``0x52`` silently.
+    """
+    if text is None or text == '':
+        return None
+    low, high = DOMAIN_IDS
+    if re.fullmatch(r'[0-9]+', text) and low <= int(text) <= high:
+        return None
+    return (f'ROS_DOMAIN_ID must be an integer in {low}..{high} (the domains DDS accepts on '
+            f'one host), got {text!r}; export a valid one or unset it (domain 0)')
 
 
 def regular_expression(name: str, value: str) -> re.Pattern:

@@ -22,7 +22,7 @@ import time
 from typing import NamedTuple
 
 from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
-from ros_support.validation import broken_rule, number, OneLineParser
+from ros_support.validation import broken_rule, domain_id_problem, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import (
     FIGURE_FORMATS, new_dir_problem, output_dir_problem)
 from soliton_encirclement_ros.analysis.report import separation_note
@@ -252,6 +252,10 @@ def main(argv=None) -> int:
             args = parse_args(argv)
             if args.domain_id is not None:  # before any rclpy.init; --processes children too
                 os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
+            problem = domain_id_problem(os.environ.get('ROS_DOMAIN_ID'))
+            if problem:  # rcl would answer it with a traceback, or take it silently
+                print(f'swarm_sim: error: {problem}', file=sys.stderr)
+                return EXIT_REFUSED
             prepared = _prepare(args)
         if isinstance(prepared, int):
             return prepared
