@@ -111,8 +111,30 @@ def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
         raise ValueError(f'{what} {path} is not valid YAML{where}: {problem}') from None
 
 
+def plain_text(text: str | None) -> str | None:
+    """Return a docstring's text without its Sphinx markup (``x``, :func:`~.x`), for ``--help``."""
+    if not text:
+        return text
+    text = re.sub(r':[a-z]+:`~?\.?([^`]+)`', lambda m: m.group(1).rsplit('.', 1)[-1], text)
+    return text.replace('``', '')
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (``prog: error: ...``) and exit 2."""
+    """
+    An ArgumentParser whose errors are one line (``prog: error: ...``) and exit 2.
+
+    Its description and epilog are shown as plain text (a module docstring's Sphinx markup
+    removed), and its subcommands' parsers are OneLineParsers too.
+    """
+
+    def __init__(self, *args, **kwargs):
+        for key in ('description', 'epilog'):
+            kwargs[key] = plain_text(kwargs.get(key))
+        super().__init__(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs):
+        kwargs.setdefault('parser_class', OneLineParser)
+        return super().add_subparsers(**kwargs)
 
     def error(self, message: str):
         self.exit(2, f'{self.prog}: error: {message}\n')
