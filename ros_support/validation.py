@@ -88,6 +88,27 @@ def from_mapping(cls: type[Settings], values: Mapping[str, Any], what: str = '')
     return cls(**values)
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping (YAML says keys are unique)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first = {}
+            for key_node, _ in node.value:
+                if key_node.tag == 'tag:yaml.org,2002:merge':
+                    continue  # '<<: *base' may be overridden: that is its purpose
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    line = first.setdefault(key, key_node.start_mark.line)
+                except TypeError:  # an unhashable key: SafeLoader's own error follows
+                    continue
+                if line != key_node.start_mark.line:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f'duplicate key {key!r} (first given on line {line + 1}): '
+                        'give each key once', key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
     """
     Return the YAML document in file ``path`` (``what`` names it in errors).
@@ -95,13 +116,14 @@ def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
     ``ValueError`` in one line: 'cannot read <what> <path>: <reason>' or '<what> <path> is not
     valid YAML (line L, column C): <problem>'. ``syntax_only`` composes the document without
     constructing it (tags such as launch_ros's ``!!python/tuple`` pass) and returns None.
+    A key given twice in one mapping is refused (:class:`UniqueKeyLoader`), naming it.
     """
     try:
         with open(path) as handle:
             if syntax_only:
                 yaml.compose(handle, Loader=yaml.SafeLoader)
                 return None
-            return yaml.safe_load(handle)
+            return yaml.load(handle, Loader=UniqueKeyLoader)  # a SafeLoader
     except OSError as error:
         raise ValueError(f'cannot read {what} {path}: {error.strerror or error}') from None
     except yaml.YAMLError as error:
