@@ -177,7 +177,7 @@ class Scenario(Impairments, SimulatedFaults, TargetMotionSettings):
             read_placement_file(self.placement_file, self.agents)
         # Resolved once, here: bad gains, limits or waypoints fail now, naming the field, and
         # every later reader gets these same objects.
-        object.__setattr__(self, 'area', SafetyArea.from_mapping(dict(self.safety_area)))
+        object.__setattr__(self, 'area', SafetyArea.from_mapping(self.safety_area))
         limits = VehicleParams.from_mapping(dict(self.vehicle))
         object.__setattr__(self, 'limits', limits)
         object.__setattr__(self, 'gains', self._resolved_gains(limits))
