@@ -152,6 +152,25 @@ def write_run_area(area, out_dir: Path) -> Path:
     return path
 
 
+def remove_run_area(plan: SwarmPlan, args: argparse.Namespace) -> None:
+    """
+    Remove what :func:`write_run_area` wrote for a run that then did not start.
+
+    Its ``safety_area.yaml``, and ``--out`` itself if this run made it and it is empty: a run
+    refused at start-up leaves ``--out`` as it found it.
+    """
+    out_dir = Path(args.out)
+    if plan.safety_area_file:
+        path = Path(plan.safety_area_file)
+        if path == (out_dir / 'safety_area.yaml').absolute():
+            path.unlink(missing_ok=True)
+    if getattr(args, 'out_made', False):
+        try:
+            out_dir.rmdir()
+        except OSError:  # not empty (or gone): what is there is not this run's to remove
+            pass
+
+
 def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
     """Return the run's parameters for summary.json: the scenario's, then the graph's."""
     outside = ({} if plan.scenario.area is None else {'outside_start': outside_starts(
@@ -261,9 +280,15 @@ def main(argv=None) -> int:
             return prepared
         plan, claim = prepared
         try:
-            return _run(args, plan, claim.topic, stop)  # its start is under stop.raising()
+            status = _run(args, plan, claim.topic, stop)  # its start is under stop.raising()
+        except Interrupted:
+            remove_run_area(plan, args)  # stopped before it started: nothing of it is left
+            raise
         finally:
             claim.close()  # the run has left the domain
+        if status == EXIT_REFUSED:  # the graph refused to start: nothing of it is left
+            remove_run_area(plan, args)
+        return status
     except Interrupted:
         print('swarm_sim: interrupted before the run started; nothing was run', file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -320,6 +345,7 @@ def _prepare(args: argparse.Namespace):
         return EXIT_REFUSED
     try:
         claim.mark_running()
+        args.out_made = not out_dir.exists()  # remove_run_area removes what this run made
         if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
             plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
                                                                          out_dir)))
