@@ -34,7 +34,7 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import (
     add_scenario_options, given_settings, scenario_from_args)
-from soliton_encirclement_ros.sim.sizes import size_note, size_problem
+from soliton_encirclement_ros.sim.sizes import engine_note, size_note, size_problem
 
 DEFAULT_FOXGLOVE_PORT = 8765   # live.relay.DEFAULT_PORT (not imported: it needs rclpy)
 DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
@@ -335,9 +335,10 @@ def _prepare(args: argparse.Namespace):
             print('swarm_sim: error: --foxglove needs foxglove-sdk: pip install foxglove-sdk '
                   "(or the live extra: pip install -e '.[live]')", file=sys.stderr)
             return EXIT_REFUSED
-    note = size_note(plan.scenario, _size_mode(args, plan.scenario))
-    if note:  # accepted, and big: what it will take, before it is built
-        print(f'swarm_sim: {note}', file=sys.stderr, flush=True)
+    mode = _size_mode(args, plan.scenario)
+    for note in (size_note(plan.scenario, mode), engine_note(plan.scenario, mode)):
+        if note:  # accepted, and big or slow: what it will take, before it is built
+            print(f'swarm_sim: {note}', file=sys.stderr, flush=True)
     from soliton_encirclement_ros.sim.domain import claim_domain
     claim, problem = claim_domain()
     if problem:
