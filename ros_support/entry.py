@@ -23,12 +23,14 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import signal
 import sys
 from typing import Callable
 
 from ros_support.lifeline import watch_parent
 from ros_support.signals import EXIT_INTERRUPTED, StopRequest
+from ros_support.validation import domain_id_problem
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what StopRequest handles
 
@@ -56,9 +58,19 @@ EXECUTABLES = {
 EARLY_STOP_STATUS = {name: EXIT_INTERRUPTED for name in (
     'sweep_sim', 'swarm_sim', 'batch_sim', 'analyze_run', 'fit_mobility')}
 
+# The executables that join no ROS domain, or check ROS_DOMAIN_ID themselves (swarm_sim: its
+# --domain-id wins over it); every other one is refused before rclpy reads a bad one.
+DOMAIN_FREE = ('sweep_sim', 'swarm_sim', 'batch_sim', 'analyze_run', 'fit_mobility')
+EXIT_REFUSED = 2  # refused before starting
+
 
 def run(name: str, module: str):
     """Import ``module`` under a stop handler, then return its ``main()`` (see the module doc)."""
+    problem = (name not in DOMAIN_FREE and not {'-h', '--help'} & set(sys.argv[1:])
+               and domain_id_problem(os.environ.get('ROS_DOMAIN_ID')))
+    if problem:  # before rclpy reads it: a traceback, a raw DDS error or a silent domain
+        print(f'{name}: error: {problem}', file=sys.stderr, flush=True)
+        return EXIT_REFUSED
     handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     stop = StopRequest(name).install()
     watch_parent()  # a node started by swarm_sim --processes ends with it (lifeline)

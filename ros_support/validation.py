@@ -12,10 +12,29 @@ import yaml
 
 Settings = TypeVar('Settings')
 
+DOMAIN_IDS = (0, 232)  # the ROS_DOMAIN_IDs Fast DDS accepts on one host
+
 
 def finite_float(name: str, value: Any) -> float:
     """``value`` as a float; ``ValueError`` naming ``name`` if it is not a finite number."""
     return bounded(name, value)
+
+
+def domain_id_problem(text: str | None) -> str | None:
+    """
+    Return one line if ``text`` (the ``ROS_DOMAIN_ID`` environment value) is no domain id.
+
+    Unset or empty is domain 0 (as rcl reads it); anything else must be a decimal integer in
+    ``DOMAIN_IDS``, the rule ``--domain-id`` applies. rcl itself would answer ``abc`` with a
+    traceback, 233 with a raw Fast DDS error, and take ``-1``, ``1e3`` or ``0x52`` silently.
+    """
+    if text is None or text == '':
+        return None
+    low, high = DOMAIN_IDS
+    if re.fullmatch(r'[0-9]+', text) and low <= int(text) <= high:
+        return None
+    return (f'ROS_DOMAIN_ID must be an integer in {low}..{high} (the domains DDS accepts on '
+            f'one host), got {text!r}; export a valid one or unset it (domain 0)')
 
 
 def regular_expression(name: str, value: str) -> re.Pattern:
@@ -69,6 +88,27 @@ def from_mapping(cls: type[Settings], values: Mapping[str, Any], what: str = '')
     return cls(**values)
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping (YAML says keys are unique)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            first = {}
+            for key_node, _ in node.value:
+                if key_node.tag == 'tag:yaml.org,2002:merge':
+                    continue  # '<<: *base' may be overridden: that is its purpose
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    line = first.setdefault(key, key_node.start_mark.line)
+                except TypeError:  # an unhashable key: SafeLoader's own error follows
+                    continue
+                if line != key_node.start_mark.line:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f'duplicate key {key!r} (first given on line {line + 1}): '
+                        'give each key once', key_node.start_mark)
+        return super().construct_mapping(node, deep)
+
+
 def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
     """
     Return the YAML document in file ``path`` (``what`` names it in errors).
@@ -76,13 +116,14 @@ def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
     ``ValueError`` in one line: 'cannot read <what> <path>: <reason>' or '<what> <path> is not
     valid YAML (line L, column C): <problem>'. ``syntax_only`` composes the document without
     constructing it (tags such as launch_ros's ``!!python/tuple`` pass) and returns None.
+    A key given twice in one mapping is refused (:class:`UniqueKeyLoader`), naming it.
     """
     try:
         with open(path) as handle:
             if syntax_only:
                 yaml.compose(handle, Loader=yaml.SafeLoader)
                 return None
-            return yaml.safe_load(handle)
+            return yaml.load(handle, Loader=UniqueKeyLoader)  # a SafeLoader
     except OSError as error:
         raise ValueError(f'cannot read {what} {path}: {error.strerror or error}') from None
     except yaml.YAMLError as error:
@@ -92,8 +133,30 @@ def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
         raise ValueError(f'{what} {path} is not valid YAML{where}: {problem}') from None
 
 
+def plain_text(text: str | None) -> str | None:
+    """Return a docstring's text without its Sphinx markup (``x``, :func:`~.x`), for ``--help``."""
+    if not text:
+        return text
+    text = re.sub(r':[a-z]+:`~?\.?([^`]+)`', lambda m: m.group(1).rsplit('.', 1)[-1], text)
+    return text.replace('``', '')
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (``prog: error: ...``) and exit 2."""
+    """
+    An ArgumentParser whose errors are one line (``prog: error: ...``) and exit 2.
+
+    Its description and epilog are shown as plain text (a module docstring's Sphinx markup
+    removed), and its subcommands' parsers are OneLineParsers too.
+    """
+
+    def __init__(self, *args, **kwargs):
+        for key in ('description', 'epilog'):
+            kwargs[key] = plain_text(kwargs.get(key))
+        super().__init__(*args, **kwargs)
+
+    def add_subparsers(self, **kwargs):
+        kwargs.setdefault('parser_class', OneLineParser)
+        return super().add_subparsers(**kwargs)
 
     def error(self, message: str):
         self.exit(2, f'{self.prog}: error: {message}\n')

@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ros_support.validation import DOMAIN_IDS  # the one rule, exported here too
 from soliton_encirclement_ros.core.controller import (
     AgentBroadcast, AgentStates, FLOAT_COLUMNS, INT_COLUMNS, TargetBroadcast)
 
@@ -70,7 +71,6 @@ CLOCK_TOPIC = '/clock'
 # Every agent's and bridge's DiagnosticStatus, one per DiagnosticArray, on change and at 1 Hz
 # (the diagnostic_updater convention: rqt_robot_monitor and diagnostic_aggregator read it).
 DIAGNOSTICS_TOPIC = '/diagnostics'
-DOMAIN_IDS = (0, 232)  # the ROS_DOMAIN_IDs Fast DDS accepts on one host
 # Relative to an agent's namespace.
 AGENT_ODOM_TOPIC = 'odom'
 AGENT_CMD_TOPIC = 'cmd_vel'

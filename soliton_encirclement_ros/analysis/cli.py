@@ -32,7 +32,7 @@ from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis import flight_report, plots
 from soliton_encirclement_ros.analysis.animation import animation_file, write_animation
-from soliton_encirclement_ros.analysis.bag_reader import BagError, TruncatedBagError
+from soliton_encirclement_ros.analysis.bag_reader import Bag, BagError, TruncatedBagError
 from soliton_encirclement_ros.analysis.flight import BRIDGES, DEFAULT_D_SAFE, engaged_phase
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
@@ -154,6 +154,8 @@ def _main(argv: list[str] | None) -> int:
     labels = _labels(bags)
     runs, truncated, reports = {}, [], {}
     try:
+        for bag in bags:  # each is a readable bag before any is analysed (a wrong --compare)
+            Bag(Path(bag)).close()
         for bag, label in zip(bags, labels):
             bag_out = out if len(bags) == 1 else out / label
             metrics, summary, cut, run, origin, statuses, phase = _analyse(

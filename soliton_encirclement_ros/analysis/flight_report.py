@@ -130,6 +130,9 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
                      'out of the sender figures')
     if not has_states:
         notes.append(f'no {AGENT_STATES_TOPIC} in the bag: no sender figures')
+    if run.truncated:  # first: every figure and table below stops at the cut
+        notes.insert(0, f'partial: the bag is truncated and only its readable part is analysed '
+                        f'({run.truncated}); the flight may have gone on beyond it')
     ends = [track.t[-1] for track in run.agents.values()] + [run.target.t[-1]]
     ends += [s[0] for s in states[-1:]] + [s.time for s in statuses[-1:]]
     duration = float(max(ends))
@@ -141,10 +144,15 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
     else:
         d_safe, source = flight.DEFAULT_D_SAFE, 'default (neither --d-safe nor the bag gives one)'
     times, positions = _positions(run)
+    timeline = flight.timeline(statuses, end=duration)
+    if has_diagnostics and not timeline.rows:
+        notes.append(f'no vehicle timeline: none of the {len(statuses)} statuses in '
+                     f'{DIAGNOSTICS_TOPIC} carries an agent state or a PX4 bridge phase (a '
+                     'swarm_sim --engine run flies its agents as arrays, not agent nodes: its '
+                     'statuses say only ok or failed)')
     return FlightData(
         str(bag), duration, list(run.agents), dict(run.agent_ids), dict(run.custom_data),
-        flight.sender_links(states), flight.receiver_links(statuses),
-        flight.timeline(statuses, end=duration),
+        flight.sender_links(states), flight.receiver_links(statuses), timeline,
         flight.margins(times, positions, d_safe, area),
         source, has_diagnostics, has_states, area_file, notes, phase)
 
@@ -549,6 +557,8 @@ COMPARISON_TEMPLATE = """<!DOCTYPE html>
 <div class="side">
 {% for label, run in runs %}<div><h3>{{ label }}</h3>
 {% if section == 'Run' and run.missing %}<p class="missing">{{ run.missing }}</p>{% endif %}
+{% if section == 'Run' %}{% for note in run.notes %}<p class="missing">{{ note }}</p>
+{% endfor %}{% endif %}
 {{ macro(run) }}</div>
 {% endfor %}</div>
 {% endfor %}

@@ -52,11 +52,11 @@ class SafetyArea:
     margin: float = 1.0  # m: the commands stop the vehicles this far inside the boundary
 
     def __post_init__(self) -> None:
-        points = np.asarray(self.polygon, dtype=float)
+        points = _points(self.polygon)
         if points.ndim != 2 or points.shape[1] != 2 or len(points) < 3 or not np.all(
                 np.isfinite(points)):
             raise ValueError('safety_area polygon must be 3 or more [x, y] points (m, world '
-                             f'ENU), got {np.asarray(self.polygon).tolist()}')
+                             f'ENU), got {_shown(self.polygon)!r}')
         shape = shapely.Polygon(points)
         if not shape.is_valid or shape.area <= 0.0:
             raise ValueError(f'safety_area polygon must be simple (its edges must not cross) '
@@ -97,6 +97,9 @@ class SafetyArea:
         """Build from a scenario's ``safety_area`` mapping (None or empty: no area)."""
         if not values:
             return None
+        if not isinstance(values, Mapping):
+            raise ValueError(f'safety_area must be a mapping of {", ".join(AREA_KEYS)}, got '
+                             f'{_shown(values)!r}')
         unknown = sorted(set(values) - set(AREA_KEYS))
         if unknown:
             raise ValueError(f'safety_area has unknown keys {unknown}; known: '
@@ -106,15 +109,24 @@ class SafetyArea:
                              'polygon_latlon ([[lat, lon], ...] with geo_reference)')
         if 'polygon_latlon' in values:
             reference = values.get('geo_reference')
-            if reference is None or len(reference) != 3:
+            if not isinstance(reference, (list, tuple)) or len(reference) != 3 or not all(
+                    _is_number(c) for c in reference):
                 raise ValueError('safety_area polygon_latlon needs geo_reference [lat, lon, '
-                                 f'alt], got {reference!r}')
-            latlon = np.asarray(values['polygon_latlon'], dtype=float).reshape(-1, 2)
+                                 f'alt] (degrees, degrees, m), got {_shown(reference)!r}')
+            latlon = _points(values['polygon_latlon'])
+            if latlon.ndim != 2 or latlon.shape[1] != 2 or len(latlon) < 3:
+                raise ValueError('safety_area polygon_latlon must be 3 or more [lat, lon] '
+                                 f"points (degrees), got {_shown(values['polygon_latlon'])!r}")
             polygon = latlon_polygon(latlon, reference)
         else:
             polygon = values['polygon']
-        return cls(polygon, float(values.get('z_min', -math.inf)),
-                   float(values.get('z_max', math.inf)), float(values.get('margin', 1.0)))
+        band = {}
+        for name, default in (('z_min', -math.inf), ('z_max', math.inf), ('margin', 1.0)):
+            band[name] = values.get(name, default)
+            if not _is_number(band[name]):
+                raise ValueError(f'safety_area {name} must be a number (m), got '
+                                 f'{_shown(band[name])!r}')
+        return cls(polygon, **{name: float(value) for name, value in band.items()})
 
     def as_dict(self) -> dict[str, Any]:
         """Return the area as a plain mapping (world ENU)."""
@@ -147,6 +159,23 @@ class SafetyArea:
                                           axis=1))
         inside = shapely.contains_xy(self.shape, p[..., 0], p[..., 1])
         return np.where(inside, d.min(axis=-1), -d.min(axis=-1))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _points(value: Any) -> np.ndarray:
+    """``value`` as a float array, or an empty one if it is no array of numbers."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):  # ragged, text, a mapping: the caller names the rule
+        return np.empty(0)
+
+
+def _shown(value: Any) -> Any:
+    """``value`` as the file gave it, for an error (an array as its list)."""
+    return value.tolist() if isinstance(value, np.ndarray) else value
 
 
 def latlon_polygon(latlon, reference) -> np.ndarray:
@@ -332,8 +361,8 @@ def read_area_file(path, geo_reference=()) -> dict:
         own = values.get('geo_reference')
         if own is None:
             values = {**values, 'geo_reference': list(geo_reference)}
-        elif not np.allclose(np.asarray(own, dtype=float), np.asarray(geo_reference, float),
-                             rtol=0.0, atol=1e-7):
+        elif _points(own).shape == (3,) and not np.allclose(  # a malformed one: named below
+                _points(own), np.asarray(geo_reference, float), rtol=0.0, atol=1e-7):
             raise ValueError(f'safety area {path}: its geo_reference {list(own)} is not the '
                              f"fleet's geo_reference {list(geo_reference)}: one world frame "
                              "for all (drop the file's geo_reference)")

@@ -291,12 +291,24 @@ def _column_medians(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.where(count % 2 == 1, low, (low + high) / 2), count > 0
 
 
-def offset_warning(receiver: int, figures: LinkFigures, limit: float) -> Optional[str]:
-    """Return the warning line of a sender whose clock is off by more than ``limit``, or None."""
+def offset_warning(receiver: int, figures: LinkFigures, limit: float,
+                   sim_time: bool = False) -> Optional[str]:
+    """
+    Return the warning line of a sender whose clock is off by more than ``limit``, or None.
+
+    ``sim_time``: the receiver runs on ``/clock`` (a simulation): there are no companion clocks
+    to synchronise, the offset is a ``/clock`` that reaches the processes at different times.
+    """
     if not abs(figures.offset) > limit:
         return None
     side = 'ahead of' if figures.offset > 0 else 'behind'
+    presence = ("states stamped more than max_future_stamp ahead are kept as their vehicle's "
+                'presence only')
+    if sim_time:
+        return (f'agent {receiver}: agent {figures.sender} stamps its states '
+                f"{abs(figures.offset):.3f} s {side} this node's /clock (max_clock_offset "
+                f'{limit:g} s): every node runs on /clock (use_sim_time), so one of them is '
+                f'falling behind the clock publisher (a busy machine?); {presence}')
     return (f'agent {receiver}: the clock of agent {figures.sender} is '
             f'{abs(figures.offset):.3f} s {side} this one (max_clock_offset {limit:g} s): '
-            "synchronise the companion computers' clocks (chrony or PTP); states stamped "
-            "more than max_future_stamp ahead are kept as their vehicle's presence only")
+            f"synchronise the companion computers' clocks (chrony or PTP); {presence}")

@@ -32,6 +32,11 @@ PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster', 'file')
 # The shortest run in control periods: the agents need odometry, then one broadcast, before
 # metrics_node has anything to measure (4 periods at the defaults; one more for margin).
 MIN_DURATION_PERIODS = 5
+# Bounds that keep the arithmetic of a run finite and meaningful (beyond them sums overflow and
+# a ring that fast never moves): far past any swarm, radio link or battery.
+MAX_RADIUS = 1e5       # m (100 km)
+MAX_DURATION = 1e6     # s (11.6 days)
+MAX_OMEGA_REF = 10.0   # rad/s (1.6 turns a second; the command clamp binds long before)
 
 
 def min_duration(control_period: float, metrics_period: float = 0.0) -> float:
@@ -122,11 +127,11 @@ class Scenario(Impairments, SimulatedFaults, TargetMotionSettings):
     steps_on_sim_dt: ClassVar[bool] = True
 
     agents: int = setting(10, 'number of agents N', low=1)
-    radius: float = setting(20.0, 'encirclement radius R', 'm', 0.0, strict=True)
+    radius: float = setting(20.0, 'encirclement radius R', 'm', 0.0, MAX_RADIUS, strict=True)
     seed: Optional[int] = setting(0, 'seed of the initial placement, target motion, failures '
                                   'and loss (null = unseeded)', low=0, high=2**31 - 1,
                                   optional=True)
-    duration: float = setting(120.0, 'simulated time', 's', 0.0, strict=True)
+    duration: float = setting(120.0, 'simulated time', 's', 0.0, MAX_DURATION, strict=True)
     control_period: float = setting(0.01, 'control period P: agents and target broadcast and the '
                                     'agents command every P', 's', 1e-3, 1.0)
     metrics_period: float = setting(0.0, 'metrics period; 0 = every control tick', 's', 0.0)
@@ -148,7 +153,8 @@ class Scenario(Impairments, SimulatedFaults, TargetMotionSettings):
                                   'for placement: file')
     waypoints: tuple = DEFAULT_WAYPOINTS
     arrival_times: Optional[tuple] = None
-    omega_ref: float = setting(0.0, 'swarm spin reference broadcast by the target', 'rad/s')
+    omega_ref: float = setting(0.0, 'swarm spin reference broadcast by the target', 'rad/s',
+                               -MAX_OMEGA_REF, MAX_OMEGA_REF)
     lambdas: Mapping[int, float] = field(default_factory=dict)  # arc weights by agent id
     controller: Mapping[str, Any] = field(default_factory=dict)  # ControllerParams overrides
     vehicle: Mapping[str, Any] = field(default_factory=dict)     # VehicleParams overrides
@@ -171,7 +177,7 @@ class Scenario(Impairments, SimulatedFaults, TargetMotionSettings):
             read_placement_file(self.placement_file, self.agents)
         # Resolved once, here: bad gains, limits or waypoints fail now, naming the field, and
         # every later reader gets these same objects.
-        object.__setattr__(self, 'area', SafetyArea.from_mapping(dict(self.safety_area)))
+        object.__setattr__(self, 'area', SafetyArea.from_mapping(self.safety_area))
         limits = VehicleParams.from_mapping(dict(self.vehicle))
         object.__setattr__(self, 'limits', limits)
         object.__setattr__(self, 'gains', self._resolved_gains(limits))

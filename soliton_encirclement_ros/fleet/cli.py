@@ -23,6 +23,7 @@ import sys
 import time
 
 from ros_support.signals import StopRequest
+from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.fleet.fleet_file import launch_commands, load_fleet
 
 ANSWER_TIMEOUT = 60.0  # s for every vehicle to confirm an engage, a landing or a hold
@@ -30,7 +31,9 @@ ANSWER_TIMEOUT = 60.0  # s for every vehicle to confirm an engage, a landing or 
 
 def parser() -> argparse.ArgumentParser:
     """Return the ``fleet`` argument parser."""
-    p = argparse.ArgumentParser(prog='fleet', description=__doc__.split('\n\n')[0].strip())
+    p = OneLineParser(prog='fleet', description=__doc__.split('\n\n')[0].strip(),
+                      epilog=__doc__.split('\n\n', 1)[1].strip('\n'),
+                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest='action', required=True, metavar='ACTION')
     for action, text in (('check', 'pre-flight over the live graph; exit 1 on any failure'),
                          ('engage', 'check, then engage every vehicle at once'),
@@ -41,14 +44,15 @@ def parser() -> argparse.ArgumentParser:
         one = sub.add_parser(action, help=text, description=text)
         one.add_argument('fleet_file', metavar='FILE', help='fleet file (YAML)')
         if action in ('check', 'engage'):
-            one.add_argument('--wait', type=float, default=8.0, metavar='S',
+            one.add_argument('--wait', type=number(0), default=8.0, metavar='S',
                              help='listen this long at most for every vehicle and its link '
                              'figures before judging (default 8)')
-            one.add_argument('--stale', type=float, default=3.0, metavar='S',
+            one.add_argument('--stale', type=number(0, strict=True), default=3.0, metavar='S',
                              help='a status or odometry older than this counts as unheard '
                              '(default 3)')
         if action in ('engage', 'land', 'hold'):
-            one.add_argument('--timeout', type=float, default=ANSWER_TIMEOUT, metavar='S',
+            one.add_argument('--timeout', type=number(0, strict=True), default=ANSWER_TIMEOUT,
+                             metavar='S',
                              help='wait this long for every vehicle to confirm (default 60)')
     return p
 

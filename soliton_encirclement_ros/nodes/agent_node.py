@@ -425,7 +425,8 @@ class AgentNode(Node):
                         'since the start: holding (zero velocity) and not broadcasting until '
                         'odometry is fresh (is its vehicle up, and odom remapped right?)')
         for sender, figures in self._link_figures.items():
-            warning = offset_warning(self.agent_id, figures, self._clock_limit)
+            warning = offset_warning(self.agent_id, figures, self._clock_limit,
+                                     self._sim_time)
             if warning is not None and sender not in self._clock_warned:
                 log.warning(warning)
             elif warning is None and sender in self._clock_warned:

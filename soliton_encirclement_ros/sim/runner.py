@@ -22,7 +22,7 @@ import time
 from typing import NamedTuple
 
 from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
-from ros_support.validation import broken_rule, number, OneLineParser
+from ros_support.validation import broken_rule, domain_id_problem, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import (
     FIGURE_FORMATS, new_dir_problem, output_dir_problem)
 from soliton_encirclement_ros.analysis.report import separation_note
@@ -34,7 +34,7 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.interface import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import (
     add_scenario_options, given_settings, scenario_from_args)
-from soliton_encirclement_ros.sim.sizes import size_note, size_problem
+from soliton_encirclement_ros.sim.sizes import engine_note, size_note, size_problem
 
 DEFAULT_FOXGLOVE_PORT = 8765   # live.relay.DEFAULT_PORT (not imported: it needs rclpy)
 DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
@@ -152,6 +152,25 @@ def write_run_area(area, out_dir: Path) -> Path:
     return path
 
 
+def remove_run_area(plan: SwarmPlan, args: argparse.Namespace) -> None:
+    """
+    Remove what :func:`write_run_area` wrote for a run that then did not start.
+
+    Its ``safety_area.yaml``, and ``--out`` itself if this run made it and it is empty: a run
+    refused at start-up leaves ``--out`` as it found it.
+    """
+    out_dir = Path(args.out)
+    if plan.safety_area_file:
+        path = Path(plan.safety_area_file)
+        if path == (out_dir / 'safety_area.yaml').absolute():
+            path.unlink(missing_ok=True)
+    if getattr(args, 'out_made', False):
+        try:
+            out_dir.rmdir()
+        except OSError:  # not empty (or gone): what is there is not this run's to remove
+            pass
+
+
 def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
     """Return the run's parameters for summary.json: the scenario's, then the graph's."""
     outside = ({} if plan.scenario.area is None else {'outside_start': outside_starts(
@@ -252,14 +271,24 @@ def main(argv=None) -> int:
             args = parse_args(argv)
             if args.domain_id is not None:  # before any rclpy.init; --processes children too
                 os.environ['ROS_DOMAIN_ID'] = str(args.domain_id)
+            problem = domain_id_problem(os.environ.get('ROS_DOMAIN_ID'))
+            if problem:  # rcl would answer it with a traceback, or take it silently
+                print(f'swarm_sim: error: {problem}', file=sys.stderr)
+                return EXIT_REFUSED
             prepared = _prepare(args)
         if isinstance(prepared, int):
             return prepared
         plan, claim = prepared
         try:
-            return _run(args, plan, claim.topic, stop)  # its start is under stop.raising()
+            status = _run(args, plan, claim.topic, stop)  # its start is under stop.raising()
+        except Interrupted:
+            remove_run_area(plan, args)  # stopped before it started: nothing of it is left
+            raise
         finally:
             claim.close()  # the run has left the domain
+        if status == EXIT_REFUSED:  # the graph refused to start: nothing of it is left
+            remove_run_area(plan, args)
+        return status
     except Interrupted:
         print('swarm_sim: interrupted before the run started; nothing was run', file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -306,9 +335,10 @@ def _prepare(args: argparse.Namespace):
             print('swarm_sim: error: --foxglove needs foxglove-sdk: pip install foxglove-sdk '
                   "(or the live extra: pip install -e '.[live]')", file=sys.stderr)
             return EXIT_REFUSED
-    note = size_note(plan.scenario, _size_mode(args, plan.scenario))
-    if note:  # accepted, and big: what it will take, before it is built
-        print(f'swarm_sim: {note}', file=sys.stderr, flush=True)
+    mode = _size_mode(args, plan.scenario)
+    for note in (size_note(plan.scenario, mode), engine_note(plan.scenario, mode)):
+        if note:  # accepted, and big or slow: what it will take, before it is built
+            print(f'swarm_sim: {note}', file=sys.stderr, flush=True)
     from soliton_encirclement_ros.sim.domain import claim_domain
     claim, problem = claim_domain()
     if problem:
@@ -316,6 +346,7 @@ def _prepare(args: argparse.Namespace):
         return EXIT_REFUSED
     try:
         claim.mark_running()
+        args.out_made = not out_dir.exists()  # remove_run_area removes what this run made
         if plan.scenario.area is not None:  # the nodes read it from a file: the run's own copy
             plan = plan.with_changes(safety_area_file=str(write_run_area(plan.scenario.area,
                                                                          out_dir)))

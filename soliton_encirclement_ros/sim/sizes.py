@@ -26,6 +26,7 @@ BENCHMARK = 'benchmarks/bench_sizes.py'
 NOTE_MEMORY = 1 << 30   # bytes
 NOTE_SECONDS = 600.0    # s of CPU time
 MEMORY_MARGIN = 0.9     # the share of the available memory a run may plan to take
+ENGINE_NOTE_SLOWDOWN = 2.0  # the node graph's CPU s per sim s from which --engine auto is named
 TELEMETRY_ROW = 32 * 2  # bytes per agent per telemetry row batch_sim keeps (and copies once)
 
 
@@ -156,6 +157,25 @@ def size_note(scenario: Scenario, mode: str, telemetry_in_memory: bool = False) 
     return (f'{scenario.agents} agents for {scenario.duration:g} s ({_way(mode)}): about '
             f'{_bytes(needed.memory)} of memory and {_duration(needed.seconds)} of CPU time '
             f'(estimate from {BENCHMARK}); Ctrl-C stops it')
+
+
+def engine_note(scenario: Scenario, mode: str) -> str | None:
+    """
+    One line when the node graph will run slower than real time, pointing at ``--engine auto``.
+
+    None for another ``mode`` or a graph that keeps up. The node graph costs a node per agent a
+    tick; ``--engine auto`` runs the same controllers as arrays (its vectorised engine).
+    """
+    if mode != 'nodes':
+        return None
+    per_sim_second = COSTS['nodes'].tick(scenario.agents) / scenario.control_period
+    if per_sim_second < ENGINE_NOTE_SLOWDOWN:
+        return None
+    faster = COSTS['nodes'].tick(scenario.agents) / COSTS['vectorised'].tick(scenario.agents)
+    return (f'{scenario.agents} agents on the node graph (one node per agent) run about '
+            f'{per_sim_second:.0f}x slower than real time; --engine auto flies the same '
+            f'controllers as arrays about {faster:.0f}x faster, with the same topics for the '
+            f'observers but no per-agent nodes (estimate from {BENCHMARK})')
 
 
 def _way(mode: str) -> str:

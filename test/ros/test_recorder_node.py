@@ -26,9 +26,10 @@ import yaml
 from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.sim.executables import find_executable
 from support.harness import spin_until
+from support.waits import DEADLINE
 
 COUNT = 30
-WAIT = 20.0  # upper bound for process start-up and DDS discovery
+WAIT = DEADLINE  # process start-up and DDS discovery: seconds, tens of them under load
 
 
 def recorder_command(*args):
@@ -61,9 +62,12 @@ def test_signal_closes_a_readable_bag_with_every_message(publisher_node, tmp_pat
         recorder_command('-o', str(bag), '--ros-args', '-p', 'discovery_period:=0.2'),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        subscribed = spin_until(executor, lambda: metric.get_subscription_count() > 0
-                                and states.get_subscription_count() > 0, WAIT)
-        assert subscribed, 'recorder never subscribed'
+        # The recorder's start (its imports) takes seconds, tens of them on a loaded machine:
+        # the suite's deadline, not a start-up guess (20 s was too short at load 30).
+        subscribed = spin_until(executor, lambda: process.poll() is not None or (
+            metric.get_subscription_count() > 0 and states.get_subscription_count() > 0))
+        assert subscribed and process.poll() is None, (
+            'recorder never subscribed' if not subscribed else process.communicate()[0])
         for i in range(COUNT):
             metric.publish(Float64(data=float(i)))
             states.publish(Float64MultiArray(data=[1.0, float(i)] + [0.0] * 9))

@@ -139,3 +139,23 @@ def test_the_area_is_drawn_in_the_markers_at_both_ends_of_its_band():
         assert (30.0, 40.0, z) in points
     assert not any(m.ns == 'safety_area' for m in swarm_markers(
         {}, np.zeros(3), 20.0, {}, 'world', Time()).markers)
+
+
+def test_a_run_refused_at_start_up_leaves_no_area_in_out(tmp_path, capfd):
+    """The graph refuses to start (the live view's port is taken): --out is as it was."""
+    import socket
+    kept = tmp_path / 'kept'
+    kept.mkdir()
+    (kept / 'notes.txt').write_text('mine')
+    with socket.socket() as busy:
+        busy.bind(('127.0.0.1', 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        for out in (tmp_path / 'new', kept):
+            assert runner.main(['--no-progress', '--no-plots', '--agents', '3', '--duration',
+                                '1', '--safety-area', str(area_file(tmp_path)), '--out',
+                                str(out), '--foxglove', str(port)]) == 2
+    err = capfd.readouterr().err
+    assert err.count('swarm_sim: error: cannot start the Foxglove server') == 2, err
+    assert not (tmp_path / 'new').exists()
+    assert sorted(p.name for p in kept.iterdir()) == ['notes.txt']

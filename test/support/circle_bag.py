@@ -21,6 +21,7 @@ ODOM, STATES, FLOAT = (
     'std_msgs/msg/Float64MultiArray',
     'std_msgs/msg/Float64',
 )
+DIAGNOSTICS = 'diagnostic_msgs/msg/DiagnosticArray'
 
 
 def odometry(t, name, xy, yaw, forward_speed):
@@ -66,14 +67,15 @@ def agent_state(agent_id, seq, t, xy, velocity, label=STATE_LABEL, member=True):
 
 
 def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, failed_after=None,
-                     state_label=STATE_LABEL):
+                     state_label=STATE_LABEL, engine_statuses=False):
     """
     ``agents`` vehicles uav1..
 
     on the desired circle at equal angles, turning around a still target, plus /swarm/agent_states.
     With ``failed_after`` an extra vehicle uav<agents+1> sits on the target and fails at that
     time (it keeps publishing odometry): from then on it sends presence broadcasts (``member``
-    0) in a layout that has them, else nothing.
+    0) in a layout that has them, else nothing. ``engine_statuses``: /diagnostics at 1 Hz as
+    ``swarm_sim --engine`` publishes them (one per agent, ok, no agent state).
     """
     with Writer(path, version=9, storage_plugin=STORAGES[storage]) as writer:
         connections = {}
@@ -103,4 +105,10 @@ def write_circle_bag(path, storage='mcap', agents=6, duration=2.0, rate=20.0, fa
                     write('/swarm/agent_states', STATES, t, agent_state(
                         agents + 1, k, t, TARGET, np.zeros(2), state_label, member))
             write('/swarm/metrics/E_r', FLOAT, t, T[FLOAT](data=0.0))
+            if engine_statuses and k % int(rate) == 0:
+                status = T['diagnostic_msgs/msg/DiagnosticStatus']
+                write('/diagnostics', DIAGNOSTICS, t, T[DIAGNOSTICS](
+                    header=odometry(t, '', TARGET, 0.0, 0.0).header, status=[
+                        status(level=0, name=f'/uav{i + 1}/agent', message='ok',
+                               hardware_id=f'uav{i + 1}', values=[]) for i in range(agents)]))
     return path

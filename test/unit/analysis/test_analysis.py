@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from soliton_encirclement_ros.analysis import cli
 from soliton_encirclement_ros.analysis.recompute import (
     load_run, metrics_from_bag, published_metrics, STATE_COLUMNS)
 from support.circle_bag import STATE_LABEL, STATE_LABEL_V2, STATE_LABEL_V3, write_circle_bag
@@ -74,3 +75,38 @@ def test_bags_recorded_with_the_v2_and_v3_layouts_read_as_the_v4_one(tmp_path):
     stamp_ns = old.states[:, stamp_sec].astype(np.int64) * 10**9 + old.states[:, stamp_nanosec]
     np.testing.assert_array_equal(stamp_ns, np.round(old.states[:, 0] * 1e9).astype(np.int64))
     assert old.states[:, stamp_sec].min() == 10 and old.states[:, stamp_sec].max() == 12
+
+
+@pytest.mark.parametrize('compare, error', [
+    ('nope', 'bag not found: {}'),
+    ('empty_dir', 'not a bag: {} holds no .mcap or .db3 storage file'),
+])
+def test_a_compare_bag_is_checked_before_the_first_is_analysed(tmp_path, capsys, compare,
+                                                               error):
+    bag = write_circle_bag(tmp_path / 'circle', agents=3)
+    (tmp_path / 'empty_dir').mkdir()
+    other = tmp_path / compare
+    out = tmp_path / 'out'
+    assert cli.main([str(bag), '--compare', str(other), '--out', str(out)]) == 1
+    assert capsys.readouterr().err.splitlines() == [f'analyze_run: error: {error.format(other)}']
+    assert not out.exists()  # nothing of the first bag was analysed
+
+
+def test_the_report_of_a_truncated_bag_says_it_is_partial(tmp_path):
+    bag = write_circle_bag(tmp_path / 'cut', agents=5, duration=60.0)
+    mcap = bag / 'cut.mcap'
+    data = mcap.read_bytes()
+    mcap.write_bytes(data[:int(len(data) * 0.6)])
+    out = tmp_path / 'out'
+    assert cli.main([str(bag), '--report', '--out', str(out), '--max-frames', '0']) == 3
+    report = (out / 'report.html').read_text()
+    assert 'partial: the bag is truncated and only its readable part is analysed' in report
+
+
+def test_the_report_of_an_engine_bag_says_why_it_has_no_timeline(tmp_path):
+    bag = write_circle_bag(tmp_path / 'engine', agents=3, engine_statuses=True)
+    out = tmp_path / 'out'
+    assert cli.main([str(bag), '--report', '--out', str(out), '--max-frames', '0']) == 0
+    report = (out / 'report.html').read_text()
+    assert ('no vehicle timeline: none of the 9 statuses in /diagnostics carries an agent state '
+            'or a PX4 bridge phase (a swarm_sim --engine run') in report

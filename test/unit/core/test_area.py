@@ -41,6 +41,35 @@ def test_bad_areas_are_named(values, match):
         SafetyArea.from_mapping(values)
 
 
+LATLON = [[47.1, 8.1], [47.2, 8.1], [47.2, 8.2]]
+SQUARE = [[0, 0], [20, 0], [20, 20], [0, 20]]
+
+
+@pytest.mark.parametrize('values, message', [  # these were Python's own words, not the rule
+    ({'polygon': 5.0}, 'safety_area polygon must be 3 or more [x, y] points (m, world ENU), '
+     'got 5.0'),
+    ({'polygon': 'abc'}, ('safety_area polygon must be 3 or more [x, y] points (m, world ENU), '
+                          "got 'abc'")),
+    ({'polygon': [[0, 0], [1, 0], [1]]}, 'safety_area polygon must be 3 or more [x, y] points '
+     '(m, world ENU), got [[0, 0], [1, 0], [1]]'),
+    ({'polygon': {'a': 1}}, ('safety_area polygon must be 3 or more [x, y] points (m, world '
+                             "ENU), got {'a': 1}")),
+    ({'polygon_latlon': LATLON, 'geo_reference': 5.0}, 'safety_area polygon_latlon needs '
+     'geo_reference [lat, lon, alt] (degrees, degrees, m), got 5.0'),
+    ({'polygon_latlon': [[1, 2], [3]], 'geo_reference': [47, 8, 0]}, 'safety_area '
+     'polygon_latlon must be 3 or more [lat, lon] points (degrees), got [[1, 2], [3]]'),
+    ({'polygon': SQUARE, 'z_min': 'x'}, "safety_area z_min must be a number (m), got 'x'"),
+    ({'polygon': SQUARE, 'z_max': None}, 'safety_area z_max must be a number (m), got None'),
+    ({'polygon': SQUARE, 'margin': [1]}, 'safety_area margin must be a number (m), got [1]'),
+    (5, 'safety_area must be a mapping of polygon, polygon_latlon, geo_reference, z_min, '
+     'z_max, margin, got 5'),
+])
+def test_a_malformed_area_is_one_line_naming_the_field_and_the_rule(values, message):
+    with pytest.raises(ValueError) as refused:
+        SafetyArea.from_mapping(values)
+    assert str(refused.value) == message
+
+
 def test_a_lat_lon_polygon_is_placed_in_the_frame_of_its_geo_reference():
     import pymap3d
     ref = (47.397742, 8.545594, 488.0)

@@ -103,6 +103,19 @@ def test_offset_is_the_senders_clock_minus_this_one_despite_late_outliers():
     assert 'the clock of agent 2 is 0.29' in warning and 'ahead of this one' in warning
     assert 'max_clock_offset 0.1 s' in warning
     assert offset_warning(7, figures[2], 0.5) is None
+    assert 'synchronise the companion' in warning
+
+
+def test_on_sim_time_an_offset_is_a_lagging_clock_not_companions_to_synchronise():
+    """swarm_sim --processes: every node on /clock, one host: no clocks to synchronise."""
+    links = LinkMonitor(window=5.0)
+    for k in range(100):
+        links.record(2, 1, k, 0.01 * k + 0.3, 0.01 * k)
+    warning = offset_warning(7, links.figures(0.99)[2], 0.1, sim_time=True)
+    assert warning.startswith('agent 7: agent 2 stamps its states 0.300 s ahead of this '
+                              "node's /clock (max_clock_offset 0.1 s): every node runs on "
+                              '/clock (use_sim_time)')
+    assert 'synchronise' not in warning and 'chrony' not in warning
 
 
 def test_emulated_loss_and_delay_read_back_within_sampling_error():

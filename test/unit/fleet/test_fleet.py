@@ -217,3 +217,28 @@ def test_a_delivery_delay_on_one_host_is_not_a_clock_offset(tmp_path):
     # a real 0.3 s offset with the same delays is still named
     report = check_fleet(fleet, healthy(fleet, offsets={2: 0.3}, delays=delays))
     assert set(failing(report)) == {('uav2', 'clock')}
+
+
+@pytest.mark.parametrize('args, message', [
+    (['check', 'f.yaml', '--wait', 'nan'], 'fleet check: error: argument --wait: must be finite'),
+    (['check', 'f.yaml', '--wait', '-1'], 'fleet check: error: argument --wait: must be >= 0'),
+    (['engage', 'f.yaml', '--timeout', '-3'], 'fleet engage: error: argument --timeout: must '
+     'be > 0'),
+    (['land', 'f.yaml', '--timeout', 'nan'], 'fleet land: error: argument --timeout: must be '
+     'finite'),
+    (['check', 'f.yaml', '--stale', '0'], 'fleet check: error: argument --stale: must be > 0'),
+])
+def test_a_bad_wait_or_timeout_is_one_line_before_anything_is_read(args, message, capsys):
+    with pytest.raises(SystemExit) as refused:
+        main(args)
+    assert refused.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith(message), err
+
+
+def test_fleet_help_is_plain_text(capsys):
+    with pytest.raises(SystemExit):
+        main(['--help'])
+    out = capsys.readouterr().out
+    assert 'fleet check FILE' in out and 'same ROS_DOMAIN_ID' in out
+    assert '``' not in out and not re.search(r':[a-z]+:`', out), out

@@ -15,7 +15,7 @@ import pytest
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim import batch_sim, runner
 from soliton_encirclement_ros.sim.sizes import (
-    COSTS, estimate, largest_fit, MEMORY_MARGIN, size_note, size_problem)
+    COSTS, engine_note, estimate, largest_fit, MEMORY_MARGIN, size_note, size_problem)
 
 RESULTS = Path(__file__).resolve().parents[3] / 'benchmarks' / 'results' / 'sizes.json'
 GIB = float(1 << 30)
@@ -70,3 +70,25 @@ def test_batch_sim_and_swarm_sim_refuse_a_huge_swarm_at_once_in_one_line(tmp_pat
                                                'about '), err
     assert 'engine vectorised' in err[0]
     assert not (tmp_path / 'b').exists() and not (tmp_path / 's').exists()
+
+
+def test_a_node_graph_slower_than_real_time_points_at_engine_auto():
+    assert engine_note(Scenario(agents=10), 'nodes') is None  # keeps up
+    assert engine_note(Scenario(agents=100), 'vectorised') is None  # not the node graph
+    assert engine_note(Scenario(agents=100), 'processes') is None
+    note = engine_note(Scenario(agents=100), 'nodes')
+    assert note.startswith('100 agents on the node graph (one node per agent) run about 5x '
+                           'slower than real time; --engine auto flies the same controllers '
+                           'as arrays about 18x faster'), note
+
+
+def test_swarm_sim_says_it_before_the_graph_is_built(tmp_path, capsys, monkeypatch):
+    from soliton_encirclement_ros.sim import domain
+    monkeypatch.setattr(domain, 'claim_domain', lambda: (None, 'stopped here by the test'))
+    for engine, said in (('nodes', True), ('auto', False)):
+        assert runner.main(['--agents', '100', '--engine', engine, '--no-progress', '--out',
+                            str(tmp_path / 's')]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err[-1] == 'swarm_sim: error: stopped here by the test'
+        assert any(line.startswith('swarm_sim: 100 agents on the node graph')
+                   and '--engine auto' in line for line in err) == said, err
