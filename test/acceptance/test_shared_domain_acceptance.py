@@ -18,6 +18,7 @@ import pytest
 
 from soliton_encirclement_ros.analysis.stream import read_rows
 from support.phases import command
+from support.procfs import children_of
 from support.waits import Running, wait_for
 
 DEADLINE = 240.0
@@ -94,20 +95,6 @@ def test_two_swarms_that_both_run_hear_only_themselves_and_end_with_exit_3(tmp_p
     assert agent_ids(four) == {1, 2, 3, 4}
 
 
-def live_children(pid: int) -> list[int]:
-    """Pids of the live (not zombie) processes whose parent is ``pid`` (Linux /proc)."""
-    found = []
-    for entry in Path('/proc').iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / 'status').read_text()
-            except OSError:
-                continue
-            if f'\nPPid:\t{pid}\n' in status and '\nState:\tZ' not in status:
-                found.append(int(entry.name))
-    return found
-
-
 def alive(pid: int) -> bool:
     try:
         status = Path(f'/proc/{pid}/status').read_text()
@@ -122,7 +109,7 @@ def test_a_killed_runner_takes_every_node_with_it(tmp_path):
     with Running(swarm_sim(out, '--agents', '3', '--duration', '100000')) as runner:
         wait_for(lambda: (out / 'metrics.csv').exists() and metrics(out).shape[0] > 10,
                  'the run to stream metrics', DEADLINE)
-        nodes = live_children(runner.pid)
+        nodes = children_of(runner.pid, zombies=False)
         assert len(nodes) == 6, nodes  # swarm_mobility, target, 3 agents, metrics
         runner.process.send_signal(signal.SIGKILL)
         runner.wait(DEADLINE)

@@ -15,6 +15,7 @@ import pytest
 
 from soliton_encirclement_ros.analysis.report import METRICS_HEADER
 from soliton_encirclement_ros.analysis.stream import read_rows
+from support.procfs import children_of
 from support.waits import wait_for
 
 DEADLINE = 180.0  # wall s for anything waited on (a loaded machine is slow)
@@ -27,20 +28,6 @@ def rows_in(path: Path) -> int:
         return len(read_rows(path, len(METRICS_HEADER)))
     except (OSError, ValueError):
         return 0
-
-
-def children_of(pid: int) -> list[int]:
-    """Pids of the direct child processes of ``pid`` (Linux /proc)."""
-    found = []
-    for entry in Path('/proc').iterdir():
-        if entry.name.isdigit():
-            try:
-                status = (entry / 'status').read_text()
-            except OSError:
-                continue
-            if f'\nPPid:\t{pid}\n' in status:
-                found.append(int(entry.name))
-    return found
 
 
 @pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
