@@ -77,11 +77,15 @@ def test_two_swarms_that_both_run_hear_only_themselves_and_end_with_exit_3(tmp_p
     """Both started (the domain check skipped, as if it had missed the other): no corruption."""
     skip_check = ('soliton_encirclement_ros.sim.domain', 'other_swarm_problem', 'skip')
     three, four = tmp_path / 'three', tmp_path / 'four'
-    with Running(command('swarm_sim', [skip_check], *RUN, '--agents', '3', '--duration', '12',
-                         '--out', str(three))) as first, \
-            Running(command('swarm_sim', [skip_check], *RUN, '--agents', '4', '--duration', '12',
-                            '--names', 'b1,b2,b3,b4', '--out', str(four))) as second:
-        results = [first.wait(DEADLINE), second.wait(DEADLINE)]
+    # The first runs in real time, 30 s, and the second starts once the first publishes: they
+    # overlap however slowly the second starts on a loaded machine.
+    with Running(command('swarm_sim', [skip_check], *RUN, '--real-time-factor', '1',
+                         '--agents', '3', '--duration', '30', '--out', str(three))) as first:
+        wait_for(lambda: (three / 'metrics.csv').exists() and len(metrics(three)) > 0,
+                 'the first run to publish its metrics', DEADLINE)
+        with Running(command('swarm_sim', [skip_check], *RUN, '--agents', '4', '--duration',
+                             '12', '--names', 'b1,b2,b3,b4', '--out', str(four))) as second:
+            results = [first.wait(DEADLINE), second.wait(DEADLINE)]
     for code, _, err in results:
         assert 'Traceback' not in err, err
         assert code == 3, err[-2000:]
