@@ -862,8 +862,12 @@ def test_a_low_battery_lands_the_vehicle_and_its_agent_leaves_the_ring(ros, capf
     ros.add_node(agent)
     statuses, broadcasts = [], []
     operator.create_subscription(DiagnosticStatus, '/uav1/agent/status', statuses.append, 10)
-    operator.create_subscription(Float64MultiArray, '/swarm/agent_states',
-                                 lambda m: broadcasts.append(agent_state_from_msg(m)), 50)
+    # the agent's own broadcasts: its bridge speaks for it (incarnation 0) while it is silent,
+    # as it may be on a loaded machine before its first ~/status
+    operator.create_subscription(
+        Float64MultiArray, '/swarm/agent_states',
+        lambda m: broadcasts.append(state) if (state := agent_state_from_msg(m)).incarnation
+        == agent.incarnation else None, 50)
     assert spin_until(ros, lambda: broadcasts and broadcasts[-1].member)  # in the ring
     fake.battery = (0.2, 1)
     reason = 'landing (battery 20% remaining, below min_battery 25%)'
