@@ -22,8 +22,15 @@ DIARY = re.compile(r'\bstops? [0-9]+\b(?!\s*(m|s|cm|mm|km)\b)|\bissues? [0-9]+\b
                    r'|\bsession [0-9]', re.I)
 README_MAX_LINES = 200
 
-mkdocs = pytest.importorskip('mkdocs', reason='the docs extra is not installed (pip install '
-                             "-e '.[docs]'; scripts/setup.sh does)")
+# Only the builds need MkDocs: a module-level importorskip would skip the whole directory under
+# launch_testing's pytest plugin (colcon test), so each build test asks for it (a fixture).
+MKDOCS_MISSING = ("the docs extra is not installed (pip install -e '.[docs]'; scripts/setup.sh "
+                  'does)')
+
+
+@pytest.fixture
+def mkdocs():
+    return pytest.importorskip('mkdocs', reason=MKDOCS_MISSING)
 
 
 def build(config: Path, site: Path) -> subprocess.CompletedProcess:
@@ -32,7 +39,7 @@ def build(config: Path, site: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-def test_the_site_builds_strictly(tmp_path):
+def test_the_site_builds_strictly(tmp_path, mkdocs):
     done = build(ROOT / 'mkdocs.yml', tmp_path / 'site')
     assert done.returncode == 0, done.stdout + done.stderr
     # the generated parts are there: an executable's options, a benchmark's table and source
@@ -71,7 +78,7 @@ nav:
      'no_such_table'),
     ('an executable that does not exist', '<!-- cli: no_such_tool -->', '', 'no_such_tool'),
 ])
-def test_the_strict_build_fails_on(tmp_path, case, page, nav, complaint):
+def test_the_strict_build_fails_on(tmp_path, mkdocs, case, page, nav, complaint):
     (tmp_path / 'docs').mkdir()
     (tmp_path / 'docs' / 'index.md').write_text(f'# Tiny\n\n{page}\n')
     config = tmp_path / 'mkdocs.yml'
@@ -81,7 +88,7 @@ def test_the_strict_build_fails_on(tmp_path, case, page, nav, complaint):
     assert complaint in done.stdout + done.stderr, (case, done.stdout + done.stderr)
 
 
-def test_the_tiny_site_builds_when_nothing_is_wrong(tmp_path):
+def test_the_tiny_site_builds_when_nothing_is_wrong(tmp_path, mkdocs):
     """The failures above are the faults', not the tiny site's."""
     (tmp_path / 'docs').mkdir()
     (tmp_path / 'docs' / 'index.md').write_text(textwrap.dedent("""\
@@ -120,3 +127,19 @@ def test_the_readme_is_short_and_its_links_lead_somewhere():
     assert targets
     missing = [t for t in targets if '://' not in t and not (ROOT / t).exists()]
     assert not missing, missing
+
+
+def test_no_page_says_to_open_the_built_site_from_the_file_system():
+    """
+    The site is built for a web server (``use_directory_urls``, the search): it is served.
+
+    Opened as a file, each of its links leads to a folder listing and its search finds nothing.
+    """
+    config = (ROOT / 'mkdocs.yml').read_text()
+    assert re.search(r'^use_directory_urls: true$', config, re.M)
+    told = [f'{path}:{number}: {line.strip()}' for path, number, line in user_text()
+            if re.search(r'open\W+site/index\.html', line)]
+    script = (ROOT / 'scripts' / 'docs.sh').read_text()
+    told += [f'scripts/docs.sh: {line}' for line in script.splitlines()
+             if re.search(r'open\W+site/index\.html', line)]
+    assert not told, 'the built site is served (bash scripts/docs.sh serve):\n' + '\n'.join(told)
