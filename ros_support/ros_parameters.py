@@ -20,6 +20,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from ros_support.number_text import number_text
 from ros_support.settings import default_of, describe, settings_fields
 
 Settings = TypeVar('Settings')
@@ -284,7 +285,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return f'{value}'.lower()
     if isinstance(value, float):
-        return 'NaN' if math.isnan(value) else repr(value)
+        return 'NaN' if math.isnan(value) else number_text(value)
     if isinstance(value, str):
         return f"`'{value}'`" if value else "`''`"
     if isinstance(value, (list, tuple)):

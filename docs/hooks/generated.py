@@ -52,6 +52,7 @@ NODE_EXECUTABLES = ('mobility_node', 'swarm_mobility_node', 'agent_node', 'targe
 SPHINX_ROLE = re.compile(r':(?:func|class|meth|attr|data|mod|obj|exc):(?=<code>)')
 DIRECTIVE = re.compile(r'^<!-- (?P<kind>cli|settings|results): (?P<args>[^>]*?) -->$', re.M)
 INLINE = re.compile(r'<!-- result: (?P<args>[^>]*?) -->')
+NEGATIVE_ZERO = re.compile(r'-0(\.0*)?')
 
 
 def executable_parser(name: str) -> argparse.ArgumentParser:
@@ -166,8 +167,12 @@ def _lookup(record: dict, name: str, key: str):
 
 
 def _value(value) -> str:
+    """Return a results value as shown: a float in its shortest form, never a negative zero."""
     if isinstance(value, float):
+        value += 0.0  # -0.0 is 0.0
         return f'{value:g}' if abs(value) >= 1e4 or (value and abs(value) < 1e-3) else str(value)
+    if isinstance(value, str) and NEGATIVE_ZERO.fullmatch(value):  # a table's '-0.00'
+        return value[1:]
     return '' if value is None else str(value)
 
 

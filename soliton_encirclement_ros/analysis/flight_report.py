@@ -21,6 +21,7 @@ from typing import Optional
 
 import numpy as np
 
+from ros_support.number_text import fixed
 from soliton_encirclement_ros.analysis import flight
 from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.analysis.recompute import RecordedRun
@@ -322,7 +323,7 @@ def _number(value, digits: int = 3) -> str:
         return str(value)
     if not math.isfinite(value):
         return '–'
-    return f'{value:.{digits}f}'
+    return fixed(value, digits)
 
 
 def _run_view(data: FlightData, summary: dict) -> dict:
