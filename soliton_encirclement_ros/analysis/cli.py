@@ -41,7 +41,7 @@ from soliton_encirclement_ros.analysis.recompute import (
 from soliton_encirclement_ros.analysis.report import (
     OutputsIncomplete, RunResult, write_run_outputs)
 from soliton_encirclement_ros.core.area import load_area_file
-from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES, settled_text
 from soliton_encirclement_ros.provenance import describe
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
@@ -275,8 +275,7 @@ def _positions_or_nan(track, times: np.ndarray) -> np.ndarray:
 
 def _summary_line(summary: dict) -> str:
     final = ', '.join(f'{name}={summary["final"][name]:.3g}' for name in METRIC_NAMES)
-    settle = ', '.join(f'{name} settles at {"never" if t is None else f"{t:.2f} s"}'
-                       for name, t in summary['settle_time'].items())
+    settle = ', '.join(settled_text(name, t) for name, t in summary['settle_time'].items())
     closest = summary['closest']
     phase = summary.get('phase') or {}
     judged = f'judged {phase["text"]}; ' if phase.get('rule') == BRIDGES else ''

@@ -26,6 +26,7 @@ from soliton_encirclement_ros.analysis import flight
 from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.analysis.recompute import RecordedRun
 from soliton_encirclement_ros.analysis.report import json_text
+from soliton_encirclement_ros.core.metrics import NOT_SETTLED
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC)
 from soliton_encirclement_ros.provenance import describe
@@ -394,7 +395,7 @@ def _settle_text(summary: dict, name: str, start: Optional[float] = None) -> str
         return 'n/a'
     settle = times[name]
     if settle is None:
-        return 'never'
+        return NOT_SETTLED
     return f'{settle:.2f} s' + ('' if start is None else f' ({settle - start:.2f} s engaged)')
 
 
