@@ -143,3 +143,35 @@ def test_no_page_says_to_open_the_built_site_from_the_file_system():
     told += [f'scripts/docs.sh: {line}' for line in script.splitlines()
              if re.search(r'open\W+site/index\.html', line)]
     assert not told, 'the built site is served (bash scripts/docs.sh serve):\n' + '\n'.join(told)
+
+
+def _paragraphs(path):
+    """Yield (line number, text) of each prose paragraph (no heading, table, code or list)."""
+    lines, inside, start, block = path.read_text().splitlines(), False, 0, []
+    for number, line in enumerate([*lines, ''], 1):
+        if line.lstrip().startswith('```'):
+            inside = not inside
+            continue
+        if inside or not line.strip() or line.lstrip().startswith(('#', '|', '<!--')):
+            if block:
+                yield start, ' '.join(' '.join(block).split())
+            block = []
+            continue
+        if not block:
+            start = number
+        block.append(line)
+
+
+def test_no_paragraph_restates_the_one_before():
+    """A section does not open by repeating the page's first sentence (the fault table did)."""
+    repeated = []
+    for path in [ROOT / 'README.md', *sorted((ROOT / 'docs').rglob('*.md'))]:
+        recent = []  # the sentence openings of the last two paragraphs
+        for number, text in _paragraphs(path):
+            openings = {' '.join(re.findall(r'\w+', s.lower())[:8])
+                        for s in re.split(r'(?<=[.!?])\s+', text)
+                        if len(re.findall(r'\w+', s)) >= 8}
+            again = openings & set().union(*recent) if recent else set()
+            repeated += [f'{path.relative_to(ROOT)}:{number}: {o}...' for o in sorted(again)]
+            recent = [*recent[-1:], openings]
+    assert not repeated, 'said twice in a row:\n' + '\n'.join(repeated)
