@@ -219,3 +219,16 @@ def test_the_api_pages_docstrings_hold_no_history_and_no_machines_paths():
                 if DIARY.search(line) or ABSOLUTE_PATH.search(line):
                     bad.append(f'{target}: {name}: {line.strip()}')
     assert not bad, 'docstrings rendered into the API pages:\n' + '\n'.join(bad)
+
+
+def test_every_node_the_package_creates_is_named_on_a_reference_page():
+    """`ros2 node list` showed /swarm_sim_claim, and no page said what it was."""
+    created = set()
+    for package in ('soliton_encirclement_ros', 'velocity_mobility_ros', 'ros_support'):
+        for path in (ROOT / package).rglob('*.py'):
+            created |= set(re.findall(r"(?:\bNode\(|super\(\)\.__init__\()'([a-z_]+)'",
+                                      path.read_text()))
+    assert 'swarm_sim_claim' in created
+    pages = '\n'.join(p.read_text() for p in (ROOT / 'docs' / 'reference').glob('*.md'))
+    missing = sorted(name for name in created if not re.search(rf'`/?{name}`', pages))
+    assert not missing, f'nodes no reference page names: {missing}'
