@@ -62,6 +62,7 @@ import time
 
 import numpy as np
 
+from ros_support.number_text import fixed
 from soliton_encirclement_ros.core.batch_engine import simulate_runs
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.sweep import chunks, Run
@@ -221,7 +222,7 @@ def figures(after: np.ndarray, overall: np.ndarray, margin: np.ndarray) -> dict:
 
 def number(value, digits=3) -> str:
     """Format a figure for the tables (None: n/a)."""
-    return 'n/a' if value is None else f'{value:.{digits}f}'
+    return 'n/a' if value is None else fixed(value, digits)
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ from rclpy.exceptions import ParameterUninitializedException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from ros_support.number_text import number_text
 from ros_support.settings import default_of, describe, settings_fields
 
 Settings = TypeVar('Settings')
@@ -49,11 +50,12 @@ class ParamSpec:
         return self.value_type or Parameter.Type.from_parameter_value(self.default)
 
     def descriptor(self) -> ParameterDescriptor:
-        # Scalars are typed here (type_problem), not by rclpy, whose message names type enums;
-        # arrays keep rclpy's static typing (an empty list would otherwise become bytes).
+        # Typed (static): `ros2 param describe` shows this type whatever was refused. The
+        # widenings (an integer for a double) and the refusal in words (type_problem) happen
+        # before rclpy checks the type: _TypedParameters.
         desc = ParameterDescriptor(
             name=self.name, type=self.param_type.value, description=self.description,
-            read_only=self.read_only, dynamic_typing=not self.is_array)
+            read_only=self.read_only, dynamic_typing=False)
         if self.low is not None or self.high is not None:
             low = -math.inf if self.low is None else self.low
             high = math.inf if self.high is None else self.high
@@ -125,15 +127,78 @@ def declare(node: Node, specs: Iterable[ParamSpec]) -> dict[str, Any]:
     Raises rclpy's ``InvalidParameterValueException`` when an override is outside its range.
     """
     specs = list(specs)
+    typed = _TypedParameters.of(node)
     for spec in specs:
+        typed.specs[spec.name] = spec
+        override = node._parameter_overrides.get(spec.name)
+        if override is not None:
+            problem = type_problem(spec, override.type_)
+            if problem:
+                raise ValueError(problem)
+            node._parameter_overrides[spec.name] = _widened(spec, override)
         if spec.is_array and not spec.default:
             _declare_empty_array(node, spec)
             continue
         node.declare_parameter(spec.name, spec.default, spec.descriptor())
-        problem = type_problem(spec, node.get_parameter(spec.name).type_)
-        if problem:
-            raise ValueError(problem)
     return current_values(node, specs)
+
+
+class _TypedParameters:
+    """
+    A node's typed parameters: what rclpy's static typing would refuse, handled first.
+
+    One per node (rclpy joins the lists its pre-set callbacks return). Before rclpy checks the
+    types, :meth:`pre_set` widens an integer given for a double (YAML and ``ros2 param set``
+    write 10 for 10.0) and replaces a value of a wrong type by the current one, noting the
+    problem; :meth:`refuse` then refuses that set with the problem in words (``parameter 'k_r':
+    expected double, got string``). The declared type never changes.
+    """
+
+    def __init__(self, node: Node):
+        self.node = node
+        self.specs: dict[str, ParamSpec] = {}
+        self.problems: dict[str, str] = {}
+
+    @classmethod
+    def of(cls, node: Node) -> '_TypedParameters':
+        typed = getattr(node, '_ros_support_typed', None)
+        if typed is None:
+            typed = cls(node)
+            node._ros_support_typed = typed
+            node.add_pre_set_parameters_callback(typed.pre_set)
+            node.add_on_set_parameters_callback(typed.refuse)
+        return typed
+
+    def pre_set(self, params: list[Parameter]) -> list[Parameter]:
+        self.problems = {}
+        out = []
+        for param in params:
+            spec = self.specs.get(param.name)
+            problem = spec is not None and type_problem(spec, param.type_)
+            if problem and self.node.has_parameter(param.name):
+                self.problems[param.name] = problem
+                out.append(self.node.get_parameter(param.name))
+            else:
+                out.append(param if spec is None else _widened(spec, param))
+        return out
+
+    def refuse(self, params: list[Parameter]) -> SetParametersResult:
+        for param in params:
+            if param.name in self.problems:
+                return SetParametersResult(successful=False,
+                                           reason=self.problems.pop(param.name))
+        return SetParametersResult(successful=True)
+
+
+def _widened(spec: ParamSpec, param: Parameter) -> Parameter:
+    """Return ``param`` as its spec's type when it is a widening that spec takes."""
+    if param.type_ == spec.param_type or param.type_ == Parameter.Type.NOT_SET:
+        return param
+    if (spec.param_type, param.type_) in _ACCEPTED or (
+            param.type_ == Parameter.Type.STRING_ARRAY and not list(param.value)):
+        return Parameter(param.name, spec.param_type,
+                         _as_spec_type(spec, _plain(param.value)))
+    return param
 
 
 # rclpy has no public API for these: the parameters a node was given (params files and -p,
@@ -284,7 +349,7 @@ def _cell(value: Any) -> str:
     if isinstance(value, bool):
         return f'{value}'.lower()
     if isinstance(value, float):
-        return 'NaN' if math.isnan(value) else repr(value)
+        return 'NaN' if math.isnan(value) else number_text(value)
     if isinstance(value, str):
         return f"`'{value}'`" if value else "`''`"
     if isinstance(value, (list, tuple)):

@@ -19,6 +19,7 @@ import dataclasses
 import math
 from typing import Any, Iterable, Sequence
 
+from ros_support.number_text import number_text
 from ros_support.validation import bounded, broken_rule, number
 
 
@@ -164,7 +165,8 @@ def add_options(parser: argparse.ArgumentParser, cls: type,
             kwargs['type'] = str
         else:
             continue  # mappings and sequences come from a scenario file
-        shown = 'NaN (off)' if isinstance(default, float) and math.isnan(default) else default
+        shown = ('NaN (off)' if isinstance(default, float) and math.isnan(default)
+                 else number_text(default, ascii_only=True))
         parser.add_argument('--' + f.name.replace('_', '-'),
                             help=f'{describe(f)} (default {shown})'.replace('%', '%%'), **kwargs)
 

@@ -24,6 +24,8 @@ import time
 
 import pytest
 
+from support.domain_range import suite_domain_ids, VARIABLE as DOMAINS_VARIABLE
+
 # What the shell exported, kept aside: only ``user_ros_domain`` gives it back to a test.
 USER_ENV = {name: os.environ.pop(name) for name in (
     'ROS_DOMAIN_ID', 'ROS_STATIC_PEERS', 'ROS_LOCALHOST_ONLY', 'ROS_DISCOVERY_SERVER',
@@ -32,7 +34,11 @@ os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'
 os.environ.setdefault('RMW_IMPLEMENTATION', 'rmw_fastrtps_cpp')
 
 # Fast DDS domain ids must stay below 233; 0 (the default) and an exported id are the user's.
-_DOMAINS = [d for d in range(1, 233) if str(d) != USER_ENV.get('ROS_DOMAIN_ID', '0').strip()]
+# SOLITON_TEST_DOMAINS=100-140 keeps the suite to those (support/domain_range.py).
+try:
+    _DOMAINS = suite_domain_ids(os.environ.get(DOMAINS_VARIABLE), USER_ENV.get('ROS_DOMAIN_ID'))
+except ValueError as error:
+    raise pytest.UsageError(str(error)) from None
 _LOCK_DIR = os.path.join(tempfile.gettempdir(), 'soliton_encirclement_ros-test-domains')
 _next_start = [os.getpid() % len(_DOMAINS)]
 
@@ -64,7 +70,8 @@ def _lock_free_domain():
             continue
         _next_start[0] = index + 1  # the next module starts past this one (no stale discovery)
         return domain, handle
-    raise RuntimeError('every DDS domain id in 1..232 is held by another test run')
+    raise RuntimeError(f'every DDS domain id the suite may take ({_DOMAINS[0]}..{_DOMAINS[-1]}'
+                       f', {DOMAINS_VARIABLE}) is held by another test run')
 
 
 @pytest.fixture(scope='module', autouse=True)

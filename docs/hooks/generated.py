@@ -30,6 +30,8 @@ import re
 from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File
 
+from ros_support import parsers
+
 ROOT = Path(__file__).resolve().parents[2]
 CHANGELOG = ROOT / 'CHANGELOG.md'
 # benchmarks/results.py says where a benchmark's figures live and reads them back, once.
@@ -50,34 +52,15 @@ NODE_EXECUTABLES = ('mobility_node', 'swarm_mobility_node', 'agent_node', 'targe
 SPHINX_ROLE = re.compile(r':(?:func|class|meth|attr|data|mod|obj|exc):(?=<code>)')
 DIRECTIVE = re.compile(r'^<!-- (?P<kind>cli|settings|results): (?P<args>[^>]*?) -->$', re.M)
 INLINE = re.compile(r'<!-- result: (?P<args>[^>]*?) -->')
-
-
-class _Captured(Exception):
-    """Raised in place of parsing: carries the parser an executable's ``main`` built."""
-
-    def __init__(self, parser: argparse.ArgumentParser):
-        super().__init__(parser.prog)
-        self.parser = parser
+NEGATIVE_ZERO = re.compile(r'-0(\.0*)?')
 
 
 def executable_parser(name: str) -> argparse.ArgumentParser:
     """Return the argument parser executable ``name`` builds, without running it."""
-    from ros_support.entry import EXECUTABLES
-    if name not in EXECUTABLES:
-        raise PluginError(f'cli: no executable {name!r} (ros_support.entry.EXECUTABLES)')
-    main = importlib.import_module(EXECUTABLES[name]).main
-
-    def capture(self, args=None, namespace=None):
-        raise _Captured(self)
-    original = argparse.ArgumentParser.parse_known_args
-    argparse.ArgumentParser.parse_known_args = capture
     try:
-        main([])
-    except _Captured as captured:
-        return captured.parser
-    finally:
-        argparse.ArgumentParser.parse_known_args = original
-    raise PluginError(f'cli: {name} parsed no arguments')
+        return parsers.executable_parser(name)
+    except LookupError as error:
+        raise PluginError(f'cli: {error}') from None
 
 
 def check_executables() -> None:
@@ -184,8 +167,12 @@ def _lookup(record: dict, name: str, key: str):
 
 
 def _value(value) -> str:
+    """Return a results value as shown: a float in its shortest form, never a negative zero."""
     if isinstance(value, float):
+        value += 0.0  # -0.0 is 0.0
         return f'{value:g}' if abs(value) >= 1e4 or (value and abs(value) < 1e-3) else str(value)
+    if isinstance(value, str) and NEGATIVE_ZERO.fullmatch(value):  # a table's '-0.00'
+        return value[1:]
     return '' if value is None else str(value)
 
 

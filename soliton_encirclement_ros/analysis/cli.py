@@ -1,23 +1,24 @@
 """
 ``analyze_run``: metrics, plots, trajectories, animation and summary of recorded runs.
 
-    analyze_run BAG [BAG2] --out DIR [--agent-pattern REGEX] [--target-topic T] [--radius R]
+    analyze_run BAG [BAG2] [--out DIR] [--agent-pattern REGEX] [--target-topic T] [--radius R]
                 [--format png|pdf|svg] [--report] [--compare SIM_BAG] [--d-safe M]
                 [--safety-area FILE]
 
-One bag: outputs go into DIR. Two bags: each bag's outputs go into DIR/<bag name>, and
-DIR/comparison.png overlays their metric curves. ``--report`` adds DIR/report.html, one
-self-contained file: the run, the metrics summary, the link figures per sender and per
-receiver, the vehicles' timeline, the safety margins and every figure (analysis/flight.py).
-A recorded PX4 flight (its bridges' statuses on /diagnostics) is judged over its engaged
-phase (``flight.engaged_phase``: final values, means and settle times; the closest approach
-is the whole recording's); a simulation over the whole run.
-``--compare SIM_BAG`` analyses SIM_BAG as the second bag and also writes DIR/comparison.html,
-the two runs' metrics, links and margins side by side. Exit status: 0 done, 1 unusable input
-(one line on stderr: not a bag, no matching topic, a topic of another type), 2 bad command
-line, 3 a bag was truncated and only its readable part was analysed (or, cut before its
-first message, nothing). Agent states of a layout this version does not read are set aside
-with a warning: the odometry alone gives every metric.
+One bag: outputs go into DIR (default: NAME_analysis beside the bag, runs/flight1_analysis for
+runs/flight1). Two bags: each bag's outputs go into DIR/<bag name> (default DIR: beside the
+first bag), and DIR/comparison.png overlays their metric curves. ``--report`` adds
+DIR/report.html, one self-contained file: the run, the metrics summary, the link figures per
+sender and per receiver, the vehicles' timeline, the safety margins and every figure
+(analysis/flight.py). A recorded PX4 flight (its bridges' statuses on /diagnostics) is judged
+over its engaged phase (``flight.engaged_phase``: final values, means and settle times; the
+closest approach is the whole recording's); a simulation over the whole run. ``--compare
+SIM_BAG`` analyses SIM_BAG as the second bag and also writes DIR/comparison.html, the two runs'
+metrics, links and margins side by side. Exit status: 0 done, 1 unusable input (one line on
+stderr: not a bag, no matching topic, a topic of another type), 2 bad command line, 3 a bag was
+truncated and only its readable part was analysed (or, cut before its first message, nothing).
+Agent states of a layout this version does not read are set aside with a warning: the odometry
+alone gives every metric.
 """
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from soliton_encirclement_ros.analysis.recompute import (
 from soliton_encirclement_ros.analysis.report import (
     OutputsIncomplete, RunResult, write_run_outputs)
 from soliton_encirclement_ros.core.area import load_area_file
-from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES, settled_text
 from soliton_encirclement_ros.provenance import describe
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
@@ -150,7 +151,7 @@ def _main(argv: list[str] | None) -> int:
             reason = ' '.join(str(getattr(err, 'strerror', None) or err).split())
             parser.error(f'argument --safety-area: {args.safety_area!r}: {reason}')
     flights = args.report or args.compare is not None
-    out = Path(args.out)
+    out = Path(args.out) if args.out is not None else default_out(bags[0])
     labels = _labels(bags)
     runs, truncated, reports = {}, [], {}
     try:
@@ -214,7 +215,9 @@ def _parser() -> argparse.ArgumentParser:
                '3 truncated bag analysed in part, 130 interrupted.')
     parser.add_argument('bags', nargs='+', metavar='BAG',
                         help='rosbag2 directory or .mcap/.db3 file; give two to compare')
-    parser.add_argument('--out', required=True, help='output directory')
+    parser.add_argument('--out', metavar='DIR',
+                        help='output directory (default: BAG_analysis next to the first bag, '
+                             'e.g. runs/flight1_analysis for runs/flight1)')
     parser.add_argument('--agent-pattern', default=DEFAULT_AGENT_PATTERN,
                         help='regular expression for agent odometry topics '
                              '(default %(default)s; the target topic is excluded)')
@@ -251,6 +254,13 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def default_out(bag: str) -> Path:
+    """Return the output directory when none is given: ``NAME_analysis`` beside the bag."""
+    path = Path(bag)
+    name = path.name if path.is_dir() else path.stem
+    return path.parent / f'{name or path.resolve().name}_analysis'
+
+
 def _labels(bags: list[str]) -> list[str]:
     names = [Path(bag).resolve().name for bag in bags]
     if len(set(names)) < len(names):
@@ -265,8 +275,7 @@ def _positions_or_nan(track, times: np.ndarray) -> np.ndarray:
 
 def _summary_line(summary: dict) -> str:
     final = ', '.join(f'{name}={summary["final"][name]:.3g}' for name in METRIC_NAMES)
-    settle = ', '.join(f'{name} settles at {"never" if t is None else f"{t:.2f} s"}'
-                       for name, t in summary['settle_time'].items())
+    settle = ', '.join(settled_text(name, t) for name, t in summary['settle_time'].items())
     closest = summary['closest']
     phase = summary.get('phase') or {}
     judged = f'judged {phase["text"]}; ' if phase.get('rule') == BRIDGES else ''

@@ -21,10 +21,12 @@ from typing import Optional
 
 import numpy as np
 
+from ros_support.number_text import fixed
 from soliton_encirclement_ros.analysis import flight
 from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.analysis.recompute import RecordedRun
 from soliton_encirclement_ros.analysis.report import json_text
+from soliton_encirclement_ros.core.metrics import NOT_SETTLED
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC)
 from soliton_encirclement_ros.provenance import describe
@@ -322,7 +324,7 @@ def _number(value, digits: int = 3) -> str:
         return str(value)
     if not math.isfinite(value):
         return '–'
-    return f'{value:.{digits}f}'
+    return fixed(value, digits)
 
 
 def _run_view(data: FlightData, summary: dict) -> dict:
@@ -393,7 +395,7 @@ def _settle_text(summary: dict, name: str, start: Optional[float] = None) -> str
         return 'n/a'
     settle = times[name]
     if settle is None:
-        return 'never'
+        return NOT_SETTLED
     return f'{settle:.2f} s' + ('' if start is None else f' ({settle - start:.2f} s engaged)')
 
 

@@ -30,6 +30,8 @@ from typing import Optional
 
 import numpy as np
 
+from ros_support.number_text import fixed
+
 OFFSET_PERCENTILE = 5.0  # % of raw - stamp taken as the transport-free delivery
 
 
@@ -56,7 +58,7 @@ class LinkFigures:
         """One line for a diagnostics value: every figure, named."""
         return (f'heard={self.heard} lost={self.lost} loss={self.loss:.4f} '
                 f'restarts={self.restarts} age_mean={self.age_mean:.4f} '
-                f'age_max={self.age_max:.4f} offset={self.offset:+.4f}')
+                f'age_max={self.age_max:.4f} offset={fixed(self.offset, 4, sign=True)}')
 
 
 def parse_link_text(text: str) -> dict[str, float]:
@@ -294,21 +296,41 @@ def _column_medians(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def offset_warning(receiver: int, figures: LinkFigures, limit: float,
                    sim_time: bool = False) -> Optional[str]:
     """
-    Return the warning line of a sender whose clock is off by more than ``limit``, or None.
+    Return the warning line of a sender whose offset passes ``limit``, or None.
+
+    A sender *ahead* (its stamps later than this receiver's clock when they arrive) has a clock
+    that runs ahead: no delay makes a state arrive before it was stamped. A sender *behind*
+    may have a clock behind this one's, or its states may simply arrive late: a busy machine
+    (the sender publishing late, this node taking them in late) or a slow link reads the same,
+    and between processes that share one clock it can only be that lag. So a sender ahead is
+    named a clock to synchronise (chrony or PTP), one behind is named lag first.
 
     ``sim_time``: the receiver runs on ``/clock`` (a simulation): there are no companion clocks
     to synchronise, the offset is a ``/clock`` that reaches the processes at different times.
     """
     if not abs(figures.offset) > limit:
         return None
-    side = 'ahead of' if figures.offset > 0 else 'behind'
+    size = f'{abs(figures.offset):.3f} s'
     presence = ("states stamped more than max_future_stamp ahead are kept as their vehicle's "
                 'presence only')
     if sim_time:
+        side = 'ahead of' if figures.offset > 0 else 'behind'
         return (f'agent {receiver}: agent {figures.sender} stamps its states '
-                f"{abs(figures.offset):.3f} s {side} this node's /clock (max_clock_offset "
+                f"{size} {side} this node's /clock (max_clock_offset "
                 f'{limit:g} s): every node runs on /clock (use_sim_time), so one of them is '
                 f'falling behind the clock publisher (a busy machine?); {presence}')
-    return (f'agent {receiver}: the clock of agent {figures.sender} is '
-            f'{abs(figures.offset):.3f} s {side} this one (max_clock_offset {limit:g} s): '
-            f"synchronise the companion computers' clocks (chrony or PTP); {presence}")
+    if figures.offset > 0:
+        return (f'agent {receiver}: the clock of agent {figures.sender} is {size} ahead of '
+                f'this one (max_clock_offset {limit:g} s): synchronise the companion '
+                f"computers' clocks (chrony or PTP); {presence}")
+    return (f'agent {receiver}: the states of agent {figures.sender} arrive {size} after their '
+            f'stamps even at their fastest (max_clock_offset {limit:g} s): lag, a busy machine '
+            f'(the sender or this node) or a slow link; or, if the two run on different '
+            f"computers, a clock behind this one's (chrony or PTP)")
+
+
+def offset_summary(figures: LinkFigures) -> str:
+    """Return a sender's offset for a status line: a clock ahead, or states that arrive late."""
+    if figures.offset > 0:
+        return f'clock of agent {figures.sender} off by {fixed(figures.offset, 3, sign=True)} s'
+    return f'states of agent {figures.sender} {fixed(-figures.offset, 3)} s late (lag or clock)'

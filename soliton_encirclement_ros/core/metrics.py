@@ -93,6 +93,16 @@ def compute_metrics(
     )
 
 
+NOT_SETTLED = 'did not settle'  # a settle time of None, in words
+
+
+def settled_text(name: str, time: float | None) -> str:
+    """Say when metric ``name`` settled (``E_gap < 0.05 from 12.30 s``), or that it did not."""
+    if time is None:
+        return f'{name} {NOT_SETTLED} (< {SETTLE_THRESHOLDS[name]:g})'
+    return f'{name} < {SETTLE_THRESHOLDS[name]:g} from {time:.2f} s'
+
+
 def settle_time(timestamps: np.ndarray, values: np.ndarray, threshold: float) -> float | None:
     """
     Time of the first sample after the last one at or above ``threshold`` (NaN counts as above).

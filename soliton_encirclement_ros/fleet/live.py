@@ -123,6 +123,15 @@ class FleetOperator:
         return client.call_async(Trigger.Request()) if client.service_is_ready() else None
 
 
+class ActionLine(str):
+    """One vehicle's verdict line; ``ok``: confirmed (a FAILED line is logged as an error)."""
+
+    def __new__(cls, text: str, ok: bool):
+        line = super().__new__(cls, text)
+        line.ok = ok
+        return line
+
+
 class FleetAction:
     """
     One action (engage, land, hold) on every vehicle at once, judged by what each reports.
@@ -200,8 +209,8 @@ class FleetAction:
         return [self._line(v.name, *self.verdicts[v.name])
                 for v in self.operator.fleet.vehicles if v.name in self.verdicts]
 
-    def _line(self, name: str, ok: bool, message: str) -> str:
-        return f'{name}: {self.action} {"ok" if ok else "FAILED"}: {message}'
+    def _line(self, name: str, ok: bool, message: str) -> 'ActionLine':
+        return ActionLine(f'{name}: {self.action} {"ok" if ok else "FAILED"}: {message}', ok)
 
     def _judge(self, vehicle) -> Optional[tuple[bool, str]]:
         call = self.calls.get(vehicle.name)

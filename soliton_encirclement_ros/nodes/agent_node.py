@@ -33,6 +33,7 @@ from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool
 
+from ros_support.number_text import fixed
 from ros_support.ros_parameters import current_values, declare, declare_validated, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold
@@ -45,7 +46,7 @@ from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import (
     BRIDGE_INCARNATION, DuplicateIds, id_from_namespace, new_incarnation)
-from soliton_encirclement_ros.core.links import LinkMonitor, offset_warning
+from soliton_encirclement_ros.core.links import LinkMonitor, offset_summary, offset_warning
 from soliton_encirclement_ros.interface import (
     AGENT_CMD_TOPIC, AGENT_NODE_NAME, AGENT_ODOM_TOPIC, agent_state_from_msg, agent_state_to_msg,
     AGENT_STATES_TOPIC, OPERATOR_REQUEST, target_state_from_msg, TARGET_STATE_TOPIC,
@@ -430,14 +431,13 @@ class AgentNode(Node):
             if warning is not None and sender not in self._clock_warned:
                 log.warning(warning)
             elif warning is None and sender in self._clock_warned:
-                log.info(f'agent {self.agent_id}: the clock of agent {sender} is within '
+                log.info(f'agent {self.agent_id}: the offset of agent {sender} is within '
                          f'max_clock_offset {self._clock_limit:g} s again '
-                         f'({figures.offset:+.3f} s)')
+                         f'({fixed(figures.offset, 3, sign=True)} s)')
             if warning is None:
                 self._clock_warned.pop(sender, None)
             else:
-                self._clock_warned[sender] = (f'clock of agent {sender} off by '
-                                              f'{figures.offset:+.3f} s')
+                self._clock_warned[sender] = offset_summary(figures)
         for sender in set(self._clock_warned) - set(self._link_figures):
             del self._clock_warned[sender]  # not heard within the window
         self._publish_status()

@@ -110,16 +110,19 @@ class FleetNode(Node):
         done = Future()
 
         def look():
-            for line in run.update():
-                self.get_logger().info(f'fleet {line}')
+            for line in run.update():  # a vehicle that failed is an error, not news
+                if line.ok:
+                    self.get_logger().info(f'fleet {line}')
+                else:
+                    self.get_logger().error(f'fleet {line}')
             late = (self._steady.now() - started).nanoseconds * 1e-9 > self.settings.timeout
             if (run.done or late) and not done.done():
                 done.set_result(None)
         timer = self.create_timer(POLL, look, clock=self._steady)
         await done
         self.destroy_timer(timer)
-        for line in run.finish(f' within {self.settings.timeout:g} s'):
-            self.get_logger().warning(f'fleet {line}')
+        for line in run.finish(f' within {self.settings.timeout:g} s'):  # each FAILED
+            self.get_logger().error(f'fleet {line}')
         response.success, response.message = run.ok, '\n'.join(run.lines)
         return response
 

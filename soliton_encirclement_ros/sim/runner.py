@@ -30,7 +30,7 @@ from soliton_encirclement_ros.bringup.graph import (
     agent_controllers, build_graph, precedence_notes, separation_notes, SwarmPlan)
 from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
 from soliton_encirclement_ros.core.engines import ENGINE_CHOICES
-from soliton_encirclement_ros.core.metrics import METRIC_NAMES
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES, settled_text
 from soliton_encirclement_ros.interface import DOMAIN_IDS
 from soliton_encirclement_ros.sim.options import (
     add_scenario_options, given_settings, scenario_from_args)
@@ -252,8 +252,8 @@ def print_summary(summary: dict, out_dir: Path, stream=None) -> None:
         print(f'  settled: not reported: {", ".join(outside)} started outside the safety area '
               'and held', file=stream)
     else:
-        print(f'  settled: E_gap < 0.05 from {_number(settle.get("E_gap"), 2, " s", "never")}, '
-              f'E_r < 0.01 from {_number(settle.get("E_r"), 2, " s", "never")}', file=stream)
+        print('  settled: ' + ', '.join(settled_text(name, settle.get(name))
+                                        for name in ('E_gap', 'E_r')), file=stream)
     closest = summary.get('closest') or {}
     print(f'  closest approach: d_min {_number(closest.get("d_min"), 3, " m")} at '
           f'{_number(closest.get("time"), 2, " s")}', file=stream)

@@ -31,6 +31,10 @@ def launched(name: str, **arguments: str) -> int:
     A launch still running after ``DEADLINE`` s (before the fix: its agents exited at once and
     the rest ran on) is shut down and the test fails.
     """
+    # launch's screen handler keeps the sys.stderr it was made with: after another test ran a
+    # launch (test_launch_mobility.py), that is an earlier capture's and capfd sees nothing.
+    # A reset makes launch build it again, on this test's stderr.
+    launch.logging.reset()
     service = launch.LaunchService(argv=[])
     service.include_launch_description(launch.LaunchDescription([
         launch.actions.IncludeLaunchDescription(

@@ -112,7 +112,8 @@ def call(ros, client):
     return future.result()
 
 
-def test_fleet_node_checks_refuses_a_failing_engage_and_acts_on_every_bridge(ros, tmp_path):
+def test_fleet_node_checks_refuses_a_failing_engage_and_acts_on_every_bridge(
+        ros, tmp_path, capfd):
     stand_in = StandIn()
     node = FleetNode(cli_args=['--ros-args', '-p', f'fleet_file:={fleet_file(tmp_path)}',
                                '-p', 'timeout:=5.0'])
@@ -152,6 +153,11 @@ def test_fleet_node_checks_refuses_a_failing_engage_and_acts_on_every_bridge(ros
     assert lines[2] == ('uav3: land FAILED: PX4 refused NAV_LAND: DENIED; offboard heartbeat '
                         'stopped')
     assert sorted(stand_in.calls) == sorted((n, a) for n in NAMES for a in ('engage', 'land'))
+    # the node's log: a vehicle that failed is an ERROR, one confirmed is INFO
+    logged = [line for line in capfd.readouterr().err.splitlines() if ': land ' in line]
+    failed = [line for line in logged if 'uav3: land FAILED' in line]
+    assert failed and all(line.startswith('[ERROR]') for line in failed), logged
+    assert all(line.startswith('[INFO]') for line in logged if ': land ok' in line), logged
     result = call(ros, hold)
     assert result.success and result.message.splitlines() == [
         f'{name}: hold ok: holding: PX4 reports AUTO_LOITER' for name in NAMES]

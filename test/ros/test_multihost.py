@@ -268,7 +268,9 @@ def test_a_companion_clock_off_by_0_3_s_is_named_and_the_ring_still_forms(hosts)
              'the agents to name the skewed clock')
     assert 'ahead of this one (max_clock_offset 0.1 s)' in warned('uav2', 1)[0]
     assert "behind this node's /clock" in warned('uav1', 2)[0]
-    assert not warned('uav2', 3), 'uav2 and uav3 share a clock: no warning between them'
+    # uav2 and uav3 share a clock: no clock warning between them. On a loaded machine their
+    # states may arrive late: that is worded as lag ('the states of agent 3 arrive ...').
+    assert not warned('uav2', 3), 'uav2 and uav3 share a clock: no clock warning between them'
 
     def offsets(name):
         latest = statuses(name)[-1]
@@ -276,9 +278,16 @@ def test_a_companion_clock_off_by_0_3_s_is_named_and_the_ring_still_forms(hosts)
                         for key, value in latest['values'].items() if key.startswith('link.')}
     wait_for(lambda: len(offsets('/uav2/agent')[1]) == 2, 60.0, "uav2's link figures")
     status, seen_by_uav2 = offsets('/uav2/agent')
-    assert 0.25 < seen_by_uav2['link.1'] < 0.35, seen_by_uav2
-    assert abs(seen_by_uav2['link.3']) < 0.05, seen_by_uav2
+    # Lag (a busy receiver or sender) makes every sender look behind by it, never ahead: uav3,
+    # on uav2's clock, reads -lag (0 on an idle machine, -0.22 s at a load of 20), so uav1's
+    # skew is measured against it.
+    lag = -seen_by_uav2['link.3']
+    assert lag > -0.05, seen_by_uav2  # a sender on the same clock is never ahead
+    assert 0.25 < seen_by_uav2['link.1'] + lag < 0.35, seen_by_uav2
     assert status['level'] == 1 and 'clock of agent 1 off by +0.' in status['message'], status
     _, seen_by_uav1 = offsets('/uav1/agent')
-    assert all(-0.35 < offset < -0.25 for offset in seen_by_uav1.values()), seen_by_uav1
+    # uav2 and uav3 share a clock 0.3 s behind uav1's: each reads at least that far behind
+    # (lag adds to it), and the two alike
+    assert all(offset < -0.25 for offset in seen_by_uav1.values()), seen_by_uav1
+    assert abs(seen_by_uav1['link.2'] - seen_by_uav1['link.3']) < 0.05, seen_by_uav1
     print(f'offsets heard by uav2: {seen_by_uav2}; by uav1: {seen_by_uav1}')

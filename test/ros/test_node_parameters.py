@@ -135,3 +135,24 @@ def test_a_wrong_type_is_named_in_words(context):
         assert widened.successful and node._params.k_r == 2.0
     finally:
         node.destroy_node()
+
+
+def test_a_refused_set_leaves_the_parameter_its_type(context):
+    """
+    ``ros2 param describe`` still says double after ``ros2 param set ... k_r xyz`` is refused.
+
+    Declared with dynamic typing, rclpy took the refused value's type into the descriptor.
+    """
+    node = NODES['agent'](context)
+    try:
+        double = Parameter.Type.DOUBLE
+        [refused] = node.set_parameters([Parameter('k_r', value='xyz')])
+        assert not refused.successful
+        [descriptor] = node.describe_parameters(['k_r'])
+        assert descriptor.type == double.value and not descriptor.dynamic_typing
+        assert node.get_parameter('k_r').type_ == double
+        [widened] = node.set_parameters([Parameter('k_r', value=3)])
+        assert widened.successful and node.get_parameter('k_r').type_ == double
+        assert node.describe_parameters(['k_r'])[0].type == double.value
+    finally:
+        node.destroy_node()

@@ -68,16 +68,25 @@ def test_the_others_keep_clear_of_a_killed_agents_vehicle(tmp_path):
     finally:
         graph.close()
     assert killed is not None, 'the ring never formed'
-    held = np.array([row for row in odometry[killed] if row[0] >= KILL_AT])
+
+    def after_kill(name):
+        rows = np.array([row for row in odometry[name] if row[0] >= KILL_AT]).reshape(-1, 3)
+        assert len(rows), (f'no odometry of {name} heard after the kill at {KILL_AT:g} s (last '
+                           f'at {odometry[name][-1][0]:.1f} s; the run reached '
+                           f'{graph.sim_time:.1f} s)')
+        return rows
+    held = after_kill(killed)
     closest = np.inf
     for name in plan.names:
         if name == killed:
             continue
-        other = np.array([row for row in odometry[name] if row[0] >= KILL_AT])
+        other = after_kill(name)
         at = np.searchsorted(held[:, 0], other[:, 0]).clip(0, len(held) - 1)
         d = np.hypot(*(other[:, 1:] - held[at, 1:]).T)
         closest = min(closest, float(d.min()))
     braked = held[held[:, 0] >= KILL_AT + 5.0]  # it brakes to a hover on its last command
+    assert len(braked) >= 2, (f'{killed} was heard {len(braked)} times from {KILL_AT + 5.0:g} s '
+                              f'on (its last odometry at {held[-1, 0]:.1f} s)')
     moved = np.hypot(*(braked[-1, 1:] - braked[0, 1:]))
     assert moved < 0.5, f"the killed agent's vehicle did not hold ({moved:.1f} m)"
     # d_safe (2 m) from the held vehicle: before, the back agent passed 1.2 m from it (10 m now)

@@ -22,8 +22,15 @@ DIARY = re.compile(r'\bstops? [0-9]+\b(?!\s*(m|s|cm|mm|km)\b)|\bissues? [0-9]+\b
                    r'|\bsession [0-9]', re.I)
 README_MAX_LINES = 200
 
-mkdocs = pytest.importorskip('mkdocs', reason='the docs extra is not installed (pip install '
-                             "-e '.[docs]'; scripts/setup.sh does)")
+# Only the builds need MkDocs: a module-level importorskip would skip the whole directory under
+# launch_testing's pytest plugin (colcon test), so each build test asks for it (a fixture).
+MKDOCS_MISSING = ("the docs extra is not installed (pip install -e '.[docs]'; scripts/setup.sh "
+                  'does)')
+
+
+@pytest.fixture
+def mkdocs():
+    return pytest.importorskip('mkdocs', reason=MKDOCS_MISSING)
 
 
 def build(config: Path, site: Path) -> subprocess.CompletedProcess:
@@ -32,7 +39,7 @@ def build(config: Path, site: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600)
 
 
-def test_the_site_builds_strictly(tmp_path):
+def test_the_site_builds_strictly(tmp_path, mkdocs):
     done = build(ROOT / 'mkdocs.yml', tmp_path / 'site')
     assert done.returncode == 0, done.stdout + done.stderr
     # the generated parts are there: an executable's options, a benchmark's table and source
@@ -71,7 +78,7 @@ nav:
      'no_such_table'),
     ('an executable that does not exist', '<!-- cli: no_such_tool -->', '', 'no_such_tool'),
 ])
-def test_the_strict_build_fails_on(tmp_path, case, page, nav, complaint):
+def test_the_strict_build_fails_on(tmp_path, mkdocs, case, page, nav, complaint):
     (tmp_path / 'docs').mkdir()
     (tmp_path / 'docs' / 'index.md').write_text(f'# Tiny\n\n{page}\n')
     config = tmp_path / 'mkdocs.yml'
@@ -81,7 +88,7 @@ def test_the_strict_build_fails_on(tmp_path, case, page, nav, complaint):
     assert complaint in done.stdout + done.stderr, (case, done.stdout + done.stderr)
 
 
-def test_the_tiny_site_builds_when_nothing_is_wrong(tmp_path):
+def test_the_tiny_site_builds_when_nothing_is_wrong(tmp_path, mkdocs):
     """The failures above are the faults', not the tiny site's."""
     (tmp_path / 'docs').mkdir()
     (tmp_path / 'docs' / 'index.md').write_text(textwrap.dedent("""\
@@ -120,3 +127,108 @@ def test_the_readme_is_short_and_its_links_lead_somewhere():
     assert targets
     missing = [t for t in targets if '://' not in t and not (ROOT / t).exists()]
     assert not missing, missing
+
+
+def test_no_page_says_to_open_the_built_site_from_the_file_system():
+    """
+    The site is built for a web server (``use_directory_urls``, the search): it is served.
+
+    Opened as a file, each of its links leads to a folder listing and its search finds nothing.
+    """
+    config = (ROOT / 'mkdocs.yml').read_text()
+    assert re.search(r'^use_directory_urls: true$', config, re.M)
+    told = [f'{path}:{number}: {line.strip()}' for path, number, line in user_text()
+            if re.search(r'open\W+site/index\.html', line)]
+    script = (ROOT / 'scripts' / 'docs.sh').read_text()
+    told += [f'scripts/docs.sh: {line}' for line in script.splitlines()
+             if re.search(r'open\W+site/index\.html', line)]
+    assert not told, 'the built site is served (bash scripts/docs.sh serve):\n' + '\n'.join(told)
+
+
+def _paragraphs(path):
+    """Yield (line number, text) of each prose paragraph (no heading, table, code or list)."""
+    lines, inside, start, block = path.read_text().splitlines(), False, 0, []
+    for number, line in enumerate([*lines, ''], 1):
+        if line.lstrip().startswith('```'):
+            inside = not inside
+            continue
+        if inside or not line.strip() or line.lstrip().startswith(('#', '|', '<!--')):
+            if block:
+                yield start, ' '.join(' '.join(block).split())
+            block = []
+            continue
+        if not block:
+            start = number
+        block.append(line)
+
+
+def test_no_paragraph_restates_the_one_before():
+    """A section does not open by repeating the page's first sentence (the fault table did)."""
+    repeated = []
+    for path in [ROOT / 'README.md', *sorted((ROOT / 'docs').rglob('*.md'))]:
+        recent = []  # the sentence openings of the last two paragraphs
+        for number, text in _paragraphs(path):
+            openings = {' '.join(re.findall(r'\w+', s.lower())[:8])
+                        for s in re.split(r'(?<=[.!?])\s+', text)
+                        if len(re.findall(r'\w+', s)) >= 8}
+            again = openings & set().union(*recent) if recent else set()
+            repeated += [f'{path.relative_to(ROOT)}:{number}: {o}...' for o in sorted(again)]
+            recent = [*recent[-1:], openings]
+    assert not repeated, 'said twice in a row:\n' + '\n'.join(repeated)
+
+
+ABSOLUTE_PATH = re.compile(r'(?<![\w.~])/(?:work|home|root|Users|tmp|opt/python)/')
+
+
+def _documented(obj, seen):
+    """Yield (name, docstring) of ``obj`` and its public members, as the API pages show them."""
+    import inspect
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    yield getattr(obj, '__qualname__', getattr(obj, '__name__', '?')), inspect.getdoc(obj) or ''
+    if inspect.ismodule(obj) or inspect.isclass(obj):
+        for name, member in vars(obj).items():
+            home = getattr(member, '__module__', None)
+            owner = obj.__name__ if inspect.ismodule(obj) else obj.__module__
+            if name.startswith('_') or home != owner:
+                continue
+            if inspect.isclass(member) or inspect.isfunction(member):
+                yield from _documented(member, seen)
+
+
+def test_the_api_pages_docstrings_hold_no_history_and_no_machines_paths():
+    """What mkdocstrings renders: no issue numbers, no absolute path of a development machine."""
+    import importlib
+    api = ROOT / 'docs' / 'reference' / 'api'
+    targets = sorted({line.split()[1] for page in api.glob('*.md')
+                      for line in page.read_text().splitlines() if line.startswith('::: ')})
+    assert targets
+    bad, seen = [], set()
+    for target in targets:
+        module_name, obj = target, None
+        while obj is None:
+            try:
+                obj = importlib.import_module(module_name)
+            except ImportError:
+                module_name = module_name.rpartition('.')[0]
+        for attribute in target[len(module_name):].strip('.').split('.'):
+            obj = getattr(obj, attribute) if attribute else obj
+        for name, doc in _documented(obj, seen):
+            for line in doc.splitlines():
+                if DIARY.search(line) or ABSOLUTE_PATH.search(line):
+                    bad.append(f'{target}: {name}: {line.strip()}')
+    assert not bad, 'docstrings rendered into the API pages:\n' + '\n'.join(bad)
+
+
+def test_every_node_the_package_creates_is_named_on_a_reference_page():
+    """`ros2 node list` showed /swarm_sim_claim, and no page said what it was."""
+    created = set()
+    for package in ('soliton_encirclement_ros', 'velocity_mobility_ros', 'ros_support'):
+        for path in (ROOT / package).rglob('*.py'):
+            created |= set(re.findall(r"(?:\bNode\(|super\(\)\.__init__\()'([a-z_]+)'",
+                                      path.read_text()))
+    assert 'swarm_sim_claim' in created
+    pages = '\n'.join(p.read_text() for p in (ROOT / 'docs' / 'reference').glob('*.md'))
+    missing = sorted(name for name in created if not re.search(rf'`/?{name}`', pages))
+    assert not missing, f'nodes no reference page names: {missing}'

@@ -29,7 +29,7 @@ over ``HAC_BANDWIDTH`` of per-sample scores; never below the white-noise one), `
 the model mismatch that no resampling of one flight shows (half a step for the delay,
 ``MODEL_MISMATCH`` of the value for the limits). On independent continuous-time flights the
 interval covered the truth where the error reached 4 white-noise standard deviations
-``s^2 (J^T J)^-1`` (``std_white``; on the flight of issue 39, 100). A limit the flight never
+``s^2 (J^T J)^-1`` (``std_white``; on one recorded flight, 100 of them). A limit the flight never
 reached leaves the error flat in it: such a parameter is reported *unidentifiable* (no value),
 never guessed.
 """

@@ -1,8 +1,8 @@
 """
 Vectorised velocity mobility model (no rclpy): one call steps 1 or 10,000 vehicles.
 
-Semantics of one ``sim_dt`` step, per vehicle (the reference model, see
-``/work/shared/reference/velocity_mobility.md``):
+Semantics of one ``sim_dt`` step, per vehicle (those of the reference velocity mobility
+model):
 
 1. Velocity tracking, per plane (xy on the vector norm, z on the absolute value). With the
    plane's tau set, the desired acceleration is ``(v_des - v) / tau``; without it the whole

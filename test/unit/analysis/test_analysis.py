@@ -110,3 +110,13 @@ def test_the_report_of_an_engine_bag_says_why_it_has_no_timeline(tmp_path):
     report = (out / 'report.html').read_text()
     assert ('no vehicle timeline: none of the 9 statuses in /diagnostics carries an agent state '
             'or a PX4 bridge phase (a swarm_sim --engine run') in report
+
+
+def test_without_out_the_outputs_go_beside_the_bag(tmp_path, capsys):
+    """``analyze_run BAG --report`` as the pages show it: NAME_analysis next to the bag."""
+    bag = write_circle_bag(tmp_path / 'runs' / 'flight1', agents=3)
+    assert cli.main([str(bag), '--report', '--max-frames', '0']) == 0
+    out = tmp_path / 'runs' / 'flight1_analysis'
+    assert (out / 'report.html').is_file() and (out / 'summary.json').is_file()
+    assert f'outputs in {out};' in capsys.readouterr().out
+    assert cli.default_out(str(tmp_path / 'b.mcap')) == tmp_path / 'b_analysis'

@@ -60,7 +60,7 @@ def test_a_flight_from_the_ground_to_landed_is_judged_over_its_engaged_phase(lan
     html = (landed / 'report.html').read_text()
     assert f'Judged: {PHASE}'.replace("'", '&#39;') in html
     table = html.split('<table class="metrics">')[1].split('</table>')[0]
-    assert 'never' not in table.split('</tr>')[-2].split('<td>')[3]  # E_gap, settles at
+    assert 'did not settle' not in table.split('</tr>')[-2].split('<td>')[3]  # E_gap, settles at
     assert '<th>whole recording: final</th>' in table
     flight = json.loads((landed / 'flight.json').read_text())
     assert flight['phase'] == {k: v for k, v in summary['phase'].items() if k != 'closest'}

@@ -7,7 +7,7 @@ import pytest
 from soliton_encirclement_ros.core import links as links_module
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.links import (
-    _column_medians, LinkMonitor, offset_warning, parse_link_text)
+    _column_medians, LinkMonitor, offset_summary, offset_warning, parse_link_text)
 
 
 def test_seq_gaps_are_losses_and_a_new_incarnation_is_a_restart():
@@ -189,3 +189,24 @@ def test_the_offsets_median_is_nanmedians_of_each_sender():
             assert (np.float64(np.nanmedian(values[:, column])).tobytes()
                     == medians[column].tobytes())
         assert not (~np.isnan(values[:, ~heard])).any()
+
+
+def test_states_that_arrive_late_are_named_lag_not_a_clock_to_synchronise():
+    """
+    A sender 'behind' is what lag looks like between processes on one clock: say lag first.
+
+    A busy host took each state in 4.2 s after it was stamped: that used to read "the clock of
+    agent 2 is 4.200 s behind this one ... synchronise the companion computers' clocks".
+    """
+    links = LinkMonitor(window=5.0)
+    for k in range(100):
+        links.record(2, 1, k, 0.01 * k, 0.01 * k + 4.2)
+    figures = links.figures(5.19)[2]
+    warning = offset_warning(7, figures, 0.1)
+    assert warning.startswith('agent 7: the states of agent 2 arrive 4.200 s after their stamps '
+                              'even at their fastest (max_clock_offset 0.1 s): lag'), warning
+    assert 'the clock of agent 2' not in warning and 'synchronise' not in warning
+    assert offset_summary(figures) == 'states of agent 2 4.200 s late (lag or clock)'
+    links.record(3, 1, 0, 10.3, 10.0)  # a sender ahead can only be a clock
+    ahead = links.figures(10.5)[3]
+    assert offset_summary(ahead) == 'clock of agent 3 off by +0.300 s'
