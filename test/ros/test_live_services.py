@@ -132,7 +132,7 @@ def command(relay, name: str, token: str = TOKEN) -> dict:
 
 
 def refusal(url: str, name: str, request: bytes) -> str:
-    """The error a call of ``name`` with ``request`` is answered with (the test fails if none)."""
+    """Return the error a call of ``name`` with ``request`` is answered with (fail if none)."""
     from soliton_encirclement_ros.live.client import call_service, ServiceCallFailed
     with pytest.raises(ServiceCallFailed) as refused:
         asyncio.run(call_service(url, name, request, seconds=DEADLINE))
@@ -263,7 +263,7 @@ def test_commanding_is_off_unless_enabled_and_a_bad_request_calls_nothing(capfd)
             for name in commands:
                 for why, request in BAD_REQUESTS.items():
                     error = refusal(relay.url, name, request)
-                    assert error.startswith(f'{name}: CallRefused: {name}: refused: '), (why, error)
+                    assert error.startswith(f'{name}: CallRefused: {name}: refused: '), why
                     assert error.endswith('nothing was called') and '\n' not in error, error
             assert 'wrong token' in refusal(relay.url, '/fleet/hold', BAD_REQUESTS['wrong token'])
             assert 'no token' in refusal(relay.url, '/fleet/hold', BAD_REQUESTS['no token'])
