@@ -244,8 +244,8 @@ def test_the_live_view_node_offers_the_fleet_services():
             view.destroy_node()
 
 
-def test_commanding_is_off_unless_enabled_and_a_bad_request_calls_nothing(capfd):
-    from soliton_encirclement_ros.live.client import advertised_services
+def test_commanding_is_off_unless_enabled_and_a_bad_request_calls_nothing(capfd, tmp_path):
+    from soliton_encirclement_ros.live.client import advertised_services, main as client_main
     from soliton_encirclement_ros.live.relay import FoxgloveRelay
     commands = ['/fleet/engage', '/fleet/hold', '/fleet/land']
     with spinning('fleet', 'live_view') as (_, (fleet, view)):
@@ -278,6 +278,11 @@ def test_commanding_is_off_unless_enabled_and_a_bad_request_calls_nothing(capfd)
                                                        'message': 'engaged: 2 of 2'}
             assert call(relay, '/fleet/check') == {'success': True, 'message': CHECK_TABLE}
             assert received == ['/fleet/engage', '/fleet/check']
+            token_file = tmp_path / 'token'
+            token_file.write_text(TOKEN + '\n')
+            assert client_main([relay.url, '--call', '/fleet/hold', '--token-file',
+                                str(token_file)]) == 0  # the operator's command line
+            assert received == ['/fleet/engage', '/fleet/check', '/fleet/hold']
         finally:
             relay.close()
             closed.close()
