@@ -39,8 +39,8 @@ from soliton_encirclement_ros.interface import (
     AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC, MARKERS_TOPIC, METRICS_TOPIC_PREFIX,
     TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.live.authority import (
-    CallRefused, check_request, COMMAND_REQUEST_SCHEMA, is_read_only, READ_ONLY_REQUEST_SCHEMA,
-    REQUEST_ENCODING)
+    CallRefused, check_request, COMMAND_REQUEST_SCHEMA, is_read_only, MIN_TOKEN_LENGTH,
+    READ_ONLY_REQUEST_SCHEMA, REQUEST_ENCODING)
 from soliton_encirclement_ros.recording.recorder import _adapted_qos, TYPESTORE
 
 # Odometry (agents and target), the swarm and target states, the metrics, the markers, every
@@ -108,6 +108,9 @@ class FoxgloveRelay:
         if not service_timeout > 0:
             raise ValueError(f'service_timeout must be > 0 s, got {service_timeout!r}')
         self._service_timeout = float(service_timeout)
+        if command_token is not None and len(command_token) < MIN_TOKEN_LENGTH:
+            raise ValueError(f'the commanding token must be at least {MIN_TOKEN_LENGTH} '
+                             f'characters, got {len(command_token)}')
         self._token = command_token  # never logged
         foxglove = import_foxglove()
         self._foxglove = foxglove
