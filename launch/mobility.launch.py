@@ -3,40 +3,26 @@ Start one mobility_node in a vehicle namespace with the default (reference) para
 
 ros2 launch soliton_encirclement_ros mobility.launch.py namespace:=uav1 \
     params_file:=/path/to/mobility.yaml use_sim_time:=false log_level:=debug
+
+A params file value the node would refuse (``max_speed_xy: -1.0``), or a parameter it does not
+have, ends the launch with one line before the node starts.
 """
-from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument
-from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
-from launch_ros.actions import Node
-from launch_ros.substitutions import FindPackageShare
+import os
 
-from soliton_encirclement_ros.bringup.launch_plans import LOG_LEVELS
+from ament_index_python.packages import get_package_share_directory
 
-PACKAGE = 'soliton_encirclement_ros'
+from soliton_encirclement_ros.bringup.launch_plans import LOG_LEVEL_ARGUMENT, mobility_nodes
+from soliton_encirclement_ros.bringup.launch_support import plan_launch_description
+
+SHARE = get_package_share_directory('soliton_encirclement_ros')
+ARGUMENTS = {
+    'namespace': ('uav1', 'Vehicle name: namespace of cmd_vel and odom'),
+    'params_file': (os.path.join(SHARE, 'config', 'mobility.yaml'),
+                    'mobility_node parameter YAML'),
+    'use_sim_time': ('false', 'Step and stamp on /clock'),
+    **LOG_LEVEL_ARGUMENT,
+}
 
 
-def generate_launch_description() -> LaunchDescription:
-    return LaunchDescription([
-        DeclareLaunchArgument('namespace', default_value='uav1',
-                              description='Vehicle name: namespace of cmd_vel and odom'),
-        DeclareLaunchArgument(
-            'params_file',
-            default_value=PathJoinSubstitution([FindPackageShare(PACKAGE), 'config',
-                                                'mobility.yaml']),
-            description='mobility_node parameter YAML'),
-        DeclareLaunchArgument('use_sim_time', default_value='false',
-                              description='Step and stamp on /clock'),
-        DeclareLaunchArgument('log_level', default_value='info',
-                              choices=list(LOG_LEVELS),
-                              description='log level of the node: ' + ', '.join(LOG_LEVELS)),
-        Node(
-            package=PACKAGE,
-            executable='mobility_node',
-            name='mobility',
-            namespace=LaunchConfiguration('namespace'),
-            parameters=[LaunchConfiguration('params_file'),
-                        {'use_sim_time': LaunchConfiguration('use_sim_time')}],
-            ros_arguments=['--log-level', LaunchConfiguration('log_level')],
-            output='screen',
-        ),
-    ])
+def generate_launch_description():
+    return plan_launch_description(ARGUMENTS, mobility_nodes)

@@ -12,8 +12,9 @@ dataclasses, so it can be tested on synthetic inputs and fed from any bag reader
 - :func:`receiver_links`: who heard whom, from the agents' 1 Hz ``/diagnostics`` values
   ``link.<sender>`` (``core.links.LinkFigures.text``, over the agents' link window).
 - :func:`timeline`: each vehicle's agent state (ok, starting, blind, target_lost, failed) and PX4
-  bridge phase (idle ... landing, and ``holding``: active but holding, :func:`bridge_state`) over
-  time, with the transitions and their reasons.
+  bridge phase (idle ... landing; ``holding``: active but holding zero velocity; ``hold``: PX4 in
+  Hold, the operator's stop; ``landed``: :func:`bridge_state`) over time, with the transitions
+  and their reasons.
 - :func:`engaged_phase`: the part of a recorded flight the metrics are judged on, from the PX4
   bridges' phases (the whole run when the bag has no PX4 bridge status: a simulation).
 - :func:`margins`: per pair of agents the closest horizontal approach and the time spent below
@@ -42,8 +43,14 @@ AGENT, PX4 = 'agent', 'px4'   # the two sources of a vehicle's timeline
 STALE_STATUS = 3.0            # s without a status: the vehicle's row shows 'no status'
 NO_STATUS = 'no status'
 ACTIVE = Phase.ACTIVE.value   # a PX4 bridge's phase while engaged (offboard, armed)
+IDLE = Phase.IDLE.value       # ... while not engaged (sending PX4 nothing, or zero velocity)
 HOLDING = 'holding'           # the timeline's state of an active bridge holding zero velocity
 HOLD_TEXT = 'holding (zero velocity)'      # what an active bridge's status says while it holds
+# The timeline's states of an idle bridge whose vehicle is out of the ring for a reason the
+# operator (or PX4) gave: PX4 in Hold (a hold confirmed), and landed; by the start of the
+# bridge's ``out_of_ring`` (``OffboardSequencer.out_of_ring``: 'hold (why)', 'landed (why)').
+PX4_HOLD, LANDED = 'hold', 'landed'
+IDLE_OUT_OF_RING_STATES = {'hold (': PX4_HOLD, 'landed (': LANDED}
 ENGAGED_HOLD = 'engaged, ' + HOLD_TEXT + ': '  # ... its usual form, the reason after it
 WARN_LEVEL = 1                # DiagnosticStatus.WARN
 WHOLE_RUN, BRIDGES = 'whole run', 'px4 bridges'  # how an EngagedPhase was found
@@ -361,13 +368,18 @@ def bridge_state(status: Status) -> tuple[str, str]:
     Return a PX4 bridge status' timeline state and its reason.
 
     The state is the bridge's ``phase``, except that an ``active`` bridge that holds zero
-    velocity (:func:`hold_reason`) is :data:`HOLDING`, with the hold's reason. Otherwise the
-    reason is the status message, with the bridge's ``out_of_ring`` when it has one.
+    velocity (:func:`hold_reason`) is :data:`HOLDING`, with the hold's reason, and an ``idle``
+    one whose vehicle PX4 holds (a hold confirmed: the operator's stop) or has landed is
+    :data:`PX4_HOLD` or :data:`LANDED`, so that a hold, and a landing from it, show. Otherwise
+    the reason is the status message, with the bridge's ``out_of_ring`` when it has one.
     """
     phase = status.values['phase']
     if phase == ACTIVE and (why := hold_reason(status)) is not None:
         return HOLDING, why
     out = status.values.get('out_of_ring')
+    if phase == IDLE and out:
+        phase = next((state for start, state in IDLE_OUT_OF_RING_STATES.items()
+                      if out.startswith(start)), phase)
     return phase, status.message + (f'; out of the ring: {out}' if out else '')
 
 

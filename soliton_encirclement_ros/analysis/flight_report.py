@@ -40,7 +40,8 @@ STATE_COLOURS = {
     'ok': 'tab:green', 'starting': 'tab:olive', 'blind': 'tab:orange',
     'target_lost': 'gold', 'failed': 'tab:red', flight.NO_STATUS: 'lightgrey',
     'idle': 'tab:gray', 'mode_requested': 'tab:cyan', 'arm_requested': 'tab:blue',
-    'active': 'tab:green', flight.HOLDING: 'darkorange', 'landing': 'tab:purple'}
+    'active': 'tab:green', flight.HOLDING: 'darkorange', 'landing': 'tab:purple',
+    'hold_requested': 'tab:pink', flight.PX4_HOLD: 'crimson', flight.LANDED: 'dimgray'}
 MIME = {'.png': 'image/png', '.svg': 'image/svg+xml'}  # the animation is not embedded
 
 

@@ -105,6 +105,8 @@ def live_scenario(altitude_hold: float = math.nan, **fields: Any) -> LiveScenari
 # The PX4 launch files' d_safe (launch argument default) and the least d_safe they fly with: a
 # lower one, from a launch argument or a params file, is refused unless allow_no_separation.
 PX4_D_SAFE = 2.0
+# A PX4 vehicle's altitude hold (world ENU z, up from the field's origin) must be above this.
+PX4_MIN_ALTITUDE = 0.0
 
 
 @dataclass(frozen=True)
@@ -190,6 +192,11 @@ class SwarmPlan:
             for name in ('px4_namespaces', 'px4_target_systems', 'px4_origins'):
                 if getattr(self, name) and len(getattr(self, name)) != n:
                     raise ValueError(f'{name} needs one entry per agent ({n})')
+            altitude = self.scenario.gains.altitude
+            if not math.isnan(altitude) and not altitude > PX4_MIN_ALTITUDE:
+                raise ValueError(f'altitude must be > {PX4_MIN_ALTITUDE:g} m for a PX4 vehicle '
+                                 '(world ENU z, up from the origin; nan: no altitude hold), '
+                                 f'got {altitude:g}')
         object.__setattr__(self, 'simulated', _checked_simulated(self))
         if self.geo_reference:
             object.__setattr__(self, 'geo_reference', check_geo_reference(self.geo_reference))

@@ -131,6 +131,17 @@ def agent_nodes(value: LaunchArguments) -> list[NodeSpec]:
     return in_namespace(build_graph(plan), f'/{value["agent_name"]}')
 
 
+def mobility_nodes(value: LaunchArguments) -> list[NodeSpec]:
+    """``mobility.launch.py``: one mobility_node in a vehicle namespace, from its params file."""
+    namespace = value['namespace'].strip('/')
+    if not namespace or not (namespace[0].isalpha() and namespace.replace('_', 'a').isalnum()):
+        raise ValueError(f'launch argument namespace must be a ROS name token (the vehicle '
+                         f"name), got {value['namespace']!r}")
+    return [NodeSpec('mobility_node', 'mobility', namespace=f'/{namespace}',
+                     params_files=value.files('params_file'),
+                     parameters={'use_sim_time': value.flag('use_sim_time')})]
+
+
 def agent_px4_nodes(value: LaunchArguments) -> list[NodeSpec]:
     """``agent_px4.launch.py``: one agent's controller and its PX4 offboard bridge."""
     scenario = live_scenario(agents=1, radius=value.real('radius'),

@@ -38,7 +38,8 @@ LIVE_VIEW_ARGUMENTS = {
     'foxglove': ('false', 'start the live_view node: the swarm in Foxglove at '
                  'ws://<foxglove_host>:<foxglove_port> (needs foxglove-sdk)'),
     'foxglove_port': ('8765', 'port of the live view'),
-    'foxglove_host': ('127.0.0.1', "address the live view binds ('0.0.0.0': every interface)"),
+    'foxglove_host': ('127.0.0.1', "address the live view binds ('0.0.0.0': every interface, "
+                      'anyone on the network can watch; it offers no command)'),
 }
 
 

@@ -29,6 +29,7 @@ import shlex
 from typing import Any, Optional
 
 from ros_support.validation import broken_rule, read_yaml
+from soliton_encirclement_ros.bringup.graph import PX4_D_SAFE, PX4_MIN_ALTITUDE
 from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.interface import SWARM_RELIABILITIES
 from soliton_encirclement_ros.px4.geo import check_geo_reference
@@ -80,12 +81,18 @@ class Fleet:
         return next((v for v in self.vehicles if v.name == name), None)
 
 
-# Each number of the fleet file: (low, high, low exclusive). Every one must be finite: a NaN
-# passed every comparison (d_safe .nan into every launch line, and a check `distance < d_safe`
-# that no pair fails), an infinite radius or altitude no vehicle can fly.
-_SCALARS = {'d_safe': (0.0, None, False), 'min_battery': (0.0, 1.0, False),
-            'max_clock_offset': (0.0, None, False), 'radius': (0.0, None, True),
-            'altitude': (None, None, False)}
+# Each number of the fleet file: (low, high, low exclusive, why). Every one must be finite: a
+# NaN passed every comparison (d_safe .nan into every launch line, and a check
+# `distance < d_safe` that no pair fails), an infinite radius or altitude no vehicle can fly.
+# d_safe and altitude go into each vehicle's agent_px4.launch.py line: the bounds that launch
+# applies (bringup.graph), so a fleet file is refused before any vehicle's launch would be.
+_SCALARS = {'d_safe': (PX4_D_SAFE, None, False, 'the least separation a PX4 launch flies with'),
+            'min_battery': (0.0, 1.0, False, ''),
+            'max_clock_offset': (0.0, None, False, ''), 'radius': (0.0, None, True, ''),
+            'altitude': (PX4_MIN_ALTITUDE, None, True, 'world ENU z, up from the origin')}
+# A vehicle's MAVLink system id (target_system): 0 is MAVLink's broadcast, not a vehicle; the
+# bridge's own bound (px4_bridge_node's target_system parameter).
+TARGET_SYSTEM_RANGE = (1, 255)
 
 
 def load_fleet(path) -> Fleet:
@@ -103,7 +110,7 @@ def load_fleet(path) -> Fleet:
         raise ValueError(f'{where}: unknown keys {unknown}; known: vehicles, '
                          f'{", ".join(sorted(known))}')
     values: dict[str, Any] = {}
-    for name, (low, high, strict) in _SCALARS.items():
+    for name, (low, high, strict, why) in _SCALARS.items():
         if name in content:
             value = content[name]
             if isinstance(value, bool) or not isinstance(value, (int, float)) \
@@ -111,7 +118,8 @@ def load_fleet(path) -> Fleet:
                 rule = ('a finite number' + (f' {">" if strict else ">="} {low:g}'
                                              if low is not None else '')
                         + (f' and <= {high:g}' if high is not None else ''))
-                raise ValueError(f'{where}: {name} must be {rule}, got {value!r}')
+                why = f' ({why})' if why else ''
+                raise ValueError(f'{where}: {name} must be {rule}{why}, got {value!r}')
             values[name] = float(value)
     if 'swarm_reliability' in content:
         if content['swarm_reliability'] not in SWARM_RELIABILITIES:
@@ -159,7 +167,7 @@ def _vehicle(where: str, index: int, entry: Any) -> FleetVehicle:
     if not name or not (name[0].isalpha() and name.replace('_', 'a').isalnum()):
         raise ValueError(f'{where}: vehicles[{index}] name must be a ROS name token, got '
                          f'{name!r}')
-    for key, low, high in (('agent_id', 1, 1_000_000), ('target_system', 0, 255)):
+    for key, low, high in (('agent_id', 1, 1_000_000), ('target_system', *TARGET_SYSTEM_RANGE)):
         value = entry.get(key, 1)
         if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
             raise ValueError(f'{where}: {name} {key} must be an integer in [{low}, {high}], got '

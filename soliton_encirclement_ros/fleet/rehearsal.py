@@ -150,9 +150,6 @@ def spawns(fleet: Fleet) -> dict[str, tuple[float, float, float]]:
                     f'{seen[(key, value)]} and {vehicle.name} share {key} {value!r}: on one '
                     'machine every vehicle needs its own (one PX4 each, on one XRCE agent)')
             seen[(key, value)] = vehicle.name
-        if vehicle.target_system < 1:
-            raise RehearsalError(f'{vehicle.name}: target_system must be a MAV_SYS_ID (1 to '
-                                 '255) to start its PX4 with, got 0')
     n = len(fleet.vehicles)
     places = {v.name: tuple(v.origin) if v.origin else
               (SPAWN_SPACING * (k - (n - 1) / 2.0), -SPAWN_SOUTH, 0.0)

@@ -6,7 +6,8 @@ What the CI test uses to prove the stream, and a way to look at a live run witho
     python -m soliton_encirclement_ros.live.client ws://127.0.0.1:8765 --seconds 10 --png frame.png
 
 ``--call /fleet/check`` calls a service the server offers (Foxglove's "Services" capability,
-JSON-encoded) and prints its answer instead.
+JSON-encoded) and prints its answer instead; a command (``--call /fleet/hold``) carries the
+commanding token, read from ``--token-file`` or ``$SOLITON_LIVE_VIEW_TOKEN``.
 
 It subscribes to every advertised channel it wants, decodes each message (CDR, with the rosbags
 Kilted typestore, as Foxglove decodes it from the advertised ``ros2msg`` schema) and keeps them
@@ -20,10 +21,13 @@ import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
 import json
+import os
 import re
 import struct
 import sys
 import time
+
+from soliton_encirclement_ros.live.authority import load_token, TOKEN_ENV, TOKEN_FIELD
 
 SUBPROTOCOL = 'foxglove.sdk.v1'
 OLD_SUBPROTOCOL = 'foxglove.websocket.v1'  # what clients before the SDK offer: refused (400)
@@ -256,9 +260,19 @@ def main(argv=None) -> int:
     parser.add_argument('--call', default='', metavar='SERVICE',
                         help='call this service (e.g. /fleet/check), print its answer, exit')
     parser.add_argument('--request', default='{}', help="the call's JSON request (--call)")
+    parser.add_argument('--token-file', default='', metavar='FILE',
+                        help="file holding the live view's commanding token, added to the "
+                        'request (default: $SOLITON_LIVE_VIEW_TOKEN, when set)')
     args = parser.parse_args(argv)
     if args.call:
-        return _call(args.url, args.call, args.request.encode())
+        request = args.request.encode()
+        if args.token_file or os.environ.get(TOKEN_ENV):
+            try:
+                request = _with_token(args.request, load_token(args.token_file))
+            except ValueError as error:
+                print(f'live client: error: {error}', file=sys.stderr)
+                return 2
+        return _call(args.url, args.call, request)
     try:
         received = asyncio.run(receive(args.url, args.seconds, args.topics))
     except OSError as error:
@@ -269,6 +283,17 @@ def main(argv=None) -> int:
     if args.png:
         plot_frame(received, args.png)
     return 0
+
+
+def _with_token(request: str, token: str) -> bytes:
+    """Return ``request`` (a JSON object) with the token added; other text unchanged."""
+    try:
+        decoded = json.loads(request)
+    except ValueError:
+        return request.encode()
+    if not isinstance(decoded, dict):
+        return request.encode()
+    return json.dumps({**decoded, TOKEN_FIELD: token}).encode()
 
 
 def _call(url: str, name: str, request: bytes) -> int:

@@ -11,11 +11,14 @@ the server's time (Foxglove's "Time" capability), so the view follows the simula
 Services of type ``std_srvs/srv/Trigger`` whose name matches ``services_regex`` (the fleet's
 ``/fleet/check``, ``/fleet/engage``, ``/fleet/land``, ``/fleet/hold``) are offered through
 Foxglove's "Services" capability, JSON-encoded, so an operator presses them in Foxglove's
-Service Call panel with no ROS install: the SDK calls the handler on a thread of its own, which
-calls the ROS service (``call_async``; the node's executor, elsewhere, delivers the answer) and
-waits for it, at most
-``service_timeout``. The answer is ``{"success": bool, "message": str}``; a service that is gone
-or too slow answers success false and one line saying which and why.
+Service Call panel with no ROS install. Those that move vehicles (all but the read-only check,
+``live.authority``) are offered only with a commanding token, and called only when the request
+carries it (``{"token": "..."}``); a request that is not a JSON object is refused, whatever the
+service, before anything is called (a ``serviceCallFailure``), and every call and refusal is
+logged with the SDK's client id. The SDK calls the handler on a thread of its own, which calls
+the ROS service (``call_async``; the node's executor, elsewhere, delivers the answer) and waits
+for it, at most ``service_timeout``. The answer is ``{"success": bool, "message": str}``; a
+service that is gone or too slow answers success false and one line saying which and why.
 
 The server speaks the SDK's subprotocol ``foxglove.sdk.v1``: clients that offer only the older
 ``foxglove.websocket.v1`` are refused (HTTP 400). Foxglove 2.x (app and web) connects; see
@@ -35,6 +38,9 @@ from ros_support.topics import follow_new
 from soliton_encirclement_ros.interface import (
     AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC, MARKERS_TOPIC, METRICS_TOPIC_PREFIX,
     TARGET_STATE_TOPIC)
+from soliton_encirclement_ros.live.authority import (
+    CallRefused, check_request, COMMAND_REQUEST_SCHEMA, is_read_only, MIN_TOKEN_LENGTH,
+    READ_ONLY_REQUEST_SCHEMA, REQUEST_ENCODING)
 from soliton_encirclement_ros.recording.recorder import _adapted_qos, TYPESTORE
 
 # Odometry (agents and target), the swarm and target states, the metrics, the markers, every
@@ -50,8 +56,7 @@ DEFAULT_HOST = '127.0.0.1'  # this machine only, unless asked (--foxglove-host)
 DEFAULT_SERVICES = '^/fleet/(check|engage|land|hold)$'
 SERVICE_TYPE = 'std_srvs/srv/Trigger'  # the only type offered: no request fields, one answer
 SERVICE_TIMEOUT = 120.0  # s: an engage may wait for PX4 up to a minute
-SERVICE_ENCODING = 'json'
-TRIGGER_REQUEST_SCHEMA = {'type': 'object', 'properties': {}, 'additionalProperties': False}
+SERVICE_ENCODING = REQUEST_ENCODING
 TRIGGER_RESPONSE_SCHEMA = {
     'type': 'object',
     'properties': {'success': {'type': 'boolean'}, 'message': {'type': 'string'}},
@@ -81,13 +86,16 @@ class FoxgloveRelay:
     Call :meth:`discover` periodically (new topics and services), :meth:`tick` as the clock
     moves (the server's time) and :meth:`close` at the end (idempotent). ``node`` must be spun
     by an executor meanwhile (another thread, or the caller's loop): the answers of the services
-    offered arrive through it.
+    offered arrive through it. ``command_token`` (``live.authority.load_token``): offer the
+    services that move vehicles to the clients that present it; None (the default) offers only
+    the read-only ones.
     """
 
     def __init__(self, node: Node, port: int = DEFAULT_PORT, host: str = DEFAULT_HOST,
                  topics_regex: str = DEFAULT_LIVE_TOPICS,
                  services_regex: str = DEFAULT_SERVICES,
-                 service_timeout: float = SERVICE_TIMEOUT):
+                 service_timeout: float = SERVICE_TIMEOUT,
+                 command_token: str | None = None):
         try:
             self._pattern = re.compile(topics_regex)
         except re.error as err:
@@ -100,6 +108,10 @@ class FoxgloveRelay:
         if not service_timeout > 0:
             raise ValueError(f'service_timeout must be > 0 s, got {service_timeout!r}')
         self._service_timeout = float(service_timeout)
+        if command_token is not None and len(command_token) < MIN_TOKEN_LENGTH:
+            raise ValueError(f'the commanding token must be at least {MIN_TOKEN_LENGTH} '
+                             f'characters, got {len(command_token)}')
+        self._token = command_token  # never logged
         foxglove = import_foxglove()
         self._foxglove = foxglove
         self._node = node
@@ -161,6 +173,12 @@ class FoxgloveRelay:
                 self._node.get_logger().warning(f'live view: not offering service {name} '
                                                 f'({types}): only {SERVICE_TYPE} is')
                 continue
+            if self._token is None and not is_read_only(name):
+                self._skipped_services.add(name)
+                self._node.get_logger().info(
+                    f'live view: not offering {name}: it commands the vehicles and commanding '
+                    'is off (live_view: commanding:=true with a token)')
+                continue
             if self._offer(name):
                 offered.append(name)
         return offered
@@ -200,9 +218,10 @@ class FoxgloveRelay:
                 data=json.dumps(schema).encode()))
 
         client = self._node.create_client(Trigger, name)
+        request_schema = READ_ONLY_REQUEST_SCHEMA if is_read_only(name) else COMMAND_REQUEST_SCHEMA
         service = foxglove.Service(
             name=name, schema=foxglove.ServiceSchema(
-                name=SERVICE_TYPE, request=message_schema('Request', TRIGGER_REQUEST_SCHEMA),
+                name=SERVICE_TYPE, request=message_schema('Request', request_schema),
                 response=message_schema('Response', TRIGGER_RESPONSE_SCHEMA)),
             handler=partial(self._on_service_call, name, client))
         try:
@@ -216,11 +235,27 @@ class FoxgloveRelay:
         return True
 
     def _on_service_call(self, name: str, client, request) -> bytes:
-        """Foxglove's call of ``name`` (the SDK's thread): the ROS answer as JSON, never raises."""
+        """
+        Foxglove's call of ``name`` (the SDK's thread): the ROS answer as JSON.
+
+        A request ``live.authority.check_request`` refuses raises :class:`CallRefused`, which
+        the SDK answers with a ``serviceCallFailure`` carrying its line; nothing is called.
+        """
+        log = self._node.get_logger()
+        caller = f'Foxglove client {request.client_id}'  # the SDK gives no address
+        try:
+            check_request(name, request.encoding, request.payload, self._token)
+        except CallRefused as refused:
+            log.warning(f'live view: {caller}: {refused}')
+            raise
+        log.info(f'live view: {caller} calls {name}')
         try:
             success, message = self._call(name, client)
         except Exception as err:  # noqa: BLE001 - the SDK would only say "failed"
             success, message = False, f'{name}: the call failed: {type(err).__name__}: {err}'
+        first = message.splitlines()[0] if message else ''
+        log.info(f'live view: {name} for {caller}: {"success" if success else "FAILED"}: '
+                 f'{first[:200]}')
         return json.dumps({'success': success, 'message': message}).encode()
 
     def _call(self, name: str, client) -> tuple[bool, str]:

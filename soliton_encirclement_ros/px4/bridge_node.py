@@ -128,7 +128,7 @@ class BridgeSettings:
                                  'UXRCE_DDS_NS)', read_only=True)
     target_system: int = setting(1, 'MAVLink system id of the autopilot (MAV_SYS_ID; SITL '
                                  'instance N has N+1); PX4 ignores commands not addressed to it '
-                                 'or to 0', low=0, high=255)
+                                 'or to 0 (broadcast: not a system id)', low=1, high=255)
     message_version_suffix: str = setting('auto', "'auto': append _v<MESSAGE_VERSION> of the "
                                           'built px4_msgs to versioned topics, as PX4 >= 1.16 '
                                           "does (e.g. vehicle_status_v1); 'none': no suffix "

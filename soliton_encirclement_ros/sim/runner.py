@@ -97,7 +97,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                       f'(default {DEFAULT_FOXGLOVE_PORT}; 0: any free port)')
     live.add_argument('--foxglove-host', default=DEFAULT_FOXGLOVE_HOST, metavar='HOST',
                       help='address the server binds to (default %(default)s: this machine '
-                      'only; 0.0.0.0: every interface)')
+                      'only; 0.0.0.0: every interface, anyone on the network can watch; it '
+                      'offers no command)')
     return parser.parse_args(argv)
 
 

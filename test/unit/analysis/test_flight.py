@@ -164,6 +164,35 @@ def test_an_active_bridge_that_holds_is_holding_with_its_reason():
         ('active', 0.0, 1.0), ('holding', 1.0, 3.0), ('active', 3.0, 4.0)]
 
 
+def test_a_hold_from_the_operator_and_a_landing_from_hold_are_on_the_timeline():
+    """The statuses a bridge publishes around a fleet hold and a landing from Hold (real PX4)."""
+    held = {'out_of_ring': 'hold (operator request)'}
+    statuses = [
+        bridge(0.0, 'uav1', 'active', 'engaged: following cmd_vel'),
+        bridge(1.0, 'uav1', 'hold_requested', 'hold requested (operator request): DO_SET_MODE '
+               'Hold sent, waiting for PX4 to confirm', level=1, **held),
+        bridge(1.2, 'uav1', 'idle', 'hold (operator request): PX4 reports 4 (AUTO_LOITER), '
+               'ARMED; ~/engage to fly again, ~/land to land', level=1, **held),
+        bridge(2.2, 'uav1', 'idle', 'hold (operator request): PX4 reports 4 (AUTO_LOITER), '
+               'ARMED; ~/engage to fly again, ~/land to land', level=1, **held),
+        bridge(5.0, 'uav1', 'landing', 'landing: NAV_LAND sent, waiting for PX4 to take it '
+               'over', out_of_ring='landing (operator request)'),
+        bridge(9.0, 'uav1', 'idle', 'landed (operator request): PX4 reports 18 (AUTO_LAND), '
+               'DISARMED; ~/engage to fly again', out_of_ring='landed (operator request)'),
+        bridge(10.0, 'uav2', 'idle', 'idle: PX4 reports 2 (POSCTL), DISARMED, the bridge sends '
+               'it nothing; ~/engage to fly')]
+    tl = flight.timeline(statuses, end=11.0)
+    assert [(t.time, t.vehicle, t.before, t.after) for t in tl.transitions] == [
+        (0.0, 'uav1', None, 'active'), (1.0, 'uav1', 'active', 'hold_requested'),
+        (1.2, 'uav1', 'hold_requested', flight.PX4_HOLD),
+        (5.0, 'uav1', flight.PX4_HOLD, 'landing'),
+        (9.0, 'uav1', 'landing', flight.LANDED), (10.0, 'uav2', None, 'idle')]
+    assert tl.transitions[2].reason.endswith('out of the ring: hold (operator request)')
+    assert tl.transitions[4].reason.startswith('landed (operator request)')
+    assert [(s.state, s.start, s.end) for s in tl.spans if s.vehicle == 'uav1'][2:4] == [
+        (flight.PX4_HOLD, 1.2, 5.0), ('landing', 5.0, 8.0)]
+
+
 def flown(vehicle, engaged, left, to='landing', until=60.0, offset=0.0, why='operator request'):
     """Return 1 Hz statuses of a bridge: idle, active from ``engaged`` until ``left``, ``to``."""
     out = []

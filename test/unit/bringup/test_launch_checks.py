@@ -123,3 +123,53 @@ def test_ring_problem_is_none_for_a_ring_inside_and_names_the_point_outside():
     problem = ring_problem(area, (90, 50), 20.0)
     assert problem.startswith('the ring of radius 20 m around (90, 50) does not fit')
     assert 'passes (110.0, 50.0)' in problem
+
+
+AGENT_PX4 = {'agent_name': 'uav1', 'agent_id': '1', 'px4_namespace': '', 'target_system': '1',
+             'origin': '0,0,0', 'geo_reference': '', 'altitude': '10.0',
+             'swarm_reliability': 'best_effort', 'radius': '20.0', 'd_safe': '2.0',
+             'allow_no_separation': 'false', 'params_file': '', 'simulated': '',
+             'safety_area': '', 'log_level': 'info'}
+
+
+def agent_px4(**values):
+    return LaunchArguments({**AGENT_PX4, **values}, given=set(values))
+
+
+def test_agent_px4_refuses_the_broadcast_system_id_and_an_altitude_below_the_origin():
+    """target_system:=0 (MAVLink's broadcast) and altitude:=-50 started without a word."""
+    from soliton_encirclement_ros.bringup.launch_plans import agent_px4_nodes
+    assert value_problem(agent_px4_nodes(agent_px4())) is None  # the defaults start
+    assert value_problem(agent_px4_nodes(agent_px4(target_system='0'))) == (
+        '/uav1/px4_bridge: target_system must be an integer >= 1, got 0; starting nothing')
+    assert value_problem(agent_px4_nodes(agent_px4(target_system='255'))) is None
+    with pytest.raises(ValueError) as refused:
+        agent_px4_nodes(agent_px4(altitude='-50'))
+    assert str(refused.value) == (
+        'altitude must be > 0 m for a PX4 vehicle (world ENU z, up from the origin; nan: no '
+        'altitude hold), got -50')
+    assert value_problem(agent_px4_nodes(agent_px4(altitude='nan'))) is None  # off
+
+
+MOBILITY = {'namespace': 'uav1', 'params_file': str(LAUNCH_DIR.parent / 'config' /
+                                                    'mobility.yaml'),
+            'use_sim_time': 'false', 'log_level': 'info'}
+
+
+def test_mobility_launch_checks_its_params_file_before_the_node_starts(tmp_path):
+    """mobility.launch.py started a node that died on a bad params file, and exited 0."""
+    from soliton_encirclement_ros.bringup.launch_plans import mobility_nodes
+    text = (LAUNCH_DIR / 'mobility.launch.py').read_text()
+    assert 'plan_launch_description(ARGUMENTS, mobility_nodes)' in text  # the checked path
+    (spec,) = mobility_nodes(LaunchArguments(MOBILITY))
+    assert (spec.executable, spec.full_name) == ('mobility_node', '/uav1/mobility')
+    assert spec.parameters == {'use_sim_time': False}
+    assert value_problem([spec]) is None  # the shipped config/mobility.yaml starts
+    bad = tmp_path / 'bad.yaml'
+    bad.write_text('/**:\n  ros__parameters:\n    max_speed_xy: -1.0\n')
+    problem = value_problem(mobility_nodes(LaunchArguments({**MOBILITY,
+                                                            'params_file': str(bad)})))
+    assert problem.startswith('/uav1/mobility: max_speed_xy must be ')
+    assert problem.endswith(f'got -1.0 (params file {bad}); starting nothing')
+    with pytest.raises(ValueError, match="namespace must be a ROS name token .* got '1uav'"):
+        mobility_nodes(LaunchArguments({**MOBILITY, 'namespace': '1uav'}))

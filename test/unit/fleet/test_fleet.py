@@ -52,17 +52,26 @@ def test_launch_commands_are_the_exact_line_for_each_companion(tmp_path, capsys)
     ({'min_battery': 1.5}, 'min_battery must be a finite number >= 0 and <= 1, got 1.5'),
     # non-finite numbers passed every comparison: d_safe .nan into every launch line, and the
     # check's `distance < d_safe` failed no pair
-    ({'d_safe': math.nan}, 'd_safe must be a finite number >= 0, got nan'),
+    ({'d_safe': math.nan}, 'd_safe must be a finite number >= 2 (the least separation a PX4 '
+     'launch flies with), got nan'),
+    # every vehicle's launch would refuse these: the fleet file refuses them first
+    ({'d_safe': 0}, 'd_safe must be a finite number >= 2 (the least separation a PX4 launch '
+     'flies with), got 0'),
+    ({'altitude': -50.0}, 'altitude must be a finite number > 0 (world ENU z, up from the '
+     'origin), got -50.0'),
+    ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'target_system': 0}]},
+     'uav1 target_system must be an integer in [1, 255], got 0'),
     ({'radius': math.inf}, 'radius must be a finite number > 0, got inf'),
     ({'radius': 0.0}, 'radius must be a finite number > 0, got 0.0'),
-    ({'altitude': math.nan}, 'altitude must be a finite number, got nan'),
+    ({'altitude': math.nan}, 'altitude must be a finite number > 0 (world ENU z, up from the '
+     'origin), got nan'),
     ({'max_clock_offset': math.inf}, 'max_clock_offset must be a finite number >= 0, got inf'),
     ({'min_battery': math.nan}, 'min_battery must be a finite number >= 0 and <= 1, got nan'),
     ({'geo_reference': [math.nan, 8.5, 488.0]}, 'geo_reference must be [lat, lon, alt]'),
     ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'origin': [0.0, math.inf, 0.0]}]},
      'uav1 origin must be [x, y, z] of finite numbers (m, world ENU), got [0.0, inf, 0.0]'),
     ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'target_system': 300}]},
-     'uav1 target_system must be an integer in [0, 255], got 300'),
+     'uav1 target_system must be an integer in [1, 255], got 300'),
     ({'vehicles': [{'name': 'uav1', 'agent_id': 1, 'origin': [1, 2]}]},
      'uav1 origin must be [x, y, z] of finite numbers (m, world ENU), got [1, 2]'),
     ({'vehicle': []}, 'unknown keys'),
