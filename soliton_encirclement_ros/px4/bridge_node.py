@@ -1,7 +1,9 @@
 """
 px4_bridge_node: the standard vehicle interface (``cmd_vel`` in, ``odom`` out) on top of PX4.
 
-A thin rclpy shell around :mod:`.frames` and :mod:`.offboard`. It runs in the vehicle's
+A thin rclpy shell around :mod:`.frames` and :mod:`.offboard`, with small collaborators
+(:mod:`.bridge_parts`: commands and answers, ``~/status``, presence, the clock;
+:mod:`.graph_watch`: other setpoint writers, message versions). It runs in the vehicle's
 namespace (e.g. ``/uav1``) so ``cmd_vel`` and ``odom`` are relative names, and talks to PX4's
 uXRCE-DDS topics by absolute name (``/fmu/...`` for instance 0, ``/px4_<N>/fmu/...`` otherwise).
 ``px4_msgs`` is imported only when the node starts; nothing else in the package needs it.
@@ -31,7 +33,7 @@ from pathlib import Path
 import re
 import sys
 
-from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from diagnostic_msgs.msg import DiagnosticStatus
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
 import rclpy
@@ -40,7 +42,6 @@ from rclpy.clock import Clock, ClockType
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import HistoryPolicy, qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from rclpy.task import Future
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import Trigger
 from transforms3d.quaternions import quat2mat
@@ -48,28 +49,27 @@ from transforms3d.quaternions import quat2mat
 from ros_support.ros_parameters import declare_validated, specs_of
 from ros_support.settings import check_fields, same_as, setting
 from ros_support.spin import help_requested, node_help, spin_node
-from ros_support.topics import publisher_node
 from ros_support.validation import from_mapping
 from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold, load_area_file
-from soliton_encirclement_ros.core.controller import initial_state, presence_state
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.identity import (
-    BRIDGE_INCARNATION, id_from_namespace, new_incarnation)
+from soliton_encirclement_ros.core.identity import id_from_namespace, new_incarnation
 from soliton_encirclement_ros.interface import (
-    AGENT_NODE_NAME, agent_state_to_msg, AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, RELIABLE,
-    VEHICLE_FAILURE_TOPIC)
-from soliton_encirclement_ros.nodes.diagnostics import StatusPublisher
+    AGENT_NODE_NAME, AGENT_STATES_TOPIC, AGENT_STATUS_TOPIC, RELIABLE, VEHICLE_FAILURE_TOPIC)
 from soliton_encirclement_ros.nodes.settings import AgentSettings
 from soliton_encirclement_ros.nodes.swarm_topics import (
     create_swarm_publisher, VEHICLE_FAILURE_QOS)
 from soliton_encirclement_ros.px4 import offboard
+from soliton_encirclement_ros.px4.bridge_parts import (
+    BridgeStatus, ClockWatch, PresenceAnnouncer, SequencerOutput)
 from soliton_encirclement_ros.px4.frames import (
     enu_to_ned, ned_to_enu, odometry_covariances, OdometryFrameError, sample_stamp_ns,
     vehicle_odometry_to_enu)
-from soliton_encirclement_ros.px4.geo import (
-    check_geo_reference, ORIGIN_SOURCES, OriginPlacement, text3)
+from soliton_encirclement_ros.px4.geo import check_geo_reference, ORIGIN_SOURCES, OriginPlacement
+# other_versions and version_mismatch_text are offered here too, as before (tests import them).
+from soliton_encirclement_ros.px4.graph_watch import (  # noqa: F401
+    GraphWatch, other_versions, version_mismatch_text)
 from soliton_encirclement_ros.px4.offboard import OffboardConfig, OffboardSequencer
-from soliton_encirclement_ros.px4.presence import AgentWatch, PRESENCE_PERIOD
+from soliton_encirclement_ros.px4.presence import PRESENCE_PERIOD
 from velocity_mobility_ros.nodes.messages import new_odometry, with_position_uncertainty
 
 PX4_MSGS_MISSING = (
@@ -85,14 +85,8 @@ PX4_OPTIONAL_TYPES = ('FailsafeFlags', 'VehicleLandDetected', 'VehicleLocalPosit
                       'BatteryStatus')
 VERSION_SUFFIX_MODES = ('auto', 'none')
 _NAMESPACE = re.compile(r'^/?([A-Za-z][A-Za-z0-9_]*(/[A-Za-z][A-Za-z0-9_]*)*)?$')
-# The autopilot component of the vehicle (MAV_COMP_ID_AUTOPILOT1).
-TARGET_COMPONENT = 1
-CLOCK_STALL = 1.0  # s of steady time without the ROS clock advancing before a warning
 GRAPH_PERIOD = 1.0  # s between looks for other publishers on the vehicle's setpoint topics
-TWIN_SILENCE = 3.0  # s after its last ~/status a twin of this bridge no longer counts
 STATUS_PERIOD = 1.0  # s between ~/status publications when nothing changes
-STATUS_LEVELS = {offboard.OK: DiagnosticStatus.OK, offboard.WARN: DiagnosticStatus.WARN,
-                 offboard.ERROR: DiagnosticStatus.ERROR}
 # The sequencer's MAVLink numbers, checked against the built px4_msgs at start-up.
 PX4_CONSTANTS = (
     ('VehicleCommand', 'VEHICLE_CMD_NAV_LAND', offboard.VEHICLE_CMD_NAV_LAND),
@@ -215,36 +209,6 @@ def px4_topic(px4_namespace, direction, name, message_version=0):
     return f'{prefix}/fmu/{direction}/{name}{suffix}'
 
 
-_VERSION_SUFFIX = re.compile(r'_v(\d+)$')
-
-
-def other_versions(topic, topic_names):
-    """
-    Return the names in ``topic_names`` that are ``topic`` under another message version.
-
-    PX4 >= 1.16 appends ``_v<MESSAGE_VERSION>`` to versioned topics, and px4_msgs must match the
-    firmware: a bridge built against another px4_msgs listens on a name this PX4 never
-    publishes (``vehicle_status_v4`` where PX4 publishes ``vehicle_status_v2``, or no suffix).
-    """
-    base = _VERSION_SUFFIX.sub('', topic)
-    return sorted(name for name in topic_names if name != topic
-                  and (name == base or (name.startswith(base + '_v')
-                                        and _VERSION_SUFFIX.sub('', name) == base)))
-
-
-def version_mismatch_text(topic, others, type_name):
-    """One line: PX4 publishes ``others``, the bridge listens on ``topic``; what to build."""
-    def version(name):
-        match = _VERSION_SUFFIX.search(name)
-        return int(match.group(1)) if match else 0
-    theirs = ', '.join(others)
-    wanted = ' or '.join(sorted({f'MESSAGE_VERSION {version(name)}' for name in others}))
-    return (f'PX4 publishes {theirs} but this bridge listens on {topic}: its px4_msgs does not '
-            f'match the firmware; build the px4_msgs branch whose {type_name} has {wanted} (the '
-            'release of the PX4 firmware, docs/px4/index.md step 1), or set '
-            'message_version_suffix if PX4 publishes no suffix')
-
-
 def load_px4_msgs():
     """Return the px4_msgs message classes by name; ``ImportError`` when px4_msgs is not built."""
     module = importlib.import_module('px4_msgs.msg')
@@ -296,8 +260,50 @@ def fill_enu_odometry(msg, odom, stamp, covariances=None):
     twist.angular.x, twist.angular.y, twist.angular.z = odom.angular_velocity.tolist()
 
 
+def px4_topics(px4_msgs, settings):
+    """
+    Return this bridge's PX4 topics (name -> topic) and their types (topic -> type name).
+
+    Each under the vehicle's ``px4_namespace`` and, with ``message_version_suffix`` 'auto',
+    its type's ``MESSAGE_VERSION``; the optional ones only when the built px4_msgs has them.
+    """
+    types = {}
+
+    def topic(direction, name, type_name):
+        version = getattr(px4_msgs[type_name], 'MESSAGE_VERSION', 0)
+        full = px4_topic(settings.px4_namespace, direction, name,
+                         version if settings.message_version_suffix == 'auto' else 0)
+        types[full] = type_name
+        return full
+
+    topics = {
+        'vehicle_odometry': topic('out', 'vehicle_odometry', 'VehicleOdometry'),
+        'vehicle_status': topic('out', 'vehicle_status', 'VehicleStatus'),
+        'vehicle_command_ack': topic('out', 'vehicle_command_ack', 'VehicleCommandAck'),
+        'vehicle_command': topic('in', 'vehicle_command', 'VehicleCommand'),
+        'offboard_control_mode': topic('in', 'offboard_control_mode', 'OffboardControlMode'),
+        'trajectory_setpoint': topic('in', 'trajectory_setpoint', 'TrajectorySetpoint'),
+    }
+    for name, type_name in (('failsafe_flags', 'FailsafeFlags'),
+                            ('vehicle_land_detected', 'VehicleLandDetected'),
+                            ('vehicle_local_position', 'VehicleLocalPosition'),
+                            ('battery_status', 'BatteryStatus')):
+        if type_name in px4_msgs:
+            topics[name] = topic('out', name, type_name)
+    if settings.origin_source == 'gps' and 'vehicle_local_position' not in topics:
+        raise ValueError("origin_source 'gps' needs px4_msgs' VehicleLocalPosition (the "
+                         "estimator's global reference); this px4_msgs has none")
+    return topics, types
+
+
 class Px4BridgeNode(Node):
-    """cmd_vel -> PX4 offboard velocity setpoints; PX4 vehicle_odometry -> odom."""
+    """
+    cmd_vel -> PX4 offboard velocity setpoints; PX4 vehicle_odometry -> odom.
+
+    The shell: it converts messages and feeds the sequencer (:mod:`.offboard`), and wires its
+    timers, subscriptions and services to it and to its collaborators (:mod:`.bridge_parts`,
+    :mod:`.graph_watch`).
+    """
 
     def __init__(self, px4_msgs, **kwargs):
         super().__init__('px4_bridge', **kwargs)
@@ -315,92 +321,39 @@ class Px4BridgeNode(Node):
         # namespace (a launch started twice) are told apart.
         self.incarnation = new_incarnation()
         self._steady = Clock(clock_type=ClockType.STEADY_TIME)
-        self._clock_seen = (self.get_clock().now().nanoseconds, self._steady_now())
-        self._clock_stalled = False
+        self._clock_watch = ClockWatch(self, self._steady_now)
         vehicle = self.get_namespace().strip('/')
         child = s.child_frame_id or (f'{vehicle}/base_link' if vehicle else 'base_link')
         self._odom_msg = new_odometry(s.world_frame_id, child)
         self._motion = None  # (position, velocity) world ENU of the newest odometry
         self._motion_at = -math.inf  # steady time of it
-        self._engage_future = None
-        self._land_futures = []
-        self._hold_futures = []
-        self._status_sent = None
-        self._unnamed_seen = False  # a setpoint writer of an undiscovered node at the last look
-
-        self._topic_types = {}  # topic -> px4_msgs type name
-        self._version_hints = set()  # version mismatches already warned about
-
-        def topic(direction, name, type_name):
-            version = getattr(px4_msgs[type_name], 'MESSAGE_VERSION', 0)
-            full = px4_topic(s.px4_namespace, direction, name,
-                             version if s.message_version_suffix == 'auto' else 0)
-            self._topic_types[full] = type_name
-            return full
-
-        self.topics = {
-            'vehicle_odometry': topic('out', 'vehicle_odometry', 'VehicleOdometry'),
-            'vehicle_status': topic('out', 'vehicle_status', 'VehicleStatus'),
-            'vehicle_command_ack': topic('out', 'vehicle_command_ack', 'VehicleCommandAck'),
-            'vehicle_command': topic('in', 'vehicle_command', 'VehicleCommand'),
-            'offboard_control_mode': topic('in', 'offboard_control_mode', 'OffboardControlMode'),
-            'trajectory_setpoint': topic('in', 'trajectory_setpoint', 'TrajectorySetpoint'),
-        }
-        if 'FailsafeFlags' in px4_msgs:
-            self.topics['failsafe_flags'] = topic('out', 'failsafe_flags', 'FailsafeFlags')
-        if 'VehicleLandDetected' in px4_msgs:
-            self.topics['vehicle_land_detected'] = topic('out', 'vehicle_land_detected',
-                                                         'VehicleLandDetected')
+        settings = self._current_settings
+        self.topics, topic_types = px4_topics(px4_msgs, s)
         self._odom_pub = self.create_publisher(Odometry, 'odom', 10)
-        self._command_pub = self.create_publisher(
+        command_pub = self.create_publisher(
             px4_msgs['VehicleCommand'], self.topics['vehicle_command'], PX4_IN_QOS)
         self._mode_pub = self.create_publisher(
             px4_msgs['OffboardControlMode'], self.topics['offboard_control_mode'], PX4_IN_QOS)
         self._setpoint_pub = self.create_publisher(
             px4_msgs['TrajectorySetpoint'], self.topics['trajectory_setpoint'], PX4_IN_QOS)
-        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10)
-        self.create_subscription(px4_msgs['VehicleOdometry'], self.topics['vehicle_odometry'],
-                                 self._on_odometry, PX4_OUT_QOS)
-        self.create_subscription(px4_msgs['VehicleStatus'], self.topics['vehicle_status'],
-                                 self._on_status, PX4_OUT_QOS)
-        self.create_subscription(px4_msgs['VehicleCommandAck'], self.topics['vehicle_command_ack'],
-                                 self._on_ack, PX4_OUT_QOS)
-        if 'failsafe_flags' in self.topics:
-            self.create_subscription(px4_msgs['FailsafeFlags'], self.topics['failsafe_flags'],
-                                     self._on_failsafe_flags, PX4_OUT_QOS)
-        if 'VehicleLocalPosition' in px4_msgs:
-            self.topics['vehicle_local_position'] = topic('out', 'vehicle_local_position',
-                                                          'VehicleLocalPosition')
-            self.create_subscription(px4_msgs['VehicleLocalPosition'],
-                                     self.topics['vehicle_local_position'],
-                                     self._on_local_position, PX4_OUT_QOS)
-        elif s.origin_source == 'gps':
-            raise ValueError("origin_source 'gps' needs px4_msgs' VehicleLocalPosition (the "
-                             "estimator's global reference); this px4_msgs has none")
-        if 'BatteryStatus' in px4_msgs:
-            self.topics['battery_status'] = topic('out', 'battery_status', 'BatteryStatus')
-            self.create_subscription(
-                px4_msgs['BatteryStatus'], self.topics['battery_status'],
-                lambda msg: self._seq.on_battery(self._steady_now(), msg.remaining, msg.warning),
-                PX4_OUT_QOS)
+        self._out = SequencerOutput(self, px4_msgs['VehicleCommand'], command_pub, settings,
+                                    self._stamp_us)
+        self._subscribe_px4(px4_msgs)
         # Why this vehicle left the ring, for its agent (latched; '' = in the ring).
         self._failure_pub = self.create_publisher(String, VEHICLE_FAILURE_TOPIC,
                                                   VEHICLE_FAILURE_QOS)
         self._failure_sent = None
-        if 'vehicle_land_detected' in self.topics:
-            self.create_subscription(
-                px4_msgs['VehicleLandDetected'], self.topics['vehicle_land_detected'],
-                lambda msg: self._seq.on_land_detected(self._steady_now(), msg.landed),
-                PX4_OUT_QOS)
-        # The heartbeats heard on this vehicle's offboard_control_mode against those sent: more
-        # heard than sent is another writer at work (a twin of this bridge: same name).
-        self._heartbeats = {'sent': 0, 'heard': 0, 'looked': (0, 0)}
+        # Other writers of this vehicle's setpoints (a twin of this bridge: its heartbeats and
+        # its ~/status), and a px4_msgs of another message version.
+        self._graph = GraphWatch(self, self._seq, self.topics, topic_types, self._steady_now,
+                                 self.incarnation)
         self.create_subscription(px4_msgs['OffboardControlMode'],
-                                 self.topics['offboard_control_mode'], self._on_heartbeat_heard,
-                                 PX4_OUT_QOS)
-        self._status_pub = StatusPublisher(self)  # ~/status and /diagnostics
-        self._twin_heard = -math.inf  # steady time of a ~/status of another incarnation
-        self.create_subscription(DiagnosticStatus, AGENT_STATUS_TOPIC, self._on_own_status, 10)
+                                 self.topics['offboard_control_mode'],
+                                 self._graph.on_heartbeat_heard, PX4_OUT_QOS)
+        self._status_out = BridgeStatus(self, self._seq, settings, self._placement,
+                                        self._steady_now, self.incarnation)
+        self.create_subscription(DiagnosticStatus, AGENT_STATUS_TOPIC, self._graph.on_own_status,
+                                 10)
         # Its agent's ~/status: while the agent is silent, the bridge announces the vehicle's
         # presence on the swarm topic itself (px4.presence). Published RELIABLE: every
         # subscriber, reliable or best effort, hears it.
@@ -408,36 +361,58 @@ class Px4BridgeNode(Node):
             namespace_id = id_from_namespace(self.get_namespace())
         except ValueError:
             namespace_id = None  # the agent's ~/status will say
-        self._agent = AgentWatch(self._steady_now(), namespace_id)
-        self._presence = initial_state(namespace_id or 0, BRIDGE_INCARNATION)
+        self._presence = PresenceAnnouncer(
+            self, self._seq, settings, self._steady_now, namespace_id,
+            create_swarm_publisher(self, Float64MultiArray, AGENT_STATES_TOPIC, RELIABLE),
+            self._motion_sample)
         self.create_subscription(DiagnosticStatus, f'{AGENT_NODE_NAME}/status',
-                                 self._on_agent_status, 10)
-        self._presence_pub = create_swarm_publisher(self, Float64MultiArray, AGENT_STATES_TOPIC,
-                                                    RELIABLE)
-        self.create_timer(PRESENCE_PERIOD, self._announce_presence, clock=self._steady)
+                                 self._presence.on_agent_status, 10)
+        self.create_timer(PRESENCE_PERIOD, self._presence.announce, clock=self._steady)
         # The engage answer waits for PX4 while the timers keep running: its own group.
-        self.create_service(Trigger, '~/engage', self._on_engage,
-                            callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_service(Trigger, '~/land', self._on_land,
-                            callback_group=MutuallyExclusiveCallbackGroup())
-        self.create_service(Trigger, '~/hold', self._on_hold,
-                            callback_group=MutuallyExclusiveCallbackGroup())
+        for name, callback in (('~/engage', self._on_engage), ('~/land', self._on_land),
+                               ('~/hold', self._on_hold)):
+            self.create_service(Trigger, name, callback,
+                                callback_group=MutuallyExclusiveCallbackGroup())
         self.create_timer(1.0 / s.setpoint_rate, self._publish_setpoint, clock=self._steady)
         self.create_timer(1.0 / s.heartbeat_rate, self._heartbeat, clock=self._steady)
-        self.create_timer(GRAPH_PERIOD, self._look_for_other_publishers, clock=self._steady)
-        self.create_timer(GRAPH_PERIOD, self._look_for_other_versions, clock=self._steady)
-        self.create_timer(STATUS_PERIOD, lambda: self._publish_status(force=True),
+        self.create_timer(GRAPH_PERIOD, self._graph.look_for_other_publishers,
+                          clock=self._steady)
+        self.create_timer(GRAPH_PERIOD, self._graph.look_for_other_versions, clock=self._steady)
+        self.create_timer(STATUS_PERIOD, lambda: self._status_out.publish(force=True),
                           clock=self._steady)
         self.get_logger().info(
             f'bridging cmd_vel/odom to PX4 target_system {s.target_system} (as '
             f'{s.source_system}/{s.source_component}) on ' + ', '.join(self.topics.values())
             + f'; holding until {self.resolve_service_name("~/engage")} is called')
 
+    def _subscribe_px4(self, px4_msgs):
+        """Take cmd_vel and PX4's ``/fmu/out/`` topics (those this px4_msgs has) into the core."""
+        now, seq = self._steady_now, self._seq
+        self.create_subscription(Twist, 'cmd_vel', self._on_cmd_vel, 10)
+        for name, type_name, callback in (
+                ('vehicle_odometry', 'VehicleOdometry', self._on_odometry),
+                ('vehicle_status', 'VehicleStatus', self._on_status),
+                ('vehicle_command_ack', 'VehicleCommandAck', self._on_ack),
+                ('failsafe_flags', 'FailsafeFlags',
+                 lambda msg: seq.on_failsafe_flags(now(), active_failsafe_flags(msg))),
+                ('vehicle_local_position', 'VehicleLocalPosition', self._on_local_position),
+                ('battery_status', 'BatteryStatus',
+                 lambda msg: seq.on_battery(now(), msg.remaining, msg.warning)),
+                ('vehicle_land_detected', 'VehicleLandDetected',
+                 lambda msg: seq.on_land_detected(now(), msg.landed))):
+            if name in self.topics:
+                self.create_subscription(px4_msgs[type_name], self.topics[name], callback,
+                                         PX4_OUT_QOS)
+
     # ---- helpers ------------------------------------------------------------------------
     def _apply(self, settings):
         self._settings = settings
         self._seq.config = settings.offboard
         self._seq.target_system = settings.target_system
+
+    def _current_settings(self):
+        """Return the validated settings in force (a parameter change replaces them)."""
+        return self._settings
 
     def _steady_now(self):
         """Steady-clock seconds: the sequencer's time, immune to /clock stalls."""
@@ -447,140 +422,9 @@ class Px4BridgeNode(Node):
         """ROS time in microseconds: the timestamp field PX4 expects."""
         return self.get_clock().now().nanoseconds // 1000
 
-    def _watch_clock(self, steady):
-        """Warn once when the ROS clock stops advancing (no /clock with use_sim_time)."""
-        ros_ns = self.get_clock().now().nanoseconds
-        if ros_ns != self._clock_seen[0]:
-            if self._clock_stalled:
-                self.get_logger().info('the ROS clock advances again')
-            self._clock_seen, self._clock_stalled = (ros_ns, steady), False
-        elif steady - self._clock_seen[1] > CLOCK_STALL and not self._clock_stalled:
-            self._clock_stalled = True
-            sim = self.get_parameter('use_sim_time').value
-            self.get_logger().warning(
-                f'the ROS clock has not advanced for {steady - self._clock_seen[1]:.1f} s'
-                + (' (use_sim_time is true: is /clock published? Gazebo: bridge /clock with '
-                   'ros_gz_bridge)' if sim else '')
-                + '; the heartbeat keeps streaming on the steady clock, message timestamps '
-                'are frozen')
-
-    def _send(self, output):
-        stamp_us = self._stamp_us()
-        for request in output.commands:
-            msg = self._msgs['VehicleCommand']()
-            msg.timestamp = stamp_us
-            msg.command = request.command
-            msg.param1, msg.param2 = float(request.param1), float(request.param2)
-            msg.param3 = float(request.param3)
-            msg.target_system = self._settings.target_system
-            msg.target_component = TARGET_COMPONENT
-            msg.source_system = self._settings.source_system
-            msg.source_component = self._settings.source_component
-            msg.from_external = True
-            self._command_pub.publish(msg)
-        for line in output.info:
-            self.get_logger().info(line)
-        for line in output.warnings:
-            self.get_logger().warning(line)
-        if output.outcome is not None and self._engage_future is not None:
-            self._engage_future.set_result(output.outcome)
-            self._engage_future = None
-        if output.land_outcome is not None:
-            futures, self._land_futures = self._land_futures, []
-            for future in futures:
-                future.set_result(output.land_outcome)
-        if output.hold_outcome is not None:
-            futures, self._hold_futures = self._hold_futures, []
-            for future in futures:
-                future.set_result(output.hold_outcome)
-
-    def _publish_status(self, force=False):
-        """Publish ``~/status`` and ``/diagnostics`` when it changed (or ``force``: 1 Hz)."""
-        status = self._seq.status(self._steady_now())
-        if not force and (status.level, status.message) == self._status_sent:
-            return
-        self._status_sent = (status.level, status.message)
-        msg = DiagnosticStatus(level=STATUS_LEVELS[status.level],
-                               name=self.get_fully_qualified_name(), message=status.message)
-        msg.values = [KeyValue(key=k, value=v) for k, v in status.values]
-        msg.values.append(KeyValue(key='incarnation', value=str(self.incarnation)))
-        # What this bridge was launched with, for fleet check to compare with the fleet file.
-        s = self._settings
-        msg.values += [KeyValue(key='target_system', value=str(s.target_system)),
-                       KeyValue(key='px4_namespace', value=s.px4_namespace),
-                       KeyValue(key='geo_reference', value=','.join(
-                           f'{c:.9g}' for c in s.geo_reference) if s.geo_reference else '')]
-        origin = self._placement.origin
-        msg.values += [KeyValue(key='origin_source', value=self._settings.origin_source),
-                       KeyValue(key='origin_enu', value='none' if origin is None
-                                else text3(origin))]
-        if self._seq.origin_problem:
-            msg.values.append(KeyValue(key='origin_problem', value=self._seq.origin_problem))
-        self._status_pub.publish(msg)
-
-    def _look_for_other_publishers(self):
-        """
-        Tell the sequencer who else publishes on this vehicle's ``/fmu/in/`` setpoint topics.
-
-        The offboard heartbeat and the setpoints: two such streams interleave, and the vehicle
-        flies neither. A writer of ``vehicle_command`` alone (a ground station's tool switching
-        a mode) streams nothing and is not one. By what is published, not by name: this bridge
-        writes each topic once, so any further writer is another, a twin with this node's own
-        name and namespace (the same launch started twice) included. A writer whose node is not
-        discovered yet (rmw's ``_NODE_NAME_UNKNOWN_``) is named only when it is still unnamed at
-        the next look: a non-ROS DDS writer.
-        """
-        me = (self.get_name(), self.get_namespace())
-        topics = (self.topics['offboard_control_mode'], self.topics['trajectory_setpoint'])
-        names, twins = [], 0
-        for topic in topics:
-            mine = 0
-            for info in self.get_publishers_info_by_topic(topic):
-                if (info.node_name, info.node_namespace) == me:
-                    mine += 1
-                else:
-                    names.append(publisher_node(info))
-            twins = max(twins, mine - 1)
-        unnamed = None in names
-        others = {name or 'a DDS writer of no ROS node' for name in names
-                  if name is not None or self._unnamed_seen}
-        # A writer of this node's own name counts once it writes, or once its ~/status speaks
-        # with another incarnation (an idle bridge writes nothing to PX4): a bridge that died
-        # leaves its endpoints in the graph until its DDS lease ends, and says nothing.
-        beats = self._heartbeats
-        sent, heard = beats['sent'] - beats['looked'][0], beats['heard'] - beats['looked'][1]
-        beats['looked'] = (beats['sent'], beats['heard'])
-        twin_speaks = self._steady_now() - self._twin_heard <= TWIN_SILENCE
-        if twins and (heard > sent + max(2, sent // 3) or twin_speaks):
-            others.add(f'{self.get_fully_qualified_name()} (another bridge with this one'
-                       "'s own name: the same launch started twice?)")
-        self._unnamed_seen = unnamed
-        self._seq.on_other_publishers(self._steady_now(), others, ', '.join(topics))
-
-    def _look_for_other_versions(self):
-        """
-        Name a px4_msgs that does not match the firmware, instead of waiting silently.
-
-        A PX4 topic this bridge reads with no writer (or writes with no reader but its own),
-        whose name exists in the graph under another ``_vN``: one WARN per topic, and the engage
-        refusal for a missing vehicle_status says it.
-        """
-        names = [name for name, _ in self.get_topic_names_and_types()]
-        hints = []
-        for topic, type_name in self._topic_types.items():
-            if '/fmu/out/' in topic:
-                unheard = self.count_publishers(topic) == 0
-            else:  # this bridge reads its own offboard_control_mode (twins): not PX4's reader
-                own = 1 if topic == self.topics['offboard_control_mode'] else 0
-                unheard = self.count_subscribers(topic) <= own
-            others = other_versions(topic, names) if unheard else []
-            if others:
-                hints.append(version_mismatch_text(topic, others, type_name))
-        for hint in hints:
-            if hint not in self._version_hints:
-                self._version_hints.add(hint)
-                self.get_logger().warning(hint)
-        self._seq.link_hint = hints[0] if hints else None
+    def _motion_sample(self):
+        """(position, velocity, steady time) world ENU of the newest odometry, or None."""
+        return None if self._motion is None else (*self._motion, self._motion_at)
 
     # ---- callbacks ----------------------------------------------------------------------
     def _on_cmd_vel(self, msg):
@@ -653,49 +497,11 @@ class Px4BridgeNode(Node):
                             getattr(msg, 'system_id', None), getattr(msg, 'failsafe', False),
                             getattr(msg, 'pre_flight_checks_pass', None))
 
-    def _on_failsafe_flags(self, msg):
-        self._seq.on_failsafe_flags(self._steady_now(), active_failsafe_flags(msg))
-
     def _on_ack(self, msg):
         s = self._settings
         self._seq.on_command_ack(self._steady_now(), msg.command, msg.result,
                                  msg.target_system, msg.target_component,
                                  source=(s.source_system, s.source_component))
-
-    def _on_heartbeat_heard(self, msg):
-        self._heartbeats['heard'] += 1
-
-    def _on_own_status(self, msg):
-        """Note a ~/status of this node's name from another incarnation: a twin of it."""
-        if any(kv.key == 'incarnation' and kv.value != str(self.incarnation)
-               for kv in msg.values):
-            self._twin_heard = self._steady_now()
-
-    def _on_agent_status(self, msg):
-        values = {kv.key: kv.value for kv in msg.values}
-        agent_id = values.get('agent_id', '')
-        self._agent.on_status(self._steady_now(), values.get('state', ''),
-                              int(agent_id) if agent_id.isdigit() else None)
-
-    def _announce_presence(self):
-        """While its agent is silent, tell the others where this vehicle is (px4.presence)."""
-        now = self._steady_now()
-        fresh = (self._motion is not None
-                 and now - self._motion_at <= self._settings.offboard.status_timeout)
-        said = self._agent.update(now, self._seq.airborne(), fresh)
-        if said.log and said.speak:
-            self.get_logger().warning(said.log)
-        elif said.log:
-            self.get_logger().info(said.log)
-        if not said.speak:
-            return
-        if self._presence.agent_id != self._agent.agent_id:
-            self._presence = initial_state(self._agent.agent_id, BRIDGE_INCARNATION)
-        position, velocity = self._motion
-        self._presence, broadcast = presence_state(
-            self._presence, position, velocity, self.get_clock().now().nanoseconds * 1e-9,
-            self._seq.position_uncertainty(now), landed=said.landed)
-        self._presence_pub.publish(agent_state_to_msg(broadcast))
 
     def _publish_setpoint(self):
         if not self._seq.streaming:
@@ -736,42 +542,28 @@ class Px4BridgeNode(Node):
             msg.timestamp = self._stamp_us()
             msg.velocity = True
             self._mode_pub.publish(msg)
-            self._heartbeats['sent'] += 1
-        self._send(self._seq.tick(now))
+            self._graph.heartbeat_sent()
+        self._out.send(self._seq.tick(now))
         if self._seq.out_of_ring != self._failure_sent:
             self._failure_sent = self._seq.out_of_ring
             self._failure_pub.publish(String(data=self._failure_sent or ''))
-        self._publish_status()
-        self._watch_clock(now)
+        self._status_out.publish()
+        self._clock_watch.check(now)
 
     async def _on_engage(self, request, response):
         """Start the engage sequence and answer once PX4 confirms it or it fails."""
         refusal = self._seq.request_engage(self._steady_now())
-        if refusal:
-            self.get_logger().warning(f'engage refused: {refusal}')
-            response.success, response.message = False, refusal
-            return response
-        self._engage_future = Future()
-        outcome = await self._engage_future
-        response.success, response.message = outcome.success, outcome.message
-        return response
+        return await self._out.answer_engage(refusal, response)
 
     async def _on_land(self, request, response):
         """Send NAV_LAND; answer once PX4 reports the vehicle landed and disarmed, or why not."""
-        return await self._answer(self._land_futures, self._seq.request_land, response)
+        return await self._out.answer(self._out.land_futures, self._seq.request_land,
+                                      self._steady_now(), response)
 
     async def _on_hold(self, request, response):
         """Switch PX4 to Hold at once; answer once PX4 reports Hold, or why not."""
-        return await self._answer(self._hold_futures, self._seq.request_hold, response)
-
-    async def _answer(self, futures, request, response):
-        """Make a request of the sequencer; answer with its outcome when it comes."""
-        future = Future()
-        futures.append(future)
-        self._send(request(self._steady_now()))
-        outcome = await future
-        response.success, response.message = outcome.success, outcome.message
-        return response
+        return await self._out.answer(self._out.hold_futures, self._seq.request_hold,
+                                      self._steady_now(), response)
 
 
 def main(args=None):

@@ -21,7 +21,7 @@ PROBE = Path(__file__).resolve().parents[1] / 'support' / 'import_probe.py'
 # package that also holds shells.
 PURE_PACKAGES = ['velocity_mobility_ros/core', 'soliton_encirclement_ros/core',
                  'soliton_encirclement_ros/analysis', 'soliton_encirclement_ros/sim',
-                 'soliton_encirclement_ros/sim/sweep']
+                 'soliton_encirclement_ros/sim/sweep', 'soliton_encirclement_ros/px4/sequencer']
 PURE_MODULES = ['ros_support.validation', 'ros_support.signals', 'ros_support.entry',
                 'soliton_encirclement_ros.interface', 'soliton_encirclement_ros.bringup.graph',
                 'soliton_encirclement_ros.px4.frames', 'soliton_encirclement_ros.px4.offboard',
