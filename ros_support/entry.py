@@ -4,14 +4,19 @@ The console scripts' entry points: a stop handler first, then the executable's h
 A console script imports its module before it calls ``main``, and those imports (rclpy, numpy,
 matplotlib, rosbags) take up to a few seconds on a busy machine. A SIGINT or SIGTERM in that
 time used to end in a ``KeyboardInterrupt`` traceback and exit -2. Every executable of
-``setup.py`` therefore starts here (no rclpy, nothing heavy): :func:`run` installs a
-:class:`~ros_support.signals.StopRequest`, imports the module, and
+``setup.py`` therefore starts here: this module imports nothing heavy (no YAML, no rclpy), and
+:func:`run` installs a :class:`~ros_support.signals.StopRequest` first thing, imports the
+module, and
 
 - if a stop was requested meanwhile, says so in one line and exits 0 (nothing was started,
   nothing is lost); the tools that report an interrupted job (``sweep_sim``, ``swarm_sim``,
   ``batch_sim``, ``analyze_run``, ``fit_mobility``) exit 130, as when stopped later;
-- else restores the handlers it found (Python's defaults) and calls the module's ``main``,
-  which installs its own (``ros_support.spin.spin_node`` does, first thing).
+- else calls the module's ``main`` with that handler still in place: the ``StopRequest`` that
+  ``main`` installs (``ros_support.spin.spin_node`` does, every tool does) takes over a request
+  that came in between, so a node stopped while it builds itself still ends with exit 0.
+
+Only the interpreter's own start (before this module runs) is outside this: a signal there
+meets Python's defaults.
 
 A process started by a parent that names itself in ``lifeline.PARENT_ENV`` (the nodes of
 ``swarm_sim --processes``) also watches that parent from here on and stops when it is gone.
@@ -21,18 +26,9 @@ A process started by a parent that names itself in ``lifeline.PARENT_ENV`` (the 
 """
 from __future__ import annotations
 
-import functools
-import importlib
 import os
 import signal
 import sys
-from typing import Callable
-
-from ros_support.lifeline import watch_parent
-from ros_support.signals import EXIT_INTERRUPTED, StopRequest
-from ros_support.validation import domain_id_problem
-
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)  # what StopRequest handles
 
 # Executable name -> the module whose ``main()`` it runs.
 EXECUTABLES = {
@@ -53,6 +49,27 @@ EXECUTABLES = {
     'fleet_node': 'soliton_encirclement_ros.nodes.fleet_node',
     'px4_sitl_rehearsal': 'soliton_encirclement_ros.fleet.rehearsal',
 }
+
+
+def _record_early_stop(signum, frame) -> None:
+    _EARLY_STOPS.append(signum)
+
+
+# Before any other import: a console script of EXECUTABLES records SIGINT/SIGTERM from here on
+# (run() hands the record to its StopRequest). Only there: importing this module elsewhere (a
+# test) changes no handler.
+_EARLY_STOPS: list[int] = []
+if os.path.basename(sys.argv[0] if sys.argv else '') in EXECUTABLES:
+    for _signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(_signum, _record_early_stop)
+
+import functools  # noqa: E402, I100  (after the handlers: imports take time on a busy machine)
+import importlib  # noqa: E402
+from typing import Callable  # noqa: E402
+
+from ros_support.lifeline import watch_parent  # noqa: E402
+from ros_support.signals import EXIT_INTERRUPTED, StopRequest  # noqa: E402
+
 # Exit status of a stop before main ran: 0 (a node stopped by a signal ends normally), except
 # for the tools whose job was interrupted before it was done (as they exit when stopped later).
 EARLY_STOP_STATUS = {name: EXIT_INTERRUPTED for name in (
@@ -66,13 +83,15 @@ EXIT_REFUSED = 2  # refused before starting
 
 def run(name: str, module: str):
     """Import ``module`` under a stop handler, then return its ``main()`` (see the module doc)."""
+    # First: the imports below take time (YAML, rclpy...). A signal since the module's own
+    # handlers were installed counts as a request.
+    stop = StopRequest(name).install(requested=bool(_EARLY_STOPS))
+    from ros_support.validation import domain_id_problem  # imports yaml
     problem = (name not in DOMAIN_FREE and not {'-h', '--help'} & set(sys.argv[1:])
                and domain_id_problem(os.environ.get('ROS_DOMAIN_ID')))
     if problem:  # before rclpy reads it: a traceback, a raw DDS error or a silent domain
         print(f'{name}: error: {problem}', file=sys.stderr, flush=True)
         return EXIT_REFUSED
-    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
-    stop = StopRequest(name).install()
     watch_parent()  # a node started by swarm_sim --processes ends with it (lifeline)
     main = importlib.import_module(module).main
     if stop.requested:
@@ -80,8 +99,7 @@ def run(name: str, module: str):
               file=sys.stderr, flush=True)
         StopRequest.ignore_from_now()
         return EARLY_STOP_STATUS.get(name, 0)
-    for signum, handler in handlers.items():
-        signal.signal(signum, handler)
+    stop.hand_over()  # the StopRequest main installs inherits a request made until then
     return main()
 
 

@@ -33,13 +33,23 @@ class Interrupted(BaseException):
 class StopRequest:
     """SIGINT/SIGTERM handlers that only record the request (safe at any point of a callback)."""
 
+    _handed_over: 'StopRequest | None' = None  # see hand_over
+
     def __init__(self, name: str) -> None:
         self.name = name
         self._event = threading.Event()
         self.writing = False
         self._raising = False
 
-    def install(self) -> 'StopRequest':
+    def install(self, requested: bool = False) -> 'StopRequest':
+        """
+        Handle SIGINT/SIGTERM from now on; ``requested``: a stop was asked for already.
+
+        A request to the StopRequest of :meth:`hand_over` counts as one too.
+        """
+        previous, StopRequest._handed_over = StopRequest._handed_over, None
+        if requested or (previous is not None and previous.requested):
+            self._event.set()  # asked to stop before this one was installed
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, self._handle)
         if hasattr(signal, 'SIGUSR1'):
@@ -75,6 +85,15 @@ class StopRequest:
             yield self
         finally:
             self._raising = False
+
+    def hand_over(self) -> None:
+        """
+        Let the next :meth:`install` (in this process) inherit a request made to this one.
+
+        ``ros_support.entry`` calls it before an executable's ``main``, whose own StopRequest
+        then knows of a signal received while ``main`` was getting ready.
+        """
+        StopRequest._handed_over = self
 
     @staticmethod
     def ignore_from_now() -> None:
