@@ -211,8 +211,12 @@ class Bag:
             if not self._raw:
                 connections = [c for c in self._reader.connections if c.topic in wanted]
                 for connection, log_time, raw in self._reader.messages(connections=connections):
-                    yield connection.topic, log_time, self._reader.deserialize(
-                        raw, connection.msgtype)
+                    try:
+                        decoded = self._reader.deserialize(raw, connection.msgtype)
+                    except Exception:  # noqa: BLE001 - a damaged message: named, not read
+                        self.set_aside(connection.topic, log_time, 'undecodable')
+                        continue
+                    yield connection.topic, log_time, decoded
             elif self._databases:
                 yield from self._database_messages(wanted)
             else:
@@ -235,7 +239,7 @@ class Bag:
                                                                   schema)
                     decoded = decoders[schema.id](message.data)
                 except Exception:  # noqa: BLE001 - a damaged message: named, not read
-                    self.set_aside(channel.topic, message.log_time, 'that do not decode')
+                    self.set_aside(channel.topic, message.log_time, 'undecodable')
                     continue
                 yield channel.topic, message.log_time, decoded
 
@@ -265,7 +269,7 @@ class Bag:
                     try:
                         decoded = typestore.deserialize_cdr(bytes(data), msgtype)
                     except Exception:  # noqa: BLE001 - a damaged row: named, not read
-                        self.set_aside(topic, log_time, 'that do not decode')
+                        self.set_aside(topic, log_time, 'undecodable')
                         continue
                     yield topic, log_time, decoded
 
@@ -281,13 +285,17 @@ def _database(path: Path):
     Open a rosbag2 sqlite3 database to read it.
 
     SQLite first rolls back what its writer left uncommitted (a hot journal), as every SQLite
-    reader does; a database that cannot be written is read as it is.
+    reader does; a database that cannot be written, or whose schema is damaged, is read as it
+    is.
     """
     try:
         database = sqlite3.connect(f'file:{path}?mode=rw', uri=True)
         database.execute('SELECT count(*) FROM topics').fetchone()
     except sqlite3.Error:
         database = sqlite3.connect(f'file:{path}?immutable=1', uri=True)
+        # A schema naming pages past the end of a file cut short (the timestamp index rosbags
+        # makes at closing) would make every query "malformed": read the tables it can.
+        database.execute('PRAGMA writable_schema=ON')
     try:
         yield database
     finally:

@@ -80,7 +80,7 @@ class Damage:
         return f't {a:.2f} s' if first_ns == last_ns else f't {a:.2f}-{b:.2f} s'
 
     def set_aside(self, topic: str, log_time: int, why: str) -> None:
-        """Note one message dropped by its reader (it did not decode, or its values are absurd)."""
+        """Note one message dropped by its reader: ``why`` is an adjective (``undecodable``)."""
         self._aside.setdefault(f'{topic}: {why}', []).append(log_time)
 
     def text(self) -> str | None:
@@ -89,8 +89,8 @@ class Damage:
         for what, times in self._aside.items():
             topic, why = what.split(': ', 1)
             where = self.span(min(times), max(times))
-            parts.append(f'{len(times)} message{"s" if len(times) > 1 else ""} on {topic} '
-                         f'{why}{f" ({where})" if where else ""}')
+            parts.append(f'{len(times)} {why} message{"s" if len(times) > 1 else ""} on {topic}'
+                         f'{f" ({where})" if where else ""} dropped')
         return '; '.join(parts) or None
 
 
@@ -286,7 +286,7 @@ def sqlite_rows(database: sqlite3.Connection, damage: Damage
     range of row ids that stays unreadable is stepped over (the next readable id found by
     doubling steps, then bisection) and named in ``damage``.
     """
-    last = -1
+    last, garbled = -1, []
     query = ('SELECT id, topic_id, timestamp, data FROM messages WHERE id > ? ORDER BY id '
              'LIMIT ?')
     while True:
@@ -305,17 +305,36 @@ def sqlite_rows(database: sqlite3.Connection, damage: Damage
                     damage.cut = damage.cut or (
                         f'database unreadable after row {last} (SQLite: database disk image '
                         'is malformed): the rows after it are lost')
-                    return
+                    break
                 damage.corrupt.append(f'rows {first_lost}-{last_lost} of the database '
                                       'unreadable (SQLite: database disk image is malformed), '
                                       'skipped')
                 last = found - 1
                 continue
         if not rows:
-            return
+            break
+        if rows[0][0] <= last:  # a damaged tree going round: step past it as unreadable
+            found = _next_readable(database, last + 1)
+            damage.corrupt.append(f'the database index around row {last + 1} is damaged, '
+                                  'rows from there '
+                                  + (f'to {found - 1} skipped' if found else 'on lost'))
+            if found is None:
+                damage.whole = False
+                break
+            last = found - 1
+            continue
         for row_id, topic_id, timestamp, data in rows:
+            if row_id <= last:
+                break
             last = row_id
-            yield topic_id, timestamp, data
+            if isinstance(timestamp, int) and isinstance(data, bytes) \
+                    and isinstance(topic_id, int):
+                yield topic_id, timestamp, data
+            else:
+                garbled.append(row_id)
+    if garbled:
+        damage.corrupt.append(f'{len(garbled)} garbled row{"s" if len(garbled) > 1 else ""} '
+                              f'of the database dropped (ids {garbled[0]}-{garbled[-1]})')
 
 
 def _probe(database: sqlite3.Connection, row_id: int) -> str:

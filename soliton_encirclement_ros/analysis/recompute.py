@@ -117,7 +117,7 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
             if topic != AGENT_STATES_TOPIC:
                 row = _odometry_row(log_time, msg)
                 if implausible(row[1:]):  # a damaged message that still decoded
-                    bag.set_aside(topic, log_time, 'with absurd values')
+                    bag.set_aside(topic, log_time, 'implausible')
                     continue
                 odometry[topic].append(row)
             elif ignored is None:
