@@ -26,6 +26,7 @@ import struct
 
 from mcap.data_stream import ReadDataStream
 import numpy as np
+from mcap.reader import make_reader
 from mcap.records import Channel, Chunk, Message, Schema
 from mcap.stream_reader import breakup_chunk
 
@@ -134,7 +135,10 @@ def mcap_messages(path: Path, damage: Damage, state: _McapState | None = None
     """
     state = state or _McapState()
     size = path.stat().st_size
+    undefined: dict[int, int] = {}  # messages of channels defined nowhere readable, by channel
     with path.open('rb') as stream:
+        _summary_definitions(stream, state)
+        stream.seek(0)
         if stream.read(len(MCAP_MAGIC)) != MCAP_MAGIC:
             damage.cut = damage.cut or f'{path.name} does not start with the MCAP magic bytes'
             damage.whole = False
@@ -179,20 +183,26 @@ def mcap_messages(path: Path, damage: Damage, state: _McapState | None = None
                                           f'{"schema" if opcode == OP_SCHEMA else "channel"} '
                                           'definition dropped')
             elif opcode == OP_MESSAGE:
-                yield from _messages([_read_message(body)], state, damage, path, record_at)
+                yield from _messages([_read_message(body)], state, damage, path, record_at,
+                                     undefined)
             elif opcode == OP_CHUNK:
                 chunk, records, problem = _open_chunk(body)
                 if problem:
                     lost = {'at': record_at, 'chunk': chunk, 'problem': problem, 'topics': [],
                             'count': 0}
                     continue
-                yield from _messages(records, state, damage, path, record_at)
+                yield from _messages(records, state, damage, path, record_at, undefined)
             elif opcode == OP_MESSAGE_INDEX and lost is not None and len(body) >= 6:
                 channel_id, entries = struct.unpack_from('<HI', body)
                 lost['topics'].append(channel_id)
                 lost['count'] += entries // 16
         if lost is not None:
             damage.corrupt.append(_lost_chunk_text(path, lost, state, damage))
+    if undefined:
+        count = sum(undefined.values())
+        damage.corrupt.append(f'{path.name}: {count} message{"s" if count > 1 else ""} of '
+                              f'{len(undefined)} channel{"s" if len(undefined) > 1 else ""} '
+                              'defined only in a corrupt part dropped')
 
 
 def _read_message(body: bytes) -> Message | None:
@@ -202,13 +212,24 @@ def _read_message(body: bytes) -> Message | None:
         return None
 
 
-def _messages(records, state: _McapState, damage: Damage, path: Path, at: int):
+def _summary_definitions(stream, state: _McapState) -> None:
+    """Take the schemas and channels the summary section repeats, when it is readable."""
+    try:
+        summary = make_reader(stream).get_summary()
+    except Exception:  # noqa: BLE001 - a damaged summary: the definitions in the data only
+        return
+    if summary is not None:
+        state.schemas.update(summary.schemas)
+        state.channels.update(summary.channels)
+
+
+def _messages(records, state: _McapState, damage: Damage, path: Path, at: int,
+              undefined: dict[int, int]):
     for record in records:
         if isinstance(record, Message):
             channel = state.channels.get(record.channel_id)
             if channel is None:
-                damage.corrupt.append(f'{path.name} byte {at}: a message on an undefined '
-                                      f'channel ({record.channel_id}) dropped')
+                undefined[record.channel_id] = undefined.get(record.channel_id, 0) + 1
                 continue
             damage.seen(record.log_time)
             yield channel, state.schemas.get(channel.schema_id), record
