@@ -260,8 +260,8 @@ class Bag:
         typestore = self._reader.typestore if self._reader is not None else DEFAULT_TYPESTORE
         for path in self._databases:
             with _database(path) as database:
-                topics = dict(((i, (name, msgtype)) for i, name, msgtype in database.execute(
-                    'SELECT id, name, type FROM topics').fetchall()))
+                topics = {i: (name, msgtype) for i, name, msgtype in database.execute(
+                    'SELECT id, name, type FROM topics').fetchall()}
                 for topic_id, log_time, data in sqlite_rows(database, Damage()):
                     topic, msgtype = topics.get(topic_id, (None, None))
                     if topic not in wanted:

@@ -25,10 +25,10 @@ import sqlite3
 import struct
 
 from mcap.data_stream import ReadDataStream
-import numpy as np
 from mcap.reader import make_reader
 from mcap.records import Channel, Chunk, Message, Schema
 from mcap.stream_reader import breakup_chunk
+import numpy as np
 
 MCAP_MAGIC = b'\x89MCAP0\r\n'
 OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_MESSAGE_INDEX, OP_DATA_END = (
