@@ -17,7 +17,8 @@ the two runs' metrics, links and margins side by side. Exit status: 0 done, 1 un
 (one line on stderr: not a bag, no matching topic, a topic of another type), 2 bad command
 line, 3 a bag was truncated or corrupt and only its intact part was analysed (or, cut or
 damaged before its first message, nothing). A bag whose metadata alone is damaged, every
-message read, is analysed whole with a warning saying so (exit 0). Agent states of a layout this version does not read are set aside
+message read, is analysed whole with a warning saying so (exit 0). Agent states of a layout
+this version does not read are set aside
 with a warning: the odometry alone gives every metric.
 """
 from __future__ import annotations
