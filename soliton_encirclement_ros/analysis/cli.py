@@ -16,9 +16,10 @@ closest approach is the whole recording's); a simulation over the whole run. ``-
 SIM_BAG`` analyses SIM_BAG as the second bag and also writes DIR/comparison.html, the two runs'
 metrics, links and margins side by side. Exit status: 0 done, 1 unusable input (one line on
 stderr: not a bag, no matching topic, a topic of another type), 2 bad command line, 3 a bag was
-truncated and only its readable part was analysed (or, cut before its first message, nothing).
-Agent states of a layout this version does not read are set aside with a warning: the odometry
-alone gives every metric.
+truncated or corrupt and only its intact part was analysed (or, cut or damaged before its first
+message, nothing). A bag whose metadata alone is damaged, every message read, is analysed whole
+with a warning saying so (exit 0). Agent states of a layout this version does not read are set
+aside with a warning: the odometry alone gives every metric.
 """
 from __future__ import annotations
 
@@ -88,7 +89,8 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
         'bag': str(bag), 'radius': radius, 'agent_pattern': agent_pattern,
         'target_topic': target_topic, 'metrics_period': period, 'state_timeout': state_timeout,
         'liveness_from_agent_states': run.states is not None, 'agents': list(run.agents),
-        'agent_ids': run.agent_ids, 'truncated': run.truncated, 'warnings': list(run.warnings),
+        'agent_ids': run.agent_ids, 'truncated': run.truncated, 'corrupt': run.corrupt,
+        'metadata_damaged': run.metadata_damaged, 'warnings': list(run.warnings),
         'bag_custom_data': run.custom_data,
     }
     summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories,
@@ -153,7 +155,7 @@ def _main(argv: list[str] | None) -> int:
     flights = args.report or args.compare is not None
     out = Path(args.out) if args.out is not None else default_out(bags[0])
     labels = _labels(bags)
-    runs, truncated, reports = {}, [], {}
+    runs, truncated, corrupt, reports = {}, [], [], {}
     try:
         for bag in bags:  # each is a readable bag before any is analysed (a wrong --compare)
             Bag(Path(bag)).close()
@@ -172,6 +174,10 @@ def _main(argv: list[str] | None) -> int:
             print(f'{bag}: outputs in {bag_out}; ' + _summary_line(summary))
             if cut:
                 truncated.append(f'{bag}: {cut}')
+            if run.corrupt:
+                corrupt.append(f'{bag}: {run.corrupt}')
+            if run.metadata_damaged:
+                print(f'analyze_run: warning: {bag}: {run.metadata_damaged}', file=sys.stderr)
             if flights:
                 data = flight_report.flight_data(Path(bag), run, origin, d_safe=args.d_safe,
                                                  area=area, area_file=args.safety_area,
@@ -202,17 +208,20 @@ def _main(argv: list[str] | None) -> int:
     except OSError as err:
         print(f'analyze_run: error: {err.strerror or err}: {err.filename or ""}', file=sys.stderr)
         return EXIT_ERROR
+    for note in corrupt:
+        print(f'analyze_run: warning: corrupt bag, damaged parts dropped, analysed the intact '
+              f'data only ({note})', file=sys.stderr)
     for note in truncated:
         print(f'analyze_run: warning: truncated bag, analysed the readable part only ({note})',
               file=sys.stderr)
-    return EXIT_TRUNCATED if truncated else 0
+    return EXIT_TRUNCATED if truncated or corrupt else 0
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog='analyze_run', description=__doc__.split('\n')[0],
         epilog='Exit status: 0 done, 1 unusable input, 2 bad command line, '
-               '3 truncated bag analysed in part, 130 interrupted.')
+               '3 truncated or corrupt bag analysed in part, 130 interrupted.')
     parser.add_argument('bags', nargs='+', metavar='BAG',
                         help='rosbag2 directory or .mcap/.db3 file; give two to compare')
     parser.add_argument('--out', metavar='DIR',

@@ -15,8 +15,10 @@ Writes into DIR: ``mobility_fit.yaml`` (the identified limits, for ``mobility_no
 --params-file``, ``swarm_sim --params-file`` and, as ``vehicle:`` overrides, ``--scenario`` of
 ``batch_sim``/``swarm_sim`` or a sweep's ``scenario:``), ``fit.json``, ``fit_report.png``
 (measured against simulated velocity before and after the fit, with residuals), and prints a
-one-screen summary. Exit status: 0 done, 1 unusable input (one line), 2 bad command line, 130
-stopped by SIGINT or SIGTERM (one line).
+one-screen summary. A damaged part of the bag is dropped, never fitted (``analysis.bag_reader``).
+Exit status: 0 done, 1 unusable input (one line), 2 bad command line, 3 a truncated or corrupt
+bag whose intact part was fitted (one line says what was dropped, and where), 130 stopped by
+SIGINT or SIGTERM (one line).
 """
 from __future__ import annotations
 
@@ -35,6 +37,7 @@ from velocity_mobility_ros.core.fit import (
 from velocity_mobility_ros.core.vehicle import VehicleParams
 
 EXIT_ERROR = 1
+EXIT_PARTIAL = 3  # a truncated or corrupt bag: its intact part was fitted
 YAML_FILE, JSON_FILE, REPORT_FILE = 'mobility_fit.yaml', 'fit.json', 'fit_report.png'
 ROS_CMD = re.compile(r'^/(?P<name>.+)/cmd_vel$')
 ROS_ODOM = re.compile(r'^/(?P<name>.+)/odom$')
@@ -86,6 +89,7 @@ def read_flights(bag_path, vehicles=None) -> tuple[dict[str, Flight], dict]:
     Raises :class:`InputError` (one line) for a bag without a command topic or odometry.
     """
     from soliton_encirclement_ros.analysis.bag_reader import Bag
+    from soliton_encirclement_ros.analysis.bag_scan import implausible
 
     with Bag(bag_path) as bag:
         pairs = _topic_pairs(bag.topics)
@@ -121,12 +125,16 @@ def read_flights(bag_path, vehicles=None) -> tuple[dict[str, Flight], dict]:
             if v is None or not np.all(np.isfinite(v)):
                 skipped[topic] = skipped.get(topic, 0) + 1
                 continue
+            if implausible(v):  # a damaged message that still decoded
+                bag.set_aside(topic, t_ns, 'implausible')
+                continue
             slot = 0 if what == 'cmd' else 2
             data[name][slot].append(t_ns)
             data[name][slot + 1].append(v)
         info = {'topics': {n: {'command': p[0], 'odometry': p[1], 'kind': p[2]}
                            for n, p in pairs.items()},
-                'skipped_messages': skipped, 'truncated': bag.truncated}
+                'skipped_messages': skipped, 'truncated': bag.truncated, 'corrupt': bag.corrupt,
+                'metadata_damaged': bag.metadata_damaged}
     flights = {}
     for name, (cmd_ns, cmd_v, odom_ns, odom_v) in data.items():
         if not cmd_ns or not odom_ns:
@@ -352,9 +360,10 @@ def _main(argv: list[str] | None, stop: StopRequest) -> int:
     except (BagError, InputError, FitError) as err:
         print(f'fit_mobility: error: {err}', file=sys.stderr)
         return EXIT_ERROR
-    if info['truncated']:
-        print(f'fit_mobility: warning: truncated bag, fitted its readable part only '
-              f'({info["truncated"]})', file=sys.stderr)
+    partial = [f'{what} bag, fitted its intact part only ({info[what]})'
+               for what in ('corrupt', 'truncated') if info[what]]
+    if info['metadata_damaged']:
+        print(f'fit_mobility: warning: {info["metadata_damaged"]}', file=sys.stderr)
     for topic, count in info['skipped_messages'].items():
         print(f'fit_mobility: warning: {topic}: {count} message(s) without a finite velocity '
               'skipped', file=sys.stderr)
@@ -373,6 +382,9 @@ def _main(argv: list[str] | None, stop: StopRequest) -> int:
     (out / JSON_FILE).write_text(json_text(report))
     write_report(out / REPORT_FILE, flights, per_vehicle, start, args.holdout)
     print(summary_text(per_vehicle, pooled, skipped, out))
+    if partial:  # last, where it is seen: the fit is of part of the flight
+        print(f'fit_mobility: warning: {"; ".join(partial)}', file=sys.stderr)
+        return EXIT_PARTIAL
     return 0
 
 
@@ -402,7 +414,8 @@ def _parser() -> argparse.ArgumentParser:
         prog='fit_mobility', description='Fit the velocity model (tau, acceleration and speed '
         'limits, a transport delay) to a recorded flight; write a parameters file the '
         'simulators take as it is.',
-        epilog='Exit status: 0 done, 1 unusable input, 2 bad command line.')
+        epilog='Exit status: 0 done, 1 unusable input, 2 bad command line, 3 truncated or '
+               'corrupt bag fitted in part, 130 interrupted.')
     parser.add_argument('bag', metavar='BAG', help='rosbag2 directory or .mcap/.db3 file')
     parser.add_argument('--out', required=True, help='output directory')
     parser.add_argument('--vehicles', type=_names, default=None,

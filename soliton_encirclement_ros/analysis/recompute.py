@@ -20,6 +20,7 @@ import re
 import numpy as np
 
 from soliton_encirclement_ros.analysis.bag_reader import Bag, TruncatedBagError
+from soliton_encirclement_ros.analysis.bag_scan import implausible
 from soliton_encirclement_ros.core.metrics import compute_metrics, METRIC_NAMES
 from soliton_encirclement_ros.interface import (
     AGENT_STATE, agent_state_array, AGENT_STATES_TOPIC, METRICS_TOPIC_PREFIX, TARGET_ODOM_TOPIC)
@@ -79,6 +80,8 @@ class RecordedRun:
     truncated: str | None = None
     warnings: tuple[str, ...] = ()
     custom_data: dict[str, str] = field(default_factory=dict)  # the bag's own description
+    corrupt: str | None = None  # what was dropped as damaged, and where (``Bag.corrupt``)
+    metadata_damaged: str | None = None  # the metadata alone, every message read
 
 
 def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
@@ -112,7 +115,11 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
             ignored = f'its type is {bag.topics[AGENT_STATES_TOPIC]}, not {AGENT_STATES_TYPE}'
         for topic, log_time, msg in bag.messages(wanted):
             if topic != AGENT_STATES_TOPIC:
-                odometry[topic].append(_odometry_row(log_time, msg))
+                row = _odometry_row(log_time, msg)
+                if implausible(row[1:]):  # a damaged message that still decoded
+                    bag.set_aside(topic, log_time, 'implausible')
+                    continue
+                odometry[topic].append(row)
             elif ignored is None:
                 try:
                     data = agent_state_array(msg, older=True)
@@ -122,6 +129,7 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
                 if data[_MEMBER]:  # a presence broadcast (controller out) is no live agent
                     states.append(np.concatenate(([log_time * 1e-9], data)))
         truncated, topics, custom_data = bag.truncated, bag.topics, bag.custom_data
+        corrupt, metadata_damaged = bag.corrupt, bag.metadata_damaged
     warnings = () if ignored is None else (
         f'{AGENT_STATES_TOPIC} set aside ({ignored}); the metrics come from the odometry alone, '
         'every agent with odometry counted live',)
@@ -139,12 +147,13 @@ def load_run(path, agent_pattern: str = DEFAULT_AGENT_PATTERN,
               if len(rows[topic])}
     target = _track(rows[target_topic])
     if not agents or not len(target.t):
-        if truncated:
-            raise TruncatedBagError(f'truncated bag {path}: no odometry of the agents or the '
-                                    f'target before the cut ({truncated})')
+        if truncated or corrupt:
+            raise TruncatedBagError(f'{"truncated" if truncated else "corrupt"} bag {path}: no '
+                                    'readable odometry of the agents or the target ('
+                                    + '; '.join(filter(None, [truncated, corrupt])) + ')')
         raise RunDataError(f'no readable odometry for the agents or the target in {path}')
     return RecordedRun(str(path), topics, agents, target, _agent_ids(agents, state_rows),
-                       state_rows, truncated, warnings, custom_data)
+                       state_rows, truncated, warnings, custom_data, corrupt, metadata_damaged)
 
 
 def _missing(topics: dict[str, str], pattern: re.Pattern, target_topic: str) -> str:

@@ -23,8 +23,10 @@ import importlib
 from pathlib import Path
 import re
 import sqlite3
+import struct
 import threading
 import time
+import zlib
 from typing import Mapping
 
 from rclpy.node import Node
@@ -32,6 +34,7 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from rosbags.interfaces import (
     Qos, QosDurability, QosHistory, QosLiveliness, QosReliability, QosTime)
 from rosbags.rosbag2 import CompressionFormat, CompressionMode, StoragePlugin, Writer
+from rosbags.rosbag2.storage_mcap import McapWriter
 from rosbags.typesys import get_typestore, Stores
 
 from ros_support.topics import follow_new
@@ -54,6 +57,33 @@ SQLITE_COMMIT_PERIOD = 1.0  # wall s between two commits of a sqlite3 bag
 ROSBAG2_METADATA_VERSION = 9  # the version Jazzy and Kilted write; offered QoS as a YAML list
 SUBSCRIPTION_DEPTH = 100
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
+
+
+class CheckedMcapWriter(McapWriter):
+    """
+    rosbags' MCAP storage writer, with the CRC of each chunk's records (rosbags writes 0: none).
+
+    A reader can then tell a damaged chunk from an intact one (``analysis.bag_scan``); the MCAP
+    layout is otherwise rosbags' own. The CRC is written into the chunk's header once the chunk
+    is on disk (its place is known from the chunk index).
+    """
+
+    CRC_AT = 9 + 8 + 8 + 8  # record header, message start and end times, uncompressed size
+
+    def close_chunk(self) -> None:
+        crc = zlib.crc32(self.chunk.bio.getbuffer())
+        super().close_chunk()
+        chunk_start = struct.unpack_from('<Q', self.chunks[-1].getbuffer(), 16)[0]
+        end = self.bio.tell()
+        self.bio.seek(chunk_start + self.CRC_AT)
+        self.bio.write(struct.pack('<I', crc))
+        self.bio.seek(end)
+
+
+class CheckedWriter(Writer):
+    """rosbags' bag writer, its MCAP chunks with CRCs (:class:`CheckedMcapWriter`)."""
+
+    STORAGE_PLUGINS = {**Writer.STORAGE_PLUGINS, StoragePlugin.MCAP: CheckedMcapWriter}
 
 
 class BagRecorder:
@@ -91,7 +121,7 @@ class BagRecorder:
         self._node = node
         self._qos = qos
         self.failure = ''  # what stopped the recording early (one line), or ''
-        self._writer = Writer(self.bag_path, version=ROSBAG2_METADATA_VERSION,
+        self._writer = CheckedWriter(self.bag_path, version=ROSBAG2_METADATA_VERSION,
                               storage_plugin=STORAGE_PLUGINS[storage])
         if storage == 'mcap' and compression == 'zstd':
             self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
