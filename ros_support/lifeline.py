@@ -81,6 +81,18 @@ def bind_to_parent(parent: int, signum: int = signal.SIGKILL) -> None:
         os._exit(128 + int(signum))
 
 
+def start_pool_worker(parent: int) -> None:
+    """
+    Start a ``multiprocessing`` pool worker: it dies with ``parent`` at once, ignores Ctrl-C.
+
+    The pool's ``initializer`` (``initargs=(os.getpid(),)``). It lives here, in a module that
+    imports next to nothing, so that a worker is bound before any heavy import; the parent
+    decides what Ctrl-C means.
+    """
+    bind_to_parent(parent, signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def child_environment(environment: dict[str, str] | None = None) -> dict[str, str]:
     """Return ``environment`` (default: this one) naming this process as the children's parent."""
     return {**(os.environ if environment is None else environment), PARENT_ENV: str(os.getpid())}

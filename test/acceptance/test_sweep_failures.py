@@ -107,7 +107,7 @@ def _start_scheduler(tmp_path: Path) -> tuple[subprocess.Popen, subprocess.Popen
 def test_a_killed_dask_scheduler_is_one_line_exit_3_and_resume_finishes(tmp_path):
     pytest.importorskip('dask.distributed', reason='dask[distributed] missing')
     spec = _write_spec(tmp_path / 'spec.yaml',
-                       scenario={'agents': 8, 'duration': 40.0, 'control_period': 0.05},
+                       scenario={'agents': 8, 'duration': 15.0, 'control_period': 0.05},
                        grid={'k_r': GAINS})
     out = tmp_path / 'sweep'
     scheduler, worker, address = _start_scheduler(tmp_path)

@@ -6,14 +6,13 @@ import logging
 import math
 import multiprocessing
 import os
-import signal
 import time
 import traceback
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from ros_support.lifeline import bind_to_parent
+from ros_support.lifeline import start_pool_worker
 from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS, summarise
 from soliton_encirclement_ros.core import batch_engine
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
@@ -142,12 +141,6 @@ def _row(metrics: np.ndarray, wall: float, area_margin: float = math.nan) -> dic
     return row
 
 
-def _start_worker(parent: int) -> None:
-    """Start a pool worker: it dies with ``parent`` (the sweep) at once, and ignores Ctrl-C."""
-    bind_to_parent(parent)  # a killed sweep_sim left its workers computing on
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
-
-
 def _results(work: Iterable[list[Run]], submit, in_flight: int,
              should_stop) -> Iterator[tuple[list[Run], Any]]:
     """Yield (chunk, job) as jobs finish, with at most ``in_flight`` submitted at a time."""
@@ -191,7 +184,8 @@ def local_results(work: Iterable[list[Run]], workers: int,
         return
     # spawn, not fork: the caller may have threads (tqdm's monitor, rclpy, a test runner's DDS
     # participants), and a forked child can inherit a lock one of them held, and hang.
-    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=_start_worker,
+    # Each worker dies with this process, at once (a killed sweep_sim left them computing on).
+    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=start_pool_worker,
                                                      initargs=(os.getpid(),))
     try:
         for chunk, job in _results(
