@@ -99,7 +99,9 @@ def test_a_record_on_a_full_disk_stops_recording_and_the_run_finishes(tmp_path, 
         assert len(lines) == 1, result.stderr
         assert f'outputs incomplete in {out}: bag {bag} not written beyond t=' in lines[0]
         stopped = float(lines[0].split('not written beyond t=')[1].split(' s:')[0])
-        assert 0.0 < stopped < 30.0, lines[0]  # the sim time it stopped at, during the run
+        # the sim time it stopped at (--processes: the nodes' clock runs on a moment while
+        # they stop, and the bag takes what they sent until then)
+        assert 0.0 < stopped < (35.0 if mode else 30.0), lines[0]
         assert result.stderr.count(f'bag {bag} not written beyond') == 2  # log line, error line
         said = ('No space left on device (recording stopped; the bag holds what was written '
                 'before)')

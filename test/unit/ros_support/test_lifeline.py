@@ -14,7 +14,7 @@ DEADLINE = 60.0  # wall s (a loaded machine is slow)
 
 # The child waits until its parent is gone, then binds to it, as a pool worker whose sweep
 # was killed during its start-up would; it must end there and never write its marker.
-CHILD = textwrap.dedent('''
+CHILD = textwrap.dedent("""
     import os, sys, time
     from ros_support.lifeline import bind_to_parent
     parent = int(sys.argv[1])
@@ -23,13 +23,13 @@ CHILD = textwrap.dedent('''
     open(sys.argv[2] + '.reached', 'w').write('about to bind')
     bind_to_parent(parent)
     open(sys.argv[2], 'w').write('survived')
-''')
+""")
 # The parent starts the child and ends at once.
-PARENT = textwrap.dedent('''
+PARENT = textwrap.dedent("""
     import os, subprocess, sys
     child = subprocess.Popen([sys.executable, '-c', sys.argv[1], str(os.getpid()), sys.argv[2]])
     print(child.pid, flush=True)
-''')
+""")
 
 
 @pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
