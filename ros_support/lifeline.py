@@ -1,17 +1,24 @@
 """
-Child processes that die with their parent, however the parent ends (no rclpy).
+Child processes that die with their parent, at once, however the parent ends (no rclpy).
 
-A parent that starts a process per node (``swarm_sim --processes``) and is then killed
-(SIGKILL, an OOM kill) left every node running on: simulating, publishing, keeping its ROS
-domain busy. Two mechanisms, so that neither a race nor another kernel can leave an orphan:
+A parent that starts a process per node (``swarm_sim --processes``) or a pool of workers
+(``sweep_sim``) and is then killed (SIGKILL, an OOM kill) left them running on: simulating,
+publishing, keeping its ROS domain busy. Two mechanisms, so that neither a race nor another
+kernel can leave an orphan:
 
-- :func:`die_with_parent` (``Popen(preexec_fn=...)``): Linux's ``PR_SET_PDEATHSIG`` delivers
-  SIGTERM to the child when its parent ends; the child then stops as on any SIGTERM (a node
-  writes its outputs on the way out).
+- Linux's ``PR_SET_PDEATHSIG`` delivers a signal to the child when its parent ends: set between
+  fork and exec by :func:`die_with_parent` (``Popen(preexec_fn=...)``), or first thing in a
+  worker by :func:`bind_to_parent` (a pool's initializer). Both then look at the parent: one
+  that ended before the setting was made sends no signal, so the child ends there and then.
 - :func:`watch_parent` in the child (``ros_support.entry`` starts it when ``PARENT_ENV`` names
-  the parent): a thread that sees the parent gone (the child was re-parented, e.g. the parent
-  died before the kernel setting was made) sends the same SIGTERM, and SIGKILL if the process
-  is still there ``ORPHAN_GRACE`` s later.
+  the parent): a thread that sees the parent gone (where ``prctl`` is missing) kills the
+  process.
+
+The nodes of ``swarm_sim --processes`` and the sweep's workers get SIGKILL: an orphan has no
+one to hand its outputs to, and writing them (metrics_node's figures) took tens of seconds on
+a loaded machine; what the nodes streamed (metrics.csv, agents.csv) is on disk up to their last
+flush, as when an in-process run is killed. ``die_with_parent`` sends SIGTERM by default (the
+processes of ``px4_sitl_rehearsal`` stop as on any SIGTERM).
 """
 from __future__ import annotations
 
@@ -25,16 +32,10 @@ from typing import Callable
 PARENT_ENV = 'SOLITON_PARENT_PID'  # the pid of the process a child must not outlive
 PR_SET_PDEATHSIG = 1               # linux/prctl.h
 WATCH_PERIOD = 0.5                 # s between two looks at the parent
-ORPHAN_GRACE = 120.0               # s an orphan gets to stop on SIGTERM (writing its outputs)
 
 
-def die_with_parent() -> Callable[[], None] | None:
-    """
-    Return a ``preexec_fn`` that makes the child get SIGTERM when its parent ends (Linux).
-
-    None where the C library has no ``prctl``. The function is looked up here, in the parent:
-    the child only calls it between fork and exec.
-    """
+def _prctl():
+    """Return the C library's ``prctl``, or None where there is none (not Linux)."""
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
@@ -42,11 +43,54 @@ def die_with_parent() -> Callable[[], None] | None:
     prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong,
                       ctypes.c_ulong]
     prctl.restype = ctypes.c_int
-    signum = int(signal.SIGTERM)
+    return prctl
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> Callable[[], None] | None:
+    """
+    Return a ``preexec_fn`` by which the child gets ``signum`` when this process ends (Linux).
+
+    None where the C library has no ``prctl``. The function is looked up here, in the parent:
+    the child only calls it between fork and exec. A child whose parent ended before the call
+    (it was re-parented: no signal will come) exits there, with status 128 + ``signum``.
+    """
+    prctl = _prctl()
+    if prctl is None:
+        return None
+    parent = os.getpid()
+    signum = int(signum)
 
     def preexec() -> None:
         prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(128 + signum)
     return preexec
+
+
+def bind_to_parent(parent: int, signum: int = signal.SIGKILL) -> None:
+    """
+    Make this process get ``signum`` when ``parent`` (its parent's pid) ends; end now if it has.
+
+    For a process that cannot take a ``preexec_fn`` (a ``multiprocessing`` worker: call it
+    from the pool's initializer with the pid of the process that made the pool).
+    """
+    prctl = _prctl()
+    if prctl is not None:
+        prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0)
+    if os.getppid() != parent:  # gone already, before the setting could see it go
+        os._exit(128 + int(signum))
+
+
+def start_pool_worker(parent: int) -> None:
+    """
+    Start a ``multiprocessing`` pool worker: it dies with ``parent`` at once, ignores Ctrl-C.
+
+    The pool's ``initializer`` (``initargs=(os.getpid(),)``). It lives here, in a module that
+    imports next to nothing, so that a worker is bound before any heavy import; the parent
+    decides what Ctrl-C means.
+    """
+    bind_to_parent(parent, signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def child_environment(environment: dict[str, str] | None = None) -> dict[str, str]:
@@ -54,13 +98,12 @@ def child_environment(environment: dict[str, str] | None = None) -> dict[str, st
     return {**(os.environ if environment is None else environment), PARENT_ENV: str(os.getpid())}
 
 
-def watch_parent(period: float = WATCH_PERIOD, grace: float = ORPHAN_GRACE,
-                 ) -> threading.Thread | None:
+def watch_parent(period: float = WATCH_PERIOD) -> threading.Thread | None:
     """
-    Stop this process when the parent named by ``PARENT_ENV`` is gone; None when none is named.
+    Kill this process once the parent named by ``PARENT_ENV`` is gone; None when none is named.
 
     A daemon thread compares the parent pid with the named one every ``period`` s: once they
-    differ, SIGTERM to this process, then SIGKILL after ``grace`` s if it is still running.
+    differ, SIGKILL to this process (see the module's doc for why not SIGTERM).
     """
     try:
         parent = int(os.environ.pop(PARENT_ENV, ''))  # this process's own: not its children's
@@ -70,8 +113,6 @@ def watch_parent(period: float = WATCH_PERIOD, grace: float = ORPHAN_GRACE,
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(period)
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(grace)
         os.kill(os.getpid(), signal.SIGKILL)
     thread = threading.Thread(target=watch, name='parent-watch', daemon=True)
     thread.start()

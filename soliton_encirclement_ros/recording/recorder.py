@@ -54,6 +54,9 @@ DEFAULT_TOPICS_REGEX = '^(' + '|'.join([
 STORAGE_PLUGINS = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 COMPRESSIONS = ('zstd', 'none')  # MCAP chunk compression (a 60 s run: 2.2 MB -> 0.3 MB)
 SQLITE_COMMIT_PERIOD = 1.0  # wall s between two commits of a sqlite3 bag
+# rmw's RMW_MESSAGE_INFO_SEQUENCE_NUMBER_UNSUPPORTED is the largest uint64: at or above this,
+# a publication sequence number is no number.
+NO_SEQUENCE = 2 ** 63
 ROSBAG2_METADATA_VERSION = 9  # the version Jazzy and Kilted write; offered QoS as a YAML list
 SUBSCRIPTION_DEPTH = 100
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
@@ -143,6 +146,11 @@ class BagRecorder:
         self._final_counts: dict[int, int] = {}
         self._skipped: set[str] = set()
         self._types: dict[str, str] = {}
+        # Messages a publisher sent that never reached the bag (a recorder that cannot keep
+        # up: they fell out of the subscription's queue), from its publication sequence numbers.
+        self.missed: dict[str, int] = {}
+        self._missed_from: float | None = None  # the sim time of the first one missed
+        self._last_sequence: dict[bytes, int] = {}
 
     @property
     def topics(self) -> list[str]:
@@ -224,10 +232,23 @@ class BagRecorder:
         self._types[topic] = msgtype
         return True
 
-    def _on_message(self, connection, data: bytes) -> None:
+    @property
+    def missed_line(self) -> str:
+        """Say in one line what the bag misses of what was published while it recorded, or ''."""
+        if not self.missed:
+            return ''
+        count = sum(self.missed.values())
+        recorded = sum(self.message_counts.values())
+        topic, most = max(self.missed.items(), key=lambda item: item[1])
+        return (f'bag {self.bag_path} misses {count} of the {count + recorded} messages '
+                f'published on its topics while it recorded, from t={self._missed_from:.2f} s '
+                f'(most on {topic}: {most}); the recorder did not keep up with them')
+
+    def _on_message(self, connection, data: bytes, info) -> None:
         stamp = self._node.get_clock().now().nanoseconds
         with self._writer_access():
             if self._writer is not None:
+                self._count_missed(connection.topic, info, stamp)
                 try:
                     self._writer.write(connection, stamp, data)
                     if self._database is not None and \
@@ -236,6 +257,21 @@ class BagRecorder:
                         self._committed_at = time.monotonic()
                 except (OSError, sqlite3.Error) as error:  # sqlite3: a full disk too
                     self._stop_on(error)
+
+    def _count_missed(self, topic: str, info, stamp: int) -> None:
+        """Count the messages of this message's publisher that came between it and the last."""
+        sequence = (info or {}).get('publication_sequence_number')
+        gid = (info or {}).get('publisher_gid')
+        if not isinstance(sequence, int) or sequence >= NO_SEQUENCE or not gid:
+            return  # the RMW does not number them
+        publisher = bytes(gid['data'] if isinstance(gid, dict) else gid)
+        last = self._last_sequence.get(publisher)
+        if last is not None and sequence > last + 1:
+            self.missed[topic] = self.missed.get(topic, 0) + sequence - last - 1
+            if self._missed_from is None:
+                self._missed_from = stamp * 1e-9
+        if last is None or sequence > last:
+            self._last_sequence[publisher] = sequence
 
     def _stop_on(self, error: Exception) -> None:
         """Stop recording after a failed write: close what can be closed, say it once."""
@@ -253,9 +289,9 @@ class BagRecorder:
         try:
             writer.close()
         except (OSError, sqlite3.Error) as error:  # its last chunk or metadata.yaml
-            self.failure = self.failure or write_problem(
-                f'bag {self.bag_path} not closed whole', error)
-            self._node.get_logger().error(self.failure)
+            if not self.failure:  # a write that failed before said it already
+                self.failure = write_problem(f'bag {self.bag_path} not closed whole', error)
+                self._node.get_logger().error(self.failure)
         self._final_counts = writer.counts
         count = sum(writer.counts.values())
         self._node.get_logger().info(

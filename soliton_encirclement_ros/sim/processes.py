@@ -7,7 +7,8 @@ nodes in order); the swarm mobility node publishes ``/clock`` (``clock_source='m
 every node subscribes to it. The nodes hear only one another: each joins the run's roster topic
 (``ros_support.participants``, named in ``ROSTER_ENV``), and a message from a participant not
 on it (another swarm in the domain) is dropped and counted. Each node also dies with this
-process (``ros_support.lifeline``: SIGTERM when it ends, however it ends). This process only
+process (``ros_support.lifeline``: SIGKILL when it ends, however it ends; what the nodes
+streamed stays on disk, as a killed in-process run leaves it). This process only
 watches the clock and the children (and counts what another graph publishes on the swarm
 topics), optionally records a bag, and stops every node when the requested sim time has
 passed, when it is asked to stop, or when any node dies: SIGINT (``metrics_node`` writes its
@@ -18,6 +19,7 @@ touching it).
 """
 from __future__ import annotations
 
+import math
 from pathlib import Path
 import shutil
 import signal
@@ -29,7 +31,7 @@ from typing import Callable, Sequence
 
 import rclpy
 from rclpy.context import Context
-from rclpy.executors import SingleThreadedExecutor
+from rclpy.executors import ShutdownException, SingleThreadedExecutor, TimeoutException
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
@@ -51,6 +53,10 @@ STOP_TIMEOUT = 10.0      # wall s a node gets to exit after SIGINT, then after S
 STALL_TIMEOUT = 30.0     # wall s without clock progress before giving up
 WRITING_FRESH = 10.0     # wall s since its last touch for a writing marker to count
 WRITE_TIMEOUT = 1800.0   # wall s a writing node gets at most after SIGINT
+SPIN_TIMEOUT = 0.05      # wall s the watch loop waits for a first message
+DRAIN_BUDGET = 0.5       # wall s the watch loop runs ready callbacks before its checks
+DISCOVERY_PERIOD = 0.5   # wall s between two looks for new topics (the bag's, the live view's)
+DRAIN_TIMEOUT = 10.0     # wall s the bag gets at most, once the nodes stopped, for what is queued
 
 
 def executable_path(spec: NodeSpec) -> str:
@@ -108,7 +114,7 @@ class ProcessGraph:
 
     def _start(self, plan: SwarmPlan) -> None:
         environment = {**child_environment(), ROSTER_ENV: self.roster_topic}
-        preexec = die_with_parent()
+        preexec = die_with_parent(signal.SIGKILL)  # at once: an orphan writes nothing more
         for spec in build_graph(plan):
             log = self._log_dir / f'{spec.full_name.strip("/").replace("/", "_")}.log'
             with open(log, 'w') as handle:
@@ -153,13 +159,17 @@ class ProcessGraph:
         end_ns = round(duration * 1e9)
         last_progress = (time.monotonic(), 0)
         started = time.monotonic()
+        discovered = -math.inf
         while self.sim_time_ns < end_ns and not should_stop():
-            self.executor.spin_once(timeout_sec=0.05)
+            self._spin_ready()
             self._check_children()
-            if self.recorder is not None:
-                self.recorder.discover()
+            if time.monotonic() - discovered > DISCOVERY_PERIOD:
+                discovered = time.monotonic()
+                if self.recorder is not None:
+                    self.recorder.discover()
+                if self.live is not None:
+                    self.live.discover()
             if self.live is not None:
-                self.live.discover()
                 self.live.tick()
             if len(list(self.node.subscriptions)) != self._guarded:  # the bag's, the live view's
                 self._guarded = guard_subscriptions(self.node, self.roster, self.foreign_count)
@@ -174,8 +184,45 @@ class ProcessGraph:
                 raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
             on_progress(self.sim_time_ns)
 
+    def _spin_ready(self) -> None:
+        """
+        Run every callback that is ready (waiting ``SPIN_TIMEOUT`` for the first), for a while.
+
+        One callback per turn of the watch loop kept the bag at a few messages per topic and
+        second (the nodes publish hundreds): the rest fell out of the subscriptions' queues,
+        unrecorded and unsaid. ``DRAIN_BUDGET`` bounds a turn so that the checks still run.
+        """
+        deadline = time.monotonic() + DRAIN_BUDGET
+        timeout = SPIN_TIMEOUT
+        while True:
+            try:
+                handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=timeout)
+            except (TimeoutException, ShutdownException):
+                return
+            handler()
+            if handler.exception() is not None:
+                raise handler.exception()
+            if time.monotonic() > deadline:
+                return
+            timeout = 0.0
+
+    def _drain(self) -> None:
+        """Run the callbacks still ready (the messages queued for the bag), for a bounded time."""
+        deadline = time.monotonic() + DRAIN_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=SPIN_TIMEOUT)
+            except (TimeoutException, ShutdownException):
+                return
+            handler()  # a callback that raises is not news now: the run is over
+
     def write_failures(self) -> list[str]:
-        """Return what this process could not write (the bag on a full disk), one line each."""
+        """
+        Return what this process could not write, one line each.
+
+        The bag on a full disk, or the messages the bag misses because this process did not
+        keep up with the nodes (counted from their publication sequence numbers).
+        """
         return [self.recorder_failure] if self.recorder_failure else []
 
     def writing(self) -> bool:
@@ -195,12 +242,15 @@ class ProcessGraph:
         failure = stop_processes(
             [(spec.full_name, process, log) for spec, process, log in self.processes],
             writing=self.writing)
+        if self.recorder is not None:  # what the nodes sent before they stopped, still queued
+            self._drain()
         # The executor first: a spin_once that timed out can leave its wait set holding the
         # node's handles, and destroying a publisher then waits for them forever.
         self.executor.shutdown()
         if self.recorder is not None:
             self.recorder.close()
-            self.recorder_failure = self.recorder.failure
+            self.recorder_failure = '; '.join(filter(None, [self.recorder.failure,
+                                                            self.recorder.missed_line]))
             self.recorder = None
         if getattr(self, 'live', None) is not None:
             self.live.close()

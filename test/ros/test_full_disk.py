@@ -83,17 +83,30 @@ def test_batch_sim_on_a_full_disk_says_what_it_could_not_write(tmp_path):
     assert 'final E_r=' in result.stdout
 
 
-def test_a_record_on_a_full_disk_stops_recording_and_the_run_finishes(tmp_path):
+@pytest.mark.parametrize('mode', [[], ['--processes', '--real-time-factor', '3']],
+                         ids=['in-process', 'processes'])
+def test_a_record_on_a_full_disk_stops_recording_and_the_run_finishes(tmp_path, mode):
+    # --processes: the runner records what the nodes publish as they publish it (it took one
+    # message per turn of its loop, a few per topic and second, which a full disk held to the
+    # end: exit 0, the rest unsaid)
     out = tmp_path / 'run'
     with tmpfs(tmp_path / 'disk', '200k') as disk:
         bag = disk / 'bag'
-        result = swarm_sim(*QUICK, '--duration', '30', '--out', str(out), '--record', str(bag))
+        result = swarm_sim(*QUICK, *mode, '--duration', '30', '--out', str(out),
+                           '--record', str(bag))
         assert result.returncode == 3, result.stderr
         lines = errors(result.stderr, 'swarm_sim')
         assert len(lines) == 1, result.stderr
         assert f'outputs incomplete in {out}: bag {bag} not written beyond t=' in lines[0]
-        assert lines[0].endswith('No space left on device (recording stopped; the bag holds '
-                                 'what was written before)')
+        stopped = float(lines[0].split('not written beyond t=')[1].split(' s:')[0])
+        # the sim time it stopped at (--processes: the nodes' clock runs on a moment while
+        # they stop, and the bag takes what they sent until then)
+        assert 0.0 < stopped < (35.0 if mode else 30.0), lines[0]
+        assert result.stderr.count(f'bag {bag} not written beyond') == 2  # log line, error line
+        said = ('No space left on device (recording stopped; the bag holds what was written '
+                'before)')
+        # --processes on a loaded machine: what the bag missed before, said in the same line
+        assert lines[0].endswith(said) or f'{said}; bag {bag} misses ' in lines[0], lines[0]
         assert json.loads((out / 'summary.json').read_text())['final']['E_gap'] < 0.05
         with Bag(bag) as recorded:
             assert recorded.truncated and '/clock' in recorded.topics

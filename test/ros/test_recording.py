@@ -21,7 +21,7 @@ from std_msgs.msg import Float64
 import yaml
 
 from soliton_encirclement_ros.recording.recorder import (
-    BagRecorder, DEFAULT_TOPICS_REGEX, recording_line)
+    BagRecorder, DEFAULT_TOPICS_REGEX, recording_line, SUBSCRIPTION_DEPTH)
 from support.harness import spin_until
 
 SIM_START = 100.0
@@ -84,6 +84,7 @@ def record_some(graph, bag, storage):
     recorder.close()
     recorder.close()  # idempotent
     assert recorder.closed and recorder.message_counts == expected
+    assert recorder.missed == {} and recorder.missed_line == ''  # every message is in the bag
     return expected
 
 
@@ -130,6 +131,34 @@ def test_recorded_mcap_reads_with_mcap_ros2_support(graph, tmp_path):
     assert messages[0].schema.name == 'std_msgs/msg/Float64'
     assert messages[0].schema.encoding == 'ros2msg'
     assert messages[0].channel.message_encoding == 'cdr'
+
+
+def test_messages_that_never_reached_the_bag_are_counted_and_said(graph, tmp_path):
+    # A recorder that does not keep up loses what falls out of its subscription's queue; the
+    # publishers number their messages, so the bag says how many it misses.
+    executor, pub_node, rec_node = graph
+    odom = pub_node.create_publisher(Odometry, '/uav1/odom', 10)
+    bag = tmp_path / 'bag'
+    recorder = BagRecorder(rec_node, bag)
+    assert spin_until(executor, lambda: recorder.topics == ['/uav1/odom'], WAIT,
+                      each=recorder.discover)
+    assert spin_until(executor, lambda: odom.get_subscription_count())
+    odom.publish(odometry(0))
+    assert spin_until(executor, lambda: recorder.message_counts == {'/uav1/odom': 1})
+    published = 1 + 10 * SUBSCRIPTION_DEPTH
+    for i in range(1, published):  # nothing takes them meanwhile: the queue keeps the last
+        odom.publish(odometry(i))
+
+    def accounted() -> int:
+        return recorder.message_counts['/uav1/odom'] + recorder.missed.get('/uav1/odom', 0)
+    assert spin_until(executor, lambda: accounted() == published), accounted()
+    recorded = recorder.message_counts['/uav1/odom']
+    assert recorded <= 1 + SUBSCRIPTION_DEPTH
+    recorder.close()
+    assert recorder.missed_line == (
+        f'bag {bag} misses {published - recorded} of the {published} messages published on '
+        f'its topics while it recorded, from t=0.00 s (most on /uav1/odom: '
+        f'{published - recorded}); the recorder did not keep up with them')
 
 
 def test_default_regex_selects_the_run_topics():

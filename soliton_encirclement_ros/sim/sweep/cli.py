@@ -13,17 +13,20 @@ from typing import Iterable, Iterator, Optional
 import numpy as np
 
 from ros_support.validation import number, OneLineParser
-from soliton_encirclement_ros.analysis.outputs import output_dir_problem
+from soliton_encirclement_ros.analysis.outputs import (
+    output_dir_problem, replace_text, write_problem)
 from soliton_encirclement_ros.analysis.report import json_text
 from soliton_encirclement_ros.core.area import read_area_file
 from soliton_encirclement_ros.provenance import code_identity, git_commit, PACKAGE
 from soliton_encirclement_ros.sim.sweep.results import (
-    print_table, RUNS_FILE, runs_header, RunsFile, RunTable, SPEC_FILE, SUMMARY_FILE,
-    summary_rows, write_summary)
+    print_table, RowsNotWritten, RUNS_FILE, runs_header, RunsFile, RunTable, SPEC_FILE,
+    SUMMARY_FILE, summary_rows, write_summary)
 from soliton_encirclement_ros.sim.sweep.scheduling import (
-    dask_results, identity_mismatch, local_results, stream_chunks)
+    ClusterLost, dask_results, identity_mismatch, local_results, stream_chunks)
 from soliton_encirclement_ros.sim.sweep.spec import (
     Checked, Interrupted, load_spec, Run, Spec, SpecError)
+
+EXIT_INCOMPLETE = 3  # stopped before its end by a full disk or a lost cluster; rows kept
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -135,12 +138,23 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
     except SpecError as exc:
         print(f'sweep_sim: error: {exc}', file=sys.stderr)
         return 2
+    except (RowsNotWritten, OSError) as exc:  # a full disk before the first run
+        problem = (str(exc) if isinstance(exc, RowsNotWritten)
+                   else write_problem(str(out / RUNS_FILE), exc))
+        print(f'sweep_sim: error: {problem}; nothing was run', file=sys.stderr)
+        return EXIT_INCOMPLETE
     if runs_file.dropped:
         print(f'sweep_sim: warning: {runs_file.dropped}', file=sys.stderr)
     total = spec.run_count
     todo = total - min(len(runs_file.done), total)
     started = time.time()
-    _write_spec(out, spec, args, total, None, started)
+    try:
+        _write_spec(out, spec, args, total, None, started)
+    except OSError as exc:
+        runs_file.close()
+        print(f'sweep_sim: error: {write_problem(f"{out / SPEC_FILE} not written", exc)}; '
+              'nothing was run', file=sys.stderr)
+        return EXIT_INCOMPLETE
     n_chunks = 0
 
     def work() -> Iterator[list[Run]]:
@@ -156,6 +170,7 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
     should_stop = (lambda: stop.requested)
     results = (dask_results(work(), args.scheduler, workers, should_stop) if args.scheduler
                else local_results(work(), workers, should_stop))
+    failure = ''  # what stopped the sweep before its end (a full disk, a lost cluster)
     try:
         for chunk, rows in results:
             for run, row in zip(chunk, rows):
@@ -165,6 +180,8 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
             bar.update(len(chunk))
             if stop.requested:
                 break
+    except (RowsNotWritten, ClusterLost) as error:
+        failure = str(error)
     finally:
         stop.writing = True
         results.close()
@@ -173,24 +190,48 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
     interrupted = stop.requested or finished < todo
     table = RunTable(out / RUNS_FILE, list(spec.grid))
     summary = summary_rows(spec, table)
-    write_summary(out / SUMMARY_FILE, summary)
-    if not args.no_plots:
-        from soliton_encirclement_ros.analysis.sweep_plots import write_sweep_plots
-        write_sweep_plots(out, spec, table, summary)
     totals = {'runs': total, 'finished': len(table), 'errors': int(table.failed.sum()),
               'this_session': {'runs': finished, 'errors': errors,
                                'wall_time': time.time() - started,
                                'parent_cpu_time': time.process_time() - cpu_start,
                                'chunks': n_chunks, 'workers': workers,
                                'scheduler': args.scheduler},
-              'interrupted': interrupted}
-    _write_spec(out, spec, args, total, totals, started)
+              'interrupted': interrupted, **({'stopped_by': failure} if failure else {})}
+    not_written = _write_outputs(out, spec, args, (summary, table, totals, started))
     print_table(spec, summary, spec.plot['metric'])
     print(f'sweep_sim: {len(table)}/{total} runs in {out} ({totals["errors"]} failed); '
           f'{finished} this session in {time.time() - started:.1f} s'
           + ('; interrupted: --resume finishes it' if interrupted else ''))
     StopRequest.ignore_from_now()
+    if failure or not_written:
+        print(f'sweep_sim: error: {failure or not_written}'
+              + (f'; {not_written}' if failure and not_written else '')
+              + ('; --resume finishes the sweep' if interrupted else ''), file=sys.stderr)
+        return EXIT_INCOMPLETE
     return 130 if interrupted else (1 if totals['errors'] else 0)
+
+
+def _write_outputs(out: Path, spec: Spec, args, done) -> str:
+    """
+    Write summary.csv, the plots and sweep.json from the finished runs; say what failed, or ''.
+
+    ``done``: (summary rows, :class:`RunTable`, totals, start time). A full disk stops this at
+    the first write that fails; what is written stays whole (runs.csv is never touched here).
+    """
+    summary, table, totals, started = done
+    steps = [(SPEC_FILE, lambda: _write_spec(out, spec, args, totals['runs'], totals, started)),
+             (SUMMARY_FILE, lambda: write_summary(out / SUMMARY_FILE, summary))]
+    if not args.no_plots:
+        from soliton_encirclement_ros.analysis.sweep_plots import write_sweep_plots
+        steps.append(('the plots', lambda: write_sweep_plots(out, spec, table, summary)))
+    for index, (name, write) in enumerate(steps):
+        try:
+            write()
+        except OSError as error:
+            names = [name for name, _ in steps[index:]]
+            return write_problem(f'{", ".join(names[:-1])}{" and " if names[1:] else ""}'
+                                 f'{names[-1]} not written', error)
+    return ''
 
 
 def _write_spec(out: Path, spec: Spec, args, total: int, totals: Optional[dict],
@@ -206,9 +247,7 @@ def _write_spec(out: Path, spec: Spec, args, total: int, totals: Optional[dict],
     doc = {'spec': spec.raw, 'spec_file': str(Path(args.spec).absolute()), 'runs': total,
            'started': time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(started)),
            'versions': versions, 'totals': totals}
-    tmp = out / (SPEC_FILE + '.tmp')
-    tmp.write_text(json_text(doc))
-    tmp.replace(out / SPEC_FILE)
+    replace_text(out / SPEC_FILE, json_text(doc))  # whole or not at all
 
 
 if __name__ == '__main__':

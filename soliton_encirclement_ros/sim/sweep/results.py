@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from array import array
 import csv
+import io
 import json
 import math
 import os
@@ -12,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import yaml
 
+from soliton_encirclement_ros.analysis.outputs import replace_text, write_problem
 from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.sim.sweep.spec import _key, Run, Spec, SpecError
@@ -37,13 +39,19 @@ def _cell(value: Any) -> str:
     return str(value) if not isinstance(value, (list, dict)) else json.dumps(value)
 
 
+class RowsNotWritten(Exception):
+    """``runs.csv`` could not take a row (a full disk); the message says so in one line."""
+
+
 class RunsFile:
     """
-    ``runs.csv``, appended and flushed a row per finished run.
+    ``runs.csv``, appended and synced a row per finished run.
 
     With ``resume``, the finished rows are kept (the failed ones dropped, to be tried again)
     through a temporary file that replaces the old one whole, so that no interruption loses
-    them; only their keys stay in memory (:attr:`done`).
+    them; only their keys stay in memory (:attr:`done`). A row that cannot be written whole (a
+    full disk) is cut off again, so the file ends with the last whole row, and
+    :class:`RowsNotWritten` says so.
     """
 
     def __init__(self, path: Path, header: list[str], resume: bool) -> None:
@@ -55,11 +63,13 @@ class RunsFile:
         self.dropped = ''
         if resume and path.exists():
             self._keep_finished(path, header)
-        self._file = path.open('a' if resume and path.exists() else 'w', newline='')
-        self._writer = csv.writer(self._file)
-        if self._file.tell() == 0:
-            self._writer.writerow(header)
-            self._file.flush()
+        # Unbuffered: a write that fails leaves nothing behind to be written later.
+        self._file = path.open('ab' if resume and path.exists() else 'wb', buffering=0)
+        self.rows = 0  # the rows in the file
+        if os.fstat(self._file.fileno()).st_size == 0:
+            self._write(header, 'its header')
+        else:
+            self.rows = len(self.done)
 
     def _keep_finished(self, path: Path, header: list[str]) -> None:
         """
@@ -133,9 +143,25 @@ class RunsFile:
 
     def add(self, run: Run, result: Mapping[str, Any]) -> None:
         values = {**run.point, 'seed': run.seed, **result}
-        self._writer.writerow([_cell(values.get(h)) for h in self.header])
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        self._write([_cell(values.get(h)) for h in self.header], f'row {self.rows + 1}')
+        self.rows += 1
+
+    def _write(self, cells: list[str], what: str) -> None:
+        """Append one CSV line and sync it, or cut the file back to where it was."""
+        line = io.StringIO()
+        csv.writer(line).writerow(cells)
+        data = memoryview(line.getvalue().encode())
+        handle = self._file.fileno()
+        whole = os.fstat(handle).st_size
+        try:
+            while data:
+                data = data[self._file.write(data):]
+            os.fsync(handle)
+        except OSError as error:
+            os.ftruncate(handle, whole)
+            kept = f'its {self.rows} finished rows are kept' if self.rows else 'it has no rows'
+            raise RowsNotWritten(write_problem(f'{self.path} not written beyond {what}',
+                                               error) + f' ({kept})') from None
 
     def close(self) -> None:
         self._file.close()
@@ -220,11 +246,12 @@ def write_summary(path: Path, rows: list[dict]) -> None:
     if not rows:
         return
     header = list(rows[0])
-    with path.open('w', newline='') as f:
-        writer = csv.writer(f)
-        writer.writerow(header)
-        for row in rows:
-            writer.writerow([_cell(row[h]) for h in header])
+    text = io.StringIO()
+    writer = csv.writer(text)
+    writer.writerow(header)
+    for row in rows:
+        writer.writerow([_cell(row[h]) for h in header])
+    replace_text(path, text.getvalue())  # whole or not at all (a full disk)
 
 
 def print_table(spec: Spec, rows: list[dict], metric: str) -> None:

@@ -1,15 +1,18 @@
 """Scheduling a sweep's runs: chunks of runs that share a numpy step, on a local pool or Dask."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+import logging
 import math
 import multiprocessing
-import signal
+import os
 import time
 import traceback
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from ros_support.lifeline import start_pool_worker
 from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS, summarise
 from soliton_encirclement_ros.core import batch_engine
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
@@ -138,10 +141,6 @@ def _row(metrics: np.ndarray, wall: float, area_margin: float = math.nan) -> dic
     return row
 
 
-def _ignore_interrupts() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what Ctrl-C means
-
-
 def _results(work: Iterable[list[Run]], submit, in_flight: int,
              should_stop) -> Iterator[tuple[list[Run], Any]]:
     """Yield (chunk, job) as jobs finish, with at most ``in_flight`` submitted at a time."""
@@ -185,7 +184,9 @@ def local_results(work: Iterable[list[Run]], workers: int,
         return
     # spawn, not fork: the caller may have threads (tqdm's monitor, rclpy, a test runner's DDS
     # participants), and a forked child can inherit a lock one of them held, and hang.
-    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=_ignore_interrupts)
+    # Each worker dies with this process, at once (a killed sweep_sim left them computing on).
+    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=start_pool_worker,
+                                                     initargs=(os.getpid(),))
     try:
         for chunk, job in _results(
                 work, lambda s: _PoolJob(pool.apply_async(run_chunk, (s,))),
@@ -197,9 +198,19 @@ def local_results(work: Iterable[list[Run]], workers: int,
         pool.join()
 
 
+class ClusterLost(Exception):
+    """The Dask cluster went away during the sweep (its scheduler killed, the network cut)."""
+
+
 def dask_results(work: Iterable[list[Run]], address: str, workers: int = 1,
                  should_stop=lambda: False) -> Iterator[tuple[list[Run], list]]:
-    """Yield (chunk, rows) as the Dask cluster at ``address`` (``workers`` threads) ends them."""
+    """
+    Yield (chunk, rows) as the Dask cluster at ``address`` (``workers`` threads) ends them.
+
+    :class:`ClusterLost` (one line naming the cluster) when the client loses its scheduler.
+    """
+    from concurrent.futures import CancelledError
+
     from dask.distributed import Client
     client = Client(address, timeout='10s')
     in_flight: set = set()  # only these are held: a finished chunk's result is let go
@@ -210,12 +221,40 @@ def dask_results(work: Iterable[list[Run]], address: str, workers: int = 1,
         future = client.submit(run_chunk_checked, scenarios, identity, pure=False)
         in_flight.add(future)
         return future
+    lost = False
     try:
         for chunk, future in _results(work, submit, CHUNKS_IN_FLIGHT_PER_WORKER * workers,
                                       should_stop):
-            rows = future.result()
+            try:
+                rows = future.result()
+            except (CancelledError, OSError) as error:  # a lost scheduler cancels every future
+                lost = True
+                why = getattr(error, 'reason', None) or f'{type(error).__name__}: {error}'
+                raise ClusterLost(f'lost the Dask cluster at {address} ({why})') from None
             in_flight.discard(future)
             yield chunk, rows
     finally:
-        client.cancel(list(in_flight))
-        client.close()
+        if lost:  # nothing to cancel; the client's reconnection, cut short, is not news
+            with _quiet('distributed'):
+                client.close(timeout=10)
+        else:
+            client.cancel(list(in_flight))
+            client.close()
+
+
+@contextmanager
+def _quiet(logger: str):
+    """Silence ``logger`` (and its children) while the block runs."""
+    log = logging.getLogger(logger)
+    before, log.disabled = log.disabled, True
+    children = [child for name, child in logging.root.manager.loggerDict.items()
+                if name.startswith(logger + '.') and isinstance(child, logging.Logger)]
+    saved = [(child, child.disabled) for child in children]
+    for child in children:
+        child.disabled = True
+    try:
+        yield
+    finally:
+        log.disabled = before
+        for child, disabled in saved:
+            child.disabled = disabled

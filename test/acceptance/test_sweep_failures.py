@@ -1,0 +1,176 @@
+"""
+A sweep stopped by its surroundings: a full --out, a lost Dask cluster, a killed sweep_sim.
+
+Run as a user would: a real full tmpfs (``support.disks``, skipped without root), a real Dask
+scheduler process killed with SIGKILL, a real SIGKILL of ``sweep_sim``. Each failure is one
+line and exit 3 with every finished row kept whole, and ``--resume`` finishes the sweep; a
+killed ``sweep_sim`` takes its pool's workers with it at once.
+"""
+import json
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from soliton_encirclement_ros.sim.executables import find_executable
+from soliton_encirclement_ros.sim.sweep import RESULT_COLUMNS
+from support.disks import tmpfs
+from support.procfs import alive, command_line, cpu_seconds, descendants_of
+from support.sweeps import rows as _rows, write_spec as _write_spec
+from support.waits import wait_for
+
+DEADLINE = 300.0  # wall s for a sweep to end (a loaded machine is slow)
+ORPHAN_DEADLINE = 5.0  # wall s for the workers of a killed sweep_sim to be gone (SIGKILL)
+CPU_STARTED = 4.0  # CPU s of a pool worker: past its imports, on its chunk
+GAINS = [round(0.5 + 0.05 * k, 2) for k in range(40)]  # 40 groups: 40 chunks, one by one
+
+
+def _sweep(spec: Path, out: Path, *options: str) -> list[str]:
+    return [find_executable('sweep_sim'), str(spec), '--out', str(out), '--no-plots', *options]
+
+
+def _errors(stderr: str) -> list[str]:
+    assert 'Traceback' not in stderr, stderr
+    return [line for line in stderr.splitlines() if line.startswith('sweep_sim: error')]
+
+
+def _whole_rows(out: Path) -> list[dict]:
+    """Return the rows of runs.csv, each checked whole (every cell there, results numbers)."""
+    rows = _rows(out)
+    for row in rows:
+        assert None not in row and all(value is not None for value in row.values()), row
+        for column in RESULT_COLUMNS:
+            if row[column]:
+                float(row[column])
+        assert not row['error'], row
+    assert (out / 'runs.csv').read_bytes().endswith(b'\r\n')
+    return rows
+
+
+def test_a_full_out_is_one_line_exit_3_with_every_row_kept_and_resume_finishes(tmp_path):
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 4, 'duration': 3.0, 'control_period': 0.05},
+                       grid={'k_r': GAINS})
+    with tmpfs(tmp_path / 'disk', '64k') as disk:
+        ballast = disk / 'ballast'
+        ballast.write_bytes(b'\0' * (64 - 12) * 1024)  # about 12 kB left: a few rows fit
+        out = disk / 'sweep'
+        result = subprocess.run(_sweep(spec, out, '--workers', '1'), capture_output=True,
+                                text=True, timeout=DEADLINE)
+        assert result.returncode == 3, result.stderr
+        [line] = _errors(result.stderr)
+        kept = _whole_rows(out)
+        assert 1 <= len(kept) < len(GAINS)
+        assert line.startswith(f'sweep_sim: error: {out / "runs.csv"} not written beyond row '
+                               f'{len(kept) + 1}: No space left on device (its {len(kept)} '
+                               'finished rows are kept)'), line
+        assert line.endswith('; --resume finishes the sweep'), line
+        ballast.unlink()  # space freed
+        done = subprocess.run(_sweep(spec, out, '--workers', '1', '--resume'),
+                              capture_output=True, text=True, timeout=DEADLINE)
+        assert done.returncode == 0, done.stderr
+        assert 'warning' not in done.stderr  # no row was cut: nothing to drop
+        rows = _whole_rows(out)
+        assert sorted(float(row['k_r']) for row in rows) == GAINS
+        assert all(row in rows for row in kept)
+        assert json.loads((out / 'sweep.json').read_text())['totals']['finished'] == len(GAINS)
+
+
+def _start_scheduler(tmp_path: Path) -> tuple[subprocess.Popen, subprocess.Popen, str]:
+    """Start a Dask scheduler and a worker on loopback (processes); return them, the address."""
+    dask = Path(sys.executable).with_name('dask')
+    if not dask.exists():
+        pytest.skip('the dask command is not installed (dask[distributed])')
+    file = tmp_path / 'scheduler.json'
+    logs = tmp_path / 'dask_logs'
+    logs.mkdir()
+    scheduler = subprocess.Popen(
+        [str(dask), 'scheduler', '--host', '127.0.0.1', '--port', '0', '--no-dashboard',
+         '--scheduler-file', str(file)], stdout=subprocess.DEVNULL,
+        stderr=(logs / 'scheduler.log').open('w'), start_new_session=True)
+    wait_for(lambda: file.exists() and file.read_text().strip(), 'the scheduler file',
+             timeout=DEADLINE)
+    address = json.loads(file.read_text())['address']
+    worker_log = logs / 'worker.log'
+    worker = subprocess.Popen(
+        [str(dask), 'worker', '--scheduler-file', str(file), '--nworkers', '1', '--nthreads',
+         '1', '--no-dashboard'], stdout=subprocess.DEVNULL, stderr=worker_log.open('w'),
+        start_new_session=True)
+    wait_for(lambda: 'Registered to' in worker_log.read_text(), 'the worker to register',
+             timeout=DEADLINE)
+    return scheduler, worker, address
+
+
+def test_a_killed_dask_scheduler_is_one_line_exit_3_and_resume_finishes(tmp_path):
+    pytest.importorskip('dask.distributed', reason='dask[distributed] missing')
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 8, 'duration': 15.0, 'control_period': 0.05},
+                       grid={'k_r': GAINS})
+    out = tmp_path / 'sweep'
+    scheduler, worker, address = _start_scheduler(tmp_path)
+    try:
+        sweep = subprocess.Popen(_sweep(spec, out, '--scheduler', address),
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for(lambda: (out / 'runs.csv').exists() and _rows(out), 'a first row',
+                     timeout=DEADLINE)
+            scheduler.kill()  # SIGKILL
+            scheduler.wait()
+            _, stderr = sweep.communicate(timeout=DEADLINE)
+        finally:
+            sweep.kill()
+    finally:
+        for process in (scheduler, worker):
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            process.wait()
+    assert sweep.returncode == 3, stderr
+    [line] = _errors(stderr)
+    kept = _whole_rows(out)
+    assert 1 <= len(kept) < len(GAINS)
+    assert line.startswith(f'sweep_sim: error: lost the Dask cluster at {address} ('), line
+    assert line.endswith('; --resume finishes the sweep'), line
+    assert json.loads((out / 'sweep.json').read_text())['totals']['interrupted'] is True
+    # the rest on this machine's cores (a cluster's rows equal the local ones)
+    done = subprocess.run(_sweep(spec, out, '--resume', '--workers', '2'),
+                          capture_output=True, text=True, timeout=DEADLINE * 2)
+    assert done.returncode == 0, done.stderr
+    rows = _whole_rows(out)
+    assert sorted(float(row['k_r']) for row in rows) == GAINS
+    assert all(row in rows for row in kept)
+
+
+@pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
+def test_a_killed_sweep_takes_its_workers_with_it_at_once(tmp_path):
+    # long chunks: a worker left behind computes on for minutes
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 8, 'duration': 20000.0, 'control_period': 0.05},
+                       grid={'k_r': GAINS[:4]})
+    sweep = subprocess.Popen(_sweep(spec, tmp_path / 'sweep', '--workers', '2'),
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: _computing_workers(sweep.pid), 'two pool workers computing',
+                 timeout=DEADLINE)
+        below = descendants_of(sweep.pid)
+    finally:
+        sweep.kill()  # SIGKILL
+        sweep.wait()
+    try:
+        wait_for(lambda: not alive(below), 'the processes of the killed sweep_sim '
+                 f'({", ".join(command_line(pid)[:60] for pid in alive(below))}) to end',
+                 timeout=ORPHAN_DEADLINE)
+    finally:
+        for pid in alive(below):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _computing_workers(pid: int) -> list[int]:
+    """Return the pool workers once two have run for CPU_STARTED s each, else []."""
+    workers = [child for child in descendants_of(pid) if 'spawn_main' in command_line(child)]
+    busy = [child for child in workers if cpu_seconds(child) >= CPU_STARTED]
+    return busy if len(busy) >= 2 else []
