@@ -107,7 +107,10 @@ def test_a_record_on_a_full_disk_stops_recording_and_the_run_finishes(tmp_path, 
                 'before)')
         # --processes on a loaded machine: what the bag missed before, said in the same line
         assert lines[0].endswith(said) or f'{said}; bag {bag} misses ' in lines[0], lines[0]
-        assert json.loads((out / 'summary.json').read_text())['final']['E_gap'] < 0.05
+        # the run finished: its summary holds the final figures (how far a loaded --processes
+        # ring converged in 30 s is another test's; the in-process run is lock-step)
+        final = json.loads((out / 'summary.json').read_text())['final']['E_gap']
+        assert final < (1.0 if mode else 0.05), final
         with Bag(bag) as recorded:
             assert recorded.truncated and '/clock' in recorded.topics
 
