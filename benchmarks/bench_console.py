@@ -10,7 +10,8 @@ as on a field. Each run engages every vehicle through its bridge (PX4 in OFFBOAR
 flying), writes ``h`` to the console's stdin and times, from that write:
 
 - the console's own word on when its calls went out, from its reading of the key
-  (``hold: called ... N ms after the key``);
+  (``hold: called ... N ms after the key``), and when that line reached this process (so the
+  calls went out at most that long after the key was written);
 - the first DO_SET_MODE Hold each bridge sends its PX4 (``vehicle_command``), as a subscriber
   in this process receives it: the call reached that bridge, which acted on it;
 - the first ``vehicle_status`` each double publishes with ``nav_state`` AUTO_LOITER (PX4's Hold),
@@ -68,7 +69,7 @@ def spin_until(executor, condition, timeout=DEADLINE) -> bool:
 
 
 def measure(vehicles: int, runs: int, work: Path) -> list[list]:
-    """Return per run [vehicles, run, calls out, [each bridge's command], [each Hold]] (ms)."""
+    """Return per run [vehicles, run, calls out, said, [each bridge's command], [each Hold]]."""
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from std_srvs.srv import Trigger
@@ -136,14 +137,17 @@ def measure(vehicles: int, runs: int, work: Path) -> list[list]:
             if not spin_until(executor, lambda: len(first_hold) == len(first_command) == vehicles
                               and console.count('hold: confirmed by every vehicle') > said):
                 raise SystemExit(f'bench_console: not every vehicle held:\n{console.text}')
-            called = [int(m.group('ms')) for _, line in console.lines
-                      if (m := CALLED.match(line)) and _ >= pressed]
-            rows.append([vehicles, run + 1, max(called) if called else None,
+            called = [(int(m.group('ms')), round((read - pressed) * 1e3, 1))
+                      for read, line in console.lines if (m := CALLED.match(line))
+                      and read >= pressed]
+            rows.append([vehicles, run + 1, max(c[0] for c in called) if called else None,
+                         max(c[1] for c in called) if called else None,
                          [round((first_command[i] - pressed) * 1e3, 1) for i in range(vehicles)],
                          [round((first_hold[i] - pressed) * 1e3, 1) for i in range(vehicles)]])
             print(f'N={vehicles} run {run + 1}: calls out {rows[-1][2]} ms after the console '
-                  f'read the key; DO_SET_MODE Hold from each bridge {rows[-1][3]} ms and PX4 '
-                  f'Hold {rows[-1][4]} ms after the key was written', flush=True)
+                  f'read the key, said {rows[-1][3]} ms after the key was written; DO_SET_MODE '
+                  f'Hold from each bridge {rows[-1][4]} ms and PX4 Hold {rows[-1][5]} ms after '
+                  'the key was written', flush=True)
         console.press_quit()
     finally:
         console.close()
@@ -172,27 +176,30 @@ def main() -> None:
         for vehicles in args.vehicles:
             with tempfile.TemporaryDirectory(prefix='bench_console_') as work:
                 rows = measure(vehicles, args.runs, Path(work))
-            runs += [[n, run, called, ', '.join(f'{ms:.0f}' for ms in commands),
+            runs += [[n, run, called, said, ', '.join(f'{ms:.0f}' for ms in commands),
                       ', '.join(f'{ms:.0f}' for ms in holds)]
-                     for n, run, called, commands, holds in rows]
-            every = [ms for row in rows for ms in row[4]]
-            slowest = [max(row[4]) for row in rows]
-            reached = [max(row[3]) for row in rows]
+                     for n, run, called, said, commands, holds in rows]
+            every = [ms for row in rows for ms in row[5]]
+            slowest = [max(row[5]) for row in rows]
+            reached = [max(row[4]) for row in rows]
             calls = [row[2] for row in rows if row[2] is not None]
+            said = [row[3] for row in rows if row[3] is not None]
             summary.append([vehicles, len(rows), max(calls) if calls else None,
-                            round(max(reached), 1), round(statistics.median(every), 1),
-                            round(max(slowest), 1),
+                            max(said) if said else None, round(max(reached), 1),
+                            round(statistics.median(every), 1), round(max(slowest), 1),
                             f'{sum(s <= 1000.0 for s in slowest)} of {len(rows)}'])
     finally:
         rclpy.try_shutdown()
         lock.close()
     results = {
         'hold': table(['vehicles', 'runs', 'console: key read to every call out, worst [ms]',
+                       'key written to the console saying so, worst [ms]',
                        "key to every bridge's DO_SET_MODE Hold, worst [ms]",
                        "key to PX4's Hold, median vehicle [ms]",
                        "key to PX4's Hold, slowest vehicle of any run [ms]",
                        'runs with every vehicle in Hold within 1 s'], summary),
         'runs': table(['vehicles', 'run', 'console: key read to every call out [ms]',
+                       'key written to the console saying so [ms]',
                        "key to each bridge's DO_SET_MODE Hold [ms]",
                        "key to each vehicle's PX4 Hold [ms]"], runs)}
     for name, t in results.items():
