@@ -78,6 +78,9 @@ class Console:
                 self.say(text)
         self.action, self._pressed, self._announced = (
             FleetAction(self.operator, action, discover=LATE_CALLS), pressed, set())
+        if not self.action.called_at:
+            self.say(f'{action}: no bridge found to call yet; calling each as it appears for '
+                     f'{LATE_CALLS:g} s')
         self._say_calls()
 
     def _say_calls(self) -> None:
