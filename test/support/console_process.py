@@ -43,10 +43,11 @@ class ConsoleProcess:
             return sum(1 for _, line in self.lines if fragment in line)
 
     def press(self, key: str) -> float:
-        """Write ``key`` as one line; return the steady time it was written."""
+        """Write ``key`` as one line; return the steady time just before it was written."""
+        pressed = time.monotonic()
         self.process.stdin.write(key + '\n')
         self.process.stdin.flush()
-        return time.monotonic()
+        return pressed
 
     def press_quit(self, timeout: float = 60.0) -> int:
         """Press ``q`` and return the exit status."""
