@@ -19,8 +19,9 @@ at once, ``e`` engage and ``l`` land only after the confirmation key, ``c`` chec
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 import math
+import re
 from typing import Mapping, Optional
 
 CONFIRM_KEY = 'y'
@@ -29,6 +30,7 @@ KEYS = {'h': 'hold', 'e': 'engage', 'l': 'land', 'c': 'check', 'q': 'quit'}
 CONFIRMED = ('engage', 'land')  # what needs the confirmation key; hold never does
 HELP = 'keys: h hold (at once), e engage, l land (each then y to confirm), c check, q quit'
 WARNING_LEVELS = ('WARN', 'ERROR')
+_FIGURE = re.compile(r'[-+]?\d+(?:\.\d+)?')
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,11 @@ class Said:
         return f'{self.level} {self.message} ({now - self.at:.0f} s ago, {self.source})'
 
 
+def _gist(message: str) -> str:
+    """Return a message without its figures: a warning whose numbers change is not new."""
+    return _FIGURE.sub('#', message)
+
+
 class Board:
     """The fleet's rows, and the log lines their changes make."""
 
@@ -103,7 +110,7 @@ class Board:
         self.rows: dict[str, Row] = {name: Row(name, heard=False) for name in self.names}
         self.warnings: dict[str, Said] = {}
         self._shown: dict[str, tuple] = {}
-        self._said: dict[str, tuple] = {}   # vehicle -> (source, message) of its last warning
+        self._said: dict[str, tuple] = {}   # node -> (level, gist) of the warning it said last
 
     def update(self, rows: Mapping[str, Row], statuses: Mapping[str, list],
                now: float) -> list[str]:
@@ -121,13 +128,15 @@ class Board:
             for source, values in statuses.get(name, ()):
                 level = (values or {}).get('level')
                 if level in WARNING_LEVELS:
-                    said = (source, values.get('message', ''))
-                    if self._said.get(name) != said:
-                        self._said[name] = said
-                        self.warnings[name] = Said(source, level, said[1], now)
-                        lines.append(f'{name}: {level}: {said[1]} ({source})')
-                elif self._said.get(name, ('',))[0] == source:
-                    self._said.pop(name)  # that node is fine again: a repeat is news
+                    message = values.get('message', '')
+                    if self._said.get(source) != (level, _gist(message)):  # new, not new figures
+                        self._said[source] = (level, _gist(message))
+                        self.warnings[name] = Said(source, level, message, now)
+                        lines.append(f'{name}: {level}: {message} ({source})')
+                    elif self.warnings[name].source == source:  # the same, its newest figures
+                        self.warnings[name] = replace(self.warnings[name], message=message)
+                else:
+                    self._said.pop(source, None)  # that node is fine again: a repeat is news
             if old.heard and not new.heard:
                 lines.append(self.unheard_text(new))
             elif new.heard and not old.heard and name in self._shown:

@@ -8,6 +8,11 @@ every double in PX4's Hold (its own nav_state), engage without its confirmation 
 nothing, and a vehicle whose bridge is gone is named as unheard while the console goes on
 serving the others.
 """
+import os
+import re
+import subprocess
+import sys
+
 import pytest
 from rclpy.node import Node
 import yaml
@@ -82,6 +87,24 @@ def test_the_console_holds_at_once_confirms_engage_and_names_an_unheard_vehicle(
     assert console.press_quit() == 0
 
 
+def test_a_one_shot_fleet_command_says_how_long_its_discovery_took(ros, tmp_path):
+    stand_in = StandIn()
+    ros.add_node(stand_in)
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'soliton_encirclement_ros.fleet.cli', 'hold',
+         str(fleet_file(tmp_path)), '--timeout', '60'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    assert spin_until(ros, lambda: process.poll() is not None, timeout=DEADLINE)
+    out = process.stdout.read()
+    assert process.returncode == 0, out
+    said = [line for line in out.splitlines() if line.startswith('fleet: discovery')]
+    assert len(said) == 1, out
+    assert re.fullmatch(r'fleet: discovery took \d+\.\d s since the command started \(every '
+                        r"bridge's ~/hold found and called\); `fleet console` discovers the "
+                        r'fleet once and acts at once', said[0]), said
+    assert all(f'{name}: hold ok' in out for name in NAMES), out
+
+
 def double_fleet_file(tmp_path, names):
     path = tmp_path / 'fleet.yaml'
     path.write_text(yaml.safe_dump({'geo_reference': list(FIELD), 'vehicles': [
@@ -123,6 +146,8 @@ def test_the_console_holds_three_doubled_vehicles_and_serves_the_others_without_
     futures = [c.call_async(Trigger.Request()) for c in engage]
     assert spin_until(ros, lambda: all(f.done() for f in futures), timeout=DEADLINE)
     assert all(f.result().success for f in futures), [f.result().message for f in futures]
+    assert spin_until(ros, lambda: all(-f.true_position_ned[2] > 3.0 for f in fakes),
+                      timeout=DEADLINE)  # in the air, climbing to the ring
 
     console.press('h')
     assert spin_until(ros, lambda: all(f.nav_state == status.NAVIGATION_STATE_AUTO_LOITER

@@ -59,3 +59,21 @@ def test_hold_acts_at_once_engage_and_land_only_after_the_confirmation_key():
     assert keys.press('q', 41.0) == ('quit', None)
     assert keys.press('', 42.0) == (None, None)
     assert 'unknown key' in keys.press('x', 43.0)[1]
+
+
+def test_a_warning_whose_figures_change_is_said_once_and_two_nodes_do_not_repeat_each_other():
+    board = Board(['uav1'], stale=3.0)
+    rows = {'uav1': row('uav1', BRIDGE, 0.1, 3.0)}
+    board.update(rows, {}, 0.0)
+    agent = {'level': 'WARN', 'message': 'clock of agent 2 off by -0.135 s'}
+    bridge = {'level': 'WARN', 'message': 'engaged, holding (zero velocity): awaiting cmd_vel'}
+    both = {'uav1': [('/uav1/px4_bridge', bridge), ('/uav1/agent', agent)]}
+    assert len(board.update(rows, both, 1.0)) == 2
+    agent['message'] = 'clock of agent 2 off by -0.101 s'
+    assert board.update(rows, both, 2.0) == []
+    assert board.warnings['uav1'].message == 'clock of agent 2 off by -0.101 s'
+    agent['level'] = 'OK'
+    assert board.update(rows, both, 3.0) == []
+    agent['level'] = 'WARN'  # warns again after a good spell: news
+    assert board.update(rows, both, 4.0) == [
+        'uav1: WARN: clock of agent 2 off by -0.101 s (/uav1/agent)']
