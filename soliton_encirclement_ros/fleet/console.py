@@ -17,10 +17,12 @@ stdin closed quits).
 from __future__ import annotations
 
 import collections
+import os
 import queue
 import sys
 import threading
 import time
+from typing import Optional
 
 from soliton_encirclement_ros.fleet.board import Board, HELP, Keys, row
 from soliton_encirclement_ros.fleet.checks import render
@@ -36,7 +38,7 @@ class Console:
     """The fleet as one node hears it, the board, the keys, and the action under way."""
 
     def __init__(self, node, fleet, say, stale: float = 3.0, timeout: float = 60.0,
-                 wait: float = 8.0, started: float = None) -> None:
+                 wait: float = 8.0, started: Optional[float] = None) -> None:
         self.fleet, self.say = fleet, say
         self.stale, self.timeout, self.wait = stale, timeout, wait
         self.operator = FleetOperator(node, fleet)
@@ -243,13 +245,12 @@ class CursesUi:
         self._screen.refresh()
 
 
-def run(args, fleet, stop, started: float = None) -> int:
+def run(args, fleet, stop, started: Optional[float] = None) -> int:
     """Run the console until ``q``, a closed stdin (line mode), SIGINT or SIGTERM; exit 0."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
     from rclpy.signals import SignalHandlerOptions
-    import os
 
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
     node = Node(f'fleet_console_{os.getpid()}')
