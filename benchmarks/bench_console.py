@@ -125,11 +125,18 @@ def measure(vehicles: int, runs: int, work: Path) -> list[list]:
         for run in range(runs):
             if not spin_until(executor, lambda: all(c.service_is_ready() for c in engage)):
                 raise SystemExit("bench_console: the bridges' ~/engage not found")
-            futures = [c.call_async(Trigger.Request()) for c in engage]
-            if not spin_until(executor, lambda: all(f.done() for f in futures) and all(
-                    armed.get(i) for i in range(vehicles))):
-                raise SystemExit('bench_console: the vehicles did not engage: '
-                                 + '; '.join(f.result().message for f in futures if f.done()))
+            answers = {}
+
+            def engaged():  # an engage a starved graph lost (offboard-loss failsafe) goes again
+                for i, client in enumerate(engage):
+                    future = answers.get(i)
+                    if future is None or (future.done() and not future.result().success):
+                        answers[i] = client.call_async(Trigger.Request())
+                return all(f.done() and f.result().success for f in answers.values()) and all(
+                    armed.get(i) for i in range(vehicles))
+            if not spin_until(executor, engaged):
+                raise SystemExit('bench_console: the vehicles did not engage: ' + '; '.join(
+                    f.result().message for f in answers.values() if f.done()))
             first_hold.clear()
             first_command.clear()
             said = console.count('hold: confirmed by every vehicle')
