@@ -6,14 +6,18 @@
     fleet land FILE             every bridge's ~/land at once; done when PX4 reports each
                                 vehicle landed and disarmed
     fleet hold FILE             the operator's stop: every vehicle into PX4's Hold at once
+    fleet console FILE          the operator's standing console: each vehicle's state live,
+                                and h hold (at once), e engage, l land, c check, q quit
     fleet launch-commands FILE  the exact ros2 launch line for each companion computer
 
 Run it on any machine of the fleet's ROS network (same ``ROS_DOMAIN_ID``). ``fleet_node`` offers
 the same actions as services (and through the live view, in Foxglove). Each vehicle's verdict
 comes from what its bridge reports (its status), the service's answer being a hint
-(:class:`~.live.FleetAction`); a line per vehicle as it is decided. Exit status: 0 all passed, 1
-a check or a vehicle failed, 2 a bad fleet file or usage; a SIGINT or SIGTERM ends it with 0
-after one line (the bridges go on with what they were asked).
+(:class:`~.live.FleetAction`); a line per vehicle as it is decided. Each one-shot command starts
+ROS and discovers the fleet anew, and says in one line how long that took; ``fleet console``
+(:mod:`.console`) does it once and then acts the moment a key is pressed. Exit status: 0 all
+passed (the console: quit), 1 a check or a vehicle failed, 2 a bad fleet file or usage; a
+SIGINT or SIGTERM ends it with 0 after one line (the bridges go on with what they were asked).
 """
 from __future__ import annotations
 
@@ -40,24 +44,41 @@ def parser() -> argparse.ArgumentParser:
                          ('land', 'land every vehicle at once; done when PX4 reports each '
                           'landed and disarmed'),
                          ('hold', "stop: every vehicle into PX4's Hold mode at once"),
+                         ('console', "the operator's standing console: each vehicle's state "
+                          'live; h hold at once, e engage, l land (each confirmed with y), c '
+                          'check, q quit'),
                          ('launch-commands', 'print the ros2 launch line of every companion')):
         one = sub.add_parser(action, help=text, description=text)
         one.add_argument('fleet_file', metavar='FILE', help='fleet file (YAML)')
-        if action in ('check', 'engage'):
+        if action in ('check', 'engage', 'console'):
             one.add_argument('--wait', type=number(0), default=8.0, metavar='S',
                              help='listen this long at most for every vehicle and its link '
-                             'figures before judging (default 8)')
+                             'figures before judging (default 8)' if action != 'console' else
+                             'name the vehicles and services not found this long after the '
+                             'start (default 8)')
             one.add_argument('--stale', type=number(0, strict=True), default=3.0, metavar='S',
                              help='a status or odometry older than this counts as unheard '
                              '(default 3)')
-        if action in ('engage', 'land', 'hold'):
+        if action in ('engage', 'land', 'hold', 'console'):
             one.add_argument('--timeout', type=number(0, strict=True), default=ANSWER_TIMEOUT,
                              metavar='S',
                              help='wait this long for every vehicle to confirm (default 60)')
+        if action == 'console':
+            one.add_argument('--plain', action='store_true',
+                             help='plain lines (state changes out, one command per line in) '
+                             'even on a terminal; the default without one')
     return p
 
 
+def discovery_line(started: float, complete: bool, what: str) -> str:
+    """Return the one line that says how long this command's discovery of the fleet took."""
+    return (f'fleet: discovery {"took" if complete else "incomplete after"} '
+            f'{time.monotonic() - started:.1f} s since the command started ({what}); '
+            '`fleet console` discovers the fleet once and acts at once')
+
+
 def main(argv=None) -> int:
+    started = time.monotonic()
     args = parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
         fleet = load_fleet(args.fleet_file)
@@ -72,6 +93,12 @@ def main(argv=None) -> int:
             print(f'# every companion needs the safety area at {fleet.safety_area}')
         return 0
     stop = StopRequest('fleet').install()
+    if args.action == 'console':
+        from soliton_encirclement_ros.fleet import console
+        try:
+            return console.run(args, fleet, stop, started)
+        finally:
+            StopRequest.ignore_from_now()
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
@@ -94,8 +121,11 @@ def main(argv=None) -> int:
 
     try:
         if args.action in ('check', 'engage'):
-            spin_until(lambda: operator.heard_all() and operator.links_known()
-                       and operator.positions_known(), args.wait)
+            heard = spin_until(lambda: operator.heard_all() and operator.links_known()
+                               and operator.positions_known(), args.wait)
+            print(discovery_line(started, heard, 'every vehicle, its link figures and its '
+                                 'odometry heard' if heard else
+                                 f'not all heard within --wait {args.wait:g} s'), flush=True)
             if stop.requested:
                 print('fleet: interrupted before the check ended', file=sys.stderr)
                 return 0
@@ -110,11 +140,22 @@ def main(argv=None) -> int:
         # verdict from what it reports, printed as it is decided
         action = FleetAction(operator, args.action, discover=min(args.timeout, 10.0))
 
+        # engage says it after the check; land and hold once every bridge is called
+        said = {'discovery': args.action == 'engage'}
+
         def decided():
             for line in action.update():
                 print(line, flush=True)
+            if action.all_called and not said['discovery']:
+                said['discovery'] = True
+                print(discovery_line(started, True, f"every bridge's ~/{args.action} found "
+                                     'and called'), flush=True)
             return action.done
         spin_until(decided, args.timeout)
+        if not said['discovery']:
+            print(discovery_line(started, False, f'{len(action.called_at)} of '
+                                 f"{len(fleet.vehicles)} bridges' ~/{args.action} found"),
+                  flush=True)
         if stop.requested:
             print(f'fleet: interrupted; the {args.action} requests already sent go on in the '
                   'bridges', file=sys.stderr)

@@ -70,6 +70,10 @@ class FleetOperator:
         p = msg.pose.pose.position
         self._positions[name] = (np.array([p.x, p.y, p.z]), time.monotonic())
 
+    def heard(self, name: str) -> Optional[tuple[dict, float]]:
+        """Return ``(status values, steady time heard)`` of node ``name``'s newest, or None."""
+        return self._statuses.get(name)
+
     def status_since(self, name: str, since: float) -> Optional[dict]:
         """Return the status values of node ``name`` heard at or after ``since``, or None."""
         values, heard = self._statuses.get(name, (None, -math.inf))
@@ -113,13 +117,27 @@ class FleetOperator:
         """Return the pre-flight :class:`~.checks.Report` of the graph as heard now."""
         return check_fleet(self.fleet, self.views(stale), stale)
 
-    def call(self, vehicle, action: str):
-        """Call ``vehicle``'s bridge's ``~/<action>`` if it is discovered; its future, or None."""
+    def _client(self, vehicle, action: str):
         key = (vehicle.name, action)
         if key not in self._clients:
             self._clients[key] = self.node.create_client(
                 Trigger, f'{vehicle.bridge}/{action}', callback_group=self._callback_group)
-        client = self._clients[key]
+        return self._clients[key]
+
+    def prepare(self, actions) -> None:
+        """Make every vehicle's clients of ``actions`` now, so they are discovered before use."""
+        for vehicle in self.fleet.vehicles:
+            for action in actions:
+                self._client(vehicle, action)
+
+    def missing_services(self, actions) -> list[str]:
+        """Return the bridges' services of ``actions`` not discovered (yet), by full name."""
+        return [f'{vehicle.bridge}/{action}' for vehicle in self.fleet.vehicles
+                for action in actions if not self._client(vehicle, action).service_is_ready()]
+
+    def call(self, vehicle, action: str):
+        """Call ``vehicle``'s bridge's ``~/<action>`` if it is discovered; its future, or None."""
+        client = self._client(vehicle, action)
         return client.call_async(Trigger.Request()) if client.service_is_ready() else None
 
 
@@ -148,6 +166,7 @@ class FleetAction:
         self.started = time.monotonic()
         self._discover_until = self.started + discover
         self.calls: dict = {}  # vehicle name -> the call's future, or why it was not made
+        self.called_at: dict[str, float] = {}  # vehicle name -> steady time its call went out
         self.verdicts: dict[str, tuple[bool, str]] = {}
         self._confirmed_at: dict[str, float] = {}  # when each status first confirmed it
         self._call_discovered()
@@ -159,10 +178,16 @@ class FleetAction:
                 future = self.operator.call(vehicle, self.action)
                 if future is not None:
                     self.calls[vehicle.name] = future
+                    self.called_at[vehicle.name] = time.monotonic()
                 elif late:
                     self.calls[vehicle.name] = (
                         f'{vehicle.bridge}/{self.action} is not available (bridge not running, '
                         'or not discovered yet)')
+
+    @property
+    def all_called(self) -> bool:
+        """Return whether every vehicle's bridge has been called."""
+        return len(self.called_at) == len(self.operator.fleet.vehicles)
 
     @property
     def done(self) -> bool:

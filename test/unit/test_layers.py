@@ -27,6 +27,7 @@ PURE_MODULES = ['ros_support.validation', 'ros_support.signals', 'ros_support.en
                 'soliton_encirclement_ros.px4.frames', 'soliton_encirclement_ros.px4.offboard',
                 'soliton_encirclement_ros.px4.geo', 'soliton_encirclement_ros.fleet.fleet_file',
                 'soliton_encirclement_ros.fleet.checks', 'soliton_encirclement_ros.fleet.cli',
+                'soliton_encirclement_ros.fleet.board',
                 'soliton_encirclement_ros.nodes.settings', 'ros_support.settings',
                 'soliton_encirclement_ros.provenance', 'soliton_encirclement_ros.live.authority']
 # The sim modules that run a ROS graph; the runner imports them only when it starts one.
