@@ -101,9 +101,19 @@ def load_text(load_before: float) -> str:
             f'{load_average():.1f} at the end')
 
 
+def measured_commit() -> str:
+    """Return the commit of the code measured here (``-dirty``: changed, ``unknown``: no git)."""
+    commit = code_identity()['commit']
+    changes = _git('status', '--porcelain', '--untracked-files=no', '--', '.',
+                   ':!benchmarks/results').stdout.strip() if commit.endswith('-dirty') else 'x'
+    if not changes:
+        commit = commit.removesuffix('-dirty')  # only figures written: they measure nothing
+    return commit
+
+
 def check_committed(draft: bool = False) -> str:
     """Return the commit figures would be measured on; refuse an uncommitted tree (one line)."""
-    commit = code_identity()['commit']
+    commit = measured_commit()
     if draft or (commit != UNKNOWN and not commit.endswith('-dirty')):
         return commit
     raise UncommittedTree(

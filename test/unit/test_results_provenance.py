@@ -48,8 +48,7 @@ def test_each_results_file_was_measured_on_a_commit_of_this_history(path):
 
 
 def test_figures_from_an_uncommitted_tree_are_refused_in_one_line(monkeypatch, tmp_path):
-    monkeypatch.setattr(results, 'code_identity',
-                        lambda: {'version': '0.1.0', 'commit': 'a' * 40 + '-dirty'})
+    monkeypatch.setattr(results, 'measured_commit', lambda: 'a' * 40 + '-dirty')
     with pytest.raises(results.UncommittedTree) as refused:
         results.write_results('x', {}, load='idle', directory=tmp_path)
     assert '\n' not in str(refused.value) and 'uncommitted changes' in str(refused.value)
