@@ -15,7 +15,7 @@ import tempfile
 import time
 
 import numpy as np
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 from rosbags.rosbag2 import StoragePlugin, Writer
 from rosbags.typesys import get_typestore, Stores
 
@@ -99,7 +99,7 @@ def main():
     parser.add_argument('--storage', default='mcap', choices=['mcap', 'sqlite3'])
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         bag = Path(tmp) / 'bench'

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.core.gains import PRESETS
@@ -82,7 +82,7 @@ def main() -> None:
                         help='acceptance: controller gains (default reference)')
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     if args.what == 'speed':
         save(args, 'batch_sim_speed', speed(args.periods, args.engines), load)
     else:

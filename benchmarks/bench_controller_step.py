@@ -15,7 +15,7 @@ import math
 import time
 
 import numpy as np
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 
 from soliton_encirclement_ros.core.controller import (
     agent_tick, AgentBroadcast, AgentStates, initial_state, receive_states, TargetBroadcast)
@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument('--d-safe', type=float, default=0.0, help='separation distance [m]')
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     print(f'{"neighbours":>10}{"receive_states us":>19}{"agent_tick us":>15}')
     rows = []
     for n in args.neighbours:

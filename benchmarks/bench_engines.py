@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import resource
 
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 
 from soliton_encirclement_ros.core.engines import ENGINES
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -41,7 +41,7 @@ def main() -> None:
                         help="the controllers' period [s] (swarm_sim's default: 0.01)")
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     rows = []
     print(f'{"N":>5} ' + ' '.join(f'{name:>12}' for name in ENGINES)
           + '   CPU-s per sim-s; batch / vectorised')

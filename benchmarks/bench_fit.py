@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 import yaml
 
 from soliton_encirclement_ros.sim.executables import find_executable
@@ -116,7 +116,7 @@ def main() -> None:
     parser.add_argument('what', choices=('independent', 'loop'))
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     results = independent() if args.what == 'independent' else loop()
     save(args, f'fit_{args.what}', results, load)
 

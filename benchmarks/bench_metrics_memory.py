@@ -35,7 +35,7 @@ import sys
 import tempfile
 
 import numpy as np
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 
 ROOT = Path(__file__).resolve().parents[1]
 OUTPUT_AGENTS = 6
@@ -216,7 +216,7 @@ def main() -> None:
     if args.child:
         write_outputs(args.child[0], Path(args.child[1]))
         return
-    load, results = load_average(), {}
+    load, results = begin(args), {}
     if args.seconds > 0:
         results.update(node_growth(args.seconds, args.agents))
     if args.outputs:

@@ -15,7 +15,7 @@ import argparse
 import timeit
 
 import numpy as np
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 
 from velocity_mobility_ros.core.model import step, VehicleState
 from velocity_mobility_ros.core.vehicle import VehicleParams
@@ -47,7 +47,7 @@ def main() -> None:
     parser.add_argument('--repeats', type=int, default=5)
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     print(f'{"config":<22} {"N":>6} {"us/step":>10} {"ns/vehicle":>11}')
     rows = []
     for label, params in CONFIGS.items():

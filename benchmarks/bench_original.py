@@ -5,16 +5,20 @@ The original is laerciolucchesi/soliton_encirclement at commit 844f1d6 ("Baselin
 GrADyS-SIM NG (gradysim 0.7.5). This script neither fetches nor installs it: set it up by hand,
 in a scratch directory outside this repository (nothing of it belongs in the tree):
 
-    mkdir -p /tmp/orig/src
+    ORIGINAL_SRC=/tmp/orig/src ORIGINAL_VENV=/tmp/orig/venv
     git clone https://github.com/laerciolucchesi/soliton_encirclement /tmp/orig/clone
-    git -C /tmp/orig/clone archive 844f1d6 | tar -x -C /tmp/orig/src
-    python3.11 -m venv /tmp/orig/venv
-    /tmp/orig/venv/bin/pip install gradysim==0.7.5 pandas matplotlib
+    mkdir -p $ORIGINAL_SRC && git -C /tmp/orig/clone archive 844f1d6 | tar -x -C $ORIGINAL_SRC
+    python3.11 -m venv $ORIGINAL_VENV
+    $ORIGINAL_VENV/bin/pip install gradysim==0.7.5 pandas matplotlib
 
 then, from this repository:
 
-    .venv/bin/python benchmarks/bench_original.py --original-python /tmp/orig/venv/bin/python \
-        --original-dir /tmp/orig/src --durations 20 120 --rounds 3
+    .venv/bin/python benchmarks/bench_original.py --original-python $ORIGINAL_VENV/bin/python \
+        --original-dir $ORIGINAL_SRC --durations 20 120 --rounds 3
+
+The results file records the command with ``ORIGINAL_VENV`` and ``ORIGINAL_SRC`` in place of
+those two paths. The original's child process runs this file under the original's Python,
+which has none of this repository's packages: it imports only the standard library.
 
 ``--shell-only`` runs swarm_sim with every agent's control step a zero command (its vehicles
 stay where they start): what the graph around the controller costs against the original, the
@@ -72,7 +76,8 @@ import sys
 import tempfile
 import time
 
-from results import add_options, load_average, save, table
+# benchmarks/results.py is imported in main(), not here: this file also runs as the original's
+# child (--original-child) under the original's own Python, which has no soliton_encirclement_ros.
 
 CASE = 'n10-odom100'  # bench_swarm_sim.py's case: N = 10, P = 0.01 s, odometry 100 Hz
 PERIOD = 0.01  # control period, mobility step and telemetry period of both sides [s]
@@ -187,6 +192,7 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == '--original-child':
         original_child(json.loads(sys.argv[2]))
         return
+    from results import add_options, begin, command_line, save, table
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--original-python', required=True,
                         help="python of the scratch venv holding gradysim and the original's "
@@ -210,7 +216,7 @@ def main() -> None:
     here.add_engine_option(parser)
     add_options(parser)
     args = parser.parse_args()
-    load_before = load_average()
+    load_before = begin(args)
     rows = []
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     tree = args.tree.resolve()
@@ -270,10 +276,17 @@ def main() -> None:
                          ', '.join(f'{r:.2f}x' for r in ratios[duration])])
     print(f'load {" ".join(f"{x:.2f}" for x in os.getloadavg())} at the end')
     name = 'original' + ('' if args.engine == 'nodes' else f'_{args.engine}')
+    # The command in the reader's terms: the original's venv and tree as the docs name them.
+    argv = list(sys.argv)
+    for option, placeholder in (('--original-python', 'ORIGINAL_VENV/bin/python'),
+                                ('--original-dir', 'ORIGINAL_SRC')):
+        if option in argv[:-1]:
+            argv[argv.index(option) + 1] = placeholder
     save(args, name + ('_shell_only' if args.shell_only else ''), {
         'engine': args.engine, 'original_preset': args.original_preset,
         'pairs': table(['runs', 'original: sim-s per CPU-s', 'swarm_sim: sim-s per CPU-s',
-                        'swarm_sim / original, each pair'], rows)}, load_before)
+                        'swarm_sim / original, each pair'], rows)}, load_before,
+         command=command_line(argv))
 
 
 if __name__ == '__main__':

@@ -42,7 +42,7 @@ import threading
 import time
 
 import numpy as np
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 import yaml
 
 FIELD = [47.397742, 8.545594, 488.0]
@@ -280,7 +280,7 @@ def main() -> None:
     parser.add_argument('--agent', default=os.environ.get('XRCE_AGENT', 'MicroXRCEAgent'))
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     flights, faults, warnings, lines = [], [], [], set()
     for run in range(args.runs):
         with tempfile.TemporaryDirectory(prefix='bench_px4_sitl_') as work:

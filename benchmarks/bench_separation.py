@@ -68,7 +68,7 @@ from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.sweep import chunks, Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import write_results  # noqa: E402, I100 - benchmarks/results.py, beside this
+from results import add_options, begin, LAW_CODE, save  # noqa: E402, I100 - beside this
 
 NS = (3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster')
@@ -242,14 +242,12 @@ def main() -> None:
     parser.add_argument('--faults', help=f'only these fault kinds ({",".join(FAULTS)})')
     parser.add_argument('--seeds', help='seeds, comma-separated (default 0,1,2; --quick 0)')
     parser.add_argument('--worst', type=int, default=12, help='how many worst runs to print')
-    parser.add_argument('--load', default='idle',
-                        help='what else ran on the machine meanwhile, for the results file')
-    parser.add_argument('--no-save', action='store_true',
-                        help='do not write benchmarks/results/separation.json')
+    add_options(parser)
     parser.add_argument('--name', default='separation',
                         help='the results file: benchmarks/results/NAME.json (e.g. '
                         'separation_faults for a run of the fault axis alone)')
     args = parser.parse_args()
+    load_before = begin(args)
     seeds = (0,) if args.quick else (0, 1, 2)
     if args.seeds:
         seeds = tuple(int(s) for s in args.seeds.split(','))
@@ -345,7 +343,7 @@ def main() -> None:
     table_of['overall'] = {'columns': columns, 'rows': [[
         everything['runs'], number(everything['min_after']), everything['close_approaches'],
         number(everything.get('min_area_margin'), 2), everything.get('outside', 'n/a')]]}
-    path = write_results(args.name, {
+    save(args, args.name, {
         **table_of,
         'd_safe': args.d_safe, 'seeds': list(seeds), 'duration': 30.0 if args.quick else 60.0,
         'workers': args.workers, 'cpu_s': round(cpu, 1), 'wall_s': round(wall, 1),
@@ -353,8 +351,7 @@ def main() -> None:
         'outside': f'a clearance to the safety area below {OUTSIDE:g} m',
         'all': figures(after, overall, margin),
         'final_e_gap_below_0.05': int((e_gap < 0.05).sum()),
-        'by': tables, 'worst': worst}, load=args.load)
-    print(f'\nfigures written to {path}')
+        'by': tables, 'worst': worst}, load_before, code=LAW_CODE)
 
 
 if __name__ == '__main__':

@@ -1,7 +1,7 @@
 """
 What a swarm size costs: memory and CPU time per control tick, per engine and graph mode.
 
-    .venv/bin/python benchmarks/bench_sizes.py [--load "what else ran"]
+    .venv/bin/python benchmarks/bench_sizes.py
 
 Runs ``batch_sim`` (each engine) and ``swarm_sim`` (the node graph in one process, and
 ``--processes``) as processes at a few small sizes and fits, per mode,
@@ -26,7 +26,7 @@ import tempfile
 import time
 
 import numpy as np
-from results import write_results  # benchmarks/results.py (this script's directory)
+from results import add_options, begin, save, table  # benchmarks/results.py, beside this
 
 CONTROL_PERIOD = 0.05
 # mode -> (command prefix after the executable, sizes, the two durations [sim s])
@@ -123,20 +123,50 @@ def fit(mode: str, out: Path) -> dict:
             'tick_per_pair': float(max(tick_per_pair, 0.0)), 'sizes': [int(v) for v in n]}
 
 
+LABELS = {
+    'vectorised': 'engine `vectorised` (`auto` without loss or simulated faults)',
+    'per-agent': 'engine `per-agent`', 'batch': 'engine `batch`',
+    'nodes': '`swarm_sim` node graph, one process', 'processes': '`swarm_sim --processes`'}
+
+
+def quantity(value: float, unit: str) -> str:
+    """Return ``value`` in ``unit`` with an SI prefix and two significant figures."""
+    for factor, prefix in ((1e6, 'M'), (1e3, 'k'), (1.0, ''), (1e-3, 'm'), (1e-6, 'µ')):
+        if abs(value) >= factor or factor == 1e-6:
+            return f'{value / factor:.2g} {prefix}{unit}'.replace('e+0', 'e')
+    return f'{value:.2g} {unit}'
+
+
+def formula(terms: list[tuple[float, str]], unit: str) -> str:
+    """Return 'a + b × N + c × N²' of the non-zero terms."""
+    return ' + '.join(quantity(value, unit) + suffix for value, suffix in terms if value > 0)
+
+
+def costs_table(results: dict) -> dict:
+    """Return the fits as the docs show them: memory and CPU time per tick, per way of running."""
+    rows = []
+    for mode, fit_of in results.items():
+        rows.append([LABELS[mode],
+                     formula([(fit_of['base'], ''), (fit_of['per_agent'], ' × N'),
+                              (fit_of['per_pair'], ' × N²')], 'B'),
+                     formula([(fit_of['tick_per_agent'], ' × N'),
+                              (fit_of['tick_per_pair'], ' × N²')], 's')])
+    return table(['way of running', 'memory', 'CPU time per control tick'], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--modes', nargs='+', choices=tuple(MODES), default=list(MODES))
-    parser.add_argument('--load', default='idle', help='what else ran on the machine')
-    parser.add_argument('--no-save', action='store_true', help='print only')
+    add_options(parser)
     args = parser.parse_args()
+    load_before = begin(args)
     with tempfile.TemporaryDirectory(prefix='bench_sizes_') as directory:
         results = {mode: fit(mode, Path(directory)) for mode in args.modes}
     for mode, figures in results.items():
         print(f'{mode}: ' + ', '.join(f'{k}={v:.4g}' for k, v in figures.items()
                                       if k != 'sizes'))
-    if not args.no_save:
-        print(write_results('sizes', results, load=args.load))
+    save(args, 'sizes', {**results, 'costs': costs_table(results)}, load_before)
 
 
 if __name__ == '__main__':

@@ -37,7 +37,7 @@ import statistics
 import time
 
 import numpy as np
-from results import add_options, load_average, save, table
+from results import add_options, begin, LAW_CODE, save, table
 
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.core.gains import ControllerParams, PRESETS
@@ -295,7 +295,7 @@ def main() -> None:
                         '(default vectorised per-agent batch)')
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     name = f'stability_{args.what}'
     if args.preset != 'default' and args.what not in ('growth', 'crossings'):
         name += f'_{args.preset}'
@@ -318,7 +318,7 @@ def main() -> None:
         results = moving(args.preset, args.seeds, (args.engine or ['auto'])[0])
     else:
         results = crossings()
-    save(args, name, {'preset': args.preset, **OVERRIDES, **results}, load)
+    save(args, name, {'preset': args.preset, **OVERRIDES, **results}, load, code=LAW_CODE)
 
 
 if __name__ == '__main__':

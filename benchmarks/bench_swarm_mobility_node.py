@@ -28,7 +28,7 @@ from nav_msgs.msg import Odometry
 import rclpy
 from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 import yaml
 
 from velocity_mobility_ros.nodes.mobility_node import SIM_QOS
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument('--warmup', type=float, default=3.0)
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
 
     names = [f'bench{i + 1}' for i in range(args.vehicles)]
     workdir = Path(tempfile.mkdtemp(prefix='bench_swarm_'))

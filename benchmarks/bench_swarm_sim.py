@@ -52,7 +52,7 @@ import sys
 import tempfile
 import time
 
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 
 CASES = {  # name -> (swarm_sim options, default sim duration [s])
     'n10-odom100': (['--agents', '10', '--odom-rate', '100'], 30.0),
@@ -191,7 +191,7 @@ def main() -> None:
     parser.add_argument('swarm_sim', nargs='*', help='more swarm_sim options, after --')
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     rows, phase_rows = [], []
     os.environ.setdefault('ROS_AUTOMATIC_DISCOVERY_RANGE', 'LOCALHOST')
     print(f'{"case":<13}{"sim s":>7}{"loop CPU s":>12}{"sim-s/CPU-s":>13}{"total CPU s":>13}'

@@ -27,7 +27,7 @@ import subprocess
 import tempfile
 import time
 
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.executables import find_executable
@@ -70,7 +70,7 @@ def main() -> None:
                         help='only the N = 10 comparison (no N = 100/1000, no chunk sizes)')
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     duration = 20.0 if args.quick else 120.0
     cores = os.cpu_count() or 1
     mark = '[QUICK: 20 s runs, not the documented scenario] ' if args.quick else ''

@@ -13,7 +13,7 @@ import argparse
 
 import numpy as np
 from rclpy.serialization import serialize_message
-from results import add_options, load_average, save, table
+from results import add_options, begin, save, table
 
 from soliton_encirclement_ros.core.controller import AgentBroadcast
 from soliton_encirclement_ros.interface import agent_state_to_msg, target_state_to_msg
@@ -26,7 +26,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     add_options(parser)
     args = parser.parse_args()
-    load = load_average()
+    load = begin(args)
     rows = []
     agent = len(serialize_message(agent_state_to_msg(AgentBroadcast(
         3, 10, 10**9, np.zeros(3), np.zeros(3), 0.1, 0.0, 12345))))

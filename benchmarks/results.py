@@ -6,17 +6,22 @@ measured it never drift apart. Each file holds::
 
     {"benchmark": "separation",            # the name, also the file's stem
      "command": ".venv/bin/python benchmarks/bench_separation.py --quick",
-     "version": "0.1.0", "commit": "<sha>[-dirty]",
+     "version": "0.1.0", "commit": "<sha>",  # a commit: never an uncommitted tree
+     "code": ["soliton_encirclement_ros/core", ...],  # the code the figures measure
      "measured": "2026-11-26T10:00:00+00:00",
      "machine": {"cpus": 2, "cpu": "...", "python": "3.11.7", "platform": "..."},
-     "load": "idle",                       # or what else ran (e.g. "both cores busy")
+     "load": "1-minute load average 0.4 at the start, 1.9 at the end",
      "results": {...}}                     # the benchmark's own figures (JSON values)
 
 :func:`write_results` writes it; :func:`load_results` reads it back. A benchmark adds
-:func:`add_options` (``--no-save``: print only; ``--load TEXT``: what else ran) and ends with
-:func:`save`, which records the 1-minute load average unless told what ran. Its figures are
-tables, :func:`table` (``columns`` and ``rows``), and single values; the docs build renders
-them (``docs/hooks/generated.py``).
+:func:`add_options` (``--no-save``: print only; ``--draft``: write to ``results/drafts/``) and
+ends with :func:`save`. Its figures are tables, :func:`table` (``columns`` and ``rows``), and
+single values; the docs build renders them (``docs/hooks/generated.py``) with the commit they
+were measured on and how many commits to their ``code`` have landed since.
+
+Figures are measured on committed code only: from a tree with uncommitted changes to tracked
+files (or outside a git checkout) :func:`write_results` refuses in one line, unless the figures
+are a draft, which goes to ``benchmarks/results/drafts/`` (not tracked, never rendered).
 """
 from __future__ import annotations
 
@@ -26,12 +31,23 @@ import os
 from pathlib import Path
 import platform
 import shlex
+import subprocess
 import sys
 from typing import Any
 
-from soliton_encirclement_ros.provenance import code_identity
+from soliton_encirclement_ros.provenance import code_identity, UNKNOWN
 
 RESULTS_DIR = Path(__file__).resolve().parent / 'results'
+DRAFTS_DIR = RESULTS_DIR / 'drafts'
+# The code a figure measures unless its benchmark names less: the three packages.
+PACKAGE_CODE = ('ros_support', 'soliton_encirclement_ros', 'velocity_mobility_ros')
+# The controller and the vehicle model alone: what the quality figures (separation,
+# stability) measure.
+LAW_CODE = ('soliton_encirclement_ros/core', 'velocity_mobility_ros/core')
+
+
+class UncommittedTree(SystemExit):
+    """Raised (one line, as SystemExit) where figures would be saved from an uncommitted tree."""
 
 
 def machine() -> dict[str, Any]:
@@ -65,12 +81,13 @@ def table(columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
 
 
 def add_options(parser) -> None:
-    """Add ``--no-save`` and ``--load`` to a benchmark's argument parser."""
-    parser.add_argument('--no-save', action='store_true',
-                        help='print the figures only; do not write benchmarks/results/')
-    parser.add_argument('--load', default=None, metavar='TEXT',
-                        help='what else ran meanwhile, recorded with the figures (default: '
-                        'the 1-minute load average at the start and the end)')
+    """Add ``--no-save`` and ``--draft`` to a benchmark's argument parser."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument('--no-save', action='store_true',
+                       help='print the figures only; do not write benchmarks/results/')
+    where.add_argument('--draft', action='store_true',
+                       help='write the figures to benchmarks/results/drafts/ (not tracked, '
+                       'never rendered): for a tree with uncommitted changes')
 
 
 def load_average() -> float:
@@ -78,25 +95,61 @@ def load_average() -> float:
     return os.getloadavg()[0]
 
 
-def save(args, name: str, results: dict[str, Any], load_before: float) -> Path | None:
+def load_text(load_before: float) -> str:
+    """Return the load a benchmark ran under: the 1-minute load average before and now."""
+    return (f'1-minute load average {load_before:.1f} at the start, '
+            f'{load_average():.1f} at the end')
+
+
+def measured_commit() -> str:
+    """Return the commit of the code measured here (``-dirty``: changed, ``unknown``: no git)."""
+    commit = code_identity()['commit']
+    changes = _git('status', '--porcelain', '--untracked-files=no', '--', '.',
+                   ':!benchmarks/results').stdout.strip() if commit.endswith('-dirty') else 'x'
+    if not changes:
+        commit = commit.removesuffix('-dirty')  # only figures written: they measure nothing
+    return commit
+
+
+def check_committed(draft: bool = False) -> str:
+    """Return the commit figures would be measured on; refuse an uncommitted tree (one line)."""
+    commit = measured_commit()
+    if draft or (commit != UNKNOWN and not commit.endswith('-dirty')):
+        return commit
+    raise UncommittedTree(
+        'results: refusing to save figures measured on '
+        + ('code outside a git checkout' if commit == UNKNOWN else
+           f'a tree with uncommitted changes ({commit})')
+        + ': commit first and measure again, or pass --draft (written to '
+        'benchmarks/results/drafts/, never rendered)')
+
+
+def save(args, name: str, results: dict[str, Any], load_before: float,
+         code: tuple[str, ...] | None = None, command: str | None = None) -> Path | None:
     """Write ``results`` as ``name`` unless ``--no-save``; say where; return the path."""
     if args.no_save:
         return None
-    load = args.load or (f'1-minute load average {load_before:.1f} at the start, '
-                         f'{load_average():.1f} at the end')
-    path = write_results(name, results, load=load)
-    print(f'figures written to {path}', flush=True)
+    draft = getattr(args, 'draft', False)
+    path = write_results(name, results, load=load_text(load_before), command=command,
+                         code=code, draft=draft)
+    print(f'figures written to {path}' + (' (a draft: never rendered)' if draft else ''),
+          flush=True)
     return path
 
 
-def write_results(name: str, results: dict[str, Any], load: str = 'idle',
-                  command: str | None = None, directory: Path | None = None) -> Path:
+def write_results(name: str, results: dict[str, Any], load: str, command: str | None = None,
+                  directory: Path | None = None, code: tuple[str, ...] | None = None,
+                  draft: bool = False) -> Path:
     """Write ``results`` as ``<directory>/<name>.json`` with where and how they were measured."""
-    directory = RESULTS_DIR if directory is None else Path(directory)
+    commit = check_committed(draft)
+    if directory is None:
+        directory = DRAFTS_DIR if draft else RESULTS_DIR
+    directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     identity = code_identity()
     record = {'benchmark': name, 'command': command or command_line(),
-              'version': identity['version'], 'commit': identity['commit'],
+              'version': identity['version'], 'commit': commit,
+              'code': list(code or PACKAGE_CODE),
               'measured': datetime.datetime.now(datetime.timezone.utc).isoformat(
                   timespec='seconds'),
               'machine': machine(), 'load': load, 'results': results}
@@ -111,3 +164,46 @@ def load_results(name: str, directory: Path | None = None) -> dict[str, Any]:
     """Return the record of ``name`` (``FileNotFoundError`` when it was never measured)."""
     directory = RESULTS_DIR if directory is None else Path(directory)
     return json.loads((directory / f'{name}.json').read_text())
+
+
+def begin(args) -> float:
+    """Refuse now (one line) what :func:`save` would refuse later; return the load average."""
+    if not args.no_save:
+        check_committed(getattr(args, 'draft', False))
+    return load_average()
+
+
+def _git(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(['git', '-C', str(RESULTS_DIR.parents[1]), *args],
+                          capture_output=True, text=True, timeout=30)
+
+
+def commits_since(commit: str, code) -> int | None:
+    """Return how many commits to ``code`` (paths) came after ``commit``; None if unknown."""
+    try:
+        if _git('merge-base', '--is-ancestor', commit, 'HEAD').returncode:
+            return None
+        return int(_git('rev-list', '--count', f'{commit}..HEAD', '--', *code).stdout)
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+def age_text(record: dict[str, Any]) -> str:
+    """
+    Return 'commit `abc1234` of `code` (N commits to it since)' for a results record.
+
+    ``ValueError`` (one line) for figures from an uncommitted tree or no commit at all.
+    """
+    commit = record.get('commit') or UNKNOWN
+    if commit == UNKNOWN or commit.endswith('-dirty'):
+        raise ValueError(f'benchmarks/results/{record.get("benchmark")}.json was measured on '
+                         + ('no commit' if commit == UNKNOWN else 'an uncommitted tree')
+                         + ': measure it again on a commit')
+    code = record.get('code') or PACKAGE_CODE
+    where = ', '.join(f'`{path}`' for path in code)
+    since = commits_since(commit, code)
+    if since is None:
+        return f'commit `{commit[:7]}` of {where} (not in this history: its age is unknown)'
+    age = 'the code as it is now' if since == 0 else (
+        f'{since} commit{"" if since == 1 else "s"} to it since')
+    return f'commit `{commit[:7]}` of {where} ({age})'

@@ -193,13 +193,21 @@ def render_table(name: str, key: str, record: dict) -> str:
     return '\n'.join(out) + f'\n\n*Figures from `benchmarks/results/{name}.json`.*\n'
 
 
+def age_text(record: dict) -> str:
+    """Return the commit and age line of a record; fail the build for an uncommitted tree."""
+    try:
+        return benchmark_results.age_text(record)
+    except ValueError as error:
+        raise PluginError(f'results: {error}') from None
+
+
 def provenance(name: str, record: dict) -> str:
-    """Return one list item: the file, its command, version, date, machine and load."""
+    """Return one list item: the file, its commit and age, command, version, date, machine."""
     machine = record['machine']
     where = f'{machine.get("cpus", "?")} cores, {machine.get("cpu", "unknown CPU")}'
-    return (f'- `benchmarks/results/{name}.json`: `{record["command"]}`, package version '
-            f'{record["version"]}, measured {record["measured"][:10]} on {where}, '
-            f'load: {record["load"]}.')
+    return (f'- `benchmarks/results/{name}.json`: measured on {age_text(record)}, package '
+            f'version {record["version"]}, on {record["measured"][:10]} on {where}, '
+            f'{record["load"]}; command `{record["command"]}`.')
 
 
 def on_config(config):

@@ -22,7 +22,8 @@ GIB = float(1 << 30)
 
 
 def test_the_costs_are_those_the_benchmark_measured():
-    measured = json.loads(RESULTS.read_text())['results']
+    measured = {mode: fit for mode, fit in json.loads(RESULTS.read_text())['results'].items()
+                if mode != 'costs'}  # the fits, and the table the docs show of them
     assert set(measured) == set(COSTS)
     for mode, cost in COSTS.items():
         for name in ('base', 'per_agent', 'per_pair', 'tick_per_agent', 'tick_per_pair'):
