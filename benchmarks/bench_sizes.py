@@ -130,11 +130,13 @@ LABELS = {
 
 
 def quantity(value: float, unit: str) -> str:
-    """Return ``value`` in ``unit`` with an SI prefix and two significant figures."""
-    for factor, prefix in ((1e6, 'M'), (1e3, 'k'), (1.0, ''), (1e-3, 'm'), (1e-6, 'µ')):
-        if abs(value) >= factor or factor == 1e-6:
-            return f'{value / factor:.2g} {prefix}{unit}'.replace('e+0', 'e')
-    return f'{value:.2g} {unit}'
+    """Return ``value`` in ``unit`` with an SI prefix and two significant figures (no exponent)."""
+    for factor, prefix in ((1e6, 'M'), (1e3, 'k'), (1.0, ''), (1e-3, 'm'), (1e-6, 'µ'),
+                           (1e-9, 'n')):
+        if abs(value) >= factor or factor == 1e-9:
+            scaled = float(f'{value / factor:.2g}')
+            return f'{scaled:g} {prefix}{unit}'
+    return f'{value:g} {unit}'
 
 
 def formula(terms: list[tuple[float, str]], unit: str) -> str:

@@ -51,18 +51,18 @@ class Cost:
 # them equal): batch_sim's engines, swarm_sim's node graph in one process ('nodes') and its
 # --processes (memory per node process).
 COSTS = {
-    'vectorised': Cost(4.837e+07, 3932, 95.54, 1.228e-05, 1.496e-07),
-    'per-agent': Cost(4.843e+07, 6799, 105.9, 0.0001678, 4.612e-06),
-    'batch': Cost(5.037e+07, 0, 437.2, 3.051e-05, 9.715e-08),
-    'nodes': Cost(9.816e+07, 2.164e+06, 1260, 0.0004958, 0),
-    'processes': Cost(3.449e+08, 9.882e+07, 0, 0.002317, 0),
+    'vectorised': Cost(5.804e+07, 0, 110.6, 0, 3.981e-07),
+    'per-agent': Cost(5.696e+07, 0, 436.9, 0.0005153, 8.57e-06),
+    'batch': Cost(5.725e+07, 0, 377.7, 0.0001802, 0),
+    'nodes': Cost(1.161e+08, 2.067e+06, 2181, 0.001964, 0),
+    'processes': Cost(3.947e+08, 1.156e+08, 0, 0.009036, 0),
 }
 
 
 # swarm_sim --engine auto against the node graph, measured by benchmarks/bench_swarm_sim.py
 # (benchmarks/results/swarm_sim.json and swarm_sim_auto.json, case n100: the control loop's
 # sim-s per CPU-s, observers' topics included; test_sizes.py keeps them equal): (N, nodes, auto).
-AUTO_MEASURED = (100, 0.23, 2.98)
+AUTO_MEASURED = (100, 0.11, 0.92)
 AUTO_BENCHMARK = 'benchmarks/bench_swarm_sim.py'
 
 
