@@ -192,6 +192,7 @@ def main() -> None:
     if len(sys.argv) > 2 and sys.argv[1] == '--original-child':
         original_child(json.loads(sys.argv[2]))
         return
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # results.py, beside this
     from results import add_options, begin, command_line, save, table
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     parser.add_argument('--original-python', required=True,

@@ -118,7 +118,7 @@ class Bag:
 
     @property
     def corrupt(self) -> str | None:
-        """What was dropped as damaged, and where, in one line; None: nothing."""
+        """Return what was dropped as damaged, and where, in one line; None: nothing."""
         return self.damage.text()
 
     def set_aside(self, topic: str, log_time: int, why: str) -> None:

@@ -26,8 +26,8 @@ import sqlite3
 import struct
 import threading
 import time
-import zlib
 from typing import Mapping
+import zlib
 
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
@@ -125,7 +125,7 @@ class BagRecorder:
         self._qos = qos
         self.failure = ''  # what stopped the recording early (one line), or ''
         self._writer = CheckedWriter(self.bag_path, version=ROSBAG2_METADATA_VERSION,
-                              storage_plugin=STORAGE_PLUGINS[storage])
+                                     storage_plugin=STORAGE_PLUGINS[storage])
         if storage == 'mcap' and compression == 'zstd':
             self._writer.set_compression(CompressionMode.STORAGE, CompressionFormat.ZSTD)
         for key, value in (custom_data or {}).items():
