@@ -7,8 +7,8 @@ meets a difference asks :func:`current` instead of branching on a version itself
 - ``fastdds discovery`` (Fast DDS's CLI): 2.x wants a server id (``-i 0``) and says
   ``Server is running`` once it serves; 3.x takes none and says ``Server started``.
 - Fast DDS XML profiles: the same ``<dds>`` file parses in both, but 2.x reads it from
-  ``FASTRTPS_DEFAULT_PROFILES_FILE`` and 3.x from ``FASTDDS_DEFAULT_PROFILES_FILE`` (each ignores
-  the other's variable).
+  ``FASTRTPS_DEFAULT_PROFILES_FILE`` only, 3.x from ``FASTDDS_DEFAULT_PROFILES_FILE`` (Kilted's
+  RMW still reads the old name, with a deprecation warning). 2.x logs its errors on stdout.
 - rclpy's message info: Kilted's names the publisher (``publisher_gid``), so a graph tells its own
   messages from another graph's; Jazzy's (rclpy 7) does not, so a message from outside the graph
   cannot be told apart by its sender there.
