@@ -24,8 +24,9 @@ crashed PX4) is named once and the rest run on. Ctrl-C (or SIGTERM) stops everyt
 the warnings and errors each node logged, and exits 0. Every process's output is in
 ``OUT/logs``. A Fast DDS profile (``OUT/fastdds.xml``) lets the processes of a host whose
 only network is loopback find each other (Fast DDS's default ``maxInitialPeersRange`` of 4 is
-too few for a fleet's participants): export ``FASTDDS_DEFAULT_PROFILES_FILE`` to it in the
-terminals of the rehearsal. Errors are one line; exit 2 for a bad fleet file or setup.
+too few for a fleet's participants): export the variable it prints (Fast DDS 3, Kilted:
+``FASTDDS_DEFAULT_PROFILES_FILE``; Fast DDS 2, Jazzy: ``FASTRTPS_DEFAULT_PROFILES_FILE``) to it
+in the terminals of the rehearsal. Errors are one line; exit 2 for a bad fleet file or setup.
 """
 from __future__ import annotations
 
@@ -40,6 +41,7 @@ import sys
 import time
 from typing import Optional
 
+from ros_support import distro
 from ros_support.lifeline import die_with_parent
 from ros_support.signals import StopRequest
 from soliton_encirclement_ros.fleet.fleet_file import Fleet, load_fleet
@@ -272,7 +274,7 @@ def run(args, fleet: Fleet, stop: StopRequest) -> int:
     (out / 'logs').mkdir(parents=True, exist_ok=True)
     profile = out / 'fastdds.xml'
     profile.write_text(FASTDDS_PROFILE)
-    env = {**os.environ, 'FASTDDS_DEFAULT_PROFILES_FILE': str(profile)}
+    env = {**os.environ, **distro.current().fast_dds.profile_environment(str(profile))}
     processes = Processes(out / 'logs', env)
     try:
         processes.start('xrce_agent', [agent, 'udp4', '-p', str(AGENT_PORT)],
@@ -302,7 +304,7 @@ def run(args, fleet: Fleet, stop: StopRequest) -> int:
              f'{out / "logs"}')
         if args.no_companions:
             _say(f'now run each line of `fleet launch-commands {fleet.path}` (with '
-                 f'FASTDDS_DEFAULT_PROFILES_FILE={profile} exported)')
+                 f'{profile_variable()}={profile} exported)')
         return watch(args, fleet, processes, profile, stop)
     finally:
         processes.stop()
@@ -311,6 +313,11 @@ def run(args, fleet: Fleet, stop: StopRequest) -> int:
              + (':' if warnings else ''))
         for line in warnings:
             print(f'  {line}', flush=True)
+
+
+def profile_variable() -> str:
+    """Return the variable this distribution's Fast DDS reads the profile file from."""
+    return distro.current().fast_dds.profiles_variable
 
 
 def watch(args, fleet: Fleet, processes: Processes, profile: Path, stop: StopRequest) -> int:
@@ -328,7 +335,7 @@ def watch(args, fleet: Fleet, processes: Processes, profile: Path, stop: StopReq
     from soliton_encirclement_ros.fleet.checks import render
     from soliton_encirclement_ros.fleet.live import FleetOperator
 
-    os.environ['FASTDDS_DEFAULT_PROFILES_FILE'] = str(profile)
+    os.environ.update(distro.current().fast_dds.profile_environment(str(profile)))
     rclpy.init(args=[], signal_handler_options=SignalHandlerOptions.NO)
     node = Node(f'px4_sitl_rehearsal_{os.getpid()}')
     executor = SingleThreadedExecutor()
@@ -348,7 +355,7 @@ def watch(args, fleet: Fleet, processes: Processes, profile: Path, stop: StopReq
                 said = True
                 _say(f'every vehicle is heard and placed by GPS '
                      f'({time.monotonic() - started:.0f} s). In another terminal:\n'
-                     f'  export FASTDDS_DEFAULT_PROFILES_FILE={profile}\n'
+                     f'  export {profile_variable()}={profile}\n'
                      f'  fleet check {fleet.path}\n  fleet engage {fleet.path}\n'
                      f'  fleet land {fleet.path}\n'
                      'Ctrl-C here stops the rehearsal.')

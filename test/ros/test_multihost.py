@@ -21,6 +21,7 @@ import time
 import numpy as np
 import pytest
 
+from ros_support import distro
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.core.links import parse_link_text
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -213,10 +214,10 @@ def test_ring_forms_through_a_discovery_server_with_multicast_off(hosts_without_
     server = f'{hosts.address("ground")}:{DISCOVERY_PORT}'
     env = ros_env()
     env['PATH'] = f'{FASTDDS.parent}{os.pathsep}{env.get("PATH", "")}'
-    started = Lines(hosts.run('ground', [str(FASTDDS), 'discovery', '-i', '0', '-l',
-                                         hosts.address('ground'), '-p', str(DISCOVERY_PORT)],
-                              env))
-    wait_for(lambda: any('Server started' in line for line in started.other), 30.0,
+    fast_dds = distro.current().fast_dds  # 2.x (Jazzy) and 3.x (Kilted) CLIs differ
+    started = Lines(hosts.run('ground', fast_dds.discovery_server(
+        str(FASTDDS), hosts.address('ground'), DISCOVERY_PORT), env))
+    wait_for(lambda: any(fast_dds.server_started in line for line in started.other), 30.0,
              f'the discovery server to start on {server}')
     via_server = {**env, 'ROS_DISCOVERY_SERVER': server}
     start_swarm(hosts, via_server, station='ground')

@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 import yaml
 
+from ros_support import distro
 from support.harness import default_context_executor, spin_until
 from support.px4_ring import every, RING_E_GAP
 from support.waits import Running
@@ -71,7 +72,8 @@ def test_a_field_day_rehearsed_on_px4_sitl_flies_lands_and_flies_again(ros, tmp_
                '--px4-dir', PX4_DIR, '--agent', AGENT, '--out', str(out)]
     with Running(command) as rehearsal:
         rehearsal.wait_for_line('every vehicle is heard and placed', timeout=FLIGHT)
-        env = {**os.environ, 'FASTDDS_DEFAULT_PROFILES_FILE': str(out / 'fastdds.xml')}
+        env = {**os.environ,
+               **distro.current().fast_dds.profile_environment(str(out / 'fastdds.xml'))}
         odoms = {}
         observer = Node('rehearsal_observer')
         for name in NAMES:

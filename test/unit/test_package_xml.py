@@ -46,3 +46,19 @@ def test_every_imported_ros_package_and_keyed_library_is_an_exec_depend():
     wanted = (ros - NOT_DECLARED) | {key for module, key in PIP_KEYS.items()
                                      if module in imported}
     assert sorted(wanted - exec_depends()) == []
+
+
+# The ROS packages package.xml may name: each is released for Humble, Jazzy and Kilted (ROS 2's
+# core and common_interfaces, launch, ament_lint), so `rosdep install` resolves on all three.
+IN_HUMBLE_JAZZY_AND_KILTED = {
+    'rclpy', 'ament_index_python', 'builtin_interfaces', 'std_msgs', 'std_srvs',
+    'geometry_msgs', 'nav_msgs', 'visualization_msgs', 'rosgraph_msgs', 'diagnostic_msgs',
+    'tf2_msgs', 'rcl_interfaces', 'launch', 'launch_ros', 'launch_pytest', 'ament_flake8',
+    'ament_pep257'}
+
+
+def test_package_xml_names_no_ros_package_newer_than_humble():
+    root = ET.parse(ROOT / 'package.xml').getroot()
+    named = {e.text.strip() for e in root if e.tag.endswith('depend')}
+    ros = {n for n in named if not n.startswith('python3-') and n != 'mcap-ros2-support'}
+    assert sorted(ros - IN_HUMBLE_JAZZY_AND_KILTED) == []
