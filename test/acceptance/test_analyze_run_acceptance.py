@@ -94,7 +94,7 @@ def test_truncated_bag_is_analysed_up_to_the_cut(tmp_path):
     np.testing.assert_allclose(metrics[:, 1:], np.tile([0, 0, 0, 1, 0, side], (len(metrics), 1)),
                                atol=1e-6)
     summary = json.loads((tmp_path / 'out' / 'summary.json').read_text())
-    assert 'EndOfFile' in summary['params']['truncated']
+    assert 'cut inside a record' in summary['params']['truncated']
 
 
 @pytest.mark.parametrize('label', [

@@ -124,5 +124,6 @@ def test_a_killed_runner_takes_every_node_with_it(tmp_path):
             for pid in nodes:  # before the fix they simulate on: not into the next test
                 if alive(pid):
                     os.kill(pid, signal.SIGKILL)
-    # They stopped as on a SIGTERM: metrics_node wrote its outputs on the way out.
-    assert (out / 'summary.json').exists()
+    # They die at once (SIGKILL from their lifeline, as a killed in-process run): what
+    # metrics_node streamed stays, no figures or summary are drawn on the way out.
+    assert metrics(out).shape[0] > 10 and not (out / 'summary.json').exists()
