@@ -153,8 +153,9 @@ def size_problem(scenario: Scenario, mode: str, telemetry_in_memory: bool = Fals
     if needed.memory <= budget:
         return None
     fit = largest_fit(scenario, mode, budget, telemetry_in_memory)
-    return (f'{name} {scenario.agents} needs about {_bytes(needed.memory)} of memory '
-            f'({_way(mode)}), more than the {_bytes(budget)} a run may take here '
+    digits = 1 if _bytes(needed.memory) != _bytes(budget) else 3  # just past: say how far
+    return (f'{name} {scenario.agents} needs about {_bytes(needed.memory, digits)} of memory '
+            f'({_way(mode)}), more than the {_bytes(budget, digits)} a run may take here '
             f'({MEMORY_MARGIN:.0%} of the {_bytes(available)} available): at most about '
             f'{fit} agents fit (estimate from {BENCHMARK})')
 
@@ -207,12 +208,12 @@ def _way(mode: str) -> str:
         mode, f'engine {mode}')
 
 
-def _bytes(value: float) -> str:
+def _bytes(value: float, digits: int = 1) -> str:
     for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'):
         if value < 1024 or unit == 'PiB':
-            return f'{value:.0f} {unit}' if unit == 'B' else f'{value:.1f} {unit}'
+            return f'{value:.0f} {unit}' if unit == 'B' else f'{value:.{digits}f} {unit}'
         value /= 1024
-    return f'{value:.1f} PiB'
+    return f'{value:.{digits}f} PiB'
 
 
 def _duration(seconds: float) -> str:
