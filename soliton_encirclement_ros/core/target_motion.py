@@ -34,7 +34,7 @@ def check_waypoint_count(points) -> None:
 
 
 def waypoints_error(points) -> ValueError:
-    """The error of ``points`` that are no list of waypoints."""
+    """Return the error of ``points`` that are no list of waypoints."""
     return ValueError(f'waypoints must be a list of [x, y] or [x, y, z], got {points!r}')
 
 

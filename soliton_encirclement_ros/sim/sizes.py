@@ -10,8 +10,8 @@ way of running, the figures ``benchmarks/bench_sizes.py`` measured (its
     CPU time per tick  = tick_per_agent * N + tick_per_pair * N^2
 
 :func:`size_problem` refuses a run that cannot fit in :data:`MEMORY_MARGIN` of the memory
-available now (one line naming ``--agents``, the value, the rule and the largest N that fits); :func:`size_note` says what a big
-run will cost before it is built.
+available now (one line naming ``--agents``, the value, the rule and the largest N that fits);
+:func:`size_note` says what a big run will cost before it is built.
 """
 from __future__ import annotations
 
