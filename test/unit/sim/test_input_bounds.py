@@ -22,7 +22,7 @@ DEADLINE = 120.0  # s: a refusal comes at once; only a broken bound gets near th
 
 
 def alias_bomb(levels: int = 9) -> str:
-    """A flow sequence of 9 nested levels, each naming the one inside it 9 times: ~1 kB."""
+    """Return a flow sequence of 9 nested levels, each naming the one inside it 9 times."""
     text = '[0.0, 0.0]'
     for level in range(levels):
         text = f'[&l{level} {text}' + f', *l{level}' * 8 + ']'
