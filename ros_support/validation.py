@@ -5,6 +5,7 @@ import argparse
 import dataclasses
 import difflib
 import math
+import os
 import re
 from typing import Any, Iterable, Mapping, TypeVar
 
@@ -109,6 +110,67 @@ class UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
+# The bounds of every YAML input file the project reads (scenario, placement, safety area, sweep
+# spec, fleet file, params file). PyYAML reads about 0.2 MiB per CPU second: a file of this
+# size takes tens of seconds, a 60 MB one minutes; 100,000 placement points take about 3 MiB.
+# An alias is counted as often as it is used (a kilobyte of nested aliases names billions).
+MAX_YAML_BYTES = 4 << 20
+MAX_YAML_VALUES = 1_000_000
+
+
+def yaml_values(node) -> float:
+    """
+    Return how many values (scalars, sequences, mappings) a composed YAML document expands to.
+
+    Every use of an alias counts its anchor's values again; a recursive alias is ``inf``. The
+    walk visits each node once (no expansion), so a bomb costs no more than its text.
+    """
+    sizes: dict[int, float] = {}
+    open_nodes: set[int] = set()
+    stack = [(node, False)]
+    while stack:
+        current, finished = stack.pop()
+        key = id(current)
+        children = ([item for pair in current.value for item in pair]
+                    if isinstance(current, yaml.MappingNode) else
+                    current.value if isinstance(current, yaml.SequenceNode) else [])
+        if finished:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:  # an alias of an anchor it lies inside
+            return math.inf
+        open_nodes.add(key)
+        stack.append((current, True))
+        stack.extend((child, False) for child in children if id(child) not in sizes)
+    return sizes[id(node)]
+
+
+class _TooMany(yaml.YAMLError):
+    """A document whose aliases expand it past ``MAX_YAML_VALUES`` (the message says how far)."""
+
+
+class _BoundedLoader(UniqueKeyLoader):
+    """:class:`UniqueKeyLoader` that refuses a document expanding past ``MAX_YAML_VALUES``."""
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            _check_values(node)
+        return node
+
+
+def _check_values(node) -> None:
+    values = yaml_values(node)
+    if values > MAX_YAML_VALUES:
+        raise _TooMany('an alias inside its own anchor expands it without end'
+                       if math.isinf(values) else
+                       f'its aliases expand it to {values:,} values, more than the '
+                       f'{MAX_YAML_VALUES:,} a YAML input may hold')
+
+
 def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
     """
     Return the YAML document in file ``path`` (``what`` names it in errors).
@@ -116,16 +178,28 @@ def read_yaml(path, what: str, syntax_only: bool = False) -> Any:
     ``ValueError`` in one line: 'cannot read <what> <path>: <reason>' or '<what> <path> is not
     valid YAML (line L, column C): <problem>'. ``syntax_only`` composes the document without
     constructing it (tags such as launch_ros's ``!!python/tuple`` pass) and returns None.
-    A key given twice in one mapping is refused (:class:`UniqueKeyLoader`), naming it.
+    A key given twice in one mapping is refused (:class:`UniqueKeyLoader`), naming it; so is a
+    file of more than ``MAX_YAML_BYTES`` (before it is read), and a document whose aliases
+    expand it to more than ``MAX_YAML_VALUES`` values (:func:`yaml_values`, before it is built).
     """
     try:
-        with open(path) as handle:
+        with open(path, 'rb') as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(MAX_YAML_BYTES + 1) if size <= MAX_YAML_BYTES else b''
+            if size > MAX_YAML_BYTES or len(data) > MAX_YAML_BYTES:
+                shown = f'{size / (1 << 20):.1f} MiB, ' if size > MAX_YAML_BYTES else ''
+                raise ValueError(f'{what} {path} is {shown}more than the '
+                                 f'{MAX_YAML_BYTES >> 20} MiB a YAML input may be')
             if syntax_only:
-                yaml.compose(handle, Loader=yaml.SafeLoader)
+                _check_values(yaml.compose(data, Loader=yaml.SafeLoader))
                 return None
-            return yaml.load(handle, Loader=UniqueKeyLoader)  # a SafeLoader
+            return yaml.load(data, Loader=_BoundedLoader)  # a SafeLoader
     except OSError as error:
         raise ValueError(f'cannot read {what} {path}: {error.strerror or error}') from None
+    except _TooMany as error:
+        raise ValueError(f'{what} {path}: {error}; refused before it was built') from None
+    except RecursionError:
+        raise ValueError(f'{what} {path} is not valid YAML: nested too deeply') from None
     except yaml.YAMLError as error:
         mark = getattr(error, 'problem_mark', None)
         where = f' (line {mark.line + 1}, column {mark.column + 1})' if mark else ''

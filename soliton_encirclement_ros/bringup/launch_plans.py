@@ -96,13 +96,35 @@ def ring_fit_problem(plan: SwarmPlan) -> str | None:
     return None
 
 
+def num_agents_problem(scenario) -> str | None:
+    """
+    One line when the launch's ``num_agents`` cannot fit in the memory available, or None.
+
+    ``ros2 launch`` starts one process per node, as ``swarm_sim --processes`` does: the bound
+    is the one ``swarm_sim`` applies to that graph (``sim.sizes.size_problem``, mode
+    ``processes``: the memory a node process takes, measured by ``bench_sizes.py``, within
+    ``MEMORY_MARGIN`` of the memory available), checked before the graph is planned.
+    """
+    from soliton_encirclement_ros.sim.sizes import size_problem
+    problem = size_problem(scenario, 'processes', name='launch argument num_agents')
+    return f'{problem}; starting nothing' if problem else None
+
+
+def _scenario_that_fits(scenario):
+    """Return ``scenario``; ``ValueError`` (:func:`num_agents_problem`) when it cannot fit."""
+    problem = num_agents_problem(scenario)
+    if problem:
+        raise ValueError(problem)
+    return scenario
+
+
 def swarm_sim_nodes(value: LaunchArguments) -> list[NodeSpec]:
     """``swarm_sim.launch.py``: N simulated UAVs, the target and the metrics node."""
     plan = SwarmPlan(
-        scenario=live_scenario(
+        scenario=_scenario_that_fits(live_scenario(
             agents=value.integer('num_agents'), radius=value.real('radius'),
             seed=value.integer('seed'), control_period=value.real('control_period'),
-            target_motion=value['target_motion']),
+            target_motion=value['target_motion'])),
         params_files=value.files('params_file'),
         use_sim_time=value.flag('use_sim_time'),
         clock_source='mobility',
@@ -180,7 +202,7 @@ def swarm_px4_sitl_nodes(value: LaunchArguments) -> list[NodeSpec]:
                              target_motion=value['target_motion'],
                              altitude_hold=value.real('altitude'),
                              controller={'d_safe': value.real('d_safe')})
-    plan = SwarmPlan(scenario=scenario,
+    plan = SwarmPlan(scenario=_scenario_that_fits(scenario),
                      mode='px4', px4_origins=origins, geo_reference=geo_reference,
                      safety_area_file=value['safety_area'],
                      swarm_reliability=value['swarm_reliability'],

@@ -40,6 +40,10 @@ AREA_KEYS = ('polygon', 'polygon_latlon', 'geo_reference', 'z_min', 'z_max', 'ma
 # 0.2 km above the ground (d^2 / 2 R_earth): a vertex farther than this from geo_reference is
 # no field around it (latitude and longitude swapped, or a wrong geo_reference), and refused.
 MAX_LATLON_DISTANCE = 50e3
+# The most vertices a polygon may have: a field's boundary needs tens; every command of every
+# agent is projected against each edge (:func:`limit_to_area`), so the cost of a tick grows
+# with agents x vertices.
+MAX_VERTICES = 1000
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,6 +56,7 @@ class SafetyArea:
     margin: float = 1.0  # m: the commands stop the vehicles this far inside the boundary
 
     def __post_init__(self) -> None:
+        _check_vertices('polygon', self.polygon)
         points = _points(self.polygon)
         if points.ndim != 2 or points.shape[1] != 2 or len(points) < 3 or not np.all(
                 np.isfinite(points)):
@@ -113,6 +118,7 @@ class SafetyArea:
                     _is_number(c) for c in reference):
                 raise ValueError('safety_area polygon_latlon needs geo_reference [lat, lon, '
                                  f'alt] (degrees, degrees, m), got {_shown(reference)!r}')
+            _check_vertices('polygon_latlon', values['polygon_latlon'])
             latlon = _points(values['polygon_latlon'])
             if latlon.ndim != 2 or latlon.shape[1] != 2 or len(latlon) < 3:
                 raise ValueError('safety_area polygon_latlon must be 3 or more [lat, lon] '
@@ -159,6 +165,13 @@ class SafetyArea:
                                           axis=1))
         inside = shapely.contains_xy(self.shape, p[..., 0], p[..., 1])
         return np.where(inside, d.min(axis=-1), -d.min(axis=-1))
+
+
+def _check_vertices(key: str, value: Any) -> None:
+    """``ValueError`` naming ``key`` when ``value`` lists more than ``MAX_VERTICES`` points."""
+    if isinstance(value, (list, tuple, np.ndarray)) and len(value) > MAX_VERTICES:
+        raise ValueError(f'safety_area {key} has {len(value)} vertices, more than the '
+                         f'{MAX_VERTICES} a safety area may have')
 
 
 def _is_number(value: Any) -> bool:

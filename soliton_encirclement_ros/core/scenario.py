@@ -22,7 +22,8 @@ from ros_support.validation import bounded, from_mapping, read_yaml
 from soliton_encirclement_ros.core.area import SafetyArea
 from soliton_encirclement_ros.core.faults import Impairments, SimulatedFaults
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, TargetMotionSettings
+from soliton_encirclement_ros.core.target_motion import (
+    check_waypoint_count, DEFAULT_WAYPOINTS, TargetMotionSettings, waypoints_error)
 from velocity_mobility_ros.core.vehicle import VehicleParams
 
 PLACEMENT_SPREAD = (0.8, 1.2)  # x = a*R*cos(theta), y = b*R*sin(theta), a, b ~ U(0.8, 1.2)
@@ -164,7 +165,11 @@ class Scenario(Impairments, SimulatedFaults, TargetMotionSettings):
 
     def __post_init__(self) -> None:
         check_fields(self)
-        object.__setattr__(self, 'waypoints', tuple(tuple(p) for p in self.waypoints))
+        check_waypoint_count(self.waypoints)
+        try:
+            object.__setattr__(self, 'waypoints', tuple(tuple(p) for p in self.waypoints))
+        except TypeError:  # a number where a point should be
+            raise waypoints_error(self.waypoints) from None
         if self.arrival_times is not None:
             object.__setattr__(self, 'arrival_times', tuple(self.arrival_times))
         object.__setattr__(self, 'lambdas', {int(k): bounded(f'lambdas[{k}]', v, 0.0, strict=True)

@@ -22,6 +22,22 @@ from ros_support.validation import bounded
 POSITION_GAIN = 1.0
 ARRIVAL_RADIUS = 0.5
 TARGET_MOTION_STREAM = 3  # RNG stream id of the random target heading (with the run seed)
+# The most waypoints a target's route may have (a scenario's, or target_node's).
+MAX_WAYPOINTS = 10_000
+
+
+def check_waypoint_count(points) -> None:
+    """``ValueError`` when ``points`` lists more than ``MAX_WAYPOINTS`` waypoints."""
+    if isinstance(points, (list, tuple, np.ndarray)) and len(points) > MAX_WAYPOINTS:
+        raise ValueError(f'waypoints has {len(points)} points, more than the {MAX_WAYPOINTS} '
+                         "a target's route may have")
+
+
+def waypoints_error(points) -> ValueError:
+    """Return the error of ``points`` that are no list of waypoints."""
+    return ValueError(f'waypoints must be a list of [x, y] or [x, y, z], got {points!r}')
+
+
 # The waypoints of a scenario, or of target_node, that names none: a 40 m square.
 DEFAULT_WAYPOINTS = ((0.0, 0.0), (40.0, 0.0), (40.0, 40.0), (0.0, 40.0), (0.0, 0.0))
 
@@ -94,9 +110,13 @@ class Waypoints:
 
     def __init__(self, points: Sequence[Sequence[float]],
                  arrival_times: Optional[Sequence[float]] = None, speed: float = 5.0):
-        pts = np.array(points, dtype=float)
+        check_waypoint_count(points)
+        try:
+            pts = np.array(points, dtype=float)
+        except (TypeError, ValueError):  # ragged, or text: numpy's words would not say which
+            raise waypoints_error(points) from None
         if pts.ndim != 2 or pts.shape[0] < 1 or pts.shape[1] not in (2, 3):
-            raise ValueError(f'waypoints must be a list of [x, y] or [x, y, z], got {points!r}')
+            raise waypoints_error(points)
         if not np.all(np.isfinite(pts)):
             raise ValueError(f'waypoints must be finite, got {pts.tolist()}')
         if pts.shape[1] == 2:

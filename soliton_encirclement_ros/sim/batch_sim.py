@@ -37,7 +37,7 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm_run import SwarmRun
 from soliton_encirclement_ros.sim.options import add_scenario_options, scenario_from_args
-from soliton_encirclement_ros.sim.sizes import size_note, size_problem
+from soliton_encirclement_ros.sim.sizes import batch_size_problem, size_note
 
 EXIT_INCOMPLETE = 3  # some outputs could not be written (one line says which)
 TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this many agents
@@ -48,10 +48,12 @@ def simulate(scenario: Scenario, engine: str = 'auto',
     """
     Run ``scenario`` and return its metrics, telemetry and trajectories.
 
-    With ``stop``: its request cuts the build short (:class:`Interrupted`), and the run at the
-    next control tick, returning what was simulated until then (``sim_time`` says how far).
+    With ``stop``: its request cuts the build short (:class:`Interrupted`), and the run inside
+    the control tick it comes in (a tick of a big swarm takes minutes), returning what was
+    simulated until the last whole tick (``sim_time`` says how far).
     """
-    with stop.raising() if stop is not None else nullcontext():
+    guard = stop.raising if stop is not None else nullcontext
+    with guard():
         run = SwarmRun(scenario, engine)
     n, ids = run.n, run.ids
     traced = min(n, TRAJECTORY_AGENTS_MAX)
@@ -59,10 +61,12 @@ def simulate(scenario: Scenario, engine: str = 'auto',
     wall_start = time.perf_counter()
     done, interrupted = 0, False  # the last tick simulated; whether the run was stopped
     for k in range(run.ticks + 1):
-        if stop is not None and stop.requested:
+        try:
+            with guard():  # a request raises here, at once or inside the tick
+                tick = run.tick()
+        except Interrupted:
             interrupted = True
             break
-        tick = run.tick()
         done = k
         if tick.metrics is not None:
             metrics_rows.append((tick.now, *tick.metrics))
@@ -74,7 +78,7 @@ def simulate(scenario: Scenario, engine: str = 'auto',
                                          run.bodies.position[n, :2])).ravel())
         if k == run.ticks:
             break
-        run.advance()
+        run.advance()  # O(N): a request now raises on entering the next tick
     wall = time.perf_counter() - wall_start
 
     period = scenario.control_period
@@ -147,7 +151,7 @@ def _main(argv, stop: StopRequest) -> int:
             scenario = scenario_from_args(args)
             engine = choose_engine(scenario, args.engine)
             problem = (output_dir_problem(args.out, '--out')  # and a size that cannot fit
-                       or size_problem(scenario, engine, telemetry_in_memory=True))
+                       or batch_size_problem(scenario, engine))
             if problem:
                 raise ValueError(problem)
         except ValueError as exc:  # bad input: one line, before any simulation

@@ -9,9 +9,9 @@ way of running, the figures ``benchmarks/bench_sizes.py`` measured (its
     peak memory        = base + per_agent * N + per_pair * N^2   (+ batch_sim's telemetry)
     CPU time per tick  = tick_per_agent * N + tick_per_pair * N^2
 
-:func:`size_problem` refuses a run that cannot fit in the memory available now (one line
-naming ``--agents``, the value and the largest N that fits); :func:`size_note` says what a big
-run will cost before it is built.
+:func:`size_problem` refuses a run that cannot fit in :data:`MEMORY_MARGIN` of the memory
+available now (one line naming ``--agents``, the value, the rule and the largest N that fits);
+:func:`size_note` says what a big run will cost before it is built.
 """
 from __future__ import annotations
 
@@ -137,11 +137,13 @@ def available_memory() -> float | None:
 
 
 def size_problem(scenario: Scenario, mode: str, telemetry_in_memory: bool = False,
-                 available: float | None = None) -> str | None:
+                 available: float | None = None, name: str = '--agents') -> str | None:
     """
     One line refusing ``scenario`` when it cannot fit in the memory available, else None.
 
-    ``available`` [bytes] defaults to :func:`available_memory` (None: nothing is refused).
+    ``available`` [bytes] defaults to :func:`available_memory` (None: nothing is refused). A
+    run may plan to take :data:`MEMORY_MARGIN` of it; the line says so, and names ``name``
+    (the option or argument that set the number of agents) with its value.
     """
     available = available_memory() if available is None else available
     if available is None:
@@ -151,9 +153,24 @@ def size_problem(scenario: Scenario, mode: str, telemetry_in_memory: bool = Fals
     if needed.memory <= budget:
         return None
     fit = largest_fit(scenario, mode, budget, telemetry_in_memory)
-    return (f'--agents {scenario.agents} needs about {_bytes(needed.memory)} of memory '
-            f'({_way(mode)}), more than the {_bytes(available)} available here: at most about '
+    digits = 1 if _bytes(needed.memory) != _bytes(budget) else 3  # just past: say how far
+    return (f'{name} {scenario.agents} needs about {_bytes(needed.memory, digits)} of memory '
+            f'({_way(mode)}), more than the {_bytes(budget, digits)} a run may take here '
+            f'({MEMORY_MARGIN:.0%} of the {_bytes(available)} available): at most about '
             f'{fit} agents fit (estimate from {BENCHMARK})')
+
+
+def batch_size_problem(scenario: Scenario, engine: str = 'auto', name: str = '--agents',
+                       available: float | None = None) -> str | None:
+    """
+    :func:`size_problem` of one ``batch_sim`` run of ``scenario`` with ``engine``, or None.
+
+    The check of ``batch_sim`` (the engine ``auto`` picks; its telemetry kept in memory), and
+    of every grid point of a sweep, whose large runs go through ``batch_sim``'s ``simulate``.
+    """
+    from soliton_encirclement_ros.core.engines import choose_engine
+    return size_problem(scenario, choose_engine(scenario, engine), telemetry_in_memory=True,
+                        available=available, name=name)
 
 
 def size_note(scenario: Scenario, mode: str, telemetry_in_memory: bool = False) -> str | None:
@@ -191,12 +208,12 @@ def _way(mode: str) -> str:
         mode, f'engine {mode}')
 
 
-def _bytes(value: float) -> str:
+def _bytes(value: float, digits: int = 1) -> str:
     for unit in ('B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'):
         if value < 1024 or unit == 'PiB':
-            return f'{value:.0f} {unit}' if unit == 'B' else f'{value:.1f} {unit}'
+            return f'{value:.0f} {unit}' if unit == 'B' else f'{value:.{digits}f} {unit}'
         value /= 1024
-    return f'{value:.1f} PiB'
+    return f'{value:.{digits}f} PiB'
 
 
 def _duration(seconds: float) -> str:

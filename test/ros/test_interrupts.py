@@ -73,6 +73,31 @@ def test_batch_sim_stopped_while_it_simulates_writes_what_it_simulated(tmp_path,
     assert (out / 'metrics.csv').read_text().count('\n') == 2  # the header and tick 0
 
 
+# An agent's controller in the per-agent engine hears every other: with 2000 agents one control
+# tick takes about half a minute of CPU time (and 1 GB) once the broadcasts are in, as a tick of
+# a swarm near batch_sim's memory bound does in the vectorised engine.
+LONG_TICK_AGENTS = 2000
+PROMPT = 10.0  # s: a stop inside a tick ends it; waiting for the tick would take far longer
+
+
+def test_batch_sim_stopped_inside_a_long_tick_exits_promptly_with_what_it_simulated(tmp_path):
+    out = tmp_path / 'out'
+    mark = ('soliton_encirclement_ros.core.swarm_run', 'SwarmRun.advance', False)
+    with Running(command('batch_sim', [mark], '--agents', str(LONG_TICK_AGENTS),
+                         '--engine', 'per-agent', '--duration', '1', '--no-plots',
+                         '--out', str(out))) as sim:
+        sim.wait_for_line('phase: advance')  # tick 0 is done; tick 1 is the long one
+        sim.send_signal(signal.SIGTERM)
+        code, _, err = sim.wait(timeout=PROMPT)
+    assert not any(word in err for word in TRACEBACK), err
+    assert code == 130, err
+    lines = [line for line in err.splitlines() if line.startswith('batch_sim: interrupted')]
+    assert lines == [f'batch_sim: interrupted at t=0 s of 1 s; writing what was simulated into '
+                     f'{out}'], err
+    assert (out / 'metrics.csv').read_text().count('\n') == 2  # the header and tick 0
+    assert json.loads((out / 'summary.json').read_text())['params']['interrupted_at'] == 0.0
+
+
 @pytest.mark.parametrize('tool, mark, line', [
     ('analyze_run', ('soliton_encirclement_ros.analysis.cli', 'recompute_metrics', True),
      'analyze_run: interrupted; the outputs written so far are incomplete'),

@@ -17,6 +17,7 @@ from soliton_encirclement_ros.core import batch_engine
 from soliton_encirclement_ros.core.gains import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import load_scenario, Scenario
+from soliton_encirclement_ros.sim.sizes import available_memory, batch_size_problem
 from velocity_mobility_ros.core.vehicle import VehicleParams
 
 SPEC_KEYS = ('scenario', 'grid', 'seeds', 'plot', 'preset')
@@ -163,15 +164,21 @@ class Spec:
         """
         Validate every grid point's scenario once (the seeds, checked apart, change nothing else).
 
-        ``SpecError`` names the first bad point; ``Interrupted`` when ``should_stop()``.
+        ``SpecError`` names the first bad point, or the first too big to fit in memory as
+        ``batch_sim`` checks it (``sim.sizes``); ``Interrupted`` when ``should_stop()``.
         """
         checked = Checked()
+        available = available_memory()  # once: the same budget for every point
         for index, point in enumerate(self.points()):
             if should_stop():
                 raise Interrupted(f'interrupted while checking the spec ({index} of '
                                   f'{self.point_count} scenarios checked); nothing was run or '
                                   'written')
             scenario = self.scenario(point)
+            problem = batch_size_problem(scenario, name='agents', available=available)
+            if problem:  # before any worker starts
+                where = ', '.join(f'{k}={v!r}' for k, v in point.items()) or 'scenario'
+                raise SpecError(f'grid point {where}: {problem}')
             # Points that differ only in per-run fields may be stepped together: a finer cut
             # than batch_engine.group_key, and far cheaper than it.
             shape = [(n, repr(v)) for n, v in point.items()

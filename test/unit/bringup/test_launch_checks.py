@@ -4,18 +4,19 @@ What a launch file checks before it starts anything, as pure functions (no launc
 Under ``ros2 launch`` a params file's out-of-range value (``k_r: -3.0``) started every node, the
 agents exited 1 at once and the rest ran on with no agents; ``swarm_px4_sitl.launch.py`` with
 every agent simulated waited for a ``/clock`` nothing published; a safety area the ring does not
-fit started; no launch file took ``log_level``. The launch files call these functions
-(``bringup.launch_support``); ``test/launch`` runs the launch files where launch is installed.
+fit started; no launch file took ``log_level``; ``num_agents:=100000`` planned for minutes. The
+launch files call these functions (``bringup.launch_support``); ``test/launch`` runs the launch
+files where launch is installed.
 """
 import ast
 from pathlib import Path
 
 import pytest
 
-from soliton_encirclement_ros.bringup.graph import LaunchArguments
+from soliton_encirclement_ros.bringup.graph import LaunchArguments, live_scenario
 from soliton_encirclement_ros.bringup.launch_plans import (
-    log_level, LOG_LEVEL_ARGUMENT, sitl_use_sim_time, swarm_px4_sitl_nodes, swarm_sim_nodes,
-    value_problem)
+    log_level, LOG_LEVEL_ARGUMENT, num_agents_problem, sitl_use_sim_time, swarm_px4_sitl_nodes,
+    swarm_sim_nodes, value_problem)
 from soliton_encirclement_ros.core.area import ring_problem, SafetyArea
 
 LAUNCH_DIR = Path(__file__).resolve().parents[3] / 'launch'
@@ -173,3 +174,22 @@ def test_mobility_launch_checks_its_params_file_before_the_node_starts(tmp_path)
     assert problem.endswith(f'got -1.0 (params file {bad}); starting nothing')
     with pytest.raises(ValueError, match="namespace must be a ROS name token .* got '1uav'"):
         mobility_nodes(LaunchArguments({**MOBILITY, 'namespace': '1uav'}))
+
+
+@pytest.mark.parametrize('plan, arguments', [(swarm_sim_nodes, swarm_sim),
+                                             (swarm_px4_sitl_nodes, sitl)],
+                         ids=['swarm_sim', 'swarm_px4_sitl'])
+def test_num_agents_past_what_memory_holds_is_refused_before_the_graph_is_planned(plan,
+                                                                                  arguments):
+    # One process per node, as swarm_sim --processes: 3000 agents need about 323 GiB.
+    for n in (3000, 20000):
+        with pytest.raises(ValueError) as refused:
+            plan(arguments(num_agents=str(n)))
+        text = str(refused.value)
+        assert text.startswith(f'launch argument num_agents {n} needs about '), text
+        assert text == num_agents_problem(live_scenario(agents=n))
+        assert '(one process per node), more than the ' in text and '% of the ' in text
+        assert text.endswith(' agents fit (estimate from benchmarks/bench_sizes.py); starting '
+                             'nothing'), text
+    assert num_agents_problem(live_scenario(agents=3)) is None
+    assert len(plan(arguments(num_agents='3'))) > 3  # a swarm that fits is planned

@@ -35,14 +35,27 @@ def test_a_size_that_cannot_fit_is_refused_naming_the_most_that_fits():
     scenario = Scenario(agents=100_000_000)
     problem = size_problem(scenario, 'vectorised', available=8 * GIB)
     assert problem.startswith('--agents 100000000 needs about ')
-    assert 'of memory (engine vectorised), more than the 8.0 GiB available here: at most about ' \
-        in problem
+    assert ('of memory (engine vectorised), more than the 7.2 GiB a run may take here (90% of '
+            'the 8.0 GiB available): at most about ') in problem
     fit = int(problem.split('at most about ')[1].split()[0])
     budget = MEMORY_MARGIN * 8 * GIB
     assert estimate(Scenario(agents=fit), 'vectorised').memory <= budget
     assert estimate(Scenario(agents=fit + 1), 'vectorised').memory > budget
     assert size_problem(Scenario(agents=fit), 'vectorised', available=8 * GIB) is None
     assert largest_fit(scenario, 'processes', 8 * GIB) < 100  # a process per node
+
+
+def test_one_agent_past_the_bound_is_refused_in_words_that_are_true():
+    fit = largest_fit(Scenario(agents=10), 'vectorised', MEMORY_MARGIN * 20 * GIB, True)
+    problem = size_problem(Scenario(agents=fit + 1), 'vectorised', telemetry_in_memory=True,
+                           available=20 * GIB)
+    needed, budget, available = (float(problem.split(before)[1].split(' GiB')[0]) for before in (
+        'needs about ', 'more than the ', '% of the '))
+    assert needed > budget  # the line compares what is compared: not 17.9 > 19.1
+    assert budget == pytest.approx(MEMORY_MARGIN * available, abs=1e-3)
+    assert available == 20.0 and f'({MEMORY_MARGIN:.0%} of the 20.0' in problem
+    assert problem.endswith(f'at most about {fit} agents fit (estimate from '
+                            'benchmarks/bench_sizes.py)')
 
 
 def test_batch_sim_keeps_its_telemetry_in_memory_and_counts_it():
