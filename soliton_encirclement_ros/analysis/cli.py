@@ -40,7 +40,7 @@ from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
 from soliton_encirclement_ros.analysis.report import (
-    OutputsIncomplete, RunResult, write_run_outputs)
+    INTERRUPTED_AT, interrupted_params, OutputsIncomplete, RunResult, write_run_outputs)
 from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES, settled_text
 from soliton_encirclement_ros.provenance import describe
@@ -92,6 +92,7 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
         'agent_ids': run.agent_ids, 'truncated': run.truncated, 'corrupt': run.corrupt,
         'metadata_damaged': run.metadata_damaged, 'warnings': list(run.warnings),
         'bag_custom_data': run.custom_data,
+        **_interruption(run.custom_data),
     }
     summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories,
                                                    judged=phase.as_dict()), fmt=fmt)
@@ -108,6 +109,14 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
         finally:
             staging.unlink(missing_ok=True)
     return metrics, summary, run.truncated, run, origin, statuses, phase
+
+
+def _interruption(custom_data: dict) -> dict:
+    """Return ``{INTERRUPTED_AT: t}`` when the bag says its run was stopped at t [s], else {}."""
+    try:
+        return interrupted_params(float(custom_data[INTERRUPTED_AT]))
+    except (KeyError, ValueError):
+        return {}
 
 
 def _make_relative(run) -> float:
@@ -178,6 +187,10 @@ def _main(argv: list[str] | None) -> int:
                 corrupt.append(f'{bag}: {run.corrupt}')
             if run.metadata_damaged:
                 print(f'analyze_run: warning: {bag}: {run.metadata_damaged}', file=sys.stderr)
+            stopped = flight_report.recorded_interruption(run.custom_data)
+            if stopped:
+                print(f'analyze_run: warning: {bag}: the recorded run was {stopped}',
+                      file=sys.stderr)
             if flights:
                 data = flight_report.flight_data(Path(bag), run, origin, d_safe=args.d_safe,
                                                  area=area, area_file=args.safety_area,

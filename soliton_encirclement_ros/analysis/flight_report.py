@@ -25,7 +25,8 @@ from ros_support.number_text import fixed
 from soliton_encirclement_ros.analysis import flight
 from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.analysis.recompute import RecordedRun
-from soliton_encirclement_ros.analysis.report import json_text
+from soliton_encirclement_ros.analysis.report import (
+    INTERRUPTED_AT, interrupted_text, json_text)
 from soliton_encirclement_ros.core.metrics import NOT_SETTLED
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC)
@@ -133,6 +134,9 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
                      'out of the sender figures')
     if not has_states:
         notes.append(f'no {AGENT_STATES_TOPIC} in the bag: no sender figures')
+    stopped = recorded_interruption(run.custom_data)
+    if stopped:
+        notes.insert(0, f'partial: the recorded run was {stopped} (the bag says so)')
     if run.truncated:  # first: every figure and table below stops at the cut
         notes.insert(0, f'partial: the bag is truncated and only its readable part is analysed '
                         f'({run.truncated}); the flight may have gone on beyond it')
@@ -158,6 +162,18 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
         flight.sender_links(states), flight.receiver_links(statuses), timeline,
         flight.margins(times, positions, d_safe, area),
         source, has_diagnostics, has_states, area_file, notes, phase)
+
+
+def recorded_interruption(custom_data: dict) -> str:
+    """Say that a bag's run was stopped before its end (its ``custom_data``), or ''."""
+    at = custom_data.get(INTERRUPTED_AT)
+    if at is None:
+        return ''
+    try:
+        at = float(at)
+    except ValueError:
+        return f'interrupted ({INTERRUPTED_AT} {at!r})'
+    return interrupted_text({INTERRUPTED_AT: at}, _scenario(custom_data).get('duration'))
 
 
 def flight_json(data: FlightData) -> dict:
@@ -331,7 +347,9 @@ def _number(value, digits: int = 3) -> str:
 def _run_view(data: FlightData, summary: dict) -> dict:
     """Everything the templates show of one run, as strings and small tables."""
     custom = data.custom_data
-    identity = [('bag', data.bag), ('duration', f'{data.duration:.2f} s'),
+    stopped = recorded_interruption(data.custom_data)
+    identity = [('bag', data.bag),
+                ('duration', f'{data.duration:.2f} s' + (f' ({stopped})' if stopped else '')),
                 ('vehicles', ', '.join(data.vehicles) or '–'),
                 ('agent ids', ', '.join(f'{v}: {i}' for v, i in data.agent_ids.items()) or '–')]
     scenario = _scenario(custom)

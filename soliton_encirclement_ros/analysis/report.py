@@ -62,6 +62,31 @@ class RunResult:
     judged: dict | None = None
 
 
+# summary.json ``params`` and a recording's ``custom_data``: the sim time [s] a run that was
+# stopped (Ctrl-C, SIGTERM) had reached when it stopped; absent when the run went to its end.
+INTERRUPTED_AT = 'interrupted_at'
+
+
+def interrupted_params(sim_time: float | None) -> dict:
+    """Return ``{INTERRUPTED_AT: sim_time}`` for a run stopped at ``sim_time`` [s]; None: {}."""
+    return {} if sim_time is None else {INTERRUPTED_AT: round(float(sim_time), 9)}
+
+
+def interrupted_text(params: Mapping[str, Any], duration: float | None = None) -> str:
+    """
+    Say in a few words that a run was stopped before its end, from its ``params``; '' if not.
+
+    ``duration`` [s]: the scenario's, when ``params`` does not hold it.
+    """
+    at = params.get(INTERRUPTED_AT)
+    if at is None:
+        return ''
+    duration = params.get('duration', duration)
+    of = '' if duration is None else f' of its {float(duration):g} s'
+    return (f'interrupted at t={float(at):g} s{of}: the outputs cover the run until then '
+            'only')
+
+
 def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
     """
     Return the closest approach of two agents in a run.
