@@ -90,7 +90,12 @@ def bag_custom_data(recorder: str, scenario: Mapping[str, Any] | None = None
 
 
 def describe(custom_data: Mapping[str, str]) -> str:
-    """One line for a person: the seed, version, commit and the scenario's main fields."""
+    """
+    One line for a person: the seed, version, commit and the scenario's main fields.
+
+    A commit that was not known (an install without its git checkout) is left out: the version
+    identifies the code.
+    """
     parts = []
     try:
         scenario = json.loads(custom_data.get('scenario', '{}'))
@@ -102,7 +107,7 @@ def describe(custom_data: Mapping[str, str]) -> str:
                                                  'control_period', 'target_motion')
             if key in scenario))
     for key in ('seed', 'package_version', 'git_commit', 'recorder'):
-        if key in custom_data:
+        if key in custom_data and (key, custom_data[key]) != ('git_commit', UNKNOWN):
             parts.append(f'{key.replace("_", " ")} {custom_data[key]}')
     others = sorted(set(custom_data) - {'scenario', 'seed', 'package_version', 'git_commit',
                                         'recorder'})

@@ -390,7 +390,8 @@ def _run_view(data: FlightData, summary: dict) -> dict:
         if whole:
             row += [_number(whole['final'].get(name), 4), _settle_text(whole, name)]
         metrics.append(row)
-    later = [(f'Engaged phase {p["number"]} of {p["count"]}: {p["text"]}',
+    later = [(f'Engaged phase {p["number"]} of {p["count"]}: '
+              + p['text'].removesuffix(f'; engaged phase {p["number"]} of {p["count"]}'),
               [[name, _number(final, 4), _number(p['mean'].get(name), 4),
                 _settle_text(p, name, p['start'])] for name, final in p['final'].items()])
              for p in (summary.get('phases') or [])[1:]]
