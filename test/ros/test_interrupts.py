@@ -103,7 +103,7 @@ def metrics_rows(path) -> int:
 
 
 @pytest.mark.parametrize('mode', [(), ('--engine', 'auto'),
-                                  ('--processes', '--real-time-factor', '4')],
+                                  ('--processes', '--real-time-factor', '2')],
                          ids=['in-process', 'engine', 'processes'])
 def test_swarm_sim_stopped_midway_says_so_in_its_summary_report_and_bag(tmp_path, mode):
     # An interrupted run used to write summary.json with the scenario's duration and no word
@@ -124,7 +124,11 @@ def test_swarm_sim_stopped_midway_says_so_in_its_summary_report_and_bag(tmp_path
                  or sim.process.poll() is not None, f'20 metrics rows in {out / "metrics.csv"}')
         assert sim.process.poll() is None, sim.err[-800:]
         code, stdout, err = sim.stop(signal.SIGINT)
-    assert code == 0 and not any(word in err for word in TRACEBACK), err
+    assert not any(word in err for word in TRACEBACK), err
+    # exit 3 only for what a loaded machine can do to --processes: a recorder that fell behind
+    lines = [line for line in err.splitlines() if line.startswith('swarm_sim: error')]
+    assert code == 0 or (code == 3 and len(lines) == 1
+                         and lines[0].endswith('the recorder did not keep up with them')), err
     params = json.loads((out / 'summary.json').read_text())['params']
     at = params['interrupted_at']
     assert params['duration'] == 100000.0 and 1.0 <= at < 100000.0, params
