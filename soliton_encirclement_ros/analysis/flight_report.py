@@ -303,7 +303,6 @@ def timeline_figure(data: FlightData):
         ax.axvspan(phase.start, phase.end, color='tab:green', alpha=0.08, lw=0, zorder=0)
         ax.axvline(phase.start, color='tab:green', ls='--', lw=0.8)
         ax.axvline(phase.end, color='tab:green', ls='--', lw=0.8)
-        ax.text(phase.start, -0.6, f' {phase.number}', color='tab:green', va='bottom')
         seen.setdefault(f'judged: engaged {phase.start:.1f}–{phase.end:.1f} s'
                         + (f' (phase {phase.number})' if phase.count > 1 else ''), 'honeydew')
     ax.set_yticks(range(len(rows)), [f'{v} {s}' for v, s in rows])
@@ -670,8 +669,8 @@ REPORT_TEMPLATE = """<!DOCTYPE html>
 <h2>Figures</h2>
 {% if figures.get('timeline') %}
 <figure><img alt="vehicle timeline" src="{{ figures['timeline'] }}">
-<figcaption>vehicle timeline{% if run.engaged %}: the engaged phases judged shaded, numbered
-{% endif %}</figcaption></figure>
+<figcaption>vehicle timeline{% if run.engaged %}: the engaged phases judged shaded (the legend
+gives their intervals){% endif %}</figcaption></figure>
 {% endif %}
 {% for name, uri in existing %}
 <figure><img alt="{{ name }}" src="{{ uri }}"><figcaption>{{ name }}</figcaption></figure>
