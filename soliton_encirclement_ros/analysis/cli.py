@@ -35,15 +35,15 @@ from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis import flight_report, plots
 from soliton_encirclement_ros.analysis.animation import animation_file, write_animation
 from soliton_encirclement_ros.analysis.bag_reader import Bag, BagError, TruncatedBagError
-from soliton_encirclement_ros.analysis.flight import BRIDGES, DEFAULT_D_SAFE, engaged_phase
+from soliton_encirclement_ros.analysis.flight import BRIDGES, DEFAULT_D_SAFE, engaged_phases
 from soliton_encirclement_ros.analysis.recompute import (
     agent_rows, DEFAULT_AGENT_PATTERN, DEFAULT_PERIOD, DEFAULT_RADIUS, DEFAULT_STATE_TIMEOUT,
     DEFAULT_TARGET_TOPIC, load_run, metric_times, recompute_metrics, RunDataError)
 from soliton_encirclement_ros.analysis.report import (
-    OutputsIncomplete, RunResult, write_run_outputs)
+    INTERRUPTED_AT, interrupted_params, OutputsIncomplete, RunResult, write_run_outputs)
 from soliton_encirclement_ros.core.area import load_area_file
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES, settled_text
-from soliton_encirclement_ros.provenance import describe
+from soliton_encirclement_ros.provenance import code_identity, describe
 
 EXIT_ERROR, EXIT_TRUNCATED = 1, 3
 MAX_FRAMES = 200
@@ -72,7 +72,7 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
     Do :func:`analyse_bag`; return its results and what the flight report reads on.
 
     Also the run read, its time origin (bag clock, s), its /diagnostics statuses (None: the bag
-    has none) and the engaged phase judged.
+    has none) and the engaged phases judged (the first: summary.json's top level).
     """
     run = load_run(bag, agent_pattern, target_topic)
     origin = _make_relative(run)
@@ -81,7 +81,8 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
     times = metric_times(run, period)
     metrics, live = recompute_metrics(run, times, radius, state_timeout)
     statuses = flight_report.read_statuses(bag, origin)
-    phase = engaged_phase(statuses or [], float(times[0]), float(times[-1]))
+    phases = engaged_phases(statuses or [], float(times[0]), float(times[-1]))
+    phase = phases[0]  # summary.json's top level; each is judged in its 'phases'
     trajectories = {name: np.column_stack((track.t, track.position[:, :2]))
                     for name, track in run.agents.items()}
     trajectories['target'] = np.column_stack((run.target.t, run.target.position[:, :2]))
@@ -92,9 +93,12 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
         'agent_ids': run.agent_ids, 'truncated': run.truncated, 'corrupt': run.corrupt,
         'metadata_damaged': run.metadata_damaged, 'warnings': list(run.warnings),
         'bag_custom_data': run.custom_data,
+        **_interruption(run.custom_data),
+        'analysed_with': code_identity(),
     }
-    summary = write_run_outputs(out_dir, RunResult(metrics, agent_rows(run), params, trajectories,
-                                                   judged=phase.as_dict()), fmt=fmt)
+    result = RunResult(metrics, agent_rows(run), params, trajectories, judged=phase.as_dict(),
+                       phases=[p.as_dict() for p in phases])
+    summary = write_run_outputs(out_dir, result, fmt=fmt)
     if max_frames > 0:
         agent_xy = np.stack([_positions_or_nan(track, times) for track in run.agents.values()],
                             axis=1)
@@ -107,7 +111,15 @@ def _analyse(bag, out_dir: Path, *, agent_pattern, target_topic, radius, period,
             os.replace(staging, out_dir / name)
         finally:
             staging.unlink(missing_ok=True)
-    return metrics, summary, run.truncated, run, origin, statuses, phase
+    return metrics, summary, run.truncated, run, origin, statuses, phases
+
+
+def _interruption(custom_data: dict) -> dict:
+    """Return ``{INTERRUPTED_AT: t}`` when the bag says its run was stopped at t [s], else {}."""
+    try:
+        return interrupted_params(float(custom_data[INTERRUPTED_AT]))
+    except (KeyError, ValueError):
+        return {}
 
 
 def _make_relative(run) -> float:
@@ -161,7 +173,7 @@ def _main(argv: list[str] | None) -> int:
             Bag(Path(bag)).close()
         for bag, label in zip(bags, labels):
             bag_out = out if len(bags) == 1 else out / label
-            metrics, summary, cut, run, origin, statuses, phase = _analyse(
+            metrics, summary, cut, run, origin, statuses, phases = _analyse(
                 Path(bag), bag_out, agent_pattern=args.agent_pattern,
                 target_topic=args.target_topic, radius=args.radius, period=args.period,
                 state_timeout=args.state_timeout, max_frames=args.max_frames,
@@ -178,10 +190,15 @@ def _main(argv: list[str] | None) -> int:
                 corrupt.append(f'{bag}: {run.corrupt}')
             if run.metadata_damaged:
                 print(f'analyze_run: warning: {bag}: {run.metadata_damaged}', file=sys.stderr)
+            stopped = flight_report.recorded_interruption(run.custom_data)
+            if stopped:
+                print(f'analyze_run: warning: {bag}: the recorded run was {stopped}',
+                      file=sys.stderr)
             if flights:
                 data = flight_report.flight_data(Path(bag), run, origin, d_safe=args.d_safe,
                                                  area=area, area_file=args.safety_area,
-                                                 statuses=statuses, phase=phase)
+                                                 statuses=statuses, phase=phases[0],
+                                                 phases=phases)
                 if data.missing():
                     print(f'analyze_run: {data.missing()}', file=sys.stderr)
                 reports[label] = (data, summary)
@@ -288,8 +305,13 @@ def _summary_line(summary: dict) -> str:
     closest = summary['closest']
     phase = summary.get('phase') or {}
     judged = f'judged {phase["text"]}; ' if phase.get('rule') == BRIDGES else ''
+    phases = summary.get('phases') or []
+    each = '' if len(phases) < 2 else '; ' + '; '.join(
+        f'engaged phase {p["number"]} of {p["count"]} ({p["start"]:.2f}–{p["end"]:.2f} s): '
+        + ', '.join(settled_text(name, t) for name, t in p['settle_time'].items())
+        for p in phases)
     return (f'{judged}final {final}; {settle}; closest approach d_min={closest["d_min"]:.3g} m '
-            f'at {closest["time"]:.2f} s')
+            f'at {closest["time"]:.2f} s{each}')
 
 
 if __name__ == '__main__':

@@ -41,6 +41,7 @@ AGENT_SUFFIX = '/agent'       # /diagnostics status name of an agent: /<vehicle>
 PX4_SUFFIX = '/px4_bridge'    # ... of a PX4 bridge: /<vehicle>/px4_bridge
 AGENT, PX4 = 'agent', 'px4'   # the two sources of a vehicle's timeline
 STALE_STATUS = 3.0            # s without a status: the vehicle's row shows 'no status'
+STATUS_PERIOD = 1.0           # s between two statuses of a node on /diagnostics
 NO_STATUS = 'no status'
 ACTIVE = Phase.ACTIVE.value   # a PX4 bridge's phase while engaged (offboard, armed)
 IDLE = Phase.IDLE.value       # ... while not engaged (sending PX4 nothing, or zero velocity)
@@ -55,6 +56,16 @@ ENGAGED_HOLD = 'engaged, ' + HOLD_TEXT + ': '  # ... its usual form, the reason 
 WARN_LEVEL = 1                # DiagnosticStatus.WARN
 WHOLE_RUN, BRIDGES = 'whole run', 'px4 bridges'  # how an EngagedPhase was found
 DEFAULT_D_SAFE = 2.0          # m, when neither the command line nor the bag gives one
+# A receiver's link to a sender is worth a look (the flight report lists it before the fold,
+# the full table behind it) from any of these, or a restart of the sender:
+LOOK_LOSS = 0.05              # loss: lost / (heard + lost)
+LOOK_AGE = 0.2                # s: mean age, arrival - stamp
+LOOK_OFFSET = 0.05            # s: |clock offset| of the sender against the receiver
+LOOK_RULE = (f'loss ≥ {LOOK_LOSS:.0%}, mean age ≥ {LOOK_AGE:g} s, |clock offset| ≥ '
+             f'{LOOK_OFFSET:g} s or a restart')
+# The timeline states that are safety events in the flight report's verdicts: an agent
+# failed, a PX4 bridge holding zero velocity while engaged, PX4 in Hold.
+SAFETY_STATES = ('failed', HOLDING, PX4_HOLD)
 
 
 @dataclass(frozen=True)
@@ -108,6 +119,12 @@ class PairLink:
         """Return lost / (heard + lost), 0 when nothing was expected."""
         expected = self.heard + self.lost
         return self.lost / expected if expected else 0.0
+
+
+def worth_a_look(pair: PairLink) -> bool:
+    """Whether a receiver's link to a sender is worth a look (:data:`LOOK_RULE`)."""
+    return (pair.loss >= LOOK_LOSS or pair.age_mean >= LOOK_AGE
+            or abs(pair.offset) >= LOOK_OFFSET or pair.restarts > 0)
 
 
 @dataclass
@@ -221,7 +238,8 @@ class EngagedPhase:
     ``rule``: :data:`BRIDGES` (found from the PX4 bridges' phases) or :data:`WHOLE_RUN`;
     ``text``: one line for the user; ``bridges``: the vehicles whose bridges were active at the
     start; ``others``: further engaged phases in the bag (start, end), not judged;
-    ``reporting``: how many PX4 bridges the bag has statuses of (0: a simulation).
+    ``reporting``: how many PX4 bridges the bag has statuses of (0: a simulation);
+    ``number``: which of the bag's engaged phases this is (1: the first), of ``count``.
     """
 
     start: float
@@ -231,12 +249,14 @@ class EngagedPhase:
     bridges: tuple[str, ...] = ()
     others: tuple[tuple[float, float], ...] = ()
     reporting: int = 0
+    number: int = 1
+    count: int = 1
 
     def as_dict(self) -> dict:
         """Return the phase as plain JSON-able values (summary.json's ``phase``)."""
         return {'start': self.start, 'end': self.end, 'rule': self.rule, 'text': self.text,
                 'bridges': list(self.bridges), 'others': [list(o) for o in self.others],
-                'px4_bridges': self.reporting}
+                'px4_bridges': self.reporting, 'number': self.number, 'count': self.count}
 
 
 def sender_links(states) -> list[SenderLinks]:
@@ -408,8 +428,14 @@ def hold_reason(status: Status) -> Optional[str]:
 
 def engaged_phase(statuses: Iterable[Status], start: float, end: float,
                   stale: float = STALE_STATUS) -> EngagedPhase:
+    """Return the first of :func:`engaged_phases` (its ``others``: the later ones)."""
+    return engaged_phases(statuses, start, end, stale)[0]
+
+
+def engaged_phases(statuses: Iterable[Status], start: float, end: float,
+                   stale: float = STALE_STATUS) -> list[EngagedPhase]:
     """
-    Return the part of a run [``start``, ``end``] (s) its metrics are judged on.
+    Return the parts of a run [``start``, ``end``] (s) its metrics are judged on, in time order.
 
     A real flight starts on the ground and ends landed: its metrics are judged while the fleet
     is engaged. From the PX4 bridges' statuses (``phase`` ``active``, holding included): each
@@ -419,16 +445,17 @@ def engaged_phase(statuses: Iterable[Status], start: float, end: float,
     every bridge of the run) and ends when the last bridge engaged is no longer: a vehicle that
     leaves the ring alone (e.g. ``land_after``) does not end it (its agent is failed, out of the
     metrics, as in a simulation); the fleet's landing does. Several such phases (the fleet flew
-    again): the first is judged, the others are listed. No PX4 bridge status, or none ever
-    active: the whole run (a simulation is judged as before).
+    again): each is judged on its own; each one's ``text`` says which of them it is and
+    ``others`` lists the rest. No PX4 bridge status, or none ever active: one phase, the whole
+    run (a simulation is judged as before).
     """
     by_bridge: dict[str, list[tuple[float, Status]]] = {}
     for status in sorted(statuses, key=lambda s: s.time):
         if px4_status(status):
             by_bridge.setdefault(vehicle_name(status), []).append((status.time, status))
     if not by_bridge:
-        return EngagedPhase(start, end, WHOLE_RUN, f'the whole run, {start:.2f}–{end:.2f} s: '
-                            'no PX4 bridge status in the bag')
+        return [EngagedPhase(start, end, WHOLE_RUN, f'the whole run, {start:.2f}–{end:.2f} s: '
+                             'no PX4 bridge status in the bag')]
     spells = []  # (first, last, vehicle, the status that ended it or None)
     for vehicle, samples in by_bridge.items():
         first = last = None
@@ -442,9 +469,9 @@ def engaged_phase(statuses: Iterable[Status], start: float, end: float,
         if first is not None:
             spells.append((first, last, vehicle, None))
     if not spells:
-        return EngagedPhase(start, end, WHOLE_RUN, f'the whole run, {start:.2f}–{end:.2f} s: '
-                            f'no PX4 bridge was ever active ({len(by_bridge)} reported)',
-                            reporting=len(by_bridge))
+        return [EngagedPhase(start, end, WHOLE_RUN, f'the whole run, {start:.2f}–{end:.2f} s: '
+                             f'no PX4 bridge was ever active ({len(by_bridge)} reported)',
+                             reporting=len(by_bridge))]
 
     def engaged_at(time):
         return sorted({v for a, b, v, _ in spells if a <= time <= b}, key=_natural_key)
@@ -458,13 +485,30 @@ def engaged_phase(statuses: Iterable[Status], start: float, end: float,
             phases.append((spell[0], spell[1], [spell]))
     judged = [(min(a for a, *_ in group if len(engaged_at(a)) == most), stop, group)
               for _, stop, group in phases if any(len(engaged_at(a)) == most for a, *_ in group)]
-    first, last, group = judged[0]
-    names = engaged_at(first)
     silent = sorted(set(by_bridge) - {v for *_, v, _ in spells}, key=_natural_key)
-    if len(names) == len(by_bridge):
+    intervals = [(a, b) for a, b, _ in judged]
+    out = []
+    for k, (first, last, group) in enumerate(judged):
+        names = engaged_at(first)
+        text = _phase_text(first, last, group, names, len(by_bridge), silent, end, stale)
+        others = tuple(interval for j, interval in enumerate(intervals) if j != k)
+        if k == 0 and others:
+            text += (f'; the first of {len(judged)} engaged phases (the others: '
+                     + ', '.join(f'{a:.2f}–{b:.2f} s' for a, b in others) + ')')
+        elif k:
+            text += f'; engaged phase {k + 1} of {len(judged)}'
+        out.append(EngagedPhase(first, last, BRIDGES, text, tuple(names), others,
+                                len(by_bridge), k + 1, len(judged)))
+    return out
+
+
+def _phase_text(first: float, last: float, group, names: list[str], bridges: int,
+                silent: list[str], end: float, stale: float) -> str:
+    """Say which interval an engaged phase is, who was engaged and how it ended (one line)."""
+    if len(names) == bridges:
         who = f'all {len(names)} PX4 bridges were active ({", ".join(names)})'
     else:
-        who = (f'{len(names)} of {len(by_bridge)} PX4 bridges were active together '
+        who = (f'{len(names)} of {bridges} PX4 bridges were active together '
                f'({", ".join(names)}'
                + (f'; never active: {", ".join(silent)}' if silent else '') + ')')
     ending = max(group, key=lambda spell: spell[1])
@@ -476,11 +520,7 @@ def engaged_phase(statuses: Iterable[Status], start: float, end: float,
             and (spell[1] + stale if spell[3] is None else spell[3].time) <= last]
     if left:
         text += '; out of the ring before: ' + ', '.join(left)
-    if len(judged) > 1:
-        text += (f'; the first of {len(judged)} engaged phases (the others: '
-                 + ', '.join(f'{a:.2f}–{b:.2f} s' for a, b, _ in judged[1:]) + ')')
-    return EngagedPhase(first, last, BRIDGES, text, tuple(names),
-                        tuple((a, b) for a, b, _ in judged[1:]), len(by_bridge))
+    return text
 
 
 def _ended(spell, end: float, stale: float) -> str:

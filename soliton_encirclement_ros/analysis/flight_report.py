@@ -25,11 +25,12 @@ from ros_support.number_text import fixed
 from soliton_encirclement_ros.analysis import flight
 from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.analysis.recompute import RecordedRun
-from soliton_encirclement_ros.analysis.report import json_text
-from soliton_encirclement_ros.core.metrics import NOT_SETTLED
+from soliton_encirclement_ros.analysis.report import (
+    INTERRUPTED_AT, interrupted_text, json_text)
+from soliton_encirclement_ros.core.metrics import NOT_SETTLED, SETTLE_THRESHOLDS
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC)
-from soliton_encirclement_ros.provenance import describe
+from soliton_encirclement_ros.provenance import code_identity, describe, PACKAGE, UNKNOWN
 
 DIAGNOSTICS_TYPE = 'diagnostic_msgs/msg/DiagnosticArray'
 AGENT_STATES_TYPE = 'std_msgs/msg/Float64MultiArray'
@@ -43,6 +44,9 @@ STATE_COLOURS = {
     'active': 'tab:green', flight.HOLDING: 'darkorange', 'landing': 'tab:purple',
     'hold_requested': 'tab:pink', flight.PX4_HOLD: 'crimson', flight.LANDED: 'dimgray'}
 MIME = {'.png': 'image/png', '.svg': 'image/svg+xml'}  # the animation is not embedded
+MAX_EVENTS = 20  # safety events listed in the verdicts; the timeline and margins hold the rest
+NO_COMMIT = ('not recorded: the code was installed without its git checkout (the version '
+             'identifies it)')
 
 
 @dataclass
@@ -64,6 +68,7 @@ class FlightData:
     area_file: Optional[str] = None
     notes: list[str] = field(default_factory=list)
     phase: Optional[flight.EngagedPhase] = None  # the part of the run the metrics judge
+    phases: list[flight.EngagedPhase] = field(default_factory=list)  # each judged on its own
 
     def missing(self) -> Optional[str]:
         """Return one line saying what the bag lacks for the report, or None."""
@@ -96,7 +101,8 @@ def _statuses(msg, time: float) -> list[flight.Status]:
 def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float] = None,
                 area=None, area_file: Optional[str] = None,
                 statuses: Optional[list[flight.Status]] = None,
-                phase: Optional[flight.EngagedPhase] = None) -> FlightData:
+                phase: Optional[flight.EngagedPhase] = None,
+                phases: Optional[list[flight.EngagedPhase]] = None) -> FlightData:
     """
     Read a bag's agent states and diagnostics and compute the flight tables.
 
@@ -104,7 +110,8 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
     ``d_safe`` [m]: None takes the scenario's ``controller: d_safe`` from the bag's description,
     else :data:`flight.DEFAULT_D_SAFE`. ``area``: a ``core.area.SafetyArea`` or None.
     ``statuses``: the bag's /diagnostics already read (:func:`read_statuses`), None to read
-    them here; ``phase``: the engaged phase the metrics were judged on, shown in the report.
+    them here; ``phase``: the engaged phase the summary's top level judges, ``phases``: every
+    engaged phase (each judged on its own), shown in the report.
     """
     states, notes = [], []
     bad = 0
@@ -133,6 +140,9 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
                      'out of the sender figures')
     if not has_states:
         notes.append(f'no {AGENT_STATES_TOPIC} in the bag: no sender figures')
+    stopped = recorded_interruption(run.custom_data)
+    if stopped:
+        notes.insert(0, f'partial: the recorded run was {stopped} (the bag says so)')
     if run.truncated:  # first: every figure and table below stops at the cut
         notes.insert(0, f'partial: the bag is truncated and only its readable part is analysed '
                         f'({run.truncated}); the flight may have gone on beyond it')
@@ -157,7 +167,20 @@ def flight_data(bag, run: RecordedRun, origin: float, *, d_safe: Optional[float]
         str(bag), duration, list(run.agents), dict(run.agent_ids), dict(run.custom_data),
         flight.sender_links(states), flight.receiver_links(statuses), timeline,
         flight.margins(times, positions, d_safe, area),
-        source, has_diagnostics, has_states, area_file, notes, phase)
+        source, has_diagnostics, has_states, area_file, notes, phase,
+        list(phases or ([phase] if phase is not None else [])))
+
+
+def recorded_interruption(custom_data: dict) -> str:
+    """Say that a bag's run was stopped before its end (its ``custom_data``), or ''."""
+    at = custom_data.get(INTERRUPTED_AT)
+    if at is None:
+        return ''
+    try:
+        at = float(at)
+    except ValueError:
+        return f'interrupted ({INTERRUPTED_AT} {at!r})'
+    return interrupted_text({INTERRUPTED_AT: at}, _scenario(custom_data).get('duration'))
 
 
 def flight_json(data: FlightData) -> dict:
@@ -274,12 +297,14 @@ def timeline_figure(data: FlightData):
         ax.broken_barh([(span.start, max(span.end - span.start, 1e-3))], (y - 0.4, 0.8),
                        facecolors=colour)
         seen.setdefault(span.state, colour)
-    phase = data.phase
-    if phase is not None and phase.rule == flight.BRIDGES:
+    for phase in data.phases:
+        if phase.rule != flight.BRIDGES:
+            continue
         ax.axvspan(phase.start, phase.end, color='tab:green', alpha=0.08, lw=0, zorder=0)
         ax.axvline(phase.start, color='tab:green', ls='--', lw=0.8)
         ax.axvline(phase.end, color='tab:green', ls='--', lw=0.8)
-        seen.setdefault(f'judged: engaged {phase.start:.1f}–{phase.end:.1f} s', 'honeydew')
+        seen.setdefault(f'judged: engaged {phase.start:.1f}–{phase.end:.1f} s'
+                        + (f' (phase {phase.number})' if phase.count > 1 else ''), 'honeydew')
     ax.set_yticks(range(len(rows)), [f'{v} {s}' for v, s in rows])
     ax.invert_yaxis()
     ax.set_xlim(0.0, max(data.duration, 1e-3))
@@ -331,16 +356,22 @@ def _number(value, digits: int = 3) -> str:
 def _run_view(data: FlightData, summary: dict) -> dict:
     """Everything the templates show of one run, as strings and small tables."""
     custom = data.custom_data
-    identity = [('bag', data.bag), ('duration', f'{data.duration:.2f} s'),
+    stopped = recorded_interruption(data.custom_data)
+    identity = [('bag', data.bag),
+                ('duration', f'{data.duration:.2f} s' + (f' ({stopped})' if stopped else '')),
                 ('vehicles', ', '.join(data.vehicles) or '–'),
                 ('agent ids', ', '.join(f'{v}: {i}' for v, i in data.agent_ids.items()) or '–')]
     scenario = _scenario(custom)
     if custom:
         identity.append(('recorded with', describe(custom)))
-    for key, label in (('seed', 'seed'), ('git_commit', 'commit'),
-                       ('package_version', 'version'), ('recorder', 'recorder')):
-        if custom.get(key):
-            identity.append((label, custom[key]))
+    if custom.get('seed'):
+        identity.append(('seed', custom['seed']))
+    identity += _code_rows('recorded by', custom.get('package_version'),
+                           custom.get('git_commit')) if custom else []
+    if custom.get('recorder'):
+        identity.append(('recorder', custom['recorder']))
+    analysed = (summary.get('params') or {}).get('analysed_with') or code_identity()
+    identity += _code_rows('analysed by', analysed.get('version'), analysed.get('commit'))
     if scenario:
         identity.append(('scenario', ', '.join(
             f'{k} {scenario[k]}' for k in ('agents', 'radius', 'duration', 'control_period',
@@ -358,11 +389,19 @@ def _run_view(data: FlightData, summary: dict) -> dict:
         if whole:
             row += [_number(whole['final'].get(name), 4), _settle_text(whole, name)]
         metrics.append(row)
+    later = [(f'Engaged phase {p["number"]} of {p["count"]}: '
+              + p['text'].removesuffix(f'; engaged phase {p["number"]} of {p["count"]}'),
+              [[name, _number(final, 4), _number(p['mean'].get(name), 4),
+                _settle_text(p, name, p['start'])] for name, final in p['final'].items()])
+             for p in (summary.get('phases') or [])[1:]]
     closest = summary.get('closest', {})
     links = data.receivers
+    look = [p for p in links.last if flight.worth_a_look(p)]
     return {
         'title': Path(data.bag).name, 'identity': identity, 'metrics': metrics,
-        'metric_header': header, 'engaged': engaged,
+        'metric_header': header, 'engaged': engaged, 'later_phases': later,
+        'shown': (f'engaged phase 1 of {phase.get("count", 1)}' if engaged else 'the whole run'),
+        'verdicts': _verdicts(summary), 'events': _safety_events(data),
         # a simulation's report says nothing of it: the whole run, as always
         'judged': phase.get('text') if phase.get('px4_bridges') else None,
         'phase_closest': _closest_text(phase.get('closest')),
@@ -372,9 +411,8 @@ def _run_view(data: FlightData, summary: dict) -> dict:
                      _number(s.age_p95, 4), _number(s.age_max, 4),
                      f'{_number(s.longest_silence, 3)} s at {_number(s.silence_start, 2)} s',
                      s.restarts) for s in data.senders],
-        'pairs': [(p.receiver, p.sender, p.heard, p.lost, _number(p.loss, 4),
-                   _number(p.age_mean, 4), _number(p.age_max, 4), _number(p.offset, 4),
-                   _number(p.time, 2), p.restarts) for p in links.last],
+        'pairs': [_pair_row(p) for p in links.last],
+        'look_pairs': [_pair_row(p) for p in look], 'look_rule': flight.LOOK_RULE,
         'pooled_loss': _number(links.pooled_loss(), 4) if links.last else '–',
         'matrix': _matrix_view(links),
         'transitions': [(_number(t.time, 2), t.vehicle, t.source, t.before or 'start', t.after,
@@ -387,6 +425,70 @@ def _run_view(data: FlightData, summary: dict) -> dict:
         'area': [(a.agent, _number(a.margin), _number(a.time, 2), _number(a.horizontal),
                   _number(a.vertical), _number(a.outside, 2)) for a in data.margins.area],
     }
+
+
+def _code_rows(who: str, version: Optional[str], commit: Optional[str]) -> list:
+    """Return the Run table's rows of the code that recorded or analysed: version, commit."""
+    rows = [(f'{who} version', f'{PACKAGE} {version or UNKNOWN}')]
+    rows.append((f'{who} commit', commit if commit and commit != UNKNOWN else NO_COMMIT))
+    return rows
+
+
+def _pair_row(p: flight.PairLink) -> tuple:
+    return (p.receiver, p.sender, p.heard, p.lost, _number(p.loss, 4), _number(p.age_mean, 4),
+            _number(p.age_max, 4), _number(p.offset, 4), _number(p.time, 2), p.restarts)
+
+
+def _verdicts(summary: dict) -> list[tuple]:
+    """
+    One row per part of the run judged: which, its interval, settled or not, closest approach.
+
+    A recorded PX4 flight: each engaged phase (summary.json's ``phases``); else the whole run.
+    """
+    phases = summary.get('phases') or [{**(summary.get('phase') or {}), **summary}]
+    rows = []
+    for p in phases:
+        engaged = p.get('rule') == flight.BRIDGES
+        label = (f'engaged phase {p.get("number", 1)} of {p.get("count", 1)}' if engaged
+                 else 'whole run')
+        interval = (f'{_number(p.get("start"), 2)}–{_number(p.get("end"), 2)} s'
+                    if 'start' in p else '–')
+        start = p.get('start') if engaged else None
+        settled = [_settle_text(p, name, start) for name in SETTLE_THRESHOLDS]
+        finals = [_number((p.get('final') or {}).get(name), 4) for name in SETTLE_THRESHOLDS]
+        rows.append((label, interval, *settled, *finals, _closest_text(p.get('closest'))))
+    return rows
+
+
+def _safety_events(data: FlightData) -> list[str]:
+    """Say each safety event: pairs below d_safe, agents outside the area, failures, holds."""
+    events = [f'{p.a} – {p.b} closer than d_safe ({_number(data.margins.d_safe, 2)} m) for '
+              f'{_number(p.below, 2)} s; closest {_number(p.closest)} m at {_number(p.time, 2)} s'
+              for p in data.margins.pairs if p.below > 0]
+    events += [f'{a.agent} outside the safety area for {_number(a.outside, 2)} s; margin '
+               f'{_number(a.margin)} m at {_number(a.time, 2)} s'
+               for a in data.margins.area if a.outside > 0]
+    events += [f'{_number(t.time, 2)} s: {t.vehicle} ({t.source}) {t.after}: {t.reason}'
+               for t in data.timeline.transitions if t.after in flight.SAFETY_STATES
+               and not (t.source == flight.AGENT and _left_the_ring(data, t))]
+    if len(events) > MAX_EVENTS:
+        events = events[:MAX_EVENTS] + [f'and {len(events) - MAX_EVENTS} more (see the '
+                                        'timeline and the safety margins below)']
+    return events
+
+
+def _left_the_ring(data: FlightData, failed: flight.Transition) -> bool:
+    """
+    Whether an agent failed because its PX4 bridge took its vehicle out of the ring.
+
+    (Landing, idle, Hold: the timeline says why.) Its bridge is not engaged at the failure or
+    within one status period after it (the two nodes report each at its own time).
+    """
+    spans = [s for s in data.timeline.spans
+             if (s.vehicle, s.source) == (failed.vehicle, flight.PX4)]
+    engaged = (flight.ACTIVE, flight.HOLDING)
+    return any(s.start <= t < s.end and s.state not in engaged for s in spans
+               for t in (failed.time, failed.time + flight.STATUS_PERIOD))
 
 
 def _settle_text(summary: dict, name: str, start: Optional[float] = None) -> str:
@@ -439,12 +541,31 @@ figure { margin: 0.5em 0; } figcaption { font-size: 0.85em; color: #555; }
 """
 
 MACROS = """
+{% macro verdicts(run) %}
+<table class="verdicts"><tr><th class="l">part of the run</th><th>interval</th>
+<th>E_gap settles at</th><th>E_r settles at</th><th>final E_gap</th><th>final E_r</th>
+<th>closest approach</th></tr>
+{% for row in run.verdicts %}<tr><td class="l">{{ row[0] }}</td>
+{% for cell in row[1:] %}<td>{{ cell }}</td>{% endfor %}</tr>{% endfor %}
+</table>
+<p>Closest approach (d_min of the live agents){% if run.engaged %}, whole recording{% endif %}:
+{{ run.closest }}</p>
+{% if run.events %}
+<p class="missing">Safety events:</p>
+<ul class="events">{% for event in run.events %}<li>{{ event }}</li>{% endfor %}</ul>
+{% else %}
+<p class="events">No safety event: no pair closer than d_safe ({{ run.d_safe }} m),
+{% if run.area_file %}no agent outside the safety area{% else %}no safety area given{% endif %},
+no agent failed, no PX4 bridge holding or in Hold.</p>
+{% endif %}
+{% endmacro %}
 {% macro identity(run) %}
 <table>{% for key, value in run.identity %}
 <tr><th class="l">{{ key }}</th><td class="l">{{ value }}</td></tr>{% endfor %}
 </table>
 {% endmacro %}
 {% macro summary(run) %}
+{% if run.later_phases %}<p>Shown first: {{ run.shown }}; the later phases follow.</p>{% endif %}
 {% if run.judged %}<p class="judged">Judged: {{ run.judged }}</p>{% endif %}
 <table class="metrics"><tr><th class="l">metric</th>
 {% for title in run.metric_header %}<th>{{ title }}</th>{% endfor %}</tr>
@@ -460,6 +581,14 @@ phase: {{ run.phase_closest }}</p>
 {% else %}
 <p>Closest approach (d_min of the live agents): {{ run.closest }}</p>
 {% endif %}
+{% for title, rows in run.later_phases %}
+<p class="judged">{{ title }}</p>
+<table class="metrics"><tr><th class="l">metric</th><th>final</th><th>mean</th>
+<th>settles at</th></tr>
+{% for row in rows %}
+<tr><td class="l">{{ row[0] }}</td>{% for cell in row[1:] %}<td>{{ cell }}</td>{% endfor %}</tr>
+{% endfor %}</table>
+{% endfor %}
 {% endmacro %}
 {% macro links(run) %}
 <h3>Per sender, as the recorder heard /swarm/agent_states</h3>
@@ -474,6 +603,16 @@ figures below do.</p>
 <h3>Per receiver (who heard whom), from /diagnostics</h3>
 {% if run.pairs %}
 <p>Loss over every pair's last status: {{ run.pooled_loss }}</p>
+<p>Pairs worth a look ({{ run.look_rule }}): {{ run.look_pairs | length }} of
+{{ run.pairs | length }}.</p>
+{% if run.look_pairs %}
+<table class="look"><tr><th>receiver</th><th>sender</th><th>heard</th><th>lost</th>
+<th>loss</th><th>age mean [s]</th><th>age max [s]</th><th>clock offset [s]</th>
+<th>status at [s]</th><th>restarts</th></tr>
+{% for row in run.look_pairs %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
+{% endfor %}</table>
+{% endif %}
+<details><summary>Every pair ({{ run.pairs | length }}): the matrix and the full table</summary>
 <table class="matrix"><tr><th>sender \\ receiver</th>
 {% for r in run.matrix.receivers %}<th>{{ r }}</th>{% endfor %}</tr>
 {% for sender, cells in run.matrix.rows %}<tr><th>{{ sender }}</th>
@@ -485,6 +624,7 @@ figures below do.</p>
 <th>status at [s]</th><th>restarts</th></tr>
 {% for row in run.pairs %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
 {% endfor %}</table>
+</details>
 {% else %}<p class="missing">No per-receiver link figures in this bag.</p>{% endif %}
 {% endmacro %}
 {% macro transitions(run) %}
@@ -524,26 +664,30 @@ REPORT_TEMPLATE = """<!DOCTYPE html>
 <h1>Flight report: {{ run.title }}</h1>
 {% if run.missing %}<p class="missing">{{ run.missing }}</p>{% endif %}
 {% for note in run.notes %}<p class="missing">{{ note }}</p>{% endfor %}
-<h2>Run</h2>
-{{ identity(run) }}
-<h2>Summary</h2>
-{{ summary(run) }}
-<h2>Links</h2>
-{{ links(run) }}
-{% if figures.get('links') %}<figure><img alt="link loss and age" src="{{ figures['links'] }}">
-<figcaption>Left: loss per sender and receiver. Right: age (arrival - stamp) over time.
-</figcaption></figure>{% endif %}
-<h2>Vehicle timeline</h2>
-{% if figures.get('timeline') %}
-<figure><img alt="vehicle timeline" src="{{ figures['timeline'] }}"></figure>
-{% endif %}
-{{ transitions(run) }}
-<h2>Safety margins (worst first)</h2>
-{{ margins(run) }}
+<h2>Verdicts</h2>
+{{ verdicts(run) }}
 <h2>Figures</h2>
+{% if figures.get('timeline') %}
+<figure><img alt="vehicle timeline" src="{{ figures['timeline'] }}">
+<figcaption>vehicle timeline{% if run.engaged %}: the engaged phases judged shaded (the legend
+gives their intervals){% endif %}</figcaption></figure>
+{% endif %}
 {% for name, uri in existing %}
 <figure><img alt="{{ name }}" src="{{ uri }}"><figcaption>{{ name }}</figcaption></figure>
 {% endfor %}
+{% if figures.get('links') %}<figure><img alt="link loss and age" src="{{ figures['links'] }}">
+<figcaption>Left: loss per sender and receiver. Right: age (arrival - stamp) over time.
+</figcaption></figure>{% endif %}
+<h2>Run</h2>
+{{ identity(run) }}
+<h2>Metrics</h2>
+{{ summary(run) }}
+<h2>Links</h2>
+{{ links(run) }}
+<h2>Vehicle timeline</h2>
+{{ transitions(run) }}
+<h2>Safety margins (worst first)</h2>
+{{ margins(run) }}
 </body></html>
 """
 
@@ -553,14 +697,16 @@ COMPARISON_TEMPLATE = """<!DOCTYPE html>
 <style>""" + STYLE + """</style></head>
 <body>
 <h1>Comparison: {{ runs | map(attribute=0) | join(' vs ') }}</h1>
-{% for section, macro in [('Run', identity), ('Summary', summary), ('Links', links),
+{% for section, macro in [('Verdicts', verdicts), ('Run', identity), ('Metrics', summary),
+                          ('Links', links),
                           ('Vehicle transitions', transitions),
                           ('Safety margins (worst first)', margins)] %}
 <h2>{{ section }}</h2>
 <div class="side">
 {% for label, run in runs %}<div><h3>{{ label }}</h3>
-{% if section == 'Run' and run.missing %}<p class="missing">{{ run.missing }}</p>{% endif %}
-{% if section == 'Run' %}{% for note in run.notes %}<p class="missing">{{ note }}</p>
+{% if section == 'Verdicts' and run.missing %}<p class="missing">{{ run.missing }}</p>
+{% endif %}
+{% if section == 'Verdicts' %}{% for note in run.notes %}<p class="missing">{{ note }}</p>
 {% endfor %}{% endif %}
 {{ macro(run) }}</div>
 {% endfor %}</div>

@@ -60,6 +60,35 @@ class RunResult:
     # ``flight.EngagedPhase.as_dict``: ``start``, ``end`` [s], ``rule``, ``text``...); None: the
     # whole run, and no ``phase`` in the summary.
     judged: dict | None = None
+    # Every part of the run judged on its own (a flight's engaged phases, the first being
+    # ``judged``): each gets its final values, means, settle times and closest approach in
+    # summary.json's ``phases``; None: no ``phases``.
+    phases: list[dict] | None = None
+
+
+# summary.json ``params`` and a recording's ``custom_data``: the sim time [s] a run that was
+# stopped (Ctrl-C, SIGTERM) had reached when it stopped; absent when the run went to its end.
+INTERRUPTED_AT = 'interrupted_at'
+
+
+def interrupted_params(sim_time: float | None) -> dict:
+    """Return ``{INTERRUPTED_AT: sim_time}`` for a run stopped at ``sim_time`` [s]; None: {}."""
+    return {} if sim_time is None else {INTERRUPTED_AT: round(float(sim_time), 9)}
+
+
+def interrupted_text(params: Mapping[str, Any], duration: float | None = None) -> str:
+    """
+    Say in a few words that a run was stopped before its end, from its ``params``; '' if not.
+
+    ``duration`` [s]: the scenario's, when ``params`` does not hold it.
+    """
+    at = params.get(INTERRUPTED_AT)
+    if at is None:
+        return ''
+    duration = params.get('duration', duration)
+    of = '' if duration is None else f' of its {float(duration):g} s'
+    return (f'interrupted at t={float(at):g} s{of}: the outputs cover the run until then '
+            'only')
 
 
 def closest_approach(timestamps: np.ndarray, d_min: np.ndarray) -> dict:
@@ -215,12 +244,12 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
     part = window is not None and (len(metrics) == 0 or window[0] > metrics[0, 0]
                                    or window[1] < metrics[-1, 0])
     if judged is not None:
-        inside = metrics[(metrics[:, 0] >= window[0]) & (metrics[:, 0] <= window[1])]
-        summary['phase'] = {**judged, 'closest': closest_approach(
-            inside[:, 0], inside[:, METRIC_NAMES.index('d_min') + 1])}
+        summary['phase'] = {**judged, 'closest': phase_summary(metrics, judged)['closest']}
         if part:
             whole = summarise(metrics)
             summary['whole_run'] = {key: whole[key] for key in ('final', 'mean', 'settle_time')}
+    if result.phases is not None:
+        summary['phases'] = [phase_summary(metrics, phase) for phase in result.phases]
     summary['real_time_factor'] = real_time_factor
     if result.area_margin is not None:
         summary['area_margin'] = result.area_margin
@@ -238,6 +267,21 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
             staging, columns, summary['settle_time'] if part else None, trajectories, params,
             fmt, window if part else None), summary, 'the figures')
     return summary
+
+
+def phase_summary(metrics: np.ndarray, phase: dict) -> dict:
+    """
+    Return ``phase`` (``start``, ``end`` [s]...) with the verdicts of the metrics rows in it.
+
+    Its final values, means and settle times (:func:`summarise` over the phase) and its own
+    closest approach (``closest``: the smallest ``d_min`` within the phase).
+    """
+    window = (phase['start'], phase['end'])
+    inside = metrics[(metrics[:, 0] >= window[0]) & (metrics[:, 0] <= window[1])]
+    judged = summarise(metrics, window)
+    return {**phase, 'final': judged['final'], 'mean': judged['mean'],
+            'settle_time': judged['settle_time'],
+            'closest': closest_approach(inside[:, 0], inside[:, METRIC_NAMES.index('d_min') + 1])}
 
 
 def write_streamed_outputs(out_dir, params: dict, trajectories=None,

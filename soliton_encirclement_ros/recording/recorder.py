@@ -177,6 +177,12 @@ class BagRecorder:
                 {topic: self._types[topic] for topic in added}))
         return added
 
+    def set_custom_data(self, key: str, value: str) -> None:
+        """Set ``key`` of the bag's ``custom_data`` (written when it closes); closed: no-op."""
+        with self._writer_access():
+            if self._writer is not None:
+                self._writer.set_custom_data(key, str(value))
+
     def close(self) -> None:
         """
         Flush the storage and write metadata.yaml.

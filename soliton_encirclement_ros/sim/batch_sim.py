@@ -30,7 +30,7 @@ from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import (
-    OutputsIncomplete, RunResult, separation_note, write_run_outputs)
+    interrupted_params, OutputsIncomplete, RunResult, separation_note, write_run_outputs)
 from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINE_CHOICES
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
@@ -88,7 +88,7 @@ def simulate(scenario: Scenario, engine: str = 'auto',
     trajectories = {name: np.column_stack((times, trace[:, j])) for j, name in enumerate(names)}
     sim_time = round(done * period, 9)
     params = {**scenario.as_dict(), 'engine': run.engine,
-              **({'interrupted_at': sim_time} if interrupted else {})}
+              **interrupted_params(sim_time if interrupted else None)}
     if scenario.area is not None:  # who started outside: no settle time is theirs
         params['outside_start'] = outside_starts(scenario.area, scenario.start_positions(),
                                                  agent_names(ids))

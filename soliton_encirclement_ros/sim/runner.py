@@ -25,7 +25,8 @@ from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import broken_rule, domain_id_problem, number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import (
     FIGURE_FORMATS, new_dir_problem, output_dir_problem)
-from soliton_encirclement_ros.analysis.report import separation_note
+from soliton_encirclement_ros.analysis.report import (
+    INTERRUPTED_AT, interrupted_params, interrupted_text, separation_note)
 from soliton_encirclement_ros.bringup.graph import (
     agent_controllers, build_graph, precedence_notes, separation_notes, SwarmPlan)
 from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
@@ -172,8 +173,13 @@ def remove_run_area(plan: SwarmPlan, args: argparse.Namespace) -> None:
             pass
 
 
-def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
-    """Return the run's parameters for summary.json: the scenario's, then the graph's."""
+def plan_summary(plan: SwarmPlan, args: argparse.Namespace,
+                 interrupted_at: float | None = None) -> dict:
+    """
+    Return the run's parameters for summary.json: the scenario's, then the graph's.
+
+    ``interrupted_at``: the sim time [s] a stopped run had reached (``report.INTERRUPTED_AT``).
+    """
     outside = ({} if plan.scenario.area is None else {'outside_start': outside_starts(
         plan.scenario.area, plan.initial_positions(), list(plan.names))})
     return {
@@ -185,6 +191,7 @@ def plan_summary(plan: SwarmPlan, args: argparse.Namespace) -> dict:
         'params_files': list(plan.params_files),
         'mode': 'processes' if args.processes else 'in-process',
         'engine': args.engine,
+        **interrupted_params(interrupted_at),
     }
 
 
@@ -261,6 +268,9 @@ def print_summary(summary: dict, out_dir: Path, stream=None) -> None:
     print(f'  {separation_note(summary.get("params") or {})}', file=stream)
     print(f'  real-time factor {_number(summary.get("real_time_factor"), 2)}; outputs in '
           f'{out_dir}', file=stream)
+    stopped = interrupted_text(summary.get('params') or {})
+    if stopped:
+        print(f'  {stopped}', file=stream)
 
 
 def main(argv=None) -> int:
@@ -419,9 +429,22 @@ class StartupError(Exception):
     """The graph could not start: bad parameters or a node refusing its configuration."""
 
 
-def _interrupted(stop: StopRequest) -> None:
-    if stop.requested:
-        print('\nswarm_sim: interrupted, writing what was gathered', file=sys.stderr)
+def _interrupted(stop: StopRequest, graph, duration: float) -> float | None:
+    """
+    Return the sim time [s] a run stopped before ``duration`` reached, or None (it ran whole).
+
+    Says so on stderr, and marks the bag being recorded (``report.INTERRUPTED_AT`` in its
+    ``custom_data``), before the graph closes it.
+    """
+    sim_time = graph.sim_time
+    if not stop.requested or sim_time >= duration:
+        return None
+    print(f'\nswarm_sim: interrupted at t={sim_time:g} s of {duration:g} s, writing what was '
+          'gathered', file=sys.stderr)
+    recorder = getattr(graph, 'recorder', None)
+    if recorder is not None:
+        recorder.set_custom_data(INTERRUPTED_AT, f'{sim_time:g}')
+    return sim_time
 
 
 PREVIOUS_OUTPUTS = ('metrics.csv', 'agents.csv', 'summary.json')
@@ -479,7 +502,7 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         failure = str(error)
     finally:
         stop.writing = True
-        _interrupted(stop)
+        interrupted_at = _interrupted(stop, graph, plan.scenario.duration)
         wall = time.perf_counter() - wall_start
         sim_time = graph.sim_time
         trajectories = graph.trajectories()  # bounded; the tables are on disk
@@ -491,7 +514,8 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         failed = tuple(graph.write_failures())  # the streams' and the bag's, after closing
     try:
         summary = write_streamed_outputs(
-            out_dir, {**plan_summary(plan, args), 'radius': radius, 'engine': engine},
+            out_dir, {**plan_summary(plan, args, interrupted_at), 'radius': radius,
+                      'engine': engine},
             trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
             fmt=args.format, area_margin=area_margin, incomplete=failed)
     except OutputsIncomplete as error:
@@ -565,14 +589,14 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
         failure = str(error)
     finally:
         stop.writing = True
-        _interrupted(stop)
+        interrupted_at = _interrupted(stop, graph, plan.scenario.duration)
         wall = time.perf_counter() - wall_start
         sim_time = graph.sim_time
         closing = graph.close()  # always: every node stops, the bag is closed
         failure = failure or closing
         summary, incomplete = _collect_process_outputs(  # whatever happened
             out_dir, plan, args,
-            RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall))
+            RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall, interrupted_at))
         incomplete = '; '.join(filter(None, [*graph.write_failures(), incomplete]))
     return summary, failure, incomplete, _foreign(graph.foreign_count)
 
@@ -581,6 +605,7 @@ class RunTiming(NamedTuple):
     real_time_factor: float | None
     sim_time: float
     wall_time: float
+    interrupted_at: float | None = None  # the sim time [s] a stopped run reached
 
 
 def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Namespace,
@@ -611,7 +636,7 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
         incomplete += summary.get('outputs_incomplete') or []  # what metrics_node said
         summary['real_time_factor'] = timing.real_time_factor
         measured = (summary.get('params') or {}).get('radius')
-        summary['params'] = {**plan_summary(plan, args),
+        summary['params'] = {**plan_summary(plan, args, timing.interrupted_at),
                              **({} if measured is None else {'radius': measured})}
         try:
             replace_text(written / 'summary.json', json_text(summary))
@@ -626,9 +651,9 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
                               'write them: see its log line)')
     elif (written / 'metrics.csv').exists():
         try:
-            summary = write_streamed_outputs(written, plan_summary(plan, args), None,
-                                             timing.real_time_factor, plots=not args.no_plots,
-                                             fmt=args.format)
+            params = plan_summary(plan, args, timing.interrupted_at)
+            summary = write_streamed_outputs(written, params, None, timing.real_time_factor,
+                                             plots=not args.no_plots, fmt=args.format)
         except OutputsIncomplete as error:
             summary = error.summary
             incomplete.append(f'metrics_node did not write its outputs, nor could they be '

@@ -140,7 +140,7 @@ def test_report_is_one_self_contained_file(report, request):
     assert len(images) >= 10
     for table in ('senders', 'receivers', 'transitions', 'margins'):
         assert f'<table class="{table}">' in html
-    assert 'Summary' in html and 'E_gap' in html
+    assert 'Verdicts' in html and 'Metrics' in html and 'E_gap' in html
 
 
 def without_diagnostics(bag, copy):

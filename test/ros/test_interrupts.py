@@ -115,3 +115,56 @@ def test_an_analysis_stopped_midway_is_one_line(tmp_path, tool, mark, line):
         code, err = stopped(process, signal.SIGINT)
     assert code == 130, err
     assert err.splitlines()[-1] == line, err
+
+
+def metrics_rows(path) -> int:
+    """Return the complete rows the streamed metrics.csv ``path`` holds (0: not there yet)."""
+    from soliton_encirclement_ros.analysis.report import METRICS_HEADER
+    from soliton_encirclement_ros.analysis.stream import read_rows
+    try:
+        return len(read_rows(path, len(METRICS_HEADER)))
+    except (OSError, ValueError):
+        return 0
+
+
+@pytest.mark.parametrize('mode', [(), ('--engine', 'auto'),
+                                  ('--processes', '--real-time-factor', '2')],
+                         ids=['in-process', 'engine', 'processes'])
+def test_swarm_sim_stopped_midway_says_so_in_its_summary_report_and_bag(tmp_path, mode):
+    # An interrupted run used to write summary.json with the scenario's duration and no word
+    # that it stopped early; its flight report showed the recording's 30 s above 'duration 300'.
+    import sys
+
+    import yaml
+
+    from soliton_encirclement_ros.analysis import cli
+    from soliton_encirclement_ros.analysis.bag_reader import Bag
+    from support.waits import wait_for
+    out, bag, analysis = tmp_path / 'out', tmp_path / 'bag', tmp_path / 'analysis'
+    with Running([sys.executable, '-m', 'soliton_encirclement_ros.sim.runner', *mode,
+                  '--agents', '3', '--duration', '100000', '--control-period', '0.05',
+                  '--no-progress', '--no-plots', '--out', str(out),
+                  '--record', str(bag)]) as sim:
+        wait_for(lambda: metrics_rows(out / 'metrics.csv') >= 20
+                 or sim.process.poll() is not None, f'20 metrics rows in {out / "metrics.csv"}')
+        assert sim.process.poll() is None, sim.err[-800:]
+        code, stdout, err = sim.stop(signal.SIGINT)
+    assert not any(word in err for word in TRACEBACK), err
+    # exit 3 only for what a loaded machine can do to --processes: a recorder that fell behind
+    lines = [line for line in err.splitlines() if line.startswith('swarm_sim: error')]
+    assert code == 0 or (code == 3 and len(lines) == 1
+                         and lines[0].endswith('the recorder did not keep up with them')), err
+    params = json.loads((out / 'summary.json').read_text())['params']
+    at = params['interrupted_at']
+    assert params['duration'] == 100000.0 and 1.0 <= at < 100000.0, params
+    assert f'swarm_sim: interrupted at t={at:g} s of 100000 s' in err
+    assert f'interrupted at t={at:g} s of its 100000 s' in stdout
+    info = yaml.safe_load((bag / 'metadata.yaml').read_text())['rosbag2_bagfile_information']
+    assert info['custom_data']['interrupted_at'] == f'{at:g}'
+    with Bag(next(bag.glob('*.mcap'))) as reader:  # the MCAP's own metadata record too
+        assert reader.custom_data['interrupted_at'] == f'{at:g}'
+    assert cli.main([str(bag), '--out', str(analysis), '--max-frames', '0', '--report']) == 0
+    assert json.loads((analysis / 'summary.json').read_text())['params'][
+        'interrupted_at'] == float(f'{at:g}')
+    html = (analysis / 'report.html').read_text()
+    assert f'partial: the recorded run was interrupted at t={at:g} s of its 100000 s' in html

@@ -21,6 +21,9 @@ from rosbags.rosbag2 import StoragePlugin, Writer
 from support.circle_bag import agent_state, ODOM, STATES, T, TS
 
 DIAGNOSTICS = 'diagnostic_msgs/msg/DiagnosticArray'
+# A clean link at a receiver (core.links.LinkFigures over its window): 20 heard, nothing lost
+LINK_CLEAN = {'heard': 20, 'lost': 0, 'restarts': 0, 'age_mean': 0.01, 'age_max': 0.02,
+              'offset': 0.0}
 RADIUS = 20.0
 OMEGA = 0.1       # rad/s: the ring turns around the target
 TAU = 3.0         # s: the vehicles' approach to their slots
@@ -44,26 +47,35 @@ class Flight:
     holds: dict = field(default_factory=dict)
     # vehicle -> time its bridge lands it alone (land_after: its agent is gone)
     leaves: dict = field(default_factory=dict)
+    # the fleet flies again: (engage, land) of each later sortie, after ``land``; the vehicles
+    # take off from where they landed
+    again: tuple = ()
+    # (receiver, sender) -> figures of that link that differ from a clean one (LINK_CLEAN),
+    # e.g. {'lost': 3}; every agent's status carries its link figures to each other agent
+    links: dict = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
         return [f'uav{i + 1}' for i in range(self.vehicles)]
 
-    def active_from(self, i: int) -> float:
-        """When vehicle ``i``'s bridge reports active (each a little after the one before)."""
-        return self.engage + ARM_DELAY + 0.05 * i
+    def sortie(self, t: float) -> tuple[float, float] | None:
+        """Return (engage, land) of the last sortie begun at ``t``; None before the first."""
+        begun = [s for s in ((self.engage, self.land), *self.again) if s[0] <= t]
+        return begun[-1] if begun else None
 
     def phase(self, name: str, i: int, t: float) -> tuple[str, str | None]:
         """Return the bridge's phase and out_of_ring at ``t``."""
-        left = min(self.leaves.get(name, math.inf), self.land)
-        why = 'land_after' if self.leaves.get(name, math.inf) <= self.land else 'operator request'
+        sortie = self.sortie(t)
+        if sortie is None:
+            return 'idle', None
+        engage, land = sortie
+        left = min(self.leaves.get(name, math.inf), land)
+        why = 'land_after' if self.leaves.get(name, math.inf) <= land else 'operator request'
         if t >= left:
             return ('landing' if t < left + LANDED_AFTER else 'idle'), f'landing ({why})'
-        if t < self.engage:
-            return 'idle', None
-        if t < self.engage + MODE_DELAY:
+        if t < engage + MODE_DELAY:
             return 'mode_requested', None
-        if t < self.active_from(i):
+        if t < engage + ARM_DELAY + 0.05 * i:  # each a little after the one before
             return 'arm_requested', None
         return 'active', None
 
@@ -102,6 +114,14 @@ def agent_status(flight: Flight, name: str, i: int, t: float):
     failed = out is not None
     values = [('agent_id', str(i + 1)), ('incarnation', '7'),
               ('state', 'failed' if failed else 'ok')]
+    for j, sender in enumerate(flight.names):
+        if sender != name:
+            link = {**LINK_CLEAN, **flight.links.get((name, sender), {})}
+            loss = link['lost'] / (link['heard'] + link['lost'])
+            values.append((f'link.{j + 1}', (
+                f'heard={link["heard"]} lost={link["lost"]} loss={loss:.4f} '
+                f'restarts={link["restarts"]} age_mean={link["age_mean"]:.4f} '
+                f'age_max={link["age_max"]:.4f} offset={link["offset"]:+.4f}')))
     return _status(f'/{name}/agent', 2 if failed else 0,
                    f'failed (vehicle: {out})' if failed else 'ok', values)
 
@@ -158,8 +178,12 @@ def trajectories(flight: Flight) -> tuple[np.ndarray, np.ndarray]:
     return times, out
 
 
-def write_flight_bag(path, flight: Flight | None = None):
-    """Write ``flight`` (default: engage at 10 s, ring, land at 45 s) as a bag; return ``path``."""
+def write_flight_bag(path, flight: Flight | None = None, custom_data: dict | None = None):
+    """
+    Write ``flight`` (default: engage at 10 s, ring, land at 45 s) as a bag; return ``path``.
+
+    ``custom_data``: the bag's description (what a recorder of ours writes), none by default.
+    """
     flight = flight or Flight()
     times, positions = trajectories(flight)
     velocities = np.gradient(positions, times, axis=0)
@@ -183,6 +207,8 @@ def write_flight_bag(path, flight: Flight | None = None):
                 add('/diagnostics', DIAGNOSTICS, t, T[DIAGNOSTICS](
                     header=header, status=[status(flight, name, i, t)]))
     with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+        for key, value in (custom_data or {}).items():
+            writer.set_custom_data(key, value)
         connections = {}
         for t, topic, msgtype, raw in sorted(items, key=lambda item: item[0]):
             if topic not in connections:

@@ -5,6 +5,7 @@ The bags (support/px4_flight_bag.py) start on the ground, engage at 10 s, form a
 and land at 45 s; over the whole recording the ring never settles (the landed fleet's agents are
 out of the ring: every metric NaN at the end), over the engaged phase it does.
 """
+from html import escape
 import json
 import math
 
@@ -113,3 +114,96 @@ def test_a_simulated_run_is_judged_whole_as_before(tmp_path):
     assert 'Judged' not in html and 'whole recording' not in html
     assert ('<tr><th class="l">metric</th>\n<th>final</th><th>mean</th><th>settles at</th>'
             '</tr>') in html
+
+
+@pytest.fixture(scope='module')
+def twice(tmp_path_factory):
+    # A short first sortie (landed 3 s after the engage: the ring has not formed), then the
+    # fleet flies again from where it landed, forms the ring and holds it.
+    return analyse(tmp_path_factory, 'twice', Flight(land=15.0, again=((30.0, 75.0),), end=85.0),
+                   '--report')
+
+
+def test_each_engaged_phase_is_judged_and_named(twice):
+    # Only the first engaged phase used to be judged: the ring that formed and held in the
+    # second one read 'E_gap did not settle'.
+    summary = json.loads((twice / 'summary.json').read_text())
+    first, second = summary['phases']
+    assert (first['number'], first['count'], second['number']) == (1, 2, 2)
+    assert first['settle_time']['E_gap'] is None  # 3 s engaged: no ring yet
+    assert second['start'] == pytest.approx(32.7) and second['end'] == pytest.approx(74.7)
+    assert 32.0 < second['settle_time']['E_gap'] < 50.0, second['settle_time']
+    assert second['final']['E_gap'] < 1e-3
+    assert second['final']['d_min'] == pytest.approx(2 * RADIUS * math.sin(math.pi / 3),
+                                                     abs=0.01)
+    assert second['closest']['d_min'] <= second['final']['d_min']  # its own, from take-off
+    assert second['text'].endswith('; engaged phase 2 of 2')
+    html = (twice / 'report.html').read_text()
+    verdicts = html.split('<table class="verdicts">')[1].split('</table>')[0]
+    rows = verdicts.split('</tr>')[1:3]
+    assert 'engaged phase 1 of 2' in rows[0] and 'did not settle' in rows[0]
+    assert 'engaged phase 2 of 2' in rows[1]
+    assert f'{second["settle_time"]["E_gap"]:.2f} s' in rows[1]
+    assert 'did not settle' not in rows[1].split('<td>')[2]  # its E_gap
+    assert 'Engaged phase 2 of 2: engaged 32.70' in html  # its own metrics table
+    assert 'Shown first: engaged phase 1 of 2' in html
+
+
+def test_the_report_leads_with_the_verdicts_and_the_figures(held):
+    # As PX4's Flight Review: what a reader needs first, the tables after.
+    html = (held / 'report.html').read_text()
+    order = [html.index(f'<h2>{title}</h2>') for title in (
+        'Verdicts', 'Figures', 'Run', 'Metrics', 'Links', 'Vehicle timeline')]
+    assert order == sorted(order)
+    verdicts = html[order[0]:order[1]]
+    assert 'engaged phase 1 of 1' in verdicts and 'Closest approach' in verdicts
+    # the hold of uav2 (engaged, holding zero velocity) is a safety event, named with its time
+    assert f'20.40 s: uav2 (px4) holding: {escape(HOLD_WHY)}' in verdicts
+    assert '<img alt="vehicle timeline"' in html[order[1]:order[2]]
+
+
+def test_a_clean_flight_says_it_had_no_safety_event(landed):
+    html = (landed / 'report.html').read_text()
+    verdicts = html.split('<h2>Verdicts</h2>')[1].split('<h2>')[0]
+    assert 'No safety event: no pair closer than d_safe (2.00 m)' in verdicts
+
+
+def test_the_link_table_shows_the_pairs_worth_a_look_and_folds_the_rest(tmp_path_factory):
+    # A clean 10-agent run printed 90 rows of 0.0000: now only the pairs over the thresholds
+    # (flight.LOOK_*), the full table behind a fold.
+    from soliton_encirclement_ros.analysis import flight
+    links = {('uav1', 'uav2'): {'lost': 2},  # 2 of 22: 9 % loss
+             ('uav3', 'uav1'): {'offset': 0.08},
+             ('uav2', 'uav3'): {'age_mean': 0.3, 'age_max': 0.4},
+             ('uav2', 'uav1'): {'lost': 1, 'heard': 99}}  # 1 %: not worth a look
+    out = analyse(tmp_path_factory, 'links', Flight(vehicles=4, links=links), '--report')
+    html = (out / 'report.html').read_text()
+    section = html.split('<h2>Links</h2>')[1].split('<h2>')[0]
+    shown, folded = section.split('<details>')
+    assert f'Pairs worth a look ({flight.LOOK_RULE}): 3 of\n12.' in shown
+    look = shown.split('<table class="look">')[1].split('</table>')[0]
+    rows = [row.split('<td>')[1:3] for row in look.split('</tr>')[1:-1]]
+    pairs = [tuple(int(cell.split('<')[0]) for cell in row) for row in rows]
+    assert sorted(pairs) == [(1, 2), (2, 3), (3, 1)]
+    full = folded.split('<table class="receivers">')[1].split('</table>')[0]
+    assert full.count('</tr>') == 1 + 12  # the header and every pair
+
+
+def test_the_run_table_names_the_version_when_the_commit_is_unknown(tmp_path_factory):
+    # A bag recorded by a non-editable install said only 'commit unknown'.
+    from soliton_encirclement_ros.provenance import package_version
+    tmp = tmp_path_factory.mktemp('version')
+    bag = write_flight_bag(tmp / 'bag', Flight(), custom_data={
+        'recorder': 'run_recorder', 'package_version': '0.1.0', 'git_commit': 'unknown'})
+    assert cli.main([str(bag), '--out', str(tmp / 'out'), '--max-frames', '0', '--report']) == 0
+    html = (tmp / 'out' / 'report.html').read_text()
+    run = html.split('<h2>Run</h2>')[1].split('</table>')[0]
+    assert ('<th class="l">recorded by version</th><td class="l">soliton_encirclement_ros '
+            '0.1.0</td>') in run
+    assert '>unknown<' not in run and 'commit unknown' not in run
+    assert ('<th class="l">recorded by commit</th><td class="l">not recorded: the code was '
+            'installed without its git checkout (the version identifies it)</td>') in run
+    assert ('<th class="l">analysed by version</th><td class="l">soliton_encirclement_ros '
+            f'{package_version()}</td>') in run
+    summary = json.loads((tmp / 'out' / 'summary.json').read_text())
+    assert summary['params']['analysed_with']['version'] == package_version()
