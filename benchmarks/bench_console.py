@@ -61,6 +61,7 @@ LOCK_DIR = Path(tempfile.gettempdir()) / 'soliton_encirclement_ros-test-domains'
 DEADLINE = 120.0  # s for anything to happen at all
 SITL_DEADLINE = 300.0  # s, on PX4 SITL: its start, estimator and arming checks
 FLY_BEFORE_HOLD = 3.0  # s the fleet flies engaged before the key
+ENGAGE_RETRY = 1.0  # s between two engages of a vehicle not (or no longer) engaged
 CALLED = re.compile(r'^hold: called (?P<names>.+?) (?P<ms>\d+) ms after the key')
 
 
@@ -261,14 +262,16 @@ def measure(vehicles: int, runs: int, work: Path, args) -> list[list]:
             if not spin_until(executor, lambda: all(c.service_is_ready() for c in engage),
                               graph.deadline):
                 raise SystemExit("bench_console: the bridges' ~/engage not found")
-            answers = {}
+            answers, asked = {}, {}
 
             def engaged():  # an engage lost or refused (PX4 not ready yet, a failsafe) goes again
                 for i, client in enumerate(engage):
                     future = answers.get(i)
                     if future is None or (future.done() and not (future.result().success
-                                                                 and armed.get(i))):
+                                                                 and armed.get(i))
+                                          and time.monotonic() - asked[i] > ENGAGE_RETRY):
                         answers[i] = client.call_async(Trigger.Request())
+                        asked[i] = time.monotonic()
                 return all(f.done() and f.result().success for f in answers.values()) and all(
                     armed.get(i) for i in range(vehicles))
             flying = False
