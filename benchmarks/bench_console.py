@@ -251,6 +251,11 @@ def measure(vehicles: int, runs: int, work: Path, args) -> list[list]:
             on_status, READER_QOS)
     engage = [observer.create_client(Trigger, f'/{name}/px4_bridge/engage')
               for name in graph.names]
+    # the console starts once every bridge is up, as the operator's does on a field
+    if not spin_until(executor, lambda: all(c.service_is_ready() for c in engage),
+                      graph.deadline):
+        graph.close()
+        raise SystemExit("bench_console: the bridges' ~/engage not found")
     console = ConsoleProcess(path)
     rows = []
     try:
