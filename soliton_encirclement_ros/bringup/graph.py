@@ -415,7 +415,8 @@ def _with_separation_floor(plan: SwarmPlan, agent: NodeSpec, sections) -> NodeSp
 
 
 def _check_file_altitude(agent: NodeSpec, sections) -> None:
-    """Refuse (one line) a PX4 agent's ``altitude`` from a params file at or below the floor.
+    """
+    Refuse (one line) a PX4 agent's ``altitude`` from a params file at or below the floor.
 
     A launch argument's altitude is checked with the plan; one a params file sets for the
     agent reaches it when no argument was given, and would fly the vehicle into the ground.
