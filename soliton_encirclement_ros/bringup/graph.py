@@ -109,6 +109,19 @@ PX4_D_SAFE = 2.0
 PX4_MIN_ALTITUDE = 0.0
 
 
+def check_px4_altitude(altitude: float, source: str = '') -> None:
+    """
+    ``ValueError`` (one line) unless ``altitude`` is above :data:`PX4_MIN_ALTITUDE` or NaN (off).
+
+    ``source`` (e.g. ``' (params file P, /uav1/agent)'``) says where a value came from that was
+    not a launch argument.
+    """
+    if not math.isnan(altitude) and not altitude > PX4_MIN_ALTITUDE:
+        raise ValueError(f'altitude must be > {PX4_MIN_ALTITUDE:g} m for a PX4 vehicle '
+                         '(world ENU z, up from the origin; nan: no altitude hold), '
+                         f'got {altitude:g}{source}')
+
+
 @dataclass(frozen=True)
 class SwarmPlan:
     """
@@ -192,11 +205,7 @@ class SwarmPlan:
             for name in ('px4_namespaces', 'px4_target_systems', 'px4_origins'):
                 if getattr(self, name) and len(getattr(self, name)) != n:
                     raise ValueError(f'{name} needs one entry per agent ({n})')
-            altitude = self.scenario.gains.altitude
-            if not math.isnan(altitude) and not altitude > PX4_MIN_ALTITUDE:
-                raise ValueError(f'altitude must be > {PX4_MIN_ALTITUDE:g} m for a PX4 vehicle '
-                                 '(world ENU z, up from the origin; nan: no altitude hold), '
-                                 f'got {altitude:g}')
+            check_px4_altitude(self.scenario.gains.altitude)
         object.__setattr__(self, 'simulated', _checked_simulated(self))
         if self.geo_reference:
             object.__setattr__(self, 'geo_reference', check_geo_reference(self.geo_reference))
@@ -357,6 +366,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
         if plan.min_d_safe > 0.0:
             nodes[-1] = _with_separation_floor(plan, nodes[-1], sections)
         if plan.mode == 'px4':  # exactly one vehicle per agent: simulated, or its PX4
+            _check_file_altitude(nodes[-1], sections)
             nodes.append(mobility_spec(plan, index, name, files) if name in plan.simulated
                          else px4_bridge_spec(plan, index, name, files))
     nodes.append(spec('metrics_node', 'metrics', '/swarm', [
@@ -402,6 +412,24 @@ def _with_separation_floor(plan: SwarmPlan, agent: NodeSpec, sections) -> NodeSp
     if plan.allow_no_separation:
         extra['allow_no_separation'] = True
     return dataclasses.replace(agent, parameters={**agent.parameters, **extra})
+
+
+def _check_file_altitude(agent: NodeSpec, sections) -> None:
+    """
+    Refuse (one line) a PX4 agent's ``altitude`` from a params file at or below the floor.
+
+    A launch argument's altitude is checked with the plan; one a params file sets for the
+    agent reaches it when no argument was given, and would fly the vehicle into the ground.
+    """
+    in_files = file_parameters(sections, agent.full_name)
+    if 'altitude' in agent.parameters or 'altitude' not in in_files:
+        return
+    path, value = in_files['altitude']
+    try:
+        altitude = float(value)
+    except (TypeError, ValueError):
+        return  # not a number: the agent's own validation names it (launch_plans.value_problem)
+    check_px4_altitude(altitude, f' (params file {path}, {agent.full_name})')
 
 
 _CONTROLLER_FIELDS = frozenset(f.name for f in dataclasses.fields(ControllerParams))

@@ -145,16 +145,24 @@ def test_the_console_holds_three_doubled_vehicles_and_serves_the_others_without_
     assert spin_until(ros, lambda: all(c.service_is_ready() for c in engage), timeout=DEADLINE)
     answers = {}
 
-    def engaged():  # an engage a starved graph lost (PX4's offboard-loss failsafe) goes again
+    def in_offboard(fake):
+        return (fake.nav_state == status.NAVIGATION_STATE_OFFBOARD
+                and fake.arming_state == status.ARMING_STATE_ARMED)
+
+    def flying():
+        # A starved graph may lose an engage, or PX4's offboard-loss failsafe may take a
+        # vehicle out of OFFBOARD after its engage was confirmed: either goes again, until
+        # every vehicle is in OFFBOARD, armed and in the air at once.
         for i, client in enumerate(engage):
             future = answers.get(i)
-            if future is None or (future.done() and not future.result().success):
+            if future is None or (future.done() and not (future.result().success
+                                                         and in_offboard(fakes[i]))):
                 answers[i] = client.call_async(Trigger.Request())
-        return all(f.done() and f.result().success for f in answers.values())
-    assert spin_until(ros, engaged, timeout=DEADLINE), [
-        f.result().message for f in answers.values() if f.done()]
-    assert spin_until(ros, lambda: all(-f.true_position_ned[2] > 3.0 for f in fakes),
-                      timeout=DEADLINE)  # in the air, climbing to the ring
+        return all(answers[i].done() and answers[i].result().success and in_offboard(fake)
+                   and -fake.true_position_ned[2] > 3.0 for i, fake in enumerate(fakes))
+    assert spin_until(ros, flying, timeout=DEADLINE), [  # climbing to the ring
+        (f.result().message if f.done() else 'no answer', fake.nav_state, fake.arming_state,
+         fake.true_position_ned[2]) for f, fake in zip(answers.values(), fakes)]
 
     console.press('h')
     assert spin_until(ros, lambda: all(f.nav_state == status.NAVIGATION_STATE_AUTO_LOITER

@@ -75,9 +75,12 @@ def sitl_plan(n, simulated=(), target_motion=None):
                         params_files=(str(PARAMS_FILE),), simulated=tuple(simulated))
 
 
-def start_graph(ros, plan, spawns_enu=None, extra_args=None):
+def start_graph(ros, plan, spawns_enu=None, extra_args=None, only=None):
     """
     Start the plan's nodes but metrics_node, and one kinematic fake PX4 per bridge.
+
+    ``only`` (a predicate on a node's full name) starts only those nodes (and the fakes of
+    their bridges): one vehicle's companion in a process of its own, as on a field.
 
     Return {full node name: node}, with ``fake <px4_namespace>`` for the fakes. A plan with a
     ``geo_reference`` needs ``spawns_enu``, where each PX4 really starts (world ENU, in the
@@ -96,7 +99,9 @@ def start_graph(ros, plan, spawns_enu=None, extra_args=None):
     nodes = {}
     spawns = iter(spawns_enu or ())
     for spec in build_graph(plan):
-        if spec.executable not in classes:
+        if spec.executable == 'px4_bridge_node' and plan.geo_reference:
+            spawn = next(spawns)  # taken in the bridges' order, started or not
+        if spec.executable not in classes or (only is not None and not only(spec.full_name)):
             continue  # metrics_node: the tests compute the metrics from the odometry themselves
         node = classes[spec.executable](
             cli_args=spec.ros_args() + list((extra_args or {}).get(spec.full_name, ())))
@@ -104,7 +109,8 @@ def start_graph(ros, plan, spawns_enu=None, extra_args=None):
         nodes[spec.full_name] = node
         if spec.executable == 'px4_bridge_node':
             params = spec.parameters
-            spawn = next(spawns) if plan.geo_reference else params['origin_enu']
+            if not plan.geo_reference:
+                spawn = params['origin_enu']
             ref_point = (pymap3d.enu2geodetic(*spawn, *plan.geo_reference) if plan.geo_reference
                          else None)
             fake = FakePx4(params['px4_namespace'], system_id=params['target_system'],

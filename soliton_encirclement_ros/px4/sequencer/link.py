@@ -40,6 +40,9 @@ class Px4Link:
         return 'PX4 reports ' + self.state_text() + (' (failsafe)' if failsafe else '')
 
     def state_text(self):
+        """PX4's reported mode and arming state (its land detector may be heard first)."""
+        if self.status is None:
+            return 'no vehicle_status yet'
         nav, arming, _ = self.status
         return state_text(nav, arming)
 

@@ -152,6 +152,27 @@ def test_agent_px4_refuses_the_broadcast_system_id_and_an_altitude_below_the_ori
     assert value_problem(agent_px4_nodes(agent_px4(altitude='nan'))) is None  # off
 
 
+@pytest.mark.parametrize('altitude', ['-50.0', '0.0'])
+def test_a_px4_altitude_at_or_below_the_origin_in_a_params_file_is_refused(tmp_path, altitude):
+    """An altitude: -50 in the params file (no launch argument) started every node."""
+    from soliton_encirclement_ros.bringup.launch_plans import agent_px4_nodes
+    params = tmp_path / 'params.yaml'
+    params.write_text(f'/**/agent:\n  ros__parameters:\n    altitude: {altitude}\n')
+    for plan in (lambda: agent_px4_nodes(agent_px4(params_file=str(params))),
+                 lambda: swarm_px4_sitl_nodes(sitl(params_file=str(params)))):
+        with pytest.raises(ValueError) as refused:
+            plan()
+        assert str(refused.value) == (
+            f'altitude must be > 0 m for a PX4 vehicle (world ENU z, up from the origin; nan: '
+            f'no altitude hold), got {float(altitude):g} (params file {params}, /uav1/agent)')
+    # a launch argument wins over the file (and says so): the vehicle flies at 12 m
+    (agent,) = [s for s in agent_px4_nodes(agent_px4(params_file=str(params), altitude='12'))
+                if s.executable == 'agent_node']
+    assert agent.parameters['altitude'] == 12.0
+    params.write_text('/**/agent:\n  ros__parameters:\n    altitude: 15.0\n')
+    assert value_problem(agent_px4_nodes(agent_px4(params_file=str(params)))) is None
+
+
 MOBILITY = {'namespace': 'uav1', 'params_file': str(LAUNCH_DIR.parent / 'config' /
                                                     'mobility.yaml'),
             'use_sim_time': 'false', 'log_level': 'info'}

@@ -781,6 +781,24 @@ def test_a_late_accepted_ack_after_a_new_land_request_needs_px4_state():
     assert 'PX4 answered NAV_LAND ACCEPTED' in outs[-1].land_outcome.message
 
 
+def test_a_land_detector_heard_before_any_vehicle_status_is_reported_not_raised():
+    """status() raised TypeError when PX4's land detector said landed before its status came."""
+    seq = OffboardSequencer(CFG, target_system=1)
+    seq.request_land(0.1)
+    seq.on_land_detected(0.2, True)
+    out = seq.tick(0.3)
+    assert out.info[0].startswith('PX4 took the landing over: PX4 reports landed '
+                                  '(vehicle_land_detected)')
+    status = seq.status(0.3)
+    assert status.level == OK and status.message == (
+        'landing: PX4 lands the vehicle (no vehicle_status yet), waiting for touchdown and '
+        'disarm')
+    assert dict(status.values)['landed'] == 'true' and 'nav_state' not in dict(status.values)
+    overdue = seq.tick(0.3 + CFG.land_timeout + 0.1)  # never disarmed: named, not raised
+    assert 'PX4 reports no vehicle_status yet, landed true' in overdue.land_outcome.message
+    assert seq.status(0.3 + CFG.land_timeout + 0.2).level == ERROR
+
+
 def test_land_detected_shows_px4_took_the_landing_and_must_agree_with_the_disarm():
     seq = engaged(2.0)
     seq.request_land(2.0)
