@@ -402,7 +402,8 @@ class BatchControllers:
             if faults is None and not self.faulty:
                 others = silent_obstacles_within_reach(
                     own, get(velocities), p.safety_distance(entry.sum(axis=1) + 1), heard,
-                    silent, nb_pos, nb_vel, now - rx + self._age_at_arrival, ~get(self.member), p,
+                    silent, nb_pos, nb_vel, now - rx + self._age_at_arrival,
+                    shown_presence(~get(self.member), heard, silent), p,
                     self._silent_discs(heard, silent, local - rx, entry))
             else:
                 others = self._obstacles_faults(get, own, velocities, entry, heard, silent, rx,
@@ -458,11 +459,23 @@ class BatchControllers:
         uncertain = bool(np.any(own_radius > 0.0) or np.any(radius > 0.0))
         others = silent_obstacles_within_reach(
             own, get(velocities), p.safety_distance(ring), heard, silent, nb_pos, nb_vel,
-            local - get(self.stamp), ~get(self.member), p, radius if uncertain else None,
+            local - get(self.stamp), shown_presence(~get(self.member), heard, silent), p,
+            radius if uncertain else None,
             trusted, own_radius=own_radius if uncertain else 0.0)
         if others and uncertain:
             others['own_radius'] = own_radius
         return others
+
+
+def shown_presence(presence, heard, silent):
+    """
+    Return ``presence`` (..., M) for ``law.silent_obstacles_within_reach``, or None if unused.
+
+    A presence (a failed agent's broadcast) adds its vehicle's rest point to the ``d_safe``
+    term only where the vehicle counts (``heard`` or ``silent``); where none does, its columns
+    would all be empty (NaN, adding exactly nothing), so a run without failed agents skips them.
+    """
+    return presence if np.any(presence & (heard | silent)) else None
 
 
 def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):

@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from soliton_encirclement_ros.core.batch_engine import shown_presence
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
@@ -192,7 +193,7 @@ class SwarmControllers:
             others = silent_obstacles_within_reach(
                 positions[rows], velocities[rows], p.safety_distance(ring_size),
                 heard & usable, silent, a.position, a.velocity, now - a.sent,
-                ~a.member, p, radius)
+                shown_presence(~a.member, heard & usable, silent), p, radius)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,
