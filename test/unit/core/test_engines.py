@@ -37,7 +37,6 @@ def test_engine_tick_contract(engine):
     assert np.any(cmds[live] != 0.0)  # the working agents did move
 
 
-
 def test_the_scan_is_skipped_only_where_it_finds_nothing():
     """
     ``none_within_reach`` says True only where the within-reach scan returns nothing.
