@@ -30,6 +30,11 @@ hear each other through shared arrays, not messages: of the work listed below, t
 deliveries per tick are gone from its side; the control steps, the mobility at 100 Hz, the
 metrics and the outputs remain.
 
+Before the first round, both sides' own sources are byte-compiled (``compileall``: swarm_sim's
+packages with this Python, the original's tree with its own), as pip compiles what it installs
+and as their libraries already are: where ``PYTHONDONTWRITEBYTECODE`` is set, neither side then
+compiles its modules again on every run.
+
 Each round runs the original, then swarm_sim's case ``n10-odom100`` of bench_swarm_sim.py (the
 next round in the other order), each in a process of its own. The figure is CPU seconds of the
 whole process tree (``getrusage(RUSAGE_CHILDREN)`` of this script around the run: every thread
@@ -225,6 +230,9 @@ def main() -> None:
         os.environ['PYTHONPATH'] = os.pathsep.join(
             [str(tree), *filter(None, [os.environ.get('PYTHONPATH')])])
     bench = load_bench_swarm_sim(tree)
+    # Both sides' own sources byte-compiled, as installed packages are (their libraries are).
+    here.compile_sources(sys.executable, *(tree / p for p in here.PACKAGES))
+    here.compile_sources(args.original_python, Path(args.original_dir))
     options = here.with_engine(bench.CASES[CASE][0], args.engine)
     config = EQUAL if args.original_preset == 'equal' else SHIPPED
     no_adversary = args.original_preset == 'equal'

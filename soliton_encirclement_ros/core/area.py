@@ -31,7 +31,6 @@ import math
 from typing import Any, Mapping, Optional
 
 import numpy as np
-import pymap3d
 import shapely
 
 PROJECTION_ROUNDS = 20  # most: a sharp corner's two edges take several rounds
@@ -211,6 +210,7 @@ def latlon_polygon(latlon, reference) -> np.ndarray:
         raise ValueError(f'safety_area polygon_latlon point {latlon[bad[0]].tolist()} is no '
                          f'[lat, lon]: latitude must be in [-90, 90] and longitude in '
                          f'[-180, 180] degrees{swapped}')
+    import pymap3d  # here: with its time parsers, a run without a latlon area never needs it
     east, north, _ = pymap3d.geodetic2enu(latlon[:, 0], latlon[:, 1], ref[2], *ref)
     far = np.hypot(east, north)
     if not np.all(far <= MAX_LATLON_DISTANCE):

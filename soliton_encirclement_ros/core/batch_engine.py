@@ -26,8 +26,8 @@ from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach,
-    uncertainty_discs)
+    encirclement_step, fallback_command, NeighbourView, obstacle_reach,
+    silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -400,10 +400,16 @@ class BatchControllers:
             rx = get(self.rx)
             silent = get(self.has) & (local - rx <= p.obstacle_memory)
             if faults is None and not self.faulty:
-                others = silent_obstacles_within_reach(
-                    own, get(velocities), p.safety_distance(entry.sum(axis=1) + 1), heard,
-                    silent, nb_pos, nb_vel, now - rx + self._age_at_arrival, ~get(self.member), p,
-                    self._silent_discs(heard, silent, local - rx, entry))
+                d_safe = p.safety_distance(entry.sum(axis=1) + 1)
+                discs = self._silent_discs(heard, silent, local - rx, entry)
+                if discs is None and none_within_reach(own, get(velocities), d_safe, heard,
+                                                       silent, nb_pos, nb_vel, p):
+                    others = {}  # what the scan below finds then, at a fraction of its cost
+                else:
+                    others = silent_obstacles_within_reach(
+                        own, get(velocities), d_safe, heard, silent, nb_pos, nb_vel,
+                        now - rx + self._age_at_arrival,
+                        shown_presence(~get(self.member), heard, silent), p, discs)
             else:
                 others = self._obstacles_faults(get, own, velocities, entry, heard, silent, rx,
                                                 local, nb_pos, nb_vel, faults)
@@ -458,11 +464,51 @@ class BatchControllers:
         uncertain = bool(np.any(own_radius > 0.0) or np.any(radius > 0.0))
         others = silent_obstacles_within_reach(
             own, get(velocities), p.safety_distance(ring), heard, silent, nb_pos, nb_vel,
-            local - get(self.stamp), ~get(self.member), p, radius if uncertain else None,
+            local - get(self.stamp), shown_presence(~get(self.member), heard, silent), p,
+            radius if uncertain else None,
             trusted, own_radius=own_radius if uncertain else 0.0)
         if others and uncertain:
             others['own_radius'] = own_radius
         return others
+
+
+def none_within_reach(own_position, own_velocity, d_safe, heard, silent, position, velocity,
+                      params) -> bool:
+    """
+    Whether no vehicle lies within ``law.obstacle_reach`` of any agent: one bound for all.
+
+    ``law.silent_obstacles_within_reach`` (points: no disc, no silent vehicle) compares each
+    vehicle's distance with its own bound, which grows with both speeds and ``d_safe``; the
+    bound of the fastest agent, the fastest vehicle and the largest ``d_safe`` is at least every
+    one of them. True: every vehicle counted (``heard`` or ``silent``) lies at least that far,
+    so the scan would find none (its term adds nothing: it returns {}). False: ask the scan
+    (one nearer, NaN, or a silent vehicle, which counts where ``law.silent_track`` puts it).
+    """
+    if np.any(silent & ~heard):
+        return False
+    counted = heard | silent
+    if not counted.any():
+        return False
+    own_v = np.asarray(own_velocity, dtype=float)
+    moving = np.asarray(velocity, dtype=float)
+    speed = float(np.max(np.hypot(own_v[..., 0], own_v[..., 1])))
+    others = float(np.max(np.where(counted, np.hypot(moving[..., 0], moving[..., 1]), 0.0)))
+    bound = obstacle_reach(speed, others, 0.0, params, 0.0, float(np.max(d_safe)))
+    own = np.asarray(own_position, dtype=float)
+    at = np.asarray(position, dtype=float)
+    distance = np.hypot(at[..., 0] - own[..., None, 0], at[..., 1] - own[..., None, 1])
+    return bool(np.all(np.where(counted, distance >= bound, True)))
+
+
+def shown_presence(presence, heard, silent):
+    """
+    Return ``presence`` (..., M) for ``law.silent_obstacles_within_reach``, or None if unused.
+
+    A presence (a failed agent's broadcast) adds its vehicle's rest point to the ``d_safe``
+    term only where the vehicle counts (``heard`` or ``silent``); where none does, its columns
+    would all be empty (NaN, adding exactly nothing), so a run without failed agents skips them.
+    """
+    return presence if np.any(presence & (heard | silent)) else None
 
 
 def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):

@@ -854,7 +854,8 @@ def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, sile
     return silent_obstacles(gather(live, False), gather(silent, False),
                             gather(position, np.nan, (3,)), gather(velocity, np.nan, (3,)),
                             gather(np.asarray(age, dtype=float), 0.0),
-                            gather(np.asarray(presence, dtype=bool), False), params,
+                            None if presence is None
+                            else gather(np.asarray(presence, dtype=bool), False), params,
                             None if radius is None else gather(np.asarray(radius, dtype=float),
                                                                0.0),
                             kept_trusted)

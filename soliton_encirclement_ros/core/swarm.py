@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from soliton_encirclement_ros.core.batch_engine import none_within_reach, shown_presence
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
@@ -189,10 +190,14 @@ class SwarmControllers:
             if silent.any():  # silent ones count as discs growing at hold_drift
                 radius = uncertainty_discs(0.0, np.where(silent, now - a.rx_time, 0.0),
                                            p.usable_uncertainty(ring_size), p)
-            others = silent_obstacles_within_reach(
-                positions[rows], velocities[rows], p.safety_distance(ring_size),
-                heard & usable, silent, a.position, a.velocity, now - a.sent,
-                ~a.member, p, radius)
+            d_safe = p.safety_distance(ring_size)
+            if radius is not None or not none_within_reach(
+                    positions[rows], velocities[rows], d_safe, heard & usable, silent,
+                    a.position, a.velocity, p):  # else the scan finds none: the term is zero
+                others = silent_obstacles_within_reach(
+                    positions[rows], velocities[rows], d_safe, heard & usable, silent,
+                    a.position, a.velocity, now - a.sent,
+                    shown_presence(~a.member, heard & usable, silent), p, radius)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,

@@ -26,7 +26,7 @@ from soliton_encirclement_ros.core.target_motion import DEFAULT_WAYPOINTS, Targe
 from soliton_encirclement_ros.interface import (
     RELIABLE, SWARM_RELIABILITIES, SWARM_RELIABILITY_DESCRIPTION)
 from soliton_encirclement_ros.px4.geo import check_geo_reference
-from soliton_encirclement_ros.px4.offboard import OffboardConfig
+from soliton_encirclement_ros.px4.sequencer.config import OffboardConfig
 from velocity_mobility_ros.core.vehicle import VehicleParams
 
 

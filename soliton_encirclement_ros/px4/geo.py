@@ -30,7 +30,6 @@ import math
 from typing import Optional, Sequence
 
 import numpy as np
-import pymap3d
 
 ORIGIN_SOURCES = ('given', 'gps')
 
@@ -53,6 +52,7 @@ def check_geo_reference(values: Sequence[float]) -> Optional[tuple[float, float,
 def origin_in_world(ref_lat: float, ref_lon: float, ref_alt: float,
                     geo_reference: tuple[float, float, float]) -> np.ndarray:
     """Return where a PX4 local origin at ``ref_lat``, ``ref_lon``, ``ref_alt`` lies in ENU [m]."""
+    import pymap3d  # here: the simulators import this module for check_geo_reference alone
     east, north, up = pymap3d.geodetic2enu(ref_lat, ref_lon, ref_alt, *geo_reference)
     return np.array([east, north, up], dtype=float)
 

@@ -7,8 +7,11 @@ reference on a fixed set of scenarios: ``acceptance/test_engines_acceptance.py``
 import numpy as np
 import pytest
 
+from soliton_encirclement_ros.core.batch_engine import none_within_reach, shown_presence
 from soliton_encirclement_ros.core.controller import TargetBroadcast
 from soliton_encirclement_ros.core.engines import ENGINES
+from soliton_encirclement_ros.core.gains import ControllerParams
+from soliton_encirclement_ros.core.law import silent_obstacles_within_reach
 from soliton_encirclement_ros.core.scenario import Scenario
 
 
@@ -32,3 +35,45 @@ def test_engine_tick_contract(engine):
         assert np.all(np.abs(cmds[:, 2]) <= params.max_speed_z + 1e-12)
         positions = positions + cmds * s.control_period
     assert np.any(cmds[live] != 0.0)  # the working agents did move
+
+
+def test_the_scan_is_skipped_only_where_it_finds_nothing():
+    """
+    ``none_within_reach`` says True only where the within-reach scan returns nothing.
+
+    The engines skip the scan then (a settled, fault-free tick); random swarms from a crowd to
+    a ring spread wide, at speeds from a hover to 8 m/s, some vehicles not heard.
+    """
+    rng = np.random.default_rng(0)
+    params = ControllerParams(d_safe=2.0)
+    skipped = found = empty = 0
+    for _ in range(600):
+        rows, m = 4, 7
+        spread, speed = rng.choice([3.0, 15.0, 60.0]), rng.choice([0.0, 1.0, 8.0])
+        own = rng.uniform(-spread, spread, (rows, 3))
+        own_v = rng.normal(0.0, speed + 1e-3, (rows, 3))
+        position = rng.uniform(-spread, spread, (rows, m, 3))
+        velocity = rng.normal(0.0, speed + 1e-3, (rows, m, 3))
+        heard = rng.random((rows, m)) < 0.8
+        silent = np.zeros((rows, m), dtype=bool)
+        d_safe = rng.choice([1.0, 2.0], rows)
+        scan = silent_obstacles_within_reach(own, own_v, d_safe, heard, silent, position,
+                                             velocity, np.zeros((rows, m)), None, params)
+        if none_within_reach(own, own_v, d_safe, heard, silent, position, velocity, params):
+            assert scan == {}
+            skipped += 1
+        elif scan:
+            found += 1
+        else:
+            empty += 1
+    assert min(skipped, found, empty) > 20  # every case met, the bound not always too wide
+
+
+def test_presence_columns_only_where_a_presence_counts():
+    """A presence not heard (nor silent) adds no column: ``shown_presence`` is None then."""
+    presence = np.array([False, True, False])
+    heard = np.array([[True, False, True]])
+    silent = np.zeros((1, 3), dtype=bool)
+    assert shown_presence(presence, heard, silent) is None
+    assert shown_presence(presence, heard | [False, True, False], silent) is presence
+    assert shown_presence(presence, heard, silent | [False, True, False]) is presence
