@@ -5,7 +5,9 @@ One run's record and its outputs: CSV files, plots and summary.json.
 :func:`write_run_outputs`: batch_sim and analyze_run. swarm_sim and metrics_node (swarm_sim
 --processes, ros2 launch) stream metrics.csv and agents.csv as the run goes and add the plots
 and summary.json from those files with :func:`write_streamed_outputs`, in memory that does not
-grow with the run's length (:class:`RunningSummary`, ``stream.Envelope``).
+grow with the run's length (:class:`RunningSummary`, ``stream.Envelope``). batch_sim and
+swarm_sim --engine stream a control tick's rows through :class:`RunTables` (batch_sim also
+holds them, for its summary).
 
 No rclpy. ``metrics`` arrays are (T, 7) with columns ``timestamp`` then the six metrics in
 ``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4)
