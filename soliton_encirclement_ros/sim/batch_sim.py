@@ -13,6 +13,10 @@ The controller engines are ``core.engines.ENGINES`` (``per-agent``: the agent no
 hears the same broadcasts; ``batch``: the sweep's receiver x sender engine for one run).
 ``auto`` picks the vectorised one whenever that is exact, else the per-agent one.
 
+metrics.csv and agents.csv are streamed into ``--out`` from the first tick
+(``report.RunTables``, as ``swarm_sim --engine`` streams them): a killed run keeps them, beside
+a summary.json that says it did not finish, until the run's own summary replaces it.
+
     batch_sim --agents 10 --duration 120 --seed 0 --control-period 0.01 \
         --target-motion static --failures-per-min 0 --loss 0 --delay 0 --out runs/static10
 """
