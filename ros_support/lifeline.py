@@ -85,12 +85,17 @@ def start_pool_worker(parent: int) -> None:
     """
     Start a ``multiprocessing`` pool worker: it dies with ``parent`` at once, ignores Ctrl-C.
 
+    SIGTERM ends it, as the pool expects.
+
     The pool's ``initializer`` (``initargs=(os.getpid(),)``). It lives here, in a module that
     imports next to nothing, so that a worker is bound before any heavy import; the parent
     decides what Ctrl-C means.
     """
     bind_to_parent(parent, signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # SIGTERM ends it (``Pool.terminate``): a spawned worker imports the parent's console
+    # script, whose ``ros_support.entry`` records SIGTERM instead, and the pool waited on it.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def child_environment(environment: dict[str, str] | None = None) -> dict[str, str]:

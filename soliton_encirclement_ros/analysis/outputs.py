@@ -69,3 +69,71 @@ def replace_text(path, text: str) -> None:
     except BaseException:
         os.unlink(staged)
         raise
+
+
+LOCK_FILE = '.lock'  # in a folder a writer holds (FolderLock)
+
+
+class FolderInUse(Exception):
+    """Another process holds the folder (:class:`FolderLock`); the message says so in one line."""
+
+
+class FolderLock:
+    """
+    One writer at a time in ``folder``: an exclusive ``flock`` on its ``.lock`` file.
+
+    :meth:`acquire` takes it or raises :class:`FolderInUse` naming the folder and the holder's
+    pid (written into the file); it is held until :meth:`release` or the end of the process,
+    however it ends: the kernel lets go of a dead process's lock, so none is ever left stale.
+    The file itself stays (removing it while another process may open it would let two hold
+    it), except that :meth:`release` with ``undo`` removes the folder again when
+    :meth:`acquire` made it and it holds nothing else (a writer refused before it wrote).
+    """
+
+    def __init__(self, folder, option: str = '--out') -> None:
+        self.folder = Path(folder)
+        self.option = option
+        self.path = self.folder / LOCK_FILE
+        self._fd: int | None = None
+        self._made = False
+
+    def acquire(self, who: str) -> None:
+        """Hold the folder (made if missing) for ``who`` (a program name, in the refusal)."""
+        import fcntl
+        self._made = not self.folder.exists()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors='replace').strip()
+            os.close(fd)
+            self._made = False
+            pid = f' (pid {holder})' if holder.isdigit() else ''
+            raise FolderInUse(f'{self.option} {self.folder} is in use: another {who}{pid} '
+                              'holds it; wait for it to end, or choose another '
+                              f'{self.option}') from None
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f'{os.getpid()}\n'.encode(), 0)
+        except OSError:
+            pass  # a full disk: the lock holds all the same, its pid is not named
+
+    def release(self, undo: bool = False) -> None:
+        """Let the folder go; ``undo``: remove it if :meth:`acquire` made it and it is empty."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if undo and self._made:
+                try:
+                    self.path.unlink()
+                    self.folder.rmdir()
+                except OSError:
+                    pass  # something else is in it now: it stays
+        finally:
+            os.close(fd)

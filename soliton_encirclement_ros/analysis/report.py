@@ -5,7 +5,9 @@ One run's record and its outputs: CSV files, plots and summary.json.
 :func:`write_run_outputs`: batch_sim and analyze_run. swarm_sim and metrics_node (swarm_sim
 --processes, ros2 launch) stream metrics.csv and agents.csv as the run goes and add the plots
 and summary.json from those files with :func:`write_streamed_outputs`, in memory that does not
-grow with the run's length (:class:`RunningSummary`, ``stream.Envelope``).
+grow with the run's length (:class:`RunningSummary`, ``stream.Envelope``). batch_sim and
+swarm_sim --engine stream a control tick's rows through :class:`RunTables` (batch_sim also
+holds them, for its summary).
 
 No rclpy. ``metrics`` arrays are (T, 7) with columns ``timestamp`` then the six metrics in
 ``core.metrics.METRIC_NAMES`` order; ``agents`` arrays are (K, 4)
@@ -27,11 +29,94 @@ import numpy as np
 
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, write_problem
 from soliton_encirclement_ros.analysis.stream import (
-    count_rows, Envelope, read_row_chunks, trim_half_row)
+    count_rows, CsvStream, Envelope, read_row_chunks, trim_half_row, WRITING_MARKER)
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES, SETTLE_THRESHOLDS, settle_time
 
 METRICS_HEADER = ('timestamp',) + METRIC_NAMES
 AGENTS_HEADER = ('node_id', 'timestamp', 'u', 'velocity_norm')
+PREVIOUS_OUTPUTS = ('metrics.csv', 'agents.csv', 'summary.json')
+FIGURES = (*METRIC_NAMES, 'dashboard', 'trajectories')
+# summary.json of a run that has started and not ended: what a killed run leaves (``unfinished``)
+UNFINISHED = ('the run did not finish (killed before its end): metrics.csv and agents.csv hold '
+              'what it simulated, up to their last whole row; no final, mean or settle time')
+
+
+def clear_previous_outputs(out_dir: Path) -> None:
+    """
+    Remove the outputs a previous run left in ``out_dir`` (its CSVs, summary.json, figures).
+
+    Called once this run has started, before it streams into ``out_dir``: what a run killed
+    later leaves there is then its own, not mixed with an older summary. Nothing else in
+    ``out_dir`` is touched.
+    """
+    out_dir = Path(out_dir)
+    names = [*PREVIOUS_OUTPUTS, WRITING_MARKER,
+             *(f'{name}.{fmt}' for name in FIGURES for fmt in FIGURE_FORMATS)]
+    for name in names:
+        (out_dir / name).unlink(missing_ok=True)
+
+
+class RunTables:
+    """
+    metrics.csv and agents.csv of a run, streamed into ``out_dir`` tick by tick (``CsvStream``).
+
+    Opened with the first tick (:meth:`add`): with ``params``, a run that is just starting
+    clears ``out_dir``'s previous outputs first and leaves a summary.json saying it is
+    unfinished (``unfinished``), replaced by the run's own at its end, so a killed run's
+    folder never reads as a whole run. :meth:`failures` says what a full disk cut short.
+    """
+
+    def __init__(self, out_dir, params: dict | None = None) -> None:
+        self.out_dir = Path(out_dir)
+        self.params = params
+        self._streams: tuple[CsvStream, CsvStream] | None = None
+        self._problems: list[str] = []
+
+    def _open(self) -> tuple[CsvStream, CsvStream]:
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        if self.params is not None:
+            clear_previous_outputs(self.out_dir)
+            try:
+                (self.out_dir / 'summary.json').write_text(json_text(
+                    {'unfinished': UNFINISHED, 'params': self.params}))
+            except OSError as error:
+                self._problems.append(write_problem('summary.json not written', error))
+        self._streams = (CsvStream(self.out_dir / 'metrics.csv', METRICS_HEADER),
+                         CsvStream(self.out_dir / 'agents.csv', AGENTS_HEADER))
+        return self._streams
+
+    @property
+    def opened(self) -> bool:
+        """Whether a tick was taken (the files exist)."""
+        return self._streams is not None
+
+    def add(self, tick, ids, agents: np.ndarray | None = None) -> None:
+        """
+        Take one control tick (``core.swarm_run.Tick``) of the agents ``ids``.
+
+        ``agents``: its :func:`tick_agent_rows`, when the caller has them already.
+        """
+        metric_rows, agent_rows = self._streams or self._open()
+        if tick.metrics is not None:
+            metric_rows.append([tick.now, *tick.metrics])
+        if tick.telemetry:
+            agent_rows.append(tick_agent_rows(tick, ids) if agents is None else agents)
+
+    def failures(self) -> list[str]:
+        """Return what could not be written (a full disk), one line each."""
+        return [*self._problems,
+                *(stream.failure for stream in self._streams or () if stream.failure)]
+
+    def close(self) -> None:
+        """Close both files (whole rows); safe to call twice."""
+        for stream in self._streams or ():
+            stream.close()
+
+
+def tick_agent_rows(tick, ids) -> np.ndarray:
+    """Return a tick's agents.csv rows: ``node_id,timestamp,u,velocity_norm`` per live agent."""
+    speed = np.linalg.norm(tick.velocities, axis=1)
+    return np.column_stack((ids, np.full(len(ids), tick.now), tick.u, speed))[tick.live]
 
 
 @dataclass
@@ -213,7 +298,7 @@ class OutputsIncomplete(Exception):
 
 
 def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str = 'png',
-                      incomplete: tuple[str, ...] = ()) -> dict:
+                      incomplete: tuple[str, ...] = (), streamed: bool = False) -> dict:
     """
     Write a run's outputs into ``out_dir`` and return its summary.
 
@@ -227,7 +312,9 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
     group is written into a temporary directory and moved into place only when all of it was
     written, so an error never leaves part of a group behind. A write that fails raises
     :class:`OutputsIncomplete` naming it; ``incomplete`` (what went wrong before, e.g. a
-    stream) goes into summary.json as ``outputs_incomplete``.
+    stream) goes into summary.json as ``outputs_incomplete``. ``streamed``: metrics.csv and
+    agents.csv were streamed into ``out_dir`` as the run went (:class:`RunTables`) and stay as
+    they are; summary.json replaces the unfinished one.
     """
     metrics, agents, params = result.metrics, result.agents, result.params
     trajectories, real_time_factor = result.trajectories, result.real_time_factor
@@ -257,10 +344,17 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
     _note_incomplete(summary, incomplete)
 
     def tables(staging: Path) -> None:
-        _write_csv(staging / 'metrics.csv', METRICS_HEADER, metrics)
-        _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
+        if not streamed:
+            _write_csv(staging / 'metrics.csv', METRICS_HEADER, metrics)
+            _write_csv(staging / 'agents.csv', AGENTS_HEADER, agents)
         (staging / 'summary.json').write_text(json_text(summary))
-    _staged(out_dir, tables, summary, 'metrics.csv, agents.csv and summary.json')
+    try:
+        _staged(out_dir, tables, summary, 'summary.json' if streamed
+                else 'metrics.csv, agents.csv and summary.json')
+    except OutputsIncomplete:
+        if streamed:  # the unfinished summary.json must not stay: the run did finish
+            (out_dir / 'summary.json').unlink(missing_ok=True)
+        raise
     if plots:
         columns = {name: metrics[:, [0, i + 1]] for i, name in enumerate(METRIC_NAMES)}
         _staged(out_dir, lambda staging: _write_plots(

@@ -13,6 +13,10 @@ The controller engines are ``core.engines.ENGINES`` (``per-agent``: the agent no
 hears the same broadcasts; ``batch``: the sweep's receiver x sender engine for one run).
 ``auto`` picks the vectorised one whenever that is exact, else the per-agent one.
 
+metrics.csv and agents.csv are streamed into ``--out`` from the first tick
+(``report.RunTables``, as ``swarm_sim --engine`` streams them): a killed run keeps them, beside
+a summary.json that says it did not finish, until the run's own summary replaces it.
+
     batch_sim --agents 10 --duration 120 --seed 0 --control-period 0.01 \
         --target-motion static --failures-per-min 0 --loss 0 --delay 0 --out runs/static10
 """
@@ -30,7 +34,8 @@ from ros_support.signals import EXIT_INTERRUPTED, Interrupted, StopRequest
 from ros_support.validation import OneLineParser
 from soliton_encirclement_ros.analysis.outputs import FIGURE_FORMATS, output_dir_problem
 from soliton_encirclement_ros.analysis.report import (
-    interrupted_params, OutputsIncomplete, RunResult, separation_note, write_run_outputs)
+    interrupted_params, OutputsIncomplete, RunResult, RunTables, separation_note,
+    tick_agent_rows, write_run_outputs)
 from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINE_CHOICES
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
@@ -44,17 +49,37 @@ TRAJECTORY_AGENTS_MAX = 50  # trajectories.png shows the target and at most this
 
 
 def simulate(scenario: Scenario, engine: str = 'auto',
-             stop: StopRequest | None = None) -> RunResult:
+             stop: StopRequest | None = None, tables: RunTables | None = None) -> RunResult:
     """
     Run ``scenario`` and return its metrics, telemetry and trajectories.
 
     With ``stop``: its request cuts the build short (:class:`Interrupted`), and the run inside
     the control tick it comes in (a tick of a big swarm takes minutes), returning what was
     simulated until the last whole tick (``sim_time`` says how far).
+    With ``tables``: every tick's rows are streamed there too, from the first tick (a killed
+    run leaves them on disk); they are closed when this returns, and ``tables.failures()``
+    says what a full disk cut short.
     """
     guard = stop.raising if stop is not None else nullcontext
     with guard():
         run = SwarmRun(scenario, engine)
+    try:
+        return _run(scenario, run, guard, tables)
+    finally:
+        if tables is not None:
+            tables.close()
+
+
+def run_params(scenario: Scenario, engine: str) -> dict:
+    """Return a run's ``params`` for summary.json: the scenario's, the engine, outside starts."""
+    params = {**scenario.as_dict(), 'engine': engine}
+    if scenario.area is not None:  # who started outside: no settle time is theirs
+        params['outside_start'] = outside_starts(scenario.area, scenario.start_positions(),
+                                                 agent_names(scenario.agent_ids()))
+    return params
+
+
+def _run(scenario: Scenario, run: SwarmRun, guard, tables) -> RunResult:
     n, ids = run.n, run.ids
     traced = min(n, TRAJECTORY_AGENTS_MAX)
     metrics_rows, agent_rows, trace_rows = [], [], []
@@ -68,12 +93,13 @@ def simulate(scenario: Scenario, engine: str = 'auto',
             interrupted = True
             break
         done = k
+        rows = tick_agent_rows(tick, ids) if tick.telemetry else None
+        if tables is not None:
+            tables.add(tick, ids, rows)
         if tick.metrics is not None:
             metrics_rows.append((tick.now, *tick.metrics))
         if tick.telemetry:
-            speed = np.linalg.norm(tick.velocities, axis=1)
-            agent_rows.append(np.column_stack((ids, np.full(n, tick.now), tick.u,
-                                               speed))[tick.live])
+            agent_rows.append(rows)
             trace_rows.append(np.vstack((run.bodies.position[:traced, :2],
                                          run.bodies.position[n, :2])).ravel())
         if k == run.ticks:
@@ -87,11 +113,8 @@ def simulate(scenario: Scenario, engine: str = 'auto',
     names = [f'uav{i}' for i in ids[:traced]] + ['target']
     trajectories = {name: np.column_stack((times, trace[:, j])) for j, name in enumerate(names)}
     sim_time = round(done * period, 9)
-    params = {**scenario.as_dict(), 'engine': run.engine,
+    params = {**run_params(scenario, run.engine),
               **interrupted_params(sim_time if interrupted else None)}
-    if scenario.area is not None:  # who started outside: no settle time is theirs
-        params['outside_start'] = outside_starts(scenario.area, scenario.start_positions(),
-                                                 agent_names(ids))
     return RunResult(np.array(metrics_rows).reshape(-1, 1 + len(METRIC_NAMES)),
                      np.vstack(agent_rows) if agent_rows else np.empty((0, 4)),
                      params, trajectories,
@@ -164,15 +187,20 @@ def _main(argv, stop: StopRequest) -> int:
         note = size_note(scenario, engine, telemetry_in_memory=True)
         if note:  # a big run: what it will take, before it is built
             print(f'batch_sim: {note}', file=sys.stderr, flush=True)
-    result = simulate(scenario, args.engine, stop)
+    # metrics.csv and agents.csv stream into --out from the first tick (a killed run keeps
+    # them, beside a summary.json that says it did not finish)
+    tables = RunTables(args.out, run_params(scenario, engine))
+    result = simulate(scenario, args.engine, stop, tables)
     interrupted = stop.requested
     if interrupted:
         print(f'batch_sim: interrupted at t={result.sim_time:g} s of {scenario.duration:g} s; '
               f'writing what was simulated into {args.out}', file=sys.stderr, flush=True)
     stop.writing = True  # a second signal only says "writing outputs, please wait"
+    streamed = tuple(tables.failures())  # what a full disk cut short while the run went
     try:
-        summary = write_run_outputs(args.out, result, plots=not args.no_plots, fmt=args.format)
-        problem = ''
+        summary = write_run_outputs(args.out, result, plots=not args.no_plots, fmt=args.format,
+                                    incomplete=streamed, streamed=tables.opened)
+        problem = '; '.join(streamed)
     except OutputsIncomplete as error:  # a full or read-only disk
         summary, problem = error.summary, error.problem
     final = ', '.join(f'{k}={v:.4g}' for k, v in summary['final'].items())

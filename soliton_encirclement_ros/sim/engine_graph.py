@@ -28,8 +28,8 @@ from rclpy.time import Time
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
-from soliton_encirclement_ros.analysis.report import AGENTS_HEADER, METRICS_HEADER
-from soliton_encirclement_ros.analysis.stream import CsvStream, DecimatingTrace
+from soliton_encirclement_ros.analysis.report import RunTables
+from soliton_encirclement_ros.analysis.stream import DecimatingTrace
 from soliton_encirclement_ros.bringup.graph import SwarmPlan
 from soliton_encirclement_ros.core.controller import AgentBroadcast
 from soliton_encirclement_ros.core.identity import new_incarnation
@@ -61,7 +61,7 @@ class EngineGraph(LockStepGraph):
     def __init__(self, plan: SwarmPlan, engine: str, out_dir: Path, record: str = '',
                  storage: str = 'mcap', live: tuple[str, int] | None = None) -> None:
         self._open_context()
-        self._streams = None
+        self._tables = RunTables(out_dir)  # opened with the first row, after the runner cleared
         try:
             self.swarm = SwarmRun(plan.scenario, engine)
             self.radius = plan.scenario.radius
@@ -121,17 +121,8 @@ class EngineGraph(LockStepGraph):
         return self._tick_ns(self.swarm.index)
 
     def _write(self, tick: Tick) -> None:
-        if self._streams is None:  # opened with the first row, after the runner cleared
-            self.out_dir.mkdir(parents=True, exist_ok=True)
-            self._streams = (CsvStream(self.out_dir / 'metrics.csv', METRICS_HEADER),
-                             CsvStream(self.out_dir / 'agents.csv', AGENTS_HEADER))
-        metric_rows, agent_rows = self._streams
-        if tick.metrics is not None:
-            metric_rows.append([tick.now, *tick.metrics])
+        self._tables.add(tick, self.swarm.ids)
         if tick.telemetry:
-            speed = np.linalg.norm(tick.velocities, axis=1)
-            agent_rows.append(np.column_stack((self.swarm.ids, np.full(self.swarm.n, tick.now),
-                                               tick.u, speed))[tick.live])
             xy = np.vstack((tick.positions[:, :2], tick.target.position[:2])).tolist()
             for trace, (x, y) in zip(self._traces, xy):
                 trace.append((tick.now, x, y))
@@ -205,11 +196,9 @@ class EngineGraph(LockStepGraph):
         return array
 
     def write_failures(self) -> list[str]:
-        return [*(stream.failure for stream in self._streams or () if stream.failure),
-                *super().write_failures()]
+        return [*self._tables.failures(), *super().write_failures()]
 
     def close(self) -> None:
         """Close metrics.csv and agents.csv (whole rows), then the graph; safe to call twice."""
-        for stream in self._streams or ():
-            stream.close()
+        self._tables.close()
         super().close()

@@ -26,7 +26,8 @@ from ros_support.validation import broken_rule, domain_id_problem, number, OneLi
 from soliton_encirclement_ros.analysis.outputs import (
     FIGURE_FORMATS, new_dir_problem, output_dir_problem)
 from soliton_encirclement_ros.analysis.report import (
-    INTERRUPTED_AT, interrupted_params, interrupted_text, separation_note)
+    clear_previous_outputs, FIGURES, INTERRUPTED_AT, interrupted_params, interrupted_text,
+    separation_note)
 from soliton_encirclement_ros.bringup.graph import (
     agent_controllers, build_graph, precedence_notes, separation_notes, SwarmPlan)
 from soliton_encirclement_ros.core.area import outside_starts, outside_starts_text
@@ -445,25 +446,6 @@ def _interrupted(stop: StopRequest, graph, duration: float) -> float | None:
     if recorder is not None:
         recorder.set_custom_data(INTERRUPTED_AT, f'{sim_time:g}')
     return sim_time
-
-
-PREVIOUS_OUTPUTS = ('metrics.csv', 'agents.csv', 'summary.json')
-FIGURES = (*METRIC_NAMES, 'dashboard', 'trajectories')
-
-
-def clear_previous_outputs(out_dir: Path) -> None:
-    """
-    Remove the outputs a previous run left in ``out_dir`` (its CSVs, summary.json, figures).
-
-    Called once this run has started, before it streams into ``out_dir``: what a run killed
-    later leaves there is then its own, not mixed with an older summary. Nothing else in
-    ``out_dir`` is touched.
-    """
-    from soliton_encirclement_ros.analysis.stream import WRITING_MARKER
-    names = [*PREVIOUS_OUTPUTS, WRITING_MARKER,
-             *(f'{name}.{fmt}' for name in FIGURES for fmt in FIGURE_FORMATS)]
-    for name in names:
-        (out_dir / name).unlink(missing_ok=True)
 
 
 def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest,

@@ -76,11 +76,18 @@ def test_batch_sim_on_a_full_disk_says_what_it_could_not_write(tmp_path):
     with tmpfs(tmp_path / 'disk', '100k') as disk:
         result = run(find_executable('batch_sim'), '--agents', '3', '--duration', '60',
                      '--out', str(disk / 'run'))
-    assert result.returncode == 3, result.stderr
-    assert errors(result.stderr, 'batch_sim') == [
-        f'batch_sim: error: outputs incomplete in {disk / "run"}: metrics.csv, agents.csv and '
-        'summary.json not written: No space left on device']
-    assert 'final E_r=' in result.stdout
+        assert result.returncode == 3, result.stderr
+        # the tables stream as the run goes (as swarm_sim's): they stop at their last whole row
+        assert errors(result.stderr, 'batch_sim') == [
+            f'batch_sim: error: outputs incomplete in {disk / "run"}: metrics.csv not written '
+            'beyond its last whole row: No space left on device; agents.csv not written beyond '
+            'its last whole row: No space left on device; summary.json not written: No space '
+            'left on device']
+        assert 'final E_r=' in result.stdout
+        rows = read_rows(disk / 'run' / 'metrics.csv', 7)
+        assert 0.0 < rows[-1, 0] < 60.0
+        # the run finished: no summary.json that calls it unfinished is left
+        assert not (disk / 'run' / 'summary.json').exists()
 
 
 @pytest.mark.parametrize('mode', [[], ['--processes', '--real-time-factor', '3']],

@@ -14,7 +14,7 @@ import numpy as np
 
 from ros_support.validation import number, OneLineParser
 from soliton_encirclement_ros.analysis.outputs import (
-    output_dir_problem, replace_text, write_problem)
+    FolderInUse, FolderLock, output_dir_problem, replace_text, write_problem)
 from soliton_encirclement_ros.analysis.report import json_text
 from soliton_encirclement_ros.core.area import read_area_file
 from soliton_encirclement_ros.provenance import code_identity, git_commit, PACKAGE
@@ -55,6 +55,8 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
     out = Path(args.out)
     # From here a signal only sets a flag: checked between scenarios, then between chunks.
     stop = StopRequest('sweep_sim').install()
+    # One sweep at a time in --out (a fresh one or --resume): held until this process ends.
+    lock = FolderLock(out)
     try:
         spec = load_spec(args.spec)
         if args.safety_area:
@@ -69,6 +71,10 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         problem = output_dir_problem(out, '--out')
         if problem:
             raise SpecError(problem)
+        try:
+            lock.acquire('sweep_sim')
+        except FolderInUse as exc:
+            raise SpecError(str(exc)) from None
         if (out / RUNS_FILE).exists() and not args.resume:
             raise SpecError(f'--out {out} already holds a sweep ({RUNS_FILE}); '
                             'add --resume to finish it, or choose another --out')
@@ -81,17 +87,23 @@ def main(argv: Optional[Iterable[str]] = None) -> int:
         if stop.requested:
             raise Interrupted('interrupted before the first run; nothing was run or written')
     except SpecError as exc:
+        lock.release(undo=True)
         print(f'sweep_sim: error: {exc}', file=sys.stderr)
         return 2
     except Interrupted as exc:
+        lock.release(undo=True)
         print(f'sweep_sim: {exc}', file=sys.stderr)
         StopRequest.ignore_from_now()
         return 130
     except ImportError as exc:
+        lock.release(undo=True)
         print(f'sweep_sim: error: --scheduler needs Dask distributed ({exc.name} is not '
               'installed): pip install "dask[distributed]"', file=sys.stderr)
         return 2
-    return _sweep(spec, checked, out, args, stop, cluster_threads)
+    try:
+        return _sweep(spec, checked, out, args, stop, cluster_threads)
+    finally:
+        lock.release()
 
 
 def _cluster_threads(address: str) -> int:

@@ -1,7 +1,6 @@
 """Scheduling a sweep's runs: chunks of runs that share a numpy step, on a local pool or Dask."""
 from __future__ import annotations
 
-from contextlib import contextmanager
 import logging
 import math
 import multiprocessing
@@ -207,12 +206,20 @@ def dask_results(work: Iterable[list[Run]], address: str, workers: int = 1,
     """
     Yield (chunk, rows) as the Dask cluster at ``address`` (``workers`` threads) ends them.
 
-    :class:`ClusterLost` (one line naming the cluster) when the client loses its scheduler.
+    :class:`ClusterLost` (one line naming the cluster) when the client loses its scheduler,
+    whichever call finds it out (a result, a submission). Dask's own log records (its client's
+    reconnection attempts, a comm closed under it, with their tracebacks) are held while the
+    cluster is in use: a lost cluster's are dropped, as is all Dask says after it (the one
+    line says it all); otherwise they are passed on at the end.
     """
     from concurrent.futures import CancelledError
 
     from dask.distributed import Client
-    client = Client(address, timeout='10s')
+    from distributed.client import ClosedClientError
+    lost = (CancelledError, OSError, TimeoutError, ClosedClientError)
+    held = HeldLogs(DASK_LOGGERS)
+    with held:
+        client = Client(address, timeout='10s')
     in_flight: set = set()  # only these are held: a finished chunk's result is let go
 
     identity = code_identity()
@@ -221,40 +228,97 @@ def dask_results(work: Iterable[list[Run]], address: str, workers: int = 1,
         future = client.submit(run_chunk_checked, scenarios, identity, pure=False)
         in_flight.add(future)
         return future
-    lost = False
+    why = ''
     try:
-        for chunk, future in _results(work, submit, CHUNKS_IN_FLIGHT_PER_WORKER * workers,
-                                      should_stop):
+        with held:
+            jobs = _results(work, submit, CHUNKS_IN_FLIGHT_PER_WORKER * workers, should_stop)
+            while True:
+                try:
+                    chunk, future = next(jobs)
+                    rows = future.result()
+                except StopIteration:
+                    break
+                except lost as error:  # a lost scheduler cancels every future, closes the client
+                    held.drop_from_now()  # before the block ends: nothing of it is printed
+                    why = getattr(error, 'reason', None) or f'{type(error).__name__}: {error}'
+                    raise ClusterLost(f'lost the Dask cluster at {address} ({why})') from None
+                in_flight.discard(future)
+                yield chunk, rows
+    finally:
+        if why:  # nothing to cancel; the client's reconnection is not news (held: dropped)
             try:
-                rows = future.result()
-            except (CancelledError, OSError) as error:  # a lost scheduler cancels every future
-                lost = True
-                why = getattr(error, 'reason', None) or f'{type(error).__name__}: {error}'
-                raise ClusterLost(f'lost the Dask cluster at {address} ({why})') from None
-            in_flight.discard(future)
-            yield chunk, rows
-    finally:
-        if lost:  # nothing to cancel; the client's reconnection, cut short, is not news
-            with _quiet('distributed'):
                 client.close(timeout=10)
+            except Exception:  # noqa: B902 - a lost cluster's client may fail to close: no news
+                pass
         else:
-            client.cancel(list(in_flight))
-            client.close()
+            with held:
+                client.cancel(list(in_flight))
+                client.close()
 
 
-@contextmanager
-def _quiet(logger: str):
-    """Silence ``logger`` (and its children) while the block runs."""
-    log = logging.getLogger(logger)
-    before, log.disabled = log.disabled, True
-    children = [child for name, child in logging.root.manager.loggerDict.items()
-                if name.startswith(logger + '.') and isinstance(child, logging.Logger)]
-    saved = [(child, child.disabled) for child in children]
-    for child in children:
-        child.disabled = True
-    try:
-        yield
-    finally:
-        log.disabled = before
-        for child, disabled in saved:
-            child.disabled = disabled
+DASK_LOGGERS = ('distributed', 'tornado', 'asyncio')  # what a Dask client logs through
+
+
+class HeldLogs:
+    """
+    ``with held:`` the log records of ``names`` (and their children) are held, not printed.
+
+    (Dask gives some of its loggers, ``distributed.client`` among them, a handler of their own.)
+
+    After the block they are passed on to the loggers' own handlers (the last ``capacity``),
+    unless :meth:`drop_from_now` was called: then they, and every later record of those
+    loggers in this process, are dropped.
+    """
+
+    def __init__(self, names: tuple[str, ...], capacity: int = 200) -> None:
+        import collections
+        self.names = names
+        self.records: collections.deque = collections.deque(maxlen=capacity)
+        self._dropping = False
+        self._saved: list | None = None
+        self._handler = _Holder(self)
+
+    def __enter__(self) -> 'HeldLogs':
+        if self._saved is None:
+            self._saved = []
+            for log in self._loggers():
+                self._saved.append((log, log.handlers[:], log.propagate))
+                log.handlers = [self._handler]
+                log.propagate = False
+        return self
+
+    def _loggers(self) -> list[logging.Logger]:
+        """Return the loggers named, and each child that has handlers of its own."""
+        tops = [logging.getLogger(name) for name in self.names]
+        children = [log for name, log in list(logging.root.manager.loggerDict.items())
+                    if isinstance(log, logging.Logger) and (log.handlers or not log.propagate)
+                    and any(name.startswith(top + '.') for top in self.names)]
+        return tops + children
+
+    def __exit__(self, *exc) -> None:
+        if self._dropping or self._saved is None:
+            return
+        saved, self._saved = self._saved, None
+        for log, handlers, propagate in saved:
+            log.handlers, log.propagate = handlers, propagate
+        records = list(self.records)
+        self.records.clear()
+        for record in records:
+            logging.getLogger(record.name).handle(record)
+
+    def drop_from_now(self) -> None:
+        """Drop every record held and every later one of these loggers, for good."""
+        self.__enter__()
+        self._dropping = True
+        self.records.clear()
+
+
+class _Holder(logging.Handler):
+
+    def __init__(self, held: HeldLogs) -> None:
+        super().__init__(logging.NOTSET)
+        self.held = held
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self.held._dropping:
+            self.held.records.append(record)

@@ -45,3 +45,40 @@ def test_a_child_whose_parent_ended_before_it_was_bound_ends_at_once(tmp_path):
         if alive([child]):
             os.kill(child, 9)
     assert Path(f'{marker}.reached').exists() and not marker.exists()
+
+
+# A console script's pool: its spawned worker imports the script (ros_support.entry, which
+# records SIGTERM in an executable), then says whether it still catches SIGTERM; the pool is
+# then terminated.
+POOL_SCRIPT = textwrap.dedent("""
+    import multiprocessing, os
+    from ros_support.entry import EXECUTABLES
+    from ros_support.lifeline import start_pool_worker
+
+    def sigterm_caught():
+        mask = open(f'/proc/{os.getpid()}/status').read().split('SigCgt:')[1].split()[0]
+        return bool(int(mask, 16) >> 14 & 1)  # bit 14: signal 15, SIGTERM
+
+    if __name__ == '__main__':
+        pool = multiprocessing.get_context('spawn').Pool(
+            1, initializer=start_pool_worker, initargs=(os.getpid(),))
+        print(pool.apply(sigterm_caught), flush=True)
+        pool.terminate()
+        pool.join()
+        print('terminated', flush=True)
+""")
+
+
+@pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
+def test_a_pool_worker_of_a_console_script_ends_on_terminate(tmp_path):
+    # sweep_sim --resume --workers 2 hung at its end: Pool.terminate sent SIGTERM to a worker
+    # that had taken the entry shim's early handler, which only records it.
+    script = tmp_path / 'sweep_sim'  # an executable's name: the entry shim installs its handler
+    script.write_text(POOL_SCRIPT)
+    try:
+        done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                              timeout=DEADLINE, start_new_session=True)
+    except subprocess.TimeoutExpired as expired:
+        pytest.fail(f'the pool did not terminate its worker: {expired.stdout!r}')
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ['False', 'terminated']

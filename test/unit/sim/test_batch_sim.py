@@ -5,15 +5,22 @@ A 40 s lossy run, the CLI with figures: ``acceptance/test_batch_sim_acceptance.p
 N = 10 figures: ``acceptance/test_reference_acceptance.py``.
 """
 import json
+import signal
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from soliton_encirclement_ros.analysis.report import AGENTS_HEADER, METRICS_HEADER
+from soliton_encirclement_ros.analysis.stream import read_rows
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.batch_sim import choose_engine, main, simulate
+from soliton_encirclement_ros.sim.executables import find_executable
+from support.waits import wait_for
+
+ROWS = 40  # metrics rows streamed before the kill
 
 
 def test_vectorised_engine_refuses_where_not_exact():
@@ -88,3 +95,45 @@ def test_a_start_below_the_altitude_band_holds_and_is_said(tmp_path, capsys):
     scenario = Scenario(agents=4, duration=3.0, control_period=0.05, safety_area=field)
     held = simulate(scenario).final_positions[:4]
     np.testing.assert_allclose(held[:, :2], scenario.start_positions()[:, :2], atol=1e-9)
+
+
+def _rows_in(path, width: int = len(METRICS_HEADER)) -> int:
+    try:
+        return len(read_rows(path, width))
+    except (OSError, ValueError):
+        return 0
+
+
+def test_a_killed_batch_sim_keeps_its_streamed_rows_and_says_it_did_not_finish(tmp_path):
+    # A SIGKILLed batch_sim left nothing on disk: it wrote its outputs only at the end.
+    out = tmp_path / 'run'
+    assert main(['--agents', '3', '--duration', '1', '--control-period', '0.05', '--no-plots',
+                 '--out', str(out)]) == 0
+    assert 'final' in json.loads((out / 'summary.json').read_text())  # a whole run's, before
+    assert _rows_in(out / 'metrics.csv') < ROWS
+    proc = subprocess.Popen(
+        [find_executable('batch_sim'), '--agents', '3', '--duration', '20000',
+         '--control-period', '0.05', '--no-plots', '--out', str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(lambda: (_rows_in(out / 'metrics.csv') >= ROWS
+                          and _rows_in(out / 'agents.csv', len(AGENTS_HEADER)) >= 3)
+                 or proc.poll() is not None,
+                 f'{ROWS} metrics rows in {out / "metrics.csv"} and agents.csv rows',
+                 timeout=120.0)
+        assert proc.poll() is None, proc.communicate()[1]
+    finally:
+        proc.kill()  # SIGKILL
+        proc.wait()
+        proc.stderr.close()
+    assert proc.returncode == -signal.SIGKILL
+    metrics = read_rows(out / 'metrics.csv', len(METRICS_HEADER))
+    assert len(metrics) >= ROWS and np.all(np.diff(metrics[:, 0]) > 0)
+    assert metrics[0, 0] == 0.0 and np.isfinite(metrics[:, 1:]).any()
+    assert (out / 'metrics.csv').read_text().startswith(','.join(METRICS_HEADER) + '\n')
+    agents = read_rows(out / 'agents.csv', len(AGENTS_HEADER))
+    assert set(agents[:, 0].tolist()) == {1.0, 2.0, 3.0}
+    # the folder says the run did not finish: no older summary, none that reads as whole
+    summary = json.loads((out / 'summary.json').read_text())
+    assert 'final' not in summary and 'did not finish' in summary['unfinished']
+    assert summary['params']['duration'] == 20000.0
