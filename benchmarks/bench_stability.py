@@ -10,6 +10,11 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         the same for N = 10 at P = 0.01 s, seeds 0-4, and the median
     .venv/bin/python benchmarks/bench_stability.py median --agents 10 32 100 [--engine ...]
         the same for each N at P = 0.01 s, seeds 0-4 (--seeds), and the median
+    .venv/bin/python benchmarks/bench_stability.py distribution [--agents 8 10 32 64 100]
+        "E_gap < 0.05 for good" from random starts over 20 seeds per N (--seeds; batch engine,
+        static target, P = 0.01 s, 30 s runs: "never" = not within them): every seed's time,
+        the median and the latest; with --agents, saved as stability_distribution_n<N>_...;
+        --k-e-ring 0 flies the law without the even-ring term (the settle figures before it)
     .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
         moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s, the
         share of time with an agent failed and E_gap then, and how near working agents fly
@@ -17,6 +22,11 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
     .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
         a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
+    .venv/bin/python benchmarks/bench_stability.py distribution --k-e-ring 0
+        the same without the even-ring term
+    .venv/bin/python benchmarks/bench_stability.py distribution-plot \
+        --plot docs/images/ring_settle.png
+        the plot of both, from their results files (runs nothing)
     .venv/bin/python benchmarks/bench_stability.py settle|n10|median|moving|turning --d-safe 0
         the same with another safety distance (the default is on: 2 m, at most half the
         ring's spacing; --preset reference has none)
@@ -25,21 +35,23 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         without d_safe
 
 Prints the figures and writes them to benchmarks/results/stability_<what>.json (with
-``_reference``, ``_d_safe_<m>`` or ``_target_lead_<s>`` when asked for those; ``--no-save``:
-print only); nothing here asserts.
+``_reference``, ``_d_safe_<m>``, ``_target_lead_<s>`` or ``_k_e_ring_<v>`` when asked for
+those; ``--no-save``: print only); nothing here asserts.
 """
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
 import statistics
 import time
 
 import numpy as np
-from results import add_options, begin, LAW_CODE, save, table
+from results import add_options, begin, LAW_CODE, RESULTS_DIR, save, table
 
 from soliton_encirclement_ros.analysis.report import summarise
+from soliton_encirclement_ros.core.batch_engine import simulate_runs
 from soliton_encirclement_ros.core.gains import ControllerParams, PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.stability import growth_curve, ring_growth_rate
@@ -48,6 +60,9 @@ from soliton_encirclement_ros.sim.batch_sim import simulate
 NS = np.arange(3, 129)
 TABLE_NS = (3, 5, 8, 10, 16, 20, 32, 48, 64, 100, 128)
 SETTLE_NS = (3, 5, 8, 10, 16, 32, 64, 100)
+DISTRIBUTION_NS = (8, 10, 32, 64, 100)
+DISTRIBUTION_SEEDS = tuple(range(20))
+DISTRIBUTION_DURATION = 30.0  # s: the targets are 12 s (N = 32) and 20 s (N = 100)
 CONFIGS = ((0.01, 1.0), (0.05, 1.0), (0.05, 1.5))  # (control period, vehicle tau_xy)
 TURNS = ((30.0, 3.0), (30.0, 5.0), (60.0, 5.0))  # (circle radius [m], target speed [m/s])
 MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion='random',
@@ -105,11 +120,11 @@ def growth(plot: str | None) -> dict:
     return results
 
 
-OVERRIDES = {}  # --d-safe, --target-lead: gains on top of the preset's
+OVERRIDES = {}  # --d-safe, --target-lead, --k-e-ring: gains on top of the preset's
 
 
 def gains(preset: str) -> dict:
-    """Return the controller overrides of a run: the preset's gains, --d-safe, --target-lead."""
+    """Return the controller overrides of a run: the preset's gains and the overrides."""
     return {**PRESETS[preset], **OVERRIDES}
 
 
@@ -171,6 +186,69 @@ def median(preset: str, agents, seeds, engine: str) -> dict:
               f'{statistics.median(times):.2f} s', flush=True)
         rows.append([n, *(f'{t:.2f}' for t in times), f'{statistics.median(times):.2f}'])
     return {'median': table(['N', *(f'seed {s} [s]' for s in seeds), 'median [s]'], rows)}
+
+
+def distribution(preset: str, agents, seeds) -> dict:
+    """Settle times from random starts, every seed of each N in one batch_sim batch."""
+    print(f'preset {preset}, batch engine, static target, P = 0.01 s, '
+          f'{DISTRIBUTION_DURATION:g} s runs: "E_gap < 0.05 for good" [s] over seeds '
+          f'{seeds[0]}-{seeds[-1]} ({len(seeds)})')
+    print('| N | median [s] | latest [s] | never settled | CPU [s] |')
+    print('|---|---|---|---|---|')
+    rows, times = [], {}
+    for n in agents:
+        start = time.process_time()
+        result = simulate_runs([Scenario(agents=n, seed=seed, control_period=0.01,
+                                         duration=DISTRIBUTION_DURATION,
+                                         controller=gains(preset)) for seed in seeds])
+        settled = [summarise(m)['settle_time']['E_gap'] for m in result.metrics]
+        finite = [math.inf if t is None else t for t in settled]
+        times[str(n)] = [None if t is None else round(t, 2) for t in settled]
+        cpu = time.process_time() - start
+        row = [n, f'{statistics.median(finite):.2f}', f'{max(finite):.2f}',
+               sum(t is None for t in settled), round(cpu)]
+        print('| ' + ' | '.join(map(str, row)) + ' |', flush=True)
+        rows.append(row)
+    return {'duration': DISTRIBUTION_DURATION, 'seeds': list(seeds), 'times': times,
+            'distribution': table(['N', 'median [s]', 'latest [s]', 'never settled',
+                                   'CPU [s]'], rows)}
+
+
+def distribution_plot(plot: str) -> None:
+    """Plot the settle times of ``distribution`` with and without the even-ring term."""
+    from matplotlib.figure import Figure
+    labels = ('defaults', 'without the even-ring term (k_e_ring 0)')
+    times, commits = ({}, {}), set()
+    for path in sorted(RESULTS_DIR.glob('stability_distribution*.json')):
+        record = json.loads(path.read_text())
+        commits.add(record['commit'][:7])
+        times['k_e_ring_0' in path.stem].update(record['results']['times'])
+    ns = sorted({int(n) for variant in times for n in variant})
+    fig = Figure(figsize=(7, 4), dpi=100)
+    ax = fig.add_subplot()
+    for k in (1, 0):
+        shift = (0.5 - k) * 0.35
+        for i, n in enumerate(ns):
+            seeds = times[k].get(str(n))
+            if not seeds:
+                continue
+            y = [DISTRIBUTION_DURATION if t is None else t for t in seeds]
+            x = i + shift + np.linspace(-0.08, 0.08, len(y))
+            ax.plot(x, y, 'o', ms=3, color=f'C{k}', alpha=0.6,
+                    label=f'{labels[k]}' if i == 0 else None)
+            ax.plot([i + shift - 0.15, i + shift + 0.15], [statistics.median(y)] * 2, '-',
+                    color=f'C{k}', lw=2)
+    ax.axhline(DISTRIBUTION_DURATION, color='k', lw=0.8, ls=':')
+    ax.set_xticks(range(len(ns)), [f'N = {n}' for n in ns])
+    ax.set_ylabel('E_gap < 0.05 for good [s]')
+    ax.set_ylim(0.0, DISTRIBUTION_DURATION + 2.0)
+    ax.grid(True, axis='y', alpha=0.3)
+    ax.legend(fontsize='small', loc='upper left')
+    ax.set_title('Settle time from random starts, per seed (bar: median; dotted: the end of '
+                 f'the run, not settled); {", ".join(sorted(commits))}', fontsize='small')
+    fig.tight_layout()
+    fig.savefig(plot)
+    print(f'plot: {plot}')
 
 
 def turning(preset: str, seeds, engines) -> dict:
@@ -281,13 +359,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('what', choices=('growth', 'settle', 'n10', 'median', 'moving',
-                                         'turning', 'crossings'))
+                                         'turning', 'crossings', 'distribution',
+                                         'distribution-plot'))
     parser.add_argument('--preset', choices=PRESETS, default='default')
-    parser.add_argument('--plot', help='growth: write the plot here')
-    parser.add_argument('--agents', type=int, nargs='+', default=list(SETTLE_NS))
-    parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
+    parser.add_argument('--plot', help='growth, distribution-plot: write the plot here')
+    parser.add_argument('--agents', type=int, nargs='+', default=None,
+                        help='N (default: 3 5 8 10 16 32 64 100; distribution: 8 10 32 64 100)')
+    parser.add_argument('--seeds', type=int, nargs='+', default=None,
+                        help='seeds (default: 0 1 2; distribution: 0-19)')
     parser.add_argument('--period', type=float, default=0.05)
     parser.add_argument('--d-safe', type=float, help="d_safe [m] (default: the controller's)")
+    parser.add_argument('--k-e-ring', type=float,
+                        help="k_e_ring [1/rad] (default: the controller's)")
     parser.add_argument('--target-lead', type=float,
                         help="target_lead [s] (default: the controller's)")
     parser.add_argument('--engine', nargs='+', default=None,
@@ -295,11 +378,21 @@ def main() -> None:
                         '(default vectorised per-agent batch)')
     add_options(parser)
     args = parser.parse_args()
+    if args.what == 'distribution-plot':
+        distribution_plot(args.plot or 'ring_settle.png')
+        return
     load = begin(args)
+    wide = args.what == 'distribution'
+    if args.agents is None:
+        args.agents = list(DISTRIBUTION_NS if wide else SETTLE_NS)
+    if args.seeds is None:
+        args.seeds = list(DISTRIBUTION_SEEDS if wide else (0, 1, 2))
     name = f'stability_{args.what}'
     if args.preset != 'default' and args.what not in ('growth', 'crossings'):
         name += f'_{args.preset}'
-    for option in ('d_safe', 'target_lead'):
+    if wide and args.agents != list(DISTRIBUTION_NS):
+        name += '_n' + '_'.join(map(str, args.agents))
+    for option in ('d_safe', 'target_lead', 'k_e_ring'):
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
@@ -314,6 +407,8 @@ def main() -> None:
     elif args.what == 'turning':
         results = turning(args.preset, args.seeds,
                           args.engine or ['vectorised', 'per-agent', 'batch'])
+    elif args.what == 'distribution':
+        results = distribution(args.preset, args.agents, args.seeds)
     elif args.what == 'moving':
         results = moving(args.preset, args.seeds, (args.engine or ['auto'])[0])
     else:

@@ -26,7 +26,7 @@ from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, obstacle_reach,
+    encirclement_step, fallback_command, NeighbourView, obstacle_reach, ring_offset,
     silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
@@ -417,7 +417,8 @@ class BatchControllers:
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,
             self.lambdas[ii], p, ring_size=entry.sum(axis=1) + 1, own_id=own_ids,
-            target_acceleration=t_acc, **others)
+            target_acceleration=t_acc, ring_offset=self._ring_offset(theta_self, theta, entry),
+            **others)
         put(self.u, u_new)
         put(self.u_ss, u_ss)
         put(self.pred, pred)
@@ -425,6 +426,12 @@ class BatchControllers:
         put(self.prev_cmd, cmd)
         put(cmds, cmd)
         return cmds, self.u
+
+    def _ring_offset(self, theta_self, theta, entry):
+        """Each row's :func:`law.ring_offset` (0 when the target weights the arcs, or off)."""
+        if not self.params.k_e_ring or np.any(self.lambdas != 1.0):
+            return 0.0
+        return ring_offset(theta_self, theta, entry)
 
     def _silent_discs(self, heard, silent, age, entry):
         """Return the discs of the rows' silent vehicles (None: none silent): hold_drift's."""

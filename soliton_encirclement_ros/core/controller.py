@@ -30,8 +30,8 @@ from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows,
-    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, silent_obstacles,
-    silent_track, uncertainty_discs)
+    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, ring_offset,
+    silent_obstacles, silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
@@ -944,6 +944,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         near = ()
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
                  if len(near) else {})
+    obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params)}
     fast = _control_step_floats(state, position, velocity, target, table, live, ids,
                                 theta_self, thetas, params, obstacles)
     if fast is not None:
@@ -972,6 +973,13 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
         neighbours=table, seq=seq, started=started), cmd
+
+
+def _ring_offset(theta_self: float, thetas: np.ndarray, target, params: ControllerParams):
+    """:func:`law.ring_offset` of this agent (0 when the target weights the arcs, or off)."""
+    if not params.k_e_ring or any(v != 1.0 for v in target.lambdas.values()):
+        return 0.0
+    return float(ring_offset(theta_self, thetas))
 
 
 def _control_step_floats(state, position, velocity, target, table, live, ids, theta_self,

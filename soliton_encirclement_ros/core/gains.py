@@ -41,7 +41,8 @@ HYSTERESIS_SHARE = 0.3
 REFERENCE_GAINS = {
     'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5, 'k_e_tau': 25.0,
     'kappa_u_diff': 0.1, 'k_u_steepen': 0.3, 'kappa_u_disp': 0.05, 'k_tau': 0.2, 'r_min': 1.0,
-    'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0, 'soft_limiter': False,
+    'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0, 'k_e_ring': 0.0,
+    'soft_limiter': False,
     'u_lim': 2.0, 'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
 }
 PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
@@ -80,6 +81,10 @@ class ControllerParams:
                                  "the target (its velocity relative to the target's, over "
                                  'r_eff) less omega_ref: derivative action for the velocity '
                                  'lag; 0 disables (reference 0)', 's/rad', low=0.0)
+    k_e_ring: float = setting(0.4, "drive of e_tau by the agent's offset from the even ring "
+                              'fitted to every ring member it hears (law.ring_offset): every '
+                              'wave of the ring then closes at a rate that does not fall with N; '
+                              '0 disables (reference 0)', '1/rad', low=0.0)
     soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
     d_safe: float = setting(2.0, 'safety distance: every vehicle heard closer than this '

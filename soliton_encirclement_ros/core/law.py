@@ -84,6 +84,32 @@ def damped_spacing_error(e_tau, omega_self, omega_pred, omega_succ, k_omega_damp
     return np.where(np.isfinite(damped), damped, e_tau)
 
 
+def ring_offset(theta_self, thetas, heard=None):
+    """
+    Return the agent's angular offset [rad] from the even ring fitted to every member it hears.
+
+    ``thetas`` (..., M) are the target-centric angles of the other ring members heard (those
+    where ``heard`` (..., M) is True; None: all), ``theta_self`` (...) this agent's. With the
+    ring of n = heard + 1 members even about this agent, the k-th member counter-clockwise
+    would lie ``2 pi k/n`` ahead, so the angles ahead ``wrap2pi(theta_j - theta_self)`` would sum
+    to ``pi (n - 1)`` whatever their order (no sort, no ranks): the offset is
+    ``(sum_j wrap2pi(theta_j - theta_self) - pi (n - 1)) / n``, that is the ring's mean
+    displacement from the even ring less this agent's own (positive: move counter-clockwise).
+    The offsets of a ring sum to 0 (the term does not spin it), and two members' offsets
+    differ by ``2 pi/n - gap`` between them: the term opens a gap narrower than the even one
+    and closes a wider one, and never drives two members past each other. 0 with no one heard.
+    """
+    theta_self = np.asarray(theta_self, dtype=float)
+    ahead = np.mod(np.asarray(thetas, dtype=float) - theta_self[..., None], TWO_PI)
+    if heard is None:
+        count = np.full(theta_self.shape, float(ahead.shape[-1]))
+    else:
+        ahead = np.where(heard, ahead, 0.0)
+        count = np.sum(heard, axis=-1).astype(float)
+    offset = (np.sum(ahead, axis=-1) - math.pi * count) / (count + 1.0)
+    return np.where(np.isfinite(offset), offset, 0.0)
+
+
 def own_rate_damping(e_tau_eff, omega_own, omega_ref, k_omega_own: float):
     """
     ``e_tau_eff - K_OMEGA_OWN*(omega_own - omega_ref)``, or ``e_tau_eff`` if that is not finite.
@@ -934,7 +960,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
                       params: ControllerParams, others_position=None, others_velocity=None,
                       ring_size=0, own_id=None, others_age=None, others_radius=None,
-                      own_radius=0.0, target_acceleration=None):
+                      own_radius=0.0, target_acceleration=None, ring_offset=0.0):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen.
 
@@ -949,8 +975,10 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     the ``d_safe`` flown: :meth:`ControllerParams.safety_distance`; 0: ``k_omega_damp`` alone
     and ``d_safe`` as set); ``own_id`` this agent's id, which with the neighbours' ids breaks
     exact ties of angle in ring order (:func:`gap_to_pred`); ``target_acceleration`` (..., 3)
-    the target's, for the command's lead (:func:`target_lead`; None: none). Elementwise over
-    agents: one agent's result depends only on its own row.
+    the target's, for the command's lead (:func:`target_lead`; None: none); ``ring_offset``
+    (...) the agent's :func:`ring_offset`, which drives ``e_tau`` by ``k_e_ring`` x it (0: the
+    neighbours' spacing alone). Elementwise over agents: one agent's result depends only on
+    its own row.
     """
     lead = target_lead(target_velocity, target_acceleration, params)
     r, e_r_hat, t_hat = polar_frame(position, target_position)
@@ -958,6 +986,8 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     gap_pred = gap_to_pred(theta_self, pred.theta, own_id, pred.agent_id)
     gap_succ = gap_to_succ(theta_self, succ.theta, own_id, succ.agent_id)
     e_tau = spacing_error(gap_pred, gap_succ, lambda_pred, lambda_self)
+    if params.k_e_ring:
+        e_tau = e_tau + params.k_e_ring * np.asarray(ring_offset, dtype=float)
     rel_cmd = np.asarray(prev_cmd, dtype=float)[..., :2] - lead[..., :2]
     omega_self = np.sum(rel_cmd * t_hat, axis=-1) / effective_radius(r, params)
     e_tau_eff = damped_spacing_error(
@@ -1007,7 +1037,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
                           params: ControllerParams, ring_size=0, own_id=None,
                           target_acceleration=None, others_position=None,
                           others_velocity=None, others_age=None, others_radius=None,
-                          own_radius=0.0):
+                          own_radius=0.0, ring_offset=0.0):
     """
     :func:`encirclement_step` for one agent, in Python floats.
 
@@ -1053,6 +1083,8 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         e = num / den
         if math.isfinite(e):
             e_tau = e
+    if p.k_e_ring:
+        e_tau = e_tau + p.k_e_ring * ring_offset
     r_eff = r if not r < p.r_min else p.r_min                          # effective_radius
     omega_self = ((prev_cmd[0] - lx) * thx + (0.0 + (prev_cmd[1] - ly) * thy)) / r_eff
     gain = p.k_omega_damp + p.k_omega_damp_n * float(ring_size)        # omega_damping_gain

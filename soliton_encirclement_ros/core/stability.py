@@ -14,7 +14,9 @@ map of one control period of the batch simulator's timing:
 - ``omega_self = k_tau*u`` (the previous command), ``omega_ref_local`` = the mean of the
   neighbours' rates, with the damping gain ``law.omega_damping_gain`` of N agents; the
   cubic decay and the steepening vanish at ``u = 0``; ``k_omega_own`` damps ``e_tau`` by the
-  agent's own current angular rate (``law.own_rate_damping``);
+  agent's own current angular rate (``law.own_rate_damping``); ``k_e_ring`` adds the offset
+  from the even ring (``law.ring_offset``): ``(sum_j phi_j(prev) - (N - 1) phi) / N`` over
+  the other agents, which is ``-(phi_prev + (N - 1) phi) / N`` for every mode ``k != 0``;
 - ``u`` steps by explicit Euler, the command's angular rate is ``k_tau*u_new``, and the
   vehicle follows it through ``substeps`` first-order lag steps ``v += dt/tau*(v_cmd - v)``,
   ``p += dt*v`` (acceleration and speed limits are not active in the linear regime).
@@ -78,6 +80,10 @@ def mode_map(n: int, k: int, params: ControllerParams, tau: float = 1.0,
         e_eff[U] += -damp * p.k_tau        # omega_self = k_tau * u (the previous command)
         e_eff[W0] += damp * 0.5 * (succ + pred)
     e_eff[W] += -p.k_omega_own             # the vehicle's own rate (law.own_rate_damping)
+    if p.k_e_ring:                          # law.ring_offset: the others' sum of mode k
+        others = (n - 1) if k % n == 0 else -1
+        e_eff[PHI] += -p.k_e_ring * (n - 1) / n
+        e_eff[PHI0] += p.k_e_ring * others / n
     du += p.k_e_tau * e_eff
     du[U] += -p.beta_u
     du[U0] += p.c_coupling * (succ - pred)

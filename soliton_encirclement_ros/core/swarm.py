@@ -20,8 +20,8 @@ from soliton_encirclement_ros.core.batch_engine import none_within_reach, shown_
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, silent_obstacles_within_reach,
-    uncertainty_discs)
+    encirclement_step, fallback_command, NeighbourView, ring_offset,
+    silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours)
 
@@ -204,6 +204,8 @@ class SwarmControllers:
             pred_view, succ_view, lambda_pred, self.lambdas[rows], p,
             ring_size=ring_size, own_id=own_ids,
             target_acceleration=self.target_acceleration[rows],
+            ring_offset=(ring_offset(theta_self, theta_all, seen)
+                         if p.k_e_ring and np.all(self.lambdas == 1.0) else 0.0),
             **others)
         self.u[rows], self.u_ss[rows] = u_new, u_ss
         self.pred[rows], self.succ[rows] = pred, succ
