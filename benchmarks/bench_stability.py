@@ -34,7 +34,8 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         without d_safe
 
 Prints the figures and writes them to benchmarks/results/stability_<what>.json (with
-``_reference``, ``_d_safe_<m>`` or ``_target_lead_<s>`` when asked for those; ``--no-save``:
+``_reference``, ``_d_safe_<m>``, ``_target_lead_<s>`` or ``_obstacle_clearance_<m>`` when
+asked for those; ``--no-save``:
 print only); nothing here asserts.
 """
 from __future__ import annotations
@@ -118,11 +119,11 @@ def growth(plot: str | None) -> dict:
     return results
 
 
-OVERRIDES = {}  # --d-safe, --target-lead: gains on top of the preset's
+OVERRIDES = {}  # --d-safe, --target-lead, --obstacle-clearance: gains on top of the preset's
 
 
 def gains(preset: str) -> dict:
-    """Return the controller overrides of a run: the preset's gains, --d-safe, --target-lead."""
+    """Return the controller overrides of a run: the preset's gains and the options'."""
     return {**PRESETS[preset], **OVERRIDES}
 
 
@@ -350,6 +351,9 @@ def main() -> None:
     parser.add_argument('--d-safe', type=float, help="d_safe [m] (default: the controller's)")
     parser.add_argument('--target-lead', type=float,
                         help="target_lead [s] (default: the controller's)")
+    parser.add_argument('--obstacle-clearance', type=float,
+                        help="obstacle_clearance [m] (default: the controller's; 0: the ring "
+                        'keeps its radius round failed vehicles)')
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
@@ -359,7 +363,7 @@ def main() -> None:
     name = f'stability_{args.what}'
     if args.preset != 'default' and args.what not in ('growth', 'crossings'):
         name += f'_{args.preset}'
-    for option in ('d_safe', 'target_lead'):
+    for option in ('d_safe', 'target_lead', 'obstacle_clearance'):
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
