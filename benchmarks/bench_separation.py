@@ -31,8 +31,8 @@ targets; seeds 0..2; 60 s at P = 0.05 s. One axis of faults (``--faults``):
 
 The simulated faults (silent, hovering, reset, reset44, clock) strike at 10, 20 or 30 s
 (seed 0, 1, 2): while a crowd still disperses, or once the ring has formed; they and ``edge``
-run with failures 0 or 4 per minute and loss/delay 0 or 0.2/0.2 s. The d_safe flown is the controller's
-default (``--d-safe``, at most half the ring's spacing: the radius keeps that above
+run with failures 0 or 4 per minute and loss/delay 0 or 0.2/0.2 s. The d_safe flown is the
+controller's default (``--d-safe``, at most half the ring's spacing: the radius keeps that above
 ``d_safe``). The radius is max(20 m, N d_safe / pi), so that the even ring's spacing is at
 least twice ``d_safe``.
 
