@@ -55,7 +55,8 @@ SCENARIOS = {
     # Agents failed for good on a circling target's ring: the ring's radius bulges round them.
     'failed agents hovering, circling target': Scenario(
         agents=6, seed=0, duration=14.0, control_period=0.05, target_motion='circle',
-        target_speed=5.0, target_boundary=30.0, failed_agents=2, fault_time=3.0),
+        target_speed=5.0, target_boundary=30.0, failed_agents=2, fault_time=3.0,
+        controller={'obstacle_clearance': 3.0}),
 }
 
 

@@ -5,7 +5,7 @@ from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import (
     encirclement_step, encirclement_step_one, MISSING_NEIGHBOUR, NeighbourView, ring_radius)
 
-PARAMS = ControllerParams()
+PARAMS = ControllerParams(obstacle_clearance=3.0)  # off by default
 AT_REST = np.zeros(3)
 
 
@@ -16,12 +16,13 @@ def _radius(agent, obstacles, params=PARAMS):
 
 
 def test_nothing_in_the_way_is_todays_radius_exactly():
+    assert ControllerParams().obstacle_clearance == 0.0
     assert _radius((20.0, 0.0, 0.0), None) == PARAMS.radius
     assert _radius((20.0, 0.0, 0.0), np.empty((0, 3))) == PARAMS.radius
     assert _radius((20.0, 0.0, 0.0), [(-20.0, 0.0, 0.0), (np.nan, np.nan, np.nan)]) == 20.0
     off = ControllerParams(obstacle_clearance=0.0)
     assert _radius((20.0, 0.0, 0.0), [(20.0, 0.0, 0.0)], off) == off.radius
-    reference = ControllerParams.preset('reference')
+    reference = ControllerParams.preset('reference', obstacle_clearance=3.0)
     assert _radius((20.0, 0.0, 0.0), [(20.0, 0.0, 0.0)], reference) == reference.radius
 
 
