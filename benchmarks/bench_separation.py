@@ -18,6 +18,8 @@ targets; seeds 0..2; 60 s at P = 0.05 s. One axis of faults (``--faults``):
   (0.2 s);
 - ``silent``: agent processes killed (N/8 of them, at least one): silent from then, their
   vehicles holding where they stop (``core.faults.SimulatedFaults``);
+- ``hovering``: agents failed for good (N/8 of them, one to three): each broadcasts its
+  vehicle's presence while it hovers where it stopped, on the ring's path;
 - ``reset``, ``reset44``: one agent's estimator reset by 10 m or by 44.72 m (a ring of 4 at
   R = 20 m swallowed whole): its broadcast position jumps that far with that much uncertainty
   while its vehicle is held where it is;
@@ -27,10 +29,10 @@ targets; seeds 0..2; 60 s at P = 0.05 s. One axis of faults (``--faults``):
   edges and corners (on the stop line, ``margin`` inside, and on the boundary itself), the
   target at rest on a corner or moving along two edges through one.
 
-The simulated faults (silent, reset, reset44, clock) strike at 10, 20 or 30 s (seed 0, 1, 2):
-while a crowd still disperses, or once the ring has formed; they and ``edge`` run with
-failures 0 or 4 per minute and loss/delay 0 or 0.2/0.2 s. The d_safe flown is the controller's
-default (``--d-safe``, at most half the ring's spacing: the radius keeps that above
+The simulated faults (silent, hovering, reset, reset44, clock) strike at 10, 20 or 30 s
+(seed 0, 1, 2): while a crowd still disperses, or once the ring has formed; they and ``edge``
+run with failures 0 or 4 per minute and loss/delay 0 or 0.2/0.2 s. The d_safe flown is the
+controller's default (``--d-safe``, at most half the ring's spacing: the radius keeps that above
 ``d_safe``). The radius is max(20 m, N d_safe / pi), so that the even ring's spacing is at
 least twice ``d_safe``.
 
@@ -78,8 +80,9 @@ TARGETS = ('static', 'random', 'circle')  # circle: turning, 30 m at 5 m/s
 CIRCLE_RADIUS = 30.0
 # The fault axis: the announced failures only, then the simulated faults no agent announces
 # (core.faults.SimulatedFaults), then the safety area's edges and corners.
-FAULTS = ('none', 'silent', 'reset', 'reset44', 'clock', 'edge')
+FAULTS = ('none', 'silent', 'hovering', 'reset', 'reset44', 'clock', 'edge')
 SIMULATED = {'silent': lambda n: {'silent_failures': max(1, n // 8)},
+             'hovering': lambda n: {'failed_agents': min(3, max(1, n // 8))},
              'reset': lambda n: {'reset_jump': 10.0},
              'reset44': lambda n: {'reset_jump': 44.72},
              'clock': lambda n: {'clock_step': 2.0}}

@@ -30,13 +30,23 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
     .venv/bin/python benchmarks/bench_stability.py settle|n10|median|moving|turning --d-safe 0
         the same with another safety distance (the default is on: 2 m, at most half the
         ring's spacing; --preset reference has none)
+    .venv/bin/python benchmarks/bench_stability.py hover [--targets static random circle]
+        the hovering-obstacle family: N = 10, P = 0.01 s, 120 s, seeds 0-2; 1, 2 or 3 agents
+        fail for good at 20 s (each broadcasts its presence, its vehicle hovering where it
+        stops, on the ring's path: failed_agents) while the target is static, moving
+        (random, 5 m/s) or circling (30 m at 5 m/s): per scenario and seed the settle time,
+        and once the survivors' ring has formed (the first E_gap < 0.05 after the failure)
+        the mean E_gap and the share of time above 0.05; the closest approach of two vehicles
+        (one at least flown) once apart (d_safe; batch engine, a scenario's seeds stepped
+        together)
     .venv/bin/python benchmarks/bench_stability.py crossings
         closest approach in the crossing scenarios of test_separation_acceptance.py, with and
         without d_safe
 
 Prints the figures and writes them to benchmarks/results/stability_<what>.json (with
-``_reference``, ``_d_safe_<m>``, ``_target_lead_<s>`` or ``_k_e_ring_<v>`` when asked for
-those; ``--no-save``: print only); nothing here asserts.
+``_reference``, ``_d_safe_<m>``, ``_target_lead_<s>``, ``_k_e_ring_<v>`` or
+``_obstacle_clearance_<m>`` when asked for those; ``--no-save``: print only); nothing here
+asserts.
 """
 from __future__ import annotations
 
@@ -65,6 +75,10 @@ DISTRIBUTION_SEEDS = tuple(range(20))
 DISTRIBUTION_DURATION = 30.0  # s: the targets are 12 s (N = 32) and 20 s (N = 100)
 CONFIGS = ((0.01, 1.0), (0.05, 1.0), (0.05, 1.5))  # (control period, vehicle tau_xy)
 TURNS = ((30.0, 3.0), (30.0, 5.0), (60.0, 5.0))  # (circle radius [m], target speed [m/s])
+HOVER_TARGETS = ('static', 'random', 'circle')  # circle: 30 m at 5 m/s
+HOVER_FAILED = (1, 2, 3)
+HOVER = Scenario(agents=10, duration=120.0, control_period=0.01, target_speed=5.0,
+                 target_period=1.0, fault_time=20.0)
 MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion='random',
                   target_speed=5.0, target_period=1.0, target_boundary=20.0,
                   failures_per_min=1.0, failure_off_time=8.0)
@@ -120,11 +134,11 @@ def growth(plot: str | None) -> dict:
     return results
 
 
-OVERRIDES = {}  # --d-safe, --target-lead, --k-e-ring: gains on top of the preset's
+OVERRIDES = {}  # --d-safe, --target-lead, --k-e-ring, --obstacle-clearance: over the preset's
 
 
 def gains(preset: str) -> dict:
-    """Return the controller overrides of a run: the preset's gains and the overrides."""
+    """Return the controller overrides of a run: the preset's gains and the options'."""
     return {**PRESETS[preset], **OVERRIDES}
 
 
@@ -327,6 +341,51 @@ def _failed_share(result) -> str:
             f'{nearest.min():.2f} m')
 
 
+def _formed_share(metrics, since: float) -> tuple:
+    """Return (formed at, mean E_gap, share above 0.05) from the first E_gap < 0.05 after since."""
+    t, e_gap = metrics[:, 0], metrics[:, 5]
+    below = np.flatnonzero((t >= since) & (e_gap < 0.05))
+    if below.size == 0:
+        return None, float(np.nanmean(e_gap[t >= since])), 1.0
+    late = e_gap[below[0]:]
+    return float(t[below[0]]), float(np.nanmean(late)), float(np.mean(late > 0.05))
+
+
+def hover(preset: str, seeds, targets) -> dict:
+    from soliton_encirclement_ros.core.batch_engine import simulate_runs
+    print('| target | failed | seed | settle [s] | formed again [s] | mean E_gap once formed | '
+          'share E_gap > 0.05 | closest once apart [m] |')
+    print('|---|---|---|---|---|---|---|---|')
+    rows = []
+    for target, failed in itertools.product(targets, HOVER_FAILED):
+        scenario = HOVER.with_changes(
+            target_motion=target, failed_agents=failed, controller=gains(preset),
+            target_boundary=30.0 if target == 'circle' else 20.0)
+        params = scenario.controller_params()
+        apart = params.d_safe or 1.0
+        start = time.process_time()
+        result = simulate_runs([scenario.with_changes(seed=s) for s in seeds], apart=apart)
+        for seed, metrics, after in zip(seeds, result.metrics, result.separation.after):
+            summary = summarise(metrics)
+            settle = summary['settle_time']['E_gap']
+            formed, mean, share = _formed_share(metrics, scenario.fault_time)
+            cells = [target, failed, seed, 'never' if settle is None else round(settle, 2),
+                     'never' if formed is None else round(formed, 2), round(mean, 4),
+                     round(share, 4), round(float(after), 2)]
+            print('| ' + ' | '.join(map(str, cells)) + ' |', flush=True)
+            rows.append(cells)
+        print(f'({time.process_time() - start:.0f} CPU-s)', flush=True)
+    worst_share = max(r[6] for r in rows)
+    closest = min(r[7] for r in rows)
+    print(f'worst share above 0.05 once formed: {worst_share:.1%} (goal <= 5 %); closest '
+          f'approach once apart: {closest:.2f} m (goal >= 1 m)')
+    return {'fault_time': HOVER.fault_time, 'hover': table(
+        ['target', 'failed', 'seed', 'settle [s]', 'formed again [s]',
+         'mean E_gap once formed', 'share E_gap > 0.05 once formed',
+         'closest approach once apart [m]'], rows),
+        'worst_share': round(worst_share, 4), 'closest': round(closest, 2)}
+
+
 def crossings() -> dict:
     from pathlib import Path
     import sys
@@ -360,7 +419,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('what', choices=('growth', 'settle', 'n10', 'median', 'moving',
                                          'turning', 'crossings', 'distribution',
-                                         'distribution-plot'))
+                                         'distribution-plot', 'hover'))
     parser.add_argument('--preset', choices=PRESETS, default='default')
     parser.add_argument('--plot', help='growth, distribution-plot: write the plot here')
     parser.add_argument('--agents', type=int, nargs='+', default=None,
@@ -368,11 +427,16 @@ def main() -> None:
     parser.add_argument('--seeds', type=int, nargs='+', default=None,
                         help='seeds (default: 0 1 2; distribution: 0-19)')
     parser.add_argument('--period', type=float, default=0.05)
+    parser.add_argument('--targets', nargs='+', choices=HOVER_TARGETS,
+                        default=list(HOVER_TARGETS), help='hover: the target motions')
     parser.add_argument('--d-safe', type=float, help="d_safe [m] (default: the controller's)")
     parser.add_argument('--k-e-ring', type=float,
                         help="k_e_ring [1/rad] (default: the controller's)")
     parser.add_argument('--target-lead', type=float,
                         help="target_lead [s] (default: the controller's)")
+    parser.add_argument('--obstacle-clearance', type=float,
+                        help="obstacle_clearance [m] (default: the controller's; 0: the ring "
+                        'keeps its radius round failed vehicles)')
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
@@ -392,7 +456,7 @@ def main() -> None:
         name += f'_{args.preset}'
     if wide and args.agents != list(DISTRIBUTION_NS):
         name += '_n' + '_'.join(map(str, args.agents))
-    for option in ('d_safe', 'target_lead', 'k_e_ring'):
+    for option in ('d_safe', 'target_lead', 'k_e_ring', 'obstacle_clearance'):
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
@@ -411,6 +475,8 @@ def main() -> None:
         results = distribution(args.preset, args.agents, args.seeds)
     elif args.what == 'moving':
         results = moving(args.preset, args.seeds, (args.engine or ['auto'])[0])
+    elif args.what == 'hover':
+        results = hover(args.preset, args.seeds, args.targets)
     else:
         results = crossings()
     save(args, name, {'preset': args.preset, **OVERRIDES, **results}, load, code=LAW_CODE)

@@ -26,7 +26,8 @@ from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, obstacle_reach, ring_offset,
+    encirclement_step, fallback_command, NeighbourView, obstacle_reach, ring_obstacles,
+    ring_offset,
     silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
@@ -134,6 +135,7 @@ class BatchFaults(NamedTuple):
     uncertainty: np.ndarray  # (R, N)
     held: np.ndarray         # (R, N) bool
     clock: np.ndarray        # (R, N) s
+    failed: np.ndarray       # (R, N) bool: out of ``live`` (their presence broadcast)
 
     @property
     def active(self) -> bool:
@@ -413,6 +415,10 @@ class BatchControllers:
             else:
                 others = self._obstacles_faults(get, own, velocities, entry, heard, silent, rx,
                                                 local, nb_pos, nb_vel, faults)
+            if p.obstacle_clearance:
+                known = ring_obstacles(silent & ~entry, nb_pos)
+                if known is not None:
+                    others = {**others, 'ring_obstacles': known}
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,
@@ -645,7 +651,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     for k in range(ticks + 1):
         now = k * period
         faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
-        live = ~outages.update(now) & ~faults.killed
+        live = ~outages.update(now) & ~faults.killed & ~faults.failed
         pos = bodies.position.reshape(r, n + 1, 3)
         vel = bodies.velocity.reshape(r, n + 1, 3)
         positions, velocities = pos[:, :n], vel[:, :n]

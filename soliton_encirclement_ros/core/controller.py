@@ -945,6 +945,13 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
                  if len(near) else {})
     obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params)}
+    if params.d_safe and params.obstacle_clearance:
+        outside = np.ones(len(table.rx), dtype=bool)
+        outside[live] = False
+        known = (outside & (age <= params.obstacle_memory)
+                 & (table.floats[:, _LANDED] != 1.0))
+        if known.any():
+            obstacles['ring_obstacles'] = table.floats[known][:, _POS]
     fast = _control_step_floats(state, position, velocity, target, table, live, ids,
                                 theta_self, thetas, params, obstacles)
     if fast is not None:

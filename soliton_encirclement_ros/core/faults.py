@@ -133,6 +133,10 @@ class SimulatedFaults:
                                    'from then (no state, no presence), their vehicles holding '
                                    'where they are (the bridge or the mobility node holds a '
                                    'vehicle whose cmd_vel stops)', low=0)
+    failed_agents: int = setting(0, 'agents whose controller fails at fault_time for good: '
+                                 "each commands zero once and broadcasts its vehicle's "
+                                 'presence (an obstacle, no ring member) while the vehicle '
+                                 'brakes to a hover where it failed', low=0)
     reset_jump: float = setting(0.0, "an estimator reset of one agent's position at fault_time: "
                                 'its estimate (what it broadcasts and flies on) jumps this far, '
                                 'in a direction drawn from the seed, with that much '
@@ -142,13 +146,14 @@ class SimulatedFaults:
                                 "companion's clock): beyond max_future_stamp, the others "
                                 'receive its states stamped in their future; 0 = none', 's',
                                 low=0.0)
-    fault_time: float = setting(20.0, 'when the simulated faults (silent_failures, reset_jump, '
-                                'clock_step) strike', 's', low=0.0)
+    fault_time: float = setting(20.0, 'when the simulated faults (silent_failures, '
+                                'failed_agents, reset_jump, clock_step) strike', 's', low=0.0)
 
     @property
     def simulated_faults(self) -> bool:
         """Whether any simulated fault strikes."""
-        return bool(self.silent_failures or self.reset_jump or self.clock_step)
+        return bool(self.silent_failures or self.failed_agents or self.reset_jump
+                    or self.clock_step)
 
 
 @dataclass(frozen=True)
@@ -159,7 +164,8 @@ class FaultPlan:
     ``killed`` (N,) silent from then; ``shift`` (N, 3) added to the position an agent
     broadcasts and flies on (its estimate), with ``uncertainty`` (N,); ``held`` (N,) vehicles
     held where they are (a reset beyond :data:`RESET_HOLD_JUMP`); ``clock`` (N,) the offset of
-    each agent's clock [s].
+    each agent's clock [s]; ``failed`` (N,) controllers out from then (their vehicles' presence
+    broadcast: the simulators take them out of ``live``).
     """
 
     time: float
@@ -168,6 +174,7 @@ class FaultPlan:
     uncertainty: np.ndarray
     held: np.ndarray
     clock: np.ndarray
+    failed: np.ndarray
 
     def at(self, now: float) -> 'FaultPlan':
         """Return the faults in effect at ``now``: this plan from ``time`` on, else none."""
@@ -182,7 +189,7 @@ class FaultPlan:
 def no_faults(n: int, time: float = math.inf) -> FaultPlan:
     """Return the plan of a run of ``n`` agents without simulated faults."""
     return FaultPlan(time, np.zeros(n, dtype=bool), np.zeros((n, 3)), np.zeros(n),
-                     np.zeros(n, dtype=bool), np.zeros(n))
+                     np.zeros(n, dtype=bool), np.zeros(n), np.zeros(n, dtype=bool))
 
 
 def fault_plan(faults: SimulatedFaults, n: int, seed: Optional[int]) -> FaultPlan:
@@ -190,8 +197,8 @@ def fault_plan(faults: SimulatedFaults, n: int, seed: Optional[int]) -> FaultPla
     Return which of ``n`` agents the simulated ``faults`` strike, drawn from ``seed``.
 
     One permutation of the agents: the first ``silent_failures`` are killed, the next is reset
-    (in a uniform direction), the one after that has its clock stepped; an agent count too
-    small for all leaves the later ones out.
+    (in a uniform direction), the one after that has its clock stepped, the next
+    ``failed_agents`` fail; an agent count too small for all leaves the later ones out.
     """
     plan = no_faults(n, faults.fault_time)
     if not faults.simulated_faults:
@@ -209,4 +216,5 @@ def fault_plan(faults: SimulatedFaults, n: int, seed: Optional[int]) -> FaultPla
         plan.held[k] = faults.reset_jump > RESET_HOLD_JUMP
     if faults.clock_step and rest:
         plan.clock[rest.pop(0)] = faults.clock_step
+    plan.failed[rest[:faults.failed_agents]] = True
     return plan

@@ -136,6 +136,20 @@ class ControllerParams:
                                  'are compared with it this far behind; the vehicle velocity time '
                                  "constant (the model's tau_xy, fit_mobility's fit); 0 = off "
                                  '(reference)', 's', low=0.0)
+    obstacle_clearance: float = setting(0.0, "the ring's radius bulges round a known obstacle (a "
+                                        "failed or silent agent's vehicle) so that the agents "
+                                        'passing it keep this far from it: out round one inside '
+                                        'R + clearance/2, in round one beyond; their angles (the '
+                                        'spacing) untouched. Only with d_safe (the obstacles '
+                                        'are its); 0 = off (the default: it helps a static '
+                                        "target's ring, not a moving one's; 3 m measured)", 'm',
+                                        low=0.0)
+    obstacle_ramp: float = setting(10.0, 'the bulge round an obstacle (obstacle_clearance) rises '
+                                   'over this length across the ray from the target, on each '
+                                   'side of the obstacle', 'm', low=0.0, strict=True)
+    obstacle_lead: float = setting(1.5, 'the bulge is taken where the agent and the target will '
+                                   'be this far ahead (their velocities): the radial term and the '
+                                   'vehicle lag about that much', 's', low=0.0)
     hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this '
                                 '(at most 0.3 of the even gap 2 pi/N)', 'rad', low=0.0)
     control_period: float = setting(0.01, 'control tick and Euler step of u', 's', low=1e-3,

@@ -37,15 +37,89 @@ EULER_STEP_MAX = 1.0
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
 
 
-def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerParams):
-    """Radial PD term (..., 2): ``(-K_R*(r - R) - K_DR*v_r) * e_r_hat``, v_r relative to target."""
+def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerParams,
+                    radius=None):
+    """
+    Radial PD term (..., 2): ``(-K_R*(r - R) - K_DR*v_r) * e_r_hat``, v_r relative to target.
+
+    ``radius`` (...): the radius each agent holds (:func:`ring_radius`; None: ``params.radius``).
+    """
     rel_v = (
         np.asarray(velocity, dtype=float)[..., :2]
         - np.asarray(target_velocity, dtype=float)[..., :2]
     )
     v_r = np.sum(rel_v * e_r_hat, axis=-1)
-    v_r_corr = -params.k_r * (np.asarray(r) - params.radius) - params.k_dr * v_r
+    held = params.radius if radius is None else radius
+    v_r_corr = -params.k_r * (np.asarray(r) - held) - params.k_dr * v_r
     return v_r_corr[..., None] * e_r_hat
+
+
+def ring_obstacles(known, position):
+    """
+    Return the obstacles :func:`ring_radius` takes: ``position`` (..., M, 3) where ``known``.
+
+    ``known`` (..., M): the vehicles heard within ``obstacle_memory`` that are no live ring
+    member (a failed agent's presence, or silent); NaN rows elsewhere; None when there is none.
+    """
+    known = np.asarray(known, dtype=bool)
+    if not known.any():
+        return None
+    return np.where(known[..., None], position, np.nan)
+
+
+def ring_radius(position, velocity, target_position, target_velocity, obstacles,
+                params: ControllerParams):
+    """
+    Return the radius (...) each agent's radial term holds: R, bulged round known obstacles.
+
+    A known obstacle (``obstacles`` (..., K, 3): a failed or silent agent's vehicle, NaN rows
+    none; None: none) on the ring's path would have the separation term push the agents that
+    pass it out of their slots, and the ring re-form behind it. Instead the ring's radius is
+    shaped round it, agent by agent, along the agent's ray from the target (where the agent
+    and the target will be ``obstacle_lead`` s ahead): an obstacle ``a`` along that ray and
+    ``b`` across it, at ``a - R <= c/2`` (``c`` = ``obstacle_clearance``), lifts the radius to
+    ``a + c`` (no lower than R); one beyond lowers it to ``a - c`` (no higher than R). The
+    change is whole while ``b <= c`` and falls to 0 over ``obstacle_ramp`` beyond it
+    (smoothstep): the agent goes round it at least ``c`` away and keeps its angle, so the
+    spacing term and its neighbours see nothing. Several obstacles: the largest lift plus
+    the largest lowering. Exactly ``params.radius`` (a number) without obstacles, without
+    ``d_safe`` or with ``obstacle_clearance`` 0. Elementwise and max/min only (no
+    transcendental functions): the same bits over any batch shape.
+    """
+    p = params
+    if obstacles is None or not (p.d_safe and p.obstacle_clearance):
+        return p.radius
+    obstacles = np.asarray(obstacles, dtype=float)
+    if obstacles.shape[-2] == 0:
+        return p.radius
+    lead = p.obstacle_lead
+    pos, vel = np.asarray(position, dtype=float), np.asarray(velocity, dtype=float)
+    t_pos = np.asarray(target_position, dtype=float)
+    t_vel = np.asarray(target_velocity, dtype=float)
+    cx = t_pos[..., 0] + t_vel[..., 0] * lead
+    cy = t_pos[..., 1] + t_vel[..., 1] * lead
+    rx = (pos[..., 0] + vel[..., 0] * lead) - cx
+    ry = (pos[..., 1] + vel[..., 1] * lead) - cy
+    r = np.sqrt(rx * rx + ry * ry)
+    ok = r >= R_EPS
+    scale = np.where(ok, r, 1.0)
+    ex = (np.where(ok, rx, 0.0) / scale)[..., None]
+    ey = (np.where(ok, ry, 0.0) / scale)[..., None]
+    ox = obstacles[..., 0] - cx[..., None]
+    oy = obstacles[..., 1] - cy[..., None]
+    c = p.obstacle_clearance
+    with np.errstate(invalid='ignore'):
+        along = ox * ex + oy * ey
+        across = np.abs(oy * ex - ox * ey)
+        beyond = along - p.radius
+        known = np.isfinite(beyond) & np.isfinite(across)
+        outside = beyond > 0.5 * c
+        z = np.clip((c + p.obstacle_ramp - np.where(known, across, np.inf)) / p.obstacle_ramp,
+                    0.0, 1.0)
+        weight = z * z * (3.0 - 2.0 * z)
+        lift = np.where(known & ~outside, np.maximum(c + beyond, 0.0) * weight, 0.0)
+        lower = np.where(known & outside, np.minimum(beyond - c, 0.0) * weight, 0.0)
+    return p.radius + (np.max(lift, axis=-1, initial=0.0) + np.min(lower, axis=-1, initial=0.0))
 
 
 def spacing_error(gap_pred, gap_succ, lambda_pred=1.0, lambda_self=1.0):
@@ -960,7 +1034,8 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
                       params: ControllerParams, others_position=None, others_velocity=None,
                       ring_size=0, own_id=None, others_age=None, others_radius=None,
-                      own_radius=0.0, target_acceleration=None, ring_offset=0.0):
+                      own_radius=0.0, target_acceleration=None, ring_offset=0.0,
+                      ring_obstacles=None):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen.
 
@@ -977,12 +1052,14 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     exact ties of angle in ring order (:func:`gap_to_pred`); ``target_acceleration`` (..., 3)
     the target's, for the command's lead (:func:`target_lead`; None: none); ``ring_offset``
     (...) the agent's :func:`ring_offset`, which drives ``e_tau`` by ``k_e_ring`` x it (0: the
-    neighbours' spacing alone). Elementwise over agents: one agent's result depends only on
-    its own row.
+    neighbours' spacing alone); ``ring_obstacles`` (..., K, 3) the known obstacles the ring's
+    radius bulges round (:func:`ring_radius`; None: none). Elementwise over agents: one agent's
+    result depends only on its own row.
     """
     lead = target_lead(target_velocity, target_acceleration, params)
     r, e_r_hat, t_hat = polar_frame(position, target_position)
-    v_rad = radial_velocity(r, e_r_hat, velocity, target_velocity, params)
+    v_rad = radial_velocity(r, e_r_hat, velocity, target_velocity, params, ring_radius(
+        position, velocity, target_position, target_velocity, ring_obstacles, params))
     gap_pred = gap_to_pred(theta_self, pred.theta, own_id, pred.agent_id)
     gap_succ = gap_to_succ(theta_self, succ.theta, own_id, succ.agent_id)
     e_tau = spacing_error(gap_pred, gap_succ, lambda_pred, lambda_self)
@@ -1037,7 +1114,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
                           params: ControllerParams, ring_size=0, own_id=None,
                           target_acceleration=None, others_position=None,
                           others_velocity=None, others_age=None, others_radius=None,
-                          own_radius=0.0, ring_offset=0.0):
+                          own_radius=0.0, ring_offset=0.0, ring_obstacles=None):
     """
     :func:`encirclement_step` for one agent, in Python floats.
 
@@ -1046,7 +1123,8 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     finite floats, ``pred``/``succ`` :class:`NeighbourView` with float fields (NaN angle and
     position when missing). The ``d_safe`` term (``others_*``, ``own_radius``: the vehicles
     within reach, as :func:`encirclement_step` takes them; None: none) is
-    :func:`separation_velocity` itself, over arrays. The transcendental functions stay
+    :func:`separation_velocity` itself, over arrays, and so is :func:`ring_radius`
+    (``ring_obstacles``). The transcendental functions stay
     numpy's (``math``'s differ from them in the last bit), and a sum of two products is
     written ``a + (0.0 + b)`` as ``np.sum`` adds it (the sign of a zero). Returns (u_new,
     u_ss, v_cmd) with v_cmd a tuple of 3 floats.
@@ -1068,7 +1146,11 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         erx = ery = 0.0
     thx, thy = -ery, erx
     v_r = (velocity[0] - tvx) * erx + (0.0 + (velocity[1] - tvy) * ery)  # radial_velocity
-    v_r_corr = -p.k_r * (r - p.radius) - p.k_dr * v_r
+    held = p.radius                                                     # ring_radius
+    if ring_obstacles is not None:
+        held = float(ring_radius(position, velocity, target_position, target_velocity,
+                                 ring_obstacles, p))
+    v_r_corr = -p.k_r * (r - held) - p.k_dr * v_r
     radx, rady = v_r_corr * erx, v_r_corr * ery
     gap_pred = (theta_self - pred.theta) % TWO_PI                      # gap_to_pred/succ
     if gap_pred == 0.0 and own_id is not None and pred.agent_id > own_id:

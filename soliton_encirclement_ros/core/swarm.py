@@ -20,7 +20,7 @@ from soliton_encirclement_ros.core.batch_engine import none_within_reach, shown_
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, ring_offset,
+    encirclement_step, fallback_command, NeighbourView, ring_obstacles, ring_offset,
     silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours)
@@ -198,6 +198,11 @@ class SwarmControllers:
                     positions[rows], velocities[rows], d_safe, heard & usable, silent,
                     a.position, a.velocity, now - a.sent,
                     shown_presence(~a.member, heard & usable, silent), p, radius)
+            if p.obstacle_clearance:
+                known = ring_obstacles(kept & ~entry & usable,
+                                       np.broadcast_to(a.position, usable.shape + (3,)))
+                if known is not None:
+                    others = {**others, 'ring_obstacles': known}
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,

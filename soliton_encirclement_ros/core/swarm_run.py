@@ -79,7 +79,7 @@ class SwarmRun:
         k, scenario, n = self.index, self.scenario, self.n
         now = k * self.period
         faults = self._faults.at(now)
-        live = ~self._outages.update(now) & ~faults.killed
+        live = ~self._outages.update(now) & ~faults.killed & ~faults.failed
         bodies = self.bodies
         positions, velocities = bodies.position[:n], bodies.velocity[:n]
         target_position, target_velocity = bodies.position[n], bodies.velocity[n]

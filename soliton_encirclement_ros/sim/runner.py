@@ -218,7 +218,8 @@ def engine_problem(args: argparse.Namespace, plan: SwarmPlan) -> str:
     """Return why ``--engine`` (nodes too) cannot run with the other options (one line), or ''."""
     if args.engine == NODES:
         if plan.scenario.simulated_faults:
-            return ('silent_failures, reset_jump and clock_step are simulated by the engines: '
+            return ('silent_failures, failed_agents, reset_jump and clock_step are simulated by '
+                    'the engines: '
                     'add --engine auto (or run batch_sim); the node graph has real processes '
                     'to kill and clocks to step')
         return ''

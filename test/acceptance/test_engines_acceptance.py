@@ -52,6 +52,11 @@ SCENARIOS = {
         agents=5, seed=2, duration=8.0, control_period=0.05, loss=0.2, delay=0.05,
         failures_per_min=30.0, failure_off_time=2.0, silent_failures=1, reset_jump=1.5,
         clock_step=2.0, fault_time=2.0),
+    # Agents failed for good on a circling target's ring: the ring's radius bulges round them.
+    'failed agents hovering, circling target': Scenario(
+        agents=6, seed=0, duration=14.0, control_period=0.05, target_motion='circle',
+        target_speed=5.0, target_boundary=30.0, failed_agents=2, fault_time=3.0,
+        controller={'obstacle_clearance': 3.0}),
 }
 
 
