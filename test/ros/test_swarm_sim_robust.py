@@ -23,11 +23,11 @@ from rclpy.context import Context
 from rclpy.node import Node
 from std_msgs.msg import Float64MultiArray
 
-from ros_support import distro
 from soliton_encirclement_ros.core.controller import AgentBroadcast
 from soliton_encirclement_ros.interface import (
     agent_state_to_msg, AGENT_STATES_TOPIC, RELIABLE, swarm_qos)
 from soliton_encirclement_ros.sim import runner
+from support.senders import NAMES_SENDER, NO_SENDER
 from support.waits import wait_for
 
 DEADLINE = 180.0  # wall s for anything these tests wait on (a loaded machine is slow)
@@ -295,9 +295,7 @@ def test_another_swarm_in_the_domain_is_refused_in_one_line(tmp_path, capsys, mo
         intruder.close()
 
 
-@pytest.mark.skipif(not distro.current().message_info_names_publisher,
-                    reason=f'rclpy on {distro.current().name} does not say which publisher sent '
-                    'a message: a graph cannot tell a message of another graph by its sender')
+@pytest.mark.skipif(not NAMES_SENDER, reason=NO_SENDER)
 def test_a_foreign_publisher_mid_run_is_neither_counted_nor_delivered(capfd):
     """Before the fix its messages counted as deliveries: the count went negative."""
     from soliton_encirclement_ros.sim.inprocess import InProcessGraph
