@@ -99,7 +99,7 @@ class Bag:
         if self.damage.corrupt or not self.damage.whole:
             self._raw = True
         if not self.damage.whole:
-            self.truncated = self.damage.cut
+            self.truncated = self.damage.cut or 'read up to where it is damaged'
             if index_problem:
                 self.truncated += f' (and its index is unreadable: {index_problem})'
         elif index_problem and self._databases and self.path.is_dir() \

@@ -341,6 +341,8 @@ def sqlite_rows(database: sqlite3.Connection, damage: Damage
                                   + (f'to {found - 1} skipped' if found else 'on lost'))
             if found is None:
                 damage.whole = False
+                damage.cut = damage.cut or (f'database unreadable after row {last} (its index '
+                                            'is damaged there)')
                 break
             last = found - 1
             continue
