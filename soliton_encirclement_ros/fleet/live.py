@@ -36,6 +36,11 @@ def _level(level) -> str:
 
 
 REPLY_GRACE = 2.0  # s a bridge's answer may come after the status that confirms the action
+# s after which a hold or land neither answered nor confirmed is asked again: a request the
+# middleware lost (a client whose writer had not yet matched the service, seen with Fast DDS
+# 2.14 under load) is otherwise never served. Both are idempotent on PX4; engage is not re-sent.
+RESEND_AFTER = 3.0
+RESENT_ACTIONS = ('hold', 'land')
 
 
 class FleetOperator:
@@ -169,6 +174,7 @@ class FleetAction:
         self.called_at: dict[str, float] = {}  # vehicle name -> steady time its call went out
         self.verdicts: dict[str, tuple[bool, str]] = {}
         self._confirmed_at: dict[str, float] = {}  # when each status first confirmed it
+        self._sent_at: dict[str, float] = {}  # vehicle name -> steady time of its latest request
         self._call_discovered()
 
     def _call_discovered(self) -> None:
@@ -178,7 +184,7 @@ class FleetAction:
                 future = self.operator.call(vehicle, self.action)
                 if future is not None:
                     self.calls[vehicle.name] = future
-                    self.called_at[vehicle.name] = time.monotonic()
+                    self.called_at[vehicle.name] = self._sent_at[vehicle.name] = time.monotonic()
                 elif late:
                     self.calls[vehicle.name] = (
                         f'{vehicle.bridge}/{self.action} is not available (bridge not running, '
@@ -197,6 +203,7 @@ class FleetAction:
     def update(self) -> list[str]:
         """Call the services discovered since, decide what can be now; return the new lines."""
         self._call_discovered()
+        self._resend_unanswered()
         lines = []
         for vehicle in self.operator.fleet.vehicles:
             if vehicle.name not in self.verdicts:
@@ -205,6 +212,21 @@ class FleetAction:
                     self.verdicts[vehicle.name] = verdict
                     lines.append(self._line(vehicle.name, *verdict))
         return lines
+
+    def _resend_unanswered(self) -> None:
+        """Ask again for a hold or land neither answered nor confirmed in RESEND_AFTER s."""
+        if self.action not in RESENT_ACTIONS:
+            return
+        now = time.monotonic()
+        for vehicle in self.operator.fleet.vehicles:
+            call = self.calls.get(vehicle.name)
+            if (vehicle.name in self.verdicts or call is None or isinstance(call, str)
+                    or call.done() or vehicle.name in self._confirmed_at
+                    or now - self._sent_at[vehicle.name] < RESEND_AFTER):
+                continue
+            future = self.operator.call(vehicle, self.action)
+            if future is not None:
+                self.calls[vehicle.name], self._sent_at[vehicle.name] = future, now
 
     def finish(self, limit: str = '') -> list[str]:
         """Fail the vehicles still undecided, naming what each bridge reports; their lines."""

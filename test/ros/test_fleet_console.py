@@ -105,6 +105,21 @@ def test_a_one_shot_fleet_command_says_how_long_its_discovery_took(ros, tmp_path
     assert all(f'{name}: hold ok' in out for name in NAMES), out
 
 
+def test_a_hold_whose_request_was_lost_is_asked_again_and_confirmed(ros, tmp_path):
+    stand_in = StandIn()
+    stand_in.lose_first = {'uav1'}
+    ros.add_node(stand_in)
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'soliton_encirclement_ros.fleet.cli', 'hold',
+         str(fleet_file(tmp_path)), '--timeout', '60'],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
+    assert spin_until(ros, lambda: process.poll() is not None, timeout=DEADLINE)
+    out = process.stdout.read()
+    assert process.returncode == 0, out
+    assert all(f'{name}: hold ok' in out for name in NAMES), out
+    assert stand_in.calls.count(('uav1', 'hold')) >= 2, stand_in.calls
+
+
 def double_fleet_file(tmp_path, names):
     path = tmp_path / 'fleet.yaml'
     path.write_text(yaml.safe_dump({'geo_reference': list(FIELD), 'vehicles': [

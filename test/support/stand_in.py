@@ -10,7 +10,7 @@ import functools
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from nav_msgs.msg import Odometry
-from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 from std_srvs.srv import Trigger
@@ -41,12 +41,18 @@ class StandIn(Node):
             for action in ('engage', 'land', 'hold'):
                 self.create_service(Trigger, f'/{name}/px4_bridge/{action}',
                                     functools.partial(self._answer, name, action),
-                                    callback_group=MutuallyExclusiveCallbackGroup())
+                                    callback_group=ReentrantCallbackGroup())
         self.silent = set()  # vehicles whose companion is gone: nothing of them published
+        # vehicles whose first request is lost: never served nor answered (reentrant services:
+        # a lost request blocks no later one)
+        self.lose_first = set()
         self.create_timer(0.2, self._publish)
 
     async def _answer(self, name, action, request, response):
         self.calls.append((name, action))
+        if name in self.lose_first:  # as a request the middleware lost: nothing happens
+            self.lose_first.discard(name)
+            await Future()
         state = self.state[name]
         if action == 'engage':
             state.update(phase='active', nav_state='14 (OFFBOARD)', arming_state='ARMED')
