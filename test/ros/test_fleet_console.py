@@ -87,9 +87,8 @@ def test_the_console_holds_at_once_confirms_engage_and_names_an_unheard_vehicle(
     assert console.press_quit() == 0
 
 
-def test_a_one_shot_fleet_command_says_how_long_its_discovery_took(ros, tmp_path):
-    stand_in = StandIn()
-    ros.add_node(stand_in)
+def one_shot_hold(ros, tmp_path) -> str:
+    """Run `fleet hold` on the stand-in's fleet while spinning ``ros``; its output (exit 0)."""
     process = subprocess.Popen(
         [sys.executable, '-m', 'soliton_encirclement_ros.fleet.cli', 'hold',
          str(fleet_file(tmp_path)), '--timeout', '60'],
@@ -97,6 +96,13 @@ def test_a_one_shot_fleet_command_says_how_long_its_discovery_took(ros, tmp_path
     assert spin_until(ros, lambda: process.poll() is not None, timeout=DEADLINE)
     out = process.stdout.read()
     assert process.returncode == 0, out
+    return out
+
+
+def test_a_one_shot_fleet_command_says_how_long_its_discovery_took(ros, tmp_path):
+    stand_in = StandIn()
+    ros.add_node(stand_in)
+    out = one_shot_hold(ros, tmp_path)
     said = [line for line in out.splitlines() if line.startswith('fleet: discovery')]
     assert len(said) == 1, out
     assert re.fullmatch(r'fleet: discovery took \d+\.\d s since the command started \(every '
@@ -109,13 +115,7 @@ def test_a_hold_whose_request_was_lost_is_asked_again_and_confirmed(ros, tmp_pat
     stand_in = StandIn()
     stand_in.lose_first = {'uav1'}
     ros.add_node(stand_in)
-    process = subprocess.Popen(
-        [sys.executable, '-m', 'soliton_encirclement_ros.fleet.cli', 'hold',
-         str(fleet_file(tmp_path)), '--timeout', '60'],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=os.environ.copy())
-    assert spin_until(ros, lambda: process.poll() is not None, timeout=DEADLINE)
-    out = process.stdout.read()
-    assert process.returncode == 0, out
+    out = one_shot_hold(ros, tmp_path)
     assert all(f'{name}: hold ok' in out for name in NAMES), out
     assert stand_in.calls.count(('uav1', 'hold')) >= 2, stand_in.calls
 
