@@ -207,6 +207,8 @@ class Bag:
         are skipped). A message that does not decode is dropped and named in :attr:`corrupt`.
         """
         wanted = set(topics)
+        if not wanted:  # rosbags reads an empty connection list as "every topic"
+            return
         try:
             if not self._raw:
                 connections = [c for c in self._reader.connections if c.topic in wanted]

@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from soliton_encirclement_ros.analysis import cli, fit_mobility
+from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.sim import runner
 
 
@@ -70,6 +71,15 @@ def copy(bag: Path, tmp_path: Path) -> tuple[Path, Path]:
     damaged = tmp_path / 'damaged'
     shutil.copytree(bag, damaged)
     return damaged, next(p for p in damaged.iterdir() if p.suffix in ('.mcap', '.db3'))
+
+
+@pytest.mark.parametrize('storage', ['mcap', 'sqlite3'])
+def test_asking_for_no_topics_reads_no_messages(bags, storage):
+    # the storage library reads an empty topic list as "every topic": a reader that asks for
+    # none (a bag without agent states whose diagnostics were read already) must get none
+    with Bag(bags[storage]) as reader:
+        assert list(reader.messages([])) == []
+        assert next(iter(reader.messages(['/clock'])), None) is not None
 
 
 def test_the_recorder_writes_each_chunk_crc(bags):
