@@ -26,7 +26,7 @@ from soliton_encirclement_ros.analysis import flight
 from soliton_encirclement_ros.analysis.bag_reader import Bag
 from soliton_encirclement_ros.analysis.recompute import RecordedRun
 from soliton_encirclement_ros.analysis.report import (
-    INTERRUPTED_AT, interrupted_text, json_text)
+    INTERRUPTED_AT, interrupted_text, json_text, SHADED_FIGURES)
 from soliton_encirclement_ros.core.metrics import NOT_SETTLED, SETTLE_THRESHOLDS
 from soliton_encirclement_ros.interface import (
     agent_state_from_msg, AGENT_STATES_TOPIC, DIAGNOSTICS_TOPIC)
@@ -225,7 +225,8 @@ def write_report(out_dir, data: FlightData, summary: dict, fmt: str = 'png') -> 
                 and not path.name.startswith('.')]
     (out_dir / DATA_FILE).write_text(json_text(flight_json(data)))
     text = _template(REPORT_TEMPLATE).render(
-        run=_run_view(data, summary), figures=figures, existing=existing)
+        run=_run_view(data, summary), figures=figures, existing=existing,
+        shaded=SHADED_FIGURES)
     path = out_dir / REPORT_FILE
     staging = out_dir / f'.{REPORT_FILE}'
     staging.write_text(text, encoding='utf-8')
@@ -401,6 +402,7 @@ def _run_view(data: FlightData, summary: dict) -> dict:
         'title': Path(data.bag).name, 'identity': identity, 'metrics': metrics,
         'metric_header': header, 'engaged': engaged, 'later_phases': later,
         'shown': (f'engaged phase 1 of {phase.get("count", 1)}' if engaged else 'the whole run'),
+        'shading': _shading_text(phase) if engaged else None,
         'verdicts': _verdicts(summary), 'events': _safety_events(data),
         # a simulation's report says nothing of it: the whole run, as always
         'judged': phase.get('text') if phase.get('px4_bridges') else None,
@@ -425,6 +427,18 @@ def _run_view(data: FlightData, summary: dict) -> dict:
         'area': [(a.agent, _number(a.margin), _number(a.time, 2), _number(a.horizontal),
                   _number(a.vertical), _number(a.outside, 2)) for a in data.margins.area],
     }
+
+
+def _shading_text(phase: dict) -> str:
+    """Say what the metric plots shade: the engaged phases (``plots.judged_spans``)."""
+    count = phase.get('count', 1)
+    if count < 2:
+        return ('shaded, the engaged phase judged (its interval in the legend); the settle '
+                'times marked are its own')
+    return (f'shaded, each of the {count} engaged phases, judged on its own (the verdicts; '
+            'their intervals in the legend); the darker, phase '
+            f'{phase.get("number", 1)} (judged), is the one the metrics table gives first and '
+            'whose settle times are marked')
 
 
 def _code_rows(who: str, version: Optional[str], commit: Optional[str]) -> list:
@@ -673,7 +687,8 @@ REPORT_TEMPLATE = """<!DOCTYPE html>
 gives their intervals){% endif %}</figcaption></figure>
 {% endif %}
 {% for name, uri in existing %}
-<figure><img alt="{{ name }}" src="{{ uri }}"><figcaption>{{ name }}</figcaption></figure>
+<figure><img alt="{{ name }}" src="{{ uri }}"><figcaption>{{ name }}{% if run.shading and
+name in shaded %}: {{ run.shading }}{% endif %}</figcaption></figure>
 {% endfor %}
 {% if figures.get('links') %}<figure><img alt="link loss and age" src="{{ figures['links'] }}">
 <figcaption>Left: loss per sender and receiver. Right: age (arrival - stamp) over time.

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 import re
+from typing import NamedTuple, Sequence
 
 import matplotlib
 from matplotlib.figure import Figure
@@ -44,7 +45,9 @@ MARGIN_TITLE_IN = 0.45
 GAP_WIDTH_IN = 0.85   # between columns: the next axes' tick and axis labels
 GAP_HEIGHT_IN = 0.6   # between rows: the x axis label
 THRESHOLD_COLOUR = 'tab:red'
-JUDGED_COLOUR = 'tab:green'  # the part of a run the summary judges (a flight's engaged phase)
+JUDGED_COLOUR = 'tab:green'  # the parts of a run judged (a flight's engaged phases)
+JUDGED_ALPHA = 0.12  # the part the summary's top level judges (the settle times marked)
+OTHER_ALPHA = 0.06   # every other part judged on its own (a flight's other engaged phases)
 
 
 def preset_name(controller) -> str:
@@ -127,41 +130,49 @@ class PlainLogFormatter(LogFormatterSciNotation):
 
 def metric_plot(path: Path, series: dict[str, np.ndarray], name: str,
                 title: str | None = None, settled: dict | None = None,
-                judged: tuple[float, float] | None = None) -> None:
+                judged: tuple[float, float] | None = None,
+                phases: Sequence[tuple[float, float]] = ()) -> Figure:
     """
     One metric against time; ``series`` maps a label to (T, 2) rows ``t,value``.
 
     ``settled`` maps a label to the settle time to mark (None: never settled) when the series
     is thinned (``stream.Envelope``) or judged on a part of the run, and the time was found
     there; a label it lacks has its settle time found on its series. ``judged``: the part of
-    the run (start, end) [s] the summary judges (a flight's engaged phase), shaded.
+    the run (start, end) [s] the summary judges (a flight's engaged phase), shaded. ``phases``:
+    every part of the run judged on its own (a flight's engaged phases, ``judged`` among them),
+    in time order, each shaded (:func:`judged_spans`): with two or more, each is numbered in
+    the legend and ``judged`` is the darker one, ``phase k (judged)``. Returns the figure
+    (already written to ``path``).
     """
     fig = Figure(figsize=(6, 3.4), dpi=DPI)
     ax = fig.add_subplot()
-    _draw_series(ax, series, name, settled, judged)
+    _draw_series(ax, series, name, settled, judged_spans(judged, phases))
     if title:
         fig.suptitle(title, fontsize='small')
     _fixed_margins(fig, titled=bool(title))
     _save(fig, path)
+    return fig
 
 
 def dashboard(path: Path, runs: dict, title: str | None = None,
-              settled: dict | None = None, judged: tuple[float, float] | None = None) -> Figure:
+              settled: dict | None = None, judged: tuple[float, float] | None = None,
+              phases: Sequence[tuple[float, float]] = ()) -> Figure:
     """
     Every metric in one figure; ``runs`` maps a label to a (T, 1 + len(METRIC_NAMES)) array.
 
     Or to a mapping of each metric name to its own (T, 2) rows ``t,value`` (thinned series).
-    ``settled`` maps a label to {metric: settle time to mark}, and ``judged`` is the part of
-    the run judged, as for :func:`metric_plot`. Returns the figure (already written to
-    ``path``), so tests can look at its axes.
+    ``settled`` maps a label to {metric: settle time to mark}, and ``judged`` and ``phases``
+    are the parts of the run judged, as for :func:`metric_plot`. Returns the figure (already
+    written to ``path``), so tests can look at its axes.
     """
     fig = Figure(figsize=(10, 8.4), dpi=DPI)
     axes = fig.subplots((len(METRIC_NAMES) + 1) // 2, 2).ravel()
+    spans = judged_spans(judged, phases)
     for i, (ax, name) in enumerate(zip(axes, METRIC_NAMES)):
         marks = None if settled is None else {
             label: times[name] for label, times in settled.items() if name in times}
         _draw_series(ax, {label: _column(m, i, name) for label, m in runs.items()}, name,
-                     marks, judged)
+                     marks, spans)
     for ax in axes[len(METRIC_NAMES):]:
         ax.set_axis_off()
     if title:
@@ -227,13 +238,40 @@ def _column(run, i: int, name: str) -> np.ndarray:
     return np.asarray(run)[:, [0, i + 1]]
 
 
-def _draw_series(ax, series: dict[str, np.ndarray], name: str,
-                 settled: dict | None = None, judged: tuple[float, float] | None = None) -> None:
+class Shade(NamedTuple):
+    """One shaded span of a metric plot: a part of the run judged [s], its legend label."""
+
+    start: float
+    end: float
+    label: str
+    alpha: float
+
+
+def judged_spans(judged: tuple[float, float] | None,
+                 phases: Sequence[tuple[float, float]] = ()) -> list[Shade]:
+    """
+    Return the shaded spans of a metric plot, in time order.
+
+    ``judged`` (the part the summary's top level judges) alone, or none: its span is labelled
+    ``judged a–b s``. Two or more parts judged on their own (``phases``, ``judged`` among them):
+    each is ``phase k: a–b s``, the judged one ``phase k (judged): a–b s`` and darker.
+    """
+    parts = sorted({(float(a), float(b)) for a, b in phases}
+                   | ({(float(judged[0]), float(judged[1]))} if judged is not None else set()))
+    if len(parts) < 2:
+        return [Shade(a, b, f'judged {a:.1f}–{b:.1f} s', JUDGED_ALPHA) for a, b in parts]
+    key = None if judged is None else (float(judged[0]), float(judged[1]))
+    return [Shade(a, b, f'phase {k}{" (judged)" if (a, b) == key else ""}: {a:.1f}–{b:.1f} s',
+                  JUDGED_ALPHA if (a, b) == key else OTHER_ALPHA)
+            for k, (a, b) in enumerate(parts, start=1)]
+
+
+def _draw_series(ax, series: dict[str, np.ndarray], name: str, settled: dict | None = None,
+                 spans: Sequence[Shade] = ()) -> None:
     log = name in LOG_METRICS
     threshold = SETTLE_THRESHOLDS.get(name)
-    if judged is not None:
-        ax.axvspan(*judged, color=JUDGED_COLOUR, alpha=0.12, lw=0,
-                   label=f'judged {judged[0]:.1f}–{judged[1]:.1f} s')
+    for start, end, label, alpha in spans:
+        ax.axvspan(start, end, color=JUDGED_COLOUR, alpha=alpha, lw=0, label=label)
     for label, values in series.items():
         values = np.asarray(values, dtype=float)
         t, v = values[:, 0], values[:, 1]
@@ -259,7 +297,7 @@ def _draw_series(ax, series: dict[str, np.ndarray], name: str,
     ax.set_xlabel('time [s]')
     ax.set_ylabel(METRIC_LABELS[name])
     ax.grid(True, alpha=0.3)
-    if any(series) or threshold is not None or judged is not None:
+    if any(series) or threshold is not None or spans:
         ax.legend(fontsize='small')
 
 
@@ -298,5 +336,5 @@ def figure_name(name: str, fmt: str = 'png') -> str:
     return f'{name}.{fmt}'
 
 
-__all__ = ['dashboard', 'figure_name', 'FORMATS', 'LOG_METRICS', 'metric_plot', 'preset_name',
-           'run_title', 'trajectory_plot']
+__all__ = ['dashboard', 'figure_name', 'FORMATS', 'judged_spans', 'LOG_METRICS', 'metric_plot',
+           'preset_name', 'run_title', 'trajectory_plot']

@@ -35,7 +35,9 @@ from soliton_encirclement_ros.core.metrics import METRIC_NAMES, SETTLE_THRESHOLD
 METRICS_HEADER = ('timestamp',) + METRIC_NAMES
 AGENTS_HEADER = ('node_id', 'timestamp', 'u', 'velocity_norm')
 PREVIOUS_OUTPUTS = ('metrics.csv', 'agents.csv', 'summary.json')
-FIGURES = (*METRIC_NAMES, 'dashboard', 'trajectories')
+# The figures that shade the parts of a run judged (a flight's engaged phases), and the rest.
+SHADED_FIGURES = (*METRIC_NAMES, 'dashboard')
+FIGURES = (*SHADED_FIGURES, 'trajectories')
 # summary.json of a run that has started and not ended: what a killed run leaves (``unfinished``)
 UNFINISHED = ('the run did not finish (killed before its end): metrics.csv and agents.csv hold '
               'what it simulated, up to their last whole row; no final, mean or settle time')
@@ -357,9 +359,10 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
         raise
     if plots:
         columns = {name: metrics[:, [0, i + 1]] for i, name in enumerate(METRIC_NAMES)}
+        phases = [(p['start'], p['end']) for p in result.phases or []] if part else []
         _staged(out_dir, lambda staging: _write_plots(
             staging, columns, summary['settle_time'] if part else None, trajectories, params,
-            fmt, window if part else None), summary, 'the figures')
+            fmt, window if part else None, phases), summary, 'the figures')
     return summary
 
 
@@ -468,16 +471,18 @@ def _staged(out_dir: Path, write, summary: dict, what: str) -> None:
 
 
 def _write_plots(staging: Path, columns: dict, settled: dict | None, trajectories,
-                 params: dict, fmt: str, judged: tuple[float, float] | None = None) -> None:
+                 params: dict, fmt: str, judged: tuple[float, float] | None = None,
+                 phases: list[tuple[float, float]] = ()) -> None:
     """
     Write the figures: ``columns`` maps each metric to its (T, 2) rows ``t,value``.
 
     ``settled``: the settle times to mark, by metric (None: from ``columns``); ``judged``: the
-    part of the run the summary judges (start, end) [s], shaded (None: the whole run).
+    part of the run the summary judges (start, end) [s], shaded (None: the whole run);
+    ``phases``: every part judged on its own (``judged`` among them), each shaded.
     """
     from soliton_encirclement_ros.analysis import plots
     title = plots.run_title(params)
-    span = {} if judged is None else {'judged': judged}
+    span = {} if judged is None else {'judged': judged, 'phases': phases}
     for name in METRIC_NAMES:
         plots.metric_plot(staging / plots.figure_name(name, fmt), {'': columns[name]}, name,
                           title, **({} if settled is None else

@@ -109,6 +109,66 @@ def test_trajectories_mark_start_and_end_and_the_legend_stays_off_the_target(tmp
     assert ax.get_title() == 'N = 4, seed 3'
 
 
+def shaded(ax):
+    """Return (start, end, alpha, label) of each span shaded on ``ax`` (axvspan), in time order."""
+    return sorted((round(p.get_x(), 6), round(p.get_x() + p.get_width(), 6), p.get_alpha(),
+                   p.get_label()) for p in ax.patches)
+
+
+def outputs_figures(tmp_path, monkeypatch, judged, phases):
+    """Write a run's outputs judged over ``judged`` and ``phases``; return its figures by name."""
+    figures = {}
+
+    def keep(draw):
+        def drawn(path, *args, **kwargs):
+            figures[Path(path).stem] = draw(path, *args, **kwargs)
+            return figures[Path(path).stem]
+        return drawn
+    monkeypatch.setattr(plots, 'metric_plot', keep(plots.metric_plot))
+    monkeypatch.setattr(plots, 'dashboard', keep(plots.dashboard))
+    write_run_outputs(tmp_path, RunResult(converging_metrics(), np.empty((0, 4)), {},
+                                          judged=judged, phases=phases))
+    return figures
+
+
+def judged_part(number, start, end, count):
+    return {'start': start, 'end': end, 'rule': 'px4 bridges', 'number': number,
+            'count': count, 'text': f'engaged {start:.2f}–{end:.2f} s'}
+
+
+def test_every_part_of_a_run_judged_is_shaded_the_summarys_darker(tmp_path, monkeypatch):
+    # A flight engaged three times: each phase is judged on its own (summary.json's phases),
+    # and the plots used to shade the first only, the one the summary's top level judges.
+    phases = [judged_part(1, 1.0, 4.5, 3), judged_part(2, 7.0, 11.0, 3),
+              judged_part(3, 13.5, 19.0, 3)]
+    figures = outputs_figures(tmp_path, monkeypatch, phases[0], phases)
+    want = [(1.0, 4.5, 0.12, 'phase 1 (judged): 1.0–4.5 s'),
+            (7.0, 11.0, 0.06, 'phase 2: 7.0–11.0 s'),
+            (13.5, 19.0, 0.06, 'phase 3: 13.5–19.0 s')]
+    axes = axes_by_metric(figures['dashboard'])
+    assert {name: shaded(axes[name]) for name in METRIC_NAMES} == {
+        name: want for name in METRIC_NAMES}
+    for name in METRIC_NAMES:
+        ax = figures[name].axes[0]
+        assert shaded(ax) == want, name
+        legend = [text.get_text() for text in ax.get_legend().get_texts()]
+        assert [label for *_, label in want] == legend[:3]
+    # the settle times marked are still the judged phase's (the summary's top level)
+    settle = summarise(converging_metrics(), (1.0, 4.5))['settle_time']
+    assert vertical_times(axes['E_gap']) == [pytest.approx(settle['E_gap'])]
+
+
+def test_one_part_judged_is_shaded_as_before_and_a_whole_run_not_at_all(tmp_path, monkeypatch):
+    phase = judged_part(1, 1.0, 4.5, 1)
+    one = outputs_figures(tmp_path / 'one', monkeypatch, phase, [phase])
+    assert shaded(axes_by_metric(one['dashboard'])['E_r']) == [
+        (1.0, 4.5, 0.12, 'judged 1.0–4.5 s')]
+    assert shaded(one['E_gap'].axes[0]) == [(1.0, 4.5, 0.12, 'judged 1.0–4.5 s')]
+    whole = outputs_figures(tmp_path / 'whole', monkeypatch, {
+        **phase, 'start': 0.0, 'end': 20.0, 'rule': 'whole run'}, [])
+    assert all(shaded(ax) == [] for ax in whole['dashboard'].axes)
+
+
 def test_a_bad_format_is_refused_before_anything_is_written(tmp_path):
     with pytest.raises(ValueError, match='format must be one of png, pdf, svg'):
         write_run_outputs(tmp_path / 'out', RunResult(converging_metrics(), np.empty((0, 4)), {}),

@@ -12,7 +12,8 @@ import math
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.analysis import cli
+from soliton_encirclement_ros.analysis import cli, plots
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from support.circle_bag import RADIUS, write_circle_bag
 from support.px4_flight_bag import Flight, HOLD_WHY, write_flight_bag
 
@@ -63,6 +64,7 @@ def test_a_flight_from_the_ground_to_landed_is_judged_over_its_engaged_phase(lan
     table = html.split('<table class="metrics">')[1].split('</table>')[0]
     assert 'did not settle' not in table.split('</tr>')[-2].split('<td>')[3]  # E_gap, settles at
     assert '<th>whole recording: final</th>' in table
+    assert 'dashboard: shaded, the engaged phase judged (its interval in the legend)' in html
     flight = json.loads((landed / 'flight.json').read_text())
     assert flight['phase'] == {k: v for k, v in summary['phase'].items() if k != 'closest'}
 
@@ -112,6 +114,7 @@ def test_a_simulated_run_is_judged_whole_as_before(tmp_path):
     assert summary['final']['E_gap'] == pytest.approx(metrics[-1, 5])
     html = (tmp_path / 'out' / 'report.html').read_text()
     assert 'Judged' not in html and 'whole recording' not in html
+    assert '<figcaption>E_gap</figcaption>' in html  # nothing shaded on its plots
     assert ('<tr><th class="l">metric</th>\n<th>final</th><th>mean</th><th>settles at</th>'
             '</tr>') in html
 
@@ -147,6 +150,42 @@ def test_each_engaged_phase_is_judged_and_named(twice):
     assert 'did not settle' not in rows[1].split('<td>')[2]  # its E_gap
     assert 'Engaged phase 2 of 2: engaged 32.70' in html  # its own metrics table
     assert 'Shown first: engaged phase 1 of 2' in html
+
+
+@pytest.fixture(scope='module')
+def thrice(tmp_path_factory):
+    # Three sorties; the dashboard analyze_run drew is kept to look at its axes.
+    drawn = {}
+
+    def dashboard(path, *args, **kwargs):
+        drawn['dashboard'] = draw(path, *args, **kwargs)
+        return drawn['dashboard']
+    draw = plots.dashboard
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plots, 'dashboard', dashboard)
+        out = analyse(tmp_path_factory, 'thrice', Flight(
+            land=15.0, again=((30.0, 45.0), (55.0, 75.0)), end=85.0), '--report')
+    return out, drawn['dashboard']
+
+
+def test_the_metric_plots_shade_every_engaged_phase(thrice):
+    # They used to shade the first only: the later phases, judged on their own in the
+    # verdicts, were not to be told from the ground time between them.
+    out, dashboard = thrice
+    phases = json.loads((out / 'summary.json').read_text())['phases']
+    assert [p['number'] for p in phases] == [1, 2, 3]
+    want = [(pytest.approx(p['start']), pytest.approx(p['end'])) for p in phases]
+    for ax in dashboard.axes[:len(METRIC_NAMES)]:
+        spans = sorted(ax.patches, key=lambda patch: patch.get_x())
+        assert [(s.get_x(), s.get_x() + s.get_width()) for s in spans] == want
+        assert [s.get_alpha() for s in spans] == [0.12, 0.06, 0.06]  # the judged one darker
+        assert [s.get_label().split(':')[0] for s in spans] == [
+            'phase 1 (judged)', 'phase 2', 'phase 3']
+    html = (out / 'report.html').read_text()
+    caption = html.split('<img alt="E_gap"')[1].split('</figcaption>')[0]
+    assert 'shaded, each of the 3 engaged phases, judged on its own' in caption
+    assert 'the darker, phase 1 (judged), is the one the metrics table gives first' in caption
+    assert '<img alt="trajectories"' in html and 'trajectories: shaded' not in html
 
 
 def test_the_report_leads_with_the_verdicts_and_the_figures(held):
