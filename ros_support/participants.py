@@ -152,20 +152,23 @@ class Roster:
         self.node.destroy_node()
 
 
-def matched_subscriptions(node: Node, publisher) -> int:
+def listening_nodes(node: Node, publisher) -> int:
     """
-    Return how many subscriptions ``publisher`` (of ``node``) reaches in ``node``'s own graph.
+    Return how many other nodes of ``node``'s own graph subscribe to ``publisher``'s topic.
 
-    All of them for a node on no roster; on one, only the members': a node that waits until
-    its graph listens (the mobility node's ``clock_subscribers``) is not started early by
-    another graph's subscriptions.
+    Nodes, not subscriptions: a node with ``use_sim_time`` subscribes ``/clock`` through its
+    time source and may again on its own, and ``node``'s own subscriptions are not counted. All
+    nodes for a node on no roster; on one, only the members': a node that waits until its graph
+    listens (the mobility node's ``clock_subscribers``) is not started early by another graph's
+    subscriptions.
     """
     roster = _ROSTERS.get(node)
-    if roster is None:
-        return publisher.get_subscription_count()
-    members = roster.members
-    return sum(participant_of(info.endpoint_gid) in members
-               for info in node.get_subscriptions_info_by_topic(publisher.topic_name))
+    members = None if roster is None else roster.members
+    own = (node.get_namespace(), node.get_name())
+    return len({(info.node_namespace, info.node_name)
+                for info in node.get_subscriptions_info_by_topic(publisher.topic_name)
+                if (members is None or participant_of(info.endpoint_gid) in members)}
+               - {own})
 
 
 class ForeignCount:

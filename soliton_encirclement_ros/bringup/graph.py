@@ -301,9 +301,12 @@ def area_parameters(plan: SwarmPlan) -> list[Parameter]:
               else [])]
 
 
-def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
+def build_graph(plan: SwarmPlan, clock_listeners: int = 0) -> list[NodeSpec]:
     """
     Return the nodes of ``plan``, in start order (simulation before controllers).
+
+    ``clock_listeners``: how many nodes besides the plan's the clock waits for (a runner that
+    watches the graph and records it), when the mobility node is the clock.
 
     Each node gets the plan's values as parameters, by one precedence rule: a value the user
     gave (``plan.given``) wins over a params file, which wins over the plan's defaults (a
@@ -340,7 +343,7 @@ def build_graph(plan: SwarmPlan) -> list[NodeSpec]:
             ('publish_clock', True, None),
             ('real_time_factor', plan.real_time_factor or 1.0, None),
             # every other node of the plan subscribes /clock: start when all are up
-            ('clock_subscribers', plan.num_agents + 2, None),
+            ('clock_subscribers', plan.num_agents + 2 + clock_listeners, None),
         ] if plan.clock_source == 'mobility' and plan.use_sim_time else []
         nodes.append(spec('swarm_mobility_node', 'swarm_mobility', '', [
             *time,

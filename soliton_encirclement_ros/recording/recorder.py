@@ -161,6 +161,11 @@ class BagRecorder:
     def closed(self) -> bool:
         return self._writer is None
 
+    def records(self, topics) -> bool:
+        """Say whether every one of ``topics`` this recorder's pattern takes is subscribed."""
+        return all(topic in self._subscriptions or topic in self._skipped
+                   for topic in topics if self._pattern.search(topic))
+
     @property
     def message_counts(self) -> dict[str, int]:
         """Messages written so far per recorded topic."""

@@ -44,7 +44,8 @@ from ros_support.participants import ForeignCount, guard_subscriptions, Roster, 
 from soliton_encirclement_ros.analysis.stream import marker_age, WRITING_MARKER
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import (
-    AGENT_STATES_TOPIC, BEST_EFFORT, CLOCK_TOPIC, swarm_qos, TARGET_STATE_TOPIC)
+    AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, BEST_EFFORT, CLOCK_TOPIC, swarm_qos, TARGET_ODOM_TOPIC,
+    TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.sim.domain import new_roster_topic
 from soliton_encirclement_ros.sim.executables import find_executable
 
@@ -100,6 +101,12 @@ class ProcessGraph:
             self.live = FoxgloveRelay(self.node, host=live[0], port=live[1])
         self.recorder = None
         self.recorder_failure = ''  # kept once the recorder is closed
+        # The clock waits for this process (its monitor node) and, when it records, for the
+        # bag: a node that joins once the recorder listens to every topic the analysis reads,
+        # so that the bag holds the run from its first instant.
+        self._bag_topics = [*(f'/{name}/{AGENT_ODOM_TOPIC}' for name in plan.names),
+                            TARGET_ODOM_TOPIC, AGENT_STATES_TOPIC]
+        self._bag_ready = None
         if record:
             from soliton_encirclement_ros.provenance import bag_custom_data
             from soliton_encirclement_ros.recording.recorder import BagRecorder
@@ -115,7 +122,7 @@ class ProcessGraph:
     def _start(self, plan: SwarmPlan) -> None:
         environment = {**child_environment(), ROSTER_ENV: self.roster_topic}
         preexec = die_with_parent(signal.SIGKILL)  # at once: an orphan writes nothing more
-        for spec in build_graph(plan):
+        for spec in build_graph(plan, clock_listeners=1 + (self.recorder is not None)):
             log = self._log_dir / f'{spec.full_name.strip("/").replace("/", "_")}.log'
             with open(log, 'w') as handle:
                 process = subprocess.Popen(
@@ -167,6 +174,7 @@ class ProcessGraph:
                 discovered = time.monotonic()
                 if self.recorder is not None:
                     self.recorder.discover()
+                    self._bag_listens()
                 if self.live is not None:
                     self.live.discover()
             if self.live is not None:
@@ -183,6 +191,15 @@ class ProcessGraph:
             elif self.sim_time_ns > 0 and now - last_progress[0] > STALL_TIMEOUT:
                 raise ChildFailed(f'/clock stalled at {self.sim_time:.2f} s')
             on_progress(self.sim_time_ns)
+
+    def _bag_listens(self) -> None:
+        """Once the bag listens to the run's topics (or has stopped), let the clock start."""
+        if self._bag_ready is not None or not (self.recorder.closed
+                                               or self.recorder.records(self._bag_topics)):
+            return
+        self._bag_ready = Node('swarm_sim_recording', context=self.context,
+                               parameter_overrides=[Parameter('use_sim_time', value=True)])
+        self.executor.add_node(self._bag_ready)  # its time source: the /clock listener
 
     def _spin_ready(self) -> None:
         """
@@ -255,6 +272,9 @@ class ProcessGraph:
         if getattr(self, 'live', None) is not None:
             self.live.close()
             self.live = None
+        if getattr(self, '_bag_ready', None) is not None:
+            self._bag_ready.destroy_node()
+            self._bag_ready = None
         if getattr(self, 'node', None) is not None:
             self.node.destroy_node()
             self.node = None

@@ -236,6 +236,31 @@ def test_one_process_per_node_also_forms_the_ring(processes_ring):
     assert metrics[-1, 0] > 23.0
 
 
+def test_a_processes_recording_holds_the_run_from_its_first_instants(tmp_path):
+    """
+    The clock waits for every node and the bag: the bag holds the run from its start.
+
+    Each vehicle's odometry, the target's and the agent states are in the bag from the first
+    tenths of a second of the run. The clock used to start once as many /clock subscriptions
+    as the plan has nodes were seen, the clock's own and this runner's among them, and the
+    recorder subscribed to the topics only at its next look for them: under load a bag
+    started seconds into the run, without the target (analyze_run then refused it).
+    """
+    from soliton_encirclement_ros.analysis.bag_reader import Bag
+    from soliton_encirclement_ros.interface import AGENT_STATES_TOPIC, TARGET_ODOM_TOPIC
+    bag = tmp_path / 'bag'
+    code, _ = run(tmp_path, '--processes', '--agents', '3', '--duration', '1.5',
+                  '--real-time-factor', '2', '--no-plots', '--record', str(bag))
+    assert code == 0
+    wanted = ['/uav1/odom', '/uav2/odom', '/uav3/odom', TARGET_ODOM_TOPIC, AGENT_STATES_TOPIC]
+    first = {}
+    with Bag(bag) as reader:
+        for topic, log_time, _ in reader.messages(wanted):
+            first.setdefault(topic, log_time * 1e-9)
+    assert sorted(first) == sorted(wanted), first
+    assert all(t <= 0.25 for t in first.values()), first
+
+
 def test_processes_mode_writes_the_figures_in_the_format_asked(processes_ring):
     """--processes --format pdf: metrics_node draws the figures, as PDFs titled with N and R."""
     out = processes_ring

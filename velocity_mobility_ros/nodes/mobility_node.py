@@ -28,7 +28,7 @@ from rclpy.time import Time
 from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
-from ros_support.participants import matched_subscriptions
+from ros_support.participants import listening_nodes
 from ros_support.ros_parameters import declare, declare_validated, ParamSpec, specs_of
 from ros_support.spin import spin_node
 from ros_support.validation import from_mapping
@@ -222,10 +222,10 @@ class MobilityNodeBase(Node):
         self._step_to(now_ns, self._steps_due(now_ns))
 
     def _clock_ready(self) -> bool:
-        """Start the clock once ``clock_subscribers`` subscriptions are matched (logged)."""
+        """Start the clock once ``clock_subscribers`` other nodes subscribe to it (logged)."""
         if self._clock_waits_for <= 0:
             return True
-        if matched_subscriptions(self, self._clock_pub) < self._clock_waits_for:
+        if listening_nodes(self, self._clock_pub) < self._clock_waits_for:
             if not getattr(self, '_clock_wait_logged', False):
                 self._clock_wait_logged = True
                 self.get_logger().info(
