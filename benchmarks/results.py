@@ -104,10 +104,13 @@ def load_text(load_before: float) -> str:
 def measured_commit() -> str:
     """Return the commit of the code measured here (``-dirty``: changed, ``unknown``: no git)."""
     commit = code_identity()['commit']
+    # a benchmark writes its figures (results files, and the plots of docs/images): those
+    # measure nothing, so a tree changed only there is the commit measured
     changes = _git('status', '--porcelain', '--untracked-files=no', '--', '.',
-                   ':!benchmarks/results').stdout.strip() if commit.endswith('-dirty') else 'x'
+                   ':!benchmarks/results', ':!docs/images').stdout.strip() \
+        if commit.endswith('-dirty') else 'x'
     if not changes:
-        commit = commit.removesuffix('-dirty')  # only figures written: they measure nothing
+        commit = commit.removesuffix('-dirty')
     return commit
 
 

@@ -61,6 +61,33 @@ def test_figures_from_an_uncommitted_tree_are_refused_in_one_line(monkeypatch, t
         results.age_text(json.loads(path.read_text()))
 
 
+def test_a_tree_changed_only_in_the_figures_a_benchmark_writes_is_the_commit_measured(
+        monkeypatch, tmp_path):
+    # a benchmark that draws its plot into docs/images (bench_stability growth --plot) made
+    # its own tree dirty before it saved its results, and then refused them
+    import subprocess
+    repo = tmp_path / 'repo'
+    for path in ('benchmarks/results/x.json', 'docs/images/plot.png', 'core.py'):
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text('0')
+
+    def git(*args):
+        subprocess.run(['git', '-C', str(repo), '-c', 'user.name=t', '-c', 'user.email=t@t',
+                        *args], check=True, capture_output=True)
+    git('init', '-q')
+    git('add', '.')
+    git('commit', '-qm', 'x')
+    sha = subprocess.run(['git', '-C', str(repo), 'rev-parse', 'HEAD'], capture_output=True,
+                         text=True, check=True).stdout.strip()
+    monkeypatch.setattr(results, 'RESULTS_DIR', repo / 'benchmarks' / 'results')
+    monkeypatch.setattr(results, 'code_identity', lambda: {'commit': sha + '-dirty'})
+    for written in ('benchmarks/results/x.json', 'docs/images/plot.png'):
+        (repo / written).write_text('1')
+    assert results.measured_commit() == sha
+    (repo / 'core.py').write_text('1')
+    assert results.measured_commit() == sha + '-dirty'
+
+
 def test_the_age_of_a_figure_counts_the_commits_to_its_code_since():
     if not in_git_history():
         pytest.skip('not a full git checkout')
