@@ -14,7 +14,7 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         "E_gap < 0.05 for good" from random starts over 20 seeds per N (--seeds; batch engine,
         static target, P = 0.01 s, 30 s runs: "never" = not within them): every seed's time,
         the median and the latest; with --agents, saved as stability_distribution_n<N>_...;
-        --k-e-ring 0 flies the law without the even-ring term (the settle figures before it)
+        the defaults fly without the even-ring term (k_e_ring 0)
     .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
         moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s, the
         share of time with an agent failed and E_gap then, and how near working agents fly
@@ -22,8 +22,8 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
     .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
         a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
-    .venv/bin/python benchmarks/bench_stability.py distribution --k-e-ring 0
-        the same without the even-ring term
+    .venv/bin/python benchmarks/bench_stability.py distribution --k-e-ring 0.4
+        the same with the even-ring term on (saved as ..._k_e_ring_0.4)
     .venv/bin/python benchmarks/bench_stability.py distribution-plot \
         --plot docs/images/ring_settle.png
         the plot of both, from their results files (runs nothing)
@@ -229,14 +229,15 @@ def distribution(preset: str, agents, seeds) -> dict:
 
 
 def distribution_plot(plot: str) -> None:
-    """Plot the settle times of ``distribution`` with and without the even-ring term."""
+    """Plot the settle times of ``distribution`` without (the defaults) and with the term."""
     from matplotlib.figure import Figure
-    labels = ('defaults', 'without the even-ring term (k_e_ring 0)')
+    labels = ('defaults: without the even-ring term (k_e_ring 0)',
+              'with the even-ring term (k_e_ring 0.4)')
     times, commits = ({}, {}), set()
-    for path in sorted(RESULTS_DIR.glob('stability_distribution*.json')):
-        record = json.loads(path.read_text())
+    for stem in ('n8_10_32', 'n64_100', 'n8_10_32_k_e_ring_0.4', 'n64_100_k_e_ring_0.4'):
+        record = json.loads((RESULTS_DIR / f'stability_distribution_{stem}.json').read_text())
         commits.add(record['commit'][:7])
-        times['k_e_ring_0' in path.stem].update(record['results']['times'])
+        times['k_e_ring' in stem].update(record['results']['times'])
     ns = sorted({int(n) for variant in times for n in variant})
     fig = Figure(figsize=(7, 4), dpi=100)
     ax = fig.add_subplot()
