@@ -202,6 +202,11 @@ def median(preset: str, agents, seeds, engine: str) -> dict:
     return {'median': table(['N', *(f'seed {s} [s]' for s in seeds), 'median [s]'], rows)}
 
 
+def _within(seconds: float) -> str:
+    """Return a settle time of ``distribution``, or that it was not within the runs."""
+    return f'{seconds:.2f}' if math.isfinite(seconds) else f'not within {DISTRIBUTION_DURATION:g}'
+
+
 def distribution(preset: str, agents, seeds) -> dict:
     """Settle times from random starts, every seed of each N in one batch_sim batch."""
     print(f'preset {preset}, batch engine, static target, P = 0.01 s, '
@@ -219,7 +224,7 @@ def distribution(preset: str, agents, seeds) -> dict:
         finite = [math.inf if t is None else t for t in settled]
         times[str(n)] = [None if t is None else round(t, 2) for t in settled]
         cpu = time.process_time() - start
-        row = [n, f'{statistics.median(finite):.2f}', f'{max(finite):.2f}',
+        row = [n, _within(statistics.median(finite)), _within(max(finite)),
                sum(t is None for t in settled), round(cpu)]
         print('| ' + ' | '.join(map(str, row)) + ' |', flush=True)
         rows.append(row)
