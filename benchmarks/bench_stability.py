@@ -265,7 +265,8 @@ def distribution_plot(plot: str) -> None:
     ax.grid(True, axis='y', alpha=0.3)
     ax.legend(fontsize='small', loc='upper left')
     ax.set_title('Settle time from random starts, per seed (bar: median; dotted: the end of '
-                 f'the run, not settled); {", ".join(sorted(commits))}', fontsize='small')
+                 f'the run, not settled)\nmeasured on {", ".join(sorted(commits))}',
+                 fontsize='small')
     fig.tight_layout()
     fig.savefig(plot)
     print(f'plot: {plot}')
