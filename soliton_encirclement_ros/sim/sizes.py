@@ -51,18 +51,18 @@ class Cost:
 # them equal): batch_sim's engines, swarm_sim's node graph in one process ('nodes') and its
 # --processes (memory per node process).
 COSTS = {
-    'vectorised': Cost(5.804e+07, 0, 110.6, 0, 3.981e-07),
-    'per-agent': Cost(5.696e+07, 0, 436.9, 0.0005153, 8.57e-06),
-    'batch': Cost(5.725e+07, 0, 377.7, 0.0001802, 0),
-    'nodes': Cost(1.161e+08, 2.067e+06, 2181, 0.001964, 0),
-    'processes': Cost(3.947e+08, 1.156e+08, 0, 0.009036, 0),
+    'vectorised': Cost(5.363e+07, 0, 54.66, 4.283e-05, 1.793e-07),
+    'per-agent': Cost(5.172e+07, 1.532e+04, 304.7, 0.0003189, 9.682e-06),
+    'batch': Cost(5.197e+07, 983, 190.6, 5.396e-05, 1.482e-07),
+    'nodes': Cost(1.099e+08, 2.144e+06, 1633, 0.001063, 4.928e-07),
+    'processes': Cost(3.857e+08, 1.106e+08, 0, 0.004851, 0),
 }
 
 
 # swarm_sim --engine auto against the node graph, measured by benchmarks/bench_swarm_sim.py
 # (benchmarks/results/swarm_sim.json and swarm_sim_auto.json, case n100: the control loop's
 # sim-s per CPU-s, observers' topics included; test_sizes.py keeps them equal): (N, nodes, auto).
-AUTO_MEASURED = (100, 0.11, 0.92)
+AUTO_MEASURED = (100, 0.12, 2.01)
 AUTO_BENCHMARK = 'benchmarks/bench_swarm_sim.py'
 
 
@@ -153,7 +153,8 @@ def size_problem(scenario: Scenario, mode: str, telemetry_in_memory: bool = Fals
     if needed.memory <= budget:
         return None
     fit = largest_fit(scenario, mode, budget, telemetry_in_memory)
-    digits = 1 if _bytes(needed.memory) != _bytes(budget) else 3  # just past: say how far
+    digits = next((d for d in range(1, 7) if _bytes(needed.memory, d) != _bytes(budget, d)),
+                  6)  # just past: as many digits as show how far
     return (f'{name} {scenario.agents} needs about {_bytes(needed.memory, digits)} of memory '
             f'({_way(mode)}), more than the {_bytes(budget, digits)} a run may take here '
             f'({MEMORY_MARGIN:.0%} of the {_bytes(available)} available): at most about '

@@ -90,14 +90,19 @@ def test_a_node_graph_slower_than_real_time_points_at_engine_auto():
     assert engine_note(Scenario(agents=10), 'nodes') is None  # keeps up
     assert engine_note(Scenario(agents=100), 'vectorised') is None  # not the node graph
     assert engine_note(Scenario(agents=100), 'processes') is None
-    note = engine_note(Scenario(agents=100), 'nodes')
-    assert note.startswith('100 agents on the node graph (one node per agent) run about 20x '
-                           'slower than real time (estimate from benchmarks/bench_sizes.py); '
-                           '--engine auto flies the same controllers as arrays'), note
+    from soliton_encirclement_ros.sim.sizes import AUTO_MEASURED, COSTS
+    scenario = Scenario(agents=100)
+    note = engine_note(scenario, 'nodes')
+    slower = COSTS['nodes'].tick(100) / scenario.control_period
+    assert note.startswith(f'100 agents on the node graph (one node per agent) run about '
+                           f'{slower:.0f}x slower than real time (estimate from '
+                           'benchmarks/bench_sizes.py); --engine auto flies the same '
+                           'controllers as arrays'), note
     # what swarm_sim --engine auto measured against the node graph, not the bare engine's tick
     # (which read 'about 18x faster')
-    assert note.endswith('8x the sim-s per CPU-s of the node graph at N = 100 (measured by '
-                         'benchmarks/bench_swarm_sim.py)'), note
+    n, nodes, auto = AUTO_MEASURED
+    assert note.endswith(f' {auto / nodes:.0f}x the sim-s per CPU-s of the node graph at '
+                         f'N = {n} (measured by benchmarks/bench_swarm_sim.py)'), note
 
 
 def test_the_engine_auto_figure_is_the_one_bench_swarm_sim_measured():
