@@ -8,7 +8,7 @@
 # ros and launch tiers (rclpy, DDS, Fast DDS tools, launch) and, of the acceptance tier, the
 # shared-domain tests (a graph tells another graph's messages by their sender, which only
 # Kilted's rclpy names). The rest of the acceptance tier runs the same code on either: CI runs
-# it on Kilted only (CI has 90 minutes; the whole suite on Jazzy takes over an hour under load).
+# it once, on Kilted (`ROS_DISTRO=jazzy bash scripts/test.sh` runs the whole suite on Jazzy).
 # Quick tests first (unit, ros, launch, then the minutes-long acceptance tests: test/conftest.py).
 # Each test module runs in a DDS domain of its own on loopback, whatever ROS_DOMAIN_ID the shell
 # exports; test/ros/test_exported_domain.py checks that with a swarm live in an exported domain.
