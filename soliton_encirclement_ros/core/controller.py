@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
-from soliton_encirclement_ros.core.floats import minimum as _minimum
+from soliton_encirclement_ros.core.floats import clip as _clip, minimum as _minimum
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
@@ -380,6 +380,10 @@ class ControllerState:
     seq: int = 0
     incarnation: int = 0
     started: Optional[float] = None  # time of the first tick: inputs never heard age from it
+    # The even-ring term's ramp (law.ring_ramp): the ring size heard at the last tick and when
+    # that last changed.
+    ring_size: int = 0
+    ring_changed: float = -math.inf
 
     def __post_init__(self) -> None:
         if type(self.neighbours) is not NeighbourTable:
@@ -944,7 +948,10 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         near = ()
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
                  if len(near) else {})
-    obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params)}
+    ring_size = live.size + 1
+    ring_changed = now if ring_size != state.ring_size else state.ring_changed
+    obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params,
+                                                          ring_changed, now)}
     if params.d_safe and params.obstacle_clearance:
         outside = np.ones(len(table.rx), dtype=bool)
         outside[live] = False
@@ -957,7 +964,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     if fast is not None:
         pred, succ, u_new, u_ss, cmd = fast
         return state._with(u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
-                           neighbours=table, seq=seq, started=started), cmd
+                           neighbours=table, seq=seq, started=started, ring_size=ring_size,
+                           ring_changed=ring_changed), cmd
     column = {i: k for k, i in enumerate(ids.tolist())}
     pred_col, succ_col = select_neighbours(
         np.ones((1, ids.size), dtype=bool), thetas, [theta_self], [state.agent_id], ids,
@@ -979,14 +987,25 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
-        neighbours=table, seq=seq, started=started), cmd
+        neighbours=table, seq=seq, started=started, ring_size=ring_size,
+        ring_changed=ring_changed), cmd
 
 
-def _ring_offset(theta_self: float, thetas: np.ndarray, target, params: ControllerParams):
-    """:func:`law.ring_offset` of this agent (0 when the target weights the arcs, or off)."""
+def _ring_offset(theta_self: float, thetas: np.ndarray, target, params: ControllerParams,
+                 ring_changed: float, now: float):
+    """
+    :func:`law.ring_offset` of this agent (0 when the target weights the arcs, or off).
+
+    Times its :func:`law.ring_ramp` weight: the ring size it hears last changed at
+    ``ring_changed``.
+    """
     if not params.k_e_ring or any(v != 1.0 for v in target.lambdas.values()):
         return 0.0
-    return float(ring_offset(theta_self, thetas))
+    weight = 1.0
+    if params.ring_ramp:  # law.ring_ramp's weight, in floats: the same bits
+        weight = _clip((now - ring_changed) / params.ring_ramp, 0.0, 1.0)
+        weight = weight if math.isfinite(weight) else 0.0
+    return float(ring_offset(theta_self, thetas)) * weight
 
 
 def _control_step_floats(state, position, velocity, target, table, live, ids, theta_self,

@@ -81,12 +81,17 @@ class ControllerParams:
                                  "the target (its velocity relative to the target's, over "
                                  'r_eff) less omega_ref: derivative action for the velocity '
                                  'lag; 0 disables (reference 0)', 's/rad', low=0.0)
-    k_e_ring: float = setting(0.0, "drive of e_tau by the agent's offset from the even ring "
+    k_e_ring: float = setting(0.4, "drive of e_tau by the agent's offset from the even ring "
                               'fitted to every ring member it hears (law.ring_offset): every '
-                              'wave of the ring then closes at a rate that does not fall with N '
-                              '(0.4 settles N = 32 and 100 within 12 and 20 s); 0 disables: off '
-                              'by default, it slows recovery when agents fail and rejoin',
-                              '1/rad', low=0.0)
+                              'wave of the ring then closes at a rate that does not fall with N; '
+                              'weighted by how open the gap it drives toward is and ramped in '
+                              'over ring_ramp after the members heard change; 0 disables '
+                              '(reference 0)', '1/rad', low=0.0)
+    ring_ramp: float = setting(5.0, 'the even-ring term (k_e_ring) ramps in linearly over this '
+                               'long from the tick the number of ring members an agent hears '
+                               'last changed (its first tick included): the fitted ring moves '
+                               'every slot when a member is lost or returns; 0 = at once', 's',
+                               low=0.0)
     soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
     d_safe: float = setting(2.0, 'safety distance: every vehicle heard closer than this '

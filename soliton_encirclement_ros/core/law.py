@@ -35,6 +35,9 @@ SEPARATION_PASSES = 4  # passes of the approach removal (see separation_velocity
 # u^2), stays below this (2 is where the step starts to oscillate with growing amplitude).
 EULER_STEP_MAX = 1.0
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
+# The even-ring term (ring_offset) is whole while the member it drives toward is at least this
+# share of the even gap 2 pi/n away, and fades to 0 as that gap closes (ring_offset_gate).
+RING_GATE_SHARE = 0.5
 
 
 def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerParams,
@@ -172,16 +175,66 @@ def ring_offset(theta_self, thetas, heard=None):
     The offsets of a ring sum to 0 (the term does not spin it), and two members' offsets
     differ by ``2 pi/n - gap`` between them: the term opens a gap narrower than the even one
     and closes a wider one, and never drives two members past each other. 0 with no one heard.
+
+    The offset is then weighted by how open the way it drives is (:func:`ring_offset_gate`):
+    whole while the nearest member heard that way is at least ``RING_GATE_SHARE`` of the even
+    gap ``2 pi/n`` away, falling to 0 as that gap closes. A member at the very same angle (a
+    coincident start) closes both ways: the fitted ring's order is then arbitrary.
     """
     theta_self = np.asarray(theta_self, dtype=float)
     ahead = np.mod(np.asarray(thetas, dtype=float) - theta_self[..., None], TWO_PI)
+    behind = np.mod(theta_self[..., None] - np.asarray(thetas, dtype=float), TWO_PI)
     if heard is None:
         count = np.full(theta_self.shape, float(ahead.shape[-1]))
+        near_ahead = np.min(ahead, axis=-1, initial=np.inf)
+        near_behind = np.min(behind, axis=-1, initial=np.inf)
     else:
+        near_ahead = np.min(np.where(heard, ahead, np.inf), axis=-1, initial=np.inf)
+        near_behind = np.min(np.where(heard, behind, np.inf), axis=-1, initial=np.inf)
         ahead = np.where(heard, ahead, 0.0)
         count = np.sum(heard, axis=-1).astype(float)
     offset = (np.sum(ahead, axis=-1) - math.pi * count) / (count + 1.0)
+    offset = offset * ring_offset_gate(np.where(offset > 0.0, near_ahead, near_behind),
+                                       count + 1.0)
     return np.where(np.isfinite(offset), offset, 0.0)
+
+
+def ring_offset_gate(gap, members):
+    """
+    Return the weight in [0, 1] of a ring offset that drives toward a member ``gap`` [rad] away.
+
+    ``members`` (...): n, the ring's size heard (self included). 1 while ``gap`` is at least
+    ``RING_GATE_SHARE`` x the even gap ``2 pi/n``, falling linearly to 0 at 0: the fitted ring
+    never drives an agent into a neighbour it is already near (a start at one point, a member
+    that re-joins in a gap); the spacing law's own gaps open those first.
+    """
+    with np.errstate(invalid='ignore', divide='ignore'):
+        weight = np.asarray(gap, dtype=float) / (RING_GATE_SHARE * TWO_PI
+                                                 / np.asarray(members, dtype=float))
+    return np.clip(np.where(np.isfinite(weight), weight, 1.0), 0.0, 1.0)
+
+
+def ring_ramp(ring_size, last_size, changed_at, now, params: ControllerParams):
+    """
+    Return (weight, changed_at): how much of the even-ring term an agent flies now.
+
+    ``ring_size`` (...) is the number of ring members it hears now, self included;
+    ``last_size`` and ``changed_at`` what it heard at its last tick and when that number last
+    changed (its controller state; 0 and -inf before its first tick); ``now`` its clock.
+    The fitted even ring (:func:`ring_offset`) moves every slot when a member is lost or
+    returns, and a ring whose members come and go every few seconds would chase each new fit
+    round the whole ring; the neighbours' gaps re-space it locally at once. So the term ramps
+    in linearly over ``params.ring_ramp`` seconds from the tick the number heard last changed
+    (the first tick included): ``clip((now - changed_at) / ring_ramp, 0, 1)``, 1 with
+    ``ring_ramp`` 0. A clock that stepped back (``now`` before ``changed_at``) gives 0.
+    """
+    changed = np.asarray(ring_size) != np.asarray(last_size)
+    changed_at = np.where(changed, now, changed_at)
+    if not params.ring_ramp:
+        return np.ones(np.shape(changed_at)), changed_at
+    with np.errstate(invalid='ignore'):
+        weight = np.clip((now - changed_at) / params.ring_ramp, 0.0, 1.0)
+    return np.where(np.isfinite(weight), weight, 0.0), changed_at
 
 
 def own_rate_damping(e_tau_eff, omega_own, omega_ref, k_omega_own: float):
