@@ -172,6 +172,7 @@ class BatchControllers:
         self.prev_cmd = np.zeros((r, n, 3))
         self.ring_size = np.zeros((r, n), dtype=np.int64)  # law.ring_ramp's state
         self.ring_changed = np.full((r, n), -math.inf)
+        self.ring_tick = np.full((r, n), -math.inf)
         self.has = np.zeros((r, n, n), dtype=bool)
         self.rx = np.full((r, n, n), -math.inf)
         self.position = np.full((r, n, n, 3), np.nan)
@@ -421,10 +422,12 @@ class BatchControllers:
                 if known is not None:
                     others = {**others, 'ring_obstacles': known}
         ring_size = entry.sum(axis=1) + 1
+        tick = now if faults is None else get(clock)
         weight, ring_changed = ring_ramp(ring_size, get(self.ring_size), get(self.ring_changed),
-                                         now if faults is None else get(clock), p)
+                                         get(self.ring_tick), tick, p)
         put(self.ring_size, ring_size)
         put(self.ring_changed, ring_changed)
+        put(self.ring_tick, tick)
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
             np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,

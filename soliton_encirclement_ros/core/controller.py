@@ -380,10 +380,11 @@ class ControllerState:
     seq: int = 0
     incarnation: int = 0
     started: Optional[float] = None  # time of the first tick: inputs never heard age from it
-    # The even-ring term's ramp (law.ring_ramp): the ring size heard at the last tick and when
-    # that last changed.
+    # The even-ring term's ramp (law.ring_ramp): the ring size heard at the last tick with a
+    # live target, when the membership last changed, and that tick's time.
     ring_size: int = 0
     ring_changed: float = -math.inf
+    ring_tick: float = -math.inf
 
     def __post_init__(self) -> None:
         if type(self.neighbours) is not NeighbourTable:
@@ -949,7 +950,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
                  if len(near) else {})
     ring_size = live.size + 1
-    ring_changed = now if ring_size != state.ring_size else state.ring_changed
+    ring_changed = (state.ring_changed if ring_size == state.ring_size
+                    and now - state.ring_tick <= params.agent_timeout else now)
     obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params,
                                                           ring_changed, now)}
     if params.d_safe and params.obstacle_clearance:
@@ -965,7 +967,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         pred, succ, u_new, u_ss, cmd = fast
         return state._with(u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
                            neighbours=table, seq=seq, started=started, ring_size=ring_size,
-                           ring_changed=ring_changed), cmd
+                           ring_changed=ring_changed, ring_tick=now), cmd
     column = {i: k for k, i in enumerate(ids.tolist())}
     pred_col, succ_col = select_neighbours(
         np.ones((1, ids.size), dtype=bool), thetas, [theta_self], [state.agent_id], ids,
@@ -988,7 +990,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
         neighbours=table, seq=seq, started=started, ring_size=ring_size,
-        ring_changed=ring_changed), cmd
+        ring_changed=ring_changed, ring_tick=now), cmd
 
 
 def _ring_offset(theta_self: float, thetas: np.ndarray, target, params: ControllerParams,

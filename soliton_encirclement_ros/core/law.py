@@ -214,21 +214,25 @@ def ring_offset_gate(gap, members):
     return np.clip(np.where(np.isfinite(weight), weight, 1.0), 0.0, 1.0)
 
 
-def ring_ramp(ring_size, last_size, changed_at, now, params: ControllerParams):
+def ring_ramp(ring_size, last_size, changed_at, last_tick, now, params: ControllerParams):
     """
     Return (weight, changed_at): how much of the even-ring term an agent flies now.
 
     ``ring_size`` (...) is the number of ring members it hears now, self included;
-    ``last_size`` and ``changed_at`` what it heard at its last tick and when that number last
-    changed (its controller state; 0 and -inf before its first tick); ``now`` its clock.
-    The fitted even ring (:func:`ring_offset`) moves every slot when a member is lost or
-    returns, and a ring whose members come and go every few seconds would chase each new fit
-    round the whole ring; the neighbours' gaps re-space it locally at once. So the term ramps
-    in linearly over ``params.ring_ramp`` seconds from the tick the number heard last changed
-    (the first tick included): ``clip((now - changed_at) / ring_ramp, 0, 1)``, 1 with
-    ``ring_ramp`` 0. A clock that stepped back (``now`` before ``changed_at``) gives 0.
+    ``last_size``, ``changed_at`` and ``last_tick`` what it heard at its last tick, when that
+    number last changed and when that tick was (its controller state; 0, -inf and -inf before
+    its first tick); ``now`` its clock. The fitted even ring (:func:`ring_offset`) moves every
+    slot when a member is lost or returns, and a ring whose members come and go every few
+    seconds would chase each new fit round the whole ring; the neighbours' gaps re-space it
+    locally at once. So the term ramps in linearly over ``params.ring_ramp`` seconds from the
+    tick the membership last changed: ``clip((now - changed_at) / ring_ramp, 0, 1)``, 1 with
+    ``ring_ramp`` 0. It changed where the number heard did, and where this agent's own last
+    tick is over ``agent_timeout`` ago (its first tick, or back from an outage: the others
+    lost it, and the ring it left has re-spaced without it). A clock that stepped back
+    (``now`` before ``changed_at``) gives 0.
     """
-    changed = np.asarray(ring_size) != np.asarray(last_size)
+    changed = ((np.asarray(ring_size) != np.asarray(last_size))
+               | ~(now - np.asarray(last_tick) <= params.agent_timeout))
     changed_at = np.where(changed, now, changed_at)
     if not params.ring_ramp:
         return np.ones(np.shape(changed_at)), changed_at

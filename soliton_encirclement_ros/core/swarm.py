@@ -80,6 +80,7 @@ class SwarmControllers:
         self.prev_cmd = np.zeros((n, 3))
         self.ring_size = np.zeros(n, dtype=np.int64)  # law.ring_ramp's state
         self.ring_changed = np.full(n, -math.inf)
+        self.ring_tick = np.full(n, -math.inf)
         self.seq = np.zeros(n, dtype=np.int64)
         self._live = np.ones(n, dtype=bool)
         self.agents = SharedStates(n)
@@ -206,8 +207,9 @@ class SwarmControllers:
                 if known is not None:
                     others = {**others, 'ring_obstacles': known}
         weight, changed = ring_ramp(ring_size, self.ring_size[rows], self.ring_changed[rows],
-                                    now, p)
+                                    self.ring_tick[rows], now, p)
         self.ring_size[rows], self.ring_changed[rows] = ring_size, changed
+        self.ring_tick[rows] = now
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
             target_position, target_velocity, self.target_omega_ref[rows], theta_self,

@@ -64,23 +64,20 @@ def test_a_start_at_one_point_has_no_offset():
     assert _offsets(np.full(5, 1.2)) == pytest.approx(np.zeros(5))
 
 
-def test_the_ramp_restarts_when_the_ring_size_heard_changes():
-    params = ControllerParams(ring_ramp=5.0)
-    # first tick (nothing heard before): from 0; then 2 s on, the same size: 0.4
+def test_the_ramp_restarts_when_the_membership_changes():
+    params = ControllerParams(ring_ramp=5.0, control_period=0.1)  # agent_timeout 0.3 s
+    # first tick (never ticked): from 0; ticking on at the same size since 1 s: whole
     weight, changed = ring_ramp(np.array([6, 6]), np.array([0, 6]), np.array([-math.inf, 1.0]),
-                                10.0, params)
+                                np.array([-math.inf, 9.9]), 10.0, params)
     assert weight == pytest.approx([0.0, 1.0]) and changed == pytest.approx([10.0, 1.0])
-    weight, changed = ring_ramp(np.array([6, 5]), np.array([6, 6]), changed, 12.0, params)
+    # 2 s on: the first at 0.4; the second hears one member fewer: from 0 again
+    weight, changed = ring_ramp(np.array([6, 5]), np.array([6, 6]), changed,
+                                np.array([11.9, 11.9]), 12.0, params)
     assert weight == pytest.approx([0.4, 0.0]) and changed == pytest.approx([10.0, 12.0])
+    # back from its own outage (last tick 1 s ago, over agent_timeout), the same size heard:
+    # the others lost it and re-spaced, so from 0 as well
+    weight, changed = ring_ramp(6, 6, 1.0, 11.0, 12.0, params)
+    assert weight == 0.0 and changed == 12.0
     # a clock that stepped back gives none; ring_ramp 0: the whole term at once
-    assert ring_ramp(6, 6, 12.0, 11.0, params)[0] == 0.0
-    assert ring_ramp(6, 5, 12.0, 12.0, ControllerParams(ring_ramp=0.0))[0] == 1.0
-
-
-def test_only_heard_members_count_and_alone_is_zero():
-    theta_self = np.array([0.0, 1.0])
-    thetas = np.array([[math.pi, 5.0], [9.9, 9.9]])
-    heard = np.array([[True, False], [False, False]])
-    # the first hears one member opposite (even), the second no one
-    assert ring_offset(theta_self, thetas, heard) == pytest.approx([0.0, 0.0])
-    assert ring_offset(0.0, np.array([1.0]), None) == pytest.approx((1.0 - math.pi) / 2)
+    assert ring_ramp(6, 6, 12.0, 11.0, 11.05, params)[0] == 0.0
+    assert ring_ramp(6, 5, 12.0, 12.0, 12.1, ControllerParams(ring_ramp=0.0))[0] == 1.0
