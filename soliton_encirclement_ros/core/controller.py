@@ -25,12 +25,12 @@ from typing import Any, Iterator, Mapping, NamedTuple, Optional
 
 import numpy as np
 
-from soliton_encirclement_ros.core.floats import clip as _clip, minimum as _minimum
+from soliton_encirclement_ros.core.floats import minimum as _minimum
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
     encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows,
-    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, ring_offset,
+    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, ring_offset, ring_ramp,
     silent_obstacles, silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
@@ -950,10 +950,10 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
                  if len(near) else {})
     ring_size = live.size + 1
-    ring_changed = (state.ring_changed if ring_size == state.ring_size
-                    and now - state.ring_tick <= params.agent_timeout else now)
+    weight, ring_changed = ring_ramp(ring_size, state.ring_size, state.ring_changed,
+                                     state.ring_tick, float(now), params)
     obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params,
-                                                          ring_changed, now)}
+                                                          weight)}
     if params.d_safe and params.obstacle_clearance:
         outside = np.ones(len(table.rx), dtype=bool)
         outside[live] = False
@@ -967,7 +967,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         pred, succ, u_new, u_ss, cmd = fast
         return state._with(u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
                            neighbours=table, seq=seq, started=started, ring_size=ring_size,
-                           ring_changed=ring_changed, ring_tick=now), cmd
+                           ring_changed=ring_changed, ring_tick=float(now)), cmd
     column = {i: k for k, i in enumerate(ids.tolist())}
     pred_col, succ_col = select_neighbours(
         np.ones((1, ids.size), dtype=bool), thetas, [theta_self], [state.agent_id], ids,
@@ -990,23 +990,18 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
         neighbours=table, seq=seq, started=started, ring_size=ring_size,
-        ring_changed=ring_changed, ring_tick=now), cmd
+        ring_changed=ring_changed, ring_tick=float(now)), cmd
 
 
 def _ring_offset(theta_self: float, thetas: np.ndarray, target, params: ControllerParams,
-                 ring_changed: float, now: float):
+                 weight: float):
     """
     :func:`law.ring_offset` of this agent (0 when the target weights the arcs, or off).
 
-    Times its :func:`law.ring_ramp` weight: the ring size it hears last changed at
-    ``ring_changed``.
+    Times its :func:`law.ring_ramp` ``weight``.
     """
     if not params.k_e_ring or any(v != 1.0 for v in target.lambdas.values()):
         return 0.0
-    weight = 1.0
-    if params.ring_ramp:  # law.ring_ramp's weight, in floats: the same bits
-        weight = _clip((now - ring_changed) / params.ring_ramp, 0.0, 1.0)
-        weight = weight if math.isfinite(weight) else 0.0
     return float(ring_offset(theta_self, thetas)) * weight
 
 

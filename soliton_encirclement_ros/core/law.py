@@ -229,8 +229,16 @@ def ring_ramp(ring_size, last_size, changed_at, last_tick, now, params: Controll
     ``ring_ramp`` 0. It changed where the number heard did, and where this agent's own last
     tick is over ``agent_timeout`` ago (its first tick, or back from an outage: the others
     lost it, and the ring it left has re-spaced without it). A clock that stepped back
-    (``now`` before ``changed_at``) gives 0.
+    (``now`` before ``changed_at``) gives 0. One agent's state in Python numbers (``now`` a
+    float): the same values as floats, without arrays.
     """
+    if isinstance(now, float) and isinstance(last_tick, float):  # one agent: no arrays
+        if ring_size != last_size or not now - last_tick <= params.agent_timeout:
+            changed_at = now
+        if not params.ring_ramp:
+            return 1.0, changed_at
+        weight = _clip((now - changed_at) / params.ring_ramp, 0.0, 1.0)
+        return (weight if math.isfinite(weight) else 0.0), changed_at
     changed = ((np.asarray(ring_size) != np.asarray(last_size))
                | ~(now - np.asarray(last_tick) <= params.agent_timeout))
     changed_at = np.where(changed, now, changed_at)

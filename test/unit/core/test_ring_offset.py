@@ -81,3 +81,14 @@ def test_the_ramp_restarts_when_the_membership_changes():
     # a clock that stepped back gives none; ring_ramp 0: the whole term at once
     assert ring_ramp(6, 6, 12.0, 11.0, 11.05, params)[0] == 0.0
     assert ring_ramp(6, 5, 12.0, 12.0, 12.1, ControllerParams(ring_ramp=0.0))[0] == 1.0
+
+
+def test_the_ramp_of_one_agent_in_floats_is_the_arrays_one():
+    params = ControllerParams(ring_ramp=5.0, control_period=0.1)
+    cases = [(6, 6, 1.0, 11.0, 12.0), (6, 6, 10.3, 12.95, 13.0), (6, 5, 10.3, 12.95, 13.0),
+             (1, 0, -math.inf, -math.inf, 0.0), (6, 6, 12.0, 11.0, 11.05)]
+    for size, last, changed, tick, now in cases:
+        one = ring_ramp(size, last, changed, tick, now, params)
+        rows = ring_ramp(np.array([size]), np.array([last]), np.array([changed]),
+                         np.array([tick]), now, params)
+        assert isinstance(one[0], float) and one == (rows[0][0], rows[1][0])
