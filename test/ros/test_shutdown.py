@@ -246,3 +246,38 @@ def test_a_node_whose_teardown_hangs_still_stops_on_sigterm(tmp_path):
     assert code == 0, err
     assert ('Hung: destroy_node did not return within 1 s of the stop request; exiting without '
             'it') in err
+
+
+GIL_HOLDING_HUNG_NODE = """
+import ctypes, sys
+from rclpy.node import Node
+import ros_support.spin as spin
+spin.TEARDOWN_LIMIT_S = 1.0
+
+class Hung(Node):
+    def __init__(self):
+        super().__init__('hung')
+        print('started', file=sys.stderr, flush=True)
+
+    def destroy_node(self):
+        # An rmw call that waits on a middleware lock while it holds the GIL: a mutex locked
+        # twice, through PyDLL (which keeps the GIL), never returns nor lets Python run.
+        libc, mutex = ctypes.PyDLL(None), ctypes.create_string_buffer(64)
+        libc.pthread_mutex_lock(mutex)
+        libc.pthread_mutex_lock(mutex)
+
+spin.spin_node(Hung, ['hung'])
+"""
+
+
+def test_a_node_whose_teardown_hangs_holding_the_gil_still_ends_with_its_stacks(tmp_path):
+    """No Python timer can run then: faulthandler's watchdog dumps the stacks and exits 1."""
+    from support.waits import Running
+    script = tmp_path / 'hung.py'
+    script.write_text(GIL_HOLDING_HUNG_NODE)
+    with Running([sys.executable, str(script)]) as proc:
+        proc.wait_for_line('started')
+        proc.send_signal(signal.SIGINT)
+        code, _, err = proc.wait()
+    assert code == 1, err
+    assert 'Timeout (0:00:02)!' in err and 'in destroy_node' in err, err
