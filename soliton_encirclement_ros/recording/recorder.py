@@ -192,12 +192,7 @@ class BagRecorder:
         quiet graph no message comes to do it).
         """
         with self._writer_access():
-            if self._writer is not None and \
-                    time.monotonic() - self._committed_at >= COMMIT_PERIOD:
-                try:
-                    self._make_durable()
-                except (OSError, sqlite3.Error) as error:
-                    self._stop_on(error)
+            self._durable_if_due()
         # A topic with no publisher yet is looked at again at the next discovery.
         added = follow_new(self._node, self._pattern, set(self._subscriptions) | self._skipped,
                            self._subscribe)
@@ -286,17 +281,26 @@ class BagRecorder:
                 self._count_missed(connection.topic, info, stamp)
                 try:
                     self._writer.write(connection, stamp, data)
-                    if time.monotonic() - self._committed_at >= COMMIT_PERIOD:
-                        self._make_durable()
                 except (OSError, sqlite3.Error) as error:  # sqlite3: a full disk too
                     self._stop_on(error)
+                self._durable_if_due()
 
-    def _make_durable(self) -> None:
-        """Commit a sqlite3 bag, or flush an MCAP bag's pending chunk (see the module's doc)."""
-        if self._database is not None:
-            self._database.commit()
-        elif isinstance(self._writer.storage, CheckedMcapWriter):
-            self._writer.storage.flush()
+    def _durable_if_due(self) -> None:
+        """
+        Make the bag durable once ``COMMIT_PERIOD`` has passed (see the module's doc).
+
+        A sqlite3 bag is committed, an MCAP bag's pending chunk flushed; a write that fails
+        stops the recording. Closed: no-op.
+        """
+        if self._writer is None or time.monotonic() - self._committed_at < COMMIT_PERIOD:
+            return
+        try:
+            if self._database is not None:
+                self._database.commit()
+            elif isinstance(self._writer.storage, CheckedMcapWriter):
+                self._writer.storage.flush()
+        except (OSError, sqlite3.Error) as error:
+            self._stop_on(error)
         self._committed_at = time.monotonic()
 
     def _written_until(self, writer=None) -> float:
