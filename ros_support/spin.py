@@ -10,6 +10,7 @@ outputs are being written only prints "writing outputs, please wait".
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 from pathlib import Path
 import sys
@@ -29,10 +30,17 @@ from ros_support.signals import StopRequest
 from ros_support.validation import read_yaml, unknown_parameters
 
 SPIN_SLICE_S = 0.2  # how soon the main loop notices a stop request
-# How long tearing down rclpy (executor, node, context) may take once the outputs are written:
-# an rmw call that never returns (seen once in destroy_node on a loaded host) must not leave a
-# process that ignores SIGTERM.
-TEARDOWN_LIMIT_S = 10.0
+# How long each step of tearing down rclpy (the executor, then the node and context) may take
+# once the outputs are written: an rmw call that never returns (seen in destroy_node on a loaded
+# host) must not leave a process that ignores SIGINT and SIGTERM.
+TEARDOWN_LIMIT_S = 4.0
+# Past the limit by this much, faulthandler's watchdog (a thread that needs no GIL) dumps every
+# thread's stack and exits 1: for an rmw call that blocks while holding the GIL (a lock inversion
+# with a middleware thread that waits for it), where the limit's own Python timer cannot run.
+TEARDOWN_BACKSTOP_S = 1.0
+# The longest a node takes to exit once asked (not counting writing its outputs): what a
+# supervisor waits before it escalates to SIGTERM.
+STOP_BOUND_S = SPIN_SLICE_S + 2 * (TEARDOWN_LIMIT_S + TEARDOWN_BACKSTOP_S)
 # Parameters every node has without declaring them in its spec table.
 
 
@@ -216,7 +224,9 @@ def exit_if_stuck(name: str, what: str, limit: float | None = None):
     """
     Run the block; if it has not returned after ``limit`` s, say so in one line and exit 0.
 
-    ``limit`` None: :data:`TEARDOWN_LIMIT_S`.
+    ``limit`` None: :data:`TEARDOWN_LIMIT_S`. A block that holds the GIL while it hangs keeps
+    that line from being printed: :data:`TEARDOWN_BACKSTOP_S` later, faulthandler's watchdog
+    dumps every thread's stack to stderr and exits 1.
 
     For the teardown after a stop request, once nothing is left to write: the process was asked
     to stop, and stops.
@@ -230,7 +240,9 @@ def exit_if_stuck(name: str, what: str, limit: float | None = None):
     timer = threading.Timer(limit, give_up)
     timer.daemon = True
     timer.start()
+    faulthandler.dump_traceback_later(limit + TEARDOWN_BACKSTOP_S, exit=True, file=sys.stderr)
     try:
         yield
     finally:
+        faulthandler.cancel_dump_traceback_later()
         timer.cancel()

@@ -78,6 +78,8 @@ class Bag:
         except Exception as err:  # noqa: BLE001 - any unreadable index: read the storage
             self._check_storage()
             index_problem = _one_line(err)
+            if self.path.is_dir() and not (self.path / 'metadata.yaml').exists():
+                index_problem = 'no metadata.yaml: the recorder never closed the bag'
             self._raw = True
         self._mcap_files = self._stream_files()
         self._databases = [] if self._mcap_files else self._database_files()

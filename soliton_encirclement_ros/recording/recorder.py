@@ -8,10 +8,11 @@ topic's ``offered_qos_profiles`` from its publishers, as ``ros2 bag record`` doe
 of a message is the recording node's clock at receipt (sim time under ``use_sim_time``).
 
 MCAP chunks are zstd-compressed by default (``compression='none'`` turns it off; sqlite3 has no
-chunks and is written uncompressed). A sqlite3 bag is committed every ``SQLITE_COMMIT_PERIOD``
-of wall time: a recorder killed before it closes the bag (no ``metadata.yaml``) leaves every
-message up to its last commit readable (``analysis.bag_reader`` reads such a database), where
-one transaction for the whole recording left nothing once SQLite rolled it back.
+chunks and is written uncompressed). Every ``COMMIT_PERIOD`` of wall time the bag is made durable
+so far: a sqlite3 bag is committed, an MCAP bag closes its chunk and flushes it to the file. A
+recorder killed before it closes the bag (no ``metadata.yaml``), or whose disk fills, leaves every
+message up to then readable (``analysis.bag_reader`` reads such a bag), where one transaction, or
+MCAP chunks of 1 MiB, left nothing of a small run.
 ``custom_data`` fills the bag's metadata (``custom_data`` of ``metadata.yaml`` and of the MCAP
 ``rosbag2`` metadata record): what was run, by which version.
 """
@@ -53,7 +54,7 @@ DEFAULT_TOPICS_REGEX = '^(' + '|'.join([
     re.escape(MARKERS_TOPIC), re.escape(CLOCK_TOPIC), re.escape(DIAGNOSTICS_TOPIC)]) + ')$'
 STORAGE_PLUGINS = {'mcap': StoragePlugin.MCAP, 'sqlite3': StoragePlugin.SQLITE3}
 COMPRESSIONS = ('zstd', 'none')  # MCAP chunk compression (a 60 s run: 2.2 MB -> 0.3 MB)
-SQLITE_COMMIT_PERIOD = 1.0  # wall s between two commits of a sqlite3 bag
+COMMIT_PERIOD = 1.0  # wall s between two commits of a sqlite3 bag or flushed MCAP chunks
 # rmw's RMW_MESSAGE_INFO_SEQUENCE_NUMBER_UNSUPPORTED is the largest uint64: at or above this,
 # a publication sequence number is no number.
 NO_SEQUENCE = 2 ** 63
@@ -72,15 +73,26 @@ class CheckedMcapWriter(McapWriter):
     """
 
     CRC_AT = 9 + 8 + 8 + 8  # record header, message start and end times, uncompressed size
+    # The log time [ns] of the last message in a chunk flushed to the file; None before one is.
+    on_disk_until: int | None = None
 
     def close_chunk(self) -> None:
         crc = zlib.crc32(self.chunk.bio.getbuffer())
+        last = self.chunk.message_end_time
         super().close_chunk()
         chunk_start = struct.unpack_from('<Q', self.chunks[-1].getbuffer(), 16)[0]
         end = self.bio.tell()
         self.bio.seek(chunk_start + self.CRC_AT)
         self.bio.write(struct.pack('<I', crc))
         self.bio.seek(end)
+        self.bio.flush()  # the chunk is in the file now, or this raises (a full disk)
+        if last > 0:
+            self.on_disk_until = last
+
+    def flush(self) -> None:
+        """Close the pending chunk, if it holds a message, and write it to the file."""
+        if self.chunk.msgs:
+            self.close_chunk()
 
 
 class CheckedWriter(Writer):
@@ -173,7 +185,14 @@ class BagRecorder:
         return {c.topic: counts[c.id] for c in self._connections}
 
     def discover(self) -> list[str]:
-        """Subscribe to matching topics not seen before; return the newly recorded ones."""
+        """
+        Subscribe to matching topics not seen before; return the newly recorded ones.
+
+        Also makes the bag durable if ``COMMIT_PERIOD`` has passed since it last was (on a
+        quiet graph no message comes to do it).
+        """
+        with self._writer_access():
+            self._durable_if_due()
         # A topic with no publisher yet is looked at again at the next discovery.
         added = follow_new(self._node, self._pattern, set(self._subscriptions) | self._skipped,
                            self._subscribe)
@@ -262,12 +281,39 @@ class BagRecorder:
                 self._count_missed(connection.topic, info, stamp)
                 try:
                     self._writer.write(connection, stamp, data)
-                    if self._database is not None and \
-                            time.monotonic() - self._committed_at >= SQLITE_COMMIT_PERIOD:
-                        self._database.commit()
-                        self._committed_at = time.monotonic()
                 except (OSError, sqlite3.Error) as error:  # sqlite3: a full disk too
                     self._stop_on(error)
+                self._durable_if_due()
+
+    def _durable_if_due(self) -> None:
+        """
+        Make the bag durable once ``COMMIT_PERIOD`` has passed (see the module's doc).
+
+        A sqlite3 bag is committed, an MCAP bag's pending chunk flushed; a write that fails
+        stops the recording. Closed: no-op.
+        """
+        if self._writer is None or time.monotonic() - self._committed_at < COMMIT_PERIOD:
+            return
+        try:
+            if self._database is not None:
+                self._database.commit()
+            elif isinstance(self._writer.storage, CheckedMcapWriter):
+                self._writer.storage.flush()
+        except (OSError, sqlite3.Error) as error:
+            self._stop_on(error)
+        self._committed_at = time.monotonic()
+
+    def _written_until(self, writer=None) -> float:
+        """
+        Return the log time [s] up to which the bag is in its file.
+
+        An MCAP bag's: its last flushed chunk's last message (0 before one is); a sqlite3 bag's:
+        now (its rows are written as they come).
+        """
+        storage = getattr(writer or self._writer, 'storage', None)
+        if isinstance(storage, CheckedMcapWriter):
+            return (storage.on_disk_until or 0) * 1e-9
+        return self._node.get_clock().now().nanoseconds * 1e-9
 
     def _count_missed(self, topic: str, info, stamp: int) -> None:
         """Count the messages of this message's publisher that came between it and the last."""
@@ -286,7 +332,7 @@ class BagRecorder:
 
     def _stop_on(self, error: Exception) -> None:
         """Stop recording after a failed write: close what can be closed, say it once."""
-        seconds = self._node.get_clock().now().nanoseconds * 1e-9
+        seconds = self._written_until()
         self.failure = (write_problem(f'bag {self.bag_path} not written beyond t={seconds:.2f} s',
                                       error) + ' (recording stopped; the bag holds what was '
                         'written before)')
@@ -301,7 +347,10 @@ class BagRecorder:
             writer.close()
         except (OSError, sqlite3.Error) as error:  # its last chunk or metadata.yaml
             if not self.failure:  # a write that failed before said it already
-                self.failure = write_problem(f'bag {self.bag_path} not closed whole', error)
+                seconds = self._written_until(writer)
+                self.failure = write_problem(
+                    f'bag {self.bag_path} not written beyond t={seconds:.2f} s', error
+                ) + ' (not closed whole; the bag holds what was written before)'
                 self._node.get_logger().error(self.failure)
         self._final_counts = writer.counts
         count = sum(writer.counts.values())

@@ -41,6 +41,7 @@ from std_msgs.msg import Float64MultiArray
 
 from ros_support.lifeline import child_environment, die_with_parent
 from ros_support.participants import ForeignCount, guard_subscriptions, Roster, ROSTER_ENV
+from ros_support.spin import STOP_BOUND_S
 from soliton_encirclement_ros.analysis.stream import marker_age, WRITING_MARKER
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import (
@@ -50,7 +51,9 @@ from soliton_encirclement_ros.sim.domain import new_roster_topic
 from soliton_encirclement_ros.sim.executables import find_executable
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
-STOP_TIMEOUT = 10.0      # wall s a node gets to exit after SIGINT, then after SIGTERM
+# Wall s a node gets to exit after SIGINT, then after SIGTERM: longer than a node's own bound on
+# its teardown, so that a node whose rmw teardown hangs ends itself before it is called stuck.
+STOP_TIMEOUT = STOP_BOUND_S + 2.0
 STALL_TIMEOUT = 30.0     # wall s without clock progress before giving up
 WRITING_FRESH = 10.0     # wall s since its last touch for a writing marker to count
 WRITE_TIMEOUT = 1800.0   # wall s a writing node gets at most after SIGINT

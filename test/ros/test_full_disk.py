@@ -110,16 +110,22 @@ def test_a_record_on_a_full_disk_stops_recording_and_the_run_finishes(tmp_path, 
         # they stop, and the bag takes what they sent until then)
         assert 0.0 < stopped < (35.0 if mode else 30.0), lines[0]
         assert result.stderr.count(f'bag {bag} not written beyond') == 2  # log line, error line
-        said = ('No space left on device (recording stopped; the bag holds what was written '
-                'before)')
+        # The disk fills while the bag is written (its chunks are flushed every second) or,
+        # on a loaded machine that records less, only when it is closed: the same time is named.
+        said = [f'No space left on device ({how}; the bag holds what was written before)'
+                for how in ('recording stopped', 'not closed whole')]
         # --processes on a loaded machine: what the bag missed before, said in the same line
-        assert lines[0].endswith(said) or f'{said}; bag {bag} misses ' in lines[0], lines[0]
+        assert any(lines[0].endswith(text) or f'{text}; bag {bag} misses ' in lines[0]
+                   for text in said), lines[0]
         # the run finished: its summary holds the final figures (how far a loaded --processes
         # ring converged in 30 s is another test's; the in-process run is lock-step)
         final = json.loads((out / 'summary.json').read_text())['final']['E_gap']
         assert final < (1.0 if mode else 0.05), final
         with Bag(bag) as recorded:
-            assert recorded.truncated and '/clock' in recorded.topics
+            # Cut where the disk filled, or (filled as it closed, past its Data End record) whole
+            # but for its summary and metadata.yaml: either way the reader says so.
+            assert recorded.truncated or recorded.metadata_damaged, 'read as whole'
+            assert '/clock' in recorded.topics
 
 
 def test_a_record_or_run_recorder_where_no_bag_can_be_written_is_refused_before_the_run(

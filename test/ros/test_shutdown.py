@@ -217,7 +217,7 @@ def test_params_files_are_checked_for_syntax_only(tmp_path):
 
 
 HUNG_NODE = """
-import sys, threading
+import ctypes, sys, threading
 from rclpy.node import Node
 import ros_support.spin as spin
 spin.TEARDOWN_LIMIT_S = 1.0
@@ -228,21 +228,38 @@ class Hung(Node):
         print('started', file=sys.stderr, flush=True)
 
     def destroy_node(self):
-        threading.Event().wait()  # an rmw call that never returns
-
+        HANG
 spin.spin_node(Hung, ['hung'])
 """
+# An rmw call that never returns, and one that never returns while it holds the GIL (waiting on
+# a middleware lock): a mutex locked twice through PyDLL, which keeps the GIL.
+RELEASING = 'threading.Event().wait()'
+HOLDING = ('libc, mutex = ctypes.PyDLL(None), ctypes.create_string_buffer(64); '
+           'libc.pthread_mutex_lock(mutex); libc.pthread_mutex_lock(mutex)')
+
+
+def stop_hung_node(tmp_path, hang: str, signum: int) -> tuple[int, str]:
+    """Start a node whose destroy_node runs ``hang``, signal it; (exit code, stderr)."""
+    from support.waits import Running
+    script = tmp_path / 'hung.py'
+    script.write_text(HUNG_NODE.replace('HANG', hang))
+    with Running([sys.executable, str(script)]) as proc:
+        proc.wait_for_line('started')
+        proc.send_signal(signum)
+        code, _, err = proc.wait()
+    return code, err
 
 
 def test_a_node_whose_teardown_hangs_still_stops_on_sigterm(tmp_path):
     """A destroy_node that never returns: one line, exit 0, not a process deaf to SIGTERM."""
-    from support.waits import Running
-    script = tmp_path / 'hung.py'
-    script.write_text(HUNG_NODE)
-    with Running([sys.executable, str(script)]) as proc:
-        proc.wait_for_line('started')
-        proc.send_signal(signal.SIGTERM)
-        code, _, err = proc.wait()
+    code, err = stop_hung_node(tmp_path, RELEASING, signal.SIGTERM)
     assert code == 0, err
     assert ('Hung: destroy_node did not return within 1 s of the stop request; exiting without '
             'it') in err
+
+
+def test_a_node_whose_teardown_hangs_holding_the_gil_still_ends_with_its_stacks(tmp_path):
+    """No Python timer can run then: faulthandler's watchdog dumps the stacks and exits 1."""
+    code, err = stop_hung_node(tmp_path, HOLDING, signal.SIGINT)
+    assert code == 1, err
+    assert 'Timeout (0:00:02)!' in err and 'in destroy_node' in err, err

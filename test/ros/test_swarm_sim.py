@@ -263,7 +263,12 @@ def test_a_processes_recording_holds_the_run_from_its_first_instants(tmp_path, c
         for topic, log_time, _ in reader.messages(wanted):
             first.setdefault(topic, log_time * 1e-9)
     assert sorted(first) == sorted(wanted), first
-    assert all(t <= 0.25 for t in first.values()), first
+    # The mobility and target nodes publish from the first instant; an agent broadcasts its state
+    # once it holds fresh odometry and the target, on a control tick, which under load can come
+    # a few ticks late (0.27 s seen on Jazzy). A bag that missed the start began seconds in.
+    late = {topic: t for topic, t in first.items()
+            if t > (1.0 if topic == AGENT_STATES_TOPIC else 0.25)}
+    assert not late, first
 
 
 def test_processes_mode_writes_the_figures_in_the_format_asked(processes_ring):
