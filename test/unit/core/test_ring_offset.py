@@ -92,3 +92,12 @@ def test_the_ramp_of_one_agent_in_floats_is_the_arrays_one():
         rows = ring_ramp(np.array([size]), np.array([last]), np.array([changed]),
                          np.array([tick]), now, params)
         assert isinstance(one[0], float) and one == (rows[0][0], rows[1][0])
+
+
+def test_only_heard_members_count_and_alone_is_zero():
+    theta_self = np.array([0.0, 1.0])
+    thetas = np.array([[math.pi, 5.0], [9.9, 9.9]])
+    heard = np.array([[True, False], [False, False]])
+    # the first hears one member opposite (even), the second no one
+    assert ring_offset(theta_self, thetas, heard) == pytest.approx([0.0, 0.0])
+    assert ring_offset(0.0, np.array([1.0]), None) == pytest.approx((1.0 - math.pi) / 2)
