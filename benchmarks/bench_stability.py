@@ -444,6 +444,9 @@ def main() -> None:
     parser.add_argument('--obstacle-clearance', type=float,
                         help="obstacle_clearance [m] (default: the controller's; 0: the ring "
                         'keeps its radius round failed vehicles)')
+    parser.add_argument('--k-gap-steer', type=float,
+                        help="k_gap_steer [1/s] (default: the controller's; 0: the ring does "
+                        'not turn its gaps to failed vehicles)')
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
@@ -463,7 +466,7 @@ def main() -> None:
         name += f'_{args.preset}'
     if wide and args.agents != list(DISTRIBUTION_NS):
         name += '_n' + '_'.join(map(str, args.agents))
-    for option in ('d_safe', 'target_lead', 'k_e_ring', 'obstacle_clearance'):
+    for option in ('d_safe', 'target_lead', 'k_e_ring', 'obstacle_clearance', 'k_gap_steer'):
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'

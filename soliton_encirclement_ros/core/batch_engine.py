@@ -26,7 +26,7 @@ from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, obstacle_reach, ring_obstacles,
+    encirclement_step, fallback_command, gap_steer, NeighbourView, obstacle_reach, ring_obstacles,
     ring_offset, ring_ramp, silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
@@ -417,7 +417,7 @@ class BatchControllers:
             else:
                 others = self._obstacles_faults(get, own, velocities, entry, heard, silent, rx,
                                                 local, nb_pos, nb_vel, faults)
-            if p.obstacle_clearance:
+            if p.knows_obstacles:
                 known = ring_obstacles(silent & ~entry, nb_pos)
                 if known is not None:
                     others = {**others, 'ring_obstacles': known}
@@ -430,7 +430,9 @@ class BatchControllers:
         put(self.ring_tick, tick)
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
-            np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,
+            self.omega_ref + gap_steer(theta_self, theta, entry, others.get('ring_obstacles'),
+                                       t_pos, t_vel, p) + np.zeros(ii.size),
+            theta_self, pred_view, succ_view, lambda_pred,
             self.lambdas[ii], p, ring_size=ring_size, own_id=own_ids,
             target_acceleration=t_acc,
             ring_offset=self._ring_offset(theta_self, theta, entry, weight), **others)

@@ -29,7 +29,7 @@ from soliton_encirclement_ros.core.floats import minimum as _minimum
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows,
+    encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows, gap_steer,
     MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, ring_offset, ring_ramp,
     silent_obstacles, silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
@@ -954,14 +954,17 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
                                      state.ring_tick, float(now), params)
     obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params,
                                                           weight)}
-    if params.d_safe and params.obstacle_clearance:
+    omega_ref = target.omega_ref
+    if params.knows_obstacles:
         outside = np.ones(len(table.rx), dtype=bool)
         outside[live] = False
         known = (outside & (age <= params.obstacle_memory)
                  & (table.floats[:, _LANDED] != 1.0))
         if known.any():
             obstacles['ring_obstacles'] = table.floats[known][:, _POS]
-    fast = _control_step_floats(state, position, velocity, target, table, live, ids,
+            omega_ref += float(gap_steer(theta_self, thetas, None, obstacles['ring_obstacles'],
+                                         target.position, target.velocity, params))
+    fast = _control_step_floats(state, position, velocity, target, omega_ref, table, live, ids,
                                 theta_self, thetas, params, obstacles)
     if fast is not None:
         pred, succ, u_new, u_ss, cmd = fast
@@ -978,7 +981,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     lambdas = target.lambdas
     u_new, u_ss, cmd = encirclement_step(
         state.u, position, velocity, state.prev_cmd, target.position, target.velocity,
-        target.omega_ref, theta_self,
+        omega_ref, theta_self,
         _view(table, -1 if pred is None else int(live[pred_col]),
               np.nan if pred is None else float(thetas[pred_col])),
         _view(table, -1 if succ is None else int(live[succ_col]),
@@ -1005,8 +1008,8 @@ def _ring_offset(theta_self: float, thetas: np.ndarray, target, params: Controll
     return float(ring_offset(theta_self, thetas)) * weight
 
 
-def _control_step_floats(state, position, velocity, target, table, live, ids, theta_self,
-                         thetas, params, obstacles):
+def _control_step_floats(state, position, velocity, target, omega_ref, table, live, ids,
+                         theta_self, thetas, params, obstacles):
     """
     :func:`control_step`'s neighbour choice and law in Python floats.
 
@@ -1017,7 +1020,7 @@ def _control_step_floats(state, position, velocity, target, table, live, ids, th
     (the array path then decides).
     """
     own = (*position.tolist(), *velocity.tolist(), *state.prev_cmd.tolist(),
-           *target.position.tolist(), *target.velocity.tolist(), target.omega_ref,
+           *target.position.tolist(), *target.velocity.tolist(), omega_ref,
            theta_self)
     if not all(map(math.isfinite, own)) or not np.isfinite(thetas).all():
         return None

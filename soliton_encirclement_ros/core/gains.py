@@ -42,6 +42,7 @@ REFERENCE_GAINS = {
     'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5, 'k_e_tau': 25.0,
     'kappa_u_diff': 0.1, 'k_u_steepen': 0.3, 'kappa_u_disp': 0.05, 'k_tau': 0.2, 'r_min': 1.0,
     'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0, 'k_e_ring': 0.0,
+    'k_gap_steer': 0.0,
     'soft_limiter': False,
     'u_lim': 2.0, 'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
 }
@@ -158,6 +159,13 @@ class ControllerParams:
     obstacle_lead: float = setting(1.5, 'the bulge is taken where the agent and the target will '
                                    'be this far ahead (their velocities): the radial term and the '
                                    'vehicle lag about that much', 's', low=0.0)
+    k_gap_steer: float = setting(0.0, 'the whole ring turns so that a gap, not a member, meets '
+                                 "a known obstacle (a failed or silent agent's vehicle) near "
+                                 'the ring: every agent adds the same rate to omega_ref, this '
+                                 "x the obstacle's angle from the nearest gap's middle, plus the "
+                                 "obstacle's own angular rate (law.gap_steer); the spacing is "
+                                 'untouched. Only with d_safe (the obstacles are its); 0 = off',
+                                 '1/s', low=0.0)
     hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this '
                                 '(at most 0.3 of the even gap 2 pi/N)', 'rad', low=0.0)
     control_period: float = setting(0.01, 'control tick and Euler step of u', 's', low=1e-3,
@@ -204,6 +212,11 @@ class ControllerParams:
         or its landing is (``hold_drift``).
         """
         return math.inf if self.d_safe else 0.0
+
+    @property
+    def knows_obstacles(self) -> bool:
+        """Return whether the law takes the known obstacles (law.ring_obstacles) at all."""
+        return bool(self.d_safe and (self.obstacle_clearance or self.k_gap_steer))
 
     def usable_uncertainty(self, ring_size=0):
         """

@@ -38,6 +38,7 @@ EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain
 # The even-ring term (ring_offset) is whole while the member it drives toward is at least this
 # share of the even gap 2 pi/n away, and fades to 0 as that gap closes (ring_offset_gate).
 RING_GATE_SHARE = 0.5
+GAP_STEER_SPEED = 3.0  # m/s: the most that law.gap_steer turns the ring at, along the ring
 
 
 def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerParams,
@@ -123,6 +124,69 @@ def ring_radius(position, velocity, target_position, target_velocity, obstacles,
         lift = np.where(known & ~outside, np.maximum(c + beyond, 0.0) * weight, 0.0)
         lower = np.where(known & outside, np.minimum(beyond - c, 0.0) * weight, 0.0)
     return p.radius + (np.max(lift, axis=-1, initial=0.0) + np.min(lower, axis=-1, initial=0.0))
+
+
+def gap_steer(theta_self, thetas, heard, obstacles, target_position, target_velocity,
+              params: ControllerParams):
+    """
+    Return the rate [rad/s] (...) each agent adds to ``omega_ref``: the ring turns whole.
+
+    A known obstacle on the ring's path (``obstacles`` (..., K, 3), :func:`ring_obstacles`: a
+    failed or silent agent's vehicle; NaN rows none; None: none) would meet a member, whose
+    ``d_safe`` detour takes it out of its slot and leaves the ring seconds of re-spacing. A
+    ring turned as a whole keeps every gap, so the ring turns until a gap's middle meets it.
+    The ring's phase comes from every member heard (``thetas`` (..., M) where ``heard``;
+    None: all) and the agent itself, without a sort: the n-th harmonic ``sum exp(i n theta)``
+    (n members) has the angle ``n phi`` of the even ring ``phi + 2 pi k/n`` nearest to them,
+    and its length over n (1 on an even ring, 0 on a ring bunched evenly at random) weighs
+    the whole term, which therefore fades out while a ring forms. Per obstacle, at its angle
+    ``d`` from the nearest fitted member (in ``[-pi/n, pi/n)``) about the target where it will
+    be ``obstacle_lead`` s ahead: ``-k_gap_steer sign(d) (pi/n - |d|)`` (toward the nearest
+    gap's middle, 0 there) plus its own angular rate about that point (a hovering vehicle that
+    the target passes: ``-v_target x rel / |rel|^2``), so a gap that met it stays on it. It is
+    whole while the obstacle is within ``obstacle_ramp``/2 of the radius and falls to 0 at
+    ``obstacle_ramp`` (smoothstep); several obstacles: the weighted mean of their rates. At
+    most ``GAP_STEER_SPEED``/R. Every member hears about the same ring and obstacles, so they
+    all add about the same rate and the ring's gaps see nothing. 0 (a number) without
+    obstacles, without ``d_safe`` or with ``k_gap_steer`` 0.
+    """
+    p = params
+    if obstacles is None or not (p.d_safe and p.k_gap_steer):
+        return 0.0
+    obstacles = np.asarray(obstacles, dtype=float)
+    if obstacles.shape[-2] == 0:
+        return 0.0
+    theta_self = np.asarray(theta_self, dtype=float)
+    thetas = np.asarray(thetas, dtype=float)
+    if heard is None:
+        heard = np.ones(thetas.shape, dtype=bool)
+    n = np.sum(heard, axis=-1) + 1.0
+    with np.errstate(invalid='ignore'):
+        angle = n[..., None] * np.where(heard, thetas, 0.0)
+        sx = np.cos(n * theta_self) + np.sum(np.where(heard, np.cos(angle), 0.0), axis=-1)
+        sy = np.sin(n * theta_self) + np.sum(np.where(heard, np.sin(angle), 0.0), axis=-1)
+    evenness = np.hypot(sx, sy) / n
+    phase = np.arctan2(sy, sx) / n
+    half = math.pi / n
+    t_pos = np.asarray(target_position, dtype=float)
+    t_vel = np.asarray(target_velocity, dtype=float)
+    cx = (t_pos[..., 0] + t_vel[..., 0] * p.obstacle_lead)[..., None]
+    cy = (t_pos[..., 1] + t_vel[..., 1] * p.obstacle_lead)[..., None]
+    ox, oy = obstacles[..., 0] - cx, obstacles[..., 1] - cy
+    with np.errstate(invalid='ignore', divide='ignore'):
+        rho2 = ox * ox + oy * oy
+        off = np.abs(np.sqrt(rho2) - p.radius)
+        z = np.clip((p.obstacle_ramp - off) / (0.5 * p.obstacle_ramp), 0.0, 1.0)
+        weight = np.where(np.isfinite(z) & (rho2 > R_EPS * R_EPS), z * z * (3.0 - 2.0 * z), 0.0)
+        d = np.mod(np.arctan2(oy, ox) - phase[..., None] + half[..., None],
+                   2.0 * half[..., None]) - half[..., None]
+        push = -p.k_gap_steer * np.sign(d) * (half[..., None] - np.abs(d))
+        own = (t_vel[..., 0, None] * oy - t_vel[..., 1, None] * ox) / rho2
+        rate = np.where(weight > 0.0, weight * (push + own), 0.0)
+        total = np.sum(weight, axis=-1)
+        steer = evenness * np.sum(rate, axis=-1) / np.maximum(total, 1.0)
+    cap = GAP_STEER_SPEED / p.radius
+    return np.clip(np.where(np.isfinite(steer), steer, 0.0), -cap, cap)
 
 
 def spacing_error(gap_pred, gap_succ, lambda_pred=1.0, lambda_self=1.0):

@@ -20,8 +20,8 @@ from soliton_encirclement_ros.core.batch_engine import none_within_reach, shown_
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, ring_obstacles, ring_offset, ring_ramp,
-    silent_obstacles_within_reach, uncertainty_discs)
+    encirclement_step, fallback_command, gap_steer, NeighbourView, ring_obstacles, ring_offset,
+    ring_ramp, silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours)
 
@@ -201,7 +201,7 @@ class SwarmControllers:
                     positions[rows], velocities[rows], d_safe, heard & usable, silent,
                     a.position, a.velocity, now - a.sent,
                     shown_presence(~a.member, heard & usable, silent), p, radius)
-            if p.obstacle_clearance:
+            if p.knows_obstacles:
                 known = ring_obstacles(kept & ~entry & usable,
                                        np.broadcast_to(a.position, usable.shape + (3,)))
                 if known is not None:
@@ -212,7 +212,10 @@ class SwarmControllers:
         self.ring_tick[rows] = now
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
-            target_position, target_velocity, self.target_omega_ref[rows], theta_self,
+            target_position, target_velocity,
+            self.target_omega_ref[rows] + gap_steer(
+                theta_self, np.where(seen, theta_all, 0.0), seen, others.get('ring_obstacles'),
+                target_position, target_velocity, p), theta_self,
             pred_view, succ_view, lambda_pred, self.lambdas[rows], p,
             ring_size=ring_size, own_id=own_ids,
             target_acceleration=self.target_acceleration[rows],
