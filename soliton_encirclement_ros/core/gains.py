@@ -82,13 +82,12 @@ class ControllerParams:
                                  "the target (its velocity relative to the target's, over "
                                  'r_eff) less omega_ref: derivative action for the velocity '
                                  'lag; 0 disables (reference 0)', 's/rad', low=0.0)
-    k_e_ring: float = setting(0.0, "drive of e_tau by the agent's offset from the even ring "
+    k_e_ring: float = setting(0.4, "drive of e_tau by the agent's offset from the even ring "
                               'fitted to every ring member it hears (law.ring_offset): every '
-                              'wave of the ring then closes at a rate that does not fall with N '
-                              '(0.4 settles N = 32 and 100 within 12 and 20 s); weighted by how '
-                              'open the gap it drives toward is and ramped in over ring_ramp '
-                              'after the members heard change; 0 disables (the default)',
-                              '1/rad', low=0.0)
+                              'wave of the ring then closes at a rate that does not fall with N; '
+                              'weighted by how open the gap it drives toward is and ramped in '
+                              'over ring_ramp after the members heard change; 0 disables '
+                              '(reference 0)', '1/rad', low=0.0)
     ring_ramp: float = setting(5.0, 'the even-ring term (k_e_ring) ramps in linearly over this '
                                'long from the tick the number of ring members an agent hears '
                                'last changed (its first tick included): the fitted ring moves '
