@@ -234,15 +234,15 @@ def distribution(preset: str, agents, seeds) -> dict:
 
 
 def distribution_plot(plot: str) -> None:
-    """Plot the settle times of ``distribution`` without (the defaults) and with the term."""
+    """Plot the settle times of ``distribution`` with (the defaults) and without the term."""
     from matplotlib.figure import Figure
-    labels = ('defaults: without the even-ring term (k_e_ring 0)',
-              'with the even-ring term (k_e_ring 0.4)')
+    labels = ('without the even-ring term (k_e_ring 0)',
+              'defaults: with the even-ring term (k_e_ring 0.4)')
     times, commits = ({}, {}), set()
-    for stem in ('n8_10_32', 'n64_100', 'n8_10_32_k_e_ring_0.4', 'n64_100_k_e_ring_0.4'):
+    for stem in ('n8_10_32', 'n64_100', 'n8_10_32_k_e_ring_0', 'n64_100_k_e_ring_0'):
         record = json.loads((RESULTS_DIR / f'stability_distribution_{stem}.json').read_text())
         commits.add(record['commit'][:7])
-        times['k_e_ring' in stem].update(record['results']['times'])
+        times['k_e_ring' not in stem].update(record['results']['times'])
     ns = sorted({int(n) for variant in times for n in variant})
     fig = Figure(figsize=(7, 4), dpi=100)
     ax = fig.add_subplot()
@@ -444,6 +444,9 @@ def main() -> None:
     parser.add_argument('--obstacle-clearance', type=float,
                         help="obstacle_clearance [m] (default: the controller's; 0: the ring "
                         'keeps its radius round failed vehicles)')
+    parser.add_argument('--k-gap-steer', type=float,
+                        help="k_gap_steer [1/s] (default: the controller's; 0: the ring does "
+                        'not turn its gaps to failed vehicles)')
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
@@ -463,7 +466,7 @@ def main() -> None:
         name += f'_{args.preset}'
     if wide and args.agents != list(DISTRIBUTION_NS):
         name += '_n' + '_'.join(map(str, args.agents))
-    for option in ('d_safe', 'target_lead', 'k_e_ring', 'obstacle_clearance'):
+    for option in ('d_safe', 'target_lead', 'k_e_ring', 'obstacle_clearance', 'k_gap_steer'):
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
