@@ -8,6 +8,16 @@ By default it measures the documented scenario (N = 10, 120 s runs, P = 0.01 s).
 (20 s runs) says so on every line it prints: there the one-off start-up of each ``batch_sim``
 process dominates, and the ratio is several times the real one.
 
+With ``--original-python`` and ``--original-dir`` (the original experiment, as
+bench_original.py sets it up) it first measures ``sweep_sim`` against the original side by side,
+in this one run: the ``sweep_sim`` command itself (N = 10, 60 s runs, control period 0.01 s,
+static target, seeds 0..99, ``--workers 2 --no-plots``) and the original's ``main.py`` at the same
+scenario (bench_original.py's ``equal`` preset, 60 s), alternating which goes first, CPU seconds
+of each process tree (every worker included), agent-sim-seconds per CPU-second each:
+
+    .venv/bin/python benchmarks/bench_sweep.py --n10-only --original-python \
+        $ORIGINAL_VENV/bin/python --original-dir $ORIGINAL_SRC
+
 Cases: static target, N = 10, 120 s, control period 0.01 s, seeds 0..199, as ``sweep_sim``
 runs them (chunks of one shape, one process, CPU time of the work); the same figure for
 ``batch_sim`` started as a process per run (a few seeds, CPU time of the child including start-up
@@ -22,12 +32,16 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 import resource
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
-from results import add_options, begin, save, table
+import bench_original
+from results import add_options, begin, command_line, save, table
 
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.executables import find_executable
@@ -61,6 +75,65 @@ def batch_sim_throughput(agents: int, duration: float, seeds: int, *options: str
     return agents * duration * seeds / cpu, cpu / seeds
 
 
+SIDE_BY_SIDE = {'agents': 10, 'duration': 60.0, 'seeds': 100, 'workers': 2, 'rounds': 2}
+
+
+def sweep_sim_process(out: Path) -> float:
+    """Run the side-by-side sweep with the ``sweep_sim`` command; return its tree's CPU-s."""
+    case = SIDE_BY_SIDE
+    out.mkdir()
+    spec = out / 'spec.yaml'
+    spec.write_text(f"scenario: {{agents: {case['agents']}, duration: {case['duration']}, "
+                    f"control_period: 0.01}}\nseeds: {case['seeds']}\n")
+    before = bench_original.tree_cpu()
+    done = subprocess.run([str(find_executable('sweep_sim')), str(spec), '--out',
+                           str(out / 'runs'), '--workers', str(case['workers']), '--no-plots'],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, text=True)
+    if done.returncode:
+        raise SystemExit(f'sweep_sim failed ({done.returncode}):\n{done.stderr[-3000:]}')
+    return bench_original.tree_cpu() - before
+
+
+def versus_original(python: str, directory: str) -> dict:
+    """Measure ``sweep_sim`` and the original side by side; print and return the table."""
+    case = SIDE_BY_SIDE
+    bench_original.load_bench_swarm_sim(Path(__file__).resolve().parents[1]).compile_sources(
+        python, Path(directory))
+    print(f"sweep_sim (N = {case['agents']}, {case['duration']:g} s runs, P = 0.01 s, static "
+          f"target, {case['seeds']} seeds, --workers {case['workers']}) against the original "
+          f"(its main.py, equal preset, {case['duration']:g} s), CPU-s of each process tree")
+    rates = {'original': [], 'sweep_sim': []}
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in range(case['rounds']):
+            sides = ['original', 'sweep_sim'] if round_ % 2 == 0 else ['sweep_sim', 'original']
+            paired = {}
+            for side in sides:
+                out = Path(tmp) / f'{side}_{round_}'
+                load = os.getloadavg()[0]
+                if side == 'original':
+                    before = bench_original.tree_cpu()
+                    result = bench_original.run_original(
+                        python, directory, bench_original.EQUAL, True, case['duration'], out)
+                    cpu = bench_original.tree_cpu() - before
+                    agent_s = case['agents'] * result['sim']
+                else:
+                    cpu = sweep_sim_process(out)
+                    agent_s = case['agents'] * case['duration'] * case['seeds']
+                paired[side] = agent_s / cpu
+                rates[side].append(paired[side])
+                print(f'  {side:<10}{agent_s:>9,.0f} agent-s {cpu:>8.1f} CPU-s '
+                      f'{paired[side]:>9,.1f} agent-s per CPU-s (load {load:.2f})', flush=True)
+            ratios.append(paired['sweep_sim'] / paired['original'])
+            print(f'  round {round_ + 1}: sweep_sim / original = {ratios[-1]:,.0f}x', flush=True)
+    rows = [[round(statistics.median(rates['original']), 1),
+             round(statistics.median(rates['sweep_sim'])),
+             ', '.join(f'{r:,.0f}x' for r in ratios)]]
+    return table(['original: agent-s per CPU-s', 'sweep_sim: agent-s per CPU-s',
+                  'sweep_sim / original, each round'], rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[1])
     parser.add_argument('--quick', action='store_true',
@@ -68,9 +141,17 @@ def main() -> None:
                         'scenario (start-up dominates)')
     parser.add_argument('--n10-only', action='store_true',
                         help='only the N = 10 comparison (no N = 100/1000, no chunk sizes)')
+    parser.add_argument('--original-python',
+                        help="python of the original experiment's venv (bench_original.py): "
+                        'measure sweep_sim against the original side by side first')
+    parser.add_argument('--original-dir', help="the original's source tree (main.py)")
     add_options(parser)
     args = parser.parse_args()
+    if bool(args.original_python) != bool(args.original_dir):
+        parser.error('--original-python and --original-dir go together')
     load = begin(args)
+    versus = versus_original(args.original_python, args.original_dir) \
+        if args.original_python else None
     duration = 20.0 if args.quick else 120.0
     cores = os.cpu_count() or 1
     mark = '[QUICK: 20 s runs, not the documented scenario] ' if args.quick else ''
@@ -91,6 +172,7 @@ def main() -> None:
     print(f'{mark}1000 runs of 120 s on {cores} cores: about {projected / 60:.1f} min wall')
     results = {'quick': args.quick, 'run_length_s': duration,
                'minutes_for_1000_runs': round(projected / 60, 1),
+               **({'versus_original': versus} if versus else {}),
                'n10': table(['N = 10, 200 runs', 'agent-s per CPU-s', 'CPU-s per run',
                              'the sweep is faster by'], rows)}
     if not args.n10_only:
@@ -112,7 +194,12 @@ def main() -> None:
             rows.append([size, round(10 * 10.0 * size / cpu)])
         results['chunk'] = table(['runs in a chunk (N = 10, 10 s runs)',
                                   'agent-s per CPU-s'], rows)
-    save(args, 'sweep', results, load)
+    argv = list(sys.argv)
+    for option, placeholder in (('--original-python', 'ORIGINAL_VENV/bin/python'),
+                                ('--original-dir', 'ORIGINAL_SRC')):
+        if option in argv[:-1]:
+            argv[argv.index(option) + 1] = placeholder
+    save(args, 'sweep', results, load, command=command_line(argv))
 
 
 if __name__ == '__main__':
