@@ -31,6 +31,7 @@ from ros_support.topics import node_of_writer
 PARTICIPANT_PREFIX_BYTES = 12
 PREFIX_TIMEOUT = 5.0   # s for the graph to list its own probe publisher
 ROSTER_ENV = 'SOLITON_ROSTER_TOPIC'  # the roster topic of the graph a child process is part of
+READY_SUFFIX = '_ready'  # roster topic + this: the members whose node is built and spins
 # Wall s a publisher may be heard before its participant is seen on the roster: a member's
 # roster publisher is discovered with its other endpoints; a participant still unknown after
 # this is another graph's.
@@ -98,6 +99,7 @@ class Roster:
         self.node = node
         self.topic = topic
         self._publisher = node.create_publisher(Empty, topic, 1)
+        self._ready_publisher = None
         self.serve(node)
         self._members: set[bytes] = set()
         self._first_heard: dict[bytes, float] = {}
@@ -126,6 +128,25 @@ class Roster:
         self._read()
         return set(self._members)
 
+    def mark_ready(self) -> None:
+        """
+        Say that this participant's node is built and spins (once; see :attr:`ready`).
+
+        A member joins the roster before its node exists, and the node's time source subscribes
+        ``/clock`` as the node is made, before the rest of its set-up: a clock that started
+        there would run while the node still builds (seen: a target that first published
+        0.68 s into a loaded run).
+        """
+        if self._ready_publisher is None:
+            self._ready_publisher = self.node.create_publisher(Empty, self.topic + READY_SUFFIX,
+                                                               1)
+
+    @property
+    def ready(self) -> set[bytes]:
+        """Return the members whose node spins (:meth:`mark_ready`), as read now."""
+        return {participant_of(info.endpoint_gid)
+                for info in self.node.get_publishers_info_by_topic(self.topic + READY_SUFFIX)}
+
     def _read(self) -> None:
         self._read_at = time.monotonic()
         self._members.update(participant_of(info.endpoint_gid)
@@ -146,6 +167,8 @@ class Roster:
 
     def close(self) -> None:
         self.node.destroy_publisher(self._publisher)
+        if self._ready_publisher is not None:
+            self.node.destroy_publisher(self._ready_publisher)
 
     def destroy_node(self) -> None:
         """Destroy the node of :meth:`announce`."""
@@ -158,12 +181,13 @@ def listening_nodes(node: Node, publisher) -> int:
 
     Nodes, not subscriptions: a node with ``use_sim_time`` subscribes ``/clock`` through its
     time source and may again on its own, and ``node``'s own subscriptions are not counted. All
-    nodes for a node on no roster; on one, only the members': a node that waits until its graph
-    listens (the mobility node's ``clock_subscribers``) is not started early by another graph's
-    subscriptions.
+    nodes for a node on no roster; on one, only the members' whose node is built and spins
+    (:meth:`Roster.mark_ready`): a node that waits until its graph listens (the mobility node's
+    ``clock_subscribers``) is neither started early by another graph's subscriptions nor by a
+    member's time source while the rest of that node is still being made.
     """
     roster = _ROSTERS.get(node)
-    members = None if roster is None else roster.members
+    members = None if roster is None else roster.ready
     own = (node.get_namespace(), node.get_name())
     return len({(info.node_namespace, info.node_name)
                 for info in node.get_subscriptions_info_by_topic(publisher.topic_name)

@@ -199,6 +199,8 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
             node.get_logger().warning(line)
         guard = guard_node(node, roster)
         executor.add_node(node)
+        if roster is not None:  # built and about to spin: its graph's clock may count it now
+            roster.mark_ready()
         while not stop.requested and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_SLICE_S)
             guard()

@@ -96,6 +96,7 @@ class ProcessGraph:
             self.node.create_subscription(Float64MultiArray, topic, lambda data: None,
                                           swarm_qos(BEST_EFFORT, topic), raw=True)
         self._guarded = guard_subscriptions(self.node, self.roster, self.foreign_count)
+        self.roster.mark_ready()  # the monitor listens to /clock from now on
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.live = None
