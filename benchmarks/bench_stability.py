@@ -136,6 +136,7 @@ def growth(plot: str | None) -> dict:
 
 
 OVERRIDES = {}  # --d-safe, --target-lead, --k-e-ring, --obstacle-clearance: over the preset's
+VEHICLE = {}  # --max-acc-xy (moving only): over the vehicle model's defaults
 
 
 def gains(preset: str) -> dict:
@@ -302,7 +303,8 @@ def moving(preset: str, seeds, engine: str = 'auto') -> dict:
     for seed in seeds:
         start = time.perf_counter()
         cpu = time.process_time()
-        result = simulate(MOVING.with_changes(seed=seed, controller=gains(preset)), engine)
+        result = simulate(MOVING.with_changes(seed=seed, controller=gains(preset),
+                                              vehicle=VEHICLE), engine)
         metrics = result.metrics
         late = metrics[metrics[:, 0] >= 60.0]
         e_r, e_gap = np.nanmean(late[:, 1]), np.nanmean(late[:, 5])
@@ -448,6 +450,9 @@ def main() -> None:
     parser.add_argument('--k-gap-steer', type=float,
                         help="k_gap_steer [1/s] (default: the controller's; 0: the ring does "
                         'not turn its gaps to failed vehicles)')
+    parser.add_argument('--max-acc-xy', type=float,
+                        help="moving: the vehicles' horizontal acceleration limit [m/s^2] "
+                        "(default: the vehicle model's, 4)")
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
@@ -471,6 +476,11 @@ def main() -> None:
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
+    if args.max_acc_xy is not None:
+        if args.what != 'moving':
+            parser.error('--max-acc-xy is for moving only')
+        VEHICLE['max_acc_xy'] = args.max_acc_xy
+        name += f'_max_acc_xy_{args.max_acc_xy:g}'
     if args.what == 'growth':
         results = growth(args.plot)
     elif args.what == 'settle':
@@ -490,7 +500,9 @@ def main() -> None:
         results = hover(args.preset, args.seeds, args.targets)
     else:
         results = crossings()
-    save(args, name, {'preset': args.preset, **OVERRIDES, **results}, load, code=LAW_CODE)
+    save(args, name, {'preset': args.preset, **OVERRIDES,
+                      **({'vehicle': VEHICLE} if VEHICLE else {}), **results}, load,
+         code=LAW_CODE)
 
 
 if __name__ == '__main__':
