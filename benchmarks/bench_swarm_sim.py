@@ -45,6 +45,8 @@ Asserts nothing.
 """
 import argparse
 import hashlib
+import importlib.abc
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -64,17 +66,18 @@ CASES = {  # name -> (swarm_sim options, default sim duration [s])
 }
 
 
-# The phases of a run whose CPU seconds --phases prints: (module, owner, function) -> label.
+# The phases of a run whose CPU seconds --phases prints: (module, owner, function) -> label. A
+# module the run never imports (the node graph's, with --engine) is not imported for this.
 PHASES = {
     ('soliton_encirclement_ros.sim.inprocess', 'InProcessGraph', '__init__'): 'graph',
     ('soliton_encirclement_ros.sim.engine_graph', 'EngineGraph', '__init__'): 'graph',
     ('soliton_encirclement_ros.nodes.agent_node', 'AgentNode', '__init__'): 'agents',
     ('rclpy.parameter_service', 'ParameterService', '__init__'): 'param services',
     ('soliton_encirclement_ros.sim.domain', None, 'other_swarm'): 'domain check',
-    ('soliton_encirclement_ros.sim.inprocess', 'LockStepGraph', 'run'): 'loop',
+    ('soliton_encirclement_ros.sim.lockstep_graph', 'LockStepGraph', 'run'): 'loop',
     ('soliton_encirclement_ros.analysis.report', None, 'write_streamed_outputs'): 'outputs',
     ('soliton_encirclement_ros.analysis.report', None, '_write_plots'): 'plots',
-    ('soliton_encirclement_ros.sim.inprocess', 'LockStepGraph', 'close'): 'close',
+    ('soliton_encirclement_ros.sim.lockstep_graph', 'LockStepGraph', 'close'): 'close',
 }
 
 
@@ -88,18 +91,47 @@ def _timed(phases: dict, label: str, function):
     return timed
 
 
+def _time_phases(module, phases: dict) -> None:
+    """Time the functions of ``module`` that PHASES names."""
+    for (name, owner, function), label in PHASES.items():
+        if name == module.__name__:
+            holder = getattr(module, owner) if owner else module
+            setattr(holder, function, _timed(phases, label, getattr(holder, function)))
+
+
+class _TimeOnImport(importlib.abc.MetaPathFinder):
+    """Time PHASES' functions of a module when the run imports it (never import it here)."""
+
+    def __init__(self, phases: dict) -> None:
+        self.phases = phases
+        self.pending = {module for module, _, _ in PHASES} - set(sys.modules)
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.pending:
+            return None
+        self.pending.discard(fullname)
+        spec = importlib.util.find_spec(fullname)  # by the other finders: it is no longer pending
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_time(module):
+            exec_module(module)
+            _time_phases(module, self.phases)
+        spec.loader.exec_module = exec_and_time
+        return spec
+
+
 def child(argv: list[str], shell_only: bool = False) -> None:
     """Run swarm_sim's main here, timing its stepping loop and phases; print one JSON line."""
-    import importlib
-
     start = time.process_time()
-    from soliton_encirclement_ros.sim import inprocess, runner
+    from soliton_encirclement_ros.sim import lockstep_graph, runner
     if shell_only:
         from soliton_encirclement_ros.core import controller
         controller.control_step = zero_control_step
     phases = {'imports': time.process_time() - start}
     loop = {}
-    run = inprocess.LockStepGraph.run
+    run = lockstep_graph.LockStepGraph.run
 
     def sim_time(self, *args, **kwargs):
         try:
@@ -107,11 +139,10 @@ def child(argv: list[str], shell_only: bool = False) -> None:
         finally:
             loop['sim'] = self.sim_time
 
-    inprocess.LockStepGraph.run = sim_time
-    for (module, owner, name), label in PHASES.items():
-        holder = importlib.import_module(module)
-        holder = getattr(holder, owner) if owner else holder
-        setattr(holder, name, _timed(phases, label, getattr(holder, name)))
+    lockstep_graph.LockStepGraph.run = sim_time
+    for module in {module for module, _, _ in PHASES} & set(sys.modules):
+        _time_phases(sys.modules[module], phases)
+    sys.meta_path.insert(0, _TimeOnImport(phases))
     with open(os.devnull, 'w') as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
