@@ -123,9 +123,15 @@ class _TimeOnImport(importlib.abc.MetaPathFinder):
 
 
 def child(argv: list[str], shell_only: bool = False) -> None:
-    """Run swarm_sim's main here, timing its stepping loop and phases; print one JSON line."""
+    """
+    Run swarm_sim here as its console script does; print one JSON line.
+
+    The console script's ``ros_support.entry.run`` (its stop handler, then ``runner.main``, then
+    what it does before the process exits), timing the stepping loop and the phases.
+    """
     start = time.process_time()
-    from soliton_encirclement_ros.sim import lockstep_graph, runner
+    from ros_support import entry
+    from soliton_encirclement_ros.sim import lockstep_graph, runner  # noqa: F401 (entry.run)
     if shell_only:
         from soliton_encirclement_ros.core import controller
         controller.control_step = zero_control_step
@@ -146,7 +152,8 @@ def child(argv: list[str], shell_only: bool = False) -> None:
     with open(os.devnull, 'w') as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
-            code = runner.main(argv)
+            sys.argv = ['swarm_sim', *argv]
+            code = entry.run('swarm_sim', 'soliton_encirclement_ros.sim.runner')
         finally:
             sys.stdout = stdout
     usage = resource.getrusage(resource.RUSAGE_SELF)
