@@ -2,9 +2,10 @@
 swarm_sim's in-process lock-step: simulated seconds per CPU-second and peak memory.
 
 CPU seconds, not wall time: the figure is stable on a shared machine. Each case runs
-``swarm_sim`` (its ``main``, in-process mode) in a child process of its own, so peak RSS is per
-run; the child times the stepping loop with ``time.process_time`` (every thread of the process,
-DDS included) and the whole process with ``getrusage``.
+``swarm_sim`` (in-process mode) in a child process of its own as its console script does
+(``ros_support.entry.run``), so peak RSS is per run; the child times the stepping loop with
+``time.process_time`` (every thread of the process, DDS included) and the whole process with
+``getrusage``.
 
     .venv/bin/python benchmarks/bench_swarm_sim.py                 # the cases below
     .venv/bin/python benchmarks/bench_swarm_sim.py --cases n10 n32 --duration 20
