@@ -2,9 +2,10 @@
 swarm_sim's in-process lock-step: simulated seconds per CPU-second and peak memory.
 
 CPU seconds, not wall time: the figure is stable on a shared machine. Each case runs
-``swarm_sim`` (its ``main``, in-process mode) in a child process of its own, so peak RSS is per
-run; the child times the stepping loop with ``time.process_time`` (every thread of the process,
-DDS included) and the whole process with ``getrusage``.
+``swarm_sim`` (in-process mode) in a child process of its own as its console script does
+(``ros_support.entry.run``), so peak RSS is per run; the child times the stepping loop with
+``time.process_time`` (every thread of the process, DDS included) and the whole process with
+``getrusage``.
 
     .venv/bin/python benchmarks/bench_swarm_sim.py                 # the cases below
     .venv/bin/python benchmarks/bench_swarm_sim.py --cases n10 n32 --duration 20
@@ -45,6 +46,8 @@ Asserts nothing.
 """
 import argparse
 import hashlib
+import importlib.abc
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -64,17 +67,18 @@ CASES = {  # name -> (swarm_sim options, default sim duration [s])
 }
 
 
-# The phases of a run whose CPU seconds --phases prints: (module, owner, function) -> label.
+# The phases of a run whose CPU seconds --phases prints: (module, owner, function) -> label. A
+# module the run never imports (the node graph's, with --engine) is not imported for this.
 PHASES = {
     ('soliton_encirclement_ros.sim.inprocess', 'InProcessGraph', '__init__'): 'graph',
     ('soliton_encirclement_ros.sim.engine_graph', 'EngineGraph', '__init__'): 'graph',
     ('soliton_encirclement_ros.nodes.agent_node', 'AgentNode', '__init__'): 'agents',
     ('rclpy.parameter_service', 'ParameterService', '__init__'): 'param services',
     ('soliton_encirclement_ros.sim.domain', None, 'other_swarm'): 'domain check',
-    ('soliton_encirclement_ros.sim.inprocess', 'LockStepGraph', 'run'): 'loop',
+    ('soliton_encirclement_ros.sim.lockstep_graph', 'LockStepGraph', 'run'): 'loop',
     ('soliton_encirclement_ros.analysis.report', None, 'write_streamed_outputs'): 'outputs',
     ('soliton_encirclement_ros.analysis.report', None, '_write_plots'): 'plots',
-    ('soliton_encirclement_ros.sim.inprocess', 'LockStepGraph', 'close'): 'close',
+    ('soliton_encirclement_ros.sim.lockstep_graph', 'LockStepGraph', 'close'): 'close',
 }
 
 
@@ -88,18 +92,53 @@ def _timed(phases: dict, label: str, function):
     return timed
 
 
-def child(argv: list[str], shell_only: bool = False) -> None:
-    """Run swarm_sim's main here, timing its stepping loop and phases; print one JSON line."""
-    import importlib
+def _time_phases(module, phases: dict) -> None:
+    """Time the functions of ``module`` that PHASES names."""
+    for (name, owner, function), label in PHASES.items():
+        if name == module.__name__:
+            holder = getattr(module, owner) if owner else module
+            setattr(holder, function, _timed(phases, label, getattr(holder, function)))
 
+
+class _TimeOnImport(importlib.abc.MetaPathFinder):
+    """Time PHASES' functions of a module when the run imports it (never import it here)."""
+
+    def __init__(self, phases: dict) -> None:
+        self.phases = phases
+        self.pending = {module for module, _, _ in PHASES} - set(sys.modules)
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.pending:
+            return None
+        self.pending.discard(fullname)
+        spec = importlib.util.find_spec(fullname)  # by the other finders: it is no longer pending
+        if spec is None or spec.loader is None:
+            return spec
+        exec_module = spec.loader.exec_module
+
+        def exec_and_time(module):
+            exec_module(module)
+            _time_phases(module, self.phases)
+        spec.loader.exec_module = exec_and_time
+        return spec
+
+
+def child(argv: list[str], shell_only: bool = False) -> None:
+    """
+    Run swarm_sim here as its console script does; print one JSON line.
+
+    The console script's ``ros_support.entry.run`` (its stop handler, then ``runner.main``, then
+    what it does before the process exits), timing the stepping loop and the phases.
+    """
     start = time.process_time()
-    from soliton_encirclement_ros.sim import inprocess, runner
+    from ros_support import entry
+    from soliton_encirclement_ros.sim import lockstep_graph, runner  # noqa: F401 (entry.run)
     if shell_only:
         from soliton_encirclement_ros.core import controller
         controller.control_step = zero_control_step
     phases = {'imports': time.process_time() - start}
     loop = {}
-    run = inprocess.LockStepGraph.run
+    run = lockstep_graph.LockStepGraph.run
 
     def sim_time(self, *args, **kwargs):
         try:
@@ -107,15 +146,15 @@ def child(argv: list[str], shell_only: bool = False) -> None:
         finally:
             loop['sim'] = self.sim_time
 
-    inprocess.LockStepGraph.run = sim_time
-    for (module, owner, name), label in PHASES.items():
-        holder = importlib.import_module(module)
-        holder = getattr(holder, owner) if owner else holder
-        setattr(holder, name, _timed(phases, label, getattr(holder, name)))
+    lockstep_graph.LockStepGraph.run = sim_time
+    for module in {module for module, _, _ in PHASES} & set(sys.modules):
+        _time_phases(sys.modules[module], phases)
+    sys.meta_path.insert(0, _TimeOnImport(phases))
     with open(os.devnull, 'w') as sink:
         stdout, sys.stdout = sys.stdout, sink
         try:
-            code = runner.main(argv)
+            sys.argv = ['swarm_sim', *argv]
+            code = entry.run('swarm_sim', 'soliton_encirclement_ros.sim.runner')
         finally:
             sys.stdout = stdout
     usage = resource.getrusage(resource.RUSAGE_SELF)

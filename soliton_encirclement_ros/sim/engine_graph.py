@@ -41,8 +41,8 @@ from soliton_encirclement_ros.interface import (
     target_state_to_msg, TARGET_STATE_TOPIC)
 from soliton_encirclement_ros.nodes.markers import swarm_markers
 from soliton_encirclement_ros.nodes.settings import MetricsSettings
-from soliton_encirclement_ros.sim.inprocess import LockStepGraph
 from soliton_encirclement_ros.sim.lockstep import Audience, OUTSIDE_CHECK_NS
+from soliton_encirclement_ros.sim.lockstep_graph import LockStepGraph
 from velocity_mobility_ros.nodes.messages import fill_odometry, new_odometry, to_odometry
 
 STATUS_PERIOD_NS = 1_000_000_000  # /diagnostics: each agent's status at 1 Hz

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 from contextlib import contextmanager
+import gc
 import json
 import math
 import os
@@ -46,6 +47,11 @@ DEFAULT_FOXGLOVE_HOST = '127.0.0.1'
 # failed); 130 stopped before the run started (nothing was run).
 EXIT_FAILED, EXIT_REFUSED, EXIT_INCOMPLETE = 1, 2, 3
 NODES = 'nodes'  # --engine: one agent_node per agent; the others are core.engines'
+# The cyclic collector's first threshold during a run (Python's default: 700 allocations). The
+# control tick and the figures make many short-lived containers: at 700, a 20 s run of N = 10
+# (--engine auto) collects ~360 times (0.18 CPU-s), at this ~65 times (0.07 CPU-s). What
+# reference counting frees never waits for the collector; cyclic garbage waits a little longer.
+GC_THRESHOLD = 20_000
 GRAPH_ENGINES = (NODES, *ENGINE_CHOICES)
 
 
@@ -279,6 +285,8 @@ def main(argv=None) -> int:
     # A stop before the run starts (the plan, the domain check, the graph's start) ends here in
     # one line, exit 130: nothing was run. Once the run is under way it writes what it gathered.
     stop = StopRequest('swarm_sim').install()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD, *thresholds[1:])
     try:
         with stop.raising():
             args = parse_args(argv)
@@ -307,6 +315,7 @@ def main(argv=None) -> int:
         return EXIT_INTERRUPTED
     finally:
         stop.ignore_from_now()
+        gc.set_threshold(*thresholds)  # a caller in this process keeps its own
 
 
 def _prepare(args: argparse.Namespace):

@@ -33,7 +33,8 @@ PURE_MODULES = ['ros_support.validation', 'ros_support.signals', 'ros_support.en
 # The sim modules that run a ROS graph; the runner imports them only when it starts one.
 SHELL_MODULES = {'soliton_encirclement_ros.sim.inprocess', 'soliton_encirclement_ros.sim.lockstep',
                  'soliton_encirclement_ros.sim.processes', 'soliton_encirclement_ros.sim.domain',
-                 'soliton_encirclement_ros.sim.engine_graph'}
+                 'soliton_encirclement_ros.sim.engine_graph',
+                 'soliton_encirclement_ros.sim.lockstep_graph'}
 ROS_PACKAGES = ['rclpy', 'rosbag2_py']
 # Libraries the pure modules import, imported once before the children fork (every module
 # fails if one of them loads a ROS package).
