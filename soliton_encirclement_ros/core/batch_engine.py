@@ -20,15 +20,15 @@ from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.area import limit_for_hold
 from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
 from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, obstacle_reach, ring_obstacles,
-    ring_offset,
-    silent_obstacles_within_reach, uncertainty_discs)
+    encirclement_step, fallback_command, limiter, NeighbourView, obstacle_reach,
+    ring_obstacles, ring_offset, silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -202,6 +202,8 @@ class BatchControllers:
         seeds = [s.seed for s in scenarios for _ in range(n)]
         self._draws = (StreamDraws(seeds, np.tile(agent_ids, r), COMMS_STREAM)
                        if (self.loss > 0.0).any() else None)
+        # The compiled tick where it covers this law (None: the numpy path, every tick).
+        self._plan = compiled.control_plan(self.params, self.omega_ref, r, n)
 
     def _send(self, now, live, positions, velocities, target_position, target_velocity,
               target_acceleration, faults: Optional[BatchFaults] = None):
@@ -341,6 +343,9 @@ class BatchControllers:
             self.prev_cmd[lost] = cmds[lost] = fallback_command(last, age, positions[lost], p)
         if not has_target.any():
             return cmds, self.u
+        if (self._plan is not None and faults is None and not self.faulty
+                and self._control_compiled(now, has_target, positions, velocities, cmds)):
+            return cmds, self.u
         if has_target.all():  # the usual tick: every row, as views (no gathers)
             ii = np.tile(np.arange(n), r)
 
@@ -432,6 +437,52 @@ class BatchControllers:
         put(self.prev_cmd, cmd)
         put(cmds, cmd)
         return cmds, self.u
+
+    def _control_compiled(self, now, has_target, positions, velocities, cmds) -> bool:
+        """
+        Step the usual tick of :meth:`_control` compiled; return False for the numpy path.
+
+        The rows with a live target (``has_target``) are stepped, the others' commands are
+        the caller's (``fallback_command``); no fault is in effect (the caller checks). The
+        kernel declines (nothing changed) where the ``d_safe`` term has a vehicle within
+        reach or a silent one (``none_within_reach`` False): the numpy path's scan runs then.
+        The angles and ``g(u)`` are numpy's (the transcendental functions' bits), the rest is
+        ``kernels.control_rows``.
+        """
+        p, plan, k = self.params, self._plan, self._plan.kernels
+        r, n = self.u.shape
+        rows = r * n
+
+        def flat(a):
+            return a.reshape((rows,) + a.shape[2:])
+
+        has, rx = flat(self.has), flat(self.rx)
+        own, own_v = flat(positions), flat(velocities)
+        nb_pos, nb_vel = flat(self.position), flat(self.velocity)
+        active = flat(has_target)
+        entry = np.empty((rows, n), dtype=bool)
+        ring = k.heard_rows(has, rx, flat(self.member), now, p.agent_timeout, entry)
+        if p.d_safe:  # none_within_reach, its speeds and distances compiled
+            status, speed, others = k.reach_inputs(active, has, rx, now, p.agent_timeout,
+                                                   p.obstacle_memory, own_v, nb_vel)
+            if status != k.DONE:
+                return False
+            bound = obstacle_reach(speed, others, 0.0, p, 0.0,
+                                   float(np.max(plan.d_safe[ring[active]])))
+            if not k.all_beyond(active, has, rx, now, p.obstacle_memory, own, nb_pos, bound):
+                return False
+        t_pos = flat(self.target_position)
+        # the angles as _control takes them (wrap_2pi_once of arctan2), read where entry
+        theta = wrap_2pi_once(np.arctan2(nb_pos[..., 1] - t_pos[:, 1, None],
+                                         nb_pos[..., 0] - t_pos[:, 0, None]))
+        u = flat(self.u)
+        k.control_rows(plan.law, active, entry, ring, theta, target_angle(own, t_pos),
+                       plan.own_col, self.ids, self.lambdas, own, own_v, nb_pos, nb_vel,
+                       flat(self.nb_u), flat(self.nb_u_ss), t_pos, flat(self.target_velocity),
+                       flat(self.target_acceleration), u, limiter(u, p), flat(self.prev_cmd),
+                       flat(self.pred), flat(self.succ), plan.hysteresis, plan.damping,
+                       flat(self.u_ss), flat(cmds))
+        return True
 
     def _ring_offset(self, theta_self, theta, entry):
         """Each row's :func:`law.ring_offset` (0 when the target weights the arcs, or off)."""
@@ -648,6 +699,8 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     tracker = SeparationTracker(r, n, apart) if apart > 0.0 else None
     area_margin = np.full(r, np.inf if s0.area is not None else np.nan)
     target_estimate = None  # each run's target acceleration, as target_node estimates it
+    metrics = (compiled.batch_metrics if compiled.kernels() is not None  # its compiled copy
+               else batch_metrics)
     for k in range(ticks + 1):
         now = k * period
         faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
@@ -669,7 +722,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
             tracker.update(positions, live & ~faults.held)
         if k % metrics_every == 0:
             times.append(now)
-            rows.append(batch_metrics(positions, velocities, live, t_pos, t_vel, radius))
+            rows.append(metrics(positions, velocities, live, t_pos, t_vel, radius))
         if k == ticks:
             break
         v_des[:, :n] = np.where(live[..., None], cmds, 0.0)

@@ -1,0 +1,140 @@
+"""
+Where the batch engine's compiled tick (:mod:`core.kernels`, numba) applies, and its inputs.
+
+The kernels cover the usual tick of a sweep: no simulated faults, every agent with a live
+target, no vehicle within reach of the ``d_safe`` term (``batch_engine.none_within_reach``),
+and the law's terms they mirror. Everything else (a gain they do not read set, the even-ring
+term ``k_e_ring``, the ring's bulge ``obstacle_clearance``, a field of ``ControllerParams``
+this module does not know, numba missing or failing to compile) runs the numpy path, tick by
+tick: the numpy path stays the definition, the kernels a faster copy of its common case.
+
+numba is imported on first use (a run that never steps a batch does not pay its import). Its
+on-disk cache goes beside the sources (``__pycache__``) where that directory is writable, else
+to ``NUMBA_CACHE_DIR`` if set, else ``~/.cache/soliton_encirclement_ros/numba``, else the
+temporary directory. The environment variable ``SOLITON_COMPILED=0`` turns the kernels off
+(the numpy path everywhere).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+import tempfile
+from typing import Optional
+
+import numpy as np
+
+from soliton_encirclement_ros.core.gains import ControllerParams
+from soliton_encirclement_ros.core.law import omega_damping_gain, u_bound
+
+# The fields of ControllerParams the kernels read (through LAW_FIELDS and the tables) or that
+# their path does not depend on (timeouts and liveness the caller applies, the d_safe
+# term's inputs, which the caller's within-reach test answers before the kernel runs). A field
+# outside this set (a new term) sends every tick to the numpy path until the kernels learn it.
+KNOWN_FIELDS = frozenset({
+    'radius', 'k_r', 'k_dr', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau', 'kappa_u_diff',
+    'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_damp', 'k_omega_damp_n',
+    'k_omega_own', 'soft_limiter', 'u_lim', 'hysteresis', 'control_period', 'target_lead',
+    'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
+    # applied by BatchControllers before the kernel, or only inside the d_safe term's scan
+    'd_safe', 'd_safe_share', 'v_safe', 't_safe', 'a_safe', 't_react', 'hold_drift',
+    'silent_run_on', 'v_uncertain', 'obstacle_ramp', 'obstacle_lead', 'agent_state_timeout',
+    'target_state_timeout', 'target_timeout', 'odom_timeout', 'max_future_stamp',
+    'prune_expired',
+    # not covered when set (below): the numpy path runs
+    'k_e_ring', 'obstacle_clearance',
+})
+# Terms the kernels do not compute: a run with any of these non-zero takes the numpy path.
+NOT_COVERED = ('k_e_ring', 'obstacle_clearance')
+
+_KERNELS = None  # the kernels module once loaded; False: unavailable
+
+
+def _cache_dir() -> Optional[str]:
+    """Return a writable directory for numba's cache when numba's own choice may not be."""
+    here = Path(__file__).resolve().parent
+    if os.access(here, os.W_OK):
+        return None  # numba caches beside the sources (__pycache__)
+    for candidate in (Path.home() / '.cache' / 'soliton_encirclement_ros' / 'numba',
+                      Path(tempfile.gettempdir()) / 'soliton_encirclement_ros_numba'):
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(candidate, os.W_OK):
+            return str(candidate)
+    return None
+
+
+def kernels():
+    """Return :mod:`core.kernels` (numba imported on first use), or None if unavailable."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = False
+        if os.environ.get('SOLITON_COMPILED', '1') != '0':
+            cache = _cache_dir()
+            if cache is not None:
+                os.environ.setdefault('NUMBA_CACHE_DIR', cache)
+            try:
+                from soliton_encirclement_ros.core import kernels as module
+            except ImportError:
+                pass
+            else:
+                _KERNELS = module
+    return _KERNELS or None
+
+
+def covers(params: ControllerParams) -> bool:
+    """Return whether the kernels compute this law (every term it has set)."""
+    names = {f.name for f in dataclasses.fields(params)}
+    if names - KNOWN_FIELDS:
+        return False
+    return not any(getattr(params, name) for name in NOT_COVERED)
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlPlan:
+    """What the control kernel takes besides the tick's state: parameters and tables."""
+
+    law: np.ndarray         # kernels.LAW_FIELDS in order
+    hysteresis: np.ndarray  # by ring size 0..N+1: params.neighbour_hysteresis
+    damping: np.ndarray     # by ring size: law.omega_damping_gain
+    d_safe: np.ndarray      # by ring size: params.safety_distance
+    own_col: np.ndarray     # (R N,) each row's own column
+    kernels: object
+
+
+def control_plan(params: ControllerParams, omega_ref: float, runs: int,
+                 agents: int) -> Optional[ControlPlan]:
+    """Return the plan of the control kernel for these runs, or None (numpy path)."""
+    if not covers(params):
+        return None
+    module = kernels()
+    if module is None:
+        return None
+    values = {f: getattr(params, f) for f in module.LAW_FIELDS
+              if f not in ('u_bound', 'omega_ref', 'altitude_hold')}
+    values.update(u_bound=u_bound(params), omega_ref=omega_ref,
+                  altitude_hold=1.0 if params.altitude_hold else 0.0)
+    sizes = np.arange(agents + 2)
+    return ControlPlan(
+        np.array([float(values[f]) for f in module.LAW_FIELDS]),
+        np.asarray(params.neighbour_hysteresis(sizes), dtype=float),
+        np.asarray(omega_damping_gain(sizes, params), dtype=float),
+        np.asarray(params.safety_distance(sizes), dtype=float),
+        np.tile(np.arange(agents, dtype=np.int64), runs), module)
+
+
+def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):
+    """``batch_engine.batch_metrics`` compiled; None where the kernels are unavailable."""
+    module = kernels()
+    if module is None:
+        return None
+    out = np.empty((live.shape[0], 6))
+    module.metrics_rows(np.ascontiguousarray(positions, dtype=float),
+                        np.ascontiguousarray(velocities, dtype=float),
+                        np.ascontiguousarray(live, dtype=bool),
+                        np.ascontiguousarray(target_position, dtype=float),
+                        np.ascontiguousarray(target_velocity, dtype=float),
+                        np.ascontiguousarray(radius, dtype=float), out)
+    return out

@@ -1,0 +1,413 @@
+"""
+The batch engine's compiled tick (numba): neighbours, the law, the metrics, the vehicle step.
+
+Imported only through :mod:`core.compiled` (which decides where these kernels apply and falls
+back to the numpy path elsewhere); importing this module compiles nothing until a kernel is
+first called, and the compiled code is cached on disk (``cache=True``) so later processes load
+it. Each block mirrors one function of ``core.law``, ``core.neighbours``, ``batch_engine`` or
+``velocity_mobility_ros.core.model``, named in its comment, operation for operation in the order
+of the per-agent float path (:func:`law.encirclement_step_one`), so that a row's result has the
+bits of the array path. The transcendental functions the law needs (the angles about the
+target, ``g(u)``, the tables of ``d_safe``, hysteresis and damping per ring size) are computed by
+numpy before the kernel and passed in: numpy's and the C library's may differ in the last bit.
+
+Parameters reach the kernels as one float array, ``LAW_FIELDS`` in order (see
+:func:`compiled.law_vector`).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from soliton_encirclement_ros.core.geometry import R_EPS
+from soliton_encirclement_ros.core.law import DENOMINATOR_EPS
+from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
+from velocity_mobility_ros.core.geometry import TWO_PI
+
+# The law's parameters the kernel reads, in the order of the float array it takes.
+LAW_FIELDS = ('k_r', 'k_dr', 'radius', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau',
+              'kappa_u_diff', 'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_own',
+              'target_lead', 'control_period', 'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
+              'u_bound', 'omega_ref', 'altitude_hold')
+(K_R, K_DR, RADIUS, C_COUPLING, BETA_U, ALPHA_U, K_E_TAU, KAPPA_U_DIFF, K_U_STEEPEN,
+ KAPPA_U_DISP, K_TAU, R_MIN, K_OMEGA_OWN, TARGET_LEAD, CONTROL_PERIOD, MAX_SPEED_XY,
+ MAX_SPEED_Z, ALTITUDE, K_Z, U_BOUND, OMEGA_REF, ALTITUDE_HOLD) = range(len(LAW_FIELDS))
+
+# Statuses of reach_inputs / control_rows.
+DONE = 0
+NUMPY_PATH = 1  # something the kernel does not cover: the caller runs the numpy path
+
+_JIT = {'cache': True, 'nogil': True, 'error_model': 'numpy'}
+
+
+@numba.njit(**_JIT)
+def heard_rows(has, rx, member, now, agent_timeout, entry):
+    """
+    ``heard`` and ``entry`` of ``BatchControllers._control`` (rows M x senders K), ring sizes.
+
+    ``entry[m, k]``: ``has & (now - rx <= agent_timeout) & member``; returns the ring size
+    of each row (its entries + 1).
+    """
+    m_rows, k_cols = has.shape
+    ring = np.empty(m_rows, dtype=np.int64)
+    for m in range(m_rows):
+        count = 0
+        for k in range(k_cols):
+            e = has[m, k] and (now - rx[m, k] <= agent_timeout) and member[m, k]
+            entry[m, k] = e
+            if e:
+                count += 1
+        ring[m] = count + 1
+    return ring
+
+
+@numba.njit(**_JIT)
+def reach_inputs(active, has, rx, now, agent_timeout, obstacle_memory, own_velocity,
+                 nb_velocity):
+    """
+    ``batch_engine.none_within_reach``'s speeds: (status, fastest agent, fastest other).
+
+    Over the ``active`` rows (those with a live target, which the law steps).
+
+    NUMPY_PATH where the scan must run whatever the distances (a silent vehicle, none
+    counted, a speed that is not finite). ``counted`` is ``heard | silent`` with ``heard`` the
+    states within ``agent_timeout`` and ``silent`` those within ``obstacle_memory``.
+    """
+    m_rows, k_cols = has.shape
+    speed = 0.0
+    others = 0.0
+    any_counted = False
+    for m in range(m_rows):
+        if not active[m]:
+            continue
+        s = np.hypot(own_velocity[m, 0], own_velocity[m, 1])
+        if not math.isfinite(s):
+            return NUMPY_PATH, speed, others
+        if s > speed:
+            speed = s
+        for k in range(k_cols):
+            if not has[m, k]:
+                continue
+            age = now - rx[m, k]
+            heard = age <= agent_timeout
+            silent = age <= obstacle_memory
+            if silent and not heard:
+                return NUMPY_PATH, speed, others
+            if heard or silent:
+                any_counted = True
+                o = np.hypot(nb_velocity[m, k, 0], nb_velocity[m, k, 1])
+                if not math.isfinite(o):
+                    return NUMPY_PATH, speed, others
+                if o > others:
+                    others = o
+    if not any_counted:
+        return NUMPY_PATH, speed, others
+    return DONE, speed, others
+
+
+@numba.njit(**_JIT)
+def all_beyond(active, has, rx, now, obstacle_memory, own_position, nb_position, bound):
+    """``none_within_reach``'s test: every counted vehicle at least ``bound`` away (no NaN)."""
+    m_rows, k_cols = has.shape
+    for m in range(m_rows):
+        if not active[m]:
+            continue
+        for k in range(k_cols):
+            if has[m, k] and now - rx[m, k] <= obstacle_memory:
+                d = np.hypot(nb_position[m, k, 0] - own_position[m, 0],
+                             nb_position[m, k, 1] - own_position[m, 1])
+                if not d >= bound:
+                    return False
+    return True
+
+
+@numba.njit(**_JIT)
+def _gap_to_pred(own_theta, pred_theta, own_id, pred_id):
+    """neighbours.gap_to_pred of one row (ids break exact ties)."""
+    gap = (own_theta - pred_theta) % TWO_PI
+    if gap == 0.0 and pred_id > own_id:
+        return TWO_PI
+    return gap
+
+
+@numba.njit(**_JIT)
+def _gap_to_succ(own_theta, succ_theta, own_id, succ_id):
+    """neighbours.gap_to_succ of one row."""
+    gap = (succ_theta - own_theta) % TWO_PI
+    if gap == 0.0 and succ_id < own_id:
+        return TWO_PI
+    return gap
+
+
+@numba.njit(**_JIT)
+def _select_row(entry_row, theta_row, theta_self, own_id, ids, cur_pred, cur_succ, hysteresis):
+    """neighbours.select_neighbours of one row: ring_candidates, then apply_hysteresis."""
+    k_cols = entry_row.size
+    # ring_candidates: the first (theta, id) after self, else the first of all; the last
+    # before self, else the last of all.
+    succ_after = -1
+    succ_any = -1
+    pred_before = -1
+    pred_any = -1
+    for k in range(k_cols):
+        if not entry_row[k]:
+            continue
+        t, i = theta_row[k], ids[k]
+        after = t > theta_self or (t == theta_self and i > own_id)
+        if succ_any < 0 or t < theta_row[succ_any] or (
+                t == theta_row[succ_any] and i < ids[succ_any]):
+            succ_any = k
+        if pred_any < 0 or t > theta_row[pred_any] or (
+                t == theta_row[pred_any] and i > ids[pred_any]):
+            pred_any = k
+        if after:
+            if succ_after < 0 or t < theta_row[succ_after] or (
+                    t == theta_row[succ_after] and i < ids[succ_after]):
+                succ_after = k
+        else:
+            if pred_before < 0 or t > theta_row[pred_before] or (
+                    t == theta_row[pred_before] and i > ids[pred_before]):
+                pred_before = k
+    if succ_any < 0:
+        return NO_NEIGHBOUR, NO_NEIGHBOUR
+    cand_succ = succ_after if succ_after >= 0 else succ_any
+    cand_pred = pred_before if pred_before >= 0 else pred_any
+    # apply_hysteresis: keep a current (live) neighbour unless the candidate is closer by
+    # more than the hysteresis; take both candidates where pred and succ crossed.
+    crossed = cand_pred != cand_succ and (
+        (cand_pred == cur_succ and cur_succ != NO_NEIGHBOUR)
+        or (cand_succ == cur_pred and cur_pred != NO_NEIGHBOUR))
+    pred, succ = cand_pred, cand_succ
+    if not crossed and cur_pred != NO_NEIGHBOUR and entry_row[max(cur_pred, 0)]:
+        cur_gap = _gap_to_pred(theta_self, theta_row[cur_pred], own_id, ids[cur_pred])
+        cand_gap = _gap_to_pred(theta_self, theta_row[cand_pred], own_id, ids[cand_pred])
+        if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
+            pred = cur_pred
+    if not crossed and cur_succ != NO_NEIGHBOUR and entry_row[max(cur_succ, 0)]:
+        cur_gap = _gap_to_succ(theta_self, theta_row[cur_succ], own_id, ids[cur_succ])
+        cand_gap = _gap_to_succ(theta_self, theta_row[cand_succ], own_id, ids[cand_succ])
+        if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
+            succ = cur_succ
+    return pred, succ
+
+
+@numba.njit(**_JIT)
+def _angular_rate(px, py, vx, vy, tx, ty, tvx, tvy):
+    """geometry.angular_rate of one neighbour (NaN when missing or at the target)."""
+    rx, ry = px - tx, py - ty
+    r2 = rx * rx + ry * ry
+    cross = rx * (vy - tvy) - ry * (vx - tvx)
+    return cross / r2 if r2 >= R_EPS * R_EPS else math.nan
+
+
+@numba.njit(**_JIT)
+def control_rows(law, active, entry, ring, theta, theta_self, own_col, ids, lambdas, position,
+                 velocity, nb_position, nb_velocity, nb_u, nb_u_ss, target_position,
+                 target_velocity, target_acceleration, u, g_u, prev_cmd, pred, succ,
+                 hysteresis, damping, u_ss_out, cmd_out):
+    """
+    Neighbour selection and ``law.encirclement_step`` of every row (no d_safe term in reach).
+
+    Rows M, of which the ``active`` ones (a live target) are stepped: ``entry`` (M, K) the
+    ring members each row hears, ``ring`` (M,) its ring size, ``theta`` (M, K) their angles
+    (read where ``entry``), ``theta_self`` (M,), ``own_col`` (M,) each row's own column,
+    ``ids``/``lambdas`` (K,); states (M, 3) and (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``;
+    ``hysteresis``/``damping`` tables by ring size (``neighbour_hysteresis``,
+    ``omega_damping_gain``). Updates ``u``, ``pred``, ``succ``,
+    ``prev_cmd`` in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3).
+    """
+    k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
+    k_tau, r_min, omega_ref = law[K_TAU], law[R_MIN], law[OMEGA_REF]
+    for m in range(entry.shape[0]):
+        if not active[m]:
+            continue
+        own_id = ids[own_col[m]]
+        ts = theta_self[m]
+        # select_neighbours (ring_candidates, apply_hysteresis)
+        p_col, s_col = _select_row(entry[m], theta[m], ts, own_id, ids, pred[m], succ[m],
+                                   hysteresis[ring[m]])
+        pred[m], succ[m] = p_col, s_col
+        # BatchControllers._control's view(): NaN angle/state and zero u of a missing one
+        p_ok = p_col != NO_NEIGHBOUR and entry[m, max(p_col, 0)]
+        s_ok = s_col != NO_NEIGHBOUR and entry[m, max(s_col, 0)]
+        px, py, pz = position[m, 0], position[m, 1], position[m, 2]
+        tx, ty = target_position[m, 0], target_position[m, 1]
+        tvx, tvy, tvz = target_velocity[m, 0], target_velocity[m, 1], target_velocity[m, 2]
+        lx, ly = tvx, tvy                                            # target_lead
+        if law[TARGET_LEAD] != 0.0:
+            sx = law[TARGET_LEAD] * target_acceleration[m, 0]
+            sy = law[TARGET_LEAD] * target_acceleration[m, 1]
+            lx = tvx + (sx if math.isfinite(sx) else 0.0)
+            ly = tvy + (sy if math.isfinite(sy) else 0.0)
+        rx, ry = px - tx, py - ty                                    # polar_frame
+        r = np.hypot(rx, ry)
+        if r >= R_EPS:
+            erx, ery = rx / r, ry / r
+        else:
+            erx = ery = 0.0
+        thx, thy = -ery, erx
+        vx, vy = velocity[m, 0], velocity[m, 1]
+        v_r = (vx - tvx) * erx + (0.0 + (vy - tvy) * ery)           # radial_velocity
+        v_r_corr = -k_r * (r - radius) - k_dr * v_r                  # ring_radius: R
+        radx, rady = v_r_corr * erx, v_r_corr * ery
+        # gap_to_pred / gap_to_succ, spacing_error
+        lambda_self = lambdas[own_col[m]]
+        if p_ok:
+            gap_pred = _gap_to_pred(ts, theta[m, p_col], own_id, ids[p_col])
+            lambda_pred = lambdas[p_col]
+        else:
+            gap_pred = math.nan
+            lambda_pred = 1.0
+        if s_ok:
+            gap_succ = _gap_to_succ(ts, theta[m, s_col], own_id, ids[s_col])
+        else:
+            gap_succ = math.nan
+        num = lambda_pred * gap_succ - lambda_self * gap_pred
+        den = lambda_pred * gap_succ + lambda_self * gap_pred
+        e_tau = 0.0
+        if den > DENOMINATOR_EPS:
+            e = num / den
+            if math.isfinite(e):
+                e_tau = e
+        # (k_e_ring: not covered, compiled.covers sends such runs to the numpy path)
+        r_eff = r if not r < r_min else r_min                        # effective_radius
+        omega_self = ((prev_cmd[m, 0] - lx) * thx + (0.0 + (prev_cmd[m, 1] - ly) * thy)) / r_eff
+        gain = damping[ring[m]]                                      # omega_damping_gain
+        e_eff = e_tau
+        if gain != 0.0:                                              # damped_spacing_error
+            o_pred = math.nan
+            if p_ok:
+                o_pred = _angular_rate(nb_position[m, p_col, 0], nb_position[m, p_col, 1],
+                                       nb_velocity[m, p_col, 0], nb_velocity[m, p_col, 1],
+                                       tx, ty, tvx, tvy)
+            o_succ = math.nan
+            if s_ok:
+                o_succ = _angular_rate(nb_position[m, s_col, 0], nb_position[m, s_col, 1],
+                                       nb_velocity[m, s_col, 0], nb_velocity[m, s_col, 1],
+                                       tx, ty, tvx, tvy)
+            if math.isfinite(o_pred):
+                local = 0.5 * (o_pred + o_succ) if math.isfinite(o_succ) else o_pred
+            else:
+                local = o_succ
+            damped = e_tau - gain * (omega_self - local)
+            if math.isfinite(damped):
+                e_eff = damped
+        if law[K_OMEGA_OWN] != 0.0:                                  # own_rate_damping
+            omega_own = ((vx - tvx) * thx + (0.0 + (vy - tvy) * thy)) / r_eff
+            damped = e_eff - law[K_OMEGA_OWN] * (omega_own - omega_ref)
+            if math.isfinite(damped):
+                e_eff = damped
+        um = u[m]                                                    # soliton_update
+        pu = nb_u[m, p_col] if p_ok else 0.0
+        su = nb_u[m, s_col] if s_ok else 0.0
+        puss = nb_u_ss[m, p_col] if p_ok else 0.0
+        suss = nb_u_ss[m, s_col] if s_ok else 0.0
+        u_s = su - pu
+        u_ss = su - 2.0 * um + pu
+        u_sss = suss - puss
+        du = (law[C_COUPLING] * u_s - law[BETA_U] * um - law[ALPHA_U] * g_u[m]
+              + law[K_E_TAU] * e_eff + law[KAPPA_U_DIFF] * u_ss - law[K_U_STEEPEN] * um * u_s
+              + law[KAPPA_U_DISP] * u_sss)
+        u_new = um + law[CONTROL_PERIOD] * du
+        if math.isfinite(u_new):
+            cap = law[U_BOUND]                                       # floats.clip
+            u_new = u_new if u_new > -cap else -cap
+            u_new = u_new if u_new < cap else cap
+        else:
+            u_new = 0.0
+        speed = k_tau * u_new * r_eff + omega_ref * r                # tangential_velocity
+        if law[ALTITUDE_HOLD] != 0.0:                                # compose_command
+            vz = law[K_Z] * (law[ALTITUDE] - pz) + tvz
+        else:
+            vz = tvz
+        x = radx + speed * thx + lx
+        y = rady + speed * thy + ly
+        x, y = x + 0.0, y + 0.0  # separation_velocity: nothing within reach
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
+            x, y = lx, ly
+        norm = np.hypot(x, y)                                        # saturate
+        limit = law[MAX_SPEED_XY] / (norm if norm > 1e-300 else 1e-300)
+        scale = limit if limit < 1.0 else 1.0
+        z_cap = law[MAX_SPEED_Z]
+        if vz == vz:
+            vz = vz if vz > -z_cap else -z_cap
+            vz = vz if vz < z_cap else z_cap
+        u[m] = u_new
+        u_ss_out[m] = u_ss
+        cmd_out[m, 0] = x * scale
+        cmd_out[m, 1] = y * scale
+        cmd_out[m, 2] = vz
+        prev_cmd[m, 0] = x * scale
+        prev_cmd[m, 1] = y * scale
+        prev_cmd[m, 2] = vz
+
+
+@numba.njit(**_JIT)
+def metrics_rows(positions, velocities, live, target_position, target_velocity, radius, out):
+    """
+    ``batch_engine.batch_metrics`` of R runs into ``out`` (R, 6).
+
+    ``E_r, E_vr, rho, G_max, E_gap, d_min`` as ``metrics.compute_metrics`` defines them; NaN
+    rows without a live agent, ``d_min`` NaN below two. Sums in agent order (numpy's may
+    differ in the last bits).
+    """
+    r_runs, n = live.shape
+    theta = np.empty(n)
+    for j in range(r_runs):
+        m = 0
+        e_r = 0.0
+        e_vr = 0.0
+        cos_sum = 0.0
+        sin_sum = 0.0
+        tx, ty = target_position[j, 0], target_position[j, 1]
+        tvx, tvy = target_velocity[j, 0], target_velocity[j, 1]
+        for i in range(n):
+            if not live[j, i]:
+                continue
+            rx, ry = positions[j, i, 0] - tx, positions[j, i, 1] - ty
+            dist = np.hypot(rx, ry)
+            if dist > 1e-9:
+                ex, ey = rx / dist, ry / dist
+            else:
+                ex = ey = 0.0
+            v_r = (velocities[j, i, 0] - tvx) * ex + (velocities[j, i, 1] - tvy) * ey
+            t = math.atan2(ry, rx) % TWO_PI
+            theta[m] = t
+            m += 1
+            e_r += (dist / radius[j] - 1.0) ** 2
+            e_vr += v_r * v_r
+            cos_sum += math.cos(t)
+            sin_sum += math.sin(t)
+        if m == 0:
+            out[j, :] = math.nan
+            continue
+        out[j, 0] = math.sqrt(e_r / m)
+        out[j, 1] = math.sqrt(e_vr / m)
+        out[j, 2] = np.hypot(cos_sum, sin_sum) / m
+        ordered = np.sort(theta[:m])
+        g_max = -math.inf
+        e_gap = 0.0
+        even = TWO_PI / m
+        for i in range(m):
+            nxt = ordered[i + 1] if i + 1 < m else ordered[0] + TWO_PI
+            gap = (nxt - ordered[i]) / even
+            if gap > g_max:
+                g_max = gap
+            e_gap += (gap - 1.0) ** 2
+        out[j, 3] = g_max
+        out[j, 4] = math.sqrt(e_gap / m)
+        d2 = math.inf
+        for a in range(n):
+            if not live[j, a]:
+                continue
+            for b in range(a + 1, n):
+                if not live[j, b]:
+                    continue
+                dx = positions[j, a, 0] - positions[j, b, 0]
+                dy = positions[j, a, 1] - positions[j, b, 1]
+                d = dx * dx + dy * dy
+                if d < d2:
+                    d2 = d
+        out[j, 5] = math.sqrt(d2) if m >= 2 else math.nan

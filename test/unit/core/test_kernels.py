@@ -1,0 +1,175 @@
+"""
+The batch engine's compiled tick (``core.kernels``) against its numpy path, value for value.
+
+Random receiver tables (missing entries, exact ties of angle, agents at the target, current
+neighbours no longer heard, rows without a live target) under several gain sets: the control
+kernel must give the numpy path's ``u``, ``u_ss``, neighbours and commands bit for bit, and
+decline (the numpy path's scan runs) where a vehicle is within the ``d_safe`` term's reach.
+The metrics kernel equals ``batch_metrics`` to rounding. Where the kernels cover nothing
+(an even-ring gain, a field they do not know) the engine keeps the numpy path.
+"""
+import copy
+import dataclasses
+
+import numpy as np
+import pytest
+
+from ros_support.settings import setting
+from soliton_encirclement_ros.core import compiled
+from soliton_encirclement_ros.core.batch_engine import (
+    batch_metrics, BatchControllers, simulate_runs)
+from soliton_encirclement_ros.core.gains import ControllerParams
+from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
+from soliton_encirclement_ros.core.scenario import Scenario
+
+pytest.importorskip('numba')
+
+GAIN_SETS = {
+    'default, d_safe off': {'d_safe': 0.0},
+    'reference': {'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5,
+                  'k_e_tau': 25.0, 'k_tau': 0.2, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0,
+                  'd_safe': 0.0, 'target_lead': 0.0},
+    'soft limiter, altitude hold, no damping': {
+        'soft_limiter': True, 'u_lim': 0.5, 'altitude': 12.0, 'k_z': 0.7,
+        'k_omega_damp': 0.0, 'k_omega_damp_n': 0.0, 'd_safe': 0.0, 'hysteresis': 0.2},
+    'd_safe on, far apart': {'d_safe': 0.05, 'd_safe_share': 0.0},
+}
+
+
+def _controllers(gains, runs=3, agents=6, lambdas=None):
+    scenarios = [Scenario(agents=agents, seed=seed, control_period=0.05, controller=gains,
+                          lambdas=lambdas or {}) for seed in range(runs)]
+    return BatchControllers(scenarios, scenarios[0].agent_ids())
+
+
+def _random_tick(c, rng, now=1.0):
+    """Fill ``c``'s tables with a random tick; return (live, positions, velocities)."""
+    r, n = c.u.shape
+    target = rng.normal(0.0, 5.0, (r, 3))
+    angle = rng.uniform(0.0, 2 * np.pi, (r, n))
+    angle[:, 1] = angle[:, 0]  # two agents on one bearing: a tie broken by ids
+    radius = rng.uniform(5.0, 40.0, (r, n))
+    radius[0, 2] = 0.0          # an agent at the target itself
+    positions = target[:, None, :] + np.stack(
+        (radius * np.cos(angle), radius * np.sin(angle), rng.normal(10.0, 1.0, (r, n))), -1)
+    velocities = rng.normal(0.0, 2.0, (r, n, 3))
+    stale = rng.normal(0.0, 0.3, (r, n, n, 3))  # what each receiver heard: a little old
+    c.has[...] = rng.random((r, n, n)) < 0.85
+    c.has[:, np.arange(n), np.arange(n)] = False
+    c.rx[...] = np.where(rng.random((r, n, n)) < 0.9, now - 0.05, now - 10.0)
+    c.member[...] = rng.random((r, n, n)) < 0.9
+    c.position[...] = positions[:, None, :, :] + stale
+    c.velocity[...] = velocities[:, None, :, :] + stale
+    c.nb_u[...] = rng.normal(0.0, 0.5, (r, n, n))
+    c.nb_u_ss[...] = rng.normal(0.0, 0.5, (r, n, n))
+    c.u[...] = rng.normal(0.0, 0.5, (r, n))
+    c.u[0, 0] = 40.0  # beyond u_bound: clipped
+    c.prev_cmd[...] = rng.normal(0.0, 3.0, (r, n, 3))
+    c.pred[...] = rng.integers(-1, n, (r, n))
+    c.succ[...] = rng.integers(-1, n, (r, n))
+    c.target_has[...] = True
+    c.target_rx[...] = now - 0.05
+    c.target_has[1, 3] = False  # a row without a live target: the fallback command
+    c.target_position[...] = target[:, None, :]
+    c.target_velocity[...] = rng.normal(0.0, 2.0, (r, 1, 3))
+    c.target_acceleration[...] = rng.normal(0.0, 1.0, (r, 1, 3))
+    return np.ones((r, n), dtype=bool), positions, velocities
+
+
+def _both_paths(c, tick):
+    """Run ``_control`` compiled and with the numpy path on copies; (kernel ran, both)."""
+    plan, c._plan = c._plan, None
+    numpy_path = copy.deepcopy(c)
+    c._plan = plan
+    ran = []
+    kernel = c._control_compiled
+    c._control_compiled = lambda *args: ran.append(kernel(*args)) or ran[-1]
+    got = c._control(*tick)
+    want = numpy_path._control(*tick)
+    return ran == [True], [(got[0], c), (want[0], numpy_path)]
+
+
+@pytest.mark.parametrize('gains', GAIN_SETS)
+def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
+    rng = np.random.default_rng(sum(map(ord, gains)))
+    c = _controllers(GAIN_SETS[gains], lambdas={2: 1.5, 5: 0.7})
+    assert c._plan is not None
+    for _ in range(30):
+        live, positions, velocities = _random_tick(c, rng)
+        if gains == 'd_safe on, far apart':  # every vehicle far beyond the term's reach
+            positions *= 1e4
+            c.position *= 1e4
+            c.rx[...] = 1.0 - 0.05  # none silent (heard once, not lately): the scan's
+        ran, [(cmds, a), (want_cmds, b)] = _both_paths(c, (1.0, live, positions, velocities))
+        assert ran
+        np.testing.assert_array_equal(cmds, want_cmds)
+        for name in ('u', 'u_ss', 'pred', 'succ', 'prev_cmd'):
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+        assert np.any(a.pred != NO_NEIGHBOUR) and np.any(cmds != 0.0)
+
+
+def test_control_kernel_declines_where_a_vehicle_is_within_reach():
+    """Agents within d_safe's reach: the numpy path's scan runs (and its result stands)."""
+    rng = np.random.default_rng(1)
+    c = _controllers({'d_safe': 2.0})
+    live, positions, velocities = _random_tick(c, rng)
+    c.position[0, 0, 1] = positions[0, 0] + [0.5, 0.0, 0.0]  # one 0.5 m from agent 1
+    ran, [(cmds, a), (want_cmds, b)] = _both_paths(c, (1.0, live, positions, velocities))
+    assert not ran
+    np.testing.assert_array_equal(cmds, want_cmds)
+
+
+def test_metrics_kernel_equals_batch_metrics():
+    rng = np.random.default_rng(2)
+    r, n = 40, 9
+    positions = rng.normal(0.0, 20.0, (r, n, 3))
+    velocities = rng.normal(0.0, 3.0, (r, n, 3))
+    live = rng.random((r, n)) < 0.8
+    live[0] = False            # no live agent: NaN
+    live[1] = False
+    live[1, 4] = True          # one: d_min NaN
+    target = rng.normal(0.0, 5.0, (r, 3))
+    positions[2, 3, :2] = target[2, :2]  # an agent at the target
+    target_v = rng.normal(0.0, 2.0, (r, 3))
+    radius = rng.uniform(5.0, 30.0, r)
+    got = compiled.batch_metrics(positions, velocities, live, target, target_v, radius)
+    want = batch_metrics(positions, velocities, live, target, target_v, radius)
+    assert np.isnan(got[0]).all() and np.isnan(got[1, 5]) and not np.isnan(got[1, :5]).any()
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_runs_equal_the_numpy_path(monkeypatch):
+    """A sweep chunk: the same trajectories, bit for bit, and the same metrics series."""
+    scenarios = [Scenario(agents=8, seed=seed, duration=20.0, control_period=0.05)
+                 for seed in range(3)]
+    ran = []
+    kernel = BatchControllers._control_compiled
+
+    def counted(self, *args):
+        ran.append(kernel(self, *args))
+        return ran[-1]
+
+    monkeypatch.setattr(BatchControllers, '_control_compiled', counted)
+    got = simulate_runs(scenarios, apart=1.0)
+    assert sum(ran) > 200, sum(ran)  # most ticks (the first are within d_safe's reach)
+    monkeypatch.setattr(compiled, '_KERNELS', False)  # numba "unavailable": numpy path
+    want = simulate_runs(scenarios, apart=1.0)
+    np.testing.assert_array_equal(got.final_positions, want.final_positions)
+    for a, b in zip(got.metrics, want.metrics):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(got.separation.after, want.separation.after)
+
+
+@dataclasses.dataclass(frozen=True)
+class _NewTerm(ControllerParams):
+    k_new: float = setting(0.0, 'a term the kernels do not know', '1/s', low=0.0)
+
+
+@pytest.mark.parametrize('params', [ControllerParams(k_e_ring=0.4),
+                                    ControllerParams(obstacle_clearance=3.0),
+                                    _NewTerm()], ids=['k_e_ring', 'obstacle_clearance',
+                                                      'a new field'])
+def test_terms_the_kernels_do_not_cover_keep_the_numpy_path(params):
+    assert compiled.covers(ControllerParams())
+    assert not compiled.covers(params)
+    assert compiled.control_plan(params, 0.0, 2, 5) is None
