@@ -729,8 +729,12 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         for j in moving:
             v_des[j, n] = models[j].desired_velocity(now, t_pos[j])
         flat = v_des.reshape(-1, 3)
-        for _ in range(steps_per_tick):
-            bodies = step(bodies, flat, vehicle)
+        stepped = compiled.vehicle_steps(bodies, flat, vehicle, steps_per_tick)
+        if stepped is not None:  # model.step compiled
+            bodies = stepped
+        else:
+            for _ in range(steps_per_tick):
+                bodies = step(bodies, flat, vehicle)
     series = np.stack(rows, axis=1)  # (R, T, 6)
     t = np.array(times)
     return BatchResult([np.column_stack((t, series[j])) for j in range(r)], ticks * period,

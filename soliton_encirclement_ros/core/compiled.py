@@ -125,6 +125,24 @@ def control_plan(params: ControllerParams, omega_ref: float, runs: int,
         np.tile(np.arange(agents, dtype=np.int64), runs), module)
 
 
+def vehicle_steps(state, v_des, params, steps: int):
+    """
+    Return ``state`` after ``steps`` of ``model.step`` compiled, or None (the numpy path).
+
+    Covered: the 'command' heading mode (no yaw-rate command) without jerk limits.
+    """
+    module = kernels()
+    if module is None or params.heading_mode != 'command' or params.max_jerk_xy > 0.0 \
+            or params.max_jerk_z > 0.0:
+        return None
+    out = type(state)(state.position.copy(), state.velocity.copy(), state.acceleration.copy(),
+                      state.yaw.copy(), state.yaw_rate.copy())
+    module.vehicle_steps(np.array([float(getattr(params, f)) for f in module.VEHICLE_FIELDS]),
+                         steps, np.ascontiguousarray(v_des, dtype=float), out.position,
+                         out.velocity, out.acceleration, out.yaw, out.yaw_rate)
+    return out
+
+
 def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):
     """``batch_engine.batch_metrics`` compiled; None where the kernels are unavailable."""
     module = kernels()

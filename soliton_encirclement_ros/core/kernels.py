@@ -69,24 +69,25 @@ def reach_inputs(active, has, rx, now, agent_timeout, obstacle_memory, own_veloc
     """
     ``batch_engine.none_within_reach``'s speeds: (status, fastest agent, fastest other).
 
-    Over the ``active`` rows (those with a live target, which the law steps).
-
-    NUMPY_PATH where the scan must run whatever the distances (a silent vehicle, none
-    counted, a speed that is not finite). ``counted`` is ``heard | silent`` with ``heard`` the
-    states within ``agent_timeout`` and ``silent`` those within ``obstacle_memory``.
+    Over the ``active`` rows (those with a live target, which the law steps). NUMPY_PATH
+    where the scan must run whatever the distances (a silent vehicle, none counted, a speed
+    that is not finite). ``counted`` is ``heard | silent`` with ``heard`` the states within
+    ``agent_timeout`` and ``silent`` those within ``obstacle_memory``. The speeds are the
+    square roots of the largest squares (numpy takes the largest ``hypot``): at most a last
+    bit apart, far inside the millimetre by which ``law.obstacle_reach`` pads its bound.
     """
     m_rows, k_cols = has.shape
-    speed = 0.0
-    others = 0.0
+    speed2 = 0.0
+    others2 = 0.0
     any_counted = False
     for m in range(m_rows):
         if not active[m]:
             continue
-        s = np.hypot(own_velocity[m, 0], own_velocity[m, 1])
-        if not math.isfinite(s):
-            return NUMPY_PATH, speed, others
-        if s > speed:
-            speed = s
+        s2 = own_velocity[m, 0] * own_velocity[m, 0] + own_velocity[m, 1] * own_velocity[m, 1]
+        if not math.isfinite(s2):
+            return NUMPY_PATH, 0.0, 0.0
+        if s2 > speed2:
+            speed2 = s2
         for k in range(k_cols):
             if not has[m, k]:
                 continue
@@ -94,31 +95,38 @@ def reach_inputs(active, has, rx, now, agent_timeout, obstacle_memory, own_veloc
             heard = age <= agent_timeout
             silent = age <= obstacle_memory
             if silent and not heard:
-                return NUMPY_PATH, speed, others
+                return NUMPY_PATH, 0.0, 0.0
             if heard or silent:
                 any_counted = True
-                o = np.hypot(nb_velocity[m, k, 0], nb_velocity[m, k, 1])
-                if not math.isfinite(o):
-                    return NUMPY_PATH, speed, others
-                if o > others:
-                    others = o
+                vx, vy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+                o2 = vx * vx + vy * vy
+                if not math.isfinite(o2):
+                    return NUMPY_PATH, 0.0, 0.0
+                if o2 > others2:
+                    others2 = o2
     if not any_counted:
-        return NUMPY_PATH, speed, others
-    return DONE, speed, others
+        return NUMPY_PATH, 0.0, 0.0
+    return DONE, math.sqrt(speed2), math.sqrt(others2)
 
 
 @numba.njit(**_JIT)
 def all_beyond(active, has, rx, now, obstacle_memory, own_position, nb_position, bound):
-    """``none_within_reach``'s test: every counted vehicle at least ``bound`` away (no NaN)."""
+    """
+    ``none_within_reach``'s test: every counted vehicle at least ``bound`` away (no NaN).
+
+    Squared distances against the squared bound (rounding far inside the bound's padding).
+    """
     m_rows, k_cols = has.shape
+    bound2 = bound * bound
     for m in range(m_rows):
         if not active[m]:
             continue
+        ox, oy = own_position[m, 0], own_position[m, 1]
         for k in range(k_cols):
             if has[m, k] and now - rx[m, k] <= obstacle_memory:
-                d = np.hypot(nb_position[m, k, 0] - own_position[m, 0],
-                             nb_position[m, k, 1] - own_position[m, 1])
-                if not d >= bound:
+                dx = nb_position[m, k, 0] - ox
+                dy = nb_position[m, k, 1] - oy
+                if not dx * dx + dy * dy >= bound2:
                     return False
     return True
 
@@ -411,3 +419,75 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
                 if d < d2:
                     d2 = d
         out[j, 5] = math.sqrt(d2) if m >= 2 else math.nan
+
+
+# The vehicle parameters vehicle_steps reads, in the order of the float array it takes.
+VEHICLE_FIELDS = ('sim_dt', 'tau_xy', 'tau_z', 'max_acc_xy', 'max_acc_z', 'brake_xy', 'brake_z',
+                  'max_speed_xy', 'max_speed_z', 'max_yaw_acc')
+
+
+@numba.njit(**_JIT)
+def _clip(x, low, high):
+    """np.clip of one float (NaN stays NaN): floats.clip."""
+    if x != x:
+        return x
+    x = x if x > low else low
+    return x if x < high else high
+
+
+@numba.njit(**_JIT)
+def _saturation(x, y, limit):
+    """Return saturate's xy scale: np.minimum(1, limit / np.maximum(hypot(x, y), 1e-300))."""
+    norm = np.hypot(x, y)
+    if not (norm != norm or norm >= 1e-300):
+        norm = 1e-300
+    scale = limit / norm
+    return scale if (scale != scale or scale < 1.0) else 1.0
+
+
+@numba.njit(**_JIT)
+def vehicle_steps(vehicle, steps, v_des, position, velocity, acceleration, yaw, yaw_rate):
+    """
+    Take ``steps`` of ``velocity_mobility_ros.core.model.step`` in place (N vehicles).
+
+    The 'command' heading mode without a yaw-rate command and no jerk limit (the caller
+    checks, :func:`compiled.vehicle_steps`); ``vehicle`` holds ``VEHICLE_FIELDS``.
+    """
+    dt, tau_xy, tau_z = vehicle[0], vehicle[1], vehicle[2]
+    acc_xy, acc_z, brake_xy, brake_z = vehicle[3], vehicle[4], vehicle[5], vehicle[6]
+    speed_xy, speed_z, yaw_acc = vehicle[7], vehicle[8], vehicle[9]
+    for _ in range(steps):
+        for i in range(position.shape[0]):
+            vx, vy, vz = velocity[i, 0], velocity[i, 1], velocity[i, 2]
+            cx = v_des[i, 0] - vx                              # step: change = v_des - v
+            cy = v_des[i, 1] - vy
+            cz = v_des[i, 2] - vz
+            if tau_xy > 0.0:
+                cx = cx / tau_xy * dt
+                cy = cy / tau_xy * dt
+            if tau_z > 0.0:
+                cz = cz / tau_z * dt
+            lim_xy, lim_z = acc_xy * dt, acc_z * dt            # _change_limits
+            if brake_xy != acc_xy and (np.hypot(v_des[i, 0], v_des[i, 1])
+                                       < np.hypot(vx, vy)):
+                lim_xy = brake_xy * dt
+            if brake_z != acc_z and abs(v_des[i, 2]) < abs(vz):
+                lim_z = brake_z * dt
+            scale = _saturation(cx, cy, lim_xy)                # saturate(change, ...)
+            nx = vx + cx * scale                               # apply_velocity_limits
+            ny = vy + cy * scale
+            nz = vz + _clip(cz, -lim_z, lim_z)
+            scale = _saturation(nx, ny, speed_xy)
+            nx, ny, nz = nx * scale, ny * scale, _clip(nz, -speed_z, speed_z)
+            position[i, 0] = position[i, 0] + nx * dt           # integrate_position
+            position[i, 1] = position[i, 1] + ny * dt
+            position[i, 2] = position[i, 2] + nz * dt
+            acceleration[i, 0] = (nx - vx) / dt
+            acceleration[i, 1] = (ny - vy) / dt
+            acceleration[i, 2] = (nz - vz) / dt
+            velocity[i, 0], velocity[i, 1], velocity[i, 2] = nx, ny, nz
+            rate = 0.0                                          # _heading, 'command', no cmd
+            if yaw_acc > 0.0:
+                rate = yaw_rate[i] + _clip(0.0 - yaw_rate[i], -yaw_acc * dt, yaw_acc * dt)
+            yaw[i] = (yaw[i] + rate * dt + math.pi) % (2.0 * math.pi) - math.pi  # wrap_angle
+            yaw_rate[i] = rate

@@ -5,7 +5,8 @@ Random receiver tables (missing entries, exact ties of angle, agents at the targ
 neighbours no longer heard, rows without a live target) under several gain sets: the control
 kernel must give the numpy path's ``u``, ``u_ss``, neighbours and commands bit for bit, and
 decline (the numpy path's scan runs) where a vehicle is within the ``d_safe`` term's reach.
-The metrics kernel equals ``batch_metrics`` to rounding. Where the kernels cover nothing
+The metrics kernel equals ``batch_metrics`` to rounding, the vehicle kernel ``model.step``
+bit for bit. Where the kernels cover nothing
 (an even-ring gain, a field they do not know) the engine keeps the numpy path.
 """
 import copy
@@ -21,6 +22,8 @@ from soliton_encirclement_ros.core.batch_engine import (
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
 from soliton_encirclement_ros.core.scenario import Scenario
+from velocity_mobility_ros.core.model import step, VehicleState
+from velocity_mobility_ros.core.vehicle import VehicleParams
 
 pytest.importorskip('numba')
 
@@ -173,3 +176,26 @@ def test_terms_the_kernels_do_not_cover_keep_the_numpy_path(params):
     assert compiled.covers(ControllerParams())
     assert not compiled.covers(params)
     assert compiled.control_plan(params, 0.0, 2, 5) is None
+
+
+@pytest.mark.parametrize('vehicle', [{}, {'max_dec_xy': 2.0, 'max_dec_z': 1.0,
+                                          'max_yaw_acc': 3.0, 'tau_z': 0.0}],
+                         ids=['default', 'braking limits, yaw acceleration, no tau_z'])
+def test_vehicle_kernel_equals_model_step_bit_for_bit(vehicle):
+    params = VehicleParams.from_mapping(vehicle)
+    rng = np.random.default_rng(3)
+    n = 50
+    state = VehicleState(rng.normal(0.0, 20.0, (n, 3)), rng.normal(0.0, 4.0, (n, 3)),
+                         rng.normal(0.0, 2.0, (n, 3)), rng.uniform(-np.pi, np.pi, n),
+                         rng.normal(0.0, 0.5, n))
+    v_des = rng.normal(0.0, 6.0, (n, 3))
+    v_des[:5] = 0.0                       # braking to a hover
+    v_des[5:10] = state.velocity[5:10]    # on its command already
+    want = state
+    for _ in range(7):
+        want = step(want, v_des, params)
+    got = compiled.vehicle_steps(state, v_des, params, 7)
+    for name in ('position', 'velocity', 'acceleration', 'yaw', 'yaw_rate'):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    assert not np.shares_memory(got.position, state.position)  # the state passed is kept
+    assert compiled.vehicle_steps(state, v_des, params.with_changes(max_jerk_xy=5.0), 1) is None
