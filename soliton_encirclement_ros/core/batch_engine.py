@@ -343,9 +343,12 @@ class BatchControllers:
             self.prev_cmd[lost] = cmds[lost] = fallback_command(last, age, positions[lost], p)
         if not has_target.any():
             return cmds, self.u
-        if (self._plan is not None and faults is None and not self.faulty
-                and self._control_compiled(now, has_target, positions, velocities, cmds)):
-            return cmds, self.u
+        if self._plan is not None and faults is None and not self.faulty:
+            # the rows the compiled kernel stepped; the numpy path steps the rest
+            has_target = has_target & ~self._control_compiled(now, has_target, positions,
+                                                              velocities, cmds)
+            if not has_target.any():
+                return cmds, self.u
         if has_target.all():  # the usual tick: every row, as views (no gathers)
             ii = np.tile(np.arange(n), r)
 
@@ -438,16 +441,18 @@ class BatchControllers:
         put(cmds, cmd)
         return cmds, self.u
 
-    def _control_compiled(self, now, has_target, positions, velocities, cmds) -> bool:
+    def _control_compiled(self, now, has_target, positions, velocities, cmds) -> np.ndarray:
         """
-        Step the usual tick of :meth:`_control` compiled; return False for the numpy path.
+        Step the rows of :meth:`_control` that the compiled kernel covers; return them (R, N).
 
-        The rows with a live target (``has_target``) are stepped, the others' commands are
-        the caller's (``fallback_command``); no fault is in effect (the caller checks). The
-        kernel declines (nothing changed) where the ``d_safe`` term has a vehicle within
-        reach or a silent one (``none_within_reach`` False): the numpy path's scan runs then.
-        The angles and ``g(u)`` are numpy's (the transcendental functions' bits), the rest is
-        ``kernels.control_rows``.
+        Rows with a live target (``has_target``; the others' commands are the caller's) and
+        no fault in effect (the caller checks). A row is left to the numpy path where the
+        ``d_safe`` term may act: a silent vehicle, none heard, or one within
+        ``law.obstacle_reach`` of the row's agent (its speed, the fastest vehicle it counts,
+        its ``d_safe``: at least every bound of the numpy path's scan, so a row stepped here
+        is one whose scan finds nothing). Each row's result depends on its row alone
+        (``law.encirclement_step``), so the split changes no value. The angles and ``g(u)``
+        are numpy's (the transcendental functions' bits), the rest ``kernels.control_rows``.
         """
         p, plan, k = self.params, self._plan, self._plan.kernels
         r, n = self.u.shape
@@ -459,30 +464,33 @@ class BatchControllers:
         has, rx = flat(self.has), flat(self.rx)
         own, own_v = flat(positions), flat(velocities)
         nb_pos, nb_vel = flat(self.position), flat(self.velocity)
-        active = flat(has_target)
         entry = np.empty((rows, n), dtype=bool)
         ring = k.heard_rows(has, rx, flat(self.member), now, p.agent_timeout, entry)
-        if p.d_safe:  # none_within_reach, its speeds and distances compiled
-            status, speed, others = k.reach_inputs(active, has, rx, now, p.agent_timeout,
-                                                   p.obstacle_memory, own_v, nb_vel)
-            if status != k.DONE:
-                return False
-            bound = obstacle_reach(speed, others, 0.0, p, 0.0,
-                                   float(np.max(plan.d_safe[ring[active]])))
-            if not k.all_beyond(active, has, rx, now, p.obstacle_memory, own, nb_pos, bound):
-                return False
+        active = flat(has_target)
+        bound = plan.no_reach
+        if p.d_safe:  # none_within_reach row by row: speeds compiled, the bound the law's
+            covered = np.empty(rows, dtype=bool)
+            speed, others = np.empty(rows), np.empty(rows)
+            k.reach_rows(active, has, rx, now, p.agent_timeout, p.obstacle_memory, own_v,
+                         nb_vel, speed, others, covered)
+            if not covered.any():
+                return np.zeros_like(has_target)
+            active = covered
+            bound = obstacle_reach(speed, others, 0.0, p, 0.0, plan.d_safe[ring])
         t_pos = flat(self.target_position)
         # the angles as _control takes them (wrap_2pi_once of arctan2), read where entry
         theta = wrap_2pi_once(np.arctan2(nb_pos[..., 1] - t_pos[:, 1, None],
                                          nb_pos[..., 0] - t_pos[:, 0, None]))
         u = flat(self.u)
-        k.control_rows(plan.law, active, entry, ring, theta, target_angle(own, t_pos),
-                       plan.own_col, self.ids, self.lambdas, own, own_v, nb_pos, nb_vel,
-                       flat(self.nb_u), flat(self.nb_u_ss), t_pos, flat(self.target_velocity),
+        done = np.zeros(rows, dtype=bool)
+        k.control_rows(plan.law, active, bool(p.d_safe), bound, p.obstacle_memory, now, has,
+                       rx, entry, ring, theta, target_angle(own, t_pos), plan.own_col,
+                       self.ids, self.lambdas, own, own_v, nb_pos, nb_vel, flat(self.nb_u),
+                       flat(self.nb_u_ss), t_pos, flat(self.target_velocity),
                        flat(self.target_acceleration), u, limiter(u, p), flat(self.prev_cmd),
                        flat(self.pred), flat(self.succ), plan.hysteresis, plan.damping,
-                       flat(self.u_ss), flat(cmds))
-        return True
+                       flat(self.u_ss), flat(cmds), done)
+        return done.reshape(r, n)
 
     def _ring_offset(self, theta_self, theta, entry):
         """Each row's :func:`law.ring_offset` (0 when the target weights the arcs, or off)."""

@@ -101,6 +101,7 @@ class ControlPlan:
     damping: np.ndarray     # by ring size: law.omega_damping_gain
     d_safe: np.ndarray      # by ring size: params.safety_distance
     own_col: np.ndarray     # (R N,) each row's own column
+    no_reach: np.ndarray    # (R N,) the bound of each row where d_safe is off (unread)
     kernels: object
 
 
@@ -122,7 +123,7 @@ def control_plan(params: ControllerParams, omega_ref: float, runs: int,
         np.asarray(params.neighbour_hysteresis(sizes), dtype=float),
         np.asarray(omega_damping_gain(sizes, params), dtype=float),
         np.asarray(params.safety_distance(sizes), dtype=float),
-        np.tile(np.arange(agents, dtype=np.int64), runs), module)
+        np.tile(np.arange(agents, dtype=np.int64), runs), np.zeros(runs * agents), module)
 
 
 def vehicle_steps(state, v_des, params, steps: int):

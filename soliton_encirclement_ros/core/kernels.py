@@ -64,30 +64,32 @@ def heard_rows(has, rx, member, now, agent_timeout, entry):
 
 
 @numba.njit(**_JIT)
-def reach_inputs(active, has, rx, now, agent_timeout, obstacle_memory, own_velocity,
-                 nb_velocity):
+def reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocity,
+               nb_velocity, speed, others, covered):
     """
-    ``batch_engine.none_within_reach``'s speeds: (status, fastest agent, fastest other).
+    ``batch_engine.none_within_reach``'s speeds, row by row: ``speed``, ``others`` (M,).
 
-    Over the ``active`` rows (those with a live target, which the law steps). NUMPY_PATH
-    where the scan must run whatever the distances (a silent vehicle, none counted, a speed
-    that is not finite). ``counted`` is ``heard | silent`` with ``heard`` the states within
-    ``agent_timeout`` and ``silent`` those within ``obstacle_memory``. The speeds are the
-    square roots of the largest squares (numpy takes the largest ``hypot``): at most a last
-    bit apart, far inside the millimetre by which ``law.obstacle_reach`` pads its bound.
+    ``covered[m]``: an ``active`` row whose scan may be skipped if every vehicle it counts
+    is far enough (``control_rows`` checks the distances): False where the scan must run
+    whatever they are (a silent vehicle, none counted, a speed that is not finite).
+    ``counted`` is ``heard | silent``, ``heard`` the states within ``agent_timeout`` and
+    ``silent`` those within ``obstacle_memory``. The speeds are the square roots of the
+    largest squares (numpy takes the largest ``hypot``): at most a last bit apart, far inside
+    the millimetre by which ``law.obstacle_reach`` pads its bound.
     """
     m_rows, k_cols = has.shape
-    speed2 = 0.0
-    others2 = 0.0
-    any_counted = False
     for m in range(m_rows):
+        covered[m] = False
+        speed[m] = 0.0
+        others[m] = 0.0
         if not active[m]:
             continue
         s2 = own_velocity[m, 0] * own_velocity[m, 0] + own_velocity[m, 1] * own_velocity[m, 1]
         if not math.isfinite(s2):
-            return NUMPY_PATH, 0.0, 0.0
-        if s2 > speed2:
-            speed2 = s2
+            continue
+        others2 = 0.0
+        counted = False
+        fine = True
         for k in range(k_cols):
             if not has[m, k]:
                 continue
@@ -95,39 +97,39 @@ def reach_inputs(active, has, rx, now, agent_timeout, obstacle_memory, own_veloc
             heard = age <= agent_timeout
             silent = age <= obstacle_memory
             if silent and not heard:
-                return NUMPY_PATH, 0.0, 0.0
+                fine = False
+                break
             if heard or silent:
-                any_counted = True
+                counted = True
                 vx, vy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
                 o2 = vx * vx + vy * vy
                 if not math.isfinite(o2):
-                    return NUMPY_PATH, 0.0, 0.0
+                    fine = False
+                    break
                 if o2 > others2:
                     others2 = o2
-    if not any_counted:
-        return NUMPY_PATH, 0.0, 0.0
-    return DONE, math.sqrt(speed2), math.sqrt(others2)
+        if fine and counted:
+            covered[m] = True
+            speed[m] = math.sqrt(s2)
+            others[m] = math.sqrt(others2)
 
 
 @numba.njit(**_JIT)
-def all_beyond(active, has, rx, now, obstacle_memory, own_position, nb_position, bound):
+def _all_beyond(m, has, rx, now, obstacle_memory, own_position, nb_position, bound):
     """
-    ``none_within_reach``'s test: every counted vehicle at least ``bound`` away (no NaN).
+    ``none_within_reach``'s test of row ``m``: every counted vehicle ``bound`` away or more.
 
-    Squared distances against the squared bound (rounding far inside the bound's padding).
+    Squared distances against the squared bound (rounding far inside the bound's padding);
+    a NaN distance or bound fails.
     """
-    m_rows, k_cols = has.shape
     bound2 = bound * bound
-    for m in range(m_rows):
-        if not active[m]:
-            continue
-        ox, oy = own_position[m, 0], own_position[m, 1]
-        for k in range(k_cols):
-            if has[m, k] and now - rx[m, k] <= obstacle_memory:
-                dx = nb_position[m, k, 0] - ox
-                dy = nb_position[m, k, 1] - oy
-                if not dx * dx + dy * dy >= bound2:
-                    return False
+    ox, oy = own_position[m, 0], own_position[m, 1]
+    for k in range(has.shape[1]):
+        if has[m, k] and now - rx[m, k] <= obstacle_memory:
+            dx = nb_position[m, k, 0] - ox
+            dy = nb_position[m, k, 1] - oy
+            if not dx * dx + dy * dy >= bound2:
+                return False
     return True
 
 
@@ -211,19 +213,22 @@ def _angular_rate(px, py, vx, vy, tx, ty, tvx, tvy):
 
 
 @numba.njit(**_JIT)
-def control_rows(law, active, entry, ring, theta, theta_self, own_col, ids, lambdas, position,
-                 velocity, nb_position, nb_velocity, nb_u, nb_u_ss, target_position,
-                 target_velocity, target_acceleration, u, g_u, prev_cmd, pred, succ,
-                 hysteresis, damping, u_ss_out, cmd_out):
+def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_time, entry,
+                 ring, theta, theta_self, own_col, ids, lambdas, position, velocity, nb_position,
+                 nb_velocity, nb_u, nb_u_ss, target_position, target_velocity,
+                 target_acceleration, u, g_u, prev_cmd, pred, succ, hysteresis, damping,
+                 u_ss_out, cmd_out, done):
     """
     Neighbour selection and ``law.encirclement_step`` of every row (no d_safe term in reach).
 
-    Rows M, of which the ``active`` ones (a live target) are stepped: ``entry`` (M, K) the
-    ring members each row hears, ``ring`` (M,) its ring size, ``theta`` (M, K) their angles
-    (read where ``entry``), ``theta_self`` (M,), ``own_col`` (M,) each row's own column,
-    ``ids``/``lambdas`` (K,); states (M, 3) and (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``;
-    ``hysteresis``/``damping`` tables by ring size (``neighbour_hysteresis``,
-    ``omega_damping_gain``). Updates ``u``, ``pred``, ``succ``,
+    Rows M, of which the ``active`` ones (a live target) with every vehicle they count
+    (``has``, received at ``rx_time`` within ``obstacle_memory``) at least ``bound`` (M,)
+    away are stepped and marked in ``done`` (M,) (``check_reach`` False: d_safe off, every
+    active row). ``entry`` (M, K) the ring members each row hears, ``ring`` (M,) its ring
+    size, ``theta`` (M, K) their angles (read where ``entry``), ``theta_self`` (M,),
+    ``own_col`` (M,) each row's own column, ``ids``/``lambdas`` (K,); states (M, 3) and
+    (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``; ``hysteresis``/``damping`` tables by ring
+    size (``neighbour_hysteresis``, ``omega_damping_gain``). Updates ``u``, ``pred``, ``succ``,
     ``prev_cmd`` in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3).
     """
     k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
@@ -231,6 +236,10 @@ def control_rows(law, active, entry, ring, theta, theta_self, own_col, ids, lamb
     for m in range(entry.shape[0]):
         if not active[m]:
             continue
+        if check_reach and not _all_beyond(m, has, rx_time, now, obstacle_memory, position,
+                                           nb_position, bound[m]):
+            continue  # the d_safe term may act: the numpy path's scan
+        done[m] = True
         own_id = ids[own_col[m]]
         ts = theta_self[m]
         # select_neighbours (ring_candidates, apply_hysteresis)
