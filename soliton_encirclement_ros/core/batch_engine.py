@@ -458,11 +458,12 @@ class BatchControllers:
         r, n = self.u.shape
         rows = r * n
 
-        def flat(a):
-            return a.reshape((rows,) + a.shape[2:])
+        def flat(a):  # a view (never a copy: the kernel writes the state through it)
+            return np.reshape(a, (rows,) + a.shape[2:], copy=False)
 
         has, rx = flat(self.has), flat(self.rx)
-        own, own_v = flat(positions), flat(velocities)
+        own = positions.reshape(rows, 3)  # read only: a copy where positions is a slice
+        own_v = velocities.reshape(rows, 3)
         nb_pos, nb_vel = flat(self.position), flat(self.velocity)
         entry = np.empty((rows, n), dtype=bool)
         ring = k.heard_rows(has, rx, flat(self.member), now, p.agent_timeout, entry)

@@ -11,6 +11,8 @@ bit for bit. Where the kernels cover nothing
 """
 import copy
 import dataclasses
+import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -212,3 +214,16 @@ def test_vehicle_kernel_equals_model_step_bit_for_bit(vehicle):
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
     assert not np.shares_memory(got.position, state.position)  # the state passed is kept
     assert compiled.vehicle_steps(state, v_des, params.with_changes(max_jerk_xy=5.0), 1) is None
+
+
+def test_the_compiled_cache_goes_where_it_can_be_written(monkeypatch, tmp_path):
+    """Beside the sources where writable (numba's own), else under the user's ~/.cache."""
+    sources = Path(compiled.__file__).resolve().parent
+    writable = os.access
+    if writable(sources, os.W_OK):
+        assert compiled._cache_dir() is None
+    monkeypatch.setenv('HOME', str(tmp_path))
+    monkeypatch.setattr(compiled.os, 'access',
+                        lambda path, mode: Path(path) != sources and writable(path, mode))
+    assert compiled._cache_dir() == str(tmp_path / '.cache' / 'soliton_encirclement_ros' / 'numba')
+    assert (tmp_path / '.cache' / 'soliton_encirclement_ros' / 'numba').is_dir()
