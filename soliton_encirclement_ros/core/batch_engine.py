@@ -458,7 +458,10 @@ class BatchControllers:
         r, n = self.u.shape
         rows = r * n
 
-        def flat(a):  # a view (never a copy: the kernel writes the state through it)
+        def flat(a):
+            return a.reshape((rows,) + a.shape[2:])
+
+        def out(a):  # a view, never a copy: the kernel writes the state through it
             return np.reshape(a, (rows,) + a.shape[2:], copy=False)
 
         has, rx = flat(self.has), flat(self.rx)
@@ -482,15 +485,15 @@ class BatchControllers:
         # the angles as _control takes them (wrap_2pi_once of arctan2), read where entry
         theta = wrap_2pi_once(np.arctan2(nb_pos[..., 1] - t_pos[:, 1, None],
                                          nb_pos[..., 0] - t_pos[:, 0, None]))
-        u = flat(self.u)
+        u = out(self.u)
         done = np.zeros(rows, dtype=bool)
         k.control_rows(plan.law, active, bool(p.d_safe), bound, p.obstacle_memory, now, has,
                        rx, entry, ring, theta, target_angle(own, t_pos), plan.own_col,
                        self.ids, self.lambdas, own, own_v, nb_pos, nb_vel, flat(self.nb_u),
                        flat(self.nb_u_ss), t_pos, flat(self.target_velocity),
-                       flat(self.target_acceleration), u, limiter(u, p), flat(self.prev_cmd),
-                       flat(self.pred), flat(self.succ), plan.hysteresis, plan.damping,
-                       flat(self.u_ss), flat(cmds), done)
+                       flat(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
+                       out(self.pred), out(self.succ), plan.hysteresis, plan.damping,
+                       out(self.u_ss), out(cmds), done)
         return done.reshape(r, n)
 
     def _ring_offset(self, theta_self, theta, entry):

@@ -150,10 +150,8 @@ def batch_metrics(positions, velocities, live, target_position, target_velocity,
     if module is None:
         return None
     out = np.empty((live.shape[0], 6))
-    module.metrics_rows(np.ascontiguousarray(positions, dtype=float),
-                        np.ascontiguousarray(velocities, dtype=float),
-                        np.ascontiguousarray(live, dtype=bool),
-                        np.ascontiguousarray(target_position, dtype=float),
-                        np.ascontiguousarray(target_velocity, dtype=float),
-                        np.ascontiguousarray(radius, dtype=float), out)
+    module.metrics_rows(np.asarray(positions, dtype=float), np.asarray(velocities, dtype=float),
+                        np.asarray(live, dtype=bool), np.asarray(target_position, dtype=float),
+                        np.asarray(target_velocity, dtype=float),
+                        np.asarray(radius, dtype=float), out)
     return out
