@@ -14,7 +14,7 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         "E_gap < 0.05 for good" from random starts over 20 seeds per N (--seeds; batch engine,
         static target, P = 0.01 s, 30 s runs: "never" = not within them): every seed's time,
         the median and the latest; with --agents, saved as stability_distribution_n<N>_...;
-        the defaults fly without the even-ring term (k_e_ring 0)
+        the defaults fly the even-ring term (k_e_ring 0.4)
     .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
         moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s, the
         share of time with an agent failed and E_gap then, and how near working agents fly
@@ -22,8 +22,8 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
     .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
         a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
-    .venv/bin/python benchmarks/bench_stability.py distribution --k-e-ring 0.4
-        the same with the even-ring term on (saved as ..._k_e_ring_0.4)
+    .venv/bin/python benchmarks/bench_stability.py distribution --k-e-ring 0
+        the same without the even-ring term (saved as ..._k_e_ring_0)
     .venv/bin/python benchmarks/bench_stability.py distribution-plot \
         --plot docs/images/ring_settle.png
         the plot of both, from their results files (runs nothing)
@@ -38,15 +38,16 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         and once the survivors' ring has formed (the first E_gap < 0.05 after the failure)
         the mean E_gap and the share of time above 0.05; the closest approach of two vehicles
         (one at least flown) once apart (d_safe; batch engine, a scenario's seeds stepped
-        together)
+        together); with --obstacle-clearance or --k-gap-steer, the ring's bulge round them
+        or the ring turned to meet them with gaps
     .venv/bin/python benchmarks/bench_stability.py crossings
         closest approach in the crossing scenarios of test_separation_acceptance.py, with and
         without d_safe
 
 Prints the figures and writes them to benchmarks/results/stability_<what>.json (with
-``_reference``, ``_d_safe_<m>``, ``_target_lead_<s>``, ``_k_e_ring_<v>`` or
-``_obstacle_clearance_<m>`` when asked for those; ``--no-save``: print only); nothing here
-asserts.
+``_reference``, ``_d_safe_<m>``, ``_target_lead_<s>``, ``_k_e_ring_<v>``,
+``_obstacle_clearance_<m>`` or ``_k_gap_steer_<v>`` when asked for those; ``--no-save``: print
+only); nothing here asserts.
 """
 from __future__ import annotations
 
@@ -234,15 +235,15 @@ def distribution(preset: str, agents, seeds) -> dict:
 
 
 def distribution_plot(plot: str) -> None:
-    """Plot the settle times of ``distribution`` without (the defaults) and with the term."""
+    """Plot the settle times of ``distribution`` with (the defaults) and without the term."""
     from matplotlib.figure import Figure
-    labels = ('defaults: without the even-ring term (k_e_ring 0)',
-              'with the even-ring term (k_e_ring 0.4)')
+    labels = ('without the even-ring term (k_e_ring 0)',
+              'defaults: with the even-ring term (k_e_ring 0.4)')
     times, commits = ({}, {}), set()
-    for stem in ('n8_10_32', 'n64_100', 'n8_10_32_k_e_ring_0.4', 'n64_100_k_e_ring_0.4'):
+    for stem in ('n8_10_32', 'n64_100', 'n8_10_32_k_e_ring_0', 'n64_100_k_e_ring_0'):
         record = json.loads((RESULTS_DIR / f'stability_distribution_{stem}.json').read_text())
         commits.add(record['commit'][:7])
-        times['k_e_ring' in stem].update(record['results']['times'])
+        times['k_e_ring' not in stem].update(record['results']['times'])
     ns = sorted({int(n) for variant in times for n in variant})
     fig = Figure(figsize=(7, 4), dpi=100)
     ax = fig.add_subplot()
@@ -444,6 +445,9 @@ def main() -> None:
     parser.add_argument('--obstacle-clearance', type=float,
                         help="obstacle_clearance [m] (default: the controller's; 0: the ring "
                         'keeps its radius round failed vehicles)')
+    parser.add_argument('--k-gap-steer', type=float,
+                        help="k_gap_steer [1/s] (default: the controller's; 0: the ring does "
+                        'not turn its gaps to failed vehicles)')
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
@@ -463,7 +467,7 @@ def main() -> None:
         name += f'_{args.preset}'
     if wide and args.agents != list(DISTRIBUTION_NS):
         name += '_n' + '_'.join(map(str, args.agents))
-    for option in ('d_safe', 'target_lead', 'k_e_ring', 'obstacle_clearance'):
+    for option in ('d_safe', 'target_lead', 'k_e_ring', 'obstacle_clearance', 'k_gap_steer'):
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'

@@ -27,8 +27,8 @@ from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, limiter, NeighbourView, obstacle_reach,
-    ring_obstacles, ring_offset, silent_obstacles_within_reach, uncertainty_discs)
+    encirclement_step, fallback_command, gap_steer, limiter, NeighbourView, obstacle_reach,
+    ring_obstacles, ring_offset, ring_ramp, silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -171,6 +171,9 @@ class BatchControllers:
         self.pred = np.full((r, n), NO_NEIGHBOUR, dtype=np.int64)  # agent index, not id
         self.succ = np.full((r, n), NO_NEIGHBOUR, dtype=np.int64)
         self.prev_cmd = np.zeros((r, n, 3))
+        self.ring_size = np.zeros((r, n), dtype=np.int64)  # law.ring_ramp's state
+        self.ring_changed = np.full((r, n), -math.inf)
+        self.ring_tick = np.full((r, n), -math.inf)
         self.has = np.zeros((r, n, n), dtype=bool)
         self.rx = np.full((r, n, n), -math.inf)
         self.position = np.full((r, n, n, 3), np.nan)
@@ -423,16 +426,25 @@ class BatchControllers:
             else:
                 others = self._obstacles_faults(get, own, velocities, entry, heard, silent, rx,
                                                 local, nb_pos, nb_vel, faults)
-            if p.obstacle_clearance:
+            if p.knows_obstacles:
                 known = ring_obstacles(silent & ~entry, nb_pos)
                 if known is not None:
                     others = {**others, 'ring_obstacles': known}
+        ring_size = entry.sum(axis=1) + 1
+        tick = now if faults is None else get(clock)
+        weight, ring_changed = ring_ramp(ring_size, get(self.ring_size), get(self.ring_changed),
+                                         get(self.ring_tick), tick, p)
+        put(self.ring_size, ring_size)
+        put(self.ring_changed, ring_changed)
+        put(self.ring_tick, tick)
         u_new, u_ss, cmd = encirclement_step(
             get(self.u), own, get(velocities), get(self.prev_cmd), t_pos, t_vel,
-            np.full(ii.size, self.omega_ref), theta_self, pred_view, succ_view, lambda_pred,
-            self.lambdas[ii], p, ring_size=entry.sum(axis=1) + 1, own_id=own_ids,
-            target_acceleration=t_acc, ring_offset=self._ring_offset(theta_self, theta, entry),
-            **others)
+            self.omega_ref + gap_steer(theta_self, theta, entry, others.get('ring_obstacles'),
+                                       t_pos, t_vel, p) + np.zeros(ii.size),
+            theta_self, pred_view, succ_view, lambda_pred,
+            self.lambdas[ii], p, ring_size=ring_size, own_id=own_ids,
+            target_acceleration=t_acc,
+            ring_offset=self._ring_offset(theta_self, theta, entry, weight), **others)
         put(self.u, u_new)
         put(self.u_ss, u_ss)
         put(self.pred, pred)
@@ -496,11 +508,15 @@ class BatchControllers:
                        out(self.u_ss), out(cmds), done)
         return done.reshape(r, n)
 
-    def _ring_offset(self, theta_self, theta, entry):
-        """Each row's :func:`law.ring_offset` (0 when the target weights the arcs, or off)."""
+    def _ring_offset(self, theta_self, theta, entry, weight):
+        """
+        Each row's :func:`law.ring_offset` (0 when the target weights the arcs, or off).
+
+        Times its :func:`law.ring_ramp` ``weight``.
+        """
         if not self.params.k_e_ring or np.any(self.lambdas != 1.0):
             return 0.0
-        return ring_offset(theta_self, theta, entry)
+        return ring_offset(theta_self, theta, entry) * weight
 
     def _silent_discs(self, heard, silent, age, entry):
         """Return the discs of the rows' silent vehicles (None: none silent): hold_drift's."""

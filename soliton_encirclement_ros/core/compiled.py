@@ -41,11 +41,13 @@ KNOWN_FIELDS = frozenset({
     'silent_run_on', 'v_uncertain', 'obstacle_ramp', 'obstacle_lead', 'agent_state_timeout',
     'target_state_timeout', 'target_timeout', 'odom_timeout', 'max_future_stamp',
     'prune_expired',
+    # read only with k_e_ring, which is not covered yet
+    'ring_ramp',
     # not covered when set (below): the numpy path runs
-    'k_e_ring', 'obstacle_clearance',
+    'k_e_ring', 'obstacle_clearance', 'k_gap_steer',
 })
 # Terms the kernels do not compute: a run with any of these non-zero takes the numpy path.
-NOT_COVERED = ('k_e_ring', 'obstacle_clearance')
+NOT_COVERED = ('k_e_ring', 'obstacle_clearance', 'k_gap_steer')
 
 _KERNELS = None  # the kernels module once loaded; False: unavailable
 

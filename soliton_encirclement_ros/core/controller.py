@@ -29,8 +29,8 @@ from soliton_encirclement_ros.core.floats import minimum as _minimum
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows,
-    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, ring_offset,
+    encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows, gap_steer,
+    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, ring_offset, ring_ramp,
     silent_obstacles, silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
@@ -380,6 +380,11 @@ class ControllerState:
     seq: int = 0
     incarnation: int = 0
     started: Optional[float] = None  # time of the first tick: inputs never heard age from it
+    # The even-ring term's ramp (law.ring_ramp): the ring size heard at the last tick with a
+    # live target, when the membership last changed, and that tick's time.
+    ring_size: int = 0
+    ring_changed: float = -math.inf
+    ring_tick: float = -math.inf
 
     def __post_init__(self) -> None:
         if type(self.neighbours) is not NeighbourTable:
@@ -944,20 +949,28 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
         near = ()
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
                  if len(near) else {})
-    obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params)}
-    if params.d_safe and params.obstacle_clearance:
+    ring_size = live.size + 1
+    weight, ring_changed = ring_ramp(ring_size, state.ring_size, state.ring_changed,
+                                     state.ring_tick, float(now), params)
+    obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params,
+                                                          weight)}
+    omega_ref = target.omega_ref
+    if params.knows_obstacles:
         outside = np.ones(len(table.rx), dtype=bool)
         outside[live] = False
         known = (outside & (age <= params.obstacle_memory)
                  & (table.floats[:, _LANDED] != 1.0))
         if known.any():
             obstacles['ring_obstacles'] = table.floats[known][:, _POS]
-    fast = _control_step_floats(state, position, velocity, target, table, live, ids,
+            omega_ref += float(gap_steer(theta_self, thetas, None, obstacles['ring_obstacles'],
+                                         target.position, target.velocity, params))
+    fast = _control_step_floats(state, position, velocity, target, omega_ref, table, live, ids,
                                 theta_self, thetas, params, obstacles)
     if fast is not None:
         pred, succ, u_new, u_ss, cmd = fast
         return state._with(u=u_new, u_ss=u_ss, pred=pred, succ=succ, prev_cmd=cmd,
-                           neighbours=table, seq=seq, started=started), cmd
+                           neighbours=table, seq=seq, started=started, ring_size=ring_size,
+                           ring_changed=ring_changed, ring_tick=float(now)), cmd
     column = {i: k for k, i in enumerate(ids.tolist())}
     pred_col, succ_col = select_neighbours(
         np.ones((1, ids.size), dtype=bool), thetas, [theta_self], [state.agent_id], ids,
@@ -968,7 +981,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     lambdas = target.lambdas
     u_new, u_ss, cmd = encirclement_step(
         state.u, position, velocity, state.prev_cmd, target.position, target.velocity,
-        target.omega_ref, theta_self,
+        omega_ref, theta_self,
         _view(table, -1 if pred is None else int(live[pred_col]),
               np.nan if pred is None else float(thetas[pred_col])),
         _view(table, -1 if succ is None else int(live[succ_col]),
@@ -979,18 +992,24 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     cmd = _vector3('v_cmd', cmd)
     return dataclasses.replace(
         state, u=float(u_new), u_ss=float(u_ss), pred=pred, succ=succ, prev_cmd=cmd,
-        neighbours=table, seq=seq, started=started), cmd
+        neighbours=table, seq=seq, started=started, ring_size=ring_size,
+        ring_changed=ring_changed, ring_tick=float(now)), cmd
 
 
-def _ring_offset(theta_self: float, thetas: np.ndarray, target, params: ControllerParams):
-    """:func:`law.ring_offset` of this agent (0 when the target weights the arcs, or off)."""
+def _ring_offset(theta_self: float, thetas: np.ndarray, target, params: ControllerParams,
+                 weight: float):
+    """
+    :func:`law.ring_offset` of this agent (0 when the target weights the arcs, or off).
+
+    Times its :func:`law.ring_ramp` ``weight``.
+    """
     if not params.k_e_ring or any(v != 1.0 for v in target.lambdas.values()):
         return 0.0
-    return float(ring_offset(theta_self, thetas))
+    return float(ring_offset(theta_self, thetas)) * weight
 
 
-def _control_step_floats(state, position, velocity, target, table, live, ids, theta_self,
-                         thetas, params, obstacles):
+def _control_step_floats(state, position, velocity, target, omega_ref, table, live, ids,
+                         theta_self, thetas, params, obstacles):
     """
     :func:`control_step`'s neighbour choice and law in Python floats.
 
@@ -1001,7 +1020,7 @@ def _control_step_floats(state, position, velocity, target, table, live, ids, th
     (the array path then decides).
     """
     own = (*position.tolist(), *velocity.tolist(), *state.prev_cmd.tolist(),
-           *target.position.tolist(), *target.velocity.tolist(), target.omega_ref,
+           *target.position.tolist(), *target.velocity.tolist(), omega_ref,
            theta_self)
     if not all(map(math.isfinite, own)) or not np.isfinite(thetas).all():
         return None

@@ -42,6 +42,7 @@ REFERENCE_GAINS = {
     'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5, 'k_e_tau': 25.0,
     'kappa_u_diff': 0.1, 'k_u_steepen': 0.3, 'kappa_u_disp': 0.05, 'k_tau': 0.2, 'r_min': 1.0,
     'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0, 'k_e_ring': 0.0,
+    'k_gap_steer': 0.0,
     'soft_limiter': False,
     'u_lim': 2.0, 'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
 }
@@ -81,12 +82,17 @@ class ControllerParams:
                                  "the target (its velocity relative to the target's, over "
                                  'r_eff) less omega_ref: derivative action for the velocity '
                                  'lag; 0 disables (reference 0)', 's/rad', low=0.0)
-    k_e_ring: float = setting(0.0, "drive of e_tau by the agent's offset from the even ring "
+    k_e_ring: float = setting(0.4, "drive of e_tau by the agent's offset from the even ring "
                               'fitted to every ring member it hears (law.ring_offset): every '
-                              'wave of the ring then closes at a rate that does not fall with N '
-                              '(0.4 settles N = 32 and 100 within 12 and 20 s); 0 disables: off '
-                              'by default, it slows recovery when agents fail and rejoin',
-                              '1/rad', low=0.0)
+                              'wave of the ring then closes at a rate that does not fall with N; '
+                              'weighted by how open the gap it drives toward is and ramped in '
+                              'over ring_ramp after the members heard change; 0 disables '
+                              '(reference 0)', '1/rad', low=0.0)
+    ring_ramp: float = setting(5.0, 'the even-ring term (k_e_ring) ramps in linearly over this '
+                               'long from the tick the number of ring members an agent hears '
+                               'last changed (its first tick included): the fitted ring moves '
+                               'every slot when a member is lost or returns; 0 = at once', 's',
+                               low=0.0)
     soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
     d_safe: float = setting(2.0, 'safety distance: every vehicle heard closer than this '
@@ -152,6 +158,13 @@ class ControllerParams:
     obstacle_lead: float = setting(1.5, 'the bulge is taken where the agent and the target will '
                                    'be this far ahead (their velocities): the radial term and the '
                                    'vehicle lag about that much', 's', low=0.0)
+    k_gap_steer: float = setting(0.0, 'the whole ring turns so that a gap, not a member, meets '
+                                 "a known obstacle (a failed or silent agent's vehicle) near "
+                                 'the ring: every agent adds the same rate to omega_ref, this '
+                                 "x the obstacle's angle from the nearest gap's middle, plus the "
+                                 "obstacle's own angular rate (law.gap_steer); the spacing is "
+                                 'untouched. Only with d_safe (the obstacles are its); 0 = off',
+                                 '1/s', low=0.0)
     hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this '
                                 '(at most 0.3 of the even gap 2 pi/N)', 'rad', low=0.0)
     control_period: float = setting(0.01, 'control tick and Euler step of u', 's', low=1e-3,
@@ -198,6 +211,11 @@ class ControllerParams:
         or its landing is (``hold_drift``).
         """
         return math.inf if self.d_safe else 0.0
+
+    @property
+    def knows_obstacles(self) -> bool:
+        """Return whether the law takes the known obstacles (law.ring_obstacles) at all."""
+        return bool(self.d_safe and (self.obstacle_clearance or self.k_gap_steer))
 
     def usable_uncertainty(self, ring_size=0):
         """

@@ -35,6 +35,10 @@ SEPARATION_PASSES = 4  # passes of the approach removal (see separation_velocity
 # u^2), stays below this (2 is where the step starts to oscillate with growing amplitude).
 EULER_STEP_MAX = 1.0
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
+# The even-ring term (ring_offset) is whole while the member it drives toward is at least this
+# share of the even gap 2 pi/n away, and fades to 0 as that gap closes (ring_offset_gate).
+RING_GATE_SHARE = 0.5
+GAP_STEER_SPEED = 3.0  # m/s: the most that law.gap_steer turns the ring at, along the ring
 
 
 def radial_velocity(r, e_r_hat, velocity, target_velocity, params: ControllerParams,
@@ -122,6 +126,69 @@ def ring_radius(position, velocity, target_position, target_velocity, obstacles,
     return p.radius + (np.max(lift, axis=-1, initial=0.0) + np.min(lower, axis=-1, initial=0.0))
 
 
+def gap_steer(theta_self, thetas, heard, obstacles, target_position, target_velocity,
+              params: ControllerParams):
+    """
+    Return the rate [rad/s] (...) each agent adds to ``omega_ref``: the ring turns whole.
+
+    A known obstacle on the ring's path (``obstacles`` (..., K, 3), :func:`ring_obstacles`: a
+    failed or silent agent's vehicle; NaN rows none; None: none) would meet a member, whose
+    ``d_safe`` detour takes it out of its slot and leaves the ring seconds of re-spacing. A
+    ring turned as a whole keeps every gap, so the ring turns until a gap's middle meets it.
+    The ring's phase comes from every member heard (``thetas`` (..., M) where ``heard``;
+    None: all) and the agent itself, without a sort: the n-th harmonic ``sum exp(i n theta)``
+    (n members) has the angle ``n phi`` of the even ring ``phi + 2 pi k/n`` nearest to them,
+    and its length over n (1 on an even ring, 0 on a ring bunched evenly at random) weighs
+    the whole term, which therefore fades out while a ring forms. Per obstacle, at its angle
+    ``d`` from the nearest fitted member (in ``[-pi/n, pi/n)``) about the target where it will
+    be ``obstacle_lead`` s ahead: ``-k_gap_steer sign(d) (pi/n - |d|)`` (toward the nearest
+    gap's middle, 0 there) plus its own angular rate about that point (a hovering vehicle that
+    the target passes: ``-v_target x rel / |rel|^2``), so a gap that met it stays on it. It is
+    whole while the obstacle is within ``obstacle_ramp``/2 of the radius and falls to 0 at
+    ``obstacle_ramp`` (smoothstep); several obstacles: the weighted mean of their rates. At
+    most ``GAP_STEER_SPEED``/R. Every member hears about the same ring and obstacles, so they
+    all add about the same rate and the ring's gaps see nothing. 0 (a number) without
+    obstacles, without ``d_safe`` or with ``k_gap_steer`` 0.
+    """
+    p = params
+    if obstacles is None or not (p.d_safe and p.k_gap_steer):
+        return 0.0
+    obstacles = np.asarray(obstacles, dtype=float)
+    if obstacles.shape[-2] == 0:
+        return 0.0
+    theta_self = np.asarray(theta_self, dtype=float)
+    thetas = np.asarray(thetas, dtype=float)
+    if heard is None:
+        heard = np.ones(thetas.shape, dtype=bool)
+    n = np.sum(heard, axis=-1) + 1.0
+    with np.errstate(invalid='ignore'):
+        angle = n[..., None] * np.where(heard, thetas, 0.0)
+        sx = np.cos(n * theta_self) + np.sum(np.where(heard, np.cos(angle), 0.0), axis=-1)
+        sy = np.sin(n * theta_self) + np.sum(np.where(heard, np.sin(angle), 0.0), axis=-1)
+    evenness = np.hypot(sx, sy) / n
+    phase = np.arctan2(sy, sx) / n
+    half = math.pi / n
+    t_pos = np.asarray(target_position, dtype=float)
+    t_vel = np.asarray(target_velocity, dtype=float)
+    cx = (t_pos[..., 0] + t_vel[..., 0] * p.obstacle_lead)[..., None]
+    cy = (t_pos[..., 1] + t_vel[..., 1] * p.obstacle_lead)[..., None]
+    ox, oy = obstacles[..., 0] - cx, obstacles[..., 1] - cy
+    with np.errstate(invalid='ignore', divide='ignore'):
+        rho2 = ox * ox + oy * oy
+        off = np.abs(np.sqrt(rho2) - p.radius)
+        z = np.clip((p.obstacle_ramp - off) / (0.5 * p.obstacle_ramp), 0.0, 1.0)
+        weight = np.where(np.isfinite(z) & (rho2 > R_EPS * R_EPS), z * z * (3.0 - 2.0 * z), 0.0)
+        d = np.mod(np.arctan2(oy, ox) - phase[..., None] + half[..., None],
+                   2.0 * half[..., None]) - half[..., None]
+        push = -p.k_gap_steer * np.sign(d) * (half[..., None] - np.abs(d))
+        own = (t_vel[..., 0, None] * oy - t_vel[..., 1, None] * ox) / rho2
+        rate = np.where(weight > 0.0, weight * (push + own), 0.0)
+        total = np.sum(weight, axis=-1)
+        steer = evenness * np.sum(rate, axis=-1) / np.maximum(total, 1.0)
+    cap = GAP_STEER_SPEED / p.radius
+    return np.clip(np.where(np.isfinite(steer), steer, 0.0), -cap, cap)
+
+
 def spacing_error(gap_pred, gap_succ, lambda_pred=1.0, lambda_self=1.0):
     """
     Lambda-weighted spacing error in [-1, 1]; 0 when a gap is missing (NaN) or degenerate.
@@ -172,16 +239,78 @@ def ring_offset(theta_self, thetas, heard=None):
     The offsets of a ring sum to 0 (the term does not spin it), and two members' offsets
     differ by ``2 pi/n - gap`` between them: the term opens a gap narrower than the even one
     and closes a wider one, and never drives two members past each other. 0 with no one heard.
+
+    The offset is then weighted by how open the way it drives is (:func:`ring_offset_gate`):
+    whole while the nearest member heard that way is at least ``RING_GATE_SHARE`` of the even
+    gap ``2 pi/n`` away, falling to 0 as that gap closes. A member at the very same angle (a
+    coincident start) closes both ways: the fitted ring's order is then arbitrary.
     """
     theta_self = np.asarray(theta_self, dtype=float)
     ahead = np.mod(np.asarray(thetas, dtype=float) - theta_self[..., None], TWO_PI)
+    behind = np.mod(theta_self[..., None] - np.asarray(thetas, dtype=float), TWO_PI)
     if heard is None:
         count = np.full(theta_self.shape, float(ahead.shape[-1]))
+        near_ahead = np.min(ahead, axis=-1, initial=np.inf)
+        near_behind = np.min(behind, axis=-1, initial=np.inf)
     else:
+        near_ahead = np.min(np.where(heard, ahead, np.inf), axis=-1, initial=np.inf)
+        near_behind = np.min(np.where(heard, behind, np.inf), axis=-1, initial=np.inf)
         ahead = np.where(heard, ahead, 0.0)
         count = np.sum(heard, axis=-1).astype(float)
     offset = (np.sum(ahead, axis=-1) - math.pi * count) / (count + 1.0)
+    offset = offset * ring_offset_gate(np.where(offset > 0.0, near_ahead, near_behind),
+                                       count + 1.0)
     return np.where(np.isfinite(offset), offset, 0.0)
+
+
+def ring_offset_gate(gap, members):
+    """
+    Return the weight in [0, 1] of a ring offset that drives toward a member ``gap`` [rad] away.
+
+    ``members`` (...): n, the ring's size heard (self included). 1 while ``gap`` is at least
+    ``RING_GATE_SHARE`` x the even gap ``2 pi/n``, falling linearly to 0 at 0: the fitted ring
+    never drives an agent into a neighbour it is already near (a start at one point, a member
+    that re-joins in a gap); the spacing law's own gaps open those first.
+    """
+    with np.errstate(invalid='ignore', divide='ignore'):
+        weight = np.asarray(gap, dtype=float) / (RING_GATE_SHARE * TWO_PI
+                                                 / np.asarray(members, dtype=float))
+    return np.clip(np.where(np.isfinite(weight), weight, 1.0), 0.0, 1.0)
+
+
+def ring_ramp(ring_size, last_size, changed_at, last_tick, now, params: ControllerParams):
+    """
+    Return (weight, changed_at): how much of the even-ring term an agent flies now.
+
+    ``ring_size`` (...) is the number of ring members it hears now, self included;
+    ``last_size``, ``changed_at`` and ``last_tick`` what it heard at its last tick, when that
+    number last changed and when that tick was (its controller state; 0, -inf and -inf before
+    its first tick); ``now`` its clock. The fitted even ring (:func:`ring_offset`) moves every
+    slot when a member is lost or returns, and a ring whose members come and go every few
+    seconds would chase each new fit round the whole ring; the neighbours' gaps re-space it
+    locally at once. So the term ramps in linearly over ``params.ring_ramp`` seconds from the
+    tick the membership last changed: ``clip((now - changed_at) / ring_ramp, 0, 1)``, 1 with
+    ``ring_ramp`` 0. It changed where the number heard did, and where this agent's own last
+    tick is over ``agent_timeout`` ago (its first tick, or back from an outage: the others
+    lost it, and the ring it left has re-spaced without it). A clock that stepped back
+    (``now`` before ``changed_at``) gives 0. One agent's state in Python numbers (``now`` a
+    float): the same values as floats, without arrays.
+    """
+    if isinstance(now, float) and isinstance(last_tick, float):  # one agent: no arrays
+        if ring_size != last_size or not now - last_tick <= params.agent_timeout:
+            changed_at = now
+        if not params.ring_ramp:
+            return 1.0, changed_at
+        weight = _clip((now - changed_at) / params.ring_ramp, 0.0, 1.0)
+        return (weight if math.isfinite(weight) else 0.0), changed_at
+    changed = ((np.asarray(ring_size) != np.asarray(last_size))
+               | ~(now - np.asarray(last_tick) <= params.agent_timeout))
+    changed_at = np.where(changed, now, changed_at)
+    if not params.ring_ramp:
+        return np.ones(np.shape(changed_at)), changed_at
+    with np.errstate(invalid='ignore'):
+        weight = np.clip((now - changed_at) / params.ring_ramp, 0.0, 1.0)
+    return np.where(np.isfinite(weight), weight, 0.0), changed_at
 
 
 def own_rate_damping(e_tau_eff, omega_own, omega_ref, k_omega_own: float):

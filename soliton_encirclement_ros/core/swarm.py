@@ -20,8 +20,8 @@ from soliton_encirclement_ros.core.batch_engine import none_within_reach, shown_
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, NeighbourView, ring_obstacles, ring_offset,
-    silent_obstacles_within_reach, uncertainty_discs)
+    encirclement_step, fallback_command, gap_steer, NeighbourView, ring_obstacles, ring_offset,
+    ring_ramp, silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours)
 
@@ -78,6 +78,9 @@ class SwarmControllers:
         self.pred = np.full(n, NO_NEIGHBOUR, dtype=np.int64)
         self.succ = np.full(n, NO_NEIGHBOUR, dtype=np.int64)
         self.prev_cmd = np.zeros((n, 3))
+        self.ring_size = np.zeros(n, dtype=np.int64)  # law.ring_ramp's state
+        self.ring_changed = np.full(n, -math.inf)
+        self.ring_tick = np.full(n, -math.inf)
         self.seq = np.zeros(n, dtype=np.int64)
         self._live = np.ones(n, dtype=bool)
         self.agents = SharedStates(n)
@@ -198,18 +201,25 @@ class SwarmControllers:
                     positions[rows], velocities[rows], d_safe, heard & usable, silent,
                     a.position, a.velocity, now - a.sent,
                     shown_presence(~a.member, heard & usable, silent), p, radius)
-            if p.obstacle_clearance:
+            if p.knows_obstacles:
                 known = ring_obstacles(kept & ~entry & usable,
                                        np.broadcast_to(a.position, usable.shape + (3,)))
                 if known is not None:
                     others = {**others, 'ring_obstacles': known}
+        weight, changed = ring_ramp(ring_size, self.ring_size[rows], self.ring_changed[rows],
+                                    self.ring_tick[rows], now, p)
+        self.ring_size[rows], self.ring_changed[rows] = ring_size, changed
+        self.ring_tick[rows] = now
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
-            target_position, target_velocity, self.target_omega_ref[rows], theta_self,
+            target_position, target_velocity,
+            self.target_omega_ref[rows] + gap_steer(
+                theta_self, np.where(seen, theta_all, 0.0), seen, others.get('ring_obstacles'),
+                target_position, target_velocity, p), theta_self,
             pred_view, succ_view, lambda_pred, self.lambdas[rows], p,
             ring_size=ring_size, own_id=own_ids,
             target_acceleration=self.target_acceleration[rows],
-            ring_offset=(ring_offset(theta_self, theta_all, seen)
+            ring_offset=(ring_offset(theta_self, theta_all, seen) * weight
                          if p.k_e_ring and np.all(self.lambdas == 1.0) else 0.0),
             **others)
         self.u[rows], self.u_ss[rows] = u_new, u_ss

@@ -60,6 +60,9 @@ COMMIT_PERIOD = 1.0  # wall s between two commits of a sqlite3 bag or flushed MC
 NO_SEQUENCE = 2 ** 63
 ROSBAG2_METADATA_VERSION = 9  # the version Jazzy and Kilted write; offered QoS as a YAML list
 SUBSCRIPTION_DEPTH = 100
+# A subscription created on a topic that the graph shows may match its publisher later (the
+# graph and DDS's endpoint discovery travel apart): records() waits for the match this long.
+MATCH_WAIT = 2.0  # wall s
 TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 
 
@@ -154,6 +157,7 @@ class BagRecorder:
         self._lock_owner: int | None = None
         self._close_pending = False
         self._subscriptions = {}
+        self._subscribed_at: dict[str, float] = {}  # monotonic s, per topic
         self._connections = []
         self._final_counts: dict[int, int] = {}
         self._skipped: set[str] = set()
@@ -174,9 +178,18 @@ class BagRecorder:
         return self._writer is None
 
     def records(self, topics) -> bool:
-        """Say whether every one of ``topics`` this recorder's pattern takes is subscribed."""
-        return all(topic in self._subscriptions or topic in self._skipped
-                   for topic in topics if self._pattern.search(topic))
+        """
+        Say whether every one of ``topics`` this recorder's pattern takes is recorded.
+
+        A topic counts once its subscription is matched with a publisher (a message published
+        before that is lost), or ``MATCH_WAIT`` after it was made, or when it is skipped.
+        """
+        now = time.monotonic()
+        return all(topic in self._skipped or (
+            topic in self._subscriptions
+            and (self._subscriptions[topic].get_publisher_count() > 0
+                 or now - self._subscribed_at[topic] > MATCH_WAIT))
+            for topic in topics if self._pattern.search(topic))
 
     @property
     def message_counts(self) -> dict[str, int]:
@@ -259,6 +272,7 @@ class BagRecorder:
         qos = self._qos or _adapted_qos([info.qos_profile for info in publishers])
         self._subscriptions[topic] = self._node.create_subscription(
             msg_class, topic, partial(self._on_message, connection), qos, raw=True)
+        self._subscribed_at[topic] = time.monotonic()
         self._types[topic] = msgtype
         return True
 

@@ -57,6 +57,12 @@ SCENARIOS = {
         agents=6, seed=0, duration=14.0, control_period=0.05, target_motion='circle',
         target_speed=5.0, target_boundary=30.0, failed_agents=2, fault_time=3.0,
         controller={'obstacle_clearance': 3.0}),
+    # The same with the ring turned to meet them with gaps, and the even-ring term (ramped in
+    # after the two are lost).
+    'failed agents hovering, gaps steered, even-ring term': Scenario(
+        agents=6, seed=0, duration=14.0, control_period=0.05, target_motion='circle',
+        target_speed=5.0, target_boundary=30.0, failed_agents=2, fault_time=3.0,
+        controller={'k_gap_steer': 1.0, 'k_e_ring': 0.4}),
 }
 
 

@@ -30,14 +30,15 @@ from velocity_mobility_ros.core.vehicle import VehicleParams
 pytest.importorskip('numba')
 
 GAIN_SETS = {
-    'default, d_safe off': {'d_safe': 0.0},
+    'default, d_safe off': {'d_safe': 0.0, 'k_e_ring': 0.0},
     'reference': {'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5,
                   'k_e_tau': 25.0, 'k_tau': 0.2, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0,
-                  'd_safe': 0.0, 'target_lead': 0.0},
+                  'd_safe': 0.0, 'target_lead': 0.0, 'k_e_ring': 0.0},
     'soft limiter, altitude hold, no damping': {
         'soft_limiter': True, 'u_lim': 0.5, 'altitude': 12.0, 'k_z': 0.7,
-        'k_omega_damp': 0.0, 'k_omega_damp_n': 0.0, 'd_safe': 0.0, 'hysteresis': 0.2},
-    'd_safe on, far apart': {'d_safe': 0.05, 'd_safe_share': 0.0},
+        'k_omega_damp': 0.0, 'k_omega_damp_n': 0.0, 'd_safe': 0.0, 'hysteresis': 0.2,
+        'k_e_ring': 0.0},
+    'd_safe on, far apart': {'d_safe': 0.05, 'd_safe_share': 0.0, 'k_e_ring': 0.0},
 }
 
 
@@ -122,7 +123,7 @@ def test_rows_within_reach_are_the_numpy_paths():
     of the numpy path alone, bit for bit.
     """
     rng = np.random.default_rng(1)
-    c = _controllers({'d_safe': 2.0}, runs=6, agents=8)
+    c = _controllers({'d_safe': 2.0, 'k_e_ring': 0.0}, runs=6, agents=8)
     mixed = 0
     for _ in range(20):
         live, positions, velocities = _random_tick(c, rng)
@@ -158,8 +159,8 @@ def test_metrics_kernel_equals_batch_metrics():
 
 def test_runs_equal_the_numpy_path(monkeypatch):
     """A sweep chunk: the same trajectories, bit for bit, and the same metrics series."""
-    scenarios = [Scenario(agents=8, seed=seed, duration=20.0, control_period=0.05)
-                 for seed in range(3)]
+    scenarios = [Scenario(agents=8, seed=seed, duration=20.0, control_period=0.05,
+                          controller={'k_e_ring': 0.0}) for seed in range(3)]
     ran = []
     kernel = BatchControllers._control_compiled
 
@@ -188,7 +189,7 @@ class _NewTerm(ControllerParams):
                                     _NewTerm()], ids=['k_e_ring', 'obstacle_clearance',
                                                       'a new field'])
 def test_terms_the_kernels_do_not_cover_keep_the_numpy_path(params):
-    assert compiled.covers(ControllerParams())
+    assert compiled.covers(ControllerParams(k_e_ring=0.0))
     assert not compiled.covers(params)
     assert compiled.control_plan(params, 0.0, 2, 5) is None
 
