@@ -206,7 +206,7 @@ class BatchControllers:
         self._draws = (StreamDraws(seeds, np.tile(agent_ids, r), COMMS_STREAM)
                        if (self.loss > 0.0).any() else None)
         # The compiled tick where it covers this law (None: the numpy path, every tick).
-        self._plan = compiled.control_plan(self.params, self.omega_ref, r, n)
+        self._plan = compiled.control_plan(self.params, self.omega_ref, r, n, self.lambdas)
 
     def _send(self, now, live, positions, velocities, target_position, target_velocity,
               target_acceleration, faults: Optional[BatchFaults] = None):
@@ -505,6 +505,7 @@ class BatchControllers:
                        flat(self.nb_u_ss), t_pos, flat(self.target_velocity),
                        flat(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
                        out(self.pred), out(self.succ), plan.hysteresis, plan.damping,
+                       out(self.ring_size), out(self.ring_changed), out(self.ring_tick),
                        out(self.u_ss), out(cmds), done)
         return done.reshape(r, n)
 

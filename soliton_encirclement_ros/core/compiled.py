@@ -3,10 +3,11 @@ Where the batch engine's compiled tick (:mod:`core.kernels`, numba) applies, and
 
 The kernels cover the usual tick of a sweep: no simulated faults, every agent with a live
 target, no vehicle within reach of the ``d_safe`` term (``batch_engine.none_within_reach``),
-and the law's terms they mirror. Everything else (a gain they do not read set, the even-ring
-term ``k_e_ring``, the ring's bulge ``obstacle_clearance``, a field of ``ControllerParams``
-this module does not know, numba missing or failing to compile) runs the numpy path, tick by
-tick: the numpy path stays the definition, the kernels a faster copy of its common case.
+and the law's terms they mirror, the even-ring term (``k_e_ring``, its gate and its ramp)
+included. Everything else (the ring's bulge ``obstacle_clearance`` or gap steering
+``k_gap_steer`` set, a field of ``ControllerParams`` this module does not know, numba missing
+or failing to compile) runs the numpy path, tick by tick: the numpy path stays the
+definition, the kernels a faster copy of its common case.
 
 numba is imported on first use (a run that never steps a batch does not pay its import). Its
 on-disk cache goes beside the sources (``__pycache__``) where that directory is writable, else
@@ -35,19 +36,17 @@ KNOWN_FIELDS = frozenset({
     'radius', 'k_r', 'k_dr', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau', 'kappa_u_diff',
     'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_damp', 'k_omega_damp_n',
     'k_omega_own', 'soft_limiter', 'u_lim', 'hysteresis', 'control_period', 'target_lead',
-    'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
+    'max_speed_xy', 'max_speed_z', 'altitude', 'k_z', 'k_e_ring', 'ring_ramp',
     # applied by BatchControllers before the kernel, or only inside the d_safe term's scan
     'd_safe', 'd_safe_share', 'v_safe', 't_safe', 'a_safe', 't_react', 'hold_drift',
     'silent_run_on', 'v_uncertain', 'obstacle_ramp', 'obstacle_lead', 'agent_state_timeout',
     'target_state_timeout', 'target_timeout', 'odom_timeout', 'max_future_stamp',
     'prune_expired',
-    # read only with k_e_ring, which is not covered yet
-    'ring_ramp',
-    # not covered when set (below): the numpy path runs
-    'k_e_ring', 'obstacle_clearance', 'k_gap_steer',
+    # not covered when set (NOT_COVERED): the numpy path runs
+    'obstacle_clearance', 'k_gap_steer',
 })
 # Terms the kernels do not compute: a run with any of these non-zero takes the numpy path.
-NOT_COVERED = ('k_e_ring', 'obstacle_clearance', 'k_gap_steer')
+NOT_COVERED = ('obstacle_clearance', 'k_gap_steer')
 
 _KERNELS = None  # the kernels module once loaded; False: unavailable
 
@@ -107,18 +106,25 @@ class ControlPlan:
     kernels: object
 
 
-def control_plan(params: ControllerParams, omega_ref: float, runs: int,
-                 agents: int) -> Optional[ControlPlan]:
-    """Return the plan of the control kernel for these runs, or None (numpy path)."""
+def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: int,
+                 lambdas=None) -> Optional[ControlPlan]:
+    """
+    Return the plan of the control kernel for these runs, or None (numpy path).
+
+    ``lambdas`` (N,): the agents' arc weights (None: all 1); the even ring is fitted only
+    where every one is 1 (``BatchControllers._ring_offset``).
+    """
     if not covers(params):
         return None
     module = kernels()
     if module is None:
         return None
-    values = {f: getattr(params, f) for f in module.LAW_FIELDS
-              if f not in ('u_bound', 'omega_ref', 'altitude_hold')}
-    values.update(u_bound=u_bound(params), omega_ref=omega_ref,
-                  altitude_hold=1.0 if params.altitude_hold else 0.0)
+    fit = lambdas is None or not np.any(np.asarray(lambdas) != 1.0)
+    values = {f: getattr(params, f, None) for f in module.LAW_FIELDS}
+    # omega_ref + gap_steer (0.0 where k_gap_steer is not covered) as _control adds them
+    values.update(u_bound=u_bound(params), omega_ref=omega_ref + 0.0 + 0.0,
+                  altitude_hold=1.0 if params.altitude_hold else 0.0,
+                  ring_fit=1.0 if fit else 0.0)
     sizes = np.arange(agents + 2)
     return ControlPlan(
         np.array([float(values[f]) for f in module.LAW_FIELDS]),

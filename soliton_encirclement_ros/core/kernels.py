@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from soliton_encirclement_ros.core.geometry import R_EPS
-from soliton_encirclement_ros.core.law import DENOMINATOR_EPS
+from soliton_encirclement_ros.core.law import DENOMINATOR_EPS, RING_GATE_SHARE
 from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
 from velocity_mobility_ros.core.geometry import TWO_PI
 
@@ -30,10 +30,15 @@ from velocity_mobility_ros.core.geometry import TWO_PI
 LAW_FIELDS = ('k_r', 'k_dr', 'radius', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau',
               'kappa_u_diff', 'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_own',
               'target_lead', 'control_period', 'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
-              'u_bound', 'omega_ref', 'altitude_hold')
+              'u_bound', 'omega_ref', 'altitude_hold', 'k_e_ring', 'ring_ramp', 'agent_timeout',
+              'ring_fit')
 (K_R, K_DR, RADIUS, C_COUPLING, BETA_U, ALPHA_U, K_E_TAU, KAPPA_U_DIFF, K_U_STEEPEN,
  KAPPA_U_DISP, K_TAU, R_MIN, K_OMEGA_OWN, TARGET_LEAD, CONTROL_PERIOD, MAX_SPEED_XY,
- MAX_SPEED_Z, ALTITUDE, K_Z, U_BOUND, OMEGA_REF, ALTITUDE_HOLD) = range(len(LAW_FIELDS))
+ MAX_SPEED_Z, ALTITUDE, K_Z, U_BOUND, OMEGA_REF, ALTITUDE_HOLD, K_E_RING, RING_RAMP,
+ AGENT_TIMEOUT, RING_FIT) = range(len(LAW_FIELDS))
+# Not ControllerParams fields: u_bound (law.u_bound), omega_ref (the scenario's),
+# altitude_hold (1.0 or 0.0), agent_timeout (its property), ring_fit (1.0 where every lambda
+# is 1: BatchControllers._ring_offset fits the even ring only then).
 
 # Statuses of reach_inputs / control_rows.
 DONE = 0
@@ -213,11 +218,129 @@ def _angular_rate(px, py, vx, vy, tx, ty, tvx, tvy):
 
 
 @numba.njit(**_JIT)
+def _numpy_block_sum(a, lo, n):
+    """Return numpy's pairwise sum of ``a[lo:lo + n]``, n <= 128 (its blocks: no split)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(**_JIT)
+def _numpy_sum(a):
+    """
+    ``np.sum`` of ``a`` (K,) in numpy's order (its pairwise summation), bit for bit.
+
+    numpy reduces a contiguous last axis so: below 8 terms in order; up to 128 in 8 running
+    sums, combined pairwise, then the rest in order; beyond, the sum of two halves' sums (the
+    first a multiple of 8 long). The halving runs on explicit stacks (numba's on-disk cache
+    does not load recursive functions).
+    """
+    if a.size <= 128:
+        return _numpy_block_sum(a, 0, a.size)
+    todo_lo = np.empty(192, dtype=np.int64)  # depth <= 63: 3 entries a level at most
+    todo_n = np.empty(192, dtype=np.int64)   # n, or -1: add the last two sums
+    sums = np.empty(64)
+    top, held = 1, 0
+    todo_lo[0], todo_n[0] = 0, a.size
+    while top:
+        top -= 1
+        lo, n = todo_lo[top], todo_n[top]
+        if n < 0:
+            held -= 1
+            sums[held - 1] = sums[held - 1] + sums[held]
+        elif n <= 128:
+            sums[held] = _numpy_block_sum(a, lo, n)
+            held += 1
+        else:
+            half = n // 2
+            half -= half % 8
+            todo_lo[top], todo_n[top] = 0, -1                  # then left + right
+            todo_lo[top + 1], todo_n[top + 1] = lo + half, n - half
+            todo_lo[top + 2], todo_n[top + 2] = lo, half       # the left half first
+            top += 3
+    return sums[0]
+
+
+@numba.njit(**_JIT)
+def _ring_offset_row(entry_row, theta_row, theta_self, ahead):
+    """
+    law.ring_offset of one row (``heard`` = ``entry_row``), gated by law.ring_offset_gate.
+
+    ``ahead`` (K,): scratch. Its sum is numpy's (:func:`_numpy_sum` over every column, the
+    members not heard as 0), the minima exact; a NaN angle heard propagates as numpy's.
+    """
+    k_cols = entry_row.size
+    near_ahead = math.inf
+    near_behind = math.inf
+    count = 0
+    for k in range(k_cols):
+        if entry_row[k]:
+            a = (theta_row[k] - theta_self) % TWO_PI       # np.mod(thetas - theta_self)
+            b = (theta_self - theta_row[k]) % TWO_PI       # np.mod(theta_self - thetas)
+            if a != a or a < near_ahead:                    # np.min: a NaN stays
+                near_ahead = a
+            if b != b or b < near_behind:
+                near_behind = b
+            ahead[k] = a
+            count += 1
+        else:
+            ahead[k] = 0.0
+    n_heard = float(count)
+    offset = (_numpy_sum(ahead) - math.pi * n_heard) / (n_heard + 1.0)
+    # ring_offset_gate(where(offset > 0, near_ahead, near_behind), count + 1)
+    gap = near_ahead if offset > 0.0 else near_behind
+    weight = gap / (RING_GATE_SHARE * TWO_PI / (n_heard + 1.0))
+    if not math.isfinite(weight):
+        weight = 1.0
+    weight = _clip(weight, 0.0, 1.0)
+    offset = offset * weight
+    return offset if math.isfinite(offset) else 0.0
+
+
+@numba.njit(**_JIT)
+def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick):
+    """
+    law.ring_ramp of row ``m`` (its array form, ``now`` a float): the weight of the ring term.
+
+    Updates the row's state as ``BatchControllers._control`` puts it: ``last_size`` (the ring
+    size heard now), ``changed_at``, ``last_tick`` (``now``).
+    """
+    if ring_size != last_size[m] or not now - last_tick[m] <= law[AGENT_TIMEOUT]:
+        changed_at[m] = now
+    last_size[m] = ring_size
+    last_tick[m] = now
+    if law[RING_RAMP] == 0.0:
+        return 1.0
+    weight = _clip((now - changed_at[m]) / law[RING_RAMP], 0.0, 1.0)
+    return weight if math.isfinite(weight) else 0.0
+
+
+@numba.njit(**_JIT)
 def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_time, entry,
                  ring, theta, theta_self, own_col, ids, lambdas, position, velocity, nb_position,
                  nb_velocity, nb_u, nb_u_ss, target_position, target_velocity,
                  target_acceleration, u, g_u, prev_cmd, pred, succ, hysteresis, damping,
-                 u_ss_out, cmd_out, done):
+                 ring_size, ring_changed, ring_tick, u_ss_out, cmd_out, done):
     """
     Neighbour selection and ``law.encirclement_step`` of every row (no d_safe term in reach).
 
@@ -229,10 +352,12 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
     ``own_col`` (M,) each row's own column, ``ids``/``lambdas`` (K,); states (M, 3) and
     (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``; ``hysteresis``/``damping`` tables by ring
     size (``neighbour_hysteresis``, ``omega_damping_gain``). Updates ``u``, ``pred``, ``succ``,
-    ``prev_cmd`` in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3).
+    ``prev_cmd`` and the ring term's ramp state ``ring_size``, ``ring_changed``, ``ring_tick``
+    (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3).
     """
     k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
     k_tau, r_min, omega_ref = law[K_TAU], law[R_MIN], law[OMEGA_REF]
+    ahead = np.empty(entry.shape[1])  # _ring_offset_row's scratch
     for m in range(entry.shape[0]):
         if not active[m]:
             continue
@@ -288,7 +413,15 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
             e = num / den
             if math.isfinite(e):
                 e_tau = e
-        # (k_e_ring: not covered, compiled.covers sends such runs to the numpy path)
+        # BatchControllers._control: law.ring_ramp (its state kept whatever k_e_ring), then
+        # law.encirclement_step's e_tau + k_e_ring * _ring_offset (ring_offset x weight; 0
+        # where a lambda is not 1)
+        weight = _ring_ramp_row(m, ring[m], now, law, ring_size, ring_changed, ring_tick)
+        if law[K_E_RING] != 0.0:
+            fitted = 0.0
+            if law[RING_FIT] != 0.0:
+                fitted = _ring_offset_row(entry[m], theta[m], ts, ahead) * weight
+            e_tau = e_tau + law[K_E_RING] * fitted
         r_eff = r if not r < r_min else r_min                        # effective_radius
         omega_self = ((prev_cmd[m, 0] - lx) * thx + (0.0 + (prev_cmd[m, 1] - ly) * thy)) / r_eff
         gain = damping[ring[m]]                                      # omega_damping_gain

@@ -6,8 +6,10 @@ neighbours no longer heard, rows without a live target) under several gain sets:
 kernel must give the numpy path's ``u``, ``u_ss``, neighbours and commands bit for bit, and
 decline (the numpy path's scan runs) where a vehicle is within the ``d_safe`` term's reach.
 The metrics kernel equals ``batch_metrics`` to rounding, the vehicle kernel ``model.step``
-bit for bit. Where the kernels cover nothing
-(an even-ring gain, a field they do not know) the engine keeps the numpy path.
+bit for bit. The default law's even-ring term (its gate and its ramp, whose state the
+kernel keeps per run x agent) is compiled: compared on random ramp states and over runs with
+failures that change the ring mid-run. Where the kernels cover nothing (gap steering, the
+ring's bulge, a field they do not know) the engine keeps the numpy path.
 """
 import copy
 import dataclasses
@@ -29,17 +31,22 @@ from velocity_mobility_ros.core.vehicle import VehicleParams
 
 pytest.importorskip('numba')
 
+# (gains, lambdas): the default law (the even-ring term with its gate and ramp) and others
 GAIN_SETS = {
-    'default, d_safe off': {'d_safe': 0.0, 'k_e_ring': 0.0},
-    'reference': {'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0, 'alpha_u': 0.5,
-                  'k_e_tau': 25.0, 'k_tau': 0.2, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0,
-                  'd_safe': 0.0, 'target_lead': 0.0, 'k_e_ring': 0.0},
-    'soft limiter, altitude hold, no damping': {
+    'default, d_safe off': ({'d_safe': 0.0}, None),
+    'default, d_safe off, ring_ramp 0': ({'d_safe': 0.0, 'ring_ramp': 0.0}, None),
+    'reference, lambdas': ({'k_r': 1.0, 'k_dr': 0.5, 'c_coupling': 2.0, 'beta_u': 7.0,
+                            'alpha_u': 0.5, 'k_e_tau': 25.0, 'k_tau': 0.2, 'k_omega_damp_n': 0.0,
+                            'k_omega_own': 0.0, 'd_safe': 0.0, 'target_lead': 0.0,
+                            'k_e_ring': 0.0}, {2: 1.5, 5: 0.7}),
+    'soft limiter, altitude hold, no damping, lambdas (no ring fit)': ({
         'soft_limiter': True, 'u_lim': 0.5, 'altitude': 12.0, 'k_z': 0.7,
-        'k_omega_damp': 0.0, 'k_omega_damp_n': 0.0, 'd_safe': 0.0, 'hysteresis': 0.2,
-        'k_e_ring': 0.0},
-    'd_safe on, far apart': {'d_safe': 0.05, 'd_safe_share': 0.0, 'k_e_ring': 0.0},
+        'k_omega_damp': 0.0, 'k_omega_damp_n': 0.0, 'd_safe': 0.0, 'hysteresis': 0.2},
+        {2: 1.5, 5: 0.7}),
+    'd_safe on, far apart, k_e_ring 1.3': ({'d_safe': 0.05, 'd_safe_share': 0.0,
+                                           'k_e_ring': 1.3, 'ring_ramp': 2.0}, None),
 }
+RAMP_STATE = ('ring_size', 'ring_changed', 'ring_tick')  # law.ring_ramp's, per run x agent
 
 
 def _controllers(gains, runs=3, agents=6, lambdas=None):
@@ -79,6 +86,14 @@ def _random_tick(c, rng, now=1.0):
     c.target_position[...] = target[:, None, :]
     c.target_velocity[...] = rng.normal(0.0, 2.0, (r, 1, 3))
     c.target_acceleration[...] = rng.normal(0.0, 1.0, (r, 1, 3))
+    # law.ring_ramp's state: the ring size heard last tick the same or not, the last change
+    # long ago, lately, never or ahead of the clock (weight 0), the last tick lately or beyond
+    # agent_timeout (a change whatever the size)
+    entry = c.has & (now - c.rx <= c.params.agent_timeout) & c.member
+    c.ring_size[...] = np.where(rng.random((r, n)) < 0.6, entry.sum(axis=2) + 1,
+                                rng.integers(0, n + 1, (r, n)))
+    c.ring_changed[...] = now - rng.choice([0.0, 0.4, 2.5, 30.0, -1.0, np.inf], (r, n))
+    c.ring_tick[...] = np.where(rng.random((r, n)) < 0.8, now - 0.05, now - 10.0)
     return np.ones((r, n), dtype=bool), positions, velocities
 
 
@@ -99,20 +114,31 @@ def _both_paths(c, tick):
 @pytest.mark.parametrize('gains', GAIN_SETS)
 def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
     rng = np.random.default_rng(sum(map(ord, gains)))
-    c = _controllers(GAIN_SETS[gains], lambdas={2: 1.5, 5: 0.7})
+    params, lambdas = GAIN_SETS[gains]
+    c = _controllers(params, lambdas=lambdas)
     assert c._plan is not None
+    ring_term = 0  # rows whose u the even-ring term moved
     for _ in range(30):
         live, positions, velocities = _random_tick(c, rng)
-        if gains == 'd_safe on, far apart':  # every vehicle far beyond the term's reach
+        if 'd_safe on' in gains:  # every vehicle far beyond the term's reach
             positions *= 1e4
             c.position *= 1e4
             c.rx[...] = 1.0 - 0.05  # none silent (heard once, not lately): the scan's
+        plan, c._plan = c._plan, None
+        without = copy.deepcopy(c)  # the same tick without the even-ring term (numpy path)
+        c._plan, without.params = plan, c.params.with_changes(k_e_ring=0.0)
+        without._control(1.0, live, positions, velocities)
         done, [(cmds, a), (want_cmds, b)] = _both_paths(c, (1.0, live, positions, velocities))
         assert done.sum() == done.size - 1  # all but the row without a live target
         np.testing.assert_array_equal(cmds, want_cmds)
-        for name in ('u', 'u_ss', 'pred', 'succ', 'prev_cmd'):
+        for name in ('u', 'u_ss', 'pred', 'succ', 'prev_cmd') + RAMP_STATE:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
         assert np.any(a.pred != NO_NEIGHBOUR) and np.any(cmds != 0.0)
+        ring_term += np.sum(a.u != without.u)
+    if params.get('k_e_ring', ControllerParams().k_e_ring) and not lambdas:
+        assert ring_term > 100  # of 30 x 17 rows: the term acts (its gate and ramp partly)
+    else:
+        assert ring_term == 0
 
 
 def test_rows_within_reach_are_the_numpy_paths():
@@ -123,7 +149,7 @@ def test_rows_within_reach_are_the_numpy_paths():
     of the numpy path alone, bit for bit.
     """
     rng = np.random.default_rng(1)
-    c = _controllers({'d_safe': 2.0, 'k_e_ring': 0.0}, runs=6, agents=8)
+    c = _controllers({'d_safe': 2.0}, runs=6, agents=8)
     mixed = 0
     for _ in range(20):
         live, positions, velocities = _random_tick(c, rng)
@@ -133,9 +159,18 @@ def test_rows_within_reach_are_the_numpy_paths():
         assert not done[0, 0]
         mixed += done.any()
         np.testing.assert_array_equal(cmds, want_cmds)
-        for name in ('u', 'u_ss', 'pred', 'succ', 'prev_cmd'):
+        for name in ('u', 'u_ss', 'pred', 'succ', 'prev_cmd') + RAMP_STATE:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
     assert mixed >= 5
+
+
+def test_the_kernels_sum_is_numpys():
+    """The ring offset's sum over the columns in numpy's (pairwise) order, bit for bit."""
+    kernels = compiled.kernels()
+    rng = np.random.default_rng(4)
+    for size in [*range(0, 300), 1000, 1023, 10000]:
+        row = rng.uniform(0.0, 2 * np.pi, size) * (rng.random(size) < 0.8)
+        assert kernels._numpy_sum(row) == np.sum(np.tile(row, (3, 1)), axis=-1)[1], size
 
 
 def test_metrics_kernel_equals_batch_metrics():
@@ -157,20 +192,41 @@ def test_metrics_kernel_equals_batch_metrics():
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-def test_runs_equal_the_numpy_path(monkeypatch):
-    """A sweep chunk: the same trajectories, bit for bit, and the same metrics series."""
+# (gains, failures per minute per agent, the least share of agent-ticks the kernel steps: the
+# others are within the d_safe term's reach (a failed vehicle hovers on the ring) or failed)
+RUNS = {
+    'reference law': ({'k_e_ring': 0.0}, 0.0, 0.8),
+    'default law, d_safe off, failures': ({'d_safe': 0.0}, 4.0, 0.6),
+    'default law, failures': ({}, 4.0, 0.15),
+}
+
+
+@pytest.mark.parametrize('run', RUNS)
+def test_runs_equal_the_numpy_path(monkeypatch, run):
+    """
+    A sweep chunk: the same trajectories, bit for bit, and the same metrics series.
+
+    With failures (outages of 4 s, not simulated faults: the kernel runs) the ring members
+    each agent hears change mid-run, and the even-ring term's ramp restarts.
+    """
+    gains, failures, share = RUNS[run]
     scenarios = [Scenario(agents=8, seed=seed, duration=20.0, control_period=0.05,
-                          controller={'k_e_ring': 0.0}) for seed in range(3)]
-    ran = []
+                          controller=gains, failures_per_min=failures, failure_off_time=4.0)
+                 for seed in range(3)]
+    ran, changes = [], []
     kernel = BatchControllers._control_compiled
 
     def counted(self, *args):
         ran.append(kernel(self, *args))
+        changes.append(np.sum(self.ring_changed > 0.0))  # a change after the first tick
         return ran[-1]
 
     monkeypatch.setattr(BatchControllers, '_control_compiled', counted)
     got = simulate_runs(scenarios, apart=1.0)
-    assert sum(done.all() for done in ran) > 200  # most ticks whole (the first in part)
+    stepped = sum(done.sum() for done in ran)
+    assert stepped > share * 400 * 3 * 8
+    if failures:
+        assert max(changes) >= 5  # the ramp restarted mid-run in some rows
     monkeypatch.setattr(compiled, '_KERNELS', False)  # numba "unavailable": numpy path
     want = simulate_runs(scenarios, apart=1.0)
     np.testing.assert_array_equal(got.final_positions, want.final_positions)
@@ -184,14 +240,30 @@ class _NewTerm(ControllerParams):
     k_new: float = setting(0.0, 'a term the kernels do not know', '1/s', low=0.0)
 
 
-@pytest.mark.parametrize('params', [ControllerParams(k_e_ring=0.4),
-                                    ControllerParams(obstacle_clearance=3.0),
-                                    _NewTerm()], ids=['k_e_ring', 'obstacle_clearance',
+@pytest.mark.parametrize('params', [ControllerParams(obstacle_clearance=3.0),
+                                    ControllerParams(k_gap_steer=1.0),
+                                    _NewTerm()], ids=['obstacle_clearance', 'k_gap_steer',
                                                       'a new field'])
 def test_terms_the_kernels_do_not_cover_keep_the_numpy_path(params):
-    assert compiled.covers(ControllerParams(k_e_ring=0.0))
+    assert compiled.covers(ControllerParams())  # the default law, the even-ring term on
+    assert ControllerParams().k_e_ring and ControllerParams().ring_ramp
     assert not compiled.covers(params)
     assert compiled.control_plan(params, 0.0, 2, 5) is None
+
+
+def test_every_controller_field_is_known_to_the_kernels():
+    """
+    Each field of ControllerParams is one the kernels honour, or one forcing the numpy path.
+
+    A new law term fails here until it is sorted into either (``compiled.KNOWN_FIELDS``,
+    ``compiled.NOT_COVERED``).
+    """
+    fields = {f.name for f in dataclasses.fields(ControllerParams)}
+    assert set(compiled.NOT_COVERED) <= compiled.KNOWN_FIELDS
+    assert sorted(fields - compiled.KNOWN_FIELDS) == []
+    assert sorted(compiled.KNOWN_FIELDS - fields) == []  # no stale names either
+    for name in compiled.NOT_COVERED:  # each forces the numpy path when set
+        assert not compiled.covers(ControllerParams().with_changes(**{name: 1.0})), name
 
 
 @pytest.mark.parametrize('vehicle', [{}, {'max_dec_xy': 2.0, 'max_dec_z': 1.0,
