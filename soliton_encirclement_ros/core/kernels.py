@@ -139,9 +139,26 @@ def _all_beyond(m, has, rx, now, obstacle_memory, own_position, nb_position, bou
 
 
 @numba.njit(**_JIT)
+def _mod_2pi(x):
+    """
+    ``np.mod(x, TWO_PI)`` (Python's ``%``) bit for bit, without ``fmod`` where |x| < 2 pi.
+
+    There ``fmod`` returns ``x`` exactly, and the modulo is ``x``, ``x + TWO_PI`` (x < 0) or
+    +0.0 (x a zero); elsewhere (NaN included) ``%`` itself.
+    """
+    if 0.0 < x < TWO_PI:
+        return x
+    if -TWO_PI < x < 0.0:
+        return x + TWO_PI
+    if x == 0.0:
+        return 0.0
+    return x % TWO_PI
+
+
+@numba.njit(**_JIT)
 def _gap_to_pred(own_theta, pred_theta, own_id, pred_id):
     """neighbours.gap_to_pred of one row (ids break exact ties)."""
-    gap = (own_theta - pred_theta) % TWO_PI
+    gap = _mod_2pi(own_theta - pred_theta)
     if gap == 0.0 and pred_id > own_id:
         return TWO_PI
     return gap
@@ -150,7 +167,7 @@ def _gap_to_pred(own_theta, pred_theta, own_id, pred_id):
 @numba.njit(**_JIT)
 def _gap_to_succ(own_theta, succ_theta, own_id, succ_id):
     """neighbours.gap_to_succ of one row."""
-    gap = (succ_theta - own_theta) % TWO_PI
+    gap = _mod_2pi(succ_theta - own_theta)
     if gap == 0.0 and succ_id < own_id:
         return TWO_PI
     return gap
@@ -295,8 +312,8 @@ def _ring_offset_row(entry_row, theta_row, theta_self, ahead):
     count = 0
     for k in range(k_cols):
         if entry_row[k]:
-            a = (theta_row[k] - theta_self) % TWO_PI       # np.mod(thetas - theta_self)
-            b = (theta_self - theta_row[k]) % TWO_PI       # np.mod(theta_self - thetas)
+            a = _mod_2pi(theta_row[k] - theta_self)        # np.mod(thetas - theta_self)
+            b = _mod_2pi(theta_self - theta_row[k])        # np.mod(theta_self - thetas)
             if a != a or a < near_ahead:                    # np.min: a NaN stays
                 near_ahead = a
             if b != b or b < near_behind:
@@ -523,7 +540,7 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
             else:
                 ex = ey = 0.0
             v_r = (velocities[j, i, 0] - tvx) * ex + (velocities[j, i, 1] - tvy) * ey
-            t = math.atan2(ry, rx) % TWO_PI
+            t = _mod_2pi(math.atan2(ry, rx))
             theta[m] = t
             m += 1
             e_r += (dist / radius[j] - 1.0) ** 2

@@ -173,6 +173,21 @@ def test_the_kernels_sum_is_numpys():
         assert kernels._numpy_sum(row) == np.sum(np.tile(row, (3, 1)), axis=-1)[1], size
 
 
+def test_the_kernels_modulo_is_numpys():
+    """The angles' modulo 2 pi (its shortcut within one turn) as np.mod, sign of zero included."""
+    kernels = compiled.kernels()
+    two_pi = 2 * np.pi
+    edges = [0.0, -0.0, two_pi, -two_pi, np.nextafter(two_pi, 0), -np.nextafter(two_pi, 0),
+             np.nextafter(two_pi, 7), 5e-324, -5e-324, -1e-17, 3 * two_pi + 0.1, -20.0, np.nan,
+             np.inf, -np.inf]
+    values = np.concatenate((edges, np.random.default_rng(5).uniform(-15.0, 15.0, 2000)))
+    got = np.array([kernels._mod_2pi(x) for x in values])
+    with np.errstate(invalid='ignore'):  # of the infinities: NaN
+        want = np.mod(values, two_pi)
+    np.testing.assert_array_equal(got, want)
+    assert not np.signbit(got[~np.isnan(got)]).any()
+
+
 def test_metrics_kernel_equals_batch_metrics():
     rng = np.random.default_rng(2)
     r, n = 40, 9
