@@ -459,11 +459,11 @@ class BatchControllers:
 
         Rows with a live target (``has_target``; the others' commands are the caller's) and
         no fault in effect (the caller checks). A row is left to the numpy path where the
-        ``d_safe`` term may act: a silent vehicle, none heard, or one within
-        ``law.obstacle_reach`` of the row's agent (its speed, the fastest vehicle it counts,
-        its ``d_safe``: at least every bound of the numpy path's scan, so a row stepped here
-        is one whose scan finds nothing). Each row's result depends on its row alone
-        (``law.encirclement_step``), so the split changes no value. The angles and ``g(u)``
+        ``d_safe`` term counts what the kernel does not: a silent vehicle, none heard, or,
+        with one within ``law.obstacle_reach`` of the row's agent (its speed, the fastest
+        vehicle it counts, its ``d_safe``: at least every bound of the numpy path's scan),
+        a presence heard or a swarm beyond ``plan.separate``'s size. Each row's result
+        depends on its row alone (``law.encirclement_step``), so the split changes no value. The angles and ``g(u)``
         are numpy's (the transcendental functions' bits), the rest ``kernels.control_rows``.
         """
         p, plan, k = self.params, self._plan, self._plan.kernels
@@ -506,6 +506,7 @@ class BatchControllers:
                        flat(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
                        out(self.pred), out(self.succ), plan.hysteresis, plan.damping,
                        out(self.ring_size), out(self.ring_changed), out(self.ring_tick),
+                       plan.separate, plan.d_safe, flat(self.member), self._age_at_arrival,
                        out(self.u_ss), out(cmds), done)
         return done.reshape(r, n)
 

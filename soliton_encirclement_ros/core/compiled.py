@@ -2,12 +2,15 @@
 Where the batch engine's compiled tick (:mod:`core.kernels`, numba) applies, and its inputs.
 
 The kernels cover the usual tick of a sweep: no simulated faults, every agent with a live
-target, no vehicle within reach of the ``d_safe`` term (``batch_engine.none_within_reach``),
-and the law's terms they mirror, the even-ring term (``k_e_ring``, its gate and its ramp)
-included. Everything else (the ring's bulge ``obstacle_clearance`` or gap steering
-``k_gap_steer`` set, a field of ``ControllerParams`` this module does not know, numba missing
-or failing to compile) runs the numpy path, tick by tick: the numpy path stays the
-definition, the kernels a faster copy of its common case.
+target, and the law's terms they mirror, the even-ring term (``k_e_ring``, its gate and its
+ramp) included. The ``d_safe`` term is compiled too, for swarms of up to
+``WITHIN_REACH_COLUMNS`` / 2 agents (a moving target's ring, within its reach all along, runs
+compiled): a row with a vehicle within its reach (``law.obstacle_reach``) runs the numpy
+path's scan only where it counts a silent vehicle or hears a presence (a failed agent's
+vehicle: a rest point, a disc), or in a larger swarm. Everything else (the ring's bulge
+``obstacle_clearance`` or gap steering ``k_gap_steer`` set, a field of ``ControllerParams``
+this module does not know, numba missing or failing to compile) runs the numpy path, tick by
+tick: the numpy path stays the definition, the kernels a faster copy of its common case.
 
 numba is imported on first use (a run that never steps a batch does not pay its import). Its
 on-disk cache goes beside the sources (``__pycache__``) where that directory is writable, else
@@ -26,22 +29,26 @@ from typing import Optional
 import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.law import omega_damping_gain, u_bound
+from soliton_encirclement_ros.core.law import (
+    omega_damping_gain, u_bound, WITHIN_REACH_COLUMNS)
 
 # The fields of ControllerParams the kernels read (through LAW_FIELDS and the tables) or that
-# their path does not depend on (timeouts and liveness the caller applies, the d_safe
-# term's inputs, which the caller's within-reach test answers before the kernel runs). A field
-# outside this set (a new term) sends every tick to the numpy path until the kernels learn it.
+# their path does not depend on (timeouts and liveness the caller applies, the d_safe term's
+# silent vehicles and presences, whose rows the numpy path steps). A field outside this set
+# (a new term) sends every tick to the numpy path until the kernels learn it.
 KNOWN_FIELDS = frozenset({
     'radius', 'k_r', 'k_dr', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau', 'kappa_u_diff',
     'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_damp', 'k_omega_damp_n',
     'k_omega_own', 'soft_limiter', 'u_lim', 'hysteresis', 'control_period', 'target_lead',
     'max_speed_xy', 'max_speed_z', 'altitude', 'k_z', 'k_e_ring', 'ring_ramp',
-    # applied by BatchControllers before the kernel, or only inside the d_safe term's scan
-    'd_safe', 'd_safe_share', 'v_safe', 't_safe', 'a_safe', 't_react', 'hold_drift',
-    'silent_run_on', 'v_uncertain', 'obstacle_ramp', 'obstacle_lead', 'agent_state_timeout',
-    'target_state_timeout', 'target_timeout', 'odom_timeout', 'max_future_stamp',
-    'prune_expired',
+    # the d_safe term (kernels._separation_row; d_safe and d_safe_share through the table of
+    # safety_distance) and the reach test before it
+    'd_safe', 'd_safe_share', 'v_safe', 't_safe', 'a_safe', 't_react',
+    # applied by BatchControllers before the kernel, or only for silent vehicles, presences
+    # and discs (rows the numpy path steps)
+    'hold_drift', 'silent_run_on', 'v_uncertain', 'obstacle_ramp', 'obstacle_lead',
+    'agent_state_timeout', 'target_state_timeout', 'target_timeout', 'odom_timeout',
+    'max_future_stamp', 'prune_expired',
     # not covered when set (NOT_COVERED): the numpy path runs
     'obstacle_clearance', 'k_gap_steer',
 })
@@ -104,6 +111,7 @@ class ControlPlan:
     own_col: np.ndarray     # (R N,) each row's own column
     no_reach: np.ndarray    # (R N,) the bound of each row where d_safe is off (unread)
     kernels: object
+    separate: bool = False  # the d_safe term compiled where a vehicle is within reach
 
 
 def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: int,
@@ -131,7 +139,8 @@ def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: 
         np.asarray(params.neighbour_hysteresis(sizes), dtype=float),
         np.asarray(omega_damping_gain(sizes, params), dtype=float),
         np.asarray(params.safety_distance(sizes), dtype=float),
-        np.tile(np.arange(agents, dtype=np.int64), runs), np.zeros(runs * agents), module)
+        np.tile(np.arange(agents, dtype=np.int64), runs), np.zeros(runs * agents), module,
+        bool(params.d_safe) and 2 * agents <= WITHIN_REACH_COLUMNS)
 
 
 def vehicle_steps(state, v_des, params, steps: int):

@@ -22,7 +22,8 @@ import numba
 import numpy as np
 
 from soliton_encirclement_ros.core.geometry import R_EPS
-from soliton_encirclement_ros.core.law import DENOMINATOR_EPS, RING_GATE_SHARE
+from soliton_encirclement_ros.core.law import (
+    CONTINGENCY_SHARE, DENOMINATOR_EPS, RING_GATE_SHARE, SEPARATION_PASSES, SEPARATION_YIELD)
 from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
 from velocity_mobility_ros.core.geometry import TWO_PI
 
@@ -31,11 +32,11 @@ LAW_FIELDS = ('k_r', 'k_dr', 'radius', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_t
               'kappa_u_diff', 'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_own',
               'target_lead', 'control_period', 'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
               'u_bound', 'omega_ref', 'altitude_hold', 'k_e_ring', 'ring_ramp', 'agent_timeout',
-              'ring_fit')
+              'ring_fit', 't_safe', 'a_safe', 't_react', 'v_safe')
 (K_R, K_DR, RADIUS, C_COUPLING, BETA_U, ALPHA_U, K_E_TAU, KAPPA_U_DIFF, K_U_STEEPEN,
  KAPPA_U_DISP, K_TAU, R_MIN, K_OMEGA_OWN, TARGET_LEAD, CONTROL_PERIOD, MAX_SPEED_XY,
  MAX_SPEED_Z, ALTITUDE, K_Z, U_BOUND, OMEGA_REF, ALTITUDE_HOLD, K_E_RING, RING_RAMP,
- AGENT_TIMEOUT, RING_FIT) = range(len(LAW_FIELDS))
+ AGENT_TIMEOUT, RING_FIT, T_SAFE, A_SAFE, T_REACT, V_SAFE) = range(len(LAW_FIELDS))
 # Not ControllerParams fields: u_bound (law.u_bound), omega_ref (the scenario's),
 # altitude_hold (1.0 or 0.0), agent_timeout (its property), ring_fit (1.0 where every lambda
 # is 1: BatchControllers._ring_offset fits the even ring only then).
@@ -153,6 +154,15 @@ def _mod_2pi(x):
     if x == 0.0:
         return 0.0
     return x % TWO_PI
+
+
+@numba.njit(**_JIT)
+def _no_presence(m, has, rx_time, member, now, agent_timeout):
+    """Whether row ``m`` hears no presence (a vehicle heard whose state is no ring member's)."""
+    for k in range(has.shape[1]):
+        if has[m, k] and now - rx_time[m, k] <= agent_timeout and not member[m, k]:
+            return False
+    return True
 
 
 @numba.njit(**_JIT)
@@ -353,18 +363,194 @@ def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick):
 
 
 @numba.njit(**_JIT)
+def _minimum(a, b):
+    """floats.minimum: ``np.minimum`` of two floats (NaN wins; the first of equal zeros)."""
+    return a if a != a or a <= b else b
+
+
+@numba.njit(**_JIT)
+def _maximum(a, b):
+    """floats.maximum: ``np.maximum`` of two floats (NaN wins; the first of equal zeros)."""
+    return a if a != a or a >= b else b
+
+
+@numba.njit(**_JIT)
+def _stopping_distance(speed, lag, braking):
+    """law.stopping_distance of one speed."""
+    knee = braking * lag
+    if braking > 0.0 and speed > knee:
+        return (speed * speed - knee * knee) / (2.0 * braking) + knee * lag
+    return speed * lag
+
+
+@numba.njit(**_JIT)
+def _offset_one(vx, vy, lag, braking):
+    """law.offset_one: law.stopping_offset of one horizontal velocity."""
+    vx = vx if math.isfinite(vx) else 0.0
+    vy = vy if math.isfinite(vy) else 0.0
+    speed = np.hypot(vx, vy)
+    distance = _stopping_distance(speed, lag, braking)
+    if speed > 0.0:
+        return vx / speed * distance, vy / speed * distance
+    return 0.0 * distance, 0.0 * distance
+
+
+@numba.njit(**_JIT)
+def _way_one(wx, wy, lag, braking):
+    """law._way_one: a way, its stop offset and its braking unit (wx, wy, ox, oy, bx, by)."""
+    offx, offy = _offset_one(wx, wy, lag, braking)
+    speed = np.hypot(wx, wy)
+    scale = speed if speed > DENOMINATOR_EPS else 1.0
+    return wx, wy, offx, offy, -wx / scale, -wy / scale
+
+
+@numba.njit(**_JIT)
+def _gap_one(x0, y0, way, ox, oy, restx, resty, react, d):
+    """law._gap_one: law.stopping_gap of one way to one vehicle; (gap, unit x, unit y)."""
+    wx, wy, offx, offy, bx, by = way
+    px, py = wx * react + offx, wy * react + offy
+    relx, rely = restx - x0, resty - y0
+    length2 = px * px + (0.0 + py * py)
+    along = (relx * px + (0.0 + rely * py)) / (length2 if length2 > 0.0 else 1.0)
+    along = _clip(along, 0.0, 1.0)
+    diffx, diffy = along * px - relx, along * py - rely
+    gap = np.hypot(diffx, diffy)
+    awayx, awayy = x0 - ox, y0 - oy
+    if gap > DENOMINATOR_EPS:
+        ux, uy = diffx / gap, diffy / gap
+    else:
+        scale = d if d > DENOMINATOR_EPS else 1.0
+        ux, uy = awayx / scale, awayy / scale
+    ux, uy = ux + bx, uy + by
+    norm = np.hypot(ux, uy)
+    if norm > DENOMINATOR_EPS:
+        ux, uy = ux / norm, uy / norm
+    else:
+        ux, uy = bx, by
+    if not awayx * wx + (0.0 + awayy * wy) < 0.0:
+        gap = math.inf
+    return gap, ux, uy
+
+
+@numba.njit(**_JIT)
+def _take_out_one(vx, vy, units, shares, near, count):
+    """law._take_out_one of ``(vx, vy)``: its approach to the ``near[:count]`` columns out."""
+    for pass_ in range(SEPARATION_PASSES):
+        for i in range(count):
+            j = near[i]
+            share = shares[j]
+            if pass_ > 0:  # the later passes: only those whose approach goes entirely
+                share = 1.0 if share >= 1.0 else 0.0
+            ex, ey = units[j, 0], units[j, 1]
+            toward = _minimum(vx * ex + (0.0 + vy * ey), 0.0)
+            s = share * toward
+            vx, vy = vx - s * ex, vy - s * ey
+    return vx, vy
+
+
+@numba.njit(**_JIT)
+def _separation_row(m, law, now, has, rx_time, age_at_arrival, position, velocity,
+                    nb_position, nb_velocity, lawx, lawy, reach, units, weights, pushes,
+                    closings, near):
+    """
+    law._separation_one of row ``m`` (``d_safe`` = ``reach`` > 0): its (x, y) repulsion.
+
+    The row's columns as ``law.silent_obstacles`` gives them without silent vehicles or
+    presences (the caller's condition): each vehicle heard (``has``, within
+    ``agent_timeout``) at its position and velocity, ``now - rx + age_at_arrival`` old; the
+    others NaN rows (nothing). No discs (radius 0 adds exactly nothing). ``units`` (K, 2),
+    ``weights``, ``pushes``, ``closings`` (K,), ``near`` (K,) int: scratch.
+    """
+    t_safe, a_safe, t_react, v_safe = law[T_SAFE], law[A_SAFE], law[T_REACT], law[V_SAFE]
+    x0, y0 = position[m, 0], position[m, 1]
+    vx0, vy0 = velocity[m, 0], velocity[m, 1]
+    own_way = _way_one(vx0, vy0, t_safe, a_safe)
+    heading = own_way
+    if t_react > 0.0:
+        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
+        if commanded > DENOMINATOR_EPS:
+            ratio = speed / commanded
+            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+    keep = (1.0 - CONTINGENCY_SHARE) * reach
+    count = 0
+    k_cols = has.shape[1]
+    for k in range(k_cols):
+        ox, oy = nb_position[m, k, 0], nb_position[m, k, 1]
+        if not (has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]) or ox != ox \
+                or oy != oy:  # a NaN row (none there)
+            units[k, 0] = units[k, 1] = 0.0
+            weights[k] = pushes[k] = closings[k] = 0.0
+            continue
+        ovx, ovy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+        age = _clip(now - rx_time[m, k] + age_at_arrival, 0.0, t_safe)
+        ox, oy = ox + ovx * age, oy + ovy * age
+        awayx, awayy = x0 - ox, y0 - oy
+        relx, rely = vx0 - ovx, vy0 - ovy
+        d = np.hypot(awayx, awayy)
+        apart = d > DENOMINATOR_EPS
+        if apart:
+            ux, uy = awayx / d, awayy / d
+        else:
+            ux = uy = 0.0
+        closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
+        closing = closing if math.isfinite(closing) else 0.0
+        d_ahead = d - 0.0 - t_safe * closing
+        if a_safe > 0.0:
+            d_ahead = d_ahead - closing * closing / (2.0 * a_safe)
+        if t_react > 0.0:
+            react = t_react + age
+            offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
+            restx, resty = ox + offx, oy + offy
+            gap, gx, gy = _gap_one(x0, y0, own_way, ox, oy, restx, resty, react, d)
+            gap_law, lx, ly = _gap_one(x0, y0, heading, ox, oy, restx, resty, react, d)
+            if gap_law < gap:
+                gap, gx, gy = gap_law, lx, ly
+            gap = gap - 0.0 + keep
+            if gap < d_ahead:
+                d_ahead, ux, uy = gap, gx, gy
+                closing = _maximum(closing, 1.0)
+                apart = apart or gap > DENOMINATOR_EPS
+        is_near = apart and d_ahead < reach
+        weight = v_safe * _minimum(1.0, 1.0 - d_ahead / reach) if is_near else 0.0
+        units[k, 0], units[k, 1] = ux, uy
+        weights[k] = weight
+        pushes[k] = weight
+        closings[k] = closing
+        if is_near:
+            near[count] = k
+            count += 1
+    # np.sum(units * pushes[:, None], axis=-2): in column order from the first
+    px, py = units[0, 0] * pushes[0], units[0, 1] * pushes[0]
+    for k in range(1, k_cols):
+        px, py = px + units[k, 0] * pushes[k], py + units[k, 1] * pushes[k]
+    norm = np.hypot(px, py)
+    scale = v_safe / (norm if norm > 0.0 else 1.0) if norm > v_safe else 1.0
+    px, py = px * scale, py * scale
+    for k in range(k_cols):  # yields (weights), closing_yields (pushes' scratch)
+        weights[k] = _minimum(1.0, SEPARATION_YIELD * weights[k] / v_safe)
+        pushes[k] = weights[k] if closings[k] > 0.0 else 0.0
+    px, py = _take_out_one(px, py, units, pushes, near, count)
+    kx, ky = _take_out_one(lawx, lawy, units, weights, near, count)
+    return (px + kx) - lawx, (py + ky) - lawy
+
+
+@numba.njit(**_JIT)
 def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_time, entry,
                  ring, theta, theta_self, own_col, ids, lambdas, position, velocity, nb_position,
                  nb_velocity, nb_u, nb_u_ss, target_position, target_velocity,
                  target_acceleration, u, g_u, prev_cmd, pred, succ, hysteresis, damping,
-                 ring_size, ring_changed, ring_tick, u_ss_out, cmd_out, done):
+                 ring_size, ring_changed, ring_tick, separate, d_safe, member, age_at_arrival,
+                 u_ss_out, cmd_out, done):
     """
-    Neighbour selection and ``law.encirclement_step`` of every row (no d_safe term in reach).
+    Neighbour selection and ``law.encirclement_step`` of every row.
 
     Rows M, of which the ``active`` ones (a live target) with every vehicle they count
     (``has``, received at ``rx_time`` within ``obstacle_memory``) at least ``bound`` (M,)
     away are stepped and marked in ``done`` (M,) (``check_reach`` False: d_safe off, every
-    active row). ``entry`` (M, K) the ring members each row hears, ``ring`` (M,) its ring
+    active row). With ``separate``, an active row with a vehicle within reach is stepped too,
+    its ``d_safe`` term compiled (:func:`_separation_row`, ``d_safe`` (by ring size) the
+    distance it flies, states ``age_at_arrival`` old on arrival), unless it hears a presence
+    (a vehicle heard that is no ``member``: its rest point is the numpy path's). ``entry`` (M, K) the ring members each row hears, ``ring`` (M,) its ring
     size, ``theta`` (M, K) their angles (read where ``entry``), ``theta_self`` (M,),
     ``own_col`` (M,) each row's own column, ``ids``/``lambdas`` (K,); states (M, 3) and
     (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``; ``hysteresis``/``damping`` tables by ring
@@ -374,13 +560,18 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
     """
     k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
     k_tau, r_min, omega_ref = law[K_TAU], law[R_MIN], law[OMEGA_REF]
-    ahead = np.empty(entry.shape[1])  # _ring_offset_row's scratch
+    k_cols = entry.shape[1]
+    ahead = np.empty(k_cols)  # _ring_offset_row's scratch, then _separation_row's
+    units, weights, pushes = np.empty((k_cols, 2)), np.empty(k_cols), np.empty(k_cols)
+    closings, near = np.empty(k_cols), np.empty(k_cols, dtype=np.int64)
     for m in range(entry.shape[0]):
         if not active[m]:
             continue
-        if check_reach and not _all_beyond(m, has, rx_time, now, obstacle_memory, position,
-                                           nb_position, bound[m]):
-            continue  # the d_safe term may act: the numpy path's scan
+        in_reach = check_reach and not _all_beyond(m, has, rx_time, now, obstacle_memory,
+                                                   position, nb_position, bound[m])
+        if in_reach and not (separate and _no_presence(m, has, rx_time, member, now,
+                                                       law[AGENT_TIMEOUT])):
+            continue  # the d_safe term acts as the numpy path's scan finds it
         done[m] = True
         own_id = ids[own_col[m]]
         ts = theta_self[m]
@@ -491,7 +682,13 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
             vz = tvz
         x = radx + speed * thx + lx
         y = rady + speed * thy + ly
-        x, y = x + 0.0, y + 0.0  # separation_velocity: nothing within reach
+        sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
+        if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
+            sep_x, sep_y = _separation_row(m, law, now, has, rx_time, age_at_arrival, position,
+                                           velocity, nb_position, nb_velocity, x, y,
+                                           d_safe[ring[m]], units, weights, pushes, closings,
+                                           near)
+        x, y = x + sep_x, y + sep_y
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
             x, y = lx, ly
         norm = np.hypot(x, y)                                        # saturate

@@ -141,27 +141,45 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
         assert ring_term == 0
 
 
-def test_rows_within_reach_are_the_numpy_paths():
+@pytest.mark.parametrize('gains', [{'d_safe': 2.0}, {'d_safe': 3.0, 't_react': 0.0},
+                                   {'d_safe': 2.0, 'a_safe': 0.0, 'v_safe': 4.0}],
+                         ids=['default', 't_react 0', 'a_safe 0, v_safe 4'])
+def test_rows_within_reach_compile_the_d_safe_term(gains):
     """
-    Rows with a vehicle within d_safe's reach (or a silent one) run the numpy path's scan.
+    A row with a vehicle within ``d_safe``'s reach is the kernel's, its term compiled.
 
-    The other rows are the kernel's: one tick split between both gives each row's values
-    of the numpy path alone, bit for bit.
+    Unless it counts a silent vehicle or hears a presence (a failed agent's vehicle): those
+    rows run the numpy path's scan. One tick split between both gives each row's values of
+    the numpy path alone, bit for bit, and the term moves many commands.
     """
     rng = np.random.default_rng(1)
-    c = _controllers({'d_safe': 2.0}, runs=6, agents=8)
-    mixed = 0
+    c = _controllers(gains, runs=6, agents=8)
+    assert c._plan.separate
+    moved = 0
     for _ in range(20):
         live, positions, velocities = _random_tick(c, rng)
+        c.member[...] = True
+        c.member[2, :, 3] = False  # run 2's agents hear agent 3's presence
         c.rx[...] = np.where(rng.random(c.rx.shape) < 0.97, 1.0 - 0.05, -9.0)  # a few silent
+        c.rx[0, 0] = 1.0 - 0.05
+        c.has[0, 0, 1] = True
         c.position[0, 0, 1] = positions[0, 0] + [0.5, 0.0, 0.0]  # one 0.5 m from agent 1
+        heard = c.has & (1.0 - c.rx <= c.params.agent_timeout)
+        silent = (c.has & ~heard).any(axis=2)
+        presence = (heard & ~c.member).any(axis=2)
+        plan, c._plan = c._plan, None
+        without = copy.deepcopy(c)  # the same tick without the d_safe term (numpy path)
+        c._plan, without.params = plan, c.params.with_changes(d_safe=0.0)
+        without._control(1.0, live, positions, velocities)
         done, [(cmds, a), (want_cmds, b)] = _both_paths(c, (1.0, live, positions, velocities))
-        assert not done[0, 0]
-        mixed += done.any()
+        assert done[0, 0] and not done[silent].any()
         np.testing.assert_array_equal(cmds, want_cmds)
         for name in ('u', 'u_ss', 'pred', 'succ', 'prev_cmd') + RAMP_STATE:
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
-    assert mixed >= 5
+        acted = np.any(a.prev_cmd != without.prev_cmd, axis=-1)
+        moved += np.sum(done & acted)
+        assert not np.any(done & acted & presence)  # in reach: the numpy path's
+    assert moved >= 40  # the compiled term acted on that many rows
 
 
 def test_the_kernels_sum_is_numpys():
@@ -207,12 +225,16 @@ def test_metrics_kernel_equals_batch_metrics():
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
-# (gains, failures per minute per agent, the least share of agent-ticks the kernel steps: the
-# others are within the d_safe term's reach (a failed vehicle hovers on the ring) or failed)
+# (gains, the scenario's settings, the least share of agent-ticks the kernel steps: the others
+# hear a failed agent's vehicle (a presence) within the d_safe term's reach, or failed)
+FAILURES = {'failures_per_min': 4.0, 'failure_off_time': 4.0}
 RUNS = {
-    'reference law': ({'k_e_ring': 0.0}, 0.0, 0.8),
-    'default law, d_safe off, failures': ({'d_safe': 0.0}, 4.0, 0.6),
-    'default law, failures': ({}, 4.0, 0.15),
+    'reference law': ({'k_e_ring': 0.0}, {}, 0.8),
+    'default law': ({}, {}, 0.99),
+    'default law, circling target': ({}, {'target_motion': 'circle', 'target_speed': 3.0},
+                                     0.99),
+    'default law, d_safe off, failures': ({'d_safe': 0.0}, FAILURES, 0.6),
+    'default law, failures': ({}, FAILURES, 0.2),
 }
 
 
@@ -222,12 +244,12 @@ def test_runs_equal_the_numpy_path(monkeypatch, run):
     A sweep chunk: the same trajectories, bit for bit, and the same metrics series.
 
     With failures (outages of 4 s, not simulated faults: the kernel runs) the ring members
-    each agent hears change mid-run, and the even-ring term's ramp restarts.
+    each agent hears change mid-run, and the even-ring term's ramp restarts. The ring of a
+    moving target is within the d_safe term's reach all along: its rows compiled too.
     """
-    gains, failures, share = RUNS[run]
+    gains, settings, share = RUNS[run]
     scenarios = [Scenario(agents=8, seed=seed, duration=20.0, control_period=0.05,
-                          controller=gains, failures_per_min=failures, failure_off_time=4.0)
-                 for seed in range(3)]
+                          controller=gains, **settings) for seed in range(3)]
     ran, changes = [], []
     kernel = BatchControllers._control_compiled
 
@@ -240,7 +262,7 @@ def test_runs_equal_the_numpy_path(monkeypatch, run):
     got = simulate_runs(scenarios, apart=1.0)
     stepped = sum(done.sum() for done in ran)
     assert stepped > share * 400 * 3 * 8
-    if failures:
+    if settings is FAILURES:
         assert max(changes) >= 5  # the ramp restarted mid-run in some rows
     monkeypatch.setattr(compiled, '_KERNELS', False)  # numba "unavailable": numpy path
     want = simulate_runs(scenarios, apart=1.0)
