@@ -550,8 +550,9 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
     active row). With ``separate``, an active row with a vehicle within reach is stepped too,
     its ``d_safe`` term compiled (:func:`_separation_row`, ``d_safe`` (by ring size) the
     distance it flies, states ``age_at_arrival`` old on arrival), unless it hears a presence
-    (a vehicle heard that is no ``member``: its rest point is the numpy path's). ``entry`` (M, K) the ring members each row hears, ``ring`` (M,) its ring
-    size, ``theta`` (M, K) their angles (read where ``entry``), ``theta_self`` (M,),
+    (a vehicle heard that is no ``member``: its rest point is the numpy path's). ``entry``
+    (M, K) the ring members each row hears, ``ring`` (M,) its ring size, ``theta`` (M, K)
+    their angles (read where ``entry``), ``theta_self`` (M,),
     ``own_col`` (M,) each row's own column, ``ids``/``lambdas`` (K,); states (M, 3) and
     (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``; ``hysteresis``/``damping`` tables by ring
     size (``neighbour_hysteresis``, ``omega_damping_gain``). Updates ``u``, ``pred``, ``succ``,
