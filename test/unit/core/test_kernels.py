@@ -231,8 +231,8 @@ FAILURES = {'failures_per_min': 4.0, 'failure_off_time': 4.0}
 RUNS = {
     'reference law': ({'k_e_ring': 0.0}, {}, 0.8),
     'default law': ({}, {}, 0.99),
-    'default law, circling target': ({}, {'target_motion': 'circle', 'target_speed': 3.0},
-                                     0.99),
+    'default law, circling target, radius 8 m': (
+        {}, {'target_motion': 'circle', 'target_speed': 3.0, 'radius': 8.0}, 0.99),
     'default law, d_safe off, failures': ({'d_safe': 0.0}, FAILURES, 0.6),
     'default law, failures': ({}, FAILURES, 0.2),
 }
