@@ -450,7 +450,7 @@ def _take_out_one(vx, vy, units, shares, near, count):
 
 @numba.njit(**_JIT)
 def _separation_row(m, law, now, has, rx_time, age_at_arrival, position, velocity,
-                    nb_position, nb_velocity, lawx, lawy, reach, units, weights, pushes,
+                    nb_position, nb_velocity, lawx, lawy, reach, bound, units, weights, pushes,
                     closings, near):
     """
     law._separation_one of row ``m`` (``d_safe`` = ``reach`` > 0): its (x, y) repulsion.
@@ -460,6 +460,29 @@ def _separation_row(m, law, now, has, rx_time, age_at_arrival, position, velocit
     ``agent_timeout``) at its position and velocity, ``now - rx + age_at_arrival`` old; the
     others NaN rows (nothing). No discs (radius 0 adds exactly nothing). ``units`` (K, 2),
     ``weights``, ``pushes``, ``closings`` (K,), ``near`` (K,) int: scratch.
+
+    First the vehicles within ``bound`` (``law.obstacle_reach``: one beyond is near no
+    way) alone: with none of them near, the term is exactly (0.0, 0.0) (nothing taken out,
+    ``(push + v_law) - v_law`` of a zero push), else every column as the law takes them.
+    """
+    if _separation_columns(m, law, now, has, rx_time, age_at_arrival, position, velocity,
+                           nb_position, nb_velocity, lawx, lawy, reach, bound * bound, units,
+                           weights, pushes, closings, near) == 0:
+        return 0.0, 0.0
+    count = _separation_columns(m, law, now, has, rx_time, age_at_arrival, position, velocity,
+                                nb_position, nb_velocity, lawx, lawy, reach, math.nan, units,
+                                weights, pushes, closings, near)
+    return _separation_sum(law, lawx, lawy, units, weights, pushes, closings, near, count)
+
+
+@numba.njit(**_JIT)
+def _separation_columns(m, law, now, has, rx_time, age_at_arrival, position, velocity,
+                        nb_position, nb_velocity, lawx, lawy, reach, bound2, units, weights,
+                        pushes, closings, near):
+    """
+    law._separation_one's loop over the columns of row ``m``; returns how many are near.
+
+    Columns ``bound2`` (squared) or more away are left out (as NaN rows; NaN: none is).
     """
     t_safe, a_safe, t_react, v_safe = law[T_SAFE], law[A_SAFE], law[T_REACT], law[V_SAFE]
     x0, y0 = position[m, 0], position[m, 1]
@@ -477,7 +500,8 @@ def _separation_row(m, law, now, has, rx_time, age_at_arrival, position, velocit
     for k in range(k_cols):
         ox, oy = nb_position[m, k, 0], nb_position[m, k, 1]
         if not (has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]) or ox != ox \
-                or oy != oy:  # a NaN row (none there)
+                or oy != oy or (x0 - ox) * (x0 - ox) + (y0 - oy) * (y0 - oy) >= bound2:
+            # a NaN row (none there), or left out
             units[k, 0] = units[k, 1] = 0.0
             weights[k] = pushes[k] = closings[k] = 0.0
             continue
@@ -519,6 +543,14 @@ def _separation_row(m, law, now, has, rx_time, age_at_arrival, position, velocit
         if is_near:
             near[count] = k
             count += 1
+    return count
+
+
+@numba.njit(**_JIT)
+def _separation_sum(law, lawx, lawy, units, weights, pushes, closings, near, count):
+    """law._separation_one after its loop: the pushes summed and bounded, the approach out."""
+    v_safe = law[V_SAFE]
+    k_cols = units.shape[0]
     # np.sum(units * pushes[:, None], axis=-2): in column order from the first
     px, py = units[0, 0] * pushes[0], units[0, 1] * pushes[0]
     for k in range(1, k_cols):
@@ -687,8 +719,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
         if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
             sep_x, sep_y = _separation_row(m, law, now, has, rx_time, age_at_arrival, position,
                                            velocity, nb_position, nb_velocity, x, y,
-                                           d_safe[ring[m]], units, weights, pushes, closings,
-                                           near)
+                                           d_safe[ring[m]], bound[m], units, weights, pushes,
+                                           closings, near)
         x, y = x + sep_x, y + sep_y
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
             x, y = lx, ly
