@@ -449,40 +449,47 @@ def _take_out_one(vx, vy, units, shares, near, count):
 
 
 @numba.njit(**_JIT)
-def _separation_row(m, law, now, has, rx_time, age_at_arrival, position, velocity,
+def _separation_row(m, law, now, has, rx_time, age_at_arrival, member, position, velocity,
                     nb_position, nb_velocity, lawx, lawy, reach, bound, units, weights, pushes,
                     closings, near):
     """
     law._separation_one of row ``m`` (``d_safe`` = ``reach`` > 0): its (x, y) repulsion.
 
-    The row's columns as ``law.silent_obstacles`` gives them without silent vehicles or
-    presences (the caller's condition): each vehicle heard (``has``, within
-    ``agent_timeout``) at its position and velocity, ``now - rx + age_at_arrival`` old; the
-    others NaN rows (nothing). No discs (radius 0 adds exactly nothing). ``units`` (K, 2),
-    ``weights``, ``pushes``, ``closings`` (K,), ``near`` (K,) int: scratch.
+    The row's columns as ``law.silent_obstacles`` gives them without silent vehicles (the
+    caller's condition): each vehicle heard (``has``, within ``agent_timeout``) at its
+    position and velocity, ``now - rx + age_at_arrival`` old, the others NaN rows (nothing);
+    where the row hears a presence (no ``member``), the presences' rest points after them.
+    No discs (radius 0 adds exactly nothing). ``units`` (2K, 2), ``weights``, ``pushes``,
+    ``closings``, ``near`` (2K,): scratch.
 
     First the vehicles within ``bound`` (``law.obstacle_reach``: one beyond is near no
     way) alone: with none of them near, the term is exactly (0.0, 0.0) (nothing taken out,
     ``(push + v_law) - v_law`` of a zero push), else every column as the law takes them.
     """
-    if _separation_columns(m, law, now, has, rx_time, age_at_arrival, position, velocity,
-                           nb_position, nb_velocity, lawx, lawy, reach, bound * bound, units,
-                           weights, pushes, closings, near) == 0:
+    rests = not _no_presence(m, has, rx_time, member, now, law[AGENT_TIMEOUT])
+    if _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
+                           velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound,
+                           units, weights, pushes, closings, near) == 0:
         return 0.0, 0.0
-    count = _separation_columns(m, law, now, has, rx_time, age_at_arrival, position, velocity,
-                                nb_position, nb_velocity, lawx, lawy, reach, math.nan, units,
-                                weights, pushes, closings, near)
-    return _separation_sum(law, lawx, lawy, units, weights, pushes, closings, near, count)
+    count = _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests,
+                                position, velocity, nb_position, nb_velocity, lawx, lawy, reach,
+                                math.nan, units, weights, pushes, closings, near)
+    n_cols = 2 * has.shape[1] if rests else has.shape[1]
+    return _separation_sum(law, lawx, lawy, units[:n_cols], weights, pushes, closings, near,
+                           count)
 
 
 @numba.njit(**_JIT)
-def _separation_columns(m, law, now, has, rx_time, age_at_arrival, position, velocity,
-                        nb_position, nb_velocity, lawx, lawy, reach, bound2, units, weights,
-                        pushes, closings, near):
+def _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
+                        velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2, units,
+                        weights, pushes, closings, near):
     """
     law._separation_one's loop over the columns of row ``m``; returns how many are near.
 
-    Columns ``bound2`` (squared) or more away are left out (as NaN rows; NaN: none is).
+    The K vehicles, then (``rests``: the row hears a presence) the K rest points of the
+    presences (``law.silent_obstacles``' second block: NaN rows but the presences'). A
+    column whose vehicle is ``bound2`` (squared) or more away is left out (as a NaN row;
+    NaN: none is).
     """
     t_safe, a_safe, t_react, v_safe = law[T_SAFE], law[A_SAFE], law[T_REACT], law[V_SAFE]
     x0, y0 = position[m, 0], position[m, 1]
@@ -497,16 +504,24 @@ def _separation_columns(m, law, now, has, rx_time, age_at_arrival, position, vel
     keep = (1.0 - CONTINGENCY_SHARE) * reach
     count = 0
     k_cols = has.shape[1]
-    for k in range(k_cols):
+    for c in range(2 * k_cols if rests else k_cols):
+        k = c % k_cols  # the sender: its vehicle (c < K), then its rest point (a presence)
         ox, oy = nb_position[m, k, 0], nb_position[m, k, 1]
-        if not (has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]) or ox != ox \
-                or oy != oy or (x0 - ox) * (x0 - ox) + (y0 - oy) * (y0 - oy) >= bound2:
+        heard = has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]
+        if not heard or (c >= k_cols and member[m, k]) or ox != ox or oy != oy \
+                or (x0 - ox) * (x0 - ox) + (y0 - oy) * (y0 - oy) >= bound2:
             # a NaN row (none there), or left out
-            units[k, 0] = units[k, 1] = 0.0
-            weights[k] = pushes[k] = closings[k] = 0.0
+            units[c, 0] = units[c, 1] = 0.0
+            weights[c] = pushes[c] = closings[c] = 0.0
             continue
         ovx, ovy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
-        age = _clip(now - rx_time[m, k] + age_at_arrival, 0.0, t_safe)
+        if c < k_cols:  # silent_obstacles' column: carried forward by its age
+            age = _clip(now - rx_time[m, k] + age_at_arrival, 0.0, t_safe)
+        else:  # its rest point (stopping_offset ahead), at rest (rest * 0.0), age 0
+            offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
+            ox, oy = ox + offx, oy + offy
+            ovx, ovy = ox * 0.0, oy * 0.0
+            age = _clip(0.0, 0.0, t_safe)
         ox, oy = ox + ovx * age, oy + ovy * age
         awayx, awayy = x0 - ox, y0 - oy
         relx, rely = vx0 - ovx, vy0 - ovy
@@ -536,12 +551,12 @@ def _separation_columns(m, law, now, has, rx_time, age_at_arrival, position, vel
                 apart = apart or gap > DENOMINATOR_EPS
         is_near = apart and d_ahead < reach
         weight = v_safe * _minimum(1.0, 1.0 - d_ahead / reach) if is_near else 0.0
-        units[k, 0], units[k, 1] = ux, uy
-        weights[k] = weight
-        pushes[k] = weight
-        closings[k] = closing
+        units[c, 0], units[c, 1] = ux, uy
+        weights[c] = weight
+        pushes[c] = weight
+        closings[c] = closing
         if is_near:
-            near[count] = k
+            near[count] = c
             count += 1
     return count
 
@@ -581,8 +596,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
     away are stepped and marked in ``done`` (M,) (``check_reach`` False: d_safe off, every
     active row). With ``separate``, an active row with a vehicle within reach is stepped too,
     its ``d_safe`` term compiled (:func:`_separation_row`, ``d_safe`` (by ring size) the
-    distance it flies, states ``age_at_arrival`` old on arrival), unless it hears a presence
-    (a vehicle heard that is no ``member``: its rest point is the numpy path's). ``entry``
+    distance it flies, states ``age_at_arrival`` old on arrival, a vehicle heard that is no
+    ``member`` a presence). ``entry``
     (M, K) the ring members each row hears, ``ring`` (M,) its ring size, ``theta`` (M, K)
     their angles (read where ``entry``), ``theta_self`` (M,),
     ``own_col`` (M,) each row's own column, ``ids``/``lambdas`` (K,); states (M, 3) and
@@ -595,15 +610,15 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
     k_tau, r_min, omega_ref = law[K_TAU], law[R_MIN], law[OMEGA_REF]
     k_cols = entry.shape[1]
     ahead = np.empty(k_cols)  # _ring_offset_row's scratch, then _separation_row's
-    units, weights, pushes = np.empty((k_cols, 2)), np.empty(k_cols), np.empty(k_cols)
-    closings, near = np.empty(k_cols), np.empty(k_cols, dtype=np.int64)
+    units, weights = np.empty((2 * k_cols, 2)), np.empty(2 * k_cols)
+    pushes, closings = np.empty(2 * k_cols), np.empty(2 * k_cols)
+    near = np.empty(2 * k_cols, dtype=np.int64)
     for m in range(entry.shape[0]):
         if not active[m]:
             continue
         in_reach = check_reach and not _all_beyond(m, has, rx_time, now, obstacle_memory,
                                                    position, nb_position, bound[m])
-        if in_reach and not (separate and _no_presence(m, has, rx_time, member, now,
-                                                       law[AGENT_TIMEOUT])):
+        if in_reach and not separate:
             continue  # the d_safe term acts as the numpy path's scan finds it
         done[m] = True
         own_id = ids[own_col[m]]
@@ -717,8 +732,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
         y = rady + speed * thy + ly
         sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
         if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
-            sep_x, sep_y = _separation_row(m, law, now, has, rx_time, age_at_arrival, position,
-                                           velocity, nb_position, nb_velocity, x, y,
+            sep_x, sep_y = _separation_row(m, law, now, has, rx_time, age_at_arrival, member,
+                                           position, velocity, nb_position, nb_velocity, x, y,
                                            d_safe[ring[m]], bound[m], units, weights, pushes,
                                            closings, near)
         x, y = x + sep_x, y + sep_y
