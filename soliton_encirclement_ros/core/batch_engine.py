@@ -462,7 +462,7 @@ class BatchControllers:
         ``d_safe`` term counts what the kernel does not: a silent vehicle, none heard, or,
         with one within ``law.obstacle_reach`` of the row's agent (its speed, the fastest
         vehicle it counts, its ``d_safe``: at least every bound of the numpy path's scan),
-        a presence heard or a swarm beyond ``plan.separate``'s size. Each row's result
+        a swarm beyond ``plan.separate``'s size. Each row's result
         depends on its row alone (``law.encirclement_step``), so the split changes no value.
         The angles and ``g(u)`` are numpy's (the transcendental functions' bits), the rest
         ``kernels.control_rows``.

@@ -5,9 +5,9 @@ The kernels cover the usual tick of a sweep: no simulated faults, every agent wi
 target, and the law's terms they mirror, the even-ring term (``k_e_ring``, its gate and its
 ramp) included. The ``d_safe`` term is compiled too, for swarms of up to
 ``WITHIN_REACH_COLUMNS`` / 2 agents (a moving target's ring, within its reach all along, runs
-compiled): a row with a vehicle within its reach (``law.obstacle_reach``) runs the numpy
-path's scan only where it counts a silent vehicle or hears a presence (a failed agent's
-vehicle: a rest point, a disc), or in a larger swarm. Everything else (the ring's bulge
+compiled; a failed agent's vehicle with its rest point): a row with a vehicle within its
+reach (``law.obstacle_reach``) runs the numpy path's scan only where it counts a silent
+vehicle (a track, a disc), or in a larger swarm. Everything else (the ring's bulge
 ``obstacle_clearance`` or gap steering ``k_gap_steer`` set, a field of ``ControllerParams``
 this module does not know, numba missing or failing to compile) runs the numpy path, tick by
 tick: the numpy path stays the definition, the kernels a faster copy of its common case.
@@ -34,7 +34,7 @@ from soliton_encirclement_ros.core.law import (
 
 # The fields of ControllerParams the kernels read (through LAW_FIELDS and the tables) or that
 # their path does not depend on (timeouts and liveness the caller applies, the d_safe term's
-# silent vehicles and presences, whose rows the numpy path steps). A field outside this set
+# silent vehicles, whose rows the numpy path steps). A field outside this set
 # (a new term) sends every tick to the numpy path until the kernels learn it.
 KNOWN_FIELDS = frozenset({
     'radius', 'k_r', 'k_dr', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau', 'kappa_u_diff',
@@ -44,8 +44,8 @@ KNOWN_FIELDS = frozenset({
     # the d_safe term (kernels._separation_row; d_safe and d_safe_share through the table of
     # safety_distance) and the reach test before it
     'd_safe', 'd_safe_share', 'v_safe', 't_safe', 'a_safe', 't_react',
-    # applied by BatchControllers before the kernel, or only for silent vehicles, presences
-    # and discs (rows the numpy path steps)
+    # applied by BatchControllers before the kernel, or only for silent vehicles and discs
+    # (rows the numpy path steps)
     'hold_drift', 'silent_run_on', 'v_uncertain', 'obstacle_ramp', 'obstacle_lead',
     'agent_state_timeout', 'target_state_timeout', 'target_timeout', 'odom_timeout',
     'max_future_stamp', 'prune_expired',
