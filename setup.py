@@ -21,7 +21,8 @@ setup(
     # In a ROS workspace the dependencies come from package.xml (rosdep); pip-only machines
     # install the 'standalone' extra (scripts/setup.sh does). rosbags and mcap-ros2-support
     # (which brings mcap) come from rosdep's pip rules; dask has no rosdep key: a ROS install
-    # gets it with `pip install "dask[distributed]"`.
+    # gets it with `pip install "dask[distributed]"`. numba compiles the batch engine's tick
+    # (core.kernels); without it that engine runs its numpy path (same results, slower).
     install_requires=['setuptools'],
     zip_safe=True,
     maintainer='soliton_encirclement_ros maintainers',
@@ -31,7 +32,7 @@ setup(
     extras_require={
         'standalone': ['numpy', 'transforms3d', 'pyyaml', 'matplotlib', 'rosbags', 'mcap',
                        'mcap-ros2-support', 'pillow', 'tqdm', 'dask[distributed]', 'scipy',
-                       'pymap3d', 'shapely', 'jinja2'],
+                       'pymap3d', 'shapely', 'jinja2', 'numba'],
         # The live view (swarm_sim --foxglove, live_view): Foxglove's SDK and, for its headless
         # client (soliton_encirclement_ros.live.client, the CI test), websockets.
         'live': ['foxglove-sdk', 'websockets'],

@@ -20,14 +20,15 @@ from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
 
+from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.area import limit_for_hold
 from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
 from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, gap_steer, NeighbourView, obstacle_reach, ring_obstacles,
-    ring_offset, ring_ramp, silent_obstacles_within_reach, uncertainty_discs)
+    encirclement_step, fallback_command, gap_steer, limiter, NeighbourView, obstacle_reach,
+    ring_obstacles, ring_offset, ring_ramp, silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -204,6 +205,8 @@ class BatchControllers:
         seeds = [s.seed for s in scenarios for _ in range(n)]
         self._draws = (StreamDraws(seeds, np.tile(agent_ids, r), COMMS_STREAM)
                        if (self.loss > 0.0).any() else None)
+        # The compiled tick where it covers this law (None: the numpy path, every tick).
+        self._plan = compiled.control_plan(self.params, self.omega_ref, r, n, self.lambdas)
 
     def _send(self, now, live, positions, velocities, target_position, target_velocity,
               target_acceleration, faults: Optional[BatchFaults] = None):
@@ -343,6 +346,12 @@ class BatchControllers:
             self.prev_cmd[lost] = cmds[lost] = fallback_command(last, age, positions[lost], p)
         if not has_target.any():
             return cmds, self.u
+        if self._plan is not None and faults is None and not self.faulty:
+            # the rows the compiled kernel stepped; the numpy path steps the rest
+            has_target = has_target & ~self._control_compiled(now, has_target, positions,
+                                                              velocities, cmds)
+            if not has_target.any():
+                return cmds, self.u
         if has_target.all():  # the usual tick: every row, as views (no gathers)
             ii = np.tile(np.arange(n), r)
 
@@ -443,6 +452,64 @@ class BatchControllers:
         put(self.prev_cmd, cmd)
         put(cmds, cmd)
         return cmds, self.u
+
+    def _control_compiled(self, now, has_target, positions, velocities, cmds) -> np.ndarray:
+        """
+        Step the rows of :meth:`_control` that the compiled kernel covers; return them (R, N).
+
+        Rows with a live target (``has_target``; the others' commands are the caller's) and
+        no fault in effect (the caller checks). A row is left to the numpy path where the
+        ``d_safe`` term counts what the kernel does not: a silent vehicle, none heard, or,
+        with one within ``law.obstacle_reach`` of the row's agent (its speed, the fastest
+        vehicle it counts, its ``d_safe``: at least every bound of the numpy path's scan),
+        a swarm beyond ``plan.separate``'s size. Each row's result
+        depends on its row alone (``law.encirclement_step``), so the split changes no value.
+        The angles and ``g(u)`` are numpy's (the transcendental functions' bits), the rest
+        ``kernels.control_rows``.
+        """
+        p, plan, k = self.params, self._plan, self._plan.kernels
+        r, n = self.u.shape
+        rows = r * n
+
+        def flat(a):
+            return a.reshape((rows,) + a.shape[2:])
+
+        def out(a):  # a view, never a copy: the kernel writes the state through it
+            return np.reshape(a, (rows,) + a.shape[2:], copy=False)
+
+        has, rx = flat(self.has), flat(self.rx)
+        own = positions.reshape(rows, 3)  # read only: a copy where positions is a slice
+        own_v = velocities.reshape(rows, 3)
+        nb_pos, nb_vel = flat(self.position), flat(self.velocity)
+        entry = np.empty((rows, n), dtype=bool)
+        ring = k.heard_rows(has, rx, flat(self.member), now, p.agent_timeout, entry)
+        active = flat(has_target)
+        bound = plan.no_reach
+        if p.d_safe:  # none_within_reach row by row: speeds compiled, the bound the law's
+            covered = np.empty(rows, dtype=bool)
+            speed, others = np.empty(rows), np.empty(rows)
+            k.reach_rows(active, has, rx, now, p.agent_timeout, p.obstacle_memory, own_v,
+                         nb_vel, speed, others, covered)
+            if not covered.any():
+                return np.zeros_like(has_target)
+            active = covered
+            bound = obstacle_reach(speed, others, 0.0, p, 0.0, plan.d_safe[ring])
+        t_pos = flat(self.target_position)
+        # the angles as _control takes them (wrap_2pi_once of arctan2), read where entry
+        theta = wrap_2pi_once(np.arctan2(nb_pos[..., 1] - t_pos[:, 1, None],
+                                         nb_pos[..., 0] - t_pos[:, 0, None]))
+        u = out(self.u)
+        done = np.zeros(rows, dtype=bool)
+        k.control_rows(plan.law, active, bool(p.d_safe), bound, p.obstacle_memory, now, has,
+                       rx, entry, ring, theta, target_angle(own, t_pos), plan.own_col,
+                       self.ids, self.lambdas, own, own_v, nb_pos, nb_vel, flat(self.nb_u),
+                       flat(self.nb_u_ss), t_pos, flat(self.target_velocity),
+                       flat(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
+                       out(self.pred), out(self.succ), plan.hysteresis, plan.damping,
+                       out(self.ring_size), out(self.ring_changed), out(self.ring_tick),
+                       plan.separate, plan.d_safe, flat(self.member), self._age_at_arrival,
+                       out(self.u_ss), out(cmds), done)
+        return done.reshape(r, n)
 
     def _ring_offset(self, theta_self, theta, entry, weight):
         """
@@ -663,6 +730,8 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     tracker = SeparationTracker(r, n, apart) if apart > 0.0 else None
     area_margin = np.full(r, np.inf if s0.area is not None else np.nan)
     target_estimate = None  # each run's target acceleration, as target_node estimates it
+    metrics = (compiled.batch_metrics if compiled.kernels() is not None  # its compiled copy
+               else batch_metrics)
     for k in range(ticks + 1):
         now = k * period
         faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
@@ -684,15 +753,19 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
             tracker.update(positions, live & ~faults.held)
         if k % metrics_every == 0:
             times.append(now)
-            rows.append(batch_metrics(positions, velocities, live, t_pos, t_vel, radius))
+            rows.append(metrics(positions, velocities, live, t_pos, t_vel, radius))
         if k == ticks:
             break
         v_des[:, :n] = np.where(live[..., None], cmds, 0.0)
         for j in moving:
             v_des[j, n] = models[j].desired_velocity(now, t_pos[j])
         flat = v_des.reshape(-1, 3)
-        for _ in range(steps_per_tick):
-            bodies = step(bodies, flat, vehicle)
+        stepped = compiled.vehicle_steps(bodies, flat, vehicle, steps_per_tick)
+        if stepped is not None:  # model.step compiled
+            bodies = stepped
+        else:
+            for _ in range(steps_per_tick):
+                bodies = step(bodies, flat, vehicle)
     series = np.stack(rows, axis=1)  # (R, T, 6)
     t = np.array(times)
     return BatchResult([np.column_stack((t, series[j])) for j in range(r)], ticks * period,

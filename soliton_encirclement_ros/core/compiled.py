@@ -1,0 +1,174 @@
+"""
+Where the batch engine's compiled tick (:mod:`core.kernels`, numba) applies, and its inputs.
+
+The kernels cover the usual tick of a sweep: no simulated faults, every agent with a live
+target, and the law's terms they mirror, the even-ring term (``k_e_ring``, its gate and its
+ramp) included. The ``d_safe`` term is compiled too, for swarms of up to
+``WITHIN_REACH_COLUMNS`` / 2 agents (a moving target's ring, within its reach all along, runs
+compiled; a failed agent's vehicle with its rest point): a row with a vehicle within its
+reach (``law.obstacle_reach``) runs the numpy path's scan only where it counts a silent
+vehicle (a track, a disc), or in a larger swarm. Everything else (the ring's bulge
+``obstacle_clearance`` or gap steering ``k_gap_steer`` set, a field of ``ControllerParams``
+this module does not know, numba missing or failing to compile) runs the numpy path, tick by
+tick: the numpy path stays the definition, the kernels a faster copy of its common case.
+
+numba is imported on first use (a run that never steps a batch does not pay its import). Its
+on-disk cache goes beside the sources (``__pycache__``) where that directory is writable, else
+to ``NUMBA_CACHE_DIR`` if set, else ``~/.cache/soliton_encirclement_ros/numba``, else the
+temporary directory. The environment variable ``SOLITON_COMPILED=0`` turns the kernels off
+(the numpy path everywhere).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+import tempfile
+from typing import Optional
+
+import numpy as np
+
+from soliton_encirclement_ros.core.gains import ControllerParams
+from soliton_encirclement_ros.core.law import (
+    omega_damping_gain, u_bound, WITHIN_REACH_COLUMNS)
+
+# The fields of ControllerParams the kernels read (through LAW_FIELDS and the tables) or that
+# their path does not depend on (timeouts and liveness the caller applies, the d_safe term's
+# silent vehicles, whose rows the numpy path steps). A field outside this set
+# (a new term) sends every tick to the numpy path until the kernels learn it.
+KNOWN_FIELDS = frozenset({
+    'radius', 'k_r', 'k_dr', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau', 'kappa_u_diff',
+    'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_damp', 'k_omega_damp_n',
+    'k_omega_own', 'soft_limiter', 'u_lim', 'hysteresis', 'control_period', 'target_lead',
+    'max_speed_xy', 'max_speed_z', 'altitude', 'k_z', 'k_e_ring', 'ring_ramp',
+    # the d_safe term (kernels._separation_row; d_safe and d_safe_share through the table of
+    # safety_distance) and the reach test before it
+    'd_safe', 'd_safe_share', 'v_safe', 't_safe', 'a_safe', 't_react',
+    # applied by BatchControllers before the kernel, or only for silent vehicles and discs
+    # (rows the numpy path steps)
+    'hold_drift', 'silent_run_on', 'v_uncertain', 'obstacle_ramp', 'obstacle_lead',
+    'agent_state_timeout', 'target_state_timeout', 'target_timeout', 'odom_timeout',
+    'max_future_stamp', 'prune_expired',
+    # not covered when set (NOT_COVERED): the numpy path runs
+    'obstacle_clearance', 'k_gap_steer',
+})
+# Terms the kernels do not compute: a run with any of these non-zero takes the numpy path.
+NOT_COVERED = ('obstacle_clearance', 'k_gap_steer')
+
+_KERNELS = None  # the kernels module once loaded; False: unavailable
+
+
+def _cache_dir() -> Optional[str]:
+    """Return a writable directory for numba's cache when numba's own choice may not be."""
+    here = Path(__file__).resolve().parent
+    if os.access(here, os.W_OK):
+        return None  # numba caches beside the sources (__pycache__)
+    for candidate in (Path.home() / '.cache' / 'soliton_encirclement_ros' / 'numba',
+                      Path(tempfile.gettempdir()) / 'soliton_encirclement_ros_numba'):
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue
+        if os.access(candidate, os.W_OK):
+            return str(candidate)
+    return None
+
+
+def kernels():
+    """Return :mod:`core.kernels` (numba imported on first use), or None if unavailable."""
+    global _KERNELS
+    if _KERNELS is None:
+        _KERNELS = False
+        if os.environ.get('SOLITON_COMPILED', '1') != '0':
+            cache = _cache_dir()
+            if cache is not None:
+                os.environ.setdefault('NUMBA_CACHE_DIR', cache)
+            try:
+                from soliton_encirclement_ros.core import kernels as module
+            except ImportError:
+                pass
+            else:
+                _KERNELS = module
+    return _KERNELS or None
+
+
+def covers(params: ControllerParams) -> bool:
+    """Return whether the kernels compute this law (every term it has set)."""
+    names = {f.name for f in dataclasses.fields(params)}
+    if names - KNOWN_FIELDS:
+        return False
+    return not any(getattr(params, name) for name in NOT_COVERED)
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlPlan:
+    """What the control kernel takes besides the tick's state: parameters and tables."""
+
+    law: np.ndarray         # kernels.LAW_FIELDS in order
+    hysteresis: np.ndarray  # by ring size 0..N+1: params.neighbour_hysteresis
+    damping: np.ndarray     # by ring size: law.omega_damping_gain
+    d_safe: np.ndarray      # by ring size: params.safety_distance
+    own_col: np.ndarray     # (R N,) each row's own column
+    no_reach: np.ndarray    # (R N,) the bound of each row where d_safe is off (unread)
+    kernels: object
+    separate: bool = False  # the d_safe term compiled where a vehicle is within reach
+
+
+def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: int,
+                 lambdas=None) -> Optional[ControlPlan]:
+    """
+    Return the plan of the control kernel for these runs, or None (numpy path).
+
+    ``lambdas`` (N,): the agents' arc weights (None: all 1); the even ring is fitted only
+    where every one is 1 (``BatchControllers._ring_offset``).
+    """
+    if not covers(params):
+        return None
+    module = kernels()
+    if module is None:
+        return None
+    fit = lambdas is None or not np.any(np.asarray(lambdas) != 1.0)
+    values = {f: getattr(params, f, None) for f in module.LAW_FIELDS}
+    # omega_ref + gap_steer (0.0 where k_gap_steer is not covered) as _control adds them
+    values.update(u_bound=u_bound(params), omega_ref=omega_ref + 0.0 + 0.0,
+                  altitude_hold=1.0 if params.altitude_hold else 0.0,
+                  ring_fit=1.0 if fit else 0.0)
+    sizes = np.arange(agents + 2)
+    return ControlPlan(
+        np.array([float(values[f]) for f in module.LAW_FIELDS]),
+        np.asarray(params.neighbour_hysteresis(sizes), dtype=float),
+        np.asarray(omega_damping_gain(sizes, params), dtype=float),
+        np.asarray(params.safety_distance(sizes), dtype=float),
+        np.tile(np.arange(agents, dtype=np.int64), runs), np.zeros(runs * agents), module,
+        bool(params.d_safe) and 2 * agents <= WITHIN_REACH_COLUMNS)
+
+
+def vehicle_steps(state, v_des, params, steps: int):
+    """
+    Return ``state`` after ``steps`` of ``model.step`` compiled, or None (the numpy path).
+
+    Covered: the 'command' heading mode (no yaw-rate command) without jerk limits.
+    """
+    module = kernels()
+    if module is None or params.heading_mode != 'command' or params.max_jerk_xy > 0.0 \
+            or params.max_jerk_z > 0.0:
+        return None
+    out = type(state)(state.position.copy(), state.velocity.copy(), state.acceleration.copy(),
+                      state.yaw.copy(), state.yaw_rate.copy())
+    module.vehicle_steps(np.array([float(getattr(params, f)) for f in module.VEHICLE_FIELDS]),
+                         steps, np.ascontiguousarray(v_des, dtype=float), out.position,
+                         out.velocity, out.acceleration, out.yaw, out.yaw_rate)
+    return out
+
+
+def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):
+    """``batch_engine.batch_metrics`` compiled; None where the kernels are unavailable."""
+    module = kernels()
+    if module is None:
+        return None
+    out = np.empty((live.shape[0], 6))
+    module.metrics_rows(np.asarray(positions, dtype=float), np.asarray(velocities, dtype=float),
+                        np.asarray(live, dtype=bool), np.asarray(target_position, dtype=float),
+                        np.asarray(target_velocity, dtype=float),
+                        np.asarray(radius, dtype=float), out)
+    return out

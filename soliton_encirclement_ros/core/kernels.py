@@ -1,0 +1,897 @@
+"""
+The batch engine's compiled tick (numba): neighbours, the law, the metrics, the vehicle step.
+
+Imported only through :mod:`core.compiled` (which decides where these kernels apply and falls
+back to the numpy path elsewhere); importing this module compiles nothing until a kernel is
+first called, and the compiled code is cached on disk (``cache=True``) so later processes load
+it. Each block mirrors one function of ``core.law``, ``core.neighbours``, ``batch_engine`` or
+``velocity_mobility_ros.core.model``, named in its comment, operation for operation in the order
+of the per-agent float path (:func:`law.encirclement_step_one`), so that a row's result has the
+bits of the array path. The transcendental functions the law needs (the angles about the
+target, ``g(u)``, the tables of ``d_safe``, hysteresis and damping per ring size) are computed by
+numpy before the kernel and passed in: numpy's and the C library's may differ in the last bit.
+
+Parameters reach the kernels as one float array, ``LAW_FIELDS`` in order (see
+:func:`compiled.law_vector`).
+"""
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from soliton_encirclement_ros.core.geometry import R_EPS
+from soliton_encirclement_ros.core.law import (
+    CONTINGENCY_SHARE, DENOMINATOR_EPS, RING_GATE_SHARE, SEPARATION_PASSES, SEPARATION_YIELD)
+from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
+from velocity_mobility_ros.core.geometry import TWO_PI
+
+# The law's parameters the kernel reads, in the order of the float array it takes.
+LAW_FIELDS = ('k_r', 'k_dr', 'radius', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau',
+              'kappa_u_diff', 'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_own',
+              'target_lead', 'control_period', 'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
+              'u_bound', 'omega_ref', 'altitude_hold', 'k_e_ring', 'ring_ramp', 'agent_timeout',
+              'ring_fit', 't_safe', 'a_safe', 't_react', 'v_safe')
+(K_R, K_DR, RADIUS, C_COUPLING, BETA_U, ALPHA_U, K_E_TAU, KAPPA_U_DIFF, K_U_STEEPEN,
+ KAPPA_U_DISP, K_TAU, R_MIN, K_OMEGA_OWN, TARGET_LEAD, CONTROL_PERIOD, MAX_SPEED_XY,
+ MAX_SPEED_Z, ALTITUDE, K_Z, U_BOUND, OMEGA_REF, ALTITUDE_HOLD, K_E_RING, RING_RAMP,
+ AGENT_TIMEOUT, RING_FIT, T_SAFE, A_SAFE, T_REACT, V_SAFE) = range(len(LAW_FIELDS))
+# Not ControllerParams fields: u_bound (law.u_bound), omega_ref (the scenario's),
+# altitude_hold (1.0 or 0.0), agent_timeout (its property), ring_fit (1.0 where every lambda
+# is 1: BatchControllers._ring_offset fits the even ring only then).
+
+# Statuses of reach_inputs / control_rows.
+DONE = 0
+NUMPY_PATH = 1  # something the kernel does not cover: the caller runs the numpy path
+
+_JIT = {'cache': True, 'nogil': True, 'error_model': 'numpy'}
+
+
+@numba.njit(**_JIT)
+def heard_rows(has, rx, member, now, agent_timeout, entry):
+    """
+    ``heard`` and ``entry`` of ``BatchControllers._control`` (rows M x senders K), ring sizes.
+
+    ``entry[m, k]``: ``has & (now - rx <= agent_timeout) & member``; returns the ring size
+    of each row (its entries + 1).
+    """
+    m_rows, k_cols = has.shape
+    ring = np.empty(m_rows, dtype=np.int64)
+    for m in range(m_rows):
+        count = 0
+        for k in range(k_cols):
+            e = has[m, k] and (now - rx[m, k] <= agent_timeout) and member[m, k]
+            entry[m, k] = e
+            if e:
+                count += 1
+        ring[m] = count + 1
+    return ring
+
+
+@numba.njit(**_JIT)
+def reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocity,
+               nb_velocity, speed, others, covered):
+    """
+    ``batch_engine.none_within_reach``'s speeds, row by row: ``speed``, ``others`` (M,).
+
+    ``covered[m]``: an ``active`` row whose scan may be skipped if every vehicle it counts
+    is far enough (``control_rows`` checks the distances): False where the scan must run
+    whatever they are (a silent vehicle, none counted, a speed that is not finite).
+    ``counted`` is ``heard | silent``, ``heard`` the states within ``agent_timeout`` and
+    ``silent`` those within ``obstacle_memory``. The speeds are the square roots of the
+    largest squares (numpy takes the largest ``hypot``): at most a last bit apart, far inside
+    the millimetre by which ``law.obstacle_reach`` pads its bound.
+    """
+    m_rows, k_cols = has.shape
+    for m in range(m_rows):
+        covered[m] = False
+        speed[m] = 0.0
+        others[m] = 0.0
+        if not active[m]:
+            continue
+        s2 = own_velocity[m, 0] * own_velocity[m, 0] + own_velocity[m, 1] * own_velocity[m, 1]
+        if not math.isfinite(s2):
+            continue
+        others2 = 0.0
+        counted = False
+        fine = True
+        for k in range(k_cols):
+            if not has[m, k]:
+                continue
+            age = now - rx[m, k]
+            heard = age <= agent_timeout
+            silent = age <= obstacle_memory
+            if silent and not heard:
+                fine = False
+                break
+            if heard or silent:
+                counted = True
+                vx, vy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+                o2 = vx * vx + vy * vy
+                if not math.isfinite(o2):
+                    fine = False
+                    break
+                if o2 > others2:
+                    others2 = o2
+        if fine and counted:
+            covered[m] = True
+            speed[m] = math.sqrt(s2)
+            others[m] = math.sqrt(others2)
+
+
+@numba.njit(**_JIT)
+def _all_beyond(m, has, rx, now, obstacle_memory, own_position, nb_position, bound):
+    """
+    ``none_within_reach``'s test of row ``m``: every counted vehicle ``bound`` away or more.
+
+    Squared distances against the squared bound (rounding far inside the bound's padding);
+    a NaN distance or bound fails.
+    """
+    bound2 = bound * bound
+    ox, oy = own_position[m, 0], own_position[m, 1]
+    for k in range(has.shape[1]):
+        if has[m, k] and now - rx[m, k] <= obstacle_memory:
+            dx = nb_position[m, k, 0] - ox
+            dy = nb_position[m, k, 1] - oy
+            if not dx * dx + dy * dy >= bound2:
+                return False
+    return True
+
+
+@numba.njit(**_JIT)
+def _mod_2pi(x):
+    """
+    ``np.mod(x, TWO_PI)`` (Python's ``%``) bit for bit, without ``fmod`` where |x| < 2 pi.
+
+    There ``fmod`` returns ``x`` exactly, and the modulo is ``x``, ``x + TWO_PI`` (x < 0) or
+    +0.0 (x a zero); elsewhere (NaN included) ``%`` itself.
+    """
+    if 0.0 < x < TWO_PI:
+        return x
+    if -TWO_PI < x < 0.0:
+        return x + TWO_PI
+    if x == 0.0:
+        return 0.0
+    return x % TWO_PI
+
+
+@numba.njit(**_JIT)
+def _no_presence(m, has, rx_time, member, now, agent_timeout):
+    """Whether row ``m`` hears no presence (a vehicle heard whose state is no ring member's)."""
+    for k in range(has.shape[1]):
+        if has[m, k] and now - rx_time[m, k] <= agent_timeout and not member[m, k]:
+            return False
+    return True
+
+
+@numba.njit(**_JIT)
+def _gap_to_pred(own_theta, pred_theta, own_id, pred_id):
+    """neighbours.gap_to_pred of one row (ids break exact ties)."""
+    gap = _mod_2pi(own_theta - pred_theta)
+    if gap == 0.0 and pred_id > own_id:
+        return TWO_PI
+    return gap
+
+
+@numba.njit(**_JIT)
+def _gap_to_succ(own_theta, succ_theta, own_id, succ_id):
+    """neighbours.gap_to_succ of one row."""
+    gap = _mod_2pi(succ_theta - own_theta)
+    if gap == 0.0 and succ_id < own_id:
+        return TWO_PI
+    return gap
+
+
+@numba.njit(**_JIT)
+def _select_row(entry_row, theta_row, theta_self, own_id, ids, cur_pred, cur_succ, hysteresis):
+    """neighbours.select_neighbours of one row: ring_candidates, then apply_hysteresis."""
+    k_cols = entry_row.size
+    # ring_candidates: the first (theta, id) after self, else the first of all; the last
+    # before self, else the last of all.
+    succ_after = -1
+    succ_any = -1
+    pred_before = -1
+    pred_any = -1
+    for k in range(k_cols):
+        if not entry_row[k]:
+            continue
+        t, i = theta_row[k], ids[k]
+        after = t > theta_self or (t == theta_self and i > own_id)
+        if succ_any < 0 or t < theta_row[succ_any] or (
+                t == theta_row[succ_any] and i < ids[succ_any]):
+            succ_any = k
+        if pred_any < 0 or t > theta_row[pred_any] or (
+                t == theta_row[pred_any] and i > ids[pred_any]):
+            pred_any = k
+        if after:
+            if succ_after < 0 or t < theta_row[succ_after] or (
+                    t == theta_row[succ_after] and i < ids[succ_after]):
+                succ_after = k
+        else:
+            if pred_before < 0 or t > theta_row[pred_before] or (
+                    t == theta_row[pred_before] and i > ids[pred_before]):
+                pred_before = k
+    if succ_any < 0:
+        return NO_NEIGHBOUR, NO_NEIGHBOUR
+    cand_succ = succ_after if succ_after >= 0 else succ_any
+    cand_pred = pred_before if pred_before >= 0 else pred_any
+    # apply_hysteresis: keep a current (live) neighbour unless the candidate is closer by
+    # more than the hysteresis; take both candidates where pred and succ crossed.
+    crossed = cand_pred != cand_succ and (
+        (cand_pred == cur_succ and cur_succ != NO_NEIGHBOUR)
+        or (cand_succ == cur_pred and cur_pred != NO_NEIGHBOUR))
+    pred, succ = cand_pred, cand_succ
+    if not crossed and cur_pred != NO_NEIGHBOUR and entry_row[max(cur_pred, 0)]:
+        cur_gap = _gap_to_pred(theta_self, theta_row[cur_pred], own_id, ids[cur_pred])
+        cand_gap = _gap_to_pred(theta_self, theta_row[cand_pred], own_id, ids[cand_pred])
+        if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
+            pred = cur_pred
+    if not crossed and cur_succ != NO_NEIGHBOUR and entry_row[max(cur_succ, 0)]:
+        cur_gap = _gap_to_succ(theta_self, theta_row[cur_succ], own_id, ids[cur_succ])
+        cand_gap = _gap_to_succ(theta_self, theta_row[cand_succ], own_id, ids[cand_succ])
+        if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
+            succ = cur_succ
+    return pred, succ
+
+
+@numba.njit(**_JIT)
+def _angular_rate(px, py, vx, vy, tx, ty, tvx, tvy):
+    """geometry.angular_rate of one neighbour (NaN when missing or at the target)."""
+    rx, ry = px - tx, py - ty
+    r2 = rx * rx + ry * ry
+    cross = rx * (vy - tvy) - ry * (vx - tvx)
+    return cross / r2 if r2 >= R_EPS * R_EPS else math.nan
+
+
+@numba.njit(**_JIT)
+def _numpy_block_sum(a, lo, n):
+    """Return numpy's pairwise sum of ``a[lo:lo + n]``, n <= 128 (its blocks: no split)."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += a[lo + i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        r0 += a[lo + i]
+        r1 += a[lo + i + 1]
+        r2 += a[lo + i + 2]
+        r3 += a[lo + i + 3]
+        r4 += a[lo + i + 4]
+        r5 += a[lo + i + 5]
+        r6 += a[lo + i + 6]
+        r7 += a[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(**_JIT)
+def _numpy_sum(a):
+    """
+    ``np.sum`` of ``a`` (K,) in numpy's order (its pairwise summation), bit for bit.
+
+    numpy reduces a contiguous last axis so: below 8 terms in order; up to 128 in 8 running
+    sums, combined pairwise, then the rest in order; beyond, the sum of two halves' sums (the
+    first a multiple of 8 long). The halving runs on explicit stacks (numba's on-disk cache
+    does not load recursive functions).
+    """
+    if a.size <= 128:
+        return _numpy_block_sum(a, 0, a.size)
+    todo_lo = np.empty(192, dtype=np.int64)  # depth <= 63: 3 entries a level at most
+    todo_n = np.empty(192, dtype=np.int64)   # n, or -1: add the last two sums
+    sums = np.empty(64)
+    top, held = 1, 0
+    todo_lo[0], todo_n[0] = 0, a.size
+    while top:
+        top -= 1
+        lo, n = todo_lo[top], todo_n[top]
+        if n < 0:
+            held -= 1
+            sums[held - 1] = sums[held - 1] + sums[held]
+        elif n <= 128:
+            sums[held] = _numpy_block_sum(a, lo, n)
+            held += 1
+        else:
+            half = n // 2
+            half -= half % 8
+            todo_lo[top], todo_n[top] = 0, -1                  # then left + right
+            todo_lo[top + 1], todo_n[top + 1] = lo + half, n - half
+            todo_lo[top + 2], todo_n[top + 2] = lo, half       # the left half first
+            top += 3
+    return sums[0]
+
+
+@numba.njit(**_JIT)
+def _ring_offset_row(entry_row, theta_row, theta_self, ahead):
+    """
+    law.ring_offset of one row (``heard`` = ``entry_row``), gated by law.ring_offset_gate.
+
+    ``ahead`` (K,): scratch. Its sum is numpy's (:func:`_numpy_sum` over every column, the
+    members not heard as 0), the minima exact; a NaN angle heard propagates as numpy's.
+    """
+    k_cols = entry_row.size
+    near_ahead = math.inf
+    near_behind = math.inf
+    count = 0
+    for k in range(k_cols):
+        if entry_row[k]:
+            a = _mod_2pi(theta_row[k] - theta_self)        # np.mod(thetas - theta_self)
+            b = _mod_2pi(theta_self - theta_row[k])        # np.mod(theta_self - thetas)
+            if a != a or a < near_ahead:                    # np.min: a NaN stays
+                near_ahead = a
+            if b != b or b < near_behind:
+                near_behind = b
+            ahead[k] = a
+            count += 1
+        else:
+            ahead[k] = 0.0
+    n_heard = float(count)
+    offset = (_numpy_sum(ahead) - math.pi * n_heard) / (n_heard + 1.0)
+    # ring_offset_gate(where(offset > 0, near_ahead, near_behind), count + 1)
+    gap = near_ahead if offset > 0.0 else near_behind
+    weight = gap / (RING_GATE_SHARE * TWO_PI / (n_heard + 1.0))
+    if not math.isfinite(weight):
+        weight = 1.0
+    weight = _clip(weight, 0.0, 1.0)
+    offset = offset * weight
+    return offset if math.isfinite(offset) else 0.0
+
+
+@numba.njit(**_JIT)
+def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick):
+    """
+    law.ring_ramp of row ``m`` (its array form, ``now`` a float): the weight of the ring term.
+
+    Updates the row's state as ``BatchControllers._control`` puts it: ``last_size`` (the ring
+    size heard now), ``changed_at``, ``last_tick`` (``now``).
+    """
+    if ring_size != last_size[m] or not now - last_tick[m] <= law[AGENT_TIMEOUT]:
+        changed_at[m] = now
+    last_size[m] = ring_size
+    last_tick[m] = now
+    if law[RING_RAMP] == 0.0:
+        return 1.0
+    weight = _clip((now - changed_at[m]) / law[RING_RAMP], 0.0, 1.0)
+    return weight if math.isfinite(weight) else 0.0
+
+
+@numba.njit(**_JIT)
+def _minimum(a, b):
+    """floats.minimum: ``np.minimum`` of two floats (NaN wins; the first of equal zeros)."""
+    return a if a != a or a <= b else b
+
+
+@numba.njit(**_JIT)
+def _maximum(a, b):
+    """floats.maximum: ``np.maximum`` of two floats (NaN wins; the first of equal zeros)."""
+    return a if a != a or a >= b else b
+
+
+@numba.njit(**_JIT)
+def _stopping_distance(speed, lag, braking):
+    """law.stopping_distance of one speed."""
+    knee = braking * lag
+    if braking > 0.0 and speed > knee:
+        return (speed * speed - knee * knee) / (2.0 * braking) + knee * lag
+    return speed * lag
+
+
+@numba.njit(**_JIT)
+def _offset_one(vx, vy, lag, braking):
+    """law.offset_one: law.stopping_offset of one horizontal velocity."""
+    vx = vx if math.isfinite(vx) else 0.0
+    vy = vy if math.isfinite(vy) else 0.0
+    speed = np.hypot(vx, vy)
+    distance = _stopping_distance(speed, lag, braking)
+    if speed > 0.0:
+        return vx / speed * distance, vy / speed * distance
+    return 0.0 * distance, 0.0 * distance
+
+
+@numba.njit(**_JIT)
+def _way_one(wx, wy, lag, braking):
+    """law._way_one: a way, its stop offset and its braking unit (wx, wy, ox, oy, bx, by)."""
+    offx, offy = _offset_one(wx, wy, lag, braking)
+    speed = np.hypot(wx, wy)
+    scale = speed if speed > DENOMINATOR_EPS else 1.0
+    return wx, wy, offx, offy, -wx / scale, -wy / scale
+
+
+@numba.njit(**_JIT)
+def _gap_one(x0, y0, way, ox, oy, restx, resty, react, d):
+    """law._gap_one: law.stopping_gap of one way to one vehicle; (gap, unit x, unit y)."""
+    wx, wy, offx, offy, bx, by = way
+    px, py = wx * react + offx, wy * react + offy
+    relx, rely = restx - x0, resty - y0
+    length2 = px * px + (0.0 + py * py)
+    along = (relx * px + (0.0 + rely * py)) / (length2 if length2 > 0.0 else 1.0)
+    along = _clip(along, 0.0, 1.0)
+    diffx, diffy = along * px - relx, along * py - rely
+    gap = np.hypot(diffx, diffy)
+    awayx, awayy = x0 - ox, y0 - oy
+    if gap > DENOMINATOR_EPS:
+        ux, uy = diffx / gap, diffy / gap
+    else:
+        scale = d if d > DENOMINATOR_EPS else 1.0
+        ux, uy = awayx / scale, awayy / scale
+    ux, uy = ux + bx, uy + by
+    norm = np.hypot(ux, uy)
+    if norm > DENOMINATOR_EPS:
+        ux, uy = ux / norm, uy / norm
+    else:
+        ux, uy = bx, by
+    if not awayx * wx + (0.0 + awayy * wy) < 0.0:
+        gap = math.inf
+    return gap, ux, uy
+
+
+@numba.njit(**_JIT)
+def _take_out_one(vx, vy, units, shares, near, count):
+    """law._take_out_one of ``(vx, vy)``: its approach to the ``near[:count]`` columns out."""
+    for pass_ in range(SEPARATION_PASSES):
+        for i in range(count):
+            j = near[i]
+            share = shares[j]
+            if pass_ > 0:  # the later passes: only those whose approach goes entirely
+                share = 1.0 if share >= 1.0 else 0.0
+            ex, ey = units[j, 0], units[j, 1]
+            toward = _minimum(vx * ex + (0.0 + vy * ey), 0.0)
+            s = share * toward
+            vx, vy = vx - s * ex, vy - s * ey
+    return vx, vy
+
+
+@numba.njit(**_JIT)
+def _separation_row(m, law, now, has, rx_time, age_at_arrival, member, position, velocity,
+                    nb_position, nb_velocity, lawx, lawy, reach, bound, units, weights, pushes,
+                    closings, near):
+    """
+    law._separation_one of row ``m`` (``d_safe`` = ``reach`` > 0): its (x, y) repulsion.
+
+    The row's columns as ``law.silent_obstacles`` gives them without silent vehicles (the
+    caller's condition): each vehicle heard (``has``, within ``agent_timeout``) at its
+    position and velocity, ``now - rx + age_at_arrival`` old, the others NaN rows (nothing);
+    where the row hears a presence (no ``member``), the presences' rest points after them.
+    No discs (radius 0 adds exactly nothing). ``units`` (2K, 2), ``weights``, ``pushes``,
+    ``closings``, ``near`` (2K,): scratch.
+
+    First the vehicles within ``bound`` (``law.obstacle_reach``: one beyond is near no
+    way) alone: with none of them near, the term is exactly (0.0, 0.0) (nothing taken out,
+    ``(push + v_law) - v_law`` of a zero push), else every column as the law takes them.
+    """
+    rests = not _no_presence(m, has, rx_time, member, now, law[AGENT_TIMEOUT])
+    if _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
+                           velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound,
+                           units, weights, pushes, closings, near) == 0:
+        return 0.0, 0.0
+    count = _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests,
+                                position, velocity, nb_position, nb_velocity, lawx, lawy, reach,
+                                math.nan, units, weights, pushes, closings, near)
+    n_cols = 2 * has.shape[1] if rests else has.shape[1]
+    return _separation_sum(law, lawx, lawy, units[:n_cols], weights, pushes, closings, near,
+                           count)
+
+
+@numba.njit(**_JIT)
+def _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
+                        velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2, units,
+                        weights, pushes, closings, near):
+    """
+    law._separation_one's loop over the columns of row ``m``; returns how many are near.
+
+    The K vehicles, then (``rests``: the row hears a presence) the K rest points of the
+    presences (``law.silent_obstacles``' second block: NaN rows but the presences'). A
+    column whose vehicle is ``bound2`` (squared) or more away is left out (as a NaN row;
+    NaN: none is).
+    """
+    t_safe, a_safe, t_react, v_safe = law[T_SAFE], law[A_SAFE], law[T_REACT], law[V_SAFE]
+    x0, y0 = position[m, 0], position[m, 1]
+    vx0, vy0 = velocity[m, 0], velocity[m, 1]
+    own_way = _way_one(vx0, vy0, t_safe, a_safe)
+    heading = own_way
+    if t_react > 0.0:
+        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
+        if commanded > DENOMINATOR_EPS:
+            ratio = speed / commanded
+            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+    keep = (1.0 - CONTINGENCY_SHARE) * reach
+    count = 0
+    k_cols = has.shape[1]
+    for c in range(2 * k_cols if rests else k_cols):
+        k = c % k_cols  # the sender: its vehicle (c < K), then its rest point (a presence)
+        ox, oy = nb_position[m, k, 0], nb_position[m, k, 1]
+        heard = has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]
+        if not heard or (c >= k_cols and member[m, k]) or ox != ox or oy != oy \
+                or (x0 - ox) * (x0 - ox) + (y0 - oy) * (y0 - oy) >= bound2:
+            # a NaN row (none there), or left out
+            units[c, 0] = units[c, 1] = 0.0
+            weights[c] = pushes[c] = closings[c] = 0.0
+            continue
+        ovx, ovy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+        if c < k_cols:  # silent_obstacles' column: carried forward by its age
+            age = _clip(now - rx_time[m, k] + age_at_arrival, 0.0, t_safe)
+        else:  # its rest point (stopping_offset ahead), at rest (rest * 0.0), age 0
+            offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
+            ox, oy = ox + offx, oy + offy
+            ovx, ovy = ox * 0.0, oy * 0.0
+            age = _clip(0.0, 0.0, t_safe)
+        ox, oy = ox + ovx * age, oy + ovy * age
+        awayx, awayy = x0 - ox, y0 - oy
+        relx, rely = vx0 - ovx, vy0 - ovy
+        d = np.hypot(awayx, awayy)
+        apart = d > DENOMINATOR_EPS
+        if apart:
+            ux, uy = awayx / d, awayy / d
+        else:
+            ux = uy = 0.0
+        closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
+        closing = closing if math.isfinite(closing) else 0.0
+        d_ahead = d - 0.0 - t_safe * closing
+        if a_safe > 0.0:
+            d_ahead = d_ahead - closing * closing / (2.0 * a_safe)
+        if t_react > 0.0:
+            react = t_react + age
+            offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
+            restx, resty = ox + offx, oy + offy
+            gap, gx, gy = _gap_one(x0, y0, own_way, ox, oy, restx, resty, react, d)
+            gap_law, lx, ly = _gap_one(x0, y0, heading, ox, oy, restx, resty, react, d)
+            if gap_law < gap:
+                gap, gx, gy = gap_law, lx, ly
+            gap = gap - 0.0 + keep
+            if gap < d_ahead:
+                d_ahead, ux, uy = gap, gx, gy
+                closing = _maximum(closing, 1.0)
+                apart = apart or gap > DENOMINATOR_EPS
+        is_near = apart and d_ahead < reach
+        weight = v_safe * _minimum(1.0, 1.0 - d_ahead / reach) if is_near else 0.0
+        units[c, 0], units[c, 1] = ux, uy
+        weights[c] = weight
+        pushes[c] = weight
+        closings[c] = closing
+        if is_near:
+            near[count] = c
+            count += 1
+    return count
+
+
+@numba.njit(**_JIT)
+def _separation_sum(law, lawx, lawy, units, weights, pushes, closings, near, count):
+    """law._separation_one after its loop: the pushes summed and bounded, the approach out."""
+    v_safe = law[V_SAFE]
+    k_cols = units.shape[0]
+    # np.sum(units * pushes[:, None], axis=-2): in column order from the first
+    px, py = units[0, 0] * pushes[0], units[0, 1] * pushes[0]
+    for k in range(1, k_cols):
+        px, py = px + units[k, 0] * pushes[k], py + units[k, 1] * pushes[k]
+    norm = np.hypot(px, py)
+    scale = v_safe / (norm if norm > 0.0 else 1.0) if norm > v_safe else 1.0
+    px, py = px * scale, py * scale
+    for k in range(k_cols):  # yields (weights), closing_yields (pushes' scratch)
+        weights[k] = _minimum(1.0, SEPARATION_YIELD * weights[k] / v_safe)
+        pushes[k] = weights[k] if closings[k] > 0.0 else 0.0
+    px, py = _take_out_one(px, py, units, pushes, near, count)
+    kx, ky = _take_out_one(lawx, lawy, units, weights, near, count)
+    return (px + kx) - lawx, (py + ky) - lawy
+
+
+@numba.njit(**_JIT)
+def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_time, entry,
+                 ring, theta, theta_self, own_col, ids, lambdas, position, velocity, nb_position,
+                 nb_velocity, nb_u, nb_u_ss, target_position, target_velocity,
+                 target_acceleration, u, g_u, prev_cmd, pred, succ, hysteresis, damping,
+                 ring_size, ring_changed, ring_tick, separate, d_safe, member, age_at_arrival,
+                 u_ss_out, cmd_out, done):
+    """
+    Neighbour selection and ``law.encirclement_step`` of every row.
+
+    Rows M, of which the ``active`` ones (a live target) with every vehicle they count
+    (``has``, received at ``rx_time`` within ``obstacle_memory``) at least ``bound`` (M,)
+    away are stepped and marked in ``done`` (M,) (``check_reach`` False: d_safe off, every
+    active row). With ``separate``, an active row with a vehicle within reach is stepped too,
+    its ``d_safe`` term compiled (:func:`_separation_row`, ``d_safe`` (by ring size) the
+    distance it flies, states ``age_at_arrival`` old on arrival, a vehicle heard that is no
+    ``member`` a presence). ``entry``
+    (M, K) the ring members each row hears, ``ring`` (M,) its ring size, ``theta`` (M, K)
+    their angles (read where ``entry``), ``theta_self`` (M,),
+    ``own_col`` (M,) each row's own column, ``ids``/``lambdas`` (K,); states (M, 3) and
+    (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``; ``hysteresis``/``damping`` tables by ring
+    size (``neighbour_hysteresis``, ``omega_damping_gain``). Updates ``u``, ``pred``, ``succ``,
+    ``prev_cmd`` and the ring term's ramp state ``ring_size``, ``ring_changed``, ``ring_tick``
+    (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3).
+    """
+    k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
+    k_tau, r_min, omega_ref = law[K_TAU], law[R_MIN], law[OMEGA_REF]
+    k_cols = entry.shape[1]
+    ahead = np.empty(k_cols)  # _ring_offset_row's scratch, then _separation_row's
+    units, weights = np.empty((2 * k_cols, 2)), np.empty(2 * k_cols)
+    pushes, closings = np.empty(2 * k_cols), np.empty(2 * k_cols)
+    near = np.empty(2 * k_cols, dtype=np.int64)
+    for m in range(entry.shape[0]):
+        if not active[m]:
+            continue
+        in_reach = check_reach and not _all_beyond(m, has, rx_time, now, obstacle_memory,
+                                                   position, nb_position, bound[m])
+        if in_reach and not separate:
+            continue  # the d_safe term acts as the numpy path's scan finds it
+        done[m] = True
+        own_id = ids[own_col[m]]
+        ts = theta_self[m]
+        # select_neighbours (ring_candidates, apply_hysteresis)
+        p_col, s_col = _select_row(entry[m], theta[m], ts, own_id, ids, pred[m], succ[m],
+                                   hysteresis[ring[m]])
+        pred[m], succ[m] = p_col, s_col
+        # BatchControllers._control's view(): NaN angle/state and zero u of a missing one
+        p_ok = p_col != NO_NEIGHBOUR and entry[m, max(p_col, 0)]
+        s_ok = s_col != NO_NEIGHBOUR and entry[m, max(s_col, 0)]
+        px, py, pz = position[m, 0], position[m, 1], position[m, 2]
+        tx, ty = target_position[m, 0], target_position[m, 1]
+        tvx, tvy, tvz = target_velocity[m, 0], target_velocity[m, 1], target_velocity[m, 2]
+        lx, ly = tvx, tvy                                            # target_lead
+        if law[TARGET_LEAD] != 0.0:
+            sx = law[TARGET_LEAD] * target_acceleration[m, 0]
+            sy = law[TARGET_LEAD] * target_acceleration[m, 1]
+            lx = tvx + (sx if math.isfinite(sx) else 0.0)
+            ly = tvy + (sy if math.isfinite(sy) else 0.0)
+        rx, ry = px - tx, py - ty                                    # polar_frame
+        r = np.hypot(rx, ry)
+        if r >= R_EPS:
+            erx, ery = rx / r, ry / r
+        else:
+            erx = ery = 0.0
+        thx, thy = -ery, erx
+        vx, vy = velocity[m, 0], velocity[m, 1]
+        v_r = (vx - tvx) * erx + (0.0 + (vy - tvy) * ery)           # radial_velocity
+        v_r_corr = -k_r * (r - radius) - k_dr * v_r                  # ring_radius: R
+        radx, rady = v_r_corr * erx, v_r_corr * ery
+        # gap_to_pred / gap_to_succ, spacing_error
+        lambda_self = lambdas[own_col[m]]
+        if p_ok:
+            gap_pred = _gap_to_pred(ts, theta[m, p_col], own_id, ids[p_col])
+            lambda_pred = lambdas[p_col]
+        else:
+            gap_pred = math.nan
+            lambda_pred = 1.0
+        if s_ok:
+            gap_succ = _gap_to_succ(ts, theta[m, s_col], own_id, ids[s_col])
+        else:
+            gap_succ = math.nan
+        num = lambda_pred * gap_succ - lambda_self * gap_pred
+        den = lambda_pred * gap_succ + lambda_self * gap_pred
+        e_tau = 0.0
+        if den > DENOMINATOR_EPS:
+            e = num / den
+            if math.isfinite(e):
+                e_tau = e
+        # BatchControllers._control: law.ring_ramp (its state kept whatever k_e_ring), then
+        # law.encirclement_step's e_tau + k_e_ring * _ring_offset (ring_offset x weight; 0
+        # where a lambda is not 1)
+        weight = _ring_ramp_row(m, ring[m], now, law, ring_size, ring_changed, ring_tick)
+        if law[K_E_RING] != 0.0:
+            fitted = 0.0
+            if law[RING_FIT] != 0.0:
+                fitted = _ring_offset_row(entry[m], theta[m], ts, ahead) * weight
+            e_tau = e_tau + law[K_E_RING] * fitted
+        r_eff = r if not r < r_min else r_min                        # effective_radius
+        omega_self = ((prev_cmd[m, 0] - lx) * thx + (0.0 + (prev_cmd[m, 1] - ly) * thy)) / r_eff
+        gain = damping[ring[m]]                                      # omega_damping_gain
+        e_eff = e_tau
+        if gain != 0.0:                                              # damped_spacing_error
+            o_pred = math.nan
+            if p_ok:
+                o_pred = _angular_rate(nb_position[m, p_col, 0], nb_position[m, p_col, 1],
+                                       nb_velocity[m, p_col, 0], nb_velocity[m, p_col, 1],
+                                       tx, ty, tvx, tvy)
+            o_succ = math.nan
+            if s_ok:
+                o_succ = _angular_rate(nb_position[m, s_col, 0], nb_position[m, s_col, 1],
+                                       nb_velocity[m, s_col, 0], nb_velocity[m, s_col, 1],
+                                       tx, ty, tvx, tvy)
+            if math.isfinite(o_pred):
+                local = 0.5 * (o_pred + o_succ) if math.isfinite(o_succ) else o_pred
+            else:
+                local = o_succ
+            damped = e_tau - gain * (omega_self - local)
+            if math.isfinite(damped):
+                e_eff = damped
+        if law[K_OMEGA_OWN] != 0.0:                                  # own_rate_damping
+            omega_own = ((vx - tvx) * thx + (0.0 + (vy - tvy) * thy)) / r_eff
+            damped = e_eff - law[K_OMEGA_OWN] * (omega_own - omega_ref)
+            if math.isfinite(damped):
+                e_eff = damped
+        um = u[m]                                                    # soliton_update
+        pu = nb_u[m, p_col] if p_ok else 0.0
+        su = nb_u[m, s_col] if s_ok else 0.0
+        puss = nb_u_ss[m, p_col] if p_ok else 0.0
+        suss = nb_u_ss[m, s_col] if s_ok else 0.0
+        u_s = su - pu
+        u_ss = su - 2.0 * um + pu
+        u_sss = suss - puss
+        du = (law[C_COUPLING] * u_s - law[BETA_U] * um - law[ALPHA_U] * g_u[m]
+              + law[K_E_TAU] * e_eff + law[KAPPA_U_DIFF] * u_ss - law[K_U_STEEPEN] * um * u_s
+              + law[KAPPA_U_DISP] * u_sss)
+        u_new = um + law[CONTROL_PERIOD] * du
+        if math.isfinite(u_new):
+            cap = law[U_BOUND]                                       # floats.clip
+            u_new = u_new if u_new > -cap else -cap
+            u_new = u_new if u_new < cap else cap
+        else:
+            u_new = 0.0
+        speed = k_tau * u_new * r_eff + omega_ref * r                # tangential_velocity
+        if law[ALTITUDE_HOLD] != 0.0:                                # compose_command
+            vz = law[K_Z] * (law[ALTITUDE] - pz) + tvz
+        else:
+            vz = tvz
+        x = radx + speed * thx + lx
+        y = rady + speed * thy + ly
+        sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
+        if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
+            sep_x, sep_y = _separation_row(m, law, now, has, rx_time, age_at_arrival, member,
+                                           position, velocity, nb_position, nb_velocity, x, y,
+                                           d_safe[ring[m]], bound[m], units, weights, pushes,
+                                           closings, near)
+        x, y = x + sep_x, y + sep_y
+        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
+            x, y = lx, ly
+        norm = np.hypot(x, y)                                        # saturate
+        limit = law[MAX_SPEED_XY] / (norm if norm > 1e-300 else 1e-300)
+        scale = limit if limit < 1.0 else 1.0
+        z_cap = law[MAX_SPEED_Z]
+        if vz == vz:
+            vz = vz if vz > -z_cap else -z_cap
+            vz = vz if vz < z_cap else z_cap
+        u[m] = u_new
+        u_ss_out[m] = u_ss
+        cmd_out[m, 0] = x * scale
+        cmd_out[m, 1] = y * scale
+        cmd_out[m, 2] = vz
+        prev_cmd[m, 0] = x * scale
+        prev_cmd[m, 1] = y * scale
+        prev_cmd[m, 2] = vz
+
+
+@numba.njit(**_JIT)
+def metrics_rows(positions, velocities, live, target_position, target_velocity, radius, out):
+    """
+    ``batch_engine.batch_metrics`` of R runs into ``out`` (R, 6).
+
+    ``E_r, E_vr, rho, G_max, E_gap, d_min`` as ``metrics.compute_metrics`` defines them; NaN
+    rows without a live agent, ``d_min`` NaN below two. Sums in agent order (numpy's may
+    differ in the last bits).
+    """
+    r_runs, n = live.shape
+    theta = np.empty(n)
+    for j in range(r_runs):
+        m = 0
+        e_r = 0.0
+        e_vr = 0.0
+        cos_sum = 0.0
+        sin_sum = 0.0
+        tx, ty = target_position[j, 0], target_position[j, 1]
+        tvx, tvy = target_velocity[j, 0], target_velocity[j, 1]
+        for i in range(n):
+            if not live[j, i]:
+                continue
+            rx, ry = positions[j, i, 0] - tx, positions[j, i, 1] - ty
+            dist = np.hypot(rx, ry)
+            if dist > 1e-9:
+                ex, ey = rx / dist, ry / dist
+            else:
+                ex = ey = 0.0
+            v_r = (velocities[j, i, 0] - tvx) * ex + (velocities[j, i, 1] - tvy) * ey
+            t = _mod_2pi(math.atan2(ry, rx))
+            theta[m] = t
+            m += 1
+            e_r += (dist / radius[j] - 1.0) ** 2
+            e_vr += v_r * v_r
+            cos_sum += math.cos(t)
+            sin_sum += math.sin(t)
+        if m == 0:
+            out[j, :] = math.nan
+            continue
+        out[j, 0] = math.sqrt(e_r / m)
+        out[j, 1] = math.sqrt(e_vr / m)
+        out[j, 2] = np.hypot(cos_sum, sin_sum) / m
+        ordered = np.sort(theta[:m])
+        g_max = -math.inf
+        e_gap = 0.0
+        even = TWO_PI / m
+        for i in range(m):
+            nxt = ordered[i + 1] if i + 1 < m else ordered[0] + TWO_PI
+            gap = (nxt - ordered[i]) / even
+            if gap > g_max:
+                g_max = gap
+            e_gap += (gap - 1.0) ** 2
+        out[j, 3] = g_max
+        out[j, 4] = math.sqrt(e_gap / m)
+        d2 = math.inf
+        for a in range(n):
+            if not live[j, a]:
+                continue
+            for b in range(a + 1, n):
+                if not live[j, b]:
+                    continue
+                dx = positions[j, a, 0] - positions[j, b, 0]
+                dy = positions[j, a, 1] - positions[j, b, 1]
+                d = dx * dx + dy * dy
+                if d < d2:
+                    d2 = d
+        out[j, 5] = math.sqrt(d2) if m >= 2 else math.nan
+
+
+# The vehicle parameters vehicle_steps reads, in the order of the float array it takes.
+VEHICLE_FIELDS = ('sim_dt', 'tau_xy', 'tau_z', 'max_acc_xy', 'max_acc_z', 'brake_xy', 'brake_z',
+                  'max_speed_xy', 'max_speed_z', 'max_yaw_acc')
+
+
+@numba.njit(**_JIT)
+def _clip(x, low, high):
+    """np.clip of one float (NaN stays NaN): floats.clip."""
+    if x != x:
+        return x
+    x = x if x > low else low
+    return x if x < high else high
+
+
+@numba.njit(**_JIT)
+def _saturation(x, y, limit):
+    """Return saturate's xy scale: np.minimum(1, limit / np.maximum(hypot(x, y), 1e-300))."""
+    norm = np.hypot(x, y)
+    if not (norm != norm or norm >= 1e-300):
+        norm = 1e-300
+    scale = limit / norm
+    return scale if (scale != scale or scale < 1.0) else 1.0
+
+
+@numba.njit(**_JIT)
+def vehicle_steps(vehicle, steps, v_des, position, velocity, acceleration, yaw, yaw_rate):
+    """
+    Take ``steps`` of ``velocity_mobility_ros.core.model.step`` in place (N vehicles).
+
+    The 'command' heading mode without a yaw-rate command and no jerk limit (the caller
+    checks, :func:`compiled.vehicle_steps`); ``vehicle`` holds ``VEHICLE_FIELDS``.
+    """
+    dt, tau_xy, tau_z = vehicle[0], vehicle[1], vehicle[2]
+    acc_xy, acc_z, brake_xy, brake_z = vehicle[3], vehicle[4], vehicle[5], vehicle[6]
+    speed_xy, speed_z, yaw_acc = vehicle[7], vehicle[8], vehicle[9]
+    for _ in range(steps):
+        for i in range(position.shape[0]):
+            vx, vy, vz = velocity[i, 0], velocity[i, 1], velocity[i, 2]
+            cx = v_des[i, 0] - vx                              # step: change = v_des - v
+            cy = v_des[i, 1] - vy
+            cz = v_des[i, 2] - vz
+            if tau_xy > 0.0:
+                cx = cx / tau_xy * dt
+                cy = cy / tau_xy * dt
+            if tau_z > 0.0:
+                cz = cz / tau_z * dt
+            lim_xy, lim_z = acc_xy * dt, acc_z * dt            # _change_limits
+            if brake_xy != acc_xy and (np.hypot(v_des[i, 0], v_des[i, 1])
+                                       < np.hypot(vx, vy)):
+                lim_xy = brake_xy * dt
+            if brake_z != acc_z and abs(v_des[i, 2]) < abs(vz):
+                lim_z = brake_z * dt
+            scale = _saturation(cx, cy, lim_xy)                # saturate(change, ...)
+            nx = vx + cx * scale                               # apply_velocity_limits
+            ny = vy + cy * scale
+            nz = vz + _clip(cz, -lim_z, lim_z)
+            scale = _saturation(nx, ny, speed_xy)
+            nx, ny, nz = nx * scale, ny * scale, _clip(nz, -speed_z, speed_z)
+            position[i, 0] = position[i, 0] + nx * dt           # integrate_position
+            position[i, 1] = position[i, 1] + ny * dt
+            position[i, 2] = position[i, 2] + nz * dt
+            acceleration[i, 0] = (nx - vx) / dt
+            acceleration[i, 1] = (ny - vy) / dt
+            acceleration[i, 2] = (nz - vz) / dt
+            velocity[i, 0], velocity[i, 1], velocity[i, 2] = nx, ny, nz
+            rate = 0.0                                          # _heading, 'command', no cmd
+            if yaw_acc > 0.0:
+                rate = yaw_rate[i] + _clip(0.0 - yaw_rate[i], -yaw_acc * dt, yaw_acc * dt)
+            yaw[i] = (yaw[i] + rate * dt + math.pi) % (2.0 * math.pi) - math.pi  # wrap_angle
+            yaw_rate[i] = rate
