@@ -16,14 +16,14 @@ import math
 
 import numpy as np
 
-from soliton_encirclement_ros.core.batch_engine import none_within_reach, shown_presence
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, gap_steer, NeighbourView, ring_obstacles, ring_offset,
-    ring_ramp, silent_obstacles_within_reach, uncertainty_discs)
+    encirclement_step, fallback_command, gap_steer, NeighbourView, ring_obstacles, ring_ramp)
 from soliton_encirclement_ros.core.neighbours import (
-    arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours)
+    arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours_shared)
+from soliton_encirclement_ros.core.spatial import (
+    but_own, obstacles_within_reach_shared, ring_offset_shared)
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,
@@ -169,13 +169,13 @@ class SwarmControllers:
         theta_all[entries] = target_angle(a.position[entries], shared_target)
         own_ids = self.ids[rows]
         theta_self = target_angle(positions[rows], target_position)
-        # What each row may use: every entry but its own.
-        usable = self.ids != own_ids[:, None]
-        seen = entry & usable
-        ring_size = seen.sum(axis=1) + 1  # agents heard, self included
-        pred_col, succ_col = select_neighbours(
-            seen, theta_all, theta_self, own_ids, self.ids, self._column(self.pred[rows]),
-            self._column(self.succ[rows]), p.neighbour_hysteresis(ring_size))
+        # What each row may use: every entry but its own (its column ``rows``), found by
+        # sorting and a k-d tree (core.spatial), never as rows x N arrays.
+        ring_size = np.count_nonzero(entry) - entry[rows] + 1  # agents heard, self included
+        pred_col, succ_col = select_neighbours_shared(
+            entry, theta_all, theta_self, own_ids, self.ids, rows,
+            self._column(self.pred[rows]), self._column(self.succ[rows]),
+            p.neighbour_hysteresis(ring_size))
         pred = np.where(pred_col != NO_NEIGHBOUR, self.ids[pred_col], NO_NEIGHBOUR)
         succ = np.where(succ_col != NO_NEIGHBOUR, self.ids[succ_col], NO_NEIGHBOUR)
 
@@ -186,22 +186,18 @@ class SwarmControllers:
         succ_view = self._neighbour(succ, visible, theta_all)[0]
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
         others = {}
-        if p.d_safe:  # every other vehicle each row hears: (rows, N, 3), NaN where not
+        if p.d_safe:  # every other vehicle each row hears, within reach of its d_safe term
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
-            silent = kept & ~heard & usable
-            radius = None
-            if silent.any():  # silent ones count as discs growing at hold_drift
-                radius = uncertainty_discs(0.0, np.where(silent, now - a.rx_time, 0.0),
-                                           p.usable_uncertainty(ring_size), p)
-            d_safe = p.safety_distance(ring_size)
-            if radius is not None or not none_within_reach(
-                    positions[rows], velocities[rows], d_safe, heard & usable, silent,
-                    a.position, a.velocity, p):  # else the scan finds none: the term is zero
-                others = silent_obstacles_within_reach(
-                    positions[rows], velocities[rows], d_safe, heard & usable, silent,
-                    a.position, a.velocity, now - a.sent,
-                    shown_presence(~a.member, heard & usable, silent), p, radius)
-            if p.knows_obstacles:
+            silent = kept & ~heard
+            discs = but_own(silent, rows)  # silent ones count as discs growing at hold_drift
+            others = obstacles_within_reach_shared(
+                positions[rows], velocities[rows], p.safety_distance(ring_size), heard, silent,
+                rows, a.position, a.velocity, now - a.sent,
+                ~a.member if but_own(~a.member & (heard | silent), rows) else None, p,
+                now - a.rx_time if discs else None,
+                p.usable_uncertainty(ring_size) if discs else None)
+            if p.knows_obstacles:  # rows x N: only where the ring's radius or turn uses them
+                usable = self.ids != own_ids[:, None]
                 known = ring_obstacles(kept & ~entry & usable,
                                        np.broadcast_to(a.position, usable.shape + (3,)))
                 if known is not None:
@@ -210,16 +206,18 @@ class SwarmControllers:
                                     self.ring_tick[rows], now, p)
         self.ring_size[rows], self.ring_changed[rows] = ring_size, changed
         self.ring_tick[rows] = now
+        steer = 0.0
+        if others.get('ring_obstacles') is not None:
+            seen = entry & (self.ids != own_ids[:, None])
+            steer = gap_steer(theta_self, np.where(seen, theta_all, 0.0), seen,
+                              others['ring_obstacles'], target_position, target_velocity, p)
         u_new, u_ss, cmd = encirclement_step(
             self.u[rows], positions[rows], velocities[rows], self.prev_cmd[rows],
-            target_position, target_velocity,
-            self.target_omega_ref[rows] + gap_steer(
-                theta_self, np.where(seen, theta_all, 0.0), seen, others.get('ring_obstacles'),
-                target_position, target_velocity, p), theta_self,
+            target_position, target_velocity, self.target_omega_ref[rows] + steer, theta_self,
             pred_view, succ_view, lambda_pred, self.lambdas[rows], p,
             ring_size=ring_size, own_id=own_ids,
             target_acceleration=self.target_acceleration[rows],
-            ring_offset=(ring_offset(theta_self, theta_all, seen) * weight
+            ring_offset=(ring_offset_shared(theta_self, theta_all, entry, rows) * weight
                          if p.k_e_ring and np.all(self.lambdas == 1.0) else 0.0),
             **others)
         self.u[rows], self.u_ss[rows] = u_new, u_ss
