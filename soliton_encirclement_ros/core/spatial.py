@@ -191,23 +191,27 @@ def obstacles_within_reach_shared(own_position, own_velocity, d_safe, heard, sil
     cols = np.flatnonzero(counted)
     if rows == 0 or cols.size == 0:
         return {}
-    # The largest bound of any pair, and every pair within it (a superset of those kept).
-    widest = 0.0
+    # The largest bound of any pair, and every pair within it (a superset of those kept),
+    # then those within the bounds of their row's agent and of their column's vehicle.
     since = None
+    widest = np.zeros(n)  # each vehicle's widest disc, for any row
     if silent_for is not None:
         since = np.asarray(silent_for, dtype=float)
-        widest = float(np.max(_discs(silent, since, np.max(usable, initial=0.0), params),
-                              initial=0.0))
-    reach = float(obstacle_reach(float(np.max(speed_own)), float(np.max(speed[cols])),
-                                 widest + float(np.max(half[cols])), params, 0.0,
+        widest = _discs(silent, since, np.max(usable, initial=0.0), params)
+    widest = widest + half
+    fastest, quickest = float(np.max(speed_own)), float(np.max(speed[cols]))
+    reach = float(obstacle_reach(fastest, quickest, float(np.max(widest[cols])), params, 0.0,
                                  float(np.max(d_safe))))
     if not math.isfinite(reach):
         return _all_pairs(own, own_v, d_safe, heard, silent, own_cols, position, velocity, age,
                           presence, params, silent_for, usable)
-    i, j = _pairs_within(own[:, :2], at[cols, :2], reach * (1.0 + SEARCH_SLACK) + 1e-3)
+    i, j, apart = _pairs_within(own[:, :2], at[cols, :2], _widened(reach))
     j = cols[j]
-    mine = j != own_cols[i]
-    i, j = i[mine], j[mine]
+    row_reach = obstacle_reach(speed_own, quickest, float(np.max(widest[cols])), params, 0.0,
+                               d_safe)
+    column_reach = obstacle_reach(fastest, speed, widest, params, 0.0, float(np.max(d_safe)))
+    near = (apart <= _widened(np.minimum(row_reach[i], column_reach[j]))) & (j != own_cols[i])
+    i, j = i[near], j[near]
     silent_pair = silent[j]
     disc = 0.0
     if silent_for is not None:  # (P, 1) against the rows' usable sizes (P,): (P, 1)
@@ -216,33 +220,34 @@ def obstacles_within_reach_shared(own_position, own_velocity, d_safe, heard, sil
         disc = disc + np.where(silent_pair, half[j], 0.0)
     bound = obstacle_reach(speed_own[i], speed[j], disc, params, np.zeros(1), d_safe[i])
     distance = np.hypot(at[j, 0] - own[i, 0], at[j, 1] - own[i, 1])
-    keep = ~(distance >= bound)
-    i, j = i[keep], j[keep]
-    if i.size == 0:
+    key = np.sort((i * n + j)[~(distance >= bound)])  # kept, by row then column
+    if key.size == 0:
         return {}
-    order = np.lexsort((j, i))
-    i, j = i[order], j[order]
+    i, j = key // n, key % n
     counts = np.bincount(i, minlength=rows)
     width = max(int(counts.max()), 1)
     slot = np.arange(i.size) - (np.cumsum(counts) - counts)[i]
-    take = np.zeros((rows, width), dtype=np.int64)
+    take = np.full((rows, width), n, dtype=np.int64)  # n: the fill appended to each column
     take[i, slot] = j
-    kept = np.zeros((rows, width), dtype=bool)
-    kept[i, slot] = True
 
     def gather(values, fill):
-        values = np.asarray(values)[take]
-        mask = kept.reshape(kept.shape + (1,) * (values.ndim - 2))
-        return np.where(mask, values, fill)
+        values = np.asarray(values)
+        return np.concatenate((values, np.full((1,) + values.shape[1:], fill,
+                                               dtype=values.dtype)))[take]
 
     radius = None
     silent_g = gather(silent, False)
     if silent_for is not None:
-        radius = np.where(kept, _discs(silent_g, gather(since, 0.0), usable, params), 0.0)
+        radius = np.where(take < n, _discs(silent_g, gather(since, 0.0), usable, params), 0.0)
     return silent_obstacles(gather(heard, False), silent_g, gather(position, np.nan),
                             gather(velocity, np.nan), gather(age, 0.0),
                             None if presence is None else gather(presence, False), params,
                             radius, None)
+
+
+def _widened(reach):
+    """Return ``reach`` with :data:`SEARCH_SLACK`: no rounding of a distance loses a pair."""
+    return reach * (1.0 + SEARCH_SLACK) + 1e-3
 
 
 def _discs(silent, since, usable, params):
@@ -251,11 +256,11 @@ def _discs(silent, since, usable, params):
 
 
 def _pairs_within(points, others, reach):
-    """Return (i, j): every pair of ``points`` (M, 2) and ``others`` (K, 2) within ``reach``."""
+    """Return (i, j, distance): every pair of ``points`` (M, 2) and ``others`` within reach."""
     from scipy.spatial import cKDTree  # only large swarms pay for its import
     pairs = cKDTree(points).sparse_distance_matrix(cKDTree(others), reach,
                                                    output_type='ndarray')
-    return pairs['i'].astype(np.int64), pairs['j'].astype(np.int64)
+    return pairs['i'].astype(np.int64), pairs['j'].astype(np.int64), pairs['v']
 
 
 def _all_pairs(own, own_v, d_safe, heard, silent, own_cols, position, velocity, age, presence,
