@@ -9,7 +9,7 @@ from soliton_encirclement_ros.core.law import (
 from soliton_encirclement_ros.core.spatial import (
     but_own, obstacles_within_reach_shared, ring_offset_shared)
 
-DEGENERATE = np.array([0.0, 0.5, 3.0, np.nextafter(2.0 * np.pi, 0.0)])
+DEGENERATE = np.array([0.0, -0.0, 0.5, 3.0, np.nextafter(2.0 * np.pi, 0.0)])
 
 
 def _heard(entry, own_cols):
@@ -43,7 +43,7 @@ def test_the_ring_offset_of_the_shared_table_is_laws(monkeypatch, block):
     rng = np.random.default_rng(62)
     for trial in range(300):
         n = int(rng.integers(1, 40)) if trial % 10 else int(rng.integers(100, 400))
-        theta = np.where(rng.random(n) < 0.4, rng.choice(DEGENERATE[:3 if trial % 2 else 4], n),
+        theta = np.where(rng.random(n) < 0.4, rng.choice(DEGENERATE[:4 if trial % 2 else 5], n),
                          rng.uniform(0.0, 2.0 * np.pi, n))
         entry = rng.random(n) < 0.9
         theta = np.where(entry, theta, np.nan)
