@@ -2,6 +2,7 @@
 Batch simulator speed and the reference acceptance figures.
 
     .venv/bin/python benchmarks/bench_batch_sim.py speed        # sim-s per CPU-s
+    .venv/bin/python benchmarks/bench_batch_sim.py speed --agents 1000 10000 --periods 0.05
     .venv/bin/python benchmarks/bench_batch_sim.py acceptance   # N=10, 32 static, moving target
         (with the reference gains, for parity; --preset default for the package defaults)
 
@@ -20,7 +21,8 @@ from soliton_encirclement_ros.core.gains import PRESETS
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.batch_sim import simulate
 
-SPEED_CASES = ((10, 20.0), (100, 10.0), (1000, 2.0))  # (agents, simulated seconds)
+# (agents, simulated seconds): N = 1,000 over batch_sim --duration 10, and N = 10,000
+SPEED_CASES = ((10, 20.0), (100, 10.0), (1000, 10.0), (10000, 1.0))
 ACCEPTANCE = {
     'static N=10, 120 s': (Scenario(agents=10), {'mean E_r': 0.003, 'mean E_gap': 0.035,
                                                  'mean G_max': 1.09}),
@@ -33,14 +35,14 @@ ACCEPTANCE = {
 }
 
 
-def speed(periods, engines) -> dict:
+def speed(periods, engines, sizes) -> dict:
     print('| N | control period [s] | engine | sim-s per CPU-s |')
     print('|---|---|---|---|')
     rows = []
     for engine in engines:
         for period in periods:
             for agents, duration in SPEED_CASES:
-                if engine == 'per-agent' and agents > 100:
+                if agents not in sizes or (engine == 'per-agent' and agents > 100):
                     continue
                 start = time.process_time()
                 result = simulate(Scenario(agents=agents, duration=duration,
@@ -77,6 +79,8 @@ def main() -> None:
     parser.add_argument('what', choices=('speed', 'acceptance'))
     parser.add_argument('--periods', type=float, nargs='+', default=[0.01, 0.05])
     parser.add_argument('--engines', nargs='+', default=['vectorised', 'per-agent'])
+    parser.add_argument('--agents', type=int, nargs='+', choices=[n for n, _ in SPEED_CASES],
+                        default=[n for n, _ in SPEED_CASES], help='speed: the swarm sizes run')
     parser.add_argument('--seeds', type=int, nargs='+', default=[0])
     parser.add_argument('--preset', choices=PRESETS, default='reference',
                         help='acceptance: controller gains (default reference)')
@@ -84,7 +88,7 @@ def main() -> None:
     args = parser.parse_args()
     load = begin(args)
     if args.what == 'speed':
-        save(args, 'batch_sim_speed', speed(args.periods, args.engines), load)
+        save(args, 'batch_sim_speed', speed(args.periods, args.engines, args.agents), load)
     else:
         save(args, 'batch_sim_acceptance', acceptance(args.seeds, args.preset), load)
 

@@ -321,3 +321,90 @@ def gap_to_succ(own_theta, succ_theta, own_id=None, succ_id=None):
     if own_id is None:
         return gap
     return np.where((gap == 0.0) & (np.asarray(succ_id) < own_id), TWO_PI, gap)
+
+
+def sorted_ring(entry, theta, ids):
+    """
+    Return the ``entry`` columns sorted by (theta, id): (columns, thetas, ids) in ring order.
+
+    ``entry`` (K,) bool, ``theta`` (K,) angles, ``ids`` (K,) unique ints. Equal angles follow
+    the ids, as :func:`ring_candidates` orders them.
+    """
+    cols = np.flatnonzero(np.asarray(entry, dtype=bool))
+    theta_e = np.asarray(theta, dtype=float)[cols]
+    ids_e = np.asarray(ids, dtype=np.int64)[cols]
+    order = np.lexsort((ids_e, theta_e))
+    return cols[order], theta_e[order], ids_e[order]
+
+
+def ring_positions(s_theta, s_ids, theta_self, own_ids):
+    """
+    Return how many entries of a sorted ring (:func:`sorted_ring`) come at or before each agent.
+
+    An entry comes after an agent where its (theta, id) is greater than the agent's own
+    (``theta_self``, ``own_ids``), exactly as :func:`ring_candidates` compares them (no
+    differences); the agents are placed in the ring by one merged sort, O((K + M) log).
+    """
+    m = s_theta.size
+    theta_self = np.asarray(theta_self, dtype=float)
+    own_ids = np.asarray(own_ids, dtype=np.int64)
+    kind = np.concatenate((np.zeros(m, dtype=np.int8), np.ones(theta_self.size, dtype=np.int8)))
+    merged = np.lexsort((kind, np.concatenate((s_ids, own_ids)),
+                         np.concatenate((s_theta, theta_self))))
+    before = np.cumsum(kind[merged] == 0)  # entries at or before each place of the merge
+    place = np.empty(merged.size, dtype=np.int64)
+    place[merged] = np.arange(merged.size)
+    return before[place[m:]]
+
+
+def select_neighbours_shared(entry, theta, theta_self, own_ids, ids, own_cols, cur_pred,
+                             cur_succ, hysteresis):
+    """
+    :func:`select_neighbours` where every row sees the same entries but its own column.
+
+    ``visible`` would be ``entry[None, :] & (column != own_cols[:, None])`` (M, K): the
+    vectorised engine's shared table, in which row i's own broadcast is column ``own_cols[i]``
+    (-1: none). The ring is sorted once (O(K log K)) and each row placed in it by a merged
+    sort instead of comparing all M x K pairs: the same candidates, ties and hysteresis, the
+    same gaps (the same elementwise functions of the same values). With a non-finite angle
+    it is :func:`select_neighbours` itself (a NaN compares unlike any sort).
+    """
+    entry = np.asarray(entry, dtype=bool)
+    theta = np.asarray(theta, dtype=float)
+    ids = np.asarray(ids, dtype=np.int64)
+    theta_self = np.asarray(theta_self, dtype=float)
+    own_ids = np.asarray(own_ids, dtype=np.int64)
+    own_cols = np.asarray(own_cols, dtype=np.int64)
+    s_cols, s_theta, s_ids = sorted_ring(entry, theta, ids)
+    if not (np.all(np.isfinite(s_theta)) and np.all(np.isfinite(theta_self))):
+        visible = entry[None, :] & (np.arange(ids.size) != own_cols[:, None])
+        return select_neighbours(visible, theta, theta_self, own_ids, ids, cur_pred, cur_succ,
+                                 hysteresis)
+    m = s_cols.size
+    at = np.full(ids.size, -1, dtype=np.int64)
+    at[s_cols] = np.arange(m)
+    own = np.where(own_cols >= 0, at[np.maximum(own_cols, 0)], -1)  # own place, -1: none
+    place = ring_positions(s_theta, s_ids, theta_self, own_ids)
+    # Successor: the first entry after self, else (wrapping) the first of all; predecessor:
+    # the last at or before self, else the last of all; each skips the row's own column.
+    succ = np.where(place == own, place + 1, place)
+    succ = np.where(succ >= m, np.where(own == 0, 1, 0), succ)
+    pred = np.where(place - 1 == own, place - 2, place - 1)
+    pred = np.where(pred < 0, np.where(own == m - 1, m - 2, m - 1), pred)
+    none = (m - (own >= 0) <= 0) | (succ >= m) | (pred < 0)
+    ring = np.append(s_cols, NO_NEIGHBOUR)  # index m (or -1 clipped away): none
+    cand_succ = np.where(none, NO_NEIGHBOUR, ring[np.clip(succ, 0, m)])
+    cand_pred = np.where(none, NO_NEIGHBOUR, ring[np.clip(pred, 0, m)])
+
+    def gap(gap_fn, col):
+        col = np.asarray(col, dtype=np.int64)
+        if ids.size == 0:
+            return np.full(col.shape, np.nan)
+        at = np.maximum(col, 0)
+        ok = (col != NO_NEIGHBOUR) & entry[at] & (at != own_cols)
+        return np.where(ok, gap_fn(theta_self, np.where(ok, theta[at], 0.0), own_ids, ids[at]),
+                        np.nan)
+
+    return apply_hysteresis(
+        cand_pred, cand_succ, gap(gap_to_pred, cand_pred), gap(gap_to_succ, cand_succ),
+        cur_pred, cur_succ, gap(gap_to_pred, cur_pred), gap(gap_to_succ, cur_succ), hysteresis)

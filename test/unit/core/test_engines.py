@@ -77,3 +77,35 @@ def test_presence_columns_only_where_a_presence_counts():
     assert shown_presence(presence, heard, silent) is None
     assert shown_presence(presence, heard | [False, True, False], silent) is presence
     assert shown_presence(presence, heard, silent | [False, True, False]) is presence
+
+
+@pytest.mark.parametrize('groups', [2, 5])
+def test_the_law_by_groups_of_rows_gives_the_whole_swarms_values(monkeypatch, groups):
+    """
+    ``swarm.law_by_width``: the law over groups of rows cut to their own d_safe width.
+
+    A packed cluster of 80 (crowded rows of many widths), a moving target and outages (failed
+    agents' presences as more columns): every tick's commands, u and u_ss equal, bit for bit,
+    those of the law over all rows at the widest row's width.
+    """
+    from soliton_encirclement_ros.core import swarm as vectorised
+    from soliton_encirclement_ros.core.swarm_run import SwarmRun
+
+    scenario = Scenario(agents=80, seed=3, duration=3.0, control_period=0.05,
+                        placement='cluster', placement_spread=6.0, target_motion='random',
+                        failures_per_min=30.0, failure_off_time=1.0)
+
+    def ticks(group_rows):
+        monkeypatch.setattr(vectorised, 'GROUP_ROWS', group_rows)
+        monkeypatch.setattr(vectorised, 'WIDTH_GROUPS', groups)
+        run = SwarmRun(scenario, 'vectorised')
+        out = []
+        for _ in range(run.ticks):
+            tick = run.tick()
+            out.append(np.concatenate((tick.commands.ravel(), tick.u, tick.u_ss)))
+            run.advance()
+        return np.array(out)
+
+    grouped, whole = ticks(2), ticks(10 ** 9)
+    assert np.array_equal(grouped.view(np.uint8), whole.view(np.uint8))
+    assert np.any(grouped[-1] != grouped[0])

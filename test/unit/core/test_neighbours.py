@@ -5,7 +5,8 @@ import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams, HYSTERESIS_SHARE
 from soliton_encirclement_ros.core.neighbours import (
-    apply_hysteresis, NO_NEIGHBOUR, ring_candidates, ring_choice, ring_neighbours)
+    apply_hysteresis, NO_NEIGHBOUR, ring_candidates, ring_choice, ring_neighbours,
+    select_neighbours, select_neighbours_shared)
 
 
 def test_ring_neighbours_sorted_by_angle_then_id():
@@ -93,3 +94,62 @@ def test_a_candidate_half_a_gap_away_replaces_a_neighbour_two_places_away_in_a_r
     assert (ids[pred], ids[succ]) == (25, 27)
     pred, succ = ring_choice(0.0, 84, ids, thetas, 25, 61, params.hysteresis)
     assert (ids[pred], ids[succ]) == (25, 61)  # the stuck choice, with the setting alone
+
+
+def _shared_table(rng, n, angles):
+    """Return a shared table of n agents (ids shuffled), some not entries, and rows asking."""
+    ids = rng.permutation(3 * n)[:n].astype(np.int64)
+    theta = np.where(rng.random(n) < 0.5, rng.choice(angles, n), rng.uniform(0.0, 6.28, n))
+    entry = rng.random(n) < 0.85
+    theta = np.where(entry, theta, np.nan)  # the engine's angle of no entry
+    rows = rng.permutation(n)[:int(rng.integers(0, n + 1))]
+    own = np.where(rng.random(rows.size) < 0.5, rng.choice(angles, rows.size),
+                   rng.uniform(0.0, 6.28, rows.size))
+    stale = rng.random(rows.size) < 0.3  # where it is now is where its broadcast said
+    own = np.where(stale & entry[rows], np.nan_to_num(theta[rows]), own)
+
+    def current():
+        return np.where(rng.random(rows.size) < 0.3, NO_NEIGHBOUR,
+                        rng.integers(0, n, rows.size)).astype(np.int64)
+    hysteresis = rng.choice([0.0, 0.05, 1.0, 7.0]) if rng.random() < 0.5 else \
+        rng.uniform(0.0, 1.0, rows.size)
+    return entry, theta, own, ids[rows], ids, rows, current(), current(), hysteresis
+
+
+def test_the_sorted_selection_is_the_all_pairs_one():
+    """
+    select_neighbours_shared picks what select_neighbours picks on the shared table: ties too.
+
+    Random tables, and degenerate ones: many agents on a few angles (a coincident or collinear
+    start), an agent where its own broadcast says, current neighbours gone, itself or none,
+    every hysteresis from none to more than the circle; one row alone; no entry at all.
+    """
+    rng = np.random.default_rng(63)
+    degenerate = np.array([0.0, 1.0, 3.0, 6.0, np.nextafter(2.0 * np.pi, 0.0)])
+    checked = 0
+    for trial in range(1000):
+        n = int(rng.integers(1, 14)) if trial % 10 else int(rng.integers(50, 200))
+        entry, theta, own, own_ids, ids, rows, cur_pred, cur_succ, hysteresis = _shared_table(
+            rng, n, degenerate if trial % 3 else degenerate[:2])
+        visible = entry[None, :] & (np.arange(n) != rows[:, None])
+        want = select_neighbours(visible, theta, own, own_ids, ids, cur_pred, cur_succ,
+                                 hysteresis)
+        got = select_neighbours_shared(entry, theta, own, own_ids, ids, rows, cur_pred,
+                                       cur_succ, hysteresis)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        checked += rows.size
+    assert checked > 4000
+
+
+def test_the_sorted_selection_breaks_ties_by_id():
+    """Agents on one bearing (a coincident start): the ring follows the ids either side."""
+    ids = np.array([7, 3, 9, 1, 5], dtype=np.int64)
+    theta = np.full(5, 1.0)
+    rows = np.arange(5)
+    none = np.full(5, NO_NEIGHBOUR)
+    pred, succ = select_neighbours_shared(np.ones(5, dtype=bool), theta, theta, ids, ids, rows,
+                                          none, none, 0.05)
+    # ring order 1, 3, 5, 7, 9: each sits between the ids either side of its own
+    assert dict(zip(ids.tolist(), zip(ids[pred].tolist(), ids[succ].tolist()))) == {
+        1: (9, 3), 3: (1, 5), 5: (3, 7), 7: (5, 9), 9: (7, 1)}
