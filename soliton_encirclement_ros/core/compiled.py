@@ -21,6 +21,7 @@ temporary directory. The environment variable ``SOLITON_COMPILED=0`` turns the k
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 from pathlib import Path
 import tempfile
@@ -92,6 +93,30 @@ def kernels():
     return _KERNELS or None
 
 
+def available() -> bool:
+    """
+    Return whether the kernels can run here, without importing numba for it.
+
+    numba installed (the ``standalone`` extra) and ``SOLITON_COMPILED`` not ``0``.
+    """
+    if _KERNELS is not None:
+        return bool(_KERNELS)
+    return (os.environ.get('SOLITON_COMPILED', '1') != '0'
+            and importlib.util.find_spec('numba') is not None)
+
+
+def compiles_whole(params: ControllerParams, agents: int) -> bool:
+    """
+    Return whether a run of ``agents`` flying ``params`` runs its law compiled on every row.
+
+    Every term it has set is compiled (:func:`covers`), and its ``d_safe`` term too: the kernel
+    computes that term for swarms whose every vehicle fits its within-reach columns
+    (``law.WITHIN_REACH_COLUMNS``); above, rows with a vehicle within reach take numpy.
+    """
+    return (covers(params) and (not params.d_safe or 2 * agents <= WITHIN_REACH_COLUMNS)
+            and available())
+
+
 def covers(params: ControllerParams) -> bool:
     """Return whether the kernels compute this law (every term it has set)."""
     names = {f.name for f in dataclasses.fields(params)}
@@ -140,7 +165,7 @@ def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: 
         np.asarray(omega_damping_gain(sizes, params), dtype=float),
         np.asarray(params.safety_distance(sizes), dtype=float),
         np.tile(np.arange(agents, dtype=np.int64), runs), np.zeros(runs * agents), module,
-        bool(params.d_safe) and 2 * agents <= WITHIN_REACH_COLUMNS)
+        bool(params.d_safe) and compiles_whole(params, agents))
 
 
 def vehicle_steps(state, v_des, params, steps: int):

@@ -11,7 +11,8 @@ agents, per-agent telemetry every telemetry period.
 The controller engines are ``core.engines.ENGINES`` (``per-agent``: the agent node's own
 ``controller.control_step`` per agent; ``vectorised``: arrays over agents when every receiver
 hears the same broadcasts; ``batch``: the sweep's receiver x sender engine for one run).
-``auto`` picks the vectorised one whenever that is exact, else the per-agent one.
+``auto`` picks the fastest that is exact (``core.engines.choose_engine``): the batch one up to
+16 agents where its step runs compiled, else the vectorised one where exact, else per-agent.
 
 metrics.csv and agents.csv are streamed into ``--out`` from the first tick
 (``report.RunTables``, as ``swarm_sim --engine`` streams them): a killed run keeps them, beside
@@ -143,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         'code as agent_node). The scenario options are those of swarm_sim.')
     add_scenario_options(parser)
     parser.add_argument('--engine', choices=ENGINE_CHOICES, default='auto',
-                        help='controller engine (default auto: vectorised when exact)')
+                        help='controller engine (default auto: the fastest that is exact)')
     parser.add_argument('--out', required=True, help='output directory')
     parser.add_argument('--no-plots', action='store_true',
                         help='write the CSVs and summary.json only, no PNG plots (what sweeps '

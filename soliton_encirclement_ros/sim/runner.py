@@ -78,7 +78,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     ros.add_argument('--engine', choices=GRAPH_ENGINES, default=NODES,
                      help='nodes (default): one agent_node per agent, the controller that '
                      "flies; auto, per-agent, vectorised or batch: every agent's controller in "
-                     "one node, as arrays (batch_sim's engines; auto: vectorised where exact), "
+                     "one node, as arrays (batch_sim's engines; auto: the fastest exact one), "
                      "publishing the observers' topics only (no per-agent nodes, parameters, "
                      'services or cmd_vel): for large swarms')
     ros.add_argument('--domain-id', type=number(integer=True, check=_domain_id), default=None,

@@ -137,3 +137,21 @@ def test_a_killed_batch_sim_keeps_its_streamed_rows_and_says_it_did_not_finish(t
     summary = json.loads((out / 'summary.json').read_text())
     assert 'final' not in summary and 'did not finish' in summary['unfinished']
     assert summary['params']['duration'] == 20000.0
+
+
+def test_auto_picks_the_compiled_batch_engine_where_it_runs_the_whole_law(monkeypatch):
+    """Same values (test_engines_acceptance), a third of the vectorised engine's CPU at N = 10."""
+    from soliton_encirclement_ros.core import compiled
+    if not compiled.available():
+        pytest.skip('numba is not installed (the standalone extra)')
+    assert choose_engine(Scenario(agents=10)) == 'batch'
+    assert choose_engine(Scenario(agents=16)) == 'batch'
+    # above 16 agents the receiver x sender arrays cost more than the vectorised engine's sort
+    assert choose_engine(Scenario(agents=17)) == 'vectorised'
+    assert choose_engine(Scenario(agents=40, controller={'d_safe': 0.0})) == 'vectorised'
+    # a term the kernel does not compute, or loss (where only per-agent is the default)
+    assert choose_engine(Scenario(agents=10, controller={'k_gap_steer': 1.0})) == 'vectorised'
+    assert choose_engine(Scenario(agents=10, loss=0.1)) == 'per-agent'
+    monkeypatch.setenv('SOLITON_COMPILED', '0')
+    monkeypatch.setattr(compiled, '_KERNELS', None)
+    assert choose_engine(Scenario(agents=10)) == 'vectorised'
