@@ -64,6 +64,8 @@ states + the target's to 10 agents in swarm_sim), the mobility of 11 vehicles wi
 swarm_sim's metrics node at every control tick); both write the metrics CSV and plots at the
 end. Differences left: the original logs an agent row every 0.01 s (swarm_sim every 0.1 s) and
 its agents read their position from the mobility handler, not from odometry messages.
+Before the rounds, one 1 s swarm_sim run fills numba's kernel cache where it is cold (once per
+install; its CPU seconds are printed and saved apart as ``first_run_cpu_s``).
 Writes the medians and the paired ratios to benchmarks/results/original[_ENGINE].json
 (``--no-save``: print only). Asserts nothing.
 """
@@ -247,6 +249,12 @@ def main() -> None:
           f'{"RSS MiB":>9}{"load":>7}')
     ratios = {}
     with tempfile.TemporaryDirectory() as tmp:
+        # Once per install, the first run whose engine is compiled fills numba's kernel cache
+        # (core/compiled.py); every run after loads it. Said apart, not in the rounds.
+        _, first_cpu, _ = timed(bench.measure, options, 1.0, args.seed, Path(tmp) / 'first',
+                                *((args.shell_only,) if args.shell_only else ()))
+        print(f'first swarm_sim (a 1 s run: start-up, and the one-off compile where the kernel '
+              f'cache is cold): {first_cpu:.1f} CPU-s', flush=True)
         for duration in args.durations:
             rates = {'original': [], 'swarm_sim': []}
             for round_ in range(args.rounds):
@@ -293,6 +301,7 @@ def main() -> None:
             argv[argv.index(option) + 1] = placeholder
     save(args, name + ('_shell_only' if args.shell_only else ''), {
         'engine': args.engine, 'original_preset': args.original_preset,
+        'first_run_cpu_s': round(first_cpu, 1),
         'pairs': table(['runs', 'original: sim-s per CPU-s', 'swarm_sim: sim-s per CPU-s',
                         'swarm_sim / original, each pair'], rows)}, load_before,
          command=command_line(argv))
