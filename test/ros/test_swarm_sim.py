@@ -284,7 +284,7 @@ def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_l
     come later (seen under load: the target's odometry in the bag from 0.37 s, 0.68 s). Until
     then the writer sends its samples to no one there, and they are lost for the bag. Here the
     target's participant hears no discovery traffic from the moment the recorder subscribes to
-    its odometry until the run's clock has passed 0.5 s, or for DEAF_S if the clock waits: the
+    its odometry until the run's clock has passed 0.5 s, or for deaf_s if the clock waits: the
     clock must wait, and the bag hold every topic from the first instants.
     """
     from soliton_encirclement_ros.analysis.bag_reader import Bag
