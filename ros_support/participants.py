@@ -36,7 +36,7 @@ from rclpy.subscription import Subscription
 from rclpy.time_source import TimeSource
 from std_msgs.msg import Empty
 
-from ros_support.topics import node_of_writer
+from ros_support.topics import node_of_writer, publisher_node
 
 # An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context).
 PARTICIPANT_PREFIX_BYTES = 12
@@ -233,11 +233,14 @@ def listening_nodes(node: Node, publisher) -> int:
     """
     roster = _ROSTERS.get(node)
     members = None if roster is None else roster.ready
-    own = (node.get_namespace(), node.get_name())
-    return len({(info.node_namespace, info.node_name)
+    own = node.get_fully_qualified_name()
+    # A subscription whose node's name has not arrived yet is no node to count: counted as one
+    # "unknown" node, it made a clock start early (while a member's name was late, the member
+    # counted under its name and as that unknown node).
+    return len({publisher_node(info)
                 for info in node.get_subscriptions_info_by_topic(publisher.topic_name)
                 if (members is None or participant_of(info.endpoint_gid) in members)}
-               - {own})
+               - {own, None})
 
 
 def answer_calls(node: Node, roster: Roster | None) -> Callable[[], None]:

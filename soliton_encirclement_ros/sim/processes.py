@@ -43,6 +43,7 @@ from ros_support.lifeline import child_environment, die_with_parent
 from ros_support.participants import (
     ForeignCount, guard_subscriptions, participant_of, Roster, ROSTER_ENV)
 from ros_support.spin import STOP_BOUND_S
+from ros_support.topics import publisher_node
 from soliton_encirclement_ros.analysis.stream import marker_age, WRITING_MARKER
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import (
@@ -255,9 +256,8 @@ class ProcessGraph:
         found = {}
         for topic, _ in self.node.get_topic_names_and_types():
             for info in self.node.get_publishers_info_by_topic(topic):
-                name = f'{info.node_namespace.rstrip("/")}/{info.node_name}'
-                if name in names:
-                    found[name] = participant_of(info.endpoint_gid)
+                if publisher_node(info) in names:
+                    found[publisher_node(info)] = participant_of(info.endpoint_gid)
         return found
 
     def _spin_ready(self) -> None:
