@@ -321,7 +321,9 @@ def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_l
     finally:
         for fault in deaf:
             fault.release()
-    assert deaf and deaf[0].threads and not deaf[0].error, deaf
+    assert deaf, 'the recorder never subscribed to the target odometry'
+    if deaf[0].problem:  # not Fast DDS's threads, or ptrace refused (a container's seccomp)
+        pytest.skip(deaf[0].problem)
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith('swarm_sim: error')]
     assert code == 0 or (code == 3 and len(lines) == 1

@@ -56,24 +56,23 @@ class DeafDiscovery:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def start(self, timeout: float = 10.0) -> 'DeafDiscovery':
-        """Stop the threads; return once they are stopped (``AssertionError`` if they cannot)."""
+        """Stop the threads; return once they are stopped or cannot be (:attr:`problem`)."""
         self._thread.start()
         self._stopped.wait(timeout)
-        assert self.threads and not self.error, (
-            f'could not stop the discovery threads of process {self.pid}: '
-            f'{self.error or "none found"}')
         return self
+
+    @property
+    def problem(self) -> str:
+        """Say why the process could not be made deaf ('' if it was)."""
+        if self.error or not self.threads:
+            return (f'could not stop the discovery threads of process {self.pid}: '
+                    f'{self.error or "no Fast DDS thread dds.udp.<metatraffic port> found"}')
+        return ''
 
     def release(self) -> None:
         """Let the threads run again (idempotent)."""
         self._release.set()
         self._thread.join(10.0)
-
-    def __enter__(self) -> 'DeafDiscovery':
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.release()
 
     def _run(self) -> None:
         libc = ctypes.CDLL(None, use_errno=True)
