@@ -284,8 +284,8 @@ def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_l
     come later (seen under load: the target's odometry in the bag from 0.37 s, 0.68 s). Until
     then the writer sends its samples to no one there, and they are lost for the bag. Here the
     target's participant hears no discovery traffic from the moment the recorder subscribes to
-    its odometry until the run's clock has passed 0.5 s, or for deaf_s if the clock waits: the
-    clock must wait, and the bag hold every topic from the first instants.
+    its odometry until the run's clock has passed 0.5 s, or for deaf_s once every node is up if
+    the clock waits: the clock must wait, and the bag hold every topic from the first instants.
     """
     from soliton_encirclement_ros.analysis.bag_reader import Bag
     from soliton_encirclement_ros.interface import (
@@ -293,9 +293,10 @@ def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_l
     from soliton_encirclement_ros.recording.recorder import BagRecorder
     from soliton_encirclement_ros.sim.processes import ProcessGraph
     from support.deaf_discovery import DeafDiscovery
-    deaf_s = 5.0  # wall s: the clock starts well within this after the nodes are up
-    deaf, half_a_second = [], threading.Event()
+    deaf_s = 3.0  # wall s once every node is up: the clock used to start within a second
+    deaf, nodes_up, half_a_second = [], threading.Event(), threading.Event()
     subscribe, on_clock = BagRecorder._subscribe, ProcessGraph._on_clock
+    spin_ready = ProcessGraph._spin_ready
 
     def deaf_target_then_subscribe(self, topic, *args):
         if topic == TARGET_ODOM_TOPIC and not deaf:
@@ -305,8 +306,14 @@ def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_l
         return subscribe(self, topic, *args)
 
     def hear_again(fault):
-        half_a_second.wait(deaf_s)
+        if nodes_up.wait(60.0):
+            half_a_second.wait(deaf_s)
         fault.release()
+
+    def look_at_the_roster(self):  # on the runner's thread, as it watches the run
+        if deaf and not nodes_up.is_set() and len(self.roster.ready) > len(self.processes):
+            nodes_up.set()
+        spin_ready(self)
 
     def clock_seen(self, msg):
         on_clock(self, msg)
@@ -314,6 +321,7 @@ def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_l
             half_a_second.set()
     monkeypatch.setattr(BagRecorder, '_subscribe', deaf_target_then_subscribe)
     monkeypatch.setattr(ProcessGraph, '_on_clock', clock_seen)
+    monkeypatch.setattr(ProcessGraph, '_spin_ready', look_at_the_roster)
     bag = tmp_path / 'bag'
     try:
         code, _ = run(tmp_path, '--processes', '--agents', '3', '--duration', '1.5',
