@@ -12,6 +12,17 @@ publishers of that topic are the graph's participants (:class:`Roster`).
 only members' messages reach the callbacks; the others are dropped and counted per topic. A
 process learns its graph's roster topic from ``ROSTER_ENV`` (``spin_node`` joins it), and its
 parent process from ``PARENT_ENV`` (``lifeline``).
+
+A member that makes readers once the others are up (``swarm_sim --processes``'s recorder) can
+ask every member whether its writers are matched with them (:meth:`Roster.call`,
+:meth:`Roster.answered`, :meth:`Roster.answer`). A reader matches a writer when its own
+participant hears of the writer, the writer matches the reader when the writer's participant
+hears of the reader: the two come apart (seen under load: a recorder listening to a writer
+that still sent its samples to no one there, lost for a volatile reader). A participant
+announces its endpoints in order over a reliable channel, and a participant that hears of a
+reader matches its writers with it there and then: a member whose graph shows the call, a
+subscription made after the readers, has matched every writer of its own with them. It says so
+by publishing on the call's topic.
 """
 from __future__ import annotations
 
@@ -25,13 +36,14 @@ from rclpy.subscription import Subscription
 from rclpy.time_source import TimeSource
 from std_msgs.msg import Empty
 
-from ros_support.topics import node_of_writer
+from ros_support.topics import node_of_writer, publisher_node
 
 # An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context).
 PARTICIPANT_PREFIX_BYTES = 12
 PREFIX_TIMEOUT = 5.0   # s for the graph to list its own probe publisher
 ROSTER_ENV = 'SOLITON_ROSTER_TOPIC'  # the roster topic of the graph a child process is part of
 READY_SUFFIX = '_ready'  # roster topic + this: the members whose node is built and spins
+HEARD_SUFFIX = '_heard'  # roster topic + this: a call (subscription) and its answers (publishers)
 # Wall s a publisher may be heard before its participant is seen on the roster: a member's
 # roster publisher is discovered with its other endpoints; a participant still unknown after
 # this is another graph's.
@@ -100,6 +112,8 @@ class Roster:
         self.topic = topic
         self._publisher = node.create_publisher(Empty, topic, 1)
         self._ready_publisher = None
+        self._call = None  # the subscription of :meth:`call`
+        self._answer = None  # the publisher of :meth:`answer`
         self.serve(node)
         self._members: set[bytes] = set()
         self._first_heard: dict[bytes, float] = {}
@@ -147,6 +161,33 @@ class Roster:
         return {participant_of(info.endpoint_gid)
                 for info in self.node.get_publishers_info_by_topic(self.topic + READY_SUFFIX)}
 
+    def call(self) -> None:
+        """
+        Ask every member to say once its writers are matched with this member's readers (once).
+
+        Call it after the readers are made: it covers those made before it (see the module's
+        doc); :meth:`answered` says who has answered.
+        """
+        if self._call is None:
+            self._call = self.node.create_subscription(Empty, self.topic + HEARD_SUFFIX,
+                                                       lambda msg: None, 1)
+
+    @property
+    def answered(self) -> set[bytes]:
+        """Return the members that have answered a :meth:`call`, as read now."""
+        return {participant_of(info.endpoint_gid)
+                for info in self.node.get_publishers_info_by_topic(self.topic + HEARD_SUFFIX)}
+
+    def answer(self) -> bool:
+        """
+        Answer a member's :meth:`call` once this participant has heard of it; return whether done.
+
+        Once answered, True without looking again.
+        """
+        if self._answer is None and self.node.count_subscribers(self.topic + HEARD_SUFFIX):
+            self._answer = self.node.create_publisher(Empty, self.topic + HEARD_SUFFIX, 1)
+        return self._answer is not None
+
     def _read(self) -> None:
         self._read_at = time.monotonic()
         self._members.update(participant_of(info.endpoint_gid)
@@ -169,6 +210,10 @@ class Roster:
         self.node.destroy_publisher(self._publisher)
         if self._ready_publisher is not None:
             self.node.destroy_publisher(self._ready_publisher)
+        if self._answer is not None:
+            self.node.destroy_publisher(self._answer)
+        if self._call is not None:
+            self.node.destroy_subscription(self._call)
 
     def destroy_node(self) -> None:
         """Destroy the node of :meth:`announce`."""
@@ -188,11 +233,37 @@ def listening_nodes(node: Node, publisher) -> int:
     """
     roster = _ROSTERS.get(node)
     members = None if roster is None else roster.ready
-    own = (node.get_namespace(), node.get_name())
-    return len({(info.node_namespace, info.node_name)
+    own = node.get_fully_qualified_name()
+    # A subscription whose node's name has not arrived yet is no node to count: counted as one
+    # "unknown" node, it made a clock start early (while a member's name was late, the member
+    # counted under its name and as that unknown node).
+    return len({publisher_node(info)
                 for info in node.get_subscriptions_info_by_topic(publisher.topic_name)
                 if (members is None or participant_of(info.endpoint_gid) in members)}
-               - {own})
+               - {own, None})
+
+
+def answer_calls(node: Node, roster: Roster | None) -> Callable[[], None]:
+    """
+    Return what ``node``'s spin loop calls now and then to answer a :meth:`Roster.call`.
+
+    It looks every ``REFRESH_PERIOD`` at most, and only until it has answered or the node's
+    simulated clock has started (a call holds the start of a run; a node on wall time, or
+    without a roster, never looks).
+    """
+    clock = node.get_clock()
+    if roster is None or not clock.ros_time_is_active:
+        return lambda: None
+    looked_at = [-REFRESH_PERIOD]
+    done = [False]
+
+    def answer() -> None:
+        now = time.monotonic()
+        if done[0] or now - looked_at[0] < REFRESH_PERIOD:
+            return
+        looked_at[0] = now
+        done[0] = roster.answer() or clock.now().nanoseconds > 0
+    return answer
 
 
 class ForeignCount:

@@ -24,7 +24,8 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
-from ros_support.participants import ForeignCount, guard_subscriptions, Roster, ROSTER_ENV
+from ros_support.participants import (
+    answer_calls, ForeignCount, guard_subscriptions, Roster, ROSTER_ENV)
 from ros_support.ros_parameters import declared_names, given_names, parameters_help
 from ros_support.signals import StopRequest
 from ros_support.validation import read_yaml, unknown_parameters
@@ -198,12 +199,14 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
         for line in unknown_overrides(node):
             node.get_logger().warning(line)
         guard = guard_node(node, roster)
+        answer = answer_calls(node, roster)  # a recorder's: are this node's writers matched?
         executor.add_node(node)
         if roster is not None:  # built and about to spin: its graph's clock may count it now
             roster.mark_ready()
         while not stop.requested and rclpy.ok():
             executor.spin_once(timeout_sec=SPIN_SLICE_S)
             guard()
+            answer()
     except ExternalShutdownException:
         pass
     finally:

@@ -181,13 +181,17 @@ class BagRecorder:
         """
         Say whether every one of ``topics`` this recorder's pattern takes is recorded.
 
-        A topic counts once its subscription is matched with a publisher (a message published
-        before that is lost), or ``MATCH_WAIT`` after it was made, or when it is skipped.
+        A topic counts once its subscription is matched with every publisher this node's graph
+        shows (a message published before that is lost), or ``MATCH_WAIT`` after it was made,
+        or when it is skipped. This is the readers' side of the match only: a publisher's side
+        matches when its own participant hears of the subscription, which can come later
+        (``ros_support.participants.Roster.call`` asks for that side).
         """
         now = time.monotonic()
         return all(topic in self._skipped or (
             topic in self._subscriptions
-            and (self._subscriptions[topic].get_publisher_count() > 0
+            and (self._subscriptions[topic].get_publisher_count()
+                 >= max(1, self._node.count_publishers(topic))
                  or now - self._subscribed_at[topic] > MATCH_WAIT))
             for topic in topics if self._pattern.search(topic))
 

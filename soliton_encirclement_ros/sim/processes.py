@@ -40,8 +40,10 @@ from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64MultiArray
 
 from ros_support.lifeline import child_environment, die_with_parent
-from ros_support.participants import ForeignCount, guard_subscriptions, Roster, ROSTER_ENV
+from ros_support.participants import (
+    ForeignCount, guard_subscriptions, participant_of, Roster, ROSTER_ENV)
 from ros_support.spin import STOP_BOUND_S
+from ros_support.topics import publisher_node
 from soliton_encirclement_ros.analysis.stream import marker_age, WRITING_MARKER
 from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmPlan
 from soliton_encirclement_ros.interface import (
@@ -61,6 +63,9 @@ SPIN_TIMEOUT = 0.05      # wall s the watch loop waits for a first message
 DRAIN_BUDGET = 0.5       # wall s the watch loop runs ready callbacks before its checks
 DISCOVERY_PERIOD = 0.5   # wall s between two looks for new topics (the bag's, the live view's)
 DRAIN_TIMEOUT = 10.0     # wall s the bag gets at most, once the nodes stopped, for what is queued
+# Wall s the clock waits for every node to say that its writers are matched with the bag's
+# readers (``Roster.call``); then it starts all the same, and says which nodes did not answer.
+ANSWER_WAIT = 10.0
 
 
 def executable_path(spec: NodeSpec) -> str:
@@ -106,11 +111,15 @@ class ProcessGraph:
         self.recorder = None
         self.recorder_failure = ''  # kept once the recorder is closed
         # The clock waits for this process (its monitor node) and, when it records, for the
-        # bag: a node that joins once the recorder listens to every topic the analysis reads,
-        # so that the bag holds the run from its first instant.
+        # bag: a node that joins once every topic of the run is recorded, its writers and the
+        # recorder's readers matched on both sides (:meth:`_bag_records`), so that the bag holds
+        # the run from its first instant.
         self._bag_topics = [*(f'/{name}/{AGENT_ODOM_TOPIC}' for name in plan.names),
                             TARGET_ODOM_TOPIC, AGENT_STATES_TOPIC]
         self._bag_ready = None
+        self._called_at: float | None = None  # when the roster was asked (Roster.call)
+        # The nodes answer a call until their simulated clock starts (answer_calls).
+        self._nodes_answer = plan.use_sim_time
         if record:
             from soliton_encirclement_ros.provenance import bag_custom_data
             from soliton_encirclement_ros.recording.recorder import BagRecorder
@@ -178,9 +187,10 @@ class ProcessGraph:
                 discovered = time.monotonic()
                 if self.recorder is not None:
                     self.recorder.discover()
-                    self._bag_listens()
                 if self.live is not None:
                     self.live.discover()
+            if self.recorder is not None and self._bag_ready is None:
+                self._bag_listens()
             if self.live is not None:
                 self.live.tick()
             if len(list(self.node.subscriptions)) != self._guarded:  # the bag's, the live view's
@@ -197,13 +207,58 @@ class ProcessGraph:
             on_progress(self.sim_time_ns)
 
     def _bag_listens(self) -> None:
-        """Once the bag listens to the run's topics (or has stopped), let the clock start."""
-        if self._bag_ready is not None or not (self.recorder.closed
-                                               or self.recorder.records(self._bag_topics)):
+        """Once the bag holds the run from its first instant (or has stopped), start the clock."""
+        if self._bag_ready is not None or not (self.recorder.closed or self._bag_records()):
             return
         self._bag_ready = Node('swarm_sim_recording', context=self.context,
                                parameter_overrides=[Parameter('use_sim_time', value=True)])
         self.executor.add_node(self._bag_ready)  # its time source: the /clock listener
+
+    def _bag_records(self) -> bool:
+        """
+        Say whether every topic of the run is recorded from its first message.
+
+        Every node is built (its topics are in the graph); the recorder's readers are matched
+        with every writer it sees (the readers' side, ``BagRecorder.records``); and every node
+        has answered the roster's call (the writers' side: a writer matches a reader when its
+        own participant hears of it, which under load came late, and what it wrote before was
+        lost for the bag). A node that has not answered ``ANSWER_WAIT`` after the call is named
+        in a warning, and the clock starts all the same.
+        """
+        if len(self.roster.ready) <= len(self.processes):  # this process and every node
+            return False
+        topics = [name for name, _ in self.node.get_topic_names_and_types()]
+        if not self.recorder.records([*self._bag_topics, *topics]):
+            return False
+        if not self._nodes_answer:
+            return True
+        if self._called_at is None:
+            self.roster.call()  # after the recorder's readers: it covers them
+            self._called_at = time.monotonic()
+            return False
+        answered = self.roster.answered
+        if len(answered) >= len(self.processes):
+            return True
+        if time.monotonic() - self._called_at < ANSWER_WAIT:
+            return False
+        silent = ', '.join(sorted(
+            name for name, participant in self._participants().items()
+            if participant not in answered)) or 'some nodes'
+        self.node.get_logger().warning(
+            f'starting the clock although {silent} did not say within {ANSWER_WAIT:g} s that '
+            "their writers are matched with the bag's readers: the bag may miss the first "
+            'instants of their topics')
+        return True
+
+    def _participants(self) -> dict[str, bytes]:
+        """Return the participant of each node of the run, by its full name, as read now."""
+        names = {spec.full_name for spec, _, _ in self.processes}
+        found = {}
+        for topic, _ in self.node.get_topic_names_and_types():
+            for info in self.node.get_publishers_info_by_topic(topic):
+                if publisher_node(info) in names:
+                    found[publisher_node(info)] = participant_of(info.endpoint_gid)
+        return found
 
     def _spin_ready(self) -> None:
         """

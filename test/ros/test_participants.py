@@ -5,14 +5,19 @@ The swarm mobility node holds ``/clock`` at 0 until every node of the run subscr
 (``listening_nodes``). A node's time source subscribes ``/clock`` as the node is made, before
 the rest of its set-up: under load the clock ran while a node still built, and the target's
 first message reached the bag 0.68 s into the run.
+
+A member that makes readers later (the recorder) asks the others whether their writers are
+matched with them (``Roster.call``): a member's answer means they are.
 """
 import os
 
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
+from std_msgs.msg import Float64
 
-from ros_support.participants import listening_nodes, Roster
+from ros_support.participants import listening_nodes, participant_of, Roster
+
 from support.outsider import Outsider
 from support.waits import wait_for
 
@@ -47,3 +52,27 @@ def test_a_member_counts_for_the_clock_only_once_its_node_spins():
             built.destroy_node()
         member.close()
         source.close()
+
+
+def test_a_member_answers_a_call_once_its_writers_are_matched_with_the_readers_before_it():
+    topic = f'/_test_roster_call_{os.getpid()}'
+    recorder = Outsider('recorder')  # the caller, with a reader made once the others are up
+    node = Outsider('writer')  # another process's participant, with a writer
+    try:
+        asker, member = Roster(recorder.node, topic), Roster(node.node, topic)
+        writer = node.node.create_publisher(Float64, '/_test_call_data', 10)
+        wait_for(lambda: recorder.node.count_publishers('/_test_call_data') == 1,
+                 "the writer in the recorder's graph")
+        reader = recorder.node.create_subscription(Float64, '/_test_call_data',
+                                                   lambda msg: None, 10)
+        asker.call()
+        matched_on_answer = wait_for(lambda: member.answer() and [
+            writer.get_subscription_count()], "the member's answer")
+        assert matched_on_answer == [1]  # the writer's side of the match, when it answered
+        wait_for(lambda: asker.answered, 'the answer heard by the caller')
+        assert asker.answered == {participant_of(
+            recorder.node.get_publishers_info_by_topic('/_test_call_data')[0].endpoint_gid)}
+        assert reader.get_publisher_count() == 1
+    finally:
+        node.close()
+        recorder.close()

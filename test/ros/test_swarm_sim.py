@@ -11,8 +11,11 @@ odometry, so it must land close to those numbers (it gives 6.15 s, 6.40 s and 0.
 """
 
 import json
+import os
+from pathlib import Path
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -269,6 +272,96 @@ def test_a_processes_recording_holds_the_run_from_its_first_instants(tmp_path, c
     late = {topic: t for topic, t in first.items()
             if t > (1.0 if topic == AGENT_STATES_TOPIC else 0.25)}
     assert not late, first
+
+
+def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_late(
+        tmp_path, capsys, monkeypatch):
+    """
+    The clock waits until every node's writers are matched with the bag's readers.
+
+    The recorder's reader of a topic matches its writer when the recorder hears of the writer;
+    the writer matches the reader when the writer's participant hears of the reader, which can
+    come later (seen under load: the target's odometry in the bag from 0.37 s, 0.68 s). Until
+    then the writer sends its samples to no one there, and they are lost for the bag. Here the
+    target's participant hears no discovery traffic from the moment the recorder subscribes to
+    its odometry until the run's clock has passed 0.5 s, or for deaf_s once every node is up if
+    the clock waits: the clock must wait, and the bag hold every topic from the first instants.
+    """
+    from soliton_encirclement_ros.analysis.bag_reader import Bag
+    from soliton_encirclement_ros.interface import (
+        AGENT_STATES_TOPIC, CLOCK_TOPIC, TARGET_ODOM_TOPIC, TARGET_STATE_TOPIC)
+    from soliton_encirclement_ros.recording.recorder import BagRecorder
+    from soliton_encirclement_ros.sim.processes import ProcessGraph
+    from support.deaf_discovery import DeafDiscovery
+    deaf_s = 3.0  # wall s once every node is up: the clock used to start within a second
+    deaf, nodes_up, half_a_second = [], threading.Event(), threading.Event()
+    subscribe, on_clock = BagRecorder._subscribe, ProcessGraph._on_clock
+    spin_ready = ProcessGraph._spin_ready
+
+    def deaf_target_then_subscribe(self, topic, *args):
+        if topic == TARGET_ODOM_TOPIC and not deaf:
+            deaf.append(DeafDiscovery(_child_pid('target_node'),
+                                      int(os.environ['ROS_DOMAIN_ID'])).start())
+            threading.Thread(target=hear_again, args=(deaf[0],), daemon=True).start()
+        return subscribe(self, topic, *args)
+
+    def hear_again(fault):
+        if nodes_up.wait(60.0):
+            half_a_second.wait(deaf_s)
+        fault.release()
+
+    def look_at_the_roster(self):  # on the runner's thread, as it watches the run
+        if deaf and not nodes_up.is_set() and len(self.roster.ready) > len(self.processes):
+            nodes_up.set()
+        spin_ready(self)
+
+    def clock_seen(self, msg):
+        on_clock(self, msg)
+        if self.sim_time_ns >= 0.5e9:
+            half_a_second.set()
+    monkeypatch.setattr(BagRecorder, '_subscribe', deaf_target_then_subscribe)
+    monkeypatch.setattr(ProcessGraph, '_on_clock', clock_seen)
+    monkeypatch.setattr(ProcessGraph, '_spin_ready', look_at_the_roster)
+    bag = tmp_path / 'bag'
+    try:
+        code, _ = run(tmp_path, '--processes', '--agents', '3', '--duration', '1.5',
+                      '--real-time-factor', '2', '--no-plots', '--record', str(bag))
+    finally:
+        for fault in deaf:
+            fault.release()
+    assert deaf, 'the recorder never subscribed to the target odometry'
+    if deaf[0].problem:  # not Fast DDS's threads, or ptrace refused (a container's seccomp)
+        pytest.skip(deaf[0].problem)
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith('swarm_sim: error')]
+    assert code == 0 or (code == 3 and len(lines) == 1
+                         and lines[0].endswith('the recorder did not keep up with them')), err
+    wanted = ['/uav1/odom', '/uav2/odom', '/uav3/odom', TARGET_ODOM_TOPIC, TARGET_STATE_TOPIC,
+              CLOCK_TOPIC, AGENT_STATES_TOPIC]
+    first = {}
+    with Bag(bag) as reader:
+        for topic, log_time, _ in reader.messages(wanted):
+            first.setdefault(topic, log_time * 1e-9)
+    assert sorted(first) == sorted(wanted), first
+    late = {topic: t for topic, t in first.items()
+            if t > (1.0 if topic == AGENT_STATES_TOPIC else 0.25)}
+    assert not late, first
+
+
+def _child_pid(executable: str) -> int:
+    """Return the pid of this process's child that runs ``executable`` (a node of --processes)."""
+    for task in Path('/proc').iterdir():
+        try:
+            if not task.name.isdigit():
+                continue
+            ppid = int((task / 'stat').read_text().rsplit(')', 1)[1].split()[1])
+            cmdline = (task / 'cmdline').read_bytes().split(b'\0')
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == os.getpid() and any(Path(os.fsdecode(arg)).name == executable
+                                       for arg in cmdline[:2]):
+            return int(task.name)
+    raise AssertionError(f'no child process runs {executable}')
 
 
 def test_processes_mode_writes_the_figures_in_the_format_asked(processes_ring):
