@@ -149,6 +149,69 @@ def stack_plans(plans: Sequence[FaultPlan]) -> BatchFaults:
                          for name in BatchFaults._fields))
 
 
+class _Scratch(NamedTuple):
+    """Buffers of ``BatchControllers._control_compiled`` (M rows x K senders), kept per tick."""
+
+    entry: np.ndarray
+    ring: np.ndarray
+    covered: np.ndarray
+    speed: np.ndarray
+    others: np.ndarray
+    bound: np.ndarray
+    dy: np.ndarray
+    dx: np.ndarray
+    theta: np.ndarray
+    theta_self: np.ndarray
+    done: np.ndarray
+
+    @classmethod
+    def empty(cls, rows: int, cols: int) -> '_Scratch':
+        """Return buffers for ``rows`` x ``cols`` (the bound 0.0: unread where d_safe is off)."""
+        return cls(np.zeros((rows, cols), dtype=bool), np.zeros(rows, dtype=np.int64),
+                   np.zeros(rows, dtype=bool), np.zeros(rows), np.zeros(rows), np.zeros(rows),
+                   np.zeros((rows, cols + 1)), np.zeros((rows, cols + 1)),
+                   np.zeros((rows, cols)), np.zeros(rows), np.zeros(rows, dtype=bool))
+
+
+class _InFlight:
+    """
+    The broadcasts in flight of ``kernels.exchange_states``: a ring of slots, oldest first.
+
+    Each slot holds what ``BatchControllers._send`` queues (R runs x N agents); the ring grows
+    (in order) when a tick would overfill it.
+    """
+
+    FIELDS = ('arrival', 'keep_target', 'keep', 't_pos', 't_vel', 't_acc', 'pos', 'vel', 'u',
+              'u_ss', 'member')
+
+    def __init__(self, runs: int, agents: int, slots: int):
+        r, n = runs, agents
+        shapes = {'arrival': (), 'keep_target': (r, n), 'keep': (r, n, n), 't_pos': (r, 3),
+                  't_vel': (r, 3), 't_acc': (r, 3), 'pos': (r, n, 3), 'vel': (r, n, 3),
+                  'u': (r, n), 'u_ss': (r, n), 'member': (r, n)}
+        bools = {'keep_target', 'keep', 'member'}
+        self.queue = np.zeros(2, dtype=np.int64)  # kernels.QUEUE_HEAD, QUEUE_COUNT
+        self.slots = {name: np.zeros((slots,) + shape, dtype=bool if name in bools else float)
+                      for name, shape in shapes.items()}
+
+    def make_room(self) -> None:
+        """Double the ring if it is full (the oldest slot first again)."""
+        size = self.slots['arrival'].shape[0]
+        head, count = (int(x) for x in self.queue)
+        if count < size:
+            return
+        order = (head + np.arange(count)) % size
+        for name, a in self.slots.items():
+            grown = np.zeros((2 * size,) + a.shape[1:], dtype=a.dtype)
+            grown[:count] = a[order]
+            self.slots[name] = grown
+        self.queue[0] = 0
+
+    def arrays(self) -> tuple:
+        """Return the queue and the slots in ``kernels.exchange_states``' order."""
+        return (self.queue,) + tuple(self.slots[name] for name in self.FIELDS)
+
+
 class BatchControllers:
     """
     The controllers of R runs x N agents, each with its own received states.
@@ -207,6 +270,16 @@ class BatchControllers:
                        if (self.loss > 0.0).any() else None)
         # The compiled tick where it covers this law (None: the numpy path, every tick).
         self._plan = compiled.control_plan(self.params, self.omega_ref, r, n, self.lambdas)
+        self._scratch: Optional[_Scratch] = None
+        # The broadcasts compiled (kernels.exchange_states) where no run simulates faults.
+        self._exchanges = not self.faulty and compiled.kernels() is not None
+        if self._exchanges:
+            period = self.params.control_period
+            ahead = math.ceil(self.delay / period + 1e-9) if period > 0.0 else 0
+            self._flight = _InFlight(r, n, ahead + 2)
+            # each receiver's draws a tick: the target's, then one per other sender
+            self._draw_counts = np.repeat(np.where(self.loss > 0.0, n, 0), n)
+            self._no_draws = np.zeros((r, n, 0))
 
     def _send(self, now, live, positions, velocities, target_position, target_velocity,
               target_acceleration, faults: Optional[BatchFaults] = None):
@@ -326,10 +399,32 @@ class BatchControllers:
         """
         if faults is not None and not faults.active:
             faults = None
-        self._deliver(now, live)
-        self._send(now, live, positions, velocities, target_position, target_velocity,
-                   np.broadcast_to(target_acceleration, np.shape(target_velocity)), faults)
+        if self._exchanges and faults is None:
+            self._exchange(now, live, positions, velocities, target_position, target_velocity,
+                           target_acceleration)
+        else:
+            self._deliver(now, live)
+            self._send(now, live, positions, velocities, target_position, target_velocity,
+                       np.broadcast_to(target_acceleration, np.shape(target_velocity)), faults)
         return self._control(now, live, positions, velocities, faults)
+
+    def _exchange(self, now, live, positions, velocities, target_position, target_velocity,
+                  target_acceleration):
+        """:meth:`_deliver` and :meth:`_send` compiled (no simulated fault in any run)."""
+        r, n = live.shape
+        draws = self._no_draws
+        if self._draws is not None:
+            draws = self._draws.take(self._draw_counts).reshape(r, n, -1)
+        self._flight.make_room()
+        compiled.kernels().exchange_states(
+            now, TIME_EPS, self.delay, *self._flight.arrays(), np.asarray(live, dtype=bool),
+            np.asarray(positions, dtype=float), np.asarray(velocities, dtype=float),
+            np.asarray(target_position, dtype=float), np.asarray(target_velocity, dtype=float),
+            np.ascontiguousarray(np.broadcast_to(target_acceleration,
+                                                 np.shape(target_velocity)), dtype=float),
+            self.u, self.u_ss, self.loss, draws, self.target_has, self.target_rx,
+            self.target_position, self.target_velocity, self.target_acceleration, self.has,
+            self.rx, self.member, self.position, self.velocity, self.nb_u, self.nb_u_ss)
 
     def _control(self, now, live, positions, velocities, faults=None):
         p = self.params
@@ -464,52 +559,46 @@ class BatchControllers:
         vehicle it counts, its ``d_safe``: at least every bound of the numpy path's scan),
         a swarm beyond ``plan.separate``'s size. Each row's result
         depends on its row alone (``law.encirclement_step``), so the split changes no value.
-        The angles and ``g(u)`` are numpy's (the transcendental functions' bits), the rest
-        ``kernels.control_rows``.
+        The angles (one ``arctan2`` of every offset) and ``g(u)`` are numpy's (the
+        transcendental functions' bits), the rest ``kernels.prepare_rows``,
+        ``kernels.wrap_angles`` and ``kernels.control_rows`` on buffers kept between ticks.
         """
         p, plan, k = self.params, self._plan, self._plan.kernels
         r, n = self.u.shape
         rows = r * n
 
-        def flat(a):
-            return a.reshape((rows,) + a.shape[2:])
-
         def out(a):  # a view, never a copy: the kernel writes the state through it
             return np.reshape(a, (rows,) + a.shape[2:], copy=False)
 
-        has, rx = flat(self.has), flat(self.rx)
+        s = self._scratch
+        if s is None:
+            s = self._scratch = _Scratch.empty(rows, n)
+        has, rx, member = out(self.has), out(self.rx), out(self.member)
         own = positions.reshape(rows, 3)  # read only: a copy where positions is a slice
         own_v = velocities.reshape(rows, 3)
-        nb_pos, nb_vel = flat(self.position), flat(self.velocity)
-        entry = np.empty((rows, n), dtype=bool)
-        ring = k.heard_rows(has, rx, flat(self.member), now, p.agent_timeout, entry)
-        active = flat(has_target)
-        bound = plan.no_reach
-        if p.d_safe:  # none_within_reach row by row: speeds compiled, the bound the law's
-            covered = np.empty(rows, dtype=bool)
-            speed, others = np.empty(rows), np.empty(rows)
-            k.reach_rows(active, has, rx, now, p.agent_timeout, p.obstacle_memory, own_v,
-                         nb_vel, speed, others, covered)
-            if not covered.any():
-                return np.zeros_like(has_target)
-            active = covered
-            bound = obstacle_reach(speed, others, 0.0, p, 0.0, plan.d_safe[ring])
-        t_pos = flat(self.target_position)
-        # the angles as _control takes them (wrap_2pi_once of arctan2), read where entry
-        theta = wrap_2pi_once(np.arctan2(nb_pos[..., 1] - t_pos[:, 1, None],
-                                         nb_pos[..., 0] - t_pos[:, 0, None]))
+        nb_pos, nb_vel = out(self.position), out(self.velocity)
+        t_pos = out(self.target_position)
+        check_reach = bool(p.d_safe)
+        k.prepare_rows(plan.law, check_reach, p.obstacle_memory, now, out(has_target), has, rx,
+                       member, own, own_v, nb_pos, nb_vel, t_pos, plan.d_safe, s.entry, s.ring,
+                       s.covered, s.speed, s.others, s.bound, s.dy, s.dx)
+        if check_reach and not s.covered.any():
+            return np.zeros_like(has_target)
+        # the angles as _control takes them: wrap_2pi_once of arctan2, target_angle's own
+        k.wrap_angles(np.arctan2(s.dy, s.dx), s.theta, s.theta_self)
         u = out(self.u)
-        done = np.zeros(rows, dtype=bool)
-        k.control_rows(plan.law, active, bool(p.d_safe), bound, p.obstacle_memory, now, has,
-                       rx, entry, ring, theta, target_angle(own, t_pos), plan.own_col,
-                       self.ids, self.lambdas, own, own_v, nb_pos, nb_vel, flat(self.nb_u),
-                       flat(self.nb_u_ss), t_pos, flat(self.target_velocity),
-                       flat(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
+        done = s.done
+        done[:] = False
+        k.control_rows(plan.law, s.covered, check_reach, s.bound, p.obstacle_memory, now, has,
+                       rx, s.entry, s.ring, s.theta, s.theta_self, plan.own_col, self.ids,
+                       self.lambdas, own, own_v, nb_pos, nb_vel, out(self.nb_u),
+                       out(self.nb_u_ss), t_pos, out(self.target_velocity),
+                       out(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
                        out(self.pred), out(self.succ), plan.hysteresis, plan.damping,
                        out(self.ring_size), out(self.ring_changed), out(self.ring_tick),
-                       plan.separate, plan.d_safe, flat(self.member), self._age_at_arrival,
+                       plan.separate, plan.d_safe, member, self._age_at_arrival,
                        out(self.u_ss), out(cmds), done)
-        return done.reshape(r, n)
+        return done.reshape(r, n).copy()
 
     def _ring_offset(self, theta_self, theta, entry, weight):
         """

@@ -895,3 +895,147 @@ def vehicle_steps(vehicle, steps, v_des, position, velocity, acceleration, yaw, 
                 rate = yaw_rate[i] + _clip(0.0 - yaw_rate[i], -yaw_acc * dt, yaw_acc * dt)
             yaw[i] = (yaw[i] + rate * dt + math.pi) % (2.0 * math.pi) - math.pi  # wrap_angle
             yaw_rate[i] = rate
+
+
+# The in-flight queue of exchange_states: [head, count] of a ring of slots.
+QUEUE_HEAD, QUEUE_COUNT = 0, 1
+
+
+@numba.njit(**_JIT)
+def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_keep, q_t_pos,
+                    q_t_vel, q_t_acc, q_pos, q_vel, q_u, q_u_ss, q_member, live, positions,
+                    velocities, t_pos, t_vel, t_acc, u, u_ss, loss, draws, target_has,
+                    target_rx, target_position, target_velocity, target_acceleration, has, rx,
+                    member, position, velocity, nb_u, nb_u_ss):
+    """
+    ``BatchControllers._deliver`` then ``_send`` of a tick without simulated faults.
+
+    Delivers every queued broadcast due by ``now`` (``arrival <= now + time_eps``, oldest
+    first) into the receivers' tables, then queues this tick's (R runs x N agents): each
+    agent's state to every other one, the target's to every agent, arriving ``delay`` later.
+    ``queue`` ([head, count]) and the ``q_*`` slots hold the broadcasts in flight (the caller
+    sizes the ring for ``delay``). ``loss`` (R,) and ``draws`` (R, N, W): each receiver's
+    uniform draws (``StreamDraws.take``; W = 0: no run lossy), the target's first, then one per
+    other sender in order; a message is lost where its draw is below its run's ``loss``.
+    """
+    r_runs, n = live.shape
+    slots = q_arrival.size
+    while queue[QUEUE_COUNT] > 0 and q_arrival[queue[QUEUE_HEAD]] <= now + time_eps:
+        s = queue[QUEUE_HEAD]
+        queue[QUEUE_HEAD] = (s + 1) % slots
+        queue[QUEUE_COUNT] -= 1
+        arrival = q_arrival[s]
+        for j in range(r_runs):
+            for m in range(n):
+                if q_keep_target[s, j, m]:
+                    target_has[j, m] = True
+                    target_rx[j, m] = arrival
+                    for a in range(3):
+                        target_position[j, m, a] = q_t_pos[s, j, a]
+                        target_velocity[j, m, a] = q_t_vel[s, j, a]
+                        target_acceleration[j, m, a] = q_t_acc[s, j, a]
+        everyone = True
+        for j in range(r_runs):
+            for m in range(n):
+                for k in range(n):
+                    if k != m and not q_keep[s, j, m, k]:
+                        everyone = False
+        for j in range(r_runs):
+            for m in range(n):
+                for k in range(n):
+                    # every message heard: plain copies, the (never read) diagonal included
+                    if q_keep[s, j, m, k] or (everyone and k == m):
+                        if q_keep[s, j, m, k]:
+                            has[j, m, k] = True
+                            rx[j, m, k] = arrival
+                            member[j, m, k] = q_member[s, j, k]
+                        for a in range(3):
+                            position[j, m, k, a] = q_pos[s, j, k, a]
+                            velocity[j, m, k, a] = q_vel[s, j, k, a]
+                        nb_u[j, m, k] = q_u[s, j, k]
+                        nb_u_ss[j, m, k] = q_u_ss[s, j, k]
+    s = (queue[QUEUE_HEAD] + queue[QUEUE_COUNT]) % slots
+    queue[QUEUE_COUNT] += 1
+    q_arrival[s] = now + delay
+    lossy_any = draws.shape[2] > 0
+    for j in range(r_runs):
+        lossy = lossy_any and loss[j] > 0.0
+        for a in range(3):
+            q_t_pos[s, j, a] = t_pos[j, a]
+            q_t_vel[s, j, a] = t_vel[j, a]
+            q_t_acc[s, j, a] = t_acc[j, a]
+        for m in range(n):
+            q_keep_target[s, j, m] = not (lossy and draws[j, m, 0] < loss[j])
+            for k in range(n):
+                keep = k != m
+                if keep and lossy:  # the draw of the k-th other sender (self excluded)
+                    keep = not draws[j, m, 1 + (k if k < m else k - 1)] < loss[j]
+                q_keep[s, j, m, k] = keep
+            for a in range(3):
+                q_pos[s, j, m, a] = positions[j, m, a]
+                q_vel[s, j, m, a] = velocities[j, m, a]
+            q_u[s, j, m] = u[j, m]
+            q_u_ss[s, j, m] = u_ss[j, m]
+            q_member[s, j, m] = live[j, m]
+
+
+@numba.njit(**_JIT)
+def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member, own,
+                 own_velocity, nb_position, nb_velocity, target_position, d_safe, entry, ring,
+                 covered, speed, others, bound, dy, dx):
+    """
+    Derive what ``control_rows`` takes per tick (``BatchControllers._control_compiled``).
+
+    ``entry``/``ring`` (:func:`heard_rows`); with ``check_reach`` (d_safe on) ``covered``,
+    ``speed``, ``others`` (:func:`reach_rows`) and ``bound`` (M,), ``law.obstacle_reach`` of
+    them with no disc (``d_safe`` by ring size); else ``covered`` = ``active``. ``dy``/``dx``
+    (M, K + 1): each vehicle's offset from the row's target, then the row's own: numpy's
+    ``arctan2`` of them gives the angles (its bits, not the C library's).
+    """
+    m_rows, k_cols = has.shape
+    agent_timeout = law[AGENT_TIMEOUT]
+    ring[:] = heard_rows(has, rx, member, now, agent_timeout, entry)
+    if check_reach:
+        reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocity,
+                   nb_velocity, speed, others, covered)
+        t_safe, a_safe, t_react = law[T_SAFE], law[A_SAFE], law[T_REACT]
+        for m in range(m_rows):  # law.obstacle_reach (margin 0.0), operation for operation
+            d = d_safe[ring[m]]
+            v, v_o = speed[m], others[m]
+            stop_o = _stopping_distance(v_o, t_safe, a_safe)
+            stop = _stopping_distance(v, t_safe, a_safe)
+            closing = v + v_o
+            brake = closing * closing / (2.0 * a_safe) if a_safe > 0.0 else 0.0
+            own_brake = v * v / (2.0 * a_safe) if a_safe > 0.0 else 0.0
+            reach = _maximum(d + 0.0 + v_o * t_safe + t_safe * closing + brake,
+                             d + 0.0 + stop_o + t_safe * v + own_brake)
+            if t_react > 0.0:
+                reach = _maximum(reach, CONTINGENCY_SHARE * d + 0.0 + v_o * t_safe + stop_o
+                                 + v * (t_react + t_safe) + stop)
+            bound[m] = reach * (1.0 + 1e-9) + 1e-3
+    else:
+        for m in range(m_rows):
+            covered[m] = active[m]
+    for m in range(m_rows):
+        tx, ty = target_position[m, 0], target_position[m, 1]
+        for k in range(k_cols):
+            dy[m, k] = nb_position[m, k, 1] - ty
+            dx[m, k] = nb_position[m, k, 0] - tx
+        dy[m, k_cols] = own[m, 1] - ty
+        dx[m, k_cols] = own[m, 0] - tx
+
+
+@numba.njit(**_JIT)
+def wrap_angles(angles, theta, theta_self):
+    """
+    Split numpy's ``arctan2`` of :func:`prepare_rows`' offsets (M, K + 1) into the angles.
+
+    ``theta`` (M, K): ``wrap_2pi_once`` of the vehicles'; ``theta_self`` (M,):
+    ``geometry.target_angle``'s ``np.mod`` of the row's own.
+    """
+    m_rows, k_cols = theta.shape
+    for m in range(m_rows):
+        for k in range(k_cols):
+            a = angles[m, k]
+            theta[m, k] = a + TWO_PI if a < 0.0 else a
+        theta_self[m] = _mod_2pi(angles[m, k_cols])
