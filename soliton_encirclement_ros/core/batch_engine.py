@@ -193,23 +193,25 @@ class _InFlight:
         self.queue = np.zeros(2, dtype=np.int64)  # kernels.QUEUE_HEAD, QUEUE_COUNT
         self.slots = {name: np.zeros((slots,) + shape, dtype=bool if name in bools else float)
                       for name, shape in shapes.items()}
+        self.arrays = self._arrays()
+
+    def _arrays(self) -> tuple:
+        """Return the queue and the slots in ``kernels.exchange_states``' order."""
+        return (self.queue,) + tuple(self.slots[name] for name in self.FIELDS)
 
     def make_room(self) -> None:
         """Double the ring if it is full (the oldest slot first again)."""
         size = self.slots['arrival'].shape[0]
-        head, count = (int(x) for x in self.queue)
-        if count < size:
+        if self.queue[1] < size:
             return
+        head, count = (int(x) for x in self.queue)
         order = (head + np.arange(count)) % size
         for name, a in self.slots.items():
             grown = np.zeros((2 * size,) + a.shape[1:], dtype=a.dtype)
             grown[:count] = a[order]
             self.slots[name] = grown
         self.queue[0] = 0
-
-    def arrays(self) -> tuple:
-        """Return the queue and the slots in ``kernels.exchange_states``' order."""
-        return (self.queue,) + tuple(self.slots[name] for name in self.FIELDS)
+        self.arrays = self._arrays()
 
 
 class BatchControllers:
@@ -271,6 +273,7 @@ class BatchControllers:
         # The compiled tick where it covers this law (None: the numpy path, every tick).
         self._plan = compiled.control_plan(self.params, self.omega_ref, r, n, self.lambdas)
         self._scratch: Optional[_Scratch] = None
+        self._views: dict = {}  # the state's (R N, ...) views, by the id of each array
         # The broadcasts compiled (kernels.exchange_states) where no run simulates faults.
         self._exchanges = not self.faulty and compiled.kernels() is not None
         if self._exchanges:
@@ -415,16 +418,18 @@ class BatchControllers:
         draws = self._no_draws
         if self._draws is not None:
             draws = self._draws.take(self._draw_counts).reshape(r, n, -1)
+        t_acc = target_acceleration
+        if not (isinstance(t_acc, np.ndarray) and t_acc.shape == (r, 3)):
+            t_acc = np.ascontiguousarray(np.broadcast_to(t_acc, (r, 3)), dtype=float)
         self._flight.make_room()
         compiled.kernels().exchange_states(
-            now, TIME_EPS, self.delay, *self._flight.arrays(), np.asarray(live, dtype=bool),
+            now, TIME_EPS, self.delay, *self._flight.arrays, np.asarray(live, dtype=bool),
             np.asarray(positions, dtype=float), np.asarray(velocities, dtype=float),
             np.asarray(target_position, dtype=float), np.asarray(target_velocity, dtype=float),
-            np.ascontiguousarray(np.broadcast_to(target_acceleration,
-                                                 np.shape(target_velocity)), dtype=float),
-            self.u, self.u_ss, self.loss, draws, self.target_has, self.target_rx,
-            self.target_position, self.target_velocity, self.target_acceleration, self.has,
-            self.rx, self.member, self.position, self.velocity, self.nb_u, self.nb_u_ss)
+            np.asarray(t_acc, dtype=float), self.u, self.u_ss, self.loss, draws,
+            self.target_has, self.target_rx, self.target_position, self.target_velocity,
+            self.target_acceleration, self.has, self.rx, self.member, self.position,
+            self.velocity, self.nb_u, self.nb_u_ss)
 
     def _control(self, now, live, positions, velocities, faults=None):
         p = self.params
@@ -567,8 +572,13 @@ class BatchControllers:
         r, n = self.u.shape
         rows = r * n
 
-        def out(a):  # a view, never a copy: the kernel writes the state through it
-            return np.reshape(a, (rows,) + a.shape[2:], copy=False)
+        views = self._views
+
+        def out(a):  # a view of the state, never a copy: the kernel writes through it
+            view = views.get(id(a))
+            if view is None or view.base is not a:
+                view = views[id(a)] = np.reshape(a, (rows,) + a.shape[2:], copy=False)
+            return view
 
         s = self._scratch
         if s is None:
@@ -579,9 +589,9 @@ class BatchControllers:
         nb_pos, nb_vel = out(self.position), out(self.velocity)
         t_pos = out(self.target_position)
         check_reach = bool(p.d_safe)
-        k.prepare_rows(plan.law, check_reach, p.obstacle_memory, now, out(has_target), has, rx,
-                       member, own, own_v, nb_pos, nb_vel, t_pos, plan.d_safe, s.entry, s.ring,
-                       s.covered, s.speed, s.others, s.bound, s.dy, s.dx)
+        k.prepare_rows(plan.law, check_reach, p.obstacle_memory, now, has_target.reshape(rows),
+                       has, rx, member, own, own_v, nb_pos, nb_vel, t_pos, plan.d_safe, s.entry,
+                       s.ring, s.covered, s.speed, s.others, s.bound, s.dy, s.dx)
         if check_reach and not s.covered.any():
             return np.zeros_like(has_target)
         # the angles as _control takes them: wrap_2pi_once of arctan2, target_angle's own
@@ -597,7 +607,7 @@ class BatchControllers:
                        out(self.pred), out(self.succ), plan.hysteresis, plan.damping,
                        out(self.ring_size), out(self.ring_changed), out(self.ring_tick),
                        plan.separate, plan.d_safe, member, self._age_at_arrival,
-                       out(self.u_ss), out(cmds), done)
+                       out(self.u_ss), cmds.reshape(rows, 3), done)
         return done.reshape(r, n).copy()
 
     def _ring_offset(self, theta_self, theta, entry, weight):
@@ -821,6 +831,11 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     target_estimate = None  # each run's target acceleration, as target_node estimates it
     metrics = (compiled.batch_metrics if compiled.kernels() is not None  # its compiled copy
                else batch_metrics)
+    kernels = compiled.kernels()
+    # model.step compiled, in place on ``bodies`` (None: the numpy path or a copy each tick)
+    stepper = compiled.vehicle_vector(vehicle)
+    if kernels is not None:  # the metrics rows written in place, one (R, 6) block a tick
+        series = np.empty((ticks // metrics_every + 1, r, 6))
     for k in range(ticks + 1):
         now = k * period
         faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
@@ -841,21 +856,29 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         if tracker is not None:  # a vehicle its bridge holds is under no controller's command
             tracker.update(positions, live & ~faults.held)
         if k % metrics_every == 0:
+            if kernels is not None:
+                kernels.metrics_rows(positions, velocities, live, t_pos, t_vel, radius,
+                                     series[len(times)])
+            else:
+                rows.append(metrics(positions, velocities, live, t_pos, t_vel, radius))
             times.append(now)
-            rows.append(metrics(positions, velocities, live, t_pos, t_vel, radius))
         if k == ticks:
             break
         v_des[:, :n] = np.where(live[..., None], cmds, 0.0)
         for j in moving:
             v_des[j, n] = models[j].desired_velocity(now, t_pos[j])
         flat = v_des.reshape(-1, 3)
-        stepped = compiled.vehicle_steps(bodies, flat, vehicle, steps_per_tick)
-        if stepped is not None:  # model.step compiled
-            bodies = stepped
+        if stepper is not None:  # model.step compiled, in place
+            kernels.vehicle_steps(stepper, steps_per_tick, flat, bodies.position,
+                                  bodies.velocity, bodies.acceleration, bodies.yaw,
+                                  bodies.yaw_rate)
         else:
             for _ in range(steps_per_tick):
                 bodies = step(bodies, flat, vehicle)
-    series = np.stack(rows, axis=1)  # (R, T, 6)
+    if kernels is not None:
+        series = series[:len(times)].transpose(1, 0, 2)  # (R, T, 6)
+    else:
+        series = np.stack(rows, axis=1)
     t = np.array(times)
     return BatchResult([np.column_stack((t, series[j])) for j in range(r)], ticks * period,
                        tracker, bodies.position.reshape(r, n + 1, 3)[:, :n].copy(), area_margin)
