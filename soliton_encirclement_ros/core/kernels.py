@@ -767,6 +767,7 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
     """
     r_runs, n = live.shape
     theta = np.empty(n)
+    ordered_buffer = np.empty(n)
     for j in range(r_runs):
         m = 0
         e_r = 0.0
@@ -798,7 +799,7 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
         out[j, 0] = math.sqrt(e_r / m)
         out[j, 1] = math.sqrt(e_vr / m)
         out[j, 2] = np.hypot(cos_sum, sin_sum) / m
-        ordered = np.sort(theta[:m])
+        ordered = _sorted(theta, m, ordered_buffer)
         g_max = -math.inf
         e_gap = 0.0
         even = TWO_PI / m
@@ -823,6 +824,48 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
                 if d < d2:
                     d2 = d
         out[j, 5] = math.sqrt(d2) if m >= 2 else math.nan
+
+
+@numba.njit(**_JIT)
+def _sorted(values, m, buffer):
+    """
+    Return ``np.sort(values[:m])``: an insertion sort into ``buffer`` (no allocation).
+
+    The same array wherever no value is NaN (no -0.0 either: the angles are ``_mod_2pi``'s);
+    else ``np.sort`` itself (NaN last).
+    """
+    for i in range(m):
+        if values[i] != values[i]:
+            return np.sort(values[:m])
+    for i in range(m):
+        v = values[i]
+        k = i
+        while k > 0 and buffer[k - 1] > v:
+            buffer[k] = buffer[k - 1]
+            k -= 1
+        buffer[k] = v
+    return buffer[:m]
+
+
+@numba.njit(**_JIT)
+def estimate_rows(velocity, previous, acceleration, dt, share):
+    """
+    ``target_estimate.estimate_acceleration`` after its first sample, in place (R, 3).
+
+    ``velocity`` the new samples, ``previous`` the last kept velocities (updated),
+    ``acceleration`` the estimates (updated); ``dt`` > 0 and ``share`` (``1 - exp(-dt /
+    time_constant)``, numpy's) the caller's.
+    """
+    for j in range(velocity.shape[0]):
+        finite = True
+        for a in range(velocity.shape[1]):
+            if not math.isfinite(velocity[j, a]):
+                finite = False
+        for a in range(velocity.shape[1]):
+            v = velocity[j, a] if finite else previous[j, a]
+            raw = (v - previous[j, a]) / dt
+            acceleration[j, a] = acceleration[j, a] + share * (raw - acceleration[j, a])
+            previous[j, a] = v
 
 
 # The vehicle parameters vehicle_steps reads, in the order of the float array it takes.
