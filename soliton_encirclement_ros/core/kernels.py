@@ -467,9 +467,8 @@ def _separation_row(m, law, now, has, rx_time, age_at_arrival, member, position,
     ``(push + v_law) - v_law`` of a zero push), else every column as the law takes them.
     """
     rests = not _no_presence(m, has, rx_time, member, now, law[AGENT_TIMEOUT])
-    if _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
-                           velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound,
-                           units, weights, pushes, closings, near) == 0:
+    if not _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
+                     velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound):
         return 0.0, 0.0
     count = _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests,
                                 position, velocity, nb_position, nb_velocity, lawx, lawy, reach,
@@ -477,6 +476,92 @@ def _separation_row(m, law, now, has, rx_time, age_at_arrival, member, position,
     n_cols = 2 * has.shape[1] if rests else has.shape[1]
     return _separation_sum(law, lawx, lawy, units[:n_cols], weights, pushes, closings, near,
                            count)
+
+
+@numba.njit(**_JIT)
+def _gap_only(x0, y0, way, ox, oy, restx, resty, react):
+    """Return the gap of :func:`_gap_one`, operation for operation, without its unit."""
+    wx, wy, offx, offy = way[0], way[1], way[2], way[3]
+    px, py = wx * react + offx, wy * react + offy
+    relx, rely = restx - x0, resty - y0
+    length2 = px * px + (0.0 + py * py)
+    along = (relx * px + (0.0 + rely * py)) / (length2 if length2 > 0.0 else 1.0)
+    along = _clip(along, 0.0, 1.0)
+    gap = np.hypot(along * px - relx, along * py - rely)
+    awayx, awayy = x0 - ox, y0 - oy
+    if not awayx * wx + (0.0 + awayy * wy) < 0.0:
+        gap = math.inf
+    return gap
+
+
+@numba.njit(**_JIT)
+def _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position, velocity,
+              nb_position, nb_velocity, lawx, lawy, reach, bound2):
+    """
+    Whether :func:`_separation_columns` with ``bound2`` would count a column near (count > 0).
+
+    Its columns' ``d_ahead`` and ``apart``, operation for operation, without their units and
+    weights, stopping at the first near one: one already near before its stopping gaps
+    (which only lower ``d_ahead``) needs none of them.
+    """
+    t_safe, a_safe, t_react = law[T_SAFE], law[A_SAFE], law[T_REACT]
+    x0, y0 = position[m, 0], position[m, 1]
+    vx0, vy0 = velocity[m, 0], velocity[m, 1]
+    own_way = _way_one(vx0, vy0, t_safe, a_safe)
+    heading = own_way
+    if t_react > 0.0:
+        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
+        if commanded > DENOMINATOR_EPS:
+            ratio = speed / commanded
+            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+    keep = (1.0 - CONTINGENCY_SHARE) * reach
+    k_cols = has.shape[1]
+    for c in range(2 * k_cols if rests else k_cols):
+        k = c % k_cols
+        ox, oy = nb_position[m, k, 0], nb_position[m, k, 1]
+        heard = has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]
+        if not heard or (c >= k_cols and member[m, k]) or ox != ox or oy != oy \
+                or (x0 - ox) * (x0 - ox) + (y0 - oy) * (y0 - oy) >= bound2:
+            continue
+        ovx, ovy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+        if c < k_cols:
+            age = _clip(now - rx_time[m, k] + age_at_arrival, 0.0, t_safe)
+        else:
+            offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
+            ox, oy = ox + offx, oy + offy
+            ovx, ovy = ox * 0.0, oy * 0.0
+            age = _clip(0.0, 0.0, t_safe)
+        ox, oy = ox + ovx * age, oy + ovy * age
+        awayx, awayy = x0 - ox, y0 - oy
+        relx, rely = vx0 - ovx, vy0 - ovy
+        d = np.hypot(awayx, awayy)
+        apart = d > DENOMINATOR_EPS
+        if apart:
+            ux, uy = awayx / d, awayy / d
+        else:
+            ux = uy = 0.0
+        closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
+        closing = closing if math.isfinite(closing) else 0.0
+        d_ahead = d - 0.0 - t_safe * closing
+        if a_safe > 0.0:
+            d_ahead = d_ahead - closing * closing / (2.0 * a_safe)
+        if apart and d_ahead < reach:
+            return True
+        if t_react > 0.0:
+            react = t_react + age
+            offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
+            restx, resty = ox + offx, oy + offy
+            gap = _gap_only(x0, y0, own_way, ox, oy, restx, resty, react)
+            gap_law = _gap_only(x0, y0, heading, ox, oy, restx, resty, react)
+            if gap_law < gap:
+                gap = gap_law
+            gap = gap - 0.0 + keep
+            if gap < d_ahead:
+                d_ahead = gap
+                apart = apart or gap > DENOMINATOR_EPS
+            if apart and d_ahead < reach:
+                return True
+    return False
 
 
 @numba.njit(**_JIT)
