@@ -830,6 +830,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     tracker = SeparationTracker(r, n, apart) if apart > 0.0 else None
     area_margin = np.full(r, np.inf if s0.area is not None else np.nan)
     target_estimate = None  # each run's target acceleration, as target_node estimates it
+    all_live = None  # live on every tick where no run has faults or outages (read only)
     metrics = (compiled.batch_metrics if compiled.kernels() is not None  # its compiled copy
                else batch_metrics)
     kernels = compiled.kernels()
@@ -840,7 +841,11 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     for k in range(ticks + 1):
         now = k * period
         faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
-        live = ~outages.update(now) & ~faults.killed & ~faults.failed
+        if all_live is None:
+            live = ~outages.update(now) & ~faults.killed & ~faults.failed
+            all_live = None if faulty or outages.enabled.any() else live
+        else:  # no fault and no outage in any run: every agent live on every tick
+            live = all_live
         pos = bodies.position.reshape(r, n + 1, 3)
         vel = bodies.velocity.reshape(r, n + 1, 3)
         positions, velocities = pos[:, :n], vel[:, :n]
@@ -850,7 +855,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         else:
             target_estimate = estimate_acceleration(target_estimate, now, t_vel)
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel,
-                                   target_estimate.acceleration, faults)
+                                   target_estimate.acceleration, faults if faulty else None)
         if faults.held.any():  # a bridge holds its vehicle after a large estimator reset
             cmds = np.where(faults.held[..., None], 0.0, cmds)
         cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe,

@@ -1068,15 +1068,27 @@ def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_kee
                 for k in range(n):
                     if k != m and not q_keep[s, j, m, k]:
                         everyone = False
-        for j in range(r_runs):
-            for m in range(n):
-                for k in range(n):
-                    # every message heard: plain copies, the (never read) diagonal included
-                    if q_keep[s, j, m, k] or (everyone and k == m):
-                        if q_keep[s, j, m, k]:
+        if everyone:  # every message heard: plain copies, the (never read) diagonal included
+            for j in range(r_runs):
+                for m in range(n):
+                    for k in range(n):
+                        if k != m:
                             has[j, m, k] = True
                             rx[j, m, k] = arrival
                             member[j, m, k] = q_member[s, j, k]
+                        for a in range(3):
+                            position[j, m, k, a] = q_pos[s, j, k, a]
+                            velocity[j, m, k, a] = q_vel[s, j, k, a]
+                        nb_u[j, m, k] = q_u[s, j, k]
+                        nb_u_ss[j, m, k] = q_u_ss[s, j, k]
+            continue
+        for j in range(r_runs):
+            for m in range(n):
+                for k in range(n):
+                    if q_keep[s, j, m, k]:
+                        has[j, m, k] = True
+                        rx[j, m, k] = arrival
+                        member[j, m, k] = q_member[s, j, k]
                         for a in range(3):
                             position[j, m, k, a] = q_pos[s, j, k, a]
                             velocity[j, m, k, a] = q_vel[s, j, k, a]
