@@ -161,6 +161,8 @@ class _Scratch(NamedTuple):
     bound: np.ndarray
     dy: np.ndarray
     dx: np.ndarray
+    shared_dy: np.ndarray
+    shared_dx: np.ndarray
     theta: np.ndarray
     theta_self: np.ndarray
     done: np.ndarray
@@ -171,6 +173,7 @@ class _Scratch(NamedTuple):
         return cls(np.zeros((rows, cols), dtype=bool), np.zeros(rows, dtype=np.int64),
                    np.zeros(rows, dtype=bool), np.zeros(rows), np.zeros(rows), np.zeros(rows),
                    np.zeros((rows, cols + 1)), np.zeros((rows, cols + 1)),
+                   np.zeros(2 * rows), np.zeros(2 * rows),
                    np.zeros((rows, cols)), np.zeros(rows), np.zeros(rows, dtype=bool))
 
 
@@ -191,7 +194,7 @@ class _InFlight:
                   't_vel': (r, 3), 't_acc': (r, 3), 'pos': (r, n, 3), 'vel': (r, n, 3),
                   'u': (r, n), 'u_ss': (r, n), 'member': (r, n)}
         bools = {'keep_target', 'keep', 'member'}
-        self.queue = np.zeros(2, dtype=np.int64)  # kernels.QUEUE_HEAD, QUEUE_COUNT
+        self.queue = np.zeros(3, dtype=np.int64)  # kernels.QUEUE_HEAD, _COUNT, _UNIFORM
         self.slots = {name: np.zeros((slots,) + shape, dtype=bool if name in bools else float)
                       for name, shape in shapes.items()}
         self.arrays = self._arrays()
@@ -407,6 +410,8 @@ class BatchControllers:
             self._exchange(now, live, positions, velocities, target_position, target_velocity,
                            target_acceleration)
         else:
+            if self._exchanges:  # the tables no longer as the compiled exchange left them
+                self._flight.queue[2] = 0
             self._deliver(now, live)
             self._send(now, live, positions, velocities, target_position, target_velocity,
                        np.broadcast_to(target_acceleration, np.shape(target_velocity)), faults)
@@ -590,13 +595,19 @@ class BatchControllers:
         nb_pos, nb_vel = out(self.position), out(self.velocity)
         t_pos = out(self.target_position)
         check_reach = bool(p.d_safe)
+        # every receiver of a run holds the same tables (the last broadcasts reached all)
+        shared = self._exchanges and bool(self._flight.queue[2])
         k.prepare_rows(plan.law, check_reach, p.obstacle_memory, now, has_target.reshape(rows),
                        has, rx, member, own, own_v, nb_pos, nb_vel, t_pos, plan.d_safe, s.entry,
-                       s.ring, s.covered, s.speed, s.others, s.bound, s.dy, s.dx)
+                       s.ring, s.covered, s.speed, s.others, s.bound, shared, s.dy, s.dx,
+                       s.shared_dy, s.shared_dx)
         if check_reach and not s.covered.any():
             return np.zeros_like(has_target)
         # the angles as _control takes them: wrap_2pi_once of arctan2, target_angle's own
-        k.wrap_angles(np.arctan2(s.dy, s.dx), s.theta, s.theta_self)
+        if shared:
+            k.wrap_shared_angles(np.arctan2(s.shared_dy, s.shared_dx), s.theta, s.theta_self)
+        else:
+            k.wrap_angles(np.arctan2(s.dy, s.dx), s.theta, s.theta_self)
         u = out(self.u)
         done = s.done
         done[:] = False

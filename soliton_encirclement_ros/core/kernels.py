@@ -1025,8 +1025,10 @@ def vehicle_steps(vehicle, steps, v_des, position, velocity, acceleration, yaw, 
             yaw_rate[i] = rate
 
 
-# The in-flight queue of exchange_states: [head, count] of a ring of slots.
-QUEUE_HEAD, QUEUE_COUNT = 0, 1
+# The in-flight queue of exchange_states: [head, count] of a ring of slots, and whether the
+# last broadcasts delivered reached every receiver (1: each run's receivers hold the same
+# tables, see shared_offsets; 0 until a first delivery).
+QUEUE_HEAD, QUEUE_COUNT, QUEUE_UNIFORM = 0, 1, 2
 
 
 @numba.njit(**_JIT)
@@ -1053,8 +1055,11 @@ def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_kee
         queue[QUEUE_HEAD] = (s + 1) % slots
         queue[QUEUE_COUNT] -= 1
         arrival = q_arrival[s]
+        everyone = True
         for j in range(r_runs):
             for m in range(n):
+                if not q_keep_target[s, j, m]:
+                    everyone = False
                 if q_keep_target[s, j, m]:
                     target_has[j, m] = True
                     target_rx[j, m] = arrival
@@ -1062,13 +1067,14 @@ def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_kee
                         target_position[j, m, a] = q_t_pos[s, j, a]
                         target_velocity[j, m, a] = q_t_vel[s, j, a]
                         target_acceleration[j, m, a] = q_t_acc[s, j, a]
-        everyone = True
+        heard_all = True
         for j in range(r_runs):
             for m in range(n):
                 for k in range(n):
                     if k != m and not q_keep[s, j, m, k]:
-                        everyone = False
-        if everyone:  # every message heard: plain copies, the (never read) diagonal included
+                        heard_all = False
+        queue[QUEUE_UNIFORM] = 1 if everyone and heard_all else 0
+        if heard_all:  # every message heard: plain copies, the (never read) diagonal included
             for j in range(r_runs):
                 for m in range(n):
                     for k in range(n):
@@ -1122,7 +1128,7 @@ def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_kee
 @numba.njit(**_JIT)
 def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member, own,
                  own_velocity, nb_position, nb_velocity, target_position, d_safe, entry, ring,
-                 covered, speed, others, bound, dy, dx):
+                 covered, speed, others, bound, shared, dy, dx, shared_dy, shared_dx):
     """
     Derive what ``control_rows`` takes per tick (``BatchControllers._control_compiled``).
 
@@ -1130,7 +1136,9 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member
     ``speed``, ``others`` (:func:`reach_rows`) and ``bound`` (M,), ``law.obstacle_reach`` of
     them with no disc (``d_safe`` by ring size); else ``covered`` = ``active``. ``dy``/``dx``
     (M, K + 1): each vehicle's offset from the row's target, then the row's own: numpy's
-    ``arctan2`` of them gives the angles (its bits, not the C library's).
+    ``arctan2`` of them gives the angles (its bits, not the C library's). With ``shared``
+    (each run's receivers hold the same tables) ``shared_dy``/``shared_dx`` instead
+    (:func:`shared_offsets`).
     """
     m_rows, k_cols = has.shape
     agent_timeout = law[AGENT_TIMEOUT]
@@ -1156,6 +1164,9 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member
     else:
         for m in range(m_rows):
             covered[m] = active[m]
+    if shared:
+        shared_offsets(own, nb_position, target_position, shared_dy, shared_dx)
+        return
     for m in range(m_rows):
         tx, ty = target_position[m, 0], target_position[m, 1]
         for k in range(k_cols):
@@ -1163,6 +1174,42 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member
             dx[m, k] = nb_position[m, k, 0] - tx
         dy[m, k_cols] = own[m, 1] - ty
         dx[m, k_cols] = own[m, 0] - tx
+
+
+@numba.njit(**_JIT)
+def shared_offsets(own, nb_position, target_position, dy, dx):
+    """
+    :func:`prepare_rows`' offsets where each run's receivers hold the same tables (R N rows).
+
+    Lossless runs without simulated faults: every receiver of a run hears every broadcast, so
+    its copy of each sender's state and of the target's is its run's first receiver's (the
+    arctan2 of equal offsets is equal). ``dy``/``dx`` (R K + R N,): each run's K senders as its
+    first row holds them, then every row's own offset.
+    """
+    m_rows, k_cols = nb_position.shape[0], nb_position.shape[1]
+    r_runs = m_rows // k_cols
+    for j in range(r_runs):
+        m = j * k_cols
+        tx, ty = target_position[m, 0], target_position[m, 1]
+        for k in range(k_cols):
+            dy[j * k_cols + k] = nb_position[m, k, 1] - ty
+            dx[j * k_cols + k] = nb_position[m, k, 0] - tx
+    for m in range(m_rows):
+        dy[r_runs * k_cols + m] = own[m, 1] - target_position[m, 1]
+        dx[r_runs * k_cols + m] = own[m, 0] - target_position[m, 0]
+
+
+@numba.njit(**_JIT)
+def wrap_shared_angles(angles, theta, theta_self):
+    """:func:`wrap_angles` of :func:`shared_offsets`' arctan2 (each run's row for its rows)."""
+    m_rows, k_cols = theta.shape
+    r_runs = m_rows // k_cols
+    for m in range(m_rows):
+        j = m // k_cols
+        for k in range(k_cols):
+            a = angles[j * k_cols + k]
+            theta[m, k] = a + TWO_PI if a < 0.0 else a
+        theta_self[m] = _mod_2pi(angles[r_runs * k_cols + m])
 
 
 @numba.njit(**_JIT)

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from soliton_encirclement_ros.core import compiled
-from soliton_encirclement_ros.core.batch_engine import _estimate_in_place, BatchControllers
+from soliton_encirclement_ros.core.batch_engine import (
+    _estimate_in_place, BatchControllers, simulate_runs)
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
@@ -125,3 +126,34 @@ def test_the_metrics_sort_is_numpys():
             values[rng.integers(0, m)] = np.nan
         got = k._sorted(values, m, np.empty(40))
         np.testing.assert_array_equal(got, np.sort(values[:m]))
+
+
+@pytest.mark.parametrize('loss', [0.0, 0.3], ids=['lossless', 'loss 0.3'])
+def test_shared_angles_equal_the_numpy_path(monkeypatch, loss):
+    """
+    Where every broadcast reached every receiver, one arctan2 per run and sender serves all.
+
+    Lossless runs take that path on every tick after the first delivery; lossy ones only
+    on ticks whose last broadcasts all arrived. Either way the trajectories are the numpy
+    path's, bit for bit.
+    """
+    k = compiled.kernels()
+    scenarios = [Scenario(agents=6, seed=seed, duration=4.0, control_period=0.02, loss=loss,
+                          target_motion='circle', target_speed=3.0)
+                 for seed in range(3)]
+    calls = {'shared': 0, 'each': 0}
+    for name, key in (('wrap_shared_angles', 'shared'), ('wrap_angles', 'each')):
+        def counted(*args, _kernel=getattr(k, name), _key=key):
+            calls[_key] += 1
+            return _kernel(*args)
+        monkeypatch.setattr(k, name, counted)
+    got = simulate_runs(scenarios)
+    monkeypatch.setattr(compiled, '_KERNELS', False)  # the numpy path
+    want = simulate_runs(scenarios)
+    np.testing.assert_array_equal(got.final_positions, want.final_positions)
+    for a, b in zip(got.metrics, want.metrics):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    if loss:
+        assert calls['each'] > 150 and calls['shared'] == 0  # some message lost every tick
+    else:
+        assert calls['shared'] == 200 and calls['each'] == 0  # the first tick hears nothing
