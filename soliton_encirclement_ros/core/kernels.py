@@ -1,15 +1,17 @@
 """
-The batch engine's compiled tick (numba): neighbours, the law, the metrics, the vehicle step.
+The batch engine's compiled tick (numba): broadcasts, neighbours, the law, metrics, vehicles.
 
 Imported only through :mod:`core.compiled` (which decides where these kernels apply and falls
 back to the numpy path elsewhere); importing this module compiles nothing until a kernel is
 first called, and the compiled code is cached on disk (``cache=True``) so later processes load
-it. Each block mirrors one function of ``core.law``, ``core.neighbours``, ``batch_engine`` or
-``velocity_mobility_ros.core.model``, named in its comment, operation for operation in the order
-of the per-agent float path (:func:`law.encirclement_step_one`), so that a row's result has the
-bits of the array path. The transcendental functions the law needs (the angles about the
-target, ``g(u)``, the tables of ``d_safe``, hysteresis and damping per ring size) are computed by
-numpy before the kernel and passed in: numpy's and the C library's may differ in the last bit.
+it. Each block mirrors one function of ``core.law``, ``core.neighbours``, ``batch_engine``,
+``core.target_estimate`` or ``velocity_mobility_ros.core.model``, named in its comment,
+operation for operation in the order of the per-agent float path
+(:func:`law.encirclement_step_one`), so that a row's result has the bits of the array path.
+The transcendental functions the law needs (the angles about the target, ``g(u)``, the
+estimate's low-pass share, the tables of ``d_safe``, hysteresis and damping per ring size)
+are computed by numpy between the kernels and passed in: numpy's and the C library's may
+differ in the last bit. The kernels write into buffers the caller keeps between ticks.
 
 Parameters reach the kernels as one float array, ``LAW_FIELDS`` in order (see
 :func:`compiled.law_vector`).
