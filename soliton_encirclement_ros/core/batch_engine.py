@@ -32,7 +32,8 @@ from soliton_encirclement_ros.core.law import (
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
-from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
+from soliton_encirclement_ros.core.target_estimate import (
+    ACCELERATION_TIME_CONSTANT, estimate_acceleration)
 from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi, wrap_2pi_once
 from velocity_mobility_ros.core.model import step, VehicleState
 
@@ -149,6 +150,74 @@ def stack_plans(plans: Sequence[FaultPlan]) -> BatchFaults:
                          for name in BatchFaults._fields))
 
 
+class _Scratch(NamedTuple):
+    """Buffers of ``BatchControllers._control_compiled`` (M rows x K senders), kept per tick."""
+
+    entry: np.ndarray
+    ring: np.ndarray
+    covered: np.ndarray
+    speed: np.ndarray
+    others: np.ndarray
+    bound: np.ndarray
+    dy: np.ndarray
+    dx: np.ndarray
+    shared_dy: np.ndarray
+    shared_dx: np.ndarray
+    theta: np.ndarray
+    theta_self: np.ndarray
+    done: np.ndarray
+
+    @classmethod
+    def empty(cls, rows: int, cols: int) -> '_Scratch':
+        """Return buffers for ``rows`` x ``cols`` (the bound 0.0: unread where d_safe is off)."""
+        return cls(np.zeros((rows, cols), dtype=bool), np.zeros(rows, dtype=np.int64),
+                   np.zeros(rows, dtype=bool), np.zeros(rows), np.zeros(rows), np.zeros(rows),
+                   np.zeros((rows, cols + 1)), np.zeros((rows, cols + 1)),
+                   np.zeros(2 * rows), np.zeros(2 * rows),
+                   np.zeros((rows, cols)), np.zeros(rows), np.zeros(rows, dtype=bool))
+
+
+class _InFlight:
+    """
+    The broadcasts in flight of ``kernels.exchange_states``: a ring of slots, oldest first.
+
+    Each slot holds what ``BatchControllers._send`` queues (R runs x N agents); the ring grows
+    (in order) when a tick would overfill it.
+    """
+
+    FIELDS = ('arrival', 'keep_target', 'keep', 't_pos', 't_vel', 't_acc', 'pos', 'vel', 'u',
+              'u_ss', 'member')
+
+    def __init__(self, runs: int, agents: int, slots: int):
+        r, n = runs, agents
+        shapes = {'arrival': (), 'keep_target': (r, n), 'keep': (r, n, n), 't_pos': (r, 3),
+                  't_vel': (r, 3), 't_acc': (r, 3), 'pos': (r, n, 3), 'vel': (r, n, 3),
+                  'u': (r, n), 'u_ss': (r, n), 'member': (r, n)}
+        bools = {'keep_target', 'keep', 'member'}
+        self.queue = np.zeros(3, dtype=np.int64)  # kernels.QUEUE_HEAD, _COUNT, _UNIFORM
+        self.slots = {name: np.zeros((slots,) + shape, dtype=bool if name in bools else float)
+                      for name, shape in shapes.items()}
+        self.arrays = self._arrays()
+
+    def _arrays(self) -> tuple:
+        """Return the queue and the slots in ``kernels.exchange_states``' order."""
+        return (self.queue,) + tuple(self.slots[name] for name in self.FIELDS)
+
+    def make_room(self) -> None:
+        """Double the ring if it is full (the oldest slot first again)."""
+        size = self.slots['arrival'].shape[0]
+        if self.queue[1] < size:
+            return
+        head, count = (int(x) for x in self.queue)
+        order = (head + np.arange(count)) % size
+        for name, a in self.slots.items():
+            grown = np.zeros((2 * size,) + a.shape[1:], dtype=a.dtype)
+            grown[:count] = a[order]
+            self.slots[name] = grown
+        self.queue[0] = 0
+        self.arrays = self._arrays()
+
+
 class BatchControllers:
     """
     The controllers of R runs x N agents, each with its own received states.
@@ -207,6 +276,17 @@ class BatchControllers:
                        if (self.loss > 0.0).any() else None)
         # The compiled tick where it covers this law (None: the numpy path, every tick).
         self._plan = compiled.control_plan(self.params, self.omega_ref, r, n, self.lambdas)
+        self._scratch: Optional[_Scratch] = None
+        self._views: dict = {}  # the state's (R N, ...) views, by the id of each array
+        # The broadcasts compiled (kernels.exchange_states) where no run simulates faults.
+        self._exchanges = not self.faulty and compiled.kernels() is not None
+        if self._exchanges:
+            period = self.params.control_period
+            ahead = math.ceil(self.delay / period + 1e-9) if period > 0.0 else 0
+            self._flight = _InFlight(r, n, ahead + 2)
+            # each receiver's draws a tick: the target's, then one per other sender
+            self._draw_counts = np.repeat(np.where(self.loss > 0.0, n, 0), n)
+            self._no_draws = np.zeros((r, n, 0))
 
     def _send(self, now, live, positions, velocities, target_position, target_velocity,
               target_acceleration, faults: Optional[BatchFaults] = None):
@@ -326,10 +406,36 @@ class BatchControllers:
         """
         if faults is not None and not faults.active:
             faults = None
-        self._deliver(now, live)
-        self._send(now, live, positions, velocities, target_position, target_velocity,
-                   np.broadcast_to(target_acceleration, np.shape(target_velocity)), faults)
+        if self._exchanges and faults is None:
+            self._exchange(now, live, positions, velocities, target_position, target_velocity,
+                           target_acceleration)
+        else:
+            if self._exchanges:  # the tables no longer as the compiled exchange left them
+                self._flight.queue[2] = 0
+            self._deliver(now, live)
+            self._send(now, live, positions, velocities, target_position, target_velocity,
+                       np.broadcast_to(target_acceleration, np.shape(target_velocity)), faults)
         return self._control(now, live, positions, velocities, faults)
+
+    def _exchange(self, now, live, positions, velocities, target_position, target_velocity,
+                  target_acceleration):
+        """:meth:`_deliver` and :meth:`_send` compiled (no simulated fault in any run)."""
+        r, n = live.shape
+        draws = self._no_draws
+        if self._draws is not None:
+            draws = self._draws.take(self._draw_counts).reshape(r, n, -1)
+        t_acc = target_acceleration
+        if not (isinstance(t_acc, np.ndarray) and t_acc.shape == (r, 3)):
+            t_acc = np.ascontiguousarray(np.broadcast_to(t_acc, (r, 3)), dtype=float)
+        self._flight.make_room()
+        compiled.kernels().exchange_states(
+            now, TIME_EPS, self.delay, *self._flight.arrays, np.asarray(live, dtype=bool),
+            np.asarray(positions, dtype=float), np.asarray(velocities, dtype=float),
+            np.asarray(target_position, dtype=float), np.asarray(target_velocity, dtype=float),
+            np.asarray(t_acc, dtype=float), self.u, self.u_ss, self.loss, draws,
+            self.target_has, self.target_rx, self.target_position, self.target_velocity,
+            self.target_acceleration, self.has, self.rx, self.member, self.position,
+            self.velocity, self.nb_u, self.nb_u_ss)
 
     def _control(self, now, live, positions, velocities, faults=None):
         p = self.params
@@ -464,52 +570,57 @@ class BatchControllers:
         vehicle it counts, its ``d_safe``: at least every bound of the numpy path's scan),
         a swarm beyond ``plan.separate``'s size. Each row's result
         depends on its row alone (``law.encirclement_step``), so the split changes no value.
-        The angles and ``g(u)`` are numpy's (the transcendental functions' bits), the rest
-        ``kernels.control_rows``.
+        The angles (one ``arctan2`` of every offset) and ``g(u)`` are numpy's (the
+        transcendental functions' bits), the rest ``kernels.prepare_rows``,
+        ``kernels.wrap_angles`` and ``kernels.control_rows`` on buffers kept between ticks.
         """
         p, plan, k = self.params, self._plan, self._plan.kernels
         r, n = self.u.shape
         rows = r * n
 
-        def flat(a):
-            return a.reshape((rows,) + a.shape[2:])
+        views = self._views
 
-        def out(a):  # a view, never a copy: the kernel writes the state through it
-            return np.reshape(a, (rows,) + a.shape[2:], copy=False)
+        def out(a):  # a view of the state, never a copy: the kernel writes through it
+            view = views.get(id(a))
+            if view is None or view.base is not a:
+                view = views[id(a)] = np.reshape(a, (rows,) + a.shape[2:], copy=False)
+            return view
 
-        has, rx = flat(self.has), flat(self.rx)
+        s = self._scratch
+        if s is None:
+            s = self._scratch = _Scratch.empty(rows, n)
+        has, rx, member = out(self.has), out(self.rx), out(self.member)
         own = positions.reshape(rows, 3)  # read only: a copy where positions is a slice
         own_v = velocities.reshape(rows, 3)
-        nb_pos, nb_vel = flat(self.position), flat(self.velocity)
-        entry = np.empty((rows, n), dtype=bool)
-        ring = k.heard_rows(has, rx, flat(self.member), now, p.agent_timeout, entry)
-        active = flat(has_target)
-        bound = plan.no_reach
-        if p.d_safe:  # none_within_reach row by row: speeds compiled, the bound the law's
-            covered = np.empty(rows, dtype=bool)
-            speed, others = np.empty(rows), np.empty(rows)
-            k.reach_rows(active, has, rx, now, p.agent_timeout, p.obstacle_memory, own_v,
-                         nb_vel, speed, others, covered)
-            if not covered.any():
-                return np.zeros_like(has_target)
-            active = covered
-            bound = obstacle_reach(speed, others, 0.0, p, 0.0, plan.d_safe[ring])
-        t_pos = flat(self.target_position)
-        # the angles as _control takes them (wrap_2pi_once of arctan2), read where entry
-        theta = wrap_2pi_once(np.arctan2(nb_pos[..., 1] - t_pos[:, 1, None],
-                                         nb_pos[..., 0] - t_pos[:, 0, None]))
+        nb_pos, nb_vel = out(self.position), out(self.velocity)
+        t_pos = out(self.target_position)
+        check_reach = bool(p.d_safe)
+        # every receiver of a run holds the same tables (the last broadcasts reached all)
+        shared = self._exchanges and bool(self._flight.queue[2])
+        k.prepare_rows(plan.law, check_reach, p.obstacle_memory, now, has_target.reshape(rows),
+                       has, rx, member, own, own_v, nb_pos, nb_vel, t_pos, plan.d_safe, s.entry,
+                       s.ring, s.covered, s.speed, s.others, s.bound, shared, s.dy, s.dx,
+                       s.shared_dy, s.shared_dx)
+        if check_reach and not s.covered.any():
+            return np.zeros_like(has_target)
+        # the angles as _control takes them: wrap_2pi_once of arctan2, target_angle's own
+        if shared:
+            k.wrap_shared_angles(np.arctan2(s.shared_dy, s.shared_dx), s.theta, s.theta_self)
+        else:
+            k.wrap_angles(np.arctan2(s.dy, s.dx), s.theta, s.theta_self)
         u = out(self.u)
-        done = np.zeros(rows, dtype=bool)
-        k.control_rows(plan.law, active, bool(p.d_safe), bound, p.obstacle_memory, now, has,
-                       rx, entry, ring, theta, target_angle(own, t_pos), plan.own_col,
-                       self.ids, self.lambdas, own, own_v, nb_pos, nb_vel, flat(self.nb_u),
-                       flat(self.nb_u_ss), t_pos, flat(self.target_velocity),
-                       flat(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
+        done = s.done
+        done[:] = False
+        k.control_rows(plan.law, s.covered, check_reach, s.bound, p.obstacle_memory, now, has,
+                       rx, s.entry, s.ring, s.theta, s.theta_self, plan.own_col, self.ids,
+                       self.lambdas, own, own_v, nb_pos, nb_vel, out(self.nb_u),
+                       out(self.nb_u_ss), t_pos, out(self.target_velocity),
+                       out(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
                        out(self.pred), out(self.succ), plan.hysteresis, plan.damping,
                        out(self.ring_size), out(self.ring_changed), out(self.ring_tick),
-                       plan.separate, plan.d_safe, flat(self.member), self._age_at_arrival,
-                       out(self.u_ss), out(cmds), done)
-        return done.reshape(r, n)
+                       plan.separate, plan.d_safe, member, self._age_at_arrival,
+                       out(self.u_ss), cmds.reshape(rows, 3), done)
+        return done.reshape(r, n).copy()
 
     def _ring_offset(self, theta_self, theta, entry, weight):
         """
@@ -730,19 +841,32 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     tracker = SeparationTracker(r, n, apart) if apart > 0.0 else None
     area_margin = np.full(r, np.inf if s0.area is not None else np.nan)
     target_estimate = None  # each run's target acceleration, as target_node estimates it
+    all_live = None  # live on every tick where no run has faults or outages (read only)
     metrics = (compiled.batch_metrics if compiled.kernels() is not None  # its compiled copy
                else batch_metrics)
+    kernels = compiled.kernels()
+    # model.step compiled, in place on ``bodies`` (None: the numpy path or a copy each tick)
+    stepper = compiled.vehicle_vector(vehicle)
+    if kernels is not None:  # the metrics rows written in place, one (R, 6) block a tick
+        series = np.empty((ticks // metrics_every + 1, r, 6))
     for k in range(ticks + 1):
         now = k * period
         faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
-        live = ~outages.update(now) & ~faults.killed & ~faults.failed
+        if all_live is None:
+            live = ~outages.update(now) & ~faults.killed & ~faults.failed
+            all_live = None if faulty or outages.enabled.any() else live
+        else:  # no fault and no outage in any run: every agent live on every tick
+            live = all_live
         pos = bodies.position.reshape(r, n + 1, 3)
         vel = bodies.velocity.reshape(r, n + 1, 3)
         positions, velocities = pos[:, :n], vel[:, :n]
         t_pos, t_vel = pos[:, n], vel[:, n]
-        target_estimate = estimate_acceleration(target_estimate, now, t_vel)
+        if kernels is not None:
+            target_estimate = _estimate_in_place(kernels, target_estimate, now, t_vel)
+        else:
+            target_estimate = estimate_acceleration(target_estimate, now, t_vel)
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel,
-                                   target_estimate.acceleration, faults)
+                                   target_estimate.acceleration, faults if faulty else None)
         if faults.held.any():  # a bridge holds its vehicle after a large estimator reset
             cmds = np.where(faults.held[..., None], 0.0, cmds)
         cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe,
@@ -752,24 +876,50 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         if tracker is not None:  # a vehicle its bridge holds is under no controller's command
             tracker.update(positions, live & ~faults.held)
         if k % metrics_every == 0:
+            if kernels is not None:
+                kernels.metrics_rows(positions, velocities, live, t_pos, t_vel, radius,
+                                     series[len(times)])
+            else:
+                rows.append(metrics(positions, velocities, live, t_pos, t_vel, radius))
             times.append(now)
-            rows.append(metrics(positions, velocities, live, t_pos, t_vel, radius))
         if k == ticks:
             break
         v_des[:, :n] = np.where(live[..., None], cmds, 0.0)
         for j in moving:
             v_des[j, n] = models[j].desired_velocity(now, t_pos[j])
         flat = v_des.reshape(-1, 3)
-        stepped = compiled.vehicle_steps(bodies, flat, vehicle, steps_per_tick)
-        if stepped is not None:  # model.step compiled
-            bodies = stepped
+        if stepper is not None:  # model.step compiled, in place
+            kernels.vehicle_steps(stepper, steps_per_tick, flat, bodies.position,
+                                  bodies.velocity, bodies.acceleration, bodies.yaw,
+                                  bodies.yaw_rate)
         else:
             for _ in range(steps_per_tick):
                 bodies = step(bodies, flat, vehicle)
-    series = np.stack(rows, axis=1)  # (R, T, 6)
+    if kernels is not None:
+        series = series[:len(times)].transpose(1, 0, 2)  # (R, T, 6)
+    else:
+        series = np.stack(rows, axis=1)
     t = np.array(times)
     return BatchResult([np.column_stack((t, series[j])) for j in range(r)], ticks * period,
                        tracker, bodies.position.reshape(r, n + 1, 3)[:, :n].copy(), area_margin)
+
+
+def _estimate_in_place(kernels, previous, stamp: float, velocity):
+    """
+    ``estimate_acceleration`` of R targets (R, 3), the estimate updated in place (compiled).
+
+    The same values: the first sample estimates zero, a sample not later keeps the estimate,
+    and the low-pass share is numpy's ``exp`` of the step.
+    """
+    if previous is None:
+        return estimate_acceleration(None, stamp, velocity)
+    dt = float(stamp) - previous.stamp
+    if not dt > 0.0:
+        return previous
+    share = (1.0 - np.exp(-dt / ACCELERATION_TIME_CONSTANT)
+             if ACCELERATION_TIME_CONSTANT > 0.0 else 1.0)
+    kernels.estimate_rows(velocity, previous.velocity, previous.acceleration, dt, float(share))
+    return previous._replace(stamp=float(stamp))
 
 
 def replace_seed(scenario: Scenario, seed: int) -> Scenario:

@@ -168,9 +168,9 @@ def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: 
         bool(params.d_safe) and compiles_whole(params, agents))
 
 
-def vehicle_steps(state, v_des, params, steps: int):
+def vehicle_vector(params) -> Optional[np.ndarray]:
     """
-    Return ``state`` after ``steps`` of ``model.step`` compiled, or None (the numpy path).
+    Return ``kernels.vehicle_steps``' parameter vector of ``params``, or None (the numpy path).
 
     Covered: the 'command' heading mode (no yaw-rate command) without jerk limits.
     """
@@ -178,11 +178,22 @@ def vehicle_steps(state, v_des, params, steps: int):
     if module is None or params.heading_mode != 'command' or params.max_jerk_xy > 0.0 \
             or params.max_jerk_z > 0.0:
         return None
+    return np.array([float(getattr(params, f)) for f in module.VEHICLE_FIELDS])
+
+
+def vehicle_steps(state, v_des, params, steps: int):
+    """
+    Return ``state`` after ``steps`` of ``model.step`` compiled, or None (the numpy path).
+
+    Covered: the 'command' heading mode (no yaw-rate command) without jerk limits.
+    """
+    vector = vehicle_vector(params)
+    if vector is None:
+        return None
     out = type(state)(state.position.copy(), state.velocity.copy(), state.acceleration.copy(),
                       state.yaw.copy(), state.yaw_rate.copy())
-    module.vehicle_steps(np.array([float(getattr(params, f)) for f in module.VEHICLE_FIELDS]),
-                         steps, np.ascontiguousarray(v_des, dtype=float), out.position,
-                         out.velocity, out.acceleration, out.yaw, out.yaw_rate)
+    kernels().vehicle_steps(vector, steps, np.ascontiguousarray(v_des, dtype=float),
+                            out.position, out.velocity, out.acceleration, out.yaw, out.yaw_rate)
     return out
 
 

@@ -1,15 +1,17 @@
 """
-The batch engine's compiled tick (numba): neighbours, the law, the metrics, the vehicle step.
+The batch engine's compiled tick (numba): broadcasts, neighbours, the law, metrics, vehicles.
 
 Imported only through :mod:`core.compiled` (which decides where these kernels apply and falls
 back to the numpy path elsewhere); importing this module compiles nothing until a kernel is
 first called, and the compiled code is cached on disk (``cache=True``) so later processes load
-it. Each block mirrors one function of ``core.law``, ``core.neighbours``, ``batch_engine`` or
-``velocity_mobility_ros.core.model``, named in its comment, operation for operation in the order
-of the per-agent float path (:func:`law.encirclement_step_one`), so that a row's result has the
-bits of the array path. The transcendental functions the law needs (the angles about the
-target, ``g(u)``, the tables of ``d_safe``, hysteresis and damping per ring size) are computed by
-numpy before the kernel and passed in: numpy's and the C library's may differ in the last bit.
+it. Each block mirrors one function of ``core.law``, ``core.neighbours``, ``batch_engine``,
+``core.target_estimate`` or ``velocity_mobility_ros.core.model``, named in its comment,
+operation for operation in the order of the per-agent float path
+(:func:`law.encirclement_step_one`), so that a row's result has the bits of the array path.
+The transcendental functions the law needs (the angles about the target, ``g(u)``, the
+estimate's low-pass share, the tables of ``d_safe``, hysteresis and damping per ring size)
+are computed by numpy between the kernels and passed in: numpy's and the C library's may
+differ in the last bit. The kernels write into buffers the caller keeps between ticks.
 
 Parameters reach the kernels as one float array, ``LAW_FIELDS`` in order (see
 :func:`compiled.law_vector`).
@@ -467,9 +469,8 @@ def _separation_row(m, law, now, has, rx_time, age_at_arrival, member, position,
     ``(push + v_law) - v_law`` of a zero push), else every column as the law takes them.
     """
     rests = not _no_presence(m, has, rx_time, member, now, law[AGENT_TIMEOUT])
-    if _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
-                           velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound,
-                           units, weights, pushes, closings, near) == 0:
+    if not _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
+                     velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound):
         return 0.0, 0.0
     count = _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests,
                                 position, velocity, nb_position, nb_velocity, lawx, lawy, reach,
@@ -477,6 +478,92 @@ def _separation_row(m, law, now, has, rx_time, age_at_arrival, member, position,
     n_cols = 2 * has.shape[1] if rests else has.shape[1]
     return _separation_sum(law, lawx, lawy, units[:n_cols], weights, pushes, closings, near,
                            count)
+
+
+@numba.njit(**_JIT)
+def _gap_only(x0, y0, way, ox, oy, restx, resty, react):
+    """Return the gap of :func:`_gap_one`, operation for operation, without its unit."""
+    wx, wy, offx, offy = way[0], way[1], way[2], way[3]
+    px, py = wx * react + offx, wy * react + offy
+    relx, rely = restx - x0, resty - y0
+    length2 = px * px + (0.0 + py * py)
+    along = (relx * px + (0.0 + rely * py)) / (length2 if length2 > 0.0 else 1.0)
+    along = _clip(along, 0.0, 1.0)
+    gap = np.hypot(along * px - relx, along * py - rely)
+    awayx, awayy = x0 - ox, y0 - oy
+    if not awayx * wx + (0.0 + awayy * wy) < 0.0:
+        gap = math.inf
+    return gap
+
+
+@numba.njit(**_JIT)
+def _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position, velocity,
+              nb_position, nb_velocity, lawx, lawy, reach, bound2):
+    """
+    Whether :func:`_separation_columns` with ``bound2`` would count a column near (count > 0).
+
+    Its columns' ``d_ahead`` and ``apart``, operation for operation, without their units and
+    weights, stopping at the first near one: one already near before its stopping gaps
+    (which only lower ``d_ahead``) needs none of them.
+    """
+    t_safe, a_safe, t_react = law[T_SAFE], law[A_SAFE], law[T_REACT]
+    x0, y0 = position[m, 0], position[m, 1]
+    vx0, vy0 = velocity[m, 0], velocity[m, 1]
+    own_way = _way_one(vx0, vy0, t_safe, a_safe)
+    heading = own_way
+    if t_react > 0.0:
+        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
+        if commanded > DENOMINATOR_EPS:
+            ratio = speed / commanded
+            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+    keep = (1.0 - CONTINGENCY_SHARE) * reach
+    k_cols = has.shape[1]
+    for c in range(2 * k_cols if rests else k_cols):
+        k = c % k_cols
+        ox, oy = nb_position[m, k, 0], nb_position[m, k, 1]
+        heard = has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]
+        if not heard or (c >= k_cols and member[m, k]) or ox != ox or oy != oy \
+                or (x0 - ox) * (x0 - ox) + (y0 - oy) * (y0 - oy) >= bound2:
+            continue
+        ovx, ovy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+        if c < k_cols:
+            age = _clip(now - rx_time[m, k] + age_at_arrival, 0.0, t_safe)
+        else:
+            offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
+            ox, oy = ox + offx, oy + offy
+            ovx, ovy = ox * 0.0, oy * 0.0
+            age = _clip(0.0, 0.0, t_safe)
+        ox, oy = ox + ovx * age, oy + ovy * age
+        awayx, awayy = x0 - ox, y0 - oy
+        relx, rely = vx0 - ovx, vy0 - ovy
+        d = np.hypot(awayx, awayy)
+        apart = d > DENOMINATOR_EPS
+        if apart:
+            ux, uy = awayx / d, awayy / d
+        else:
+            ux = uy = 0.0
+        closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
+        closing = closing if math.isfinite(closing) else 0.0
+        d_ahead = d - 0.0 - t_safe * closing
+        if a_safe > 0.0:
+            d_ahead = d_ahead - closing * closing / (2.0 * a_safe)
+        if apart and d_ahead < reach:
+            return True
+        if t_react > 0.0:
+            react = t_react + age
+            offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
+            restx, resty = ox + offx, oy + offy
+            gap = _gap_only(x0, y0, own_way, ox, oy, restx, resty, react)
+            gap_law = _gap_only(x0, y0, heading, ox, oy, restx, resty, react)
+            if gap_law < gap:
+                gap = gap_law
+            gap = gap - 0.0 + keep
+            if gap < d_ahead:
+                d_ahead = gap
+                apart = apart or gap > DENOMINATOR_EPS
+            if apart and d_ahead < reach:
+                return True
+    return False
 
 
 @numba.njit(**_JIT)
@@ -767,6 +854,7 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
     """
     r_runs, n = live.shape
     theta = np.empty(n)
+    ordered_buffer = np.empty(n)
     for j in range(r_runs):
         m = 0
         e_r = 0.0
@@ -798,7 +886,7 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
         out[j, 0] = math.sqrt(e_r / m)
         out[j, 1] = math.sqrt(e_vr / m)
         out[j, 2] = np.hypot(cos_sum, sin_sum) / m
-        ordered = np.sort(theta[:m])
+        ordered = _sorted(theta, m, ordered_buffer)
         g_max = -math.inf
         e_gap = 0.0
         even = TWO_PI / m
@@ -823,6 +911,48 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
                 if d < d2:
                     d2 = d
         out[j, 5] = math.sqrt(d2) if m >= 2 else math.nan
+
+
+@numba.njit(**_JIT)
+def _sorted(values, m, buffer):
+    """
+    Return ``np.sort(values[:m])``: an insertion sort into ``buffer`` (no allocation).
+
+    The same array wherever no value is NaN (no -0.0 either: the angles are ``_mod_2pi``'s);
+    else ``np.sort`` itself (NaN last).
+    """
+    for i in range(m):
+        if values[i] != values[i]:
+            return np.sort(values[:m])
+    for i in range(m):
+        v = values[i]
+        k = i
+        while k > 0 and buffer[k - 1] > v:
+            buffer[k] = buffer[k - 1]
+            k -= 1
+        buffer[k] = v
+    return buffer[:m]
+
+
+@numba.njit(**_JIT)
+def estimate_rows(velocity, previous, acceleration, dt, share):
+    """
+    ``target_estimate.estimate_acceleration`` after its first sample, in place (R, 3).
+
+    ``velocity`` the new samples, ``previous`` the last kept velocities (updated),
+    ``acceleration`` the estimates (updated); ``dt`` > 0 and ``share`` (``1 - exp(-dt /
+    time_constant)``, numpy's) the caller's.
+    """
+    for j in range(velocity.shape[0]):
+        finite = True
+        for a in range(velocity.shape[1]):
+            if not math.isfinite(velocity[j, a]):
+                finite = False
+        for a in range(velocity.shape[1]):
+            v = velocity[j, a] if finite else previous[j, a]
+            raw = (v - previous[j, a]) / dt
+            acceleration[j, a] = acceleration[j, a] + share * (raw - acceleration[j, a])
+            previous[j, a] = v
 
 
 # The vehicle parameters vehicle_steps reads, in the order of the float array it takes.
@@ -895,3 +1025,206 @@ def vehicle_steps(vehicle, steps, v_des, position, velocity, acceleration, yaw, 
                 rate = yaw_rate[i] + _clip(0.0 - yaw_rate[i], -yaw_acc * dt, yaw_acc * dt)
             yaw[i] = (yaw[i] + rate * dt + math.pi) % (2.0 * math.pi) - math.pi  # wrap_angle
             yaw_rate[i] = rate
+
+
+# The in-flight queue of exchange_states: [head, count] of a ring of slots, and whether the
+# last broadcasts delivered reached every receiver (1: each run's receivers hold the same
+# tables, see shared_offsets; 0 until a first delivery).
+QUEUE_HEAD, QUEUE_COUNT, QUEUE_UNIFORM = 0, 1, 2
+
+
+@numba.njit(**_JIT)
+def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_keep, q_t_pos,
+                    q_t_vel, q_t_acc, q_pos, q_vel, q_u, q_u_ss, q_member, live, positions,
+                    velocities, t_pos, t_vel, t_acc, u, u_ss, loss, draws, target_has,
+                    target_rx, target_position, target_velocity, target_acceleration, has, rx,
+                    member, position, velocity, nb_u, nb_u_ss):
+    """
+    ``BatchControllers._deliver`` then ``_send`` of a tick without simulated faults.
+
+    Delivers every queued broadcast due by ``now`` (``arrival <= now + time_eps``, oldest
+    first) into the receivers' tables, then queues this tick's (R runs x N agents): each
+    agent's state to every other one, the target's to every agent, arriving ``delay`` later.
+    ``queue`` ([head, count]) and the ``q_*`` slots hold the broadcasts in flight (the caller
+    sizes the ring for ``delay``). ``loss`` (R,) and ``draws`` (R, N, W): each receiver's
+    uniform draws (``StreamDraws.take``; W = 0: no run lossy), the target's first, then one per
+    other sender in order; a message is lost where its draw is below its run's ``loss``.
+    """
+    r_runs, n = live.shape
+    slots = q_arrival.size
+    while queue[QUEUE_COUNT] > 0 and q_arrival[queue[QUEUE_HEAD]] <= now + time_eps:
+        s = queue[QUEUE_HEAD]
+        queue[QUEUE_HEAD] = (s + 1) % slots
+        queue[QUEUE_COUNT] -= 1
+        arrival = q_arrival[s]
+        everyone = True
+        for j in range(r_runs):
+            for m in range(n):
+                if not q_keep_target[s, j, m]:
+                    everyone = False
+                if q_keep_target[s, j, m]:
+                    target_has[j, m] = True
+                    target_rx[j, m] = arrival
+                    for a in range(3):
+                        target_position[j, m, a] = q_t_pos[s, j, a]
+                        target_velocity[j, m, a] = q_t_vel[s, j, a]
+                        target_acceleration[j, m, a] = q_t_acc[s, j, a]
+        heard_all = True
+        for j in range(r_runs):
+            for m in range(n):
+                for k in range(n):
+                    if k != m and not q_keep[s, j, m, k]:
+                        heard_all = False
+        queue[QUEUE_UNIFORM] = 1 if everyone and heard_all else 0
+        if heard_all:  # every message heard: plain copies, the (never read) diagonal included
+            for j in range(r_runs):
+                for m in range(n):
+                    for k in range(n):
+                        if k != m:
+                            has[j, m, k] = True
+                            rx[j, m, k] = arrival
+                            member[j, m, k] = q_member[s, j, k]
+                        for a in range(3):
+                            position[j, m, k, a] = q_pos[s, j, k, a]
+                            velocity[j, m, k, a] = q_vel[s, j, k, a]
+                        nb_u[j, m, k] = q_u[s, j, k]
+                        nb_u_ss[j, m, k] = q_u_ss[s, j, k]
+            continue
+        for j in range(r_runs):
+            for m in range(n):
+                for k in range(n):
+                    if q_keep[s, j, m, k]:
+                        has[j, m, k] = True
+                        rx[j, m, k] = arrival
+                        member[j, m, k] = q_member[s, j, k]
+                        for a in range(3):
+                            position[j, m, k, a] = q_pos[s, j, k, a]
+                            velocity[j, m, k, a] = q_vel[s, j, k, a]
+                        nb_u[j, m, k] = q_u[s, j, k]
+                        nb_u_ss[j, m, k] = q_u_ss[s, j, k]
+    s = (queue[QUEUE_HEAD] + queue[QUEUE_COUNT]) % slots
+    queue[QUEUE_COUNT] += 1
+    q_arrival[s] = now + delay
+    lossy_any = draws.shape[2] > 0
+    for j in range(r_runs):
+        lossy = lossy_any and loss[j] > 0.0
+        for a in range(3):
+            q_t_pos[s, j, a] = t_pos[j, a]
+            q_t_vel[s, j, a] = t_vel[j, a]
+            q_t_acc[s, j, a] = t_acc[j, a]
+        for m in range(n):
+            q_keep_target[s, j, m] = not (lossy and draws[j, m, 0] < loss[j])
+            for k in range(n):
+                keep = k != m
+                if keep and lossy:  # the draw of the k-th other sender (self excluded)
+                    keep = not draws[j, m, 1 + (k if k < m else k - 1)] < loss[j]
+                q_keep[s, j, m, k] = keep
+            for a in range(3):
+                q_pos[s, j, m, a] = positions[j, m, a]
+                q_vel[s, j, m, a] = velocities[j, m, a]
+            q_u[s, j, m] = u[j, m]
+            q_u_ss[s, j, m] = u_ss[j, m]
+            q_member[s, j, m] = live[j, m]
+
+
+@numba.njit(**_JIT)
+def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member, own,
+                 own_velocity, nb_position, nb_velocity, target_position, d_safe, entry, ring,
+                 covered, speed, others, bound, shared, dy, dx, shared_dy, shared_dx):
+    """
+    Derive what ``control_rows`` takes per tick (``BatchControllers._control_compiled``).
+
+    ``entry``/``ring`` (:func:`heard_rows`); with ``check_reach`` (d_safe on) ``covered``,
+    ``speed``, ``others`` (:func:`reach_rows`) and ``bound`` (M,), ``law.obstacle_reach`` of
+    them with no disc (``d_safe`` by ring size); else ``covered`` = ``active``. ``dy``/``dx``
+    (M, K + 1): each vehicle's offset from the row's target, then the row's own: numpy's
+    ``arctan2`` of them gives the angles (its bits, not the C library's). With ``shared``
+    (each run's receivers hold the same tables) ``shared_dy``/``shared_dx`` instead
+    (:func:`shared_offsets`).
+    """
+    m_rows, k_cols = has.shape
+    agent_timeout = law[AGENT_TIMEOUT]
+    ring[:] = heard_rows(has, rx, member, now, agent_timeout, entry)
+    if check_reach:
+        reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocity,
+                   nb_velocity, speed, others, covered)
+        t_safe, a_safe, t_react = law[T_SAFE], law[A_SAFE], law[T_REACT]
+        for m in range(m_rows):  # law.obstacle_reach (margin 0.0), operation for operation
+            d = d_safe[ring[m]]
+            v, v_o = speed[m], others[m]
+            stop_o = _stopping_distance(v_o, t_safe, a_safe)
+            stop = _stopping_distance(v, t_safe, a_safe)
+            closing = v + v_o
+            brake = closing * closing / (2.0 * a_safe) if a_safe > 0.0 else 0.0
+            own_brake = v * v / (2.0 * a_safe) if a_safe > 0.0 else 0.0
+            reach = _maximum(d + 0.0 + v_o * t_safe + t_safe * closing + brake,
+                             d + 0.0 + stop_o + t_safe * v + own_brake)
+            if t_react > 0.0:
+                reach = _maximum(reach, CONTINGENCY_SHARE * d + 0.0 + v_o * t_safe + stop_o
+                                 + v * (t_react + t_safe) + stop)
+            bound[m] = reach * (1.0 + 1e-9) + 1e-3
+    else:
+        for m in range(m_rows):
+            covered[m] = active[m]
+    if shared:
+        shared_offsets(own, nb_position, target_position, shared_dy, shared_dx)
+        return
+    for m in range(m_rows):
+        tx, ty = target_position[m, 0], target_position[m, 1]
+        for k in range(k_cols):
+            dy[m, k] = nb_position[m, k, 1] - ty
+            dx[m, k] = nb_position[m, k, 0] - tx
+        dy[m, k_cols] = own[m, 1] - ty
+        dx[m, k_cols] = own[m, 0] - tx
+
+
+@numba.njit(**_JIT)
+def shared_offsets(own, nb_position, target_position, dy, dx):
+    """
+    :func:`prepare_rows`' offsets where each run's receivers hold the same tables (R N rows).
+
+    Lossless runs without simulated faults: every receiver of a run hears every broadcast, so
+    its copy of each sender's state and of the target's is its run's first receiver's (the
+    arctan2 of equal offsets is equal). ``dy``/``dx`` (R K + R N,): each run's K senders as its
+    first row holds them, then every row's own offset.
+    """
+    m_rows, k_cols = nb_position.shape[0], nb_position.shape[1]
+    r_runs = m_rows // k_cols
+    for j in range(r_runs):
+        m = j * k_cols
+        tx, ty = target_position[m, 0], target_position[m, 1]
+        for k in range(k_cols):
+            dy[j * k_cols + k] = nb_position[m, k, 1] - ty
+            dx[j * k_cols + k] = nb_position[m, k, 0] - tx
+    for m in range(m_rows):
+        dy[r_runs * k_cols + m] = own[m, 1] - target_position[m, 1]
+        dx[r_runs * k_cols + m] = own[m, 0] - target_position[m, 0]
+
+
+@numba.njit(**_JIT)
+def wrap_shared_angles(angles, theta, theta_self):
+    """:func:`wrap_angles` of :func:`shared_offsets`' arctan2 (each run's row for its rows)."""
+    m_rows, k_cols = theta.shape
+    r_runs = m_rows // k_cols
+    for m in range(m_rows):
+        j = m // k_cols
+        for k in range(k_cols):
+            a = angles[j * k_cols + k]
+            theta[m, k] = a + TWO_PI if a < 0.0 else a
+        theta_self[m] = _mod_2pi(angles[r_runs * k_cols + m])
+
+
+@numba.njit(**_JIT)
+def wrap_angles(angles, theta, theta_self):
+    """
+    Split numpy's ``arctan2`` of :func:`prepare_rows`' offsets (M, K + 1) into the angles.
+
+    ``theta`` (M, K): ``wrap_2pi_once`` of the vehicles'; ``theta_self`` (M,):
+    ``geometry.target_angle``'s ``np.mod`` of the row's own.
+    """
+    m_rows, k_cols = theta.shape
+    for m in range(m_rows):
+        for k in range(k_cols):
+            a = angles[m, k]
+            theta[m, k] = a + TWO_PI if a < 0.0 else a
+        theta_self[m] = _mod_2pi(angles[m, k_cols])
