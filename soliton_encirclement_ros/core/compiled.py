@@ -48,7 +48,8 @@ KNOWN_FIELDS = frozenset({
     # applied by BatchControllers before the kernel, or only for silent vehicles and discs
     # (rows the numpy path steps)
     'hold_drift', 'silent_run_on', 'v_uncertain', 'obstacle_ramp', 'obstacle_lead',
-    'agent_state_timeout', 'target_state_timeout', 'target_timeout', 'odom_timeout',
+    'agent_state_timeout', 'agent_timeout_floor', 'target_state_timeout', 'target_timeout',
+    'odom_timeout',
     'max_future_stamp', 'prune_expired',
     # not covered when set (NOT_COVERED): the numpy path runs
     'obstacle_clearance', 'k_gap_steer',

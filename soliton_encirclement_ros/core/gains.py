@@ -45,6 +45,7 @@ REFERENCE_GAINS = {
     'k_gap_steer': 0.0,
     'soft_limiter': False,
     'u_lim': 2.0, 'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
+    'agent_timeout_floor': 0.0,
 }
 PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
 
@@ -170,7 +171,14 @@ class ControllerParams:
     control_period: float = setting(0.01, 'control tick and Euler step of u', 's', low=1e-3,
                                     high=1.0)
     agent_state_timeout: float = setting(0.0, 'a neighbour is live while its last state is at '
-                                         'most this old; 0 = 3 x control_period', 's', low=0.0)
+                                         'most this old; 0 = 3 x control_period, at least '
+                                         'agent_timeout_floor', 's', low=0.0)
+    agent_timeout_floor: float = setting(0.25, 'the automatic agent_state_timeout (0) is at least '
+                                         'this: a real link (WiFi, best effort) loses or delays '
+                                         'a few states in a row, and a neighbour dropped and '
+                                         'taken back every few ticks restarts the even-ring '
+                                         "term's ramp and the neighbour choice; 0 = 3 control "
+                                         'periods alone (reference)', 's', low=0.0)
     target_state_timeout: float = setting(0.0, 'the target state is live while at most this old; '
                                           'then the agent flies its last velocity; '
                                           '0 = 5 x control_period; never more than '
@@ -199,8 +207,13 @@ class ControllerParams:
 
     @property
     def agent_timeout(self) -> float:
-        """Return the agent state liveness [s] (``agent_state_timeout`` or 3 periods)."""
-        return self.agent_state_timeout or AGENT_TIMEOUT_PERIODS * self.control_period
+        """
+        Return the agent state liveness [s].
+
+        ``agent_state_timeout``, or 3 control periods but at least ``agent_timeout_floor``.
+        """
+        return self.agent_state_timeout or max(AGENT_TIMEOUT_PERIODS * self.control_period,
+                                               self.agent_timeout_floor)
 
     @property
     def obstacle_memory(self) -> float:
