@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
@@ -82,6 +83,19 @@ def _rows_of(value, group, width):
     return value if width is None else value[:, :width]
 
 
+def compiled_separation():
+    """
+    Return the ``d_safe`` term compiled for rows (``core.kernels_wide``), or None (numpy's).
+
+    numba is imported on the first call (:func:`compiled.kernels`: its cache, and
+    ``SOLITON_COMPILED=0`` to turn it off).
+    """
+    if compiled.kernels() is None:
+        return None
+    from soliton_encirclement_ros.core.kernels_wide import separation_velocity
+    return separation_velocity
+
+
 class SharedStates:
     """Latest delivered broadcast of each agent (row = agent index), as every receiver has it."""
 
@@ -135,6 +149,7 @@ class SwarmControllers:
         self.target_acceleration = np.zeros((n, 3))
         self.target_omega_ref = np.zeros(n)
         self.lambdas = np.ones(n)  # arc weights of the latest target message, by agent index
+        self._separation = False  # the d_safe term's function once looked up (None: numpy's)
 
     def mark_live(self, live: np.ndarray, now: float) -> None:
         """Record which agents are working at tick ``now`` (a failed one listens on)."""
@@ -240,6 +255,10 @@ class SwarmControllers:
                 ~a.member if but_own(~a.member & (heard | silent), rows) else None, p,
                 now - a.rx_time if discs else None,
                 p.usable_uncertainty(ring_size) if discs else None)
+            if others:  # the term compiled where numba is (the same values)
+                if self._separation is False:
+                    self._separation = compiled_separation()
+                others['separation'] = self._separation
             if p.knows_obstacles:  # rows x N: only where the ring's radius or turn uses them
                 usable = self.ids != own_ids[:, None]
                 known = ring_obstacles(kept & ~entry & usable,
