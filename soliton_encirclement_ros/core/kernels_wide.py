@@ -54,6 +54,8 @@ def _column(x0, y0, vx0, vy0, own_way, heading, ox, oy, ovx, ovy, age, has_age, 
 
     ``heading``: the way the law turns the agent to (``law._heading``), or ``own_way``.
     """
+    if ox != ox or oy != oy:  # a NaN row (none there): what the array path makes of it
+        return 0.0, 0.0, 0.0, 0.0, 0.0, False
     if has_age:
         age = _clip(age, 0.0, t_safe)
         ox, oy = ox + ovx * age, oy + ovy * age
