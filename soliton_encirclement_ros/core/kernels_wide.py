@@ -26,7 +26,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core import law
 from soliton_encirclement_ros.core.kernels import (
-    _clip, _gap_one, _maximum, _minimum, _offset_one, _way_one)
+    _clip, _gap_one, _maximum, _minimum, _offset_one, _stopping_distance, _way_one)
 from soliton_encirclement_ros.core.law import (
     CONTINGENCY_SHARE, DENOMINATOR_EPS, SEPARATION_PASSES, SEPARATION_YIELD)
 
@@ -217,3 +217,120 @@ def separation_velocity(position, velocity, others_position, others_velocity, pa
         float(params.t_safe), float(params.a_safe), float(params.t_react),
         float(params.v_safe), float(params.v_uncertain), out)
     return out
+
+
+@numba.njit(**_JIT)
+def _obstacle_reach(v, v_o, margin, d, t_safe, a_safe, t_react):
+    """law.obstacle_reach of one pair of speeds, ``margin`` the discs' radii summed."""
+    stop_o = _stopping_distance(v_o, t_safe, a_safe)
+    stop = _stopping_distance(v, t_safe, a_safe)
+    closing = v + v_o
+    brake = closing * closing / (2.0 * a_safe) if a_safe > 0.0 else 0.0
+    own_brake = v * v / (2.0 * a_safe) if a_safe > 0.0 else 0.0
+    reach = _maximum(d + margin + v_o * t_safe + t_safe * closing + brake,
+                     d + margin + stop_o + t_safe * v + own_brake)
+    if t_react > 0.0:
+        reach = _maximum(reach, CONTINGENCY_SHARE * d + margin + v_o * t_safe + stop_o
+                         + v * (t_react + t_safe) + stop)
+    return reach * (1.0 + 1e-9) + 1e-3
+
+
+@numba.njit(**_JIT)
+def _widened(reach, slack):
+    """spatial._widened: a bound with the search's slack."""
+    return reach * (1.0 + slack) + 1e-3
+
+
+@numba.njit(**_JIT)
+def pairs_to_columns(i, j, apart, own_cols, own_xy, speed_own, d_safe, position, velocity, age,
+                     presence, has_presence, quickest, fastest, widest_d_safe, t_safe, a_safe,
+                     t_react, slack):
+    """
+    Return spatial.obstacles_within_reach_shared's columns from its candidates (none silent).
+
+    ``i``, ``j``, ``apart`` (P,): the k-d tree's pairs (row, column, distance); each is kept
+    where it passes the row's and the column's bounds and then its own (``law.obstacle_reach``
+    with no disc, the distance ``np.hypot``), but a row's own column. Returns the columns
+    ``law.silent_obstacles`` makes of each row's kept vehicles in column order (every one
+    heard): positions, velocities (M, K, 3), ages (M, K), K the most a row keeps, then (with
+    ``has_presence``) as many columns of the presences' rest points; (M, 0, 3) when none is
+    kept.
+    """
+    rows, n = own_cols.size, position.shape[0]
+    row_reach = np.empty(rows)
+    for m in range(rows):
+        row_reach[m] = _obstacle_reach(speed_own[m], quickest, 0.0 + 0.0, d_safe[m], t_safe,
+                                       a_safe, t_react)
+    column_reach = np.empty(n)
+    for c in range(n):
+        speed = np.hypot(velocity[c, 0], velocity[c, 1])
+        column_reach[c] = _obstacle_reach(fastest, speed, 0.0 + 0.0, widest_d_safe, t_safe,
+                                          a_safe, t_react)
+    keys = np.empty(i.size, dtype=np.int64)
+    kept = 0
+    for p in range(i.size):
+        m, c = i[p], j[p]
+        if not apart[p] <= _widened(_minimum(row_reach[m], column_reach[c]), slack) \
+                or c == own_cols[m]:
+            continue
+        speed = np.hypot(velocity[c, 0], velocity[c, 1])
+        bound = _obstacle_reach(speed_own[m], speed, 0.0 + 0.0, d_safe[m], t_safe, a_safe,
+                                t_react)
+        distance = np.hypot(position[c, 0] - own_xy[m, 0], position[c, 1] - own_xy[m, 1])
+        if not distance >= bound:
+            keys[kept] = m * n + c
+            kept += 1
+    keys = np.sort(keys[:kept])
+    counts = np.zeros(rows, dtype=np.int64)
+    for p in range(kept):
+        counts[keys[p] // n] += 1
+    width = max(counts.max(), 1) if kept else 0
+    blocks = 2 if has_presence else 1
+    out_position = np.full((rows, blocks * width, 3), np.nan)
+    out_velocity = np.full((rows, blocks * width, 3), np.nan)
+    out_age = np.zeros((rows, blocks * width))
+    slot = np.zeros(rows, dtype=np.int64)
+    for p in range(kept):
+        m, c = keys[p] // n, keys[p] % n
+        s = slot[m]
+        slot[m] += 1
+        for axis in range(3):
+            out_position[m, s, axis] = position[c, axis]
+            out_velocity[m, s, axis] = velocity[c, axis]
+        out_age[m, s] = age[c]
+        if has_presence and presence[c]:  # its rest point: stopping_offset ahead, at rest
+            offx, offy = _offset_one(velocity[c, 0], velocity[c, 1], t_safe, a_safe)
+            rest = (position[c, 0] + offx, position[c, 1] + offy, position[c, 2] + 0.0)
+            for axis in range(3):
+                out_position[m, width + s, axis] = rest[axis]
+                out_velocity[m, width + s, axis] = rest[axis] * 0.0
+    return out_position, out_velocity, out_age
+
+
+def obstacles_from_pairs(i, j, apart, own_cols, own_position, speed_own, d_safe, position,
+                         velocity, age, presence, quickest, fastest, params):
+    """
+    ``spatial.obstacles_within_reach_shared``'s dict from its candidates, no vehicle silent.
+
+    ``i``, ``j``, ``apart``: the k-d tree's pairs within the largest bound, ``j`` the table's
+    columns; ``speed_own`` (M,) the rows' horizontal speeds, ``quickest``/``fastest`` the
+    largest speed of a vehicle counted / of a row (spatial's), the rest as there. The same
+    dict, bit for bit (:func:`pairs_to_columns`); empty where no vehicle is kept.
+    """
+    from soliton_encirclement_ros.core.spatial import SEARCH_SLACK
+    d_safe = np.ascontiguousarray(np.broadcast_to(np.asarray(d_safe, dtype=float),
+                                                  np.shape(own_cols)))
+    has_presence = presence is not None
+    flags = (np.zeros(len(velocity), dtype=bool) if presence is None
+             else np.asarray(presence, dtype=bool))
+    where, moving, since = pairs_to_columns(
+        np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64),
+        np.asarray(apart, dtype=float), np.asarray(own_cols, dtype=np.int64),
+        np.ascontiguousarray(own_position[:, :2], dtype=float),
+        np.asarray(speed_own, dtype=float), d_safe, np.ascontiguousarray(position, dtype=float),
+        np.ascontiguousarray(velocity, dtype=float), np.asarray(age, dtype=float), flags,
+        has_presence, float(quickest), float(fastest), float(np.max(d_safe)),
+        float(params.t_safe), float(params.a_safe), float(params.t_react), SEARCH_SLACK)
+    if where.shape[1] == 0:
+        return {}
+    return {'others_position': where, 'others_velocity': moving, 'others_age': since}

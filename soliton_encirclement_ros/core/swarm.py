@@ -83,17 +83,17 @@ def _rows_of(value, group, width):
     return value if width is None else value[:, :width]
 
 
-def compiled_separation():
+def compiled_wide():
     """
-    Return the ``d_safe`` term compiled for rows (``core.kernels_wide``), or None (numpy's).
+    Return ``core.kernels_wide`` (the ``d_safe`` term's work compiled), or None (numpy's).
 
     numba is imported on the first call (:func:`compiled.kernels`: its cache, and
     ``SOLITON_COMPILED=0`` to turn it off).
     """
     if compiled.kernels() is None:
         return None
-    from soliton_encirclement_ros.core.kernels_wide import separation_velocity
-    return separation_velocity
+    from soliton_encirclement_ros.core import kernels_wide
+    return kernels_wide
 
 
 class SharedStates:
@@ -149,7 +149,7 @@ class SwarmControllers:
         self.target_acceleration = np.zeros((n, 3))
         self.target_omega_ref = np.zeros(n)
         self.lambdas = np.ones(n)  # arc weights of the latest target message, by agent index
-        self._separation = False  # the d_safe term's function once looked up (None: numpy's)
+        self._wide = False  # core.kernels_wide once looked up (None: numpy's)
 
     def mark_live(self, live: np.ndarray, now: float) -> None:
         """Record which agents are working at tick ``now`` (a failed one listens on)."""
@@ -246,6 +246,8 @@ class SwarmControllers:
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
         others = {}
         if p.d_safe:  # every other vehicle each row hears, within reach of its d_safe term
+            if self._wide is False:
+                self._wide = compiled_wide()
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
             silent = kept & ~heard
             discs = but_own(silent, rows)  # silent ones count as discs growing at hold_drift
@@ -254,11 +256,10 @@ class SwarmControllers:
                 rows, a.position, a.velocity, now - a.sent,
                 ~a.member if but_own(~a.member & (heard | silent), rows) else None, p,
                 now - a.rx_time if discs else None,
-                p.usable_uncertainty(ring_size) if discs else None)
-            if others:  # the term compiled where numba is (the same values)
-                if self._separation is False:
-                    self._separation = compiled_separation()
-                others['separation'] = self._separation
+                p.usable_uncertainty(ring_size) if discs else None,
+                self._wide and self._wide.obstacles_from_pairs)
+            if others and self._wide:  # the term compiled where numba is (the same values)
+                others['separation'] = self._wide.separation_velocity
             if p.knows_obstacles:  # rows x N: only where the ring's radius or turn uses them
                 usable = self.ids != own_ids[:, None]
                 known = ring_obstacles(kept & ~entry & usable,

@@ -174,28 +174,36 @@ def test_what_the_kernel_does_not_cover_is_laws_own():
           law.separation_velocity(*rows, np.ones((1, 2)), d_safe=np.zeros(1)))
 
 
-def test_the_engine_flies_the_same_with_the_kernel(monkeypatch):
+def test_the_engine_flies_the_same_with_the_kernels(monkeypatch):
     """
-    A vectorised run flies the same with the kernel as without it.
+    A vectorised run flies the same with the kernels as without them.
 
     Past SHARED_COLUMNS vehicles, close enough for the term to push, with failed vehicles:
     the same metrics, telemetry and trajectories, bit for bit.
     """
+    from soliton_encirclement_ros.core import kernels_wide
+    from soliton_encirclement_ros.sim.batch_sim import simulate
     scenario = Scenario(agents=80, duration=2.0, control_period=0.05, radius=6.0,
                         failures_per_min=20.0, failure_off_time=1.0)
-    calls = []
-    kernel = swarm.compiled_separation()
-    assert kernel is not None
+    calls = {'separation_velocity': 0, 'obstacles_from_pairs': 0}
+    pushed = []
 
-    def counted(*args):
-        calls.append(args[2].shape)
-        return kernel(*args)
+    def counted(name):
+        kernel = getattr(kernels_wide, name)
 
-    monkeypatch.setattr(swarm, 'compiled_separation', lambda: counted)
-    from soliton_encirclement_ros.sim.batch_sim import simulate
+        def call(*args):
+            calls[name] += 1
+            out = kernel(*args)
+            if name == 'separation_velocity':
+                pushed.append(int(np.count_nonzero(np.any(out != 0.0, axis=-1))))
+            return out
+        return call
+
+    for name in calls:
+        monkeypatch.setattr(kernels_wide, name, counted(name))
     compiled = simulate(scenario, 'vectorised')
-    assert calls  # the kernel ran
-    monkeypatch.setattr(swarm, 'compiled_separation', lambda: None)
+    assert all(calls.values()) and sum(pushed) > 100  # both kernels ran, the term pushed
+    monkeypatch.setattr(swarm, 'compiled_wide', lambda: None)
     numpy_path = simulate(scenario, 'vectorised')
     _same(compiled.metrics, numpy_path.metrics)
     _same(compiled.agents, numpy_path.agents)
