@@ -174,6 +174,60 @@ def test_what_the_kernel_does_not_cover_is_laws_own():
           law.separation_velocity(*rows, np.ones((1, 2)), d_safe=np.zeros(1)))
 
 
+def _crowd(rng, n, rows):
+    """Return a crowd none of which is silent: rows' states, broadcasts, some presences."""
+    spread = rng.choice([2.0, 8.0, 40.0, 2000.0])
+    speed = rng.choice([0.0, 1.0, 6.0])
+    position = rng.uniform(-spread, spread, (n, 3))
+    if rng.random() < 0.3:  # coincident vehicles
+        position[rng.integers(0, n, n // 3)] = position[0]
+    velocity = rng.normal(0.0, speed + 1e-3, (n, 3))
+    if rng.random() < 0.3:  # at rest, signed zeros
+        velocity[rng.integers(0, n, n // 3)] = (-0.0, 0.0, -0.0)
+    own_cols = rng.permutation(n)[:rows]
+    own = position[own_cols] + rng.normal(0.0, 0.05, (rows, 3)) * rng.choice([0.0, 1.0])
+    own_v = velocity[own_cols] + rng.normal(0.0, 0.1, (rows, 3))
+    heard = rng.random(n) < rng.choice([0.85, 1.0])
+    presence = (rng.random(n) < 0.3) if rng.random() < 0.6 else None
+    return own, own_v, own_cols, position, velocity, heard, rng.uniform(0.0, 0.3, n), presence
+
+
+def test_the_candidates_compiled_give_spatials_dict(monkeypatch):
+    """
+    The k-d tree's candidates tested and gathered compiled give spatial's numpy dict.
+
+    Crowds from packed to spread wide, at rest to 6 m/s, vehicles on each other and on the
+    rows' own points, presences' rest points, rows of one and two, several settings.
+    """
+    from soliton_encirclement_ros.core import kernels_wide, spatial
+    rng = np.random.default_rng(1063)
+    taken = []
+
+    def counted(*args):
+        taken.append(True)
+        return kernels_wide.obstacles_from_pairs(*args)
+
+    found = empty = 0
+    for trial in range(120):
+        params = ControllerParams(d_safe=2.0, t_safe=rng.choice([0.4, 0.0]),
+                                  a_safe=rng.choice([4.0, 0.0]), t_react=rng.choice([0.3, 0.0]))
+        n = int(rng.integers(spatial.SHARED_COLUMNS + 1, 300))
+        rows = int(rng.choice([1, 2, rng.integers(1, n + 1)]))
+        own, own_v, own_cols, position, velocity, heard, age, presence = _crowd(rng, n, rows)
+        d_safe = rng.choice([0.5, 2.0, 0.0625], rows)
+        silent = np.zeros(n, dtype=bool)
+        args = (own, own_v, d_safe, heard, silent, own_cols, position, velocity, age, presence,
+                params)
+        want = spatial.obstacles_within_reach_shared(*args)
+        got = spatial.obstacles_within_reach_shared(*args, from_pairs=counted)
+        assert got.keys() == want.keys()
+        for name in want:
+            _same(got[name], want[name])
+        found += bool(want)
+        empty += not want
+    assert len(taken) > 100 and found > 40 and empty > 5
+
+
 def test_the_engine_flies_the_same_with_the_kernels(monkeypatch):
     """
     A vectorised run flies the same with the kernels as without them.
