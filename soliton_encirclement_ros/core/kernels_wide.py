@@ -184,6 +184,16 @@ def separation_rows(position, velocity, others_position, others_velocity, v_law,
         out[m, 0], out[m, 1] = (px + kx) - lawx, (py + ky) - lawy
 
 
+def _writable(values, dtype=float):
+    """
+    Return ``values`` as a C-ordered, writable array (a copy only where it is not one).
+
+    numba compiles (and caches) one kernel per argument type, and a read-only array (a
+    broadcast view) is another type than a writable one: every argument is passed writable.
+    """
+    return np.require(values, dtype, ('C', 'W'))
+
+
 def separation_velocity(position, velocity, others_position, others_velocity, params, v_law=None,
                         others_age=None, others_radius=None, own_radius=0.0, d_safe=None):
     """
@@ -203,7 +213,7 @@ def separation_velocity(position, velocity, others_position, others_velocity, pa
     m, k = position.shape[0], others.shape[1]
 
     def rows(value, shape):
-        return np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=float), shape))
+        return _writable(np.broadcast_to(np.asarray(value, dtype=float), shape))
 
     out = np.empty((m, 2))
     separation_rows(
@@ -318,19 +328,16 @@ def obstacles_from_pairs(i, j, apart, own_cols, own_position, speed_own, d_safe,
     dict, bit for bit (:func:`pairs_to_columns`); empty where no vehicle is kept.
     """
     from soliton_encirclement_ros.core.spatial import SEARCH_SLACK
-    d_safe = np.ascontiguousarray(np.broadcast_to(np.asarray(d_safe, dtype=float),
-                                                  np.shape(own_cols)))
+    d_safe = _writable(np.broadcast_to(np.asarray(d_safe, dtype=float), np.shape(own_cols)))
     has_presence = presence is not None
-    flags = (np.zeros(len(velocity), dtype=bool) if presence is None
-             else np.asarray(presence, dtype=bool))
+    flags = np.zeros(len(velocity), dtype=bool) if presence is None else presence
     where, moving, since = pairs_to_columns(
-        np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64),
-        np.asarray(apart, dtype=float), np.asarray(own_cols, dtype=np.int64),
-        np.ascontiguousarray(own_position[:, :2], dtype=float),
-        np.asarray(speed_own, dtype=float), d_safe, np.ascontiguousarray(position, dtype=float),
-        np.ascontiguousarray(velocity, dtype=float), np.asarray(age, dtype=float), flags,
-        has_presence, float(quickest), float(fastest), float(np.max(d_safe)),
-        float(params.t_safe), float(params.a_safe), float(params.t_react), SEARCH_SLACK)
+        _writable(i, np.int64), _writable(j, np.int64), _writable(apart),
+        _writable(own_cols, np.int64), _writable(np.asarray(own_position)[:, :2]),
+        _writable(speed_own), d_safe, _writable(position), _writable(velocity), _writable(age),
+        _writable(flags, bool), has_presence, float(quickest), float(fastest),
+        float(np.max(d_safe)), float(params.t_safe), float(params.a_safe),
+        float(params.t_react), SEARCH_SLACK)
     if where.shape[1] == 0:
         return {}
     return {'others_position': where, 'others_velocity': moving, 'others_age': since}

@@ -24,7 +24,7 @@ from soliton_encirclement_ros.core.law import (
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours_shared)
 from soliton_encirclement_ros.core.spatial import (
-    but_own, obstacles_within_reach_shared, ring_offset_shared)
+    but_own, obstacles_within_reach_shared, ring_offset_shared, SHARED_COLUMNS)
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,
@@ -88,7 +88,9 @@ def compiled_wide():
     Return ``core.kernels_wide`` (the ``d_safe`` term's work compiled), or None (numpy's).
 
     numba is imported on the first call (:func:`compiled.kernels`: its cache, and
-    ``SOLITON_COMPILED=0`` to turn it off).
+    ``SOLITON_COMPILED=0`` to turn it off). The engine uses it for swarms of more than
+    ``spatial.SHARED_COLUMNS`` agents: in smaller ones, loading the kernels (about 0.7 CPU-s)
+    costs more than they save.
     """
     if compiled.kernels() is None:
         return None
@@ -246,8 +248,8 @@ class SwarmControllers:
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
         others = {}
         if p.d_safe:  # every other vehicle each row hears, within reach of its d_safe term
-            if self._wide is False:
-                self._wide = compiled_wide()
+            if self._wide is False:  # compiled past the k-d tree's size (smaller: no gain)
+                self._wide = compiled_wide() if self.ids.size > SHARED_COLUMNS else None
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
             silent = kept & ~heard
             discs = but_own(silent, rows)  # silent ones count as discs growing at hold_drift
