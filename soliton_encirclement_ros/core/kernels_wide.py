@@ -13,9 +13,16 @@ and the columns of none (NaN rows) add their zeros to the pushes' sum.
 ``test/unit/core/test_kernels_wide.py`` checks it against ``law`` on random and degenerate rows.
 
 Only arrays of rows with ``v_law`` (what ``law.encirclement_step`` passes) are compiled;
-anything else is ``law.separation_velocity`` itself. Imported through :func:`load` (numba on
-first use, its cache where :mod:`core.compiled` puts it, ``SOLITON_COMPILED=0``: none). The
-scalar helpers are :mod:`core.kernels`' (the batch engine's copy of the same float path).
+anything else is ``law.separation_velocity`` itself. Before the term, the k-d tree's candidate
+pairs (``spatial.obstacles_within_reach_shared``) are tested with their own bounds and gathered
+into the law's columns compiled too (:func:`obstacles_from_pairs`, where no vehicle is silent;
+``test_kernels_wide`` compares the dicts byte for byte).
+
+Imported through ``swarm.compiled_wide`` (numba on first use, its cache where
+:mod:`core.compiled` puts it, ``SOLITON_COMPILED=0``: none). The scalar helpers are
+:mod:`core.kernels`' (the batch engine's copy of the same float path). numba's on-disk cache
+knows this file's sources only: after a change to those helpers (or to ``core.law``'s
+constants), clear ``__pycache__``'s ``kernels_wide*.nbi``/``.nbc`` or touch this file.
 """
 from __future__ import annotations
 
