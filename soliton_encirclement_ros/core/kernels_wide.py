@@ -13,9 +13,10 @@ and the columns of none (NaN rows) add their zeros to the pushes' sum.
 ``test/unit/core/test_kernels_wide.py`` checks it against ``law`` on random and degenerate rows.
 
 Only arrays of rows with ``v_law`` (what ``law.encirclement_step`` passes) are compiled;
-anything else is ``law.separation_velocity`` itself. Before the term, the k-d tree's candidate
-pairs (``spatial.obstacles_within_reach_shared``) are tested with their own bounds and gathered
-into the law's columns compiled too (:func:`obstacles_from_pairs`, where no vehicle is silent;
+anything else is ``law.separation_velocity`` itself. Before the term, each agent's vehicles
+within reach (``spatial.obstacles_within_reach_shared``: a k-d tree's candidate pairs, each
+tested with its own bound, gathered into the law's columns) are found on a grid, tested and
+gathered compiled too, where no vehicle is silent (:func:`obstacles_within_reach`;
 ``test_kernels_wide`` compares the dicts byte for byte).
 
 Imported through ``swarm.compiled_wide`` (numba on first use, its cache where
@@ -253,51 +254,75 @@ def _obstacle_reach(v, v_o, margin, d, t_safe, a_safe, t_react):
 
 
 @numba.njit(**_JIT)
-def _widened(reach, slack):
-    """spatial._widened: a bound with the search's slack."""
-    return reach * (1.0 + slack) + 1e-3
+def grid_to_columns(cols, cell, own_cols, own_xy, speed_own, d_safe, position, velocity, age,
+                    presence, has_presence, t_safe, a_safe, t_react):
+    """
+    Return spatial.obstacles_within_reach_shared's columns, no vehicle silent, from a grid.
+
+    The vehicles ``cols`` are put in square cells of side ``cell`` (more than the largest
+    bound of any pair, with the search's slack); each row tests those in its cell and the
+    eight around it with its own bound (``law.obstacle_reach`` with no disc; the distance
+    ``np.hypot``), but its own column: every vehicle within its bound, as the k-d tree's
+    candidates give them. Returns the columns ``law.silent_obstacles`` makes of each row's
+    vehicles in column order (every one heard): positions, velocities (M, K, 3), ages (M, K),
+    K the most a row keeps, then (with ``has_presence``) as many columns of the presences'
+    rest points; (M, 0, 3) when none is kept.
+    """
+    rows, n = own_cols.size, position.shape[0]
+    x_low, y_low = math.inf, math.inf
+    for m in range(rows):
+        x_low, y_low = min(x_low, own_xy[m, 0]), min(y_low, own_xy[m, 1])
+    for c in cols:
+        x_low, y_low = min(x_low, position[c, 0]), min(y_low, position[c, 1])
+    cx = np.empty(cols.size, dtype=np.int64)
+    cy = np.empty(cols.size, dtype=np.int64)
+    for p in range(cols.size):
+        cx[p] = int((position[cols[p], 0] - x_low) // cell)
+        cy[p] = int((position[cols[p], 1] - y_low) // cell)
+    row_x = np.empty(rows, dtype=np.int64)
+    row_y = np.empty(rows, dtype=np.int64)
+    for m in range(rows):
+        row_x[m] = int((own_xy[m, 0] - x_low) // cell)
+        row_y[m] = int((own_xy[m, 1] - y_low) // cell)
+    span = max(cy.max() if cols.size else 0, row_y.max() if rows else 0) + 2
+    cell_key = cx * span + cy
+    order = np.argsort(cell_key)
+    sorted_key = cell_key[order]
+    speed = np.empty(n)
+    for c in cols:
+        speed[c] = np.hypot(velocity[c, 0], velocity[c, 1])
+    keys = np.empty(16, dtype=np.int64)
+    kept = 0
+    for m in range(rows):
+        for dx in (-1, 0, 1):
+            for dy in (-1, 0, 1):
+                x, y = row_x[m] + dx, row_y[m] + dy
+                if x < 0 or y < 0 or y >= span:
+                    continue
+                key = x * span + y
+                low = np.searchsorted(sorted_key, key, side='left')
+                high = np.searchsorted(sorted_key, key, side='right')
+                for p in range(low, high):
+                    c = cols[order[p]]
+                    if c == own_cols[m]:
+                        continue
+                    bound = _obstacle_reach(speed_own[m], speed[c], 0.0 + 0.0, d_safe[m],
+                                            t_safe, a_safe, t_react)
+                    distance = np.hypot(position[c, 0] - own_xy[m, 0],
+                                        position[c, 1] - own_xy[m, 1])
+                    if not distance >= bound:
+                        if kept == keys.size:
+                            keys = np.concatenate((keys, np.empty(keys.size, dtype=np.int64)))
+                        keys[kept] = m * n + c
+                        kept += 1
+    return _columns(np.sort(keys[:kept]), rows, n, position, velocity, age, presence,
+                    has_presence, t_safe, a_safe)
 
 
 @numba.njit(**_JIT)
-def pairs_to_columns(i, j, apart, own_cols, own_xy, speed_own, d_safe, position, velocity, age,
-                     presence, has_presence, quickest, fastest, widest_d_safe, t_safe, a_safe,
-                     t_react, slack):
-    """
-    Return spatial.obstacles_within_reach_shared's columns from its candidates (none silent).
-
-    ``i``, ``j``, ``apart`` (P,): the k-d tree's pairs (row, column, distance); each is kept
-    where it passes the row's and the column's bounds and then its own (``law.obstacle_reach``
-    with no disc, the distance ``np.hypot``), but a row's own column. Returns the columns
-    ``law.silent_obstacles`` makes of each row's kept vehicles in column order (every one
-    heard): positions, velocities (M, K, 3), ages (M, K), K the most a row keeps, then (with
-    ``has_presence``) as many columns of the presences' rest points; (M, 0, 3) when none is
-    kept.
-    """
-    rows, n = own_cols.size, position.shape[0]
-    row_reach = np.empty(rows)
-    for m in range(rows):
-        row_reach[m] = _obstacle_reach(speed_own[m], quickest, 0.0 + 0.0, d_safe[m], t_safe,
-                                       a_safe, t_react)
-    column_reach = np.empty(n)
-    for c in range(n):
-        speed = np.hypot(velocity[c, 0], velocity[c, 1])
-        column_reach[c] = _obstacle_reach(fastest, speed, 0.0 + 0.0, widest_d_safe, t_safe,
-                                          a_safe, t_react)
-    keys = np.empty(i.size, dtype=np.int64)
-    kept = 0
-    for p in range(i.size):
-        m, c = i[p], j[p]
-        if not apart[p] <= _widened(_minimum(row_reach[m], column_reach[c]), slack) \
-                or c == own_cols[m]:
-            continue
-        speed = np.hypot(velocity[c, 0], velocity[c, 1])
-        bound = _obstacle_reach(speed_own[m], speed, 0.0 + 0.0, d_safe[m], t_safe, a_safe,
-                                t_react)
-        distance = np.hypot(position[c, 0] - own_xy[m, 0], position[c, 1] - own_xy[m, 1])
-        if not distance >= bound:
-            keys[kept] = m * n + c
-            kept += 1
-    keys = np.sort(keys[:kept])
+def _columns(keys, rows, n, position, velocity, age, presence, has_presence, t_safe, a_safe):
+    """Gather the kept pairs ``keys`` (row x n + column, sorted) as law.silent_obstacles."""
+    kept = keys.size
     counts = np.zeros(rows, dtype=np.int64)
     for p in range(kept):
         counts[keys[p] // n] += 1
@@ -324,27 +349,24 @@ def pairs_to_columns(i, j, apart, own_cols, own_xy, speed_own, d_safe, position,
     return out_position, out_velocity, out_age
 
 
-def obstacles_from_pairs(i, j, apart, own_cols, own_position, speed_own, d_safe, position,
-                         velocity, age, presence, quickest, fastest, params):
+def obstacles_within_reach(cols, reach, own_cols, own_position, speed_own, d_safe, position,
+                           velocity, age, presence, params):
     """
-    ``spatial.obstacles_within_reach_shared``'s dict from its candidates, no vehicle silent.
+    ``spatial.obstacles_within_reach_shared``'s dict where no vehicle is silent, compiled.
 
-    ``i``, ``j``, ``apart``: the k-d tree's pairs within the largest bound, ``j`` the table's
-    columns; ``speed_own`` (M,) the rows' horizontal speeds, ``quickest``/``fastest`` the
-    largest speed of a vehicle counted / of a row (spatial's), the rest as there. The same
-    dict, bit for bit (:func:`pairs_to_columns`); empty where no vehicle is kept.
+    ``cols``: the vehicles counted (heard); ``reach``: the largest bound of any pair with the
+    search's slack (spatial's); ``speed_own`` (M,) the rows' horizontal speeds; the rest as
+    there. The same dict, bit for bit (:func:`grid_to_columns`, in place of the k-d tree);
+    empty where no vehicle is kept.
     """
-    from soliton_encirclement_ros.core.spatial import SEARCH_SLACK
     d_safe = _writable(np.broadcast_to(np.asarray(d_safe, dtype=float), np.shape(own_cols)))
     has_presence = presence is not None
     flags = np.zeros(len(velocity), dtype=bool) if presence is None else presence
-    where, moving, since = pairs_to_columns(
-        _writable(i, np.int64), _writable(j, np.int64), _writable(apart),
-        _writable(own_cols, np.int64), _writable(np.asarray(own_position)[:, :2]),
-        _writable(speed_own), d_safe, _writable(position), _writable(velocity), _writable(age),
-        _writable(flags, bool), has_presence, float(quickest), float(fastest),
-        float(np.max(d_safe)), float(params.t_safe), float(params.a_safe),
-        float(params.t_react), SEARCH_SLACK)
+    where, moving, since = grid_to_columns(
+        _writable(cols, np.int64), float(reach) * 1.01, _writable(own_cols, np.int64),
+        _writable(np.asarray(own_position)[:, :2]), _writable(speed_own), d_safe,
+        _writable(position), _writable(velocity), _writable(age), _writable(flags, bool),
+        has_presence, float(params.t_safe), float(params.a_safe), float(params.t_react))
     if where.shape[1] == 0:
         return {}
     return {'others_position': where, 'others_velocity': moving, 'others_age': since}

@@ -259,7 +259,7 @@ class SwarmControllers:
                 ~a.member if but_own(~a.member & (heard | silent), rows) else None, p,
                 now - a.rx_time if discs else None,
                 p.usable_uncertainty(ring_size) if discs else None,
-                self._wide and self._wide.obstacles_from_pairs)
+                self._wide and self._wide.obstacles_within_reach)
             if others and self._wide:  # the term compiled where numba is (the same values)
                 others['separation'] = self._wide.separation_velocity
             if p.knows_obstacles:  # rows x N: only where the ring's radius or turn uses them

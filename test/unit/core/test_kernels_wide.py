@@ -194,7 +194,7 @@ def _crowd(rng, n, rows):
 
 def test_the_candidates_compiled_give_spatials_dict(monkeypatch):
     """
-    The k-d tree's candidates tested and gathered compiled give spatial's numpy dict.
+    The vehicles within reach found on the compiled grid give spatial's numpy dict.
 
     Crowds from packed to spread wide, at rest to 6 m/s, vehicles on each other and on the
     rows' own points, presences' rest points, rows of one and two, several settings.
@@ -205,7 +205,7 @@ def test_the_candidates_compiled_give_spatials_dict(monkeypatch):
 
     def counted(*args):
         taken.append(True)
-        return kernels_wide.obstacles_from_pairs(*args)
+        return kernels_wide.obstacles_within_reach(*args)
 
     found = empty = 0
     for trial in range(120):
@@ -219,7 +219,7 @@ def test_the_candidates_compiled_give_spatials_dict(monkeypatch):
         args = (own, own_v, d_safe, heard, silent, own_cols, position, velocity, age, presence,
                 params)
         want = spatial.obstacles_within_reach_shared(*args)
-        got = spatial.obstacles_within_reach_shared(*args, from_pairs=counted)
+        got = spatial.obstacles_within_reach_shared(*args, compiled=counted)
         assert got.keys() == want.keys()
         for name in want:
             _same(got[name], want[name])
@@ -239,7 +239,7 @@ def test_the_engine_flies_the_same_with_the_kernels(monkeypatch):
     from soliton_encirclement_ros.sim.batch_sim import simulate
     scenario = Scenario(agents=80, duration=2.0, control_period=0.05, radius=6.0,
                         failures_per_min=20.0, failure_off_time=1.0)
-    calls = {'separation_velocity': 0, 'obstacles_from_pairs': 0}
+    calls = {'separation_velocity': 0, 'obstacles_within_reach': 0}
     pushed = []
 
     def counted(name):
