@@ -255,14 +255,15 @@ def _obstacle_reach(v, v_o, margin, d, t_safe, a_safe, t_react):
 
 @numba.njit(**_JIT)
 def grid_to_columns(cols, cell, own_cols, own_xy, speed_own, d_safe, position, velocity, age,
-                    presence, has_presence, t_safe, a_safe, t_react):
+                    presence, has_presence, t_safe, a_safe, t_react, slack):
     """
     Return spatial.obstacles_within_reach_shared's columns, no vehicle silent, from a grid.
 
     The vehicles ``cols`` are put in square cells of side ``cell`` (more than the largest
     bound of any pair, with the search's slack); each row tests those in its cell and the
     eight around it with its own bound (``law.obstacle_reach`` with no disc; the distance
-    ``np.hypot``), but its own column: every vehicle within its bound, as the k-d tree's
+    ``np.hypot``), but its own column, and those beyond the row's largest bound with the
+    ``slack`` (spatial's ``row_reach``): every vehicle within its bound, as the k-d tree's
     candidates give them. Returns the columns ``law.silent_obstacles`` makes of each row's
     vehicles in column order (every one heard): positions, velocities (M, K, 3), ages (M, K),
     K the most a row keeps, then (with ``has_presence``) as many columns of the presences'
@@ -291,9 +292,16 @@ def grid_to_columns(cols, cell, own_cols, own_xy, speed_own, d_safe, position, v
     speed = np.empty(n)
     for c in cols:
         speed[c] = np.hypot(velocity[c, 0], velocity[c, 1])
+    quickest = 0.0
+    for c in cols:
+        quickest = _maximum(quickest, speed[c])
     keys = np.empty(16, dtype=np.int64)
     kept = 0
     for m in range(rows):
+        # the row's largest bound (its speed, the quickest vehicle), widened: none beyond
+        reach = _obstacle_reach(speed_own[m], quickest, 0.0 + 0.0, d_safe[m], t_safe, a_safe,
+                                t_react) * (1.0 + slack) + 1e-3
+        reach2 = reach * reach if reach < cell else cell * cell
         for dx in (-1, 0, 1):
             for dy in (-1, 0, 1):
                 x, y = row_x[m] + dx, row_y[m] + dy
@@ -304,12 +312,12 @@ def grid_to_columns(cols, cell, own_cols, own_xy, speed_own, d_safe, position, v
                 high = np.searchsorted(sorted_key, key, side='right')
                 for p in range(low, high):
                     c = cols[order[p]]
-                    if c == own_cols[m]:
+                    ex, ey = position[c, 0] - own_xy[m, 0], position[c, 1] - own_xy[m, 1]
+                    if c == own_cols[m] or ex * ex + ey * ey > reach2:  # beyond any bound
                         continue
                     bound = _obstacle_reach(speed_own[m], speed[c], 0.0 + 0.0, d_safe[m],
                                             t_safe, a_safe, t_react)
-                    distance = np.hypot(position[c, 0] - own_xy[m, 0],
-                                        position[c, 1] - own_xy[m, 1])
+                    distance = np.hypot(ex, ey)
                     if not distance >= bound:
                         if kept == keys.size:
                             keys = np.concatenate((keys, np.empty(keys.size, dtype=np.int64)))
@@ -359,6 +367,7 @@ def obstacles_within_reach(cols, reach, own_cols, own_position, speed_own, d_saf
     there. The same dict, bit for bit (:func:`grid_to_columns`, in place of the k-d tree);
     empty where no vehicle is kept.
     """
+    from soliton_encirclement_ros.core.spatial import SEARCH_SLACK
     d_safe = _writable(np.broadcast_to(np.asarray(d_safe, dtype=float), np.shape(own_cols)))
     has_presence = presence is not None
     flags = np.zeros(len(velocity), dtype=bool) if presence is None else presence
@@ -366,7 +375,8 @@ def obstacles_within_reach(cols, reach, own_cols, own_position, speed_own, d_saf
         _writable(cols, np.int64), float(reach) * 1.01, _writable(own_cols, np.int64),
         _writable(np.asarray(own_position)[:, :2]), _writable(speed_own), d_safe,
         _writable(position), _writable(velocity), _writable(age), _writable(flags, bool),
-        has_presence, float(params.t_safe), float(params.a_safe), float(params.t_react))
+        has_presence, float(params.t_safe), float(params.a_safe), float(params.t_react),
+        SEARCH_SLACK)
     if where.shape[1] == 0:
         return {}
     return {'others_position': where, 'others_velocity': moving, 'others_age': since}
