@@ -1164,7 +1164,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
                       params: ControllerParams, others_position=None, others_velocity=None,
                       ring_size=0, own_id=None, others_age=None, others_radius=None,
                       own_radius=0.0, target_acceleration=None, ring_offset=0.0,
-                      ring_obstacles=None):
+                      ring_obstacles=None, separation=None):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen.
 
@@ -1182,8 +1182,11 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     the target's, for the command's lead (:func:`target_lead`; None: none); ``ring_offset``
     (...) the agent's :func:`ring_offset`, which drives ``e_tau`` by ``k_e_ring`` x it (0: the
     neighbours' spacing alone); ``ring_obstacles`` (..., K, 3) the known obstacles the ring's
-    radius bulges round (:func:`ring_radius`; None: none). Elementwise over agents: one agent's
-    result depends only on its own row.
+    radius bulges round (:func:`ring_radius`; None: none); ``separation`` a function with the
+    arguments and values of :func:`separation_velocity` that computes the ``d_safe`` term
+    instead (None: that one; the vectorised engine passes its compiled copy,
+    ``core.kernels_wide``). Elementwise over agents: one agent's result depends only on its
+    own row.
     """
     lead = target_lead(target_velocity, target_acceleration, params)
     r, e_r_hat, t_hat = polar_frame(position, target_position)
@@ -1208,9 +1211,10 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         e_tau_eff = own_rate_damping(e_tau_eff, omega_own, omega_ref, params.k_omega_own)
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
-    v_sep = separation_velocity(position, velocity, others_position, others_velocity, params,
-                                v_rad + v_tau + lead[..., :2], others_age, others_radius,
-                                own_radius, params.safety_distance(ring_size))
+    v_sep = (separation or separation_velocity)(
+        position, velocity, others_position, others_velocity, params,
+        v_rad + v_tau + lead[..., :2], others_age, others_radius, own_radius,
+        params.safety_distance(ring_size))
     return u_new, u_ss, compose_command(v_rad, v_tau, lead, position, params, v_sep)
 
 

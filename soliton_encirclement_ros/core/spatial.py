@@ -146,7 +146,8 @@ def _nearest_each_way(s_cols, s_theta, theta_self, own_cols):
 
 def obstacles_within_reach_shared(own_position, own_velocity, d_safe, heard, silent, own_cols,
                                   position, velocity, age, presence,
-                                  params: ControllerParams, silent_for=None, usable=None):
+                                  params: ControllerParams, silent_for=None, usable=None,
+                                  compiled=None):
     """
     ``law.silent_obstacles_within_reach`` of M agents on the shared table, by a k-d tree.
 
@@ -159,6 +160,8 @@ def obstacles_within_reach_shared(own_position, own_velocity, d_safe, heard, sil
     bound and distance of its own (``law.obstacle_reach``, ``np.hypot``: the same values),
     kept in column order and gathered as ``law`` gathers them. The same dict; below
     :data:`SHARED_COLUMNS` vehicles, or with a non-finite state, it is ``law``'s own call.
+    ``compiled``: None, or ``core.kernels_wide.obstacles_within_reach``, which finds the
+    candidates on a grid, tests and gathers them where no vehicle is silent (the same dict).
     """
     heard = np.asarray(heard, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~heard
@@ -205,6 +208,9 @@ def obstacles_within_reach_shared(own_position, own_velocity, d_safe, heard, sil
     if not math.isfinite(reach):
         return _all_pairs(own, own_v, d_safe, heard, silent, own_cols, position, velocity, age,
                           presence, params, silent_for, usable)
+    if compiled is not None and not any_silent and silent_for is None:
+        return compiled(cols, _widened(reach), own_cols, own, speed_own, d_safe, position,
+                        velocity, age, presence, params)
     i, j, apart = _pairs_within(own[:, :2], at[cols, :2], _widened(reach))
     j = cols[j]
     row_reach = obstacle_reach(speed_own, quickest, float(np.max(widest[cols])), params, 0.0,

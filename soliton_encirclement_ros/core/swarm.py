@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
@@ -23,7 +24,7 @@ from soliton_encirclement_ros.core.law import (
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours_shared)
 from soliton_encirclement_ros.core.spatial import (
-    but_own, obstacles_within_reach_shared, ring_offset_shared)
+    but_own, obstacles_within_reach_shared, ring_offset_shared, SHARED_COLUMNS)
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,
@@ -82,6 +83,21 @@ def _rows_of(value, group, width):
     return value if width is None else value[:, :width]
 
 
+def compiled_wide():
+    """
+    Return ``core.kernels_wide`` (the ``d_safe`` term's work compiled), or None (numpy's).
+
+    numba is imported on the first call (:func:`compiled.kernels`: its cache, and
+    ``SOLITON_COMPILED=0`` to turn it off). The engine uses it for swarms of more than
+    ``spatial.SHARED_COLUMNS`` agents: in smaller ones, loading the kernels (about 0.7 CPU-s)
+    costs more than they save.
+    """
+    if compiled.kernels() is None:
+        return None
+    from soliton_encirclement_ros.core import kernels_wide
+    return kernels_wide
+
+
 class SharedStates:
     """Latest delivered broadcast of each agent (row = agent index), as every receiver has it."""
 
@@ -135,6 +151,7 @@ class SwarmControllers:
         self.target_acceleration = np.zeros((n, 3))
         self.target_omega_ref = np.zeros(n)
         self.lambdas = np.ones(n)  # arc weights of the latest target message, by agent index
+        self._wide = False  # core.kernels_wide once looked up (None: numpy's)
 
     def mark_live(self, live: np.ndarray, now: float) -> None:
         """Record which agents are working at tick ``now`` (a failed one listens on)."""
@@ -231,6 +248,8 @@ class SwarmControllers:
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
         others = {}
         if p.d_safe:  # every other vehicle each row hears, within reach of its d_safe term
+            if self._wide is False:  # compiled past the k-d tree's size (smaller: no gain)
+                self._wide = compiled_wide() if self.ids.size > SHARED_COLUMNS else None
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
             silent = kept & ~heard
             discs = but_own(silent, rows)  # silent ones count as discs growing at hold_drift
@@ -239,7 +258,10 @@ class SwarmControllers:
                 rows, a.position, a.velocity, now - a.sent,
                 ~a.member if but_own(~a.member & (heard | silent), rows) else None, p,
                 now - a.rx_time if discs else None,
-                p.usable_uncertainty(ring_size) if discs else None)
+                p.usable_uncertainty(ring_size) if discs else None,
+                self._wide and self._wide.obstacles_within_reach)
+            if others and self._wide:  # the term compiled where numba is (the same values)
+                others['separation'] = self._wide.separation_velocity
             if p.knows_obstacles:  # rows x N: only where the ring's radius or turn uses them
                 usable = self.ids != own_ids[:, None]
                 known = ring_obstacles(kept & ~entry & usable,
