@@ -13,17 +13,22 @@ this module does not know, numba missing or failing to compile) runs the numpy p
 tick: the numpy path stays the definition, the kernels a faster copy of its common case.
 
 numba is imported on first use (a run that never steps a batch does not pay its import). Its
-on-disk cache goes beside the sources (``__pycache__``) where that directory is writable, else
-to ``NUMBA_CACHE_DIR`` if set, else ``~/.cache/soliton_encirclement_ros/numba``, else the
-temporary directory. The environment variable ``SOLITON_COMPILED=0`` turns the kernels off
-(the numpy path everywhere).
+on-disk cache (:func:`cache_dir`) is named after a digest of the sources the kernels are built
+from: numba's own cache checks only the file of each compiled function, while the kernels read
+:mod:`core.law`'s constants and call each other's helpers across files, so an edit there would
+otherwise load stale machine code. It goes under ``NUMBA_CACHE_DIR`` if set, else beside the
+sources (``__pycache__/numba``) where writable, else ``~/.cache/soliton_encirclement_ros/numba``,
+else the temporary directory. The environment variable ``SOLITON_COMPILED=0`` turns the kernels
+off (the numpy path everywhere).
 """
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import os
 from pathlib import Path
+import shutil
 import tempfile
 from typing import Optional
 
@@ -60,20 +65,62 @@ NOT_COVERED = ('obstacle_clearance', 'k_gap_steer')
 _KERNELS = None  # the kernels module once loaded; False: unavailable
 
 
-def _cache_dir() -> Optional[str]:
-    """Return a writable directory for numba's cache when numba's own choice may not be."""
-    here = Path(__file__).resolve().parent
-    if os.access(here, os.W_OK):
-        return None  # numba caches beside the sources (__pycache__)
-    for candidate in (Path.home() / '.cache' / 'soliton_encirclement_ros' / 'numba',
-                      Path(tempfile.gettempdir()) / 'soliton_encirclement_ros_numba'):
+# The sources the compiled code is built from: the kernels, the constants and helpers they
+# read (core.law, core.geometry, core.neighbours) and the vehicle model's. A digest of them
+# names the cache directory (:func:`cache_dir`).
+KERNEL_SOURCES = ('soliton_encirclement_ros.core', 'velocity_mobility_ros.core')
+_CACHE_KEY_LENGTH = 16
+
+
+def sources_key() -> str:
+    """Return a digest of every ``.py`` file of the packages :data:`KERNEL_SOURCES`."""
+    digest = hashlib.sha256()
+    for package in KERNEL_SOURCES:
+        spec = importlib.util.find_spec(package)
+        for folder in (spec.submodule_search_locations or []) if spec else []:
+            for path in sorted(Path(folder).glob('*.py')):
+                digest.update(f'{package}.{path.name}'.encode() + b'\0' + path.read_bytes())
+    return digest.hexdigest()[:_CACHE_KEY_LENGTH]
+
+
+def cache_dir() -> Optional[str]:
+    """
+    Return the directory for numba's on-disk cache of these sources, or None (numba's default).
+
+    ``<base>/<sources_key()>``, the base the first of ``NUMBA_CACHE_DIR``, ``__pycache__/numba``
+    beside the sources, ``~/.cache/soliton_encirclement_ros/numba`` and the temporary
+    directory where it can be written. The caches of older sources under the same base are
+    removed when a new one is made (best effort).
+    """
+    key = sources_key()
+    given = os.environ.get('NUMBA_CACHE_DIR')
+    if given and Path(given).name == key:
+        return given  # a worker of a process that chose it
+    bases = [Path(given)] if given else []
+    bases += [Path(__file__).resolve().parent / '__pycache__' / 'numba',
+              Path.home() / '.cache' / 'soliton_encirclement_ros' / 'numba',
+              Path(tempfile.gettempdir()) / 'soliton_encirclement_ros_numba']
+    for base in bases:
+        target = base / key
+        fresh = not target.is_dir()
         try:
-            candidate.mkdir(parents=True, exist_ok=True)
+            target.mkdir(parents=True, exist_ok=True)
         except OSError:
             continue
-        if os.access(candidate, os.W_OK):
-            return str(candidate)
+        if not os.access(target, os.W_OK):
+            continue
+        if fresh and not given:
+            _remove_stale(base, key)
+        return str(target)
     return None
+
+
+def _remove_stale(base: Path, key: str) -> None:
+    """Remove the caches of other sources under ``base`` (directories named like a key)."""
+    for other in base.iterdir():
+        if (other.name != key and len(other.name) == _CACHE_KEY_LENGTH and other.is_dir()
+                and all(c in '0123456789abcdef' for c in other.name)):
+            shutil.rmtree(other, ignore_errors=True)
 
 
 def kernels():
@@ -82,9 +129,6 @@ def kernels():
     if _KERNELS is None:
         _KERNELS = False
         if os.environ.get('SOLITON_COMPILED', '1') != '0':
-            cache = _cache_dir()
-            if cache is not None:
-                os.environ.setdefault('NUMBA_CACHE_DIR', cache)
             try:
                 from soliton_encirclement_ros.core import kernels as module
             except ImportError:

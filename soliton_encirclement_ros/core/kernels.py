@@ -19,10 +19,12 @@ Parameters reach the kernels as one float array, ``LAW_FIELDS`` in order (see
 from __future__ import annotations
 
 import math
+import os
 
 import numba
 import numpy as np
 
+from soliton_encirclement_ros.core.compiled import cache_dir
 from soliton_encirclement_ros.core.geometry import R_EPS
 from soliton_encirclement_ros.core.law import (
     CONTINGENCY_SHARE, DENOMINATOR_EPS, RING_GATE_SHARE, SEPARATION_PASSES, SEPARATION_YIELD)
@@ -47,6 +49,13 @@ LAW_FIELDS = ('k_r', 'k_dr', 'radius', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_t
 DONE = 0
 NUMPY_PATH = 1  # something the kernel does not cover: the caller runs the numpy path
 
+# numba's cache under a directory named after every source the kernels are built from
+# (compiled.cache_dir), set before any kernel is decorated: kernels_wide imports this module
+# first, so its kernels go there too.
+_CACHE = cache_dir()
+if _CACHE is not None:
+    numba.config.CACHE_DIR = _CACHE
+    os.environ['NUMBA_CACHE_DIR'] = _CACHE  # worker processes choose the same
 _JIT = {'cache': True, 'nogil': True, 'error_model': 'numpy'}
 
 

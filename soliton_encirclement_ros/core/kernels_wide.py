@@ -22,8 +22,9 @@ gathered compiled too, where no vehicle is silent (:func:`obstacles_within_reach
 Imported through ``swarm.compiled_wide`` (numba on first use, its cache where
 :mod:`core.compiled` puts it, ``SOLITON_COMPILED=0``: none). The scalar helpers are
 :mod:`core.kernels`' (the batch engine's copy of the same float path). numba's on-disk cache
-knows this file's sources only: after a change to those helpers (or to ``core.law``'s
-constants), clear ``__pycache__``'s ``kernels_wide*.nbi``/``.nbc`` or touch this file.
+goes where :func:`core.compiled.cache_dir` puts it (set by :mod:`core.kernels`, imported
+first): a directory named after every source the kernels read, so a change to those helpers
+or to ``core.law``'s constants compiles afresh.
 """
 from __future__ import annotations
 

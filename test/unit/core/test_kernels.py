@@ -16,6 +16,8 @@ import dataclasses
 import importlib.util
 import os
 from pathlib import Path
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -335,13 +337,47 @@ def test_vehicle_kernel_equals_model_step_bit_for_bit(vehicle):
 
 
 def test_the_compiled_cache_goes_where_it_can_be_written(monkeypatch, tmp_path):
-    """Beside the sources where writable (numba's own), else under the user's ~/.cache."""
+    """Beside the sources where writable, else under the user's ~/.cache: a directory per key."""
+    monkeypatch.delenv('NUMBA_CACHE_DIR', raising=False)
+    key = compiled.sources_key()
     sources = Path(compiled.__file__).resolve().parent
     writable = os.access
     if writable(sources, os.W_OK):
-        assert compiled._cache_dir() is None
+        assert compiled.cache_dir() == str(sources / '__pycache__' / 'numba' / key)
     monkeypatch.setenv('HOME', str(tmp_path))
     monkeypatch.setattr(compiled.os, 'access',
-                        lambda path, mode: Path(path) != sources and writable(path, mode))
-    assert compiled._cache_dir() == str(tmp_path / '.cache' / 'soliton_encirclement_ros' / 'numba')
-    assert (tmp_path / '.cache' / 'soliton_encirclement_ros' / 'numba').is_dir()
+                        lambda path, mode: sources not in Path(path).parents
+                        and writable(path, mode))
+    user = tmp_path / '.cache' / 'soliton_encirclement_ros' / 'numba'
+    stale = user / '0123456789abcdef'
+    stale.mkdir(parents=True)
+    assert compiled.cache_dir() == str(user / key)
+    assert (user / key).is_dir() and not stale.exists()  # the older sources' cache is gone
+    monkeypatch.setenv('NUMBA_CACHE_DIR', str(tmp_path / 'mine'))
+    assert compiled.cache_dir() == str(tmp_path / 'mine' / key)
+    monkeypatch.setenv('NUMBA_CACHE_DIR', str(tmp_path / 'mine' / key))  # a worker's
+    assert compiled.cache_dir() == str(tmp_path / 'mine' / key)
+
+
+def test_the_cache_key_changes_with_any_source_the_kernels_read(monkeypatch, tmp_path):
+    """A constant of law.py compiles afresh: numba itself checks only a kernel's own file."""
+    package = tmp_path / 'pkg_law'
+    package.mkdir()
+    (package / '__init__.py').write_text('')
+    (package / 'law.py').write_text('SEPARATION_YIELD = 5.0\n')
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(compiled, 'KERNEL_SOURCES', (*compiled.KERNEL_SOURCES, 'pkg_law'))
+    before = compiled.sources_key()
+    assert compiled.sources_key() == before
+    (package / 'law.py').write_text('SEPARATION_YIELD = 4.0\n')
+    assert compiled.sources_key() != before
+
+
+def test_importing_the_kernels_points_numba_at_the_keyed_cache():
+    code = ('import numba\n'
+            'from soliton_encirclement_ros.core import compiled, kernels\n'
+            'print(numba.config.CACHE_DIR == compiled.cache_dir() != None)')
+    env = {k: v for k, v in os.environ.items() if k != 'NUMBA_CACHE_DIR'}
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
+                         timeout=120, cwd=Path(compiled.__file__).resolve().parents[2])
+    assert out.stdout.strip() == 'True', out.stderr
