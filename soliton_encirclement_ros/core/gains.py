@@ -45,7 +45,6 @@ REFERENCE_GAINS = {
     'k_gap_steer': 0.0,
     'soft_limiter': False,
     'u_lim': 2.0, 'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
-    'agent_timeout_floor': 0.0,
 }
 PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
 
@@ -173,12 +172,15 @@ class ControllerParams:
     agent_state_timeout: float = setting(0.0, 'a neighbour is live while its last state is at '
                                          'most this old; 0 = 3 x control_period, at least '
                                          'agent_timeout_floor', 's', low=0.0)
-    agent_timeout_floor: float = setting(0.25, 'the automatic agent_state_timeout (0) is at least '
-                                         'this: a real link (WiFi, best effort) loses or delays '
-                                         'a few states in a row, and a neighbour dropped and '
-                                         'taken back every few ticks restarts the even-ring '
-                                         "term's ramp and the neighbour choice; 0 = 3 control "
-                                         'periods alone (reference)', 's', low=0.0)
+    agent_timeout_floor: float = setting(0.0, 'the automatic agent_state_timeout (0) is at least '
+                                         'this: over a link that loses or delays a few states '
+                                         'in a row (WiFi, best effort) a neighbour is not '
+                                         'dropped and taken back every few ticks, which '
+                                         "restarts the even-ring term's ramp and the neighbour "
+                                         'choice; but for d_safe a neighbour then counts as '
+                                         'flying on at its last velocity that long, not as '
+                                         'silent (a smaller worst separation measured with loss '
+                                         'and a silent agent); 0 = off', 's', low=0.0)
     target_state_timeout: float = setting(0.0, 'the target state is live while at most this old; '
                                           'then the agent flies its last velocity; '
                                           '0 = 5 x control_period; never more than '

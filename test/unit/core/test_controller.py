@@ -67,9 +67,9 @@ def test_receive_drops_own_id_and_out_of_order_seq():
 
 
 def test_expired_neighbours_are_ignored_and_pruned():
-    live = P.agent_timeout                                             # 0.25 s
+    live = P.agent_timeout                                             # 0.03 s
     state = with_target(initial_state(1), rx=live + 0.1)
-    state = receive_agent_state(state, agent_msg(2, 1.0), 0.0, P)     # expires after 0.25 s
+    state = receive_agent_state(state, agent_msg(2, 1.0), 0.0, P)     # expires after 0.03 s
     state = receive_agent_state(state, agent_msg(3, 4.0), live + 0.09, P)
     stepped, _ = control_step(state, on_circle(0.0), np.zeros(3), live + 0.1, P)
     assert (stepped.pred, stepped.succ) == (3, 3)

@@ -16,7 +16,7 @@ from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import DuplicateIds, EPISODE_MARGIN, new_incarnation
 from soliton_encirclement_ros.core.law import vertical_velocity
 
-P = ControllerParams(control_period=0.05)  # liveness: agents 0.25 s (the floor), target 0.25 s
+P = ControllerParams(control_period=0.05)  # liveness: agents 0.15 s, target 0.25 s
 HERE = np.array([25.0, 0.0, 0.0])
 TARGET_V = np.array([1.0, 0.5, 0.0])
 
@@ -152,8 +152,8 @@ def test_a_future_stamped_target_blocks_earlier_stamps_only_while_it_is_live():
 
 def test_a_restarted_sequence_is_heard_again_after_the_liveness_timeout():
     state = receive_agent_state(initial_state(1), neighbour(seq=500), 0.0, P)
-    assert receive_agent_state(state, neighbour(seq=0), 0.2, P).neighbours[2][0].seq == 500
-    assert receive_agent_state(state, neighbour(seq=0), 0.3, P).neighbours[2][0].seq == 0
+    assert receive_agent_state(state, neighbour(seq=0), 0.1, P).neighbours[2][0].seq == 500
+    assert receive_agent_state(state, neighbour(seq=0), 0.2, P).neighbours[2][0].seq == 0
     # a new incarnation (the sender restarted) is taken at once
     restarted = receive_agent_state(state, neighbour(seq=0, incarnation=2), 0.05, P)
     assert restarted.neighbours[2][0].incarnation == 2

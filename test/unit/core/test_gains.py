@@ -12,10 +12,10 @@ CONFIG = Path(__file__).parents[3] / 'config'
 
 def test_params_defaults_and_auto_timeouts():
     assert P.radius == 20.0 and P.k_e_tau == 25.0 and P.hysteresis == 0.05
-    assert P.agent_timeout == pytest.approx(0.03)  # the reference: 3 periods, no floor
-    default = ControllerParams()
-    assert default.agent_timeout == pytest.approx(0.25)  # 3 periods, at least the floor
-    assert default.with_changes(control_period=0.1).agent_timeout == pytest.approx(0.3)
+    assert P.agent_timeout == pytest.approx(0.03)  # 3 periods
+    floored = ControllerParams(agent_timeout_floor=0.25)
+    assert floored.agent_timeout == pytest.approx(0.25)  # 3 periods, at least the floor
+    assert floored.with_changes(control_period=0.1).agent_timeout == pytest.approx(0.3)
     assert P.target_liveness == pytest.approx(0.05)
     explicit = P.with_changes(control_period=0.05, agent_state_timeout=0.5)
     assert explicit.agent_timeout == 0.5 and explicit.target_liveness == pytest.approx(0.25)
