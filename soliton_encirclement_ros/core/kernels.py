@@ -506,6 +506,31 @@ def _gap_only(x0, y0, way, ox, oy, restx, resty, react):
 
 
 @numba.njit(**_JIT)
+def _ahead_one(x0, y0, vx0, vy0, ox, oy, ovx, ovy, margin, t_safe, a_safe):
+    """
+    ``law._separation_arrays``' distance ahead to one column, operation for operation.
+
+    Returns (ux, uy, d, apart, closing, d_ahead): the unit away from the column (0 on top of
+    it), the distance, whether apart, the closing speed (0 if not finite) and
+    ``d - margin - t_safe closing - closing^2 / (2 a_safe)``.
+    """
+    awayx, awayy = x0 - ox, y0 - oy
+    relx, rely = vx0 - ovx, vy0 - ovy
+    d = np.hypot(awayx, awayy)
+    apart = d > DENOMINATOR_EPS
+    if apart:
+        ux, uy = awayx / d, awayy / d
+    else:
+        ux = uy = 0.0
+    closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
+    closing = closing if math.isfinite(closing) else 0.0
+    d_ahead = d - margin - t_safe * closing
+    if a_safe > 0.0:
+        d_ahead = d_ahead - closing * closing / (2.0 * a_safe)
+    return ux, uy, d, apart, closing, d_ahead
+
+
+@numba.njit(**_JIT)
 def _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position, velocity,
               nb_position, nb_velocity, lawx, lawy, reach, bound2):
     """
@@ -543,19 +568,8 @@ def _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position
             ovx, ovy = ox * 0.0, oy * 0.0
             age = _clip(0.0, 0.0, t_safe)
         ox, oy = ox + ovx * age, oy + ovy * age
-        awayx, awayy = x0 - ox, y0 - oy
-        relx, rely = vx0 - ovx, vy0 - ovy
-        d = np.hypot(awayx, awayy)
-        apart = d > DENOMINATOR_EPS
-        if apart:
-            ux, uy = awayx / d, awayy / d
-        else:
-            ux = uy = 0.0
-        closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
-        closing = closing if math.isfinite(closing) else 0.0
-        d_ahead = d - 0.0 - t_safe * closing
-        if a_safe > 0.0:
-            d_ahead = d_ahead - closing * closing / (2.0 * a_safe)
+        ux, uy, d, apart, closing, d_ahead = _ahead_one(
+            x0, y0, vx0, vy0, ox, oy, ovx, ovy, 0.0, t_safe, a_safe)
         if apart and d_ahead < reach:
             return True
         if t_react > 0.0:
@@ -619,19 +633,8 @@ def _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests
             ovx, ovy = ox * 0.0, oy * 0.0
             age = _clip(0.0, 0.0, t_safe)
         ox, oy = ox + ovx * age, oy + ovy * age
-        awayx, awayy = x0 - ox, y0 - oy
-        relx, rely = vx0 - ovx, vy0 - ovy
-        d = np.hypot(awayx, awayy)
-        apart = d > DENOMINATOR_EPS
-        if apart:
-            ux, uy = awayx / d, awayy / d
-        else:
-            ux = uy = 0.0
-        closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
-        closing = closing if math.isfinite(closing) else 0.0
-        d_ahead = d - 0.0 - t_safe * closing
-        if a_safe > 0.0:
-            d_ahead = d_ahead - closing * closing / (2.0 * a_safe)
+        ux, uy, d, apart, closing, d_ahead = _ahead_one(
+            x0, y0, vx0, vy0, ox, oy, ovx, ovy, 0.0, t_safe, a_safe)
         if t_react > 0.0:
             react = t_react + age
             offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)

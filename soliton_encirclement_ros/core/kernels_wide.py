@@ -35,7 +35,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core import law
 from soliton_encirclement_ros.core.kernels import (
-    _clip, _gap_one, _maximum, _minimum, _offset_one, _stopping_distance, _way_one)
+    _ahead_one, _clip, _gap_one, _maximum, _minimum, _offset_one, _stopping_distance, _way_one)
 from soliton_encirclement_ros.core.law import (
     CONTINGENCY_SHARE, DENOMINATOR_EPS, SEPARATION_PASSES, SEPARATION_YIELD)
 
@@ -68,19 +68,8 @@ def _column(x0, y0, vx0, vy0, own_way, heading, ox, oy, ovx, ovy, age, has_age, 
     if has_age:
         age = _clip(age, 0.0, t_safe)
         ox, oy = ox + ovx * age, oy + ovy * age
-    awayx, awayy = x0 - ox, y0 - oy
-    relx, rely = vx0 - ovx, vy0 - ovy
-    d = np.hypot(awayx, awayy)
-    apart = d > DENOMINATOR_EPS
-    if apart:
-        ux, uy = awayx / d, awayy / d
-    else:
-        ux = uy = 0.0
-    closing = _maximum(-(relx * ux + (0.0 + rely * uy)), 0.0)
-    closing = closing if math.isfinite(closing) else 0.0
-    d_ahead = d - margin - t_safe * closing
-    if a_safe > 0.0:
-        d_ahead = d_ahead - closing * closing / (2.0 * a_safe)
+    ux, uy, d, apart, closing, d_ahead = _ahead_one(
+        x0, y0, vx0, vy0, ox, oy, ovx, ovy, margin, t_safe, a_safe)
     if t_react > 0.0:
         react = t_react + (age if has_age else 0.0)
         offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
