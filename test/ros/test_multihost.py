@@ -268,7 +268,12 @@ def test_a_companion_clock_off_by_0_3_s_is_named_and_the_ring_still_forms(hosts)
     wait_for(lambda: warned('uav2', 1) and warned('uav3', 1) and warned('uav1', 2), 60.0,
              'the agents to name the skewed clock')
     assert 'ahead of this one (max_clock_offset 0.1 s)' in warned('uav2', 1)[0]
-    assert "behind this node's /clock" in warned('uav1', 2)[0]
+    # uav1's /clock comes from a publisher on its host: on a loaded machine that publisher can
+    # lag by more than the skew when uav1 makes its first estimate, which then reads agent 2
+    # ahead. The wording names agent 2 against this node's /clock either way; the sign is
+    # checked on the settled offsets below (every one of uav1's at least 0.25 s behind).
+    assert ('agent 2 stamps its states' in warned('uav1', 2)[0]
+            and "this node's /clock" in warned('uav1', 2)[0]), warned('uav1', 2)
     # uav2 and uav3 share a clock: no clock warning between them. On a loaded machine their
     # states may arrive late: that is worded as lag ('the states of agent 3 arrive ...').
     assert not warned('uav2', 3), 'uav2 and uav3 share a clock: no clock warning between them'
