@@ -1,8 +1,10 @@
 """
 What a swarm size will cost, said before anything is built (no rclpy).
 
-Every controller engine hears every agent, so memory and time grow with the square of the
-number of agents N; a node graph adds a node (or a process) per agent. :data:`COSTS` holds, per
+Every agent hears every other: the batch and per-agent engines hold what each receiver heard
+of each sender, so their memory and time grow with the square of the number of agents N; the
+vectorised engine holds one shared copy (its fit has no per-pair memory); a node graph adds a
+node (or a process) per agent. :data:`COSTS` holds, per
 way of running, the figures ``benchmarks/bench_sizes.py`` measured (its
 ``benchmarks/results/sizes.json``)::
 
@@ -51,11 +53,11 @@ class Cost:
 # them equal): batch_sim's engines, swarm_sim's node graph in one process ('nodes') and its
 # --processes (memory per node process).
 COSTS = {
-    'vectorised': Cost(5.363e+07, 0, 54.66, 4.283e-05, 1.793e-07),
-    'per-agent': Cost(5.172e+07, 1.532e+04, 304.7, 0.0003189, 9.682e-06),
-    'batch': Cost(5.197e+07, 983, 190.6, 5.396e-05, 1.482e-07),
-    'nodes': Cost(1.099e+08, 2.144e+06, 1633, 0.001063, 4.928e-07),
-    'processes': Cost(3.857e+08, 1.106e+08, 0, 0.004851, 0),
+    'vectorised': Cost(2.132e+08, 1.357e+04, 0, 3.418e-05, 1.335e-08),
+    'per-agent': Cost(4.634e+07, 1.933e+04, 67.72, 0.001395, 1.916e-07),
+    'batch': Cost(2.171e+08, 860.2, 267.9, 7.208e-05, 3.266e-08),
+    'nodes': Cost(9.919e+07, 2.045e+06, 2449, 0.0009642, 0),
+    'processes': Cost(3.336e+08, 9.747e+07, 0, 0.0193, 0),
 }
 
 
