@@ -192,6 +192,7 @@ class Px4Watch:
 
     def close(self) -> None:
         self._executor.shutdown()
+        self._thread.join()  # the spin thread may still be in a handler: destroy after it
         self._node.destroy_node()
         self._rclpy.try_shutdown()
 
