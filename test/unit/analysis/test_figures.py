@@ -8,7 +8,10 @@ from pathlib import Path
 import shutil
 import subprocess
 
+import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.colors import to_rgba
 import numpy as np
 import pytest
 
@@ -107,6 +110,52 @@ def test_trajectories_mark_start_and_end_and_the_legend_stays_off_the_target(tmp
     assert not legend_box.contains(*target_xy)
     assert not legend_box.overlaps(ax.get_window_extent(renderer))  # outside the axes
     assert ax.get_title() == 'N = 4, seed 3'
+
+
+def test_many_unnamed_agents_keep_their_paths_markers_and_colours_in_three_artists(tmp_path):
+    # Above plots.NAMED_TRACKS_MAX tracks the agents go unnamed and are drawn as one
+    # LineCollection and two scatters: every path, start and end must still be there, at its
+    # values, in the agent's own colour of the cycle, and the legend must explain the markers.
+    t = np.linspace(0.0, 10.0, 40)[:, None]
+    tracks = {f'uav{i}': np.hstack([t, np.cos(i + t / 10) * (30 - t) + 0.1 * i,
+                                    np.sin(i + t / 10) * (30 - t)]) for i in range(20)}
+    tracks['target'] = np.hstack([t, 0.5 * t, 0.0 * t])
+    fig = plots.trajectory_plot(tmp_path / 'trajectories.png', tracks, 20.0, 'N = 20')
+    ax = fig.axes[0]
+    agents = [track for name, track in tracks.items() if name != 'target']
+    cycle = [to_rgba(c) for c in matplotlib.rcParams['axes.prop_cycle'].by_key()['color']]
+    colours = np.array([cycle[i % len(cycle)] for i in range(len(agents))])
+    paths, = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert len(paths.get_segments()) == len(agents)
+    for segment, track in zip(paths.get_segments(), agents):
+        np.testing.assert_array_equal(segment, track[:, 1:3])  # every point, in order
+    np.testing.assert_array_equal(paths.get_colors(), colours)
+    starts, ends = [c for c in ax.collections if isinstance(c, PathCollection)]
+    np.testing.assert_array_equal(starts.get_offsets(), [track[0, 1:3] for track in agents])
+    np.testing.assert_array_equal(ends.get_offsets(), [track[-1, 1:3] for track in agents])
+    np.testing.assert_array_equal(starts.get_edgecolors(), colours)  # open circles...
+    assert not starts.get_facecolors()[:, 3].any()
+    np.testing.assert_array_equal(ends.get_facecolors(), colours)    # ...and filled dots
+    np.testing.assert_array_equal(starts.get_sizes(), [36.0])  # the markers' 6 and 5 pt
+    np.testing.assert_array_equal(ends.get_sizes(), [25.0])
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == ['target', 'desired circle (R=20 m)', 'start', 'end']
+    # every point of every agent lies inside the axes' view
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    every = np.vstack(agents)
+    assert x0 <= every[:, 1].min() and every[:, 1].max() <= x1
+    assert y0 <= every[:, 2].min() and every[:, 2].max() <= y1
+    # the target keeps its own line, start and end markers
+    target, = [line for line in ax.get_lines() if line.get_label() == 'target']
+    np.testing.assert_array_equal(target.get_xydata(), tracks['target'][:, 1:3])
+
+
+def test_a_few_agents_are_each_named_in_the_legend(tmp_path):
+    t = np.linspace(0.0, 10.0, 5)[:, None]
+    tracks = {f'uav{i}': np.hstack([t, t + i, t - i]) for i in range(3)}
+    fig = plots.trajectory_plot(tmp_path / 'trajectories.png', tracks, None)
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels == ['uav0', 'uav1', 'uav2', 'start', 'end']
 
 
 def shaded(ax):
