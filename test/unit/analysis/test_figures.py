@@ -180,6 +180,77 @@ def outputs_figures(tmp_path, monkeypatch, judged, phases):
     return figures
 
 
+def drawn_series(ax):
+    """Return the (t, value) rows of the one metric line on ``ax`` (not a threshold or mark)."""
+    line, = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]
+    return np.column_stack([line.get_xdata(), line.get_ydata()])
+
+
+def noisy_metrics(rows, seed=0):
+    """Return a long run's metrics: converging, noisy, with a spike, a zero and a NaN gap."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(rows) * 0.01
+    values = np.exp(-t / 30.0)[:, None] * rng.lognormal(0.0, 0.5, (rows, len(METRIC_NAMES)))
+    values[rows // 3] *= 40.0          # one sample far above the rest
+    values[rows // 2, 0] = 0.0         # an exact zero: no place on E_r's log axis
+    values[2 * rows // 3: 2 * rows // 3 + 5, 1] = np.nan  # a gap in E_vr
+    return np.column_stack([t, values])
+
+
+def test_a_long_run_is_drawn_thinned_keeping_its_extremes_ends_gaps_and_settle_times(
+        tmp_path, monkeypatch):
+    # 20,001 rows (200 s at 0.01 s) on a figure a few hundred pixels wide: what is drawn is
+    # thinned, yet every extreme, both ends, each gap and the settle time of every row stay.
+    metrics = noisy_metrics(20001)
+    metrics[:, METRIC_NAMES.index('E_gap') + 1] = np.where(metrics[:, 0] > 150.0, 1e-3, 0.5)
+    figures = {}
+
+    def keep(draw):
+        def drawn(path, *args, **kwargs):
+            figures[Path(path).stem] = draw(path, *args, **kwargs)
+            return figures[Path(path).stem]
+        return drawn
+    monkeypatch.setattr(plots, 'metric_plot', keep(plots.metric_plot))
+    monkeypatch.setattr(plots, 'dashboard', keep(plots.dashboard))
+    summary = write_run_outputs(tmp_path, RunResult(metrics, np.empty((0, 4)), {}))
+    dashboard = axes_by_metric(figures['dashboard'])
+    for i, name in enumerate(METRIC_NAMES):
+        full = metrics[:, [0, i + 1]]
+        if name in plots.LOG_METRICS:
+            full = np.column_stack([full[:, 0], np.where(full[:, 1] > 0, full[:, 1], np.nan)])
+        for ax in (figures[name].axes[0], dashboard[name]):
+            drawn = drawn_series(ax)
+            assert len(drawn) < len(full) / 2, name  # thinned
+            rows = {tuple(row) for row in full[~np.isnan(full[:, 1])]}
+            # every point drawn is a row of the run, at its own time
+            assert {tuple(row) for row in drawn[~np.isnan(drawn[:, 1])]} <= rows, name
+            np.testing.assert_array_equal(drawn[[0, -1]], full[[0, -1]])
+            assert np.nanmax(drawn[:, 1]) == np.nanmax(full[:, 1]), name
+            assert np.nanmin(drawn[:, 1]) == np.nanmin(full[:, 1]), name
+        settle = summary['settle_time'].get(name)
+        if settle is not None:
+            assert vertical_times(figures[name].axes[0]) == [settle], name
+            assert vertical_times(dashboard[name]) == [settle], name
+    assert summary['settle_time']['E_gap'] == pytest.approx(150.01)
+    # the zero on E_r's log axis and the NaN gap of E_vr are still drawn as gaps
+    gap = drawn_series(figures['E_vr'].axes[0])
+    first, last = metrics[2 * 20001 // 3, 0], metrics[2 * 20001 // 3 + 4, 0]
+    inside = (gap[:, 0] >= first) & (gap[:, 0] <= last)
+    assert inside.any() and np.isnan(gap[inside, 1]).all()
+    zero = drawn_series(figures['E_r'].axes[0])
+    at = metrics[20001 // 2, 0]
+    assert np.isnan(zero[zero[:, 0] == at, 1]).all() and (zero[:, 0] == at).any()
+
+
+def test_a_run_of_a_few_thousand_rows_is_drawn_whole(tmp_path, monkeypatch):
+    metrics = noisy_metrics(4000)
+    columns = {}
+    monkeypatch.setattr(plots, 'dashboard', lambda path, runs, *a, **k: columns.update(runs['']))
+    write_run_outputs(tmp_path, RunResult(metrics, np.empty((0, 4)), {}))
+    for i, name in enumerate(METRIC_NAMES):
+        np.testing.assert_array_equal(columns[name], metrics[:, [0, i + 1]])
+
+
 def judged_part(number, start, end, count):
     return {'start': start, 'end': end, 'rule': 'px4 bridges', 'number': number,
             'count': count, 'text': f'engaged {start:.2f}–{end:.2f} s'}
