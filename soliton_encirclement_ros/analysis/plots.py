@@ -15,6 +15,7 @@ import re
 from typing import NamedTuple, Sequence
 
 import matplotlib
+from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatterSciNotation
 import numpy as np
@@ -48,6 +49,11 @@ THRESHOLD_COLOUR = 'tab:red'
 JUDGED_COLOUR = 'tab:green'  # the parts of a run judged (a flight's engaged phases)
 JUDGED_ALPHA = 0.12  # the part the summary's top level judges (the settle times marked)
 OTHER_ALPHA = 0.06   # every other part judged on its own (a flight's other engaged phases)
+# trajectories.png names each agent in its legend up to this many tracks (the target's
+# included); above, the agents go unnamed and are drawn as one artist each for their paths,
+# their starts and their ends (three Line2D per agent were a fifth of the figure's CPU time
+# at 50 agents).
+NAMED_TRACKS_MAX = 12
 
 
 def preset_name(controller) -> str:
@@ -193,13 +199,15 @@ def trajectory_plot(path: Path, trajectories: dict[str, np.ndarray], radius: flo
     """
     fig = Figure(figsize=(7.6, 6), dpi=DPI)
     ax = fig.add_subplot()
-    for name, track in trajectories.items():
-        track = np.asarray(track, dtype=float)
-        if name == 'target' or track.size == 0:
-            continue
-        line, = ax.plot(track[:, 1], track[:, 2], lw=0.8, label=name)
-        ax.plot(track[0, 1], track[0, 2], 'o', mfc='none', color=line.get_color(), ms=6)
-        ax.plot(track[-1, 1], track[-1, 2], 'o', color=line.get_color(), ms=5)
+    agents = {name: np.asarray(track, dtype=float) for name, track in trajectories.items()
+              if name != 'target' and np.asarray(track).size}
+    if len(trajectories) > NAMED_TRACKS_MAX:  # too many agents to name
+        _unnamed_tracks(ax, list(agents.values()))
+    else:
+        for name, track in agents.items():
+            line, = ax.plot(track[:, 1], track[:, 2], lw=0.8, label=name)
+            ax.plot(track[0, 1], track[0, 2], 'o', mfc='none', color=line.get_color(), ms=6)
+            ax.plot(track[-1, 1], track[-1, 2], 'o', color=line.get_color(), ms=5)
     target = np.asarray(trajectories.get('target', np.empty((0, 3))), dtype=float)
     if target.size:
         ax.plot(target[:, 1], target[:, 2], 'k--', lw=1.2, label='target')
@@ -216,19 +224,35 @@ def trajectory_plot(path: Path, trajectories: dict[str, np.ndarray], radius: flo
     ax.set_xlabel('x [m] (ENU)')
     ax.set_ylabel('y [m] (ENU)')
     ax.grid(True, alpha=0.3)
-    handles, labels = ax.get_legend_handles_labels()
-    if len(trajectories) > 12:  # too many agents to name: keep the markers, target and circle
-        kept = [(h, lab) for h, lab in zip(handles, labels) if lab in trajectories
-                and lab != 'target']
-        handles = [h for h in handles if h not in {k[0] for k in kept}]
-        labels = [lab for lab in labels if lab not in {k[1] for k in kept}]
-    ax.legend(handles, labels, fontsize='small', loc='upper left', bbox_to_anchor=(1.02, 1.0),
+    ax.legend(fontsize='small', loc='upper left', bbox_to_anchor=(1.02, 1.0),
               borderaxespad=0.0)
     if title:
         ax.set_title(title, fontsize='small')
     fig.tight_layout()
     _save(fig, path)
     return fig
+
+
+def _unnamed_tracks(ax, tracks: list[np.ndarray]) -> None:
+    """
+    Draw agents' (T, 3) ``t, x, y`` tracks as :func:`trajectory_plot` does, unnamed.
+
+    The same colours (the axes' colour cycle, one per agent in order), widths and markers
+    as a line and two markers per agent, in three artists: the paths (a ``LineCollection``),
+    the open circles at the starts and the dots at the ends (two ``scatter``).
+    """
+    cycle = matplotlib.rcParams['axes.prop_cycle'].by_key()['color']
+    colours = [cycle[i % len(cycle)] for i in range(len(tracks))]
+    ax.add_collection(LineCollection([track[:, 1:3] for track in tracks], colors=colours,
+                                     linewidths=0.8, zorder=2))
+    edge = matplotlib.rcParams['lines.markeredgewidth']
+    starts = np.array([track[0, 1:3] for track in tracks]).reshape(-1, 2)
+    ends = np.array([track[-1, 1:3] for track in tracks]).reshape(-1, 2)
+    # scatter's size is the marker's area in points² (a Line2D's markersize squared)
+    ax.scatter(starts[:, 0], starts[:, 1], s=6 ** 2, marker='o', facecolors='none',
+               edgecolors=colours, linewidths=edge, zorder=2)
+    ax.scatter(ends[:, 0], ends[:, 1], s=5 ** 2, marker='o', c=colours, edgecolors='face',
+               linewidths=edge, zorder=2)
 
 
 def _column(run, i: int, name: str) -> np.ndarray:

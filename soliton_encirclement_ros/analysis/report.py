@@ -358,12 +358,31 @@ def write_run_outputs(out_dir, result: RunResult, plots: bool = True, fmt: str =
             (out_dir / 'summary.json').unlink(missing_ok=True)
         raise
     if plots:
-        columns = {name: metrics[:, [0, i + 1]] for i, name in enumerate(METRIC_NAMES)}
         phases = [(p['start'], p['end']) for p in result.phases or []] if part else []
+        # the settle times marked are the summary's, found on every row (the window's, or the
+        # whole run's), whatever the thinning keeps
         _staged(out_dir, lambda staging: _write_plots(
-            staging, columns, summary['settle_time'] if part else None, trajectories, params,
+            staging, plot_columns(metrics), summary['settle_time'], trajectories, params,
             fmt, window if part else None, phases), summary, 'the figures')
     return summary
+
+
+def plot_columns(metrics: np.ndarray) -> dict[str, np.ndarray]:
+    """
+    Return each metric's (M, 2) rows ``t,value`` of a (T, 7) series, thinned for its plot.
+
+    A figure 100 dpi wide shows no more than a few points per pixel column: a long series is
+    thinned as :func:`write_streamed_outputs` thins it (``stream.Envelope``: each bucket's first,
+    last, smallest and largest value and its first gap), so it is drawn the same; a series of
+    up to ``4 * stream.PLOT_BUCKETS`` rows is kept whole.
+    """
+    from soliton_encirclement_ros.analysis.plots import LOG_METRICS
+    columns = {}
+    for i, name in enumerate(METRIC_NAMES):
+        envelope = Envelope(len(metrics), log=name in LOG_METRICS)
+        envelope.append(metrics[:, 0], metrics[:, i + 1])
+        columns[name] = envelope.array()
+    return columns
 
 
 def phase_summary(metrics: np.ndarray, phase: dict) -> dict:

@@ -8,7 +8,10 @@ from pathlib import Path
 import shutil
 import subprocess
 
+import matplotlib
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import LineCollection, PathCollection
+from matplotlib.colors import to_rgba
 import numpy as np
 import pytest
 
@@ -109,6 +112,52 @@ def test_trajectories_mark_start_and_end_and_the_legend_stays_off_the_target(tmp
     assert ax.get_title() == 'N = 4, seed 3'
 
 
+def test_many_unnamed_agents_keep_their_paths_markers_and_colours_in_three_artists(tmp_path):
+    # Above plots.NAMED_TRACKS_MAX tracks the agents go unnamed and are drawn as one
+    # LineCollection and two scatters: every path, start and end must still be there, at its
+    # values, in the agent's own colour of the cycle, and the legend must explain the markers.
+    t = np.linspace(0.0, 10.0, 40)[:, None]
+    tracks = {f'uav{i}': np.hstack([t, np.cos(i + t / 10) * (30 - t) + 0.1 * i,
+                                    np.sin(i + t / 10) * (30 - t)]) for i in range(20)}
+    tracks['target'] = np.hstack([t, 0.5 * t, 0.0 * t])
+    fig = plots.trajectory_plot(tmp_path / 'trajectories.png', tracks, 20.0, 'N = 20')
+    ax = fig.axes[0]
+    agents = [track for name, track in tracks.items() if name != 'target']
+    cycle = [to_rgba(c) for c in matplotlib.rcParams['axes.prop_cycle'].by_key()['color']]
+    colours = np.array([cycle[i % len(cycle)] for i in range(len(agents))])
+    paths, = [c for c in ax.collections if isinstance(c, LineCollection)]
+    assert len(paths.get_segments()) == len(agents)
+    for segment, track in zip(paths.get_segments(), agents):
+        np.testing.assert_array_equal(segment, track[:, 1:3])  # every point, in order
+    np.testing.assert_array_equal(paths.get_colors(), colours)
+    starts, ends = [c for c in ax.collections if isinstance(c, PathCollection)]
+    np.testing.assert_array_equal(starts.get_offsets(), [track[0, 1:3] for track in agents])
+    np.testing.assert_array_equal(ends.get_offsets(), [track[-1, 1:3] for track in agents])
+    np.testing.assert_array_equal(starts.get_edgecolors(), colours)  # open circles...
+    assert not starts.get_facecolors()[:, 3].any()
+    np.testing.assert_array_equal(ends.get_facecolors(), colours)    # ...and filled dots
+    np.testing.assert_array_equal(starts.get_sizes(), [36.0])  # the markers' 6 and 5 pt
+    np.testing.assert_array_equal(ends.get_sizes(), [25.0])
+    labels = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert labels == ['target', 'desired circle (R=20 m)', 'start', 'end']
+    # every point of every agent lies inside the axes' view
+    (x0, x1), (y0, y1) = ax.get_xlim(), ax.get_ylim()
+    every = np.vstack(agents)
+    assert x0 <= every[:, 1].min() and every[:, 1].max() <= x1
+    assert y0 <= every[:, 2].min() and every[:, 2].max() <= y1
+    # the target keeps its own line, start and end markers
+    target, = [line for line in ax.get_lines() if line.get_label() == 'target']
+    np.testing.assert_array_equal(target.get_xydata(), tracks['target'][:, 1:3])
+
+
+def test_a_few_agents_are_each_named_in_the_legend(tmp_path):
+    t = np.linspace(0.0, 10.0, 5)[:, None]
+    tracks = {f'uav{i}': np.hstack([t, t + i, t - i]) for i in range(3)}
+    fig = plots.trajectory_plot(tmp_path / 'trajectories.png', tracks, None)
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels == ['uav0', 'uav1', 'uav2', 'start', 'end']
+
+
 def shaded(ax):
     """Return (start, end, alpha, label) of each span shaded on ``ax`` (axvspan), in time order."""
     return sorted((round(p.get_x(), 6), round(p.get_x() + p.get_width(), 6), p.get_alpha(),
@@ -129,6 +178,77 @@ def outputs_figures(tmp_path, monkeypatch, judged, phases):
     write_run_outputs(tmp_path, RunResult(converging_metrics(), np.empty((0, 4)), {},
                                           judged=judged, phases=phases))
     return figures
+
+
+def drawn_series(ax):
+    """Return the (t, value) rows of the one metric line on ``ax`` (not a threshold or mark)."""
+    line, = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]
+    return np.column_stack([line.get_xdata(), line.get_ydata()])
+
+
+def noisy_metrics(rows, seed=0):
+    """Return a long run's metrics: converging, noisy, with a spike, a zero and a NaN gap."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(rows) * 0.01
+    values = np.exp(-t / 30.0)[:, None] * rng.lognormal(0.0, 0.5, (rows, len(METRIC_NAMES)))
+    values[rows // 3] *= 40.0          # one sample far above the rest
+    values[rows // 2, 0] = 0.0         # an exact zero: no place on E_r's log axis
+    values[2 * rows // 3: 2 * rows // 3 + 5, 1] = np.nan  # a gap in E_vr
+    return np.column_stack([t, values])
+
+
+def test_a_long_run_is_drawn_thinned_keeping_its_extremes_ends_gaps_and_settle_times(
+        tmp_path, monkeypatch):
+    # 20,001 rows (200 s at 0.01 s) on a figure a few hundred pixels wide: what is drawn is
+    # thinned, yet every extreme, both ends, each gap and the settle time of every row stay.
+    metrics = noisy_metrics(20001)
+    metrics[:, METRIC_NAMES.index('E_gap') + 1] = np.where(metrics[:, 0] > 150.0, 1e-3, 0.5)
+    figures = {}
+
+    def keep(draw):
+        def drawn(path, *args, **kwargs):
+            figures[Path(path).stem] = draw(path, *args, **kwargs)
+            return figures[Path(path).stem]
+        return drawn
+    monkeypatch.setattr(plots, 'metric_plot', keep(plots.metric_plot))
+    monkeypatch.setattr(plots, 'dashboard', keep(plots.dashboard))
+    summary = write_run_outputs(tmp_path, RunResult(metrics, np.empty((0, 4)), {}))
+    dashboard = axes_by_metric(figures['dashboard'])
+    for i, name in enumerate(METRIC_NAMES):
+        full = metrics[:, [0, i + 1]]
+        if name in plots.LOG_METRICS:
+            full = np.column_stack([full[:, 0], np.where(full[:, 1] > 0, full[:, 1], np.nan)])
+        for ax in (figures[name].axes[0], dashboard[name]):
+            drawn = drawn_series(ax)
+            assert len(drawn) < len(full) / 2, name  # thinned
+            rows = {tuple(row) for row in full[~np.isnan(full[:, 1])]}
+            # every point drawn is a row of the run, at its own time
+            assert {tuple(row) for row in drawn[~np.isnan(drawn[:, 1])]} <= rows, name
+            np.testing.assert_array_equal(drawn[[0, -1]], full[[0, -1]])
+            assert np.nanmax(drawn[:, 1]) == np.nanmax(full[:, 1]), name
+            assert np.nanmin(drawn[:, 1]) == np.nanmin(full[:, 1]), name
+        settle = summary['settle_time'].get(name)
+        if settle is not None:
+            assert vertical_times(figures[name].axes[0]) == [settle], name
+            assert vertical_times(dashboard[name]) == [settle], name
+    assert summary['settle_time']['E_gap'] == pytest.approx(150.01)
+    # the zero on E_r's log axis and the NaN gap of E_vr are still drawn as gaps
+    gap = drawn_series(figures['E_vr'].axes[0])
+    first, last = metrics[2 * 20001 // 3, 0], metrics[2 * 20001 // 3 + 4, 0]
+    inside = (gap[:, 0] >= first) & (gap[:, 0] <= last)
+    assert inside.any() and np.isnan(gap[inside, 1]).all()
+    zero = drawn_series(figures['E_r'].axes[0])
+    at = metrics[20001 // 2, 0]
+    assert np.isnan(zero[zero[:, 0] == at, 1]).all() and (zero[:, 0] == at).any()
+
+
+def test_a_run_of_a_few_thousand_rows_is_drawn_whole(tmp_path, monkeypatch):
+    metrics = noisy_metrics(4000)
+    columns = {}
+    monkeypatch.setattr(plots, 'dashboard', lambda path, runs, *a, **k: columns.update(runs['']))
+    write_run_outputs(tmp_path, RunResult(metrics, np.empty((0, 4)), {}))
+    for i, name in enumerate(METRIC_NAMES):
+        np.testing.assert_array_equal(columns[name], metrics[:, [0, i + 1]])
 
 
 def judged_part(number, start, end, count):

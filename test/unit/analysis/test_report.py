@@ -85,7 +85,7 @@ def test_nan_becomes_null_in_summary_json(tmp_path):
 
 
 def test_an_error_in_the_figures_leaves_the_tables_and_no_figure(tmp_path, monkeypatch):
-    def broken_dashboard(*_):
+    def broken_dashboard(*_, **__):
         raise RuntimeError('a bug')
     monkeypatch.setattr(report.plots, 'dashboard', broken_dashboard)
     with pytest.raises(RuntimeError, match='a bug'):
@@ -95,7 +95,7 @@ def test_an_error_in_the_figures_leaves_the_tables_and_no_figure(tmp_path, monke
 
 
 def test_a_full_disk_is_outputs_incomplete_with_the_summary(tmp_path, monkeypatch):
-    def full_disk(*_):
+    def full_disk(*_, **__):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
     monkeypatch.setattr(report.plots, 'dashboard', full_disk)
     with pytest.raises(report.OutputsIncomplete) as raised:
