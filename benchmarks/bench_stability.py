@@ -17,8 +17,9 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         the defaults fly the even-ring term (k_e_ring 0.4)
     .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
         moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s, the
-        share of time with an agent failed and E_gap then, and how near working agents fly
-        to failed agents' hovering vehicles
+        share of time with an agent failed and E_gap then, how near working agents fly to
+        failed agents' hovering vehicles, and how much of the vehicles' acceleration limit
+        the working agents use (mean |a|, share of the time at 90 % of max_acc_xy or more)
     .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
         a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
@@ -300,6 +301,7 @@ def turning(preset: str, seeds, engines) -> dict:
 
 def moving(preset: str, seeds, engine: str = 'auto') -> dict:
     means, rows = [], []
+    limit = MOVING.with_changes(vehicle=VEHICLE).vehicle_params().max_acc_xy
     for seed in seeds:
         start = time.perf_counter()
         cpu = time.process_time()
@@ -309,17 +311,45 @@ def moving(preset: str, seeds, engine: str = 'auto') -> dict:
         late = metrics[metrics[:, 0] >= 60.0]
         e_r, e_gap = np.nanmean(late[:, 1]), np.nanmean(late[:, 5])
         d_min = np.nanmin(metrics[:, 6])
+        mean_acc, at_limit = _acceleration(result, limit)
         means.append((e_r, e_gap))
         print(f'moving target, preset {preset}, seed {seed}: mean over t >= 60 s E_r = {e_r:.4f}, '
-              f'E_gap = {e_gap:.4f}; min d_min = {d_min:.2f} m '
+              f'E_gap = {e_gap:.4f}; min d_min = {d_min:.2f} m; mean horizontal acceleration of '
+              f'the working agents {mean_acc:.2f} m/s^2, at 90 % of the {limit:g} m/s^2 '
+              f'limit or more {at_limit:.0%} of the time '
               f'({time.perf_counter() - start:.0f} s wall, {time.process_time() - cpu:.0f} CPU-s)'
               f'; {_failed_share(result)}', flush=True)
-        rows.append([seed, round(float(e_r), 4), round(float(e_gap), 4), round(float(d_min), 2)])
+        rows.append([seed, round(float(e_r), 4), round(float(e_gap), 4), round(float(d_min), 2),
+                     round(mean_acc, 2), round(at_limit, 3)])
     e_r, e_gap = (statistics.median(m[k] for m in means) for k in (0, 1))
     print(f'median of seeds: E_r = {e_r:.4f} (goal <= 0.065), E_gap = {e_gap:.4f} (goal <= 0.17)')
-    rows.append(['median', round(float(e_r), 4), round(float(e_gap), 4), ''])
-    return {'engine': engine, 'moving': table(
-        ['seed', 'mean E_r', 'mean E_gap', 'closest approach [m]'], rows)}
+    rows.append(['median', round(float(e_r), 4), round(float(e_gap), 4), '', '', ''])
+    return {'engine': engine, 'max_acc_xy': limit, 'moving': table(
+        ['seed', 'mean E_r', 'mean E_gap', 'closest approach [m]',
+         'mean |a| of working agents [m/s²]', 'share of time at ≥ 90 % of max_acc_xy'], rows)}
+
+
+def _acceleration(result, limit: float) -> tuple:
+    """
+    Return the working agents' mean horizontal acceleration and its share at ``limit``.
+
+    Over t >= 60 s, from the trajectories (every 0.1 s): second differences of each agent's
+    x, y, counted where the agent was live (in the telemetry) at all three samples; "at the
+    limit" is at least 90 % of ``limit`` (the vehicle model's ``max_acc_xy``).
+    """
+    agents = result.agents
+    values = []
+    for i in np.unique(agents[:, 0]):
+        track = result.trajectories[f'uav{int(i)}']
+        t, xy = track[:, 0], track[:, 1:3]
+        dt = np.diff(t)
+        v = np.diff(xy, axis=0) / dt[:, None]
+        a = np.diff(v, axis=0) / (0.5 * (dt[1:] + dt[:-1]))[:, None]
+        live_at = np.isin(np.round(t, 6), np.round(agents[agents[:, 0] == i, 1], 6))
+        keep = (t[1:-1] >= 60.0) & live_at[:-2] & live_at[1:-1] & live_at[2:]
+        values.append(np.hypot(a[keep, 0], a[keep, 1]))
+    values = np.concatenate(values)
+    return float(values.mean()), float(np.mean(values >= 0.9 * limit))
 
 
 def _failed_share(result) -> str:
