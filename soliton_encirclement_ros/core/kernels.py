@@ -416,6 +416,16 @@ def _way_one(wx, wy, lag, braking):
 
 
 @numba.njit(**_JIT)
+def _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe):
+    """law._heading: the law's way ``(lawx, lawy)`` at the agent's speed (``own_way`` if none)."""
+    speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
+    if commanded > DENOMINATOR_EPS:
+        ratio = speed / commanded
+        return _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+    return own_way
+
+
+@numba.njit(**_JIT)
 def _gap_one(x0, y0, way, ox, oy, restx, resty, react, d):
     """law._gap_one: law.stopping_gap of one way to one vehicle; (gap, unit x, unit y)."""
     wx, wy, offx, offy, bx, by = way
@@ -546,10 +556,7 @@ def _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position
     own_way = _way_one(vx0, vy0, t_safe, a_safe)
     heading = own_way
     if t_react > 0.0:
-        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
-        if commanded > DENOMINATOR_EPS:
-            ratio = speed / commanded
-            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+        heading = _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe)
     keep = (1.0 - CONTINGENCY_SHARE) * reach
     k_cols = has.shape[1]
     for c in range(2 * k_cols if rests else k_cols):
@@ -607,10 +614,7 @@ def _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests
     own_way = _way_one(vx0, vy0, t_safe, a_safe)
     heading = own_way
     if t_react > 0.0:
-        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
-        if commanded > DENOMINATOR_EPS:
-            ratio = speed / commanded
-            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+        heading = _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe)
     keep = (1.0 - CONTINGENCY_SHARE) * reach
     count = 0
     k_cols = has.shape[1]
