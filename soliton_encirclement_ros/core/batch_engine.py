@@ -9,7 +9,10 @@ engine of ``batch_sim`` (one ``controller.control_step`` and one ``ImpairedChann
 agent) has them; random draws come from the same per-agent streams in the same order
 (:class:`StreamDraws`), so a run's metrics do not depend on the runs grouped with it and equal
 ``batch_sim --seed K`` on the same scenario. Cost is O(R N^2) per tick: meant for swarms of
-tens of agents; large N runs one run at a time (``max_batch``).
+tens of agents; large N runs one run at a time (``max_batch``). Where every receiver heard every
+broadcast (no loss, no simulated fault), the compiled tick keeps one shared copy per run instead
+(``kernels.exchange_states``) and brings the receivers' own copies up to date only when a path
+that reads them needs it (``BatchControllers._materialize``).
 """
 from __future__ import annotations
 
