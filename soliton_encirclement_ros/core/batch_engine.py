@@ -9,7 +9,10 @@ engine of ``batch_sim`` (one ``controller.control_step`` and one ``ImpairedChann
 agent) has them; random draws come from the same per-agent streams in the same order
 (:class:`StreamDraws`), so a run's metrics do not depend on the runs grouped with it and equal
 ``batch_sim --seed K`` on the same scenario. Cost is O(R N^2) per tick: meant for swarms of
-tens of agents; large N runs one run at a time (``max_batch``).
+tens of agents; large N runs one run at a time (``max_batch``). Where every receiver heard every
+broadcast (no loss, no simulated fault), the compiled tick keeps one shared copy per run instead
+(``kernels.exchange_states``) and brings the receivers' own copies up to date only when a path
+that reads them needs it (``BatchControllers._materialize``).
 """
 from __future__ import annotations
 
@@ -194,7 +197,7 @@ class _InFlight:
                   't_vel': (r, 3), 't_acc': (r, 3), 'pos': (r, n, 3), 'vel': (r, n, 3),
                   'u': (r, n), 'u_ss': (r, n), 'member': (r, n)}
         bools = {'keep_target', 'keep', 'member'}
-        self.queue = np.zeros(3, dtype=np.int64)  # kernels.QUEUE_HEAD, _COUNT, _UNIFORM
+        self.queue = np.zeros(4, dtype=np.int64)  # kernels.QUEUE_HEAD, _COUNT, _UNIFORM, _SHARED
         self.slots = {name: np.zeros((slots,) + shape, dtype=bool if name in bools else float)
                       for name, shape in shapes.items()}
         self.arrays = self._arrays()
@@ -287,6 +290,13 @@ class BatchControllers:
             # each receiver's draws a tick: the target's, then one per other sender
             self._draw_counts = np.repeat(np.where(self.loss > 0.0, n, 0), n)
             self._no_draws = np.zeros((r, n, 0))
+            # each run's one copy of what every receiver heard, where all heard every
+            # broadcast (kernels.exchange_states): rx, member, position, velocity, u, u_ss
+            self._shared = (np.full((r, n), -math.inf), np.zeros((r, n), dtype=bool),
+                            np.full((r, n, 3), np.nan), np.full((r, n, 3), np.nan),
+                            np.zeros((r, n)), np.zeros((r, n)))
+            self._own_rows = np.arange(r * n, dtype=np.int64)  # each row reads its own table
+            self._run_rows = np.repeat(np.arange(r, dtype=np.int64), n)  # ... or its run's
 
     def _send(self, now, live, positions, velocities, target_position, target_velocity,
               target_acceleration, faults: Optional[BatchFaults] = None):
@@ -411,6 +421,7 @@ class BatchControllers:
                            target_acceleration)
         else:
             if self._exchanges:  # the tables no longer as the compiled exchange left them
+                self._materialize()
                 self._flight.queue[2] = 0
             self._deliver(now, live)
             self._send(now, live, positions, velocities, target_position, target_velocity,
@@ -435,7 +446,14 @@ class BatchControllers:
             np.asarray(t_acc, dtype=float), self.u, self.u_ss, self.loss, draws,
             self.target_has, self.target_rx, self.target_position, self.target_velocity,
             self.target_acceleration, self.has, self.rx, self.member, self.position,
-            self.velocity, self.nb_u, self.nb_u_ss)
+            self.velocity, self.nb_u, self.nb_u_ss, *self._shared)
+
+    def _materialize(self) -> None:
+        """Bring every receiver's own tables up to date (``kernels.materialize_tables``)."""
+        if self._exchanges and self._flight.queue[3]:
+            compiled.kernels().materialize_tables(
+                self._flight.queue, *self._shared, self.rx, self.member, self.position,
+                self.velocity, self.nb_u, self.nb_u_ss)
 
     def _control(self, now, live, positions, velocities, faults=None):
         p = self.params
@@ -458,6 +476,7 @@ class BatchControllers:
                                                               velocities, cmds)
             if not has_target.any():
                 return cmds, self.u
+        self._materialize()  # the numpy path reads every receiver's own tables
         if has_target.all():  # the usual tick: every row, as views (no gathers)
             ii = np.tile(np.arange(n), r)
 
@@ -589,18 +608,25 @@ class BatchControllers:
         s = self._scratch
         if s is None:
             s = self._scratch = _Scratch.empty(rows, n)
-        has, rx, member = out(self.has), out(self.rx), out(self.member)
+        has = out(self.has)
+        if self._exchanges and self._flight.queue[3]:  # each run's one shared table
+            tab = self._run_rows
+            rx, member, nb_pos, nb_vel, nb_u, nb_u_ss = self._shared
+        else:
+            tab = self._own_rows
+            rx, member, nb_pos, nb_vel = (out(self.rx), out(self.member), out(self.position),
+                                          out(self.velocity))
+            nb_u, nb_u_ss = out(self.nb_u), out(self.nb_u_ss)
         own = positions.reshape(rows, 3)  # read only: a copy where positions is a slice
         own_v = velocities.reshape(rows, 3)
-        nb_pos, nb_vel = out(self.position), out(self.velocity)
         t_pos = out(self.target_position)
         check_reach = bool(p.d_safe)
         # every receiver of a run holds the same tables (the last broadcasts reached all)
         shared = self._exchanges and bool(self._flight.queue[2])
         k.prepare_rows(plan.law, check_reach, p.obstacle_memory, now, has_target.reshape(rows),
-                       has, rx, member, own, own_v, nb_pos, nb_vel, t_pos, plan.d_safe, s.entry,
-                       s.ring, s.covered, s.speed, s.others, s.bound, shared, s.dy, s.dx,
-                       s.shared_dy, s.shared_dx)
+                       has, tab, rx, member, own, own_v, nb_pos, nb_vel, t_pos, plan.d_safe,
+                       s.entry, s.ring, s.covered, s.speed, s.others, s.bound, shared, s.dy,
+                       s.dx, s.shared_dy, s.shared_dx)
         if check_reach and not s.covered.any():
             return np.zeros_like(has_target)
         # the angles as _control takes them: wrap_2pi_once of arctan2, target_angle's own
@@ -612,14 +638,14 @@ class BatchControllers:
         done = s.done
         done[:] = False
         k.control_rows(plan.law, s.covered, check_reach, s.bound, p.obstacle_memory, now, has,
-                       rx, s.entry, s.ring, s.theta, s.theta_self, plan.own_col, self.ids,
-                       self.lambdas, own, own_v, nb_pos, nb_vel, out(self.nb_u),
-                       out(self.nb_u_ss), t_pos, out(self.target_velocity),
-                       out(self.target_acceleration), u, limiter(u, p), out(self.prev_cmd),
-                       out(self.pred), out(self.succ), plan.hysteresis, plan.damping,
-                       out(self.ring_size), out(self.ring_changed), out(self.ring_tick),
-                       plan.separate, plan.d_safe, member, self._age_at_arrival,
-                       out(self.u_ss), cmds.reshape(rows, 3), done)
+                       tab, rx, s.entry, s.ring, s.theta, s.theta_self, plan.own_col, self.ids,
+                       self.lambdas, own, own_v, nb_pos, nb_vel, nb_u, nb_u_ss, t_pos,
+                       out(self.target_velocity), out(self.target_acceleration), u,
+                       limiter(u, p), out(self.prev_cmd), out(self.pred), out(self.succ),
+                       plan.hysteresis, plan.damping, out(self.ring_size),
+                       out(self.ring_changed), out(self.ring_tick), plan.separate, plan.d_safe,
+                       member, self._age_at_arrival, out(self.u_ss), cmds.reshape(rows, 3),
+                       done)
         return done.reshape(r, n).copy()
 
     def _ring_offset(self, theta_self, theta, entry, weight):

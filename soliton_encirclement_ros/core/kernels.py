@@ -60,19 +60,21 @@ _JIT = {'cache': True, 'nogil': True, 'error_model': 'numpy'}
 
 
 @numba.njit(**_JIT)
-def heard_rows(has, rx, member, now, agent_timeout, entry):
+def heard_rows(has, tab, rx, member, now, agent_timeout, entry):
     """
     ``heard`` and ``entry`` of ``BatchControllers._control`` (rows M x senders K), ring sizes.
 
     ``entry[m, k]``: ``has & (now - rx <= agent_timeout) & member``; returns the ring size
-    of each row (its entries + 1).
+    of each row (its entries + 1). ``rx`` and ``member`` are read at row ``tab[m]``
+    (:func:`prepare_rows`).
     """
     m_rows, k_cols = has.shape
     ring = np.empty(m_rows, dtype=np.int64)
     for m in range(m_rows):
         count = 0
+        t = tab[m]
         for k in range(k_cols):
-            e = has[m, k] and (now - rx[m, k] <= agent_timeout) and member[m, k]
+            e = has[m, k] and (now - rx[t, k] <= agent_timeout) and member[t, k]
             entry[m, k] = e
             if e:
                 count += 1
@@ -81,7 +83,7 @@ def heard_rows(has, rx, member, now, agent_timeout, entry):
 
 
 @numba.njit(**_JIT)
-def reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocity,
+def reach_rows(active, has, tab, rx, now, agent_timeout, obstacle_memory, own_velocity,
                nb_velocity, speed, others, covered):
     """
     ``batch_engine.none_within_reach``'s speeds, row by row: ``speed``, ``others`` (M,).
@@ -107,10 +109,11 @@ def reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocit
         others2 = 0.0
         counted = False
         fine = True
+        t = tab[m]
         for k in range(k_cols):
             if not has[m, k]:
                 continue
-            age = now - rx[m, k]
+            age = now - rx[t, k]
             heard = age <= agent_timeout
             silent = age <= obstacle_memory
             if silent and not heard:
@@ -118,7 +121,7 @@ def reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocit
                 break
             if heard or silent:
                 counted = True
-                vx, vy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+                vx, vy = nb_velocity[t, k, 0], nb_velocity[t, k, 1]
                 o2 = vx * vx + vy * vy
                 if not math.isfinite(o2):
                     fine = False
@@ -132,7 +135,7 @@ def reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocit
 
 
 @numba.njit(**_JIT)
-def _all_beyond(m, has, rx, now, obstacle_memory, own_position, nb_position, bound):
+def _all_beyond(m, has, tab, rx, now, obstacle_memory, own_position, nb_position, bound):
     """
     ``none_within_reach``'s test of row ``m``: every counted vehicle ``bound`` away or more.
 
@@ -141,10 +144,11 @@ def _all_beyond(m, has, rx, now, obstacle_memory, own_position, nb_position, bou
     """
     bound2 = bound * bound
     ox, oy = own_position[m, 0], own_position[m, 1]
+    t = tab[m]
     for k in range(has.shape[1]):
-        if has[m, k] and now - rx[m, k] <= obstacle_memory:
-            dx = nb_position[m, k, 0] - ox
-            dy = nb_position[m, k, 1] - oy
+        if has[m, k] and now - rx[t, k] <= obstacle_memory:
+            dx = nb_position[t, k, 0] - ox
+            dy = nb_position[t, k, 1] - oy
             if not dx * dx + dy * dy >= bound2:
                 return False
     return True
@@ -168,10 +172,11 @@ def _mod_2pi(x):
 
 
 @numba.njit(**_JIT)
-def _no_presence(m, has, rx_time, member, now, agent_timeout):
+def _no_presence(m, has, tab, rx_time, member, now, agent_timeout):
     """Whether row ``m`` hears no presence (a vehicle heard whose state is no ring member's)."""
+    t = tab[m]
     for k in range(has.shape[1]):
-        if has[m, k] and now - rx_time[m, k] <= agent_timeout and not member[m, k]:
+        if has[m, k] and now - rx_time[t, k] <= agent_timeout and not member[t, k]:
             return False
     return True
 
@@ -416,6 +421,16 @@ def _way_one(wx, wy, lag, braking):
 
 
 @numba.njit(**_JIT)
+def _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe):
+    """law._heading: the law's way ``(lawx, lawy)`` at the agent's speed (``own_way`` if none)."""
+    speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
+    if commanded > DENOMINATOR_EPS:
+        ratio = speed / commanded
+        return _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+    return own_way
+
+
+@numba.njit(**_JIT)
 def _gap_one(x0, y0, way, ox, oy, restx, resty, react, d):
     """law._gap_one: law.stopping_gap of one way to one vehicle; (gap, unit x, unit y)."""
     wx, wy, offx, offy, bx, by = way
@@ -460,7 +475,7 @@ def _take_out_one(vx, vy, units, shares, near, count):
 
 
 @numba.njit(**_JIT)
-def _separation_row(m, law, now, has, rx_time, age_at_arrival, member, position, velocity,
+def _separation_row(m, law, now, has, tab, rx_time, age_at_arrival, member, position, velocity,
                     nb_position, nb_velocity, lawx, lawy, reach, bound, units, weights, pushes,
                     closings, near):
     """
@@ -477,11 +492,11 @@ def _separation_row(m, law, now, has, rx_time, age_at_arrival, member, position,
     way) alone: with none of them near, the term is exactly (0.0, 0.0) (nothing taken out,
     ``(push + v_law) - v_law`` of a zero push), else every column as the law takes them.
     """
-    rests = not _no_presence(m, has, rx_time, member, now, law[AGENT_TIMEOUT])
-    if not _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
+    rests = not _no_presence(m, has, tab, rx_time, member, now, law[AGENT_TIMEOUT])
+    if not _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, position,
                      velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound):
         return 0.0, 0.0
-    count = _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests,
+    count = _separation_columns(m, law, now, has, tab, rx_time, age_at_arrival, member, rests,
                                 position, velocity, nb_position, nb_velocity, lawx, lawy, reach,
                                 math.nan, units, weights, pushes, closings, near)
     n_cols = 2 * has.shape[1] if rests else has.shape[1]
@@ -531,8 +546,8 @@ def _ahead_one(x0, y0, vx0, vy0, ox, oy, ovx, ovy, margin, t_safe, a_safe):
 
 
 @numba.njit(**_JIT)
-def _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position, velocity,
-              nb_position, nb_velocity, lawx, lawy, reach, bound2):
+def _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, position,
+              velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2):
     """
     Whether :func:`_separation_columns` with ``bound2`` would count a column near (count > 0).
 
@@ -546,22 +561,20 @@ def _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position
     own_way = _way_one(vx0, vy0, t_safe, a_safe)
     heading = own_way
     if t_react > 0.0:
-        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
-        if commanded > DENOMINATOR_EPS:
-            ratio = speed / commanded
-            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+        heading = _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe)
     keep = (1.0 - CONTINGENCY_SHARE) * reach
     k_cols = has.shape[1]
+    t = tab[m]
     for c in range(2 * k_cols if rests else k_cols):
         k = c % k_cols
-        ox, oy = nb_position[m, k, 0], nb_position[m, k, 1]
-        heard = has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]
-        if not heard or (c >= k_cols and member[m, k]) or ox != ox or oy != oy \
+        ox, oy = nb_position[t, k, 0], nb_position[t, k, 1]
+        heard = has[m, k] and now - rx_time[t, k] <= law[AGENT_TIMEOUT]
+        if not heard or (c >= k_cols and member[t, k]) or ox != ox or oy != oy \
                 or (x0 - ox) * (x0 - ox) + (y0 - oy) * (y0 - oy) >= bound2:
             continue
-        ovx, ovy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+        ovx, ovy = nb_velocity[t, k, 0], nb_velocity[t, k, 1]
         if c < k_cols:
-            age = _clip(now - rx_time[m, k] + age_at_arrival, 0.0, t_safe)
+            age = _clip(now - rx_time[t, k] + age_at_arrival, 0.0, t_safe)
         else:
             offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
             ox, oy = ox + offx, oy + offy
@@ -590,9 +603,9 @@ def _any_near(m, law, now, has, rx_time, age_at_arrival, member, rests, position
 
 
 @numba.njit(**_JIT)
-def _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests, position,
-                        velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2, units,
-                        weights, pushes, closings, near):
+def _separation_columns(m, law, now, has, tab, rx_time, age_at_arrival, member, rests,
+                        position, velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2,
+                        units, weights, pushes, closings, near):
     """
     law._separation_one's loop over the columns of row ``m``; returns how many are near.
 
@@ -607,26 +620,24 @@ def _separation_columns(m, law, now, has, rx_time, age_at_arrival, member, rests
     own_way = _way_one(vx0, vy0, t_safe, a_safe)
     heading = own_way
     if t_react > 0.0:
-        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
-        if commanded > DENOMINATOR_EPS:
-            ratio = speed / commanded
-            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+        heading = _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe)
     keep = (1.0 - CONTINGENCY_SHARE) * reach
     count = 0
     k_cols = has.shape[1]
+    t = tab[m]
     for c in range(2 * k_cols if rests else k_cols):
         k = c % k_cols  # the sender: its vehicle (c < K), then its rest point (a presence)
-        ox, oy = nb_position[m, k, 0], nb_position[m, k, 1]
-        heard = has[m, k] and now - rx_time[m, k] <= law[AGENT_TIMEOUT]
-        if not heard or (c >= k_cols and member[m, k]) or ox != ox or oy != oy \
+        ox, oy = nb_position[t, k, 0], nb_position[t, k, 1]
+        heard = has[m, k] and now - rx_time[t, k] <= law[AGENT_TIMEOUT]
+        if not heard or (c >= k_cols and member[t, k]) or ox != ox or oy != oy \
                 or (x0 - ox) * (x0 - ox) + (y0 - oy) * (y0 - oy) >= bound2:
             # a NaN row (none there), or left out
             units[c, 0] = units[c, 1] = 0.0
             weights[c] = pushes[c] = closings[c] = 0.0
             continue
-        ovx, ovy = nb_velocity[m, k, 0], nb_velocity[m, k, 1]
+        ovx, ovy = nb_velocity[t, k, 0], nb_velocity[t, k, 1]
         if c < k_cols:  # silent_obstacles' column: carried forward by its age
-            age = _clip(now - rx_time[m, k] + age_at_arrival, 0.0, t_safe)
+            age = _clip(now - rx_time[t, k] + age_at_arrival, 0.0, t_safe)
         else:  # its rest point (stopping_offset ahead), at rest (rest * 0.0), age 0
             offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
             ox, oy = ox + offx, oy + offy
@@ -681,7 +692,8 @@ def _separation_sum(law, lawx, lawy, units, weights, pushes, closings, near, cou
 
 
 @numba.njit(**_JIT)
-def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_time, entry,
+def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab, rx_time,
+                 entry,
                  ring, theta, theta_self, own_col, ids, lambdas, position, velocity, nb_position,
                  nb_velocity, nb_u, nb_u_ss, target_position, target_velocity,
                  target_acceleration, u, g_u, prev_cmd, pred, succ, hysteresis, damping,
@@ -703,7 +715,10 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
     (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``; ``hysteresis``/``damping`` tables by ring
     size (``neighbour_hysteresis``, ``omega_damping_gain``). Updates ``u``, ``pred``, ``succ``,
     ``prev_cmd`` and the ring term's ramp state ``ring_size``, ``ring_changed``, ``ring_tick``
-    (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3).
+    (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3). The tables of what each
+    row heard (``rx_time``, ``member``, ``nb_*``) are read at row ``tab[m]``: the row's own
+    (``tab[m] == m``), or its run's where every receiver of a run holds the same
+    (:func:`exchange_states`' shared tables).
     """
     k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
     k_tau, r_min, omega_ref = law[K_TAU], law[R_MIN], law[OMEGA_REF]
@@ -715,7 +730,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
     for m in range(entry.shape[0]):
         if not active[m]:
             continue
-        in_reach = check_reach and not _all_beyond(m, has, rx_time, now, obstacle_memory,
+        t = tab[m]
+        in_reach = check_reach and not _all_beyond(m, has, tab, rx_time, now, obstacle_memory,
                                                    position, nb_position, bound[m])
         if in_reach and not separate:
             continue  # the d_safe term acts as the numpy path's scan finds it
@@ -784,13 +800,13 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
         if gain != 0.0:                                              # damped_spacing_error
             o_pred = math.nan
             if p_ok:
-                o_pred = _angular_rate(nb_position[m, p_col, 0], nb_position[m, p_col, 1],
-                                       nb_velocity[m, p_col, 0], nb_velocity[m, p_col, 1],
+                o_pred = _angular_rate(nb_position[t, p_col, 0], nb_position[t, p_col, 1],
+                                       nb_velocity[t, p_col, 0], nb_velocity[t, p_col, 1],
                                        tx, ty, tvx, tvy)
             o_succ = math.nan
             if s_ok:
-                o_succ = _angular_rate(nb_position[m, s_col, 0], nb_position[m, s_col, 1],
-                                       nb_velocity[m, s_col, 0], nb_velocity[m, s_col, 1],
+                o_succ = _angular_rate(nb_position[t, s_col, 0], nb_position[t, s_col, 1],
+                                       nb_velocity[t, s_col, 0], nb_velocity[t, s_col, 1],
                                        tx, ty, tvx, tvy)
             if math.isfinite(o_pred):
                 local = 0.5 * (o_pred + o_succ) if math.isfinite(o_succ) else o_pred
@@ -805,10 +821,10 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
             if math.isfinite(damped):
                 e_eff = damped
         um = u[m]                                                    # soliton_update
-        pu = nb_u[m, p_col] if p_ok else 0.0
-        su = nb_u[m, s_col] if s_ok else 0.0
-        puss = nb_u_ss[m, p_col] if p_ok else 0.0
-        suss = nb_u_ss[m, s_col] if s_ok else 0.0
+        pu = nb_u[t, p_col] if p_ok else 0.0
+        su = nb_u[t, s_col] if s_ok else 0.0
+        puss = nb_u_ss[t, p_col] if p_ok else 0.0
+        suss = nb_u_ss[t, s_col] if s_ok else 0.0
         u_s = su - pu
         u_ss = su - 2.0 * um + pu
         u_sss = suss - puss
@@ -831,8 +847,9 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, rx_
         y = rady + speed * thy + ly
         sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
         if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
-            sep_x, sep_y = _separation_row(m, law, now, has, rx_time, age_at_arrival, member,
-                                           position, velocity, nb_position, nb_velocity, x, y,
+            sep_x, sep_y = _separation_row(m, law, now, has, tab, rx_time, age_at_arrival,
+                                           member, position, velocity, nb_position, nb_velocity,
+                                           x, y,
                                            d_safe[ring[m]], bound[m], units, weights, pushes,
                                            closings, near)
         x, y = x + sep_x, y + sep_y
@@ -1039,10 +1056,11 @@ def vehicle_steps(vehicle, steps, v_des, position, velocity, acceleration, yaw, 
             yaw_rate[i] = rate
 
 
-# The in-flight queue of exchange_states: [head, count] of a ring of slots, and whether the
+# The in-flight queue of exchange_states: [head, count] of a ring of slots, whether the
 # last broadcasts delivered reached every receiver (1: each run's receivers hold the same
-# tables, see shared_offsets; 0 until a first delivery).
-QUEUE_HEAD, QUEUE_COUNT, QUEUE_UNIFORM = 0, 1, 2
+# tables, see shared_offsets; 0 until a first delivery), and whether the receivers' own tables
+# are behind their run's shared ones (1: read the shared tables, or materialize_tables first).
+QUEUE_HEAD, QUEUE_COUNT, QUEUE_UNIFORM, QUEUE_SHARED = 0, 1, 2, 3
 
 
 @numba.njit(**_JIT)
@@ -1050,7 +1068,8 @@ def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_kee
                     q_t_vel, q_t_acc, q_pos, q_vel, q_u, q_u_ss, q_member, live, positions,
                     velocities, t_pos, t_vel, t_acc, u, u_ss, loss, draws, target_has,
                     target_rx, target_position, target_velocity, target_acceleration, has, rx,
-                    member, position, velocity, nb_u, nb_u_ss):
+                    member, position, velocity, nb_u, nb_u_ss, s_rx, s_member, s_position,
+                    s_velocity, s_u, s_u_ss):
     """
     ``BatchControllers._deliver`` then ``_send`` of a tick without simulated faults.
 
@@ -1061,6 +1080,13 @@ def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_kee
     sizes the ring for ``delay``). ``loss`` (R,) and ``draws`` (R, N, W): each receiver's
     uniform draws (``StreamDraws.take``; W = 0: no run lossy), the target's first, then one per
     other sender in order; a message is lost where its draw is below its run's ``loss``.
+
+    Where a delivery reaches every receiver, each run's receivers would hold the same copy of
+    every sender's state: it goes into the run's shared tables ``s_*`` (R, N, ...) alone, O(R N)
+    instead of O(R N^2), and ``queue[QUEUE_SHARED]`` says the receivers' own tables (``rx``,
+    ``member``, ``position``, ...; ``has`` is kept) are behind them. A later delivery that
+    misses a receiver first copies the shared tables into every receiver's
+    (:func:`materialize_tables`), as a reader that wants the receivers' own tables does.
     """
     r_runs, n = live.shape
     slots = q_arrival.size
@@ -1088,20 +1114,26 @@ def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_kee
                     if k != m and not q_keep[s, j, m, k]:
                         heard_all = False
         queue[QUEUE_UNIFORM] = 1 if everyone and heard_all else 0
-        if heard_all:  # every message heard: plain copies, the (never read) diagonal included
+        if heard_all:  # every message heard: each run's one shared copy
+            if queue[QUEUE_SHARED] == 0:
+                for j in range(r_runs):
+                    for m in range(n):
+                        for k in range(n):
+                            if k != m:
+                                has[j, m, k] = True
+            queue[QUEUE_SHARED] = 1
             for j in range(r_runs):
-                for m in range(n):
-                    for k in range(n):
-                        if k != m:
-                            has[j, m, k] = True
-                            rx[j, m, k] = arrival
-                            member[j, m, k] = q_member[s, j, k]
-                        for a in range(3):
-                            position[j, m, k, a] = q_pos[s, j, k, a]
-                            velocity[j, m, k, a] = q_vel[s, j, k, a]
-                        nb_u[j, m, k] = q_u[s, j, k]
-                        nb_u_ss[j, m, k] = q_u_ss[s, j, k]
+                for k in range(n):
+                    s_rx[j, k] = arrival
+                    s_member[j, k] = q_member[s, j, k]
+                    for a in range(3):
+                        s_position[j, k, a] = q_pos[s, j, k, a]
+                        s_velocity[j, k, a] = q_vel[s, j, k, a]
+                    s_u[j, k] = q_u[s, j, k]
+                    s_u_ss[j, k] = q_u_ss[s, j, k]
             continue
+        materialize_tables(queue, s_rx, s_member, s_position, s_velocity, s_u, s_u_ss, rx,
+                           member, position, velocity, nb_u, nb_u_ss)
         for j in range(r_runs):
             for m in range(n):
                 for k in range(n):
@@ -1140,7 +1172,33 @@ def exchange_states(now, time_eps, delay, queue, q_arrival, q_keep_target, q_kee
 
 
 @numba.njit(**_JIT)
-def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member, own,
+def materialize_tables(queue, s_rx, s_member, s_position, s_velocity, s_u, s_u_ss, rx, member,
+                       position, velocity, nb_u, nb_u_ss):
+    """
+    Copy each run's shared tables into every receiver's own, if they are behind (see above).
+
+    What a delivery heard by every receiver writes into them: each other sender's receipt
+    time and membership, and every sender's state, the (never read) diagonal included.
+    """
+    if queue[QUEUE_SHARED] == 0:
+        return
+    queue[QUEUE_SHARED] = 0
+    r_runs, n = s_rx.shape
+    for j in range(r_runs):
+        for m in range(n):
+            for k in range(n):
+                if k != m:
+                    rx[j, m, k] = s_rx[j, k]
+                    member[j, m, k] = s_member[j, k]
+                for a in range(3):
+                    position[j, m, k, a] = s_position[j, k, a]
+                    velocity[j, m, k, a] = s_velocity[j, k, a]
+                nb_u[j, m, k] = s_u[j, k]
+                nb_u_ss[j, m, k] = s_u_ss[j, k]
+
+
+@numba.njit(**_JIT)
+def prepare_rows(law, check_reach, obstacle_memory, now, active, has, tab, rx, member, own,
                  own_velocity, nb_position, nb_velocity, target_position, d_safe, entry, ring,
                  covered, speed, others, bound, shared, dy, dx, shared_dy, shared_dx):
     """
@@ -1152,13 +1210,14 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member
     (M, K + 1): each vehicle's offset from the row's target, then the row's own: numpy's
     ``arctan2`` of them gives the angles (its bits, not the C library's). With ``shared``
     (each run's receivers hold the same tables) ``shared_dy``/``shared_dx`` instead
-    (:func:`shared_offsets`).
+    (:func:`shared_offsets`). ``rx``, ``member`` and ``nb_*`` are read at row ``tab[m]``
+    (:func:`control_rows`).
     """
     m_rows, k_cols = has.shape
     agent_timeout = law[AGENT_TIMEOUT]
-    ring[:] = heard_rows(has, rx, member, now, agent_timeout, entry)
+    ring[:] = heard_rows(has, tab, rx, member, now, agent_timeout, entry)
     if check_reach:
-        reach_rows(active, has, rx, now, agent_timeout, obstacle_memory, own_velocity,
+        reach_rows(active, has, tab, rx, now, agent_timeout, obstacle_memory, own_velocity,
                    nb_velocity, speed, others, covered)
         t_safe, a_safe, t_react = law[T_SAFE], law[A_SAFE], law[T_REACT]
         for m in range(m_rows):  # law.obstacle_reach (margin 0.0), operation for operation
@@ -1179,19 +1238,20 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, rx, member
         for m in range(m_rows):
             covered[m] = active[m]
     if shared:
-        shared_offsets(own, nb_position, target_position, shared_dy, shared_dx)
+        shared_offsets(own, tab, nb_position, target_position, shared_dy, shared_dx)
         return
     for m in range(m_rows):
         tx, ty = target_position[m, 0], target_position[m, 1]
+        t = tab[m]
         for k in range(k_cols):
-            dy[m, k] = nb_position[m, k, 1] - ty
-            dx[m, k] = nb_position[m, k, 0] - tx
+            dy[m, k] = nb_position[t, k, 1] - ty
+            dx[m, k] = nb_position[t, k, 0] - tx
         dy[m, k_cols] = own[m, 1] - ty
         dx[m, k_cols] = own[m, 0] - tx
 
 
 @numba.njit(**_JIT)
-def shared_offsets(own, nb_position, target_position, dy, dx):
+def shared_offsets(own, tab, nb_position, target_position, dy, dx):
     """
     :func:`prepare_rows`' offsets where each run's receivers hold the same tables (R N rows).
 
@@ -1200,14 +1260,15 @@ def shared_offsets(own, nb_position, target_position, dy, dx):
     arctan2 of equal offsets is equal). ``dy``/``dx`` (R K + R N,): each run's K senders as its
     first row holds them, then every row's own offset.
     """
-    m_rows, k_cols = nb_position.shape[0], nb_position.shape[1]
+    m_rows, k_cols = own.shape[0], nb_position.shape[1]
     r_runs = m_rows // k_cols
     for j in range(r_runs):
         m = j * k_cols
         tx, ty = target_position[m, 0], target_position[m, 1]
+        t = tab[m]
         for k in range(k_cols):
-            dy[j * k_cols + k] = nb_position[m, k, 1] - ty
-            dx[j * k_cols + k] = nb_position[m, k, 0] - tx
+            dy[j * k_cols + k] = nb_position[t, k, 1] - ty
+            dx[j * k_cols + k] = nb_position[t, k, 0] - tx
     for m in range(m_rows):
         dy[r_runs * k_cols + m] = own[m, 1] - target_position[m, 1]
         dx[r_runs * k_cols + m] = own[m, 0] - target_position[m, 0]

@@ -35,7 +35,8 @@ import numpy as np
 
 from soliton_encirclement_ros.core import law
 from soliton_encirclement_ros.core.kernels import (
-    _ahead_one, _clip, _gap_one, _maximum, _minimum, _offset_one, _stopping_distance, _way_one)
+    _ahead_one, _clip, _gap_one, _heading_one, _maximum, _minimum, _offset_one,
+    _stopping_distance, _way_one)
 from soliton_encirclement_ros.core.law import (
     CONTINGENCY_SHARE, DENOMINATOR_EPS, SEPARATION_PASSES, SEPARATION_YIELD)
 
@@ -143,12 +144,7 @@ def separation_rows(position, velocity, others_position, others_velocity, v_law,
         on = d_safe[m] > 0.0
         reach = d_safe[m] if on else 1.0
         own_way = _way_one(vx0, vy0, t_safe, a_safe)
-        heading = own_way
-        lawx, lawy = v_law[m, 0], v_law[m, 1]
-        speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
-        if commanded > DENOMINATOR_EPS:  # law._heading: the law's way at the agent's speed
-            ratio = speed / commanded
-            heading = _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
+        heading = _heading_one(vx0, vy0, v_law[m, 0], v_law[m, 1], own_way, t_safe, a_safe)
         for k in range(k_cols):
             margin = 0.0
             if has_radius:

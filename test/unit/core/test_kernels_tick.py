@@ -27,10 +27,18 @@ TABLES = ('has', 'rx', 'member', 'position', 'velocity', 'nb_u', 'nb_u_ss', 'tar
           'target_rx', 'target_position', 'target_velocity', 'target_acceleration')
 
 
-@pytest.mark.parametrize('loss, delay', [(0.0, 0.0), (0.3, 0.025), (0.2, 0.0), (0.0, 0.05)],
-                         ids=['lossless', 'loss, 3 ticks in flight', 'loss', '5 ticks in flight'])
+@pytest.mark.parametrize('loss, delay', [(0.0, 0.0), (0.3, 0.025), (0.2, 0.0), (0.0, 0.05),
+                                         (0.01, 0.0), (0.01, 0.025)],
+                         ids=['lossless', 'loss, 3 ticks in flight', 'loss', '5 ticks in flight',
+                              'a message lost now and then', 'now and then, 3 in flight'])
 def test_compiled_exchange_equals_deliver_and_send(loss, delay):
-    """Every receiver's tables after each tick as ``_deliver`` then ``_send`` leave them."""
+    """
+    Every receiver's tables after each tick as ``_deliver`` then ``_send`` leave them.
+
+    Where every receiver heard every broadcast, each run's one shared copy (brought into the
+    receivers' own tables, as the numpy path does before it reads them); where a message is
+    lost now and then, from shared tables to the receivers' own and back, many times.
+    """
     runs, agents, period = 3, 5, 0.01
     scenarios = [Scenario(agents=agents, seed=seed, control_period=period, loss=loss,
                           delay=delay) for seed in range(runs)]
@@ -39,6 +47,7 @@ def test_compiled_exchange_equals_deliver_and_send(loss, delay):
     assert got._exchanges
     rng = np.random.default_rng(7)
     lost = 0
+    shared = []
     for k in range(60):
         now = k * period
         live = rng.random((runs, agents)) < 0.9  # outages: a failed agent sends its presence
@@ -49,6 +58,8 @@ def test_compiled_exchange_equals_deliver_and_send(loss, delay):
             c.u[...] = np.sin(now + np.arange(agents))
             c.u_ss[...] = np.cos(now * 3 + np.arange(agents))
         got._exchange(now, live, positions, velocities, *target)
+        shared.append(bool(got._flight.queue[3]))
+        got._materialize()
         want._deliver(now, live)
         want._send(now, live, positions, velocities, *target)
         for name in TABLES:
@@ -59,6 +70,12 @@ def test_compiled_exchange_equals_deliver_and_send(loss, delay):
     if loss:
         assert lost > 0  # some pair never heard at first: drawn and lost
     assert got._flight.queue[1] == len(want._in_flight) >= round(delay / period)  # in flight
+    if not loss:
+        assert sum(shared) >= 60 - 1 - round(delay / period)  # all but before a first arrival
+    elif loss < 0.1:  # from shared tables to the receivers' own and back, many times
+        assert np.sum(np.diff(shared)) >= 5 and 10 < sum(shared) < 50
+    else:
+        assert not any(shared)
 
 
 def _row_inputs(rng, agents, close):
@@ -71,6 +88,9 @@ def _row_inputs(rng, agents, close):
     rx = np.where(rng.random((1, agents)) < 0.9, 0.99, -5.0)  # heard, or long ago
     member = rng.random((1, agents)) < 0.8
     return has, rx, member, position, velocity, nb_position, nb_velocity
+
+
+OWN_ROW = np.zeros(1, dtype=np.int64)  # the row reads its own table
 
 
 @pytest.mark.parametrize('gains', [{}, {'t_react': 0.0}, {'a_safe': 0.0}],
@@ -91,8 +111,9 @@ def test_the_near_test_equals_the_count_of_near_columns(gains):
         lawx, lawy = rng.normal(0.0, 4.0, 2)
         reach = rng.choice([1.0, 2.0, 3.0])
         bound2 = rng.choice([np.inf, 100.0, 9.0])
-        rests = not k._no_presence(0, has, rx, member, 1.0, law[k.AGENT_TIMEOUT])
-        args = (0, law, 1.0, has, rx, 0.0, member, rests, *state, lawx, lawy, reach, bound2)
+        rests = not k._no_presence(0, has, OWN_ROW, rx, member, 1.0, law[k.AGENT_TIMEOUT])
+        args = (0, law, 1.0, has, OWN_ROW, rx, 0.0, member, rests, *state, lawx, lawy, reach,
+                bound2)
         count = k._separation_columns(*args, units, weights, pushes, closings, near)
         assert k._any_near(*args) == (count > 0), (args, count)
         outcomes.append(count > 0)
