@@ -885,8 +885,13 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
             live = all_live
         pos = bodies.position.reshape(r, n + 1, 3)
         vel = bodies.velocity.reshape(r, n + 1, 3)
-        positions, velocities = pos[:, :n], vel[:, :n]
-        t_pos, t_vel = pos[:, n], vel[:, n]
+        # contiguous copies (the same values): slices of more than one run would be strided,
+        # and numba compiles and caches a second version of every kernel for that layout, so
+        # a sweep's first chunks of many runs compiled again after a run of one had filled
+        # the cache
+        positions = np.ascontiguousarray(pos[:, :n])
+        velocities = np.ascontiguousarray(vel[:, :n])
+        t_pos, t_vel = np.ascontiguousarray(pos[:, n]), np.ascontiguousarray(vel[:, n])
         if kernels is not None:
             target_estimate = _estimate_in_place(kernels, target_estimate, now, t_vel)
         else:

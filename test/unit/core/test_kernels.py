@@ -381,3 +381,22 @@ def test_importing_the_kernels_points_numba_at_the_keyed_cache():
     out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, env=env,
                          timeout=120, cwd=Path(compiled.__file__).resolve().parents[2])
     assert out.stdout.strip() == 'True', out.stderr
+
+
+def test_one_run_and_many_runs_use_the_same_compiled_kernels():
+    # A sweep's chunks of many runs and a run of one must call the kernels with the same
+    # array layouts: numba compiles (and caches) a version per layout, so a sweep after a
+    # single run compiled every kernel again (strided slices of the bodies' arrays).
+    names = ('exchange_states', 'metrics_rows', 'estimate_rows', 'prepare_rows', 'control_rows')
+    code = ('from soliton_encirclement_ros.core import compiled\n'
+            'from soliton_encirclement_ros.core.batch_engine import simulate_runs\n'
+            'from soliton_encirclement_ros.core.scenario import Scenario\n'
+            'scenario = Scenario(agents=4, duration=0.5, control_period=0.05)\n'
+            'simulate_runs([scenario])\n'
+            'simulate_runs([scenario.with_changes(seed=s) for s in range(3)])\n'
+            'k = compiled.kernels()\n'
+            f'print(sorted((name, len(getattr(k, name).signatures)) for name in {names!r}))')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=600, cwd=Path(compiled.__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == str(sorted((name, 1) for name in names)), out.stdout
