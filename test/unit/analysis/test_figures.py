@@ -164,8 +164,8 @@ def shaded(ax):
                    p.get_label()) for p in ax.patches)
 
 
-def outputs_figures(tmp_path, monkeypatch, judged, phases):
-    """Write a run's outputs judged over ``judged`` and ``phases``; return its figures by name."""
+def kept_figures(monkeypatch) -> dict:
+    """Return a dict that every metric plot and dashboard drawn from now on is put in, by name."""
     figures = {}
 
     def keep(draw):
@@ -175,6 +175,12 @@ def outputs_figures(tmp_path, monkeypatch, judged, phases):
         return drawn
     monkeypatch.setattr(plots, 'metric_plot', keep(plots.metric_plot))
     monkeypatch.setattr(plots, 'dashboard', keep(plots.dashboard))
+    return figures
+
+
+def outputs_figures(tmp_path, monkeypatch, judged, phases):
+    """Write a run's outputs judged over ``judged`` and ``phases``; return its figures by name."""
+    figures = kept_figures(monkeypatch)
     write_run_outputs(tmp_path, RunResult(converging_metrics(), np.empty((0, 4)), {},
                                           judged=judged, phases=phases))
     return figures
@@ -203,15 +209,7 @@ def test_a_long_run_is_drawn_thinned_keeping_its_extremes_ends_gaps_and_settle_t
     # thinned, yet every extreme, both ends, each gap and the settle time of every row stay.
     metrics = noisy_metrics(20001)
     metrics[:, METRIC_NAMES.index('E_gap') + 1] = np.where(metrics[:, 0] > 150.0, 1e-3, 0.5)
-    figures = {}
-
-    def keep(draw):
-        def drawn(path, *args, **kwargs):
-            figures[Path(path).stem] = draw(path, *args, **kwargs)
-            return figures[Path(path).stem]
-        return drawn
-    monkeypatch.setattr(plots, 'metric_plot', keep(plots.metric_plot))
-    monkeypatch.setattr(plots, 'dashboard', keep(plots.dashboard))
+    figures = kept_figures(monkeypatch)
     summary = write_run_outputs(tmp_path, RunResult(metrics, np.empty((0, 4)), {}))
     dashboard = axes_by_metric(figures['dashboard'])
     for i, name in enumerate(METRIC_NAMES):
