@@ -28,12 +28,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-import resource
 import statistics
 import subprocess
 import tempfile
 import time
 
+from bench_original import tree_cpu
 from results import add_options, begin, save, table
 
 from soliton_encirclement_ros.analysis.plots import figure_name
@@ -80,12 +80,6 @@ def speed(periods, engines, sizes) -> dict:
 PROCESS_COMMAND = ('batch_sim', '--agents', '1000', '--duration', '10', '--control-period', '0.05')
 PROCESS_SIM_S = 10.0
 TABLES = ('metrics.csv', 'agents.csv', 'summary.json')
-
-
-def tree_cpu() -> float:
-    """Return the CPU seconds (user + sys) of this process's waited-for children, so far."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def process_run(out: Path, plots: bool) -> tuple[float, float, float]:
