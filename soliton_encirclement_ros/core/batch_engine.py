@@ -868,8 +868,6 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     area_margin = np.full(r, np.inf if s0.area is not None else np.nan)
     target_estimate = None  # each run's target acceleration, as target_node estimates it
     all_live = None  # live on every tick where no run has faults or outages (read only)
-    metrics = (compiled.batch_metrics if compiled.kernels() is not None  # its compiled copy
-               else batch_metrics)
     kernels = compiled.kernels()
     # model.step compiled, in place on ``bodies`` (None: the numpy path or a copy each tick)
     stepper = compiled.vehicle_vector(vehicle)
@@ -911,7 +909,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
                 kernels.metrics_rows(positions, velocities, live, t_pos, t_vel, radius,
                                      series[len(times)])
             else:
-                rows.append(metrics(positions, velocities, live, t_pos, t_vel, radius))
+                rows.append(batch_metrics(positions, velocities, live, t_pos, t_vel, radius))
             times.append(now)
         if k == ticks:
             break

@@ -240,16 +240,3 @@ def vehicle_steps(state, v_des, params, steps: int):
     kernels().vehicle_steps(vector, steps, np.ascontiguousarray(v_des, dtype=float),
                             out.position, out.velocity, out.acceleration, out.yaw, out.yaw_rate)
     return out
-
-
-def batch_metrics(positions, velocities, live, target_position, target_velocity, radius):
-    """``batch_engine.batch_metrics`` compiled; None where the kernels are unavailable."""
-    module = kernels()
-    if module is None:
-        return None
-    out = np.empty((live.shape[0], 6))
-    module.metrics_rows(np.asarray(positions, dtype=float), np.asarray(velocities, dtype=float),
-                        np.asarray(live, dtype=bool), np.asarray(target_position, dtype=float),
-                        np.asarray(target_velocity, dtype=float),
-                        np.asarray(radius, dtype=float), out)
-    return out

@@ -227,7 +227,8 @@ def test_metrics_kernel_equals_batch_metrics():
     positions[2, 3, :2] = target[2, :2]  # an agent at the target
     target_v = rng.normal(0.0, 2.0, (r, 3))
     radius = rng.uniform(5.0, 30.0, r)
-    got = compiled.batch_metrics(positions, velocities, live, target, target_v, radius)
+    got = np.empty((r, 6))  # as the batch engine calls it, in place
+    compiled.kernels().metrics_rows(positions, velocities, live, target, target_v, radius, got)
     want = batch_metrics(positions, velocities, live, target, target_v, radius)
     assert np.isnan(got[0]).all() and np.isnan(got[1, 5]) and not np.isnan(got[1, :5]).any()
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
