@@ -40,7 +40,8 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         the mean E_gap and the share of time above 0.05; the closest approach of two vehicles
         (one at least flown) once apart (d_safe; batch engine, a scenario's seeds stepped
         together); with --obstacle-clearance or --k-gap-steer, the ring's bulge round them
-        or the ring turned to meet them with gaps
+        or the ring turned to meet them with gaps; with --max-acc-xy, vehicles of another
+        acceleration limit (saved as ..._max_acc_xy_<v>)
     .venv/bin/python benchmarks/bench_stability.py crossings
         closest approach in the crossing scenarios of test_separation_acceptance.py, with and
         without d_safe
@@ -137,7 +138,7 @@ def growth(plot: str | None) -> dict:
 
 
 OVERRIDES = {}  # --d-safe, --target-lead, --k-e-ring, --obstacle-clearance: over the preset's
-VEHICLE = {}  # --max-acc-xy (moving only): over the vehicle model's defaults
+VEHICLE = {}  # --max-acc-xy (moving, hover): over the vehicle model's defaults
 
 
 def gains(preset: str) -> dict:
@@ -400,7 +401,7 @@ def hover(preset: str, seeds, targets) -> dict:
     for target, failed in itertools.product(targets, HOVER_FAILED):
         scenario = HOVER.with_changes(
             target_motion=target, failed_agents=failed, controller=gains(preset),
-            target_boundary=30.0 if target == 'circle' else 20.0)
+            target_boundary=30.0 if target == 'circle' else 20.0, vehicle=VEHICLE)
         params = scenario.controller_params()
         apart = params.d_safe or 1.0
         start = time.process_time()
@@ -481,8 +482,8 @@ def main() -> None:
                         help="k_gap_steer [1/s] (default: the controller's; 0: the ring does "
                         'not turn its gaps to failed vehicles)')
     parser.add_argument('--max-acc-xy', type=float,
-                        help="moving: the vehicles' horizontal acceleration limit [m/s^2] "
-                        "(default: the vehicle model's, 4)")
+                        help="moving, hover: the vehicles' horizontal acceleration limit "
+                        "[m/s^2] (default: the vehicle model's, 4)")
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
@@ -507,8 +508,8 @@ def main() -> None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
     if args.max_acc_xy is not None:
-        if args.what != 'moving':
-            parser.error('--max-acc-xy is for moving only')
+        if args.what not in ('moving', 'hover'):
+            parser.error('--max-acc-xy is for moving and hover only')
         VEHICLE['max_acc_xy'] = args.max_acc_xy
         name += f'_max_acc_xy_{args.max_acc_xy:g}'
     if args.what == 'growth':
