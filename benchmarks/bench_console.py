@@ -354,6 +354,11 @@ def main() -> None:
     if args.serve:
         serve(args.serve, args.vehicles[0])
         return
+    from soliton_encirclement_ros.px4.bridge_node import load_px4_msgs
+    try:  # the bridges and the double speak px4_msgs (built from PX4's messages, no wheel)
+        load_px4_msgs()
+    except ImportError as error:
+        parser.error(f'needs px4_msgs built and sourced (no registry serves it): {error}')
     load = begin(args)
     lock = take_domain()
     profile = None

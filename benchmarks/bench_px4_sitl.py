@@ -281,6 +281,16 @@ def main() -> None:
     parser.add_argument('--agent', default=os.environ.get('XRCE_AGENT', 'MicroXRCEAgent'))
     add_options(parser)
     args = parser.parse_args()
+    from soliton_encirclement_ros.fleet.rehearsal import agent_binary, px4_binary, RehearsalError
+    from soliton_encirclement_ros.px4.bridge_node import load_px4_msgs
+    try:  # what no registry serves, checked before any run starts
+        px4_binary(args.px4_dir)
+        agent_binary(args.agent)
+        load_px4_msgs()
+    except RehearsalError as error:
+        parser.error(str(error))
+    except ImportError as error:
+        parser.error(f"needs px4_msgs built from the PX4 tree's messages and sourced: {error}")
     load = begin(args)
     flights, faults, warnings, lines = [], [], [], set()
     for run in range(args.runs):
