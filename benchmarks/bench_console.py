@@ -52,6 +52,7 @@ import sys
 import tempfile
 import time
 
+from bench_px4_sitl import require_px4
 from results import add_options, begin, save, table
 import yaml
 
@@ -354,11 +355,7 @@ def main() -> None:
     if args.serve:
         serve(args.serve, args.vehicles[0])
         return
-    from soliton_encirclement_ros.px4.bridge_node import load_px4_msgs
-    try:  # the bridges and the double speak px4_msgs (built from PX4's messages, no wheel)
-        load_px4_msgs()
-    except ImportError as error:
-        parser.error(f'needs px4_msgs built and sourced (no registry serves it): {error}')
+    require_px4(parser, *((args.px4_dir, args.agent) if args.px4 else ()))
     load = begin(args)
     lock = take_domain()
     profile = None

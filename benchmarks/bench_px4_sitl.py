@@ -273,6 +273,26 @@ def one_run(args, n: int, work: Path) -> tuple[list, list, int]:
     return flights, faults, warnings
 
 
+def require_px4(parser, px4_dir: str | None = None, agent: str | None = None) -> None:
+    """
+    Refuse in one line (``parser.error``) what no registry serves and a run needs.
+
+    px4_msgs always; with ``px4_dir`` and ``agent`` (real PX4 SITL) also a SITL build of that
+    tree and a Micro XRCE-DDS Agent, by the rehearsal's own checks. Checked before any run.
+    """
+    from soliton_encirclement_ros.fleet.rehearsal import agent_binary, px4_binary, RehearsalError
+    from soliton_encirclement_ros.px4.bridge_node import load_px4_msgs
+    try:
+        if px4_dir is not None:
+            px4_binary(px4_dir)
+            agent_binary(agent)
+        load_px4_msgs()
+    except RehearsalError as error:
+        parser.error(str(error))
+    except ImportError as error:
+        parser.error(f"needs px4_msgs built from PX4's messages and sourced: {error}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0].strip())
     parser.add_argument('--vehicles', type=int, default=3, help='fleet size (3 or more)')
@@ -281,16 +301,7 @@ def main() -> None:
     parser.add_argument('--agent', default=os.environ.get('XRCE_AGENT', 'MicroXRCEAgent'))
     add_options(parser)
     args = parser.parse_args()
-    from soliton_encirclement_ros.fleet.rehearsal import agent_binary, px4_binary, RehearsalError
-    from soliton_encirclement_ros.px4.bridge_node import load_px4_msgs
-    try:  # what no registry serves, checked before any run starts
-        px4_binary(args.px4_dir)
-        agent_binary(args.agent)
-        load_px4_msgs()
-    except RehearsalError as error:
-        parser.error(str(error))
-    except ImportError as error:
-        parser.error(f"needs px4_msgs built from the PX4 tree's messages and sourced: {error}")
+    require_px4(parser, args.px4_dir, args.agent)
     load = begin(args)
     flights, faults, warnings, lines = [], [], [], set()
     for run in range(args.runs):
