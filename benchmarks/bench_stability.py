@@ -17,9 +17,10 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         the defaults fly the even-ring term (k_e_ring 0.4)
     .venv/bin/python benchmarks/bench_stability.py moving [--preset reference]
         moving target 5 m/s, failures 1/min (8 s), N = 10, 300 s: means over t >= 60 s, the
-        share of time with an agent failed and E_gap then, how near working agents fly to
-        failed agents' hovering vehicles, and how much of the vehicles' acceleration limit
-        the working agents use (mean |a|, share of the time at 90 % of max_acc_xy or more)
+        share of time with an agent failed and E_gap then and otherwise, E_gap of the same
+        run with no failure, how near working agents fly to failed agents' hovering vehicles,
+        and how much of the vehicles' acceleration limit the working agents use (mean |a|,
+        share of the time at 90 % of max_acc_xy or more)
     .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
         a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
@@ -306,27 +307,34 @@ def moving(preset: str, seeds, engine: str = 'auto') -> dict:
     for seed in seeds:
         start = time.perf_counter()
         cpu = time.process_time()
-        result = simulate(MOVING.with_changes(seed=seed, controller=gains(preset),
-                                              vehicle=VEHICLE), engine)
+        scenario = MOVING.with_changes(seed=seed, controller=gains(preset), vehicle=VEHICLE)
+        result = simulate(scenario, engine)
         metrics = result.metrics
         late = metrics[metrics[:, 0] >= 60.0]
         e_r, e_gap = np.nanmean(late[:, 1]), np.nanmean(late[:, 5])
         d_min = np.nanmin(metrics[:, 6])
         mean_acc, at_limit = _acceleration(result, limit)
-        means.append((e_r, e_gap))
+        words, out, otherwise = _failed_share(result)
+        # The control: the same run (seed, target's path) with no agent failing.
+        bare = simulate(scenario.with_changes(failures_per_min=0.0), engine).metrics
+        no_failures = np.nanmean(bare[bare[:, 0] >= 60.0, 5])
+        means.append((e_r, e_gap, out, otherwise, no_failures))
         print(f'moving target, preset {preset}, seed {seed}: mean over t >= 60 s E_r = {e_r:.4f}, '
               f'E_gap = {e_gap:.4f}; min d_min = {d_min:.2f} m; mean horizontal acceleration of '
               f'the working agents {mean_acc:.2f} m/s^2, at 90 % of the {limit:g} m/s^2 '
               f'limit or more {at_limit:.0%} of the time '
               f'({time.perf_counter() - start:.0f} s wall, {time.process_time() - cpu:.0f} CPU-s)'
-              f'; {_failed_share(result)}', flush=True)
-        rows.append([seed, round(float(e_r), 4), round(float(e_gap), 4), round(float(d_min), 2),
+              f'; {words}; the same run without failures: E_gap {no_failures:.4f}', flush=True)
+        rows.append([seed, round(float(e_r), 4), round(float(e_gap), 4), round(out, 4),
+                     round(otherwise, 4), round(float(no_failures), 4), round(float(d_min), 2),
                      round(mean_acc, 2), round(at_limit, 3)])
-    e_r, e_gap = (statistics.median(m[k] for m in means) for k in (0, 1))
-    print(f'median of seeds: E_r = {e_r:.4f} (goal <= 0.065), E_gap = {e_gap:.4f} (goal <= 0.17)')
-    rows.append(['median', round(float(e_r), 4), round(float(e_gap), 4), '', '', ''])
+    medians = [statistics.median(m[k] for m in means) for k in range(5)]
+    print(f'median of seeds: E_r = {medians[0]:.4f} (goal <= 0.065), E_gap = {medians[1]:.4f} '
+          '(goal <= 0.17)')
+    rows.append(['median', *(round(float(m), 4) for m in medians), '', '', ''])
     return {'engine': engine, 'max_acc_xy': limit, 'moving': table(
-        ['seed', 'mean E_r', 'mean E_gap', 'closest approach [m]',
+        ['seed', 'mean E_r', 'mean E_gap', 'E_gap with an agent out', 'E_gap otherwise',
+         'E_gap, the same run without failures', 'closest approach [m]',
          'mean |a| of working agents [m/s²]', 'share of time at ≥ 90 % of max_acc_xy'], rows)}
 
 
@@ -353,13 +361,14 @@ def _acceleration(result, limit: float) -> tuple:
     return float(values.mean()), float(np.mean(values >= 0.9 * limit))
 
 
-def _failed_share(result) -> str:
+def _failed_share(result) -> tuple:
     """
     Where E_gap comes from and how near working agents fly to failed ones' vehicles (t >= 60 s).
 
     From the telemetry (every 0.1 s, live agents only) and the trajectories: the share of the
     time with an agent failed, the mean E_gap then and otherwise, and how often (and how close)
-    a working agent was within 2 m of a failed agent's hovering vehicle.
+    a working agent was within 2 m of a failed agent's hovering vehicle. Returns (those in
+    words, the mean E_gap with an agent failed, the mean E_gap otherwise).
     """
     agents = result.agents
     times = np.unique(agents[:, 1])
@@ -376,10 +385,11 @@ def _failed_share(result) -> str:
         nearest.append(np.hypot(gap[..., 0], gap[..., 1]).min() if failed[-1] else np.inf)
     failed, nearest = np.array(failed), np.array(nearest)
     e_gap = result.metrics[rows, 5]
-    return (f'an agent failed {failed.mean():.0%} of the time, E_gap then '
-            f'{e_gap[failed].mean():.3f}, else {e_gap[~failed].mean():.3f}; a working agent '
-            f'within 2 m of a failed vehicle {np.mean(nearest < 2.0):.1%} of the time, closest '
-            f'{nearest.min():.2f} m')
+    out, otherwise = float(e_gap[failed].mean()), float(e_gap[~failed].mean())
+    return (f'an agent failed {failed.mean():.0%} of the time, E_gap then {out:.3f}, else '
+            f'{otherwise:.3f}; a working agent within 2 m of a failed vehicle '
+            f'{np.mean(nearest < 2.0):.1%} of the time, closest {nearest.min():.2f} m',
+            out, otherwise)
 
 
 def _formed_share(metrics, since: float) -> tuple:
