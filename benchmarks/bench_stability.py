@@ -26,6 +26,9 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
     .venv/bin/python benchmarks/bench_stability.py distribution --k-e-ring 0
         the same without the even-ring term (saved as ..._k_e_ring_0)
+    .venv/bin/python benchmarks/bench_stability.py settle|distribution|moving|hover --ring-ramp 0
+        the same with the even-ring term whole at once, from the start and after each loss or
+        return (saved as ..._ring_ramp_0)
     .venv/bin/python benchmarks/bench_stability.py distribution-plot \
         --plot docs/images/ring_settle.png
         the plot of both, from their results files (runs nothing)
@@ -48,7 +51,7 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         without d_safe
 
 Prints the figures and writes them to benchmarks/results/stability_<what>.json (with
-``_reference``, ``_d_safe_<m>``, ``_target_lead_<s>``, ``_k_e_ring_<v>``,
+``_reference``, ``_d_safe_<m>``, ``_target_lead_<s>``, ``_k_e_ring_<v>``, ``_ring_ramp_<s>``,
 ``_obstacle_clearance_<m>`` or ``_k_gap_steer_<v>`` when asked for those; ``--no-save``: print
 only); nothing here asserts.
 """
@@ -138,7 +141,7 @@ def growth(plot: str | None) -> dict:
     return results
 
 
-OVERRIDES = {}  # --d-safe, --target-lead, --k-e-ring, --obstacle-clearance: over the preset's
+OVERRIDES = {}  # --d-safe, --target-lead, --k-e-ring, --ring-ramp, ...: over the preset's
 VEHICLE = {}  # --max-acc-xy (moving, hover): over the vehicle model's defaults
 
 
@@ -483,6 +486,9 @@ def main() -> None:
     parser.add_argument('--d-safe', type=float, help="d_safe [m] (default: the controller's)")
     parser.add_argument('--k-e-ring', type=float,
                         help="k_e_ring [1/rad] (default: the controller's)")
+    parser.add_argument('--ring-ramp', type=float,
+                        help="ring_ramp [s] (default: the controller's; 0: the even-ring term "
+                        'whole from the first tick and at once after each change of members)')
     parser.add_argument('--target-lead', type=float,
                         help="target_lead [s] (default: the controller's)")
     parser.add_argument('--obstacle-clearance', type=float,
@@ -513,7 +519,8 @@ def main() -> None:
         name += f'_{args.preset}'
     if wide and args.agents != list(DISTRIBUTION_NS):
         name += '_n' + '_'.join(map(str, args.agents))
-    for option in ('d_safe', 'target_lead', 'k_e_ring', 'obstacle_clearance', 'k_gap_steer'):
+    for option in ('d_safe', 'target_lead', 'k_e_ring', 'ring_ramp', 'obstacle_clearance',
+                   'k_gap_steer'):
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
