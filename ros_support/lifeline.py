@@ -81,43 +81,16 @@ def bind_to_parent(parent: int, signum: int = signal.SIGKILL) -> None:
         os._exit(128 + int(signum))
 
 
-_FORK_SERVER: int | None = None  # this process's pid where it serves a pool (serve_pool)
-
-
-def serve_pool() -> None:
-    """
-    Make this process a pool's fork server: it dies with its parent at once, SIGKILL.
-
-    Called on import of the module a ``forkserver`` pool preloads; the workers forked from this
-    process then bind to it (``start_pool_worker(None)``), and die with it. The server itself
-    ends when its parent does (``multiprocessing`` closes the pipe it watches), and at once
-    where the parent is killed.
-    """
-    global _FORK_SERVER
-    bind_to_parent(os.getppid(), signal.SIGKILL)
-    _FORK_SERVER = os.getpid()
-
-
-def fork_server() -> int | None:
-    """Return the pid of the fork server this process is or was forked from, or None."""
-    return _FORK_SERVER
-
-
-def start_pool_worker(parent: int | None) -> None:
+def start_pool_worker(parent: int) -> None:
     """
     Start a ``multiprocessing`` pool worker: it dies with ``parent`` at once, ignores Ctrl-C.
 
     SIGTERM ends it, as the pool expects.
 
-    The pool's ``initializer`` (``initargs=(os.getpid(),)``; ``(None,)`` for a worker forked
-    from a fork server, :func:`serve_pool`: it dies with that server). It lives here, in a
-    module that imports next to nothing, so that a worker is bound before any heavy import; the
-    parent decides what Ctrl-C means.
+    The pool's ``initializer`` (``initargs=(os.getpid(),)``). It lives here, in a module that
+    imports next to nothing, so that a worker is bound before any heavy import; the parent
+    decides what Ctrl-C means.
     """
-    if parent is None:
-        if _FORK_SERVER is None:  # not forked from a server: no parent to bind to is known
-            raise RuntimeError('start_pool_worker(None) in a worker not forked from serve_pool')
-        parent = _FORK_SERVER
     bind_to_parent(parent, signal.SIGKILL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # SIGTERM ends it (``Pool.terminate``): a spawned worker imports the parent's console

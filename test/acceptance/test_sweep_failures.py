@@ -19,7 +19,7 @@ import pytest
 from soliton_encirclement_ros.sim.executables import find_executable
 from soliton_encirclement_ros.sim.sweep import RESULT_COLUMNS
 from support.disks import tmpfs
-from support.procfs import alive, children_of, command_line, cpu_seconds, descendants_of
+from support.procfs import alive, command_line, cpu_seconds, descendants_of
 from support.sweeps import rows as _rows, write_spec as _write_spec
 from support.waits import wait_for
 
@@ -210,8 +210,6 @@ def test_a_second_sweep_into_a_held_folder_is_refused_before_any_work(tmp_path):
 
 def _computing_workers(pid: int) -> list[int]:
     """Return the pool workers once two have run for CPU_STARTED s each, else []."""
-    servers = [child for child in children_of(pid, zombies=False)
-               if 'multiprocessing.forkserver' in command_line(child)]
-    workers = [child for server in servers for child in children_of(server, zombies=False)]
+    workers = [child for child in descendants_of(pid) if 'spawn_main' in command_line(child)]
     busy = [child for child in workers if cpu_seconds(child) >= CPU_STARTED]
     return busy if len(busy) >= 2 else []

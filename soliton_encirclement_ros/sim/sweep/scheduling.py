@@ -4,6 +4,7 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
+import os
 import time
 import traceback
 from typing import Any, Iterable, Iterator
@@ -180,7 +181,11 @@ def local_results(work: Iterable[list[Run]], workers: int,
                 return
             yield chunk, run_chunk([r.mapping() for r in chunk])
         return
-    pool = worker_pool(workers)
+    # spawn, not fork: the caller may have threads (tqdm's monitor, rclpy, a test runner's DDS
+    # participants), and a forked child can inherit a lock one of them held, and hang.
+    # Each worker dies with this process, at once (a killed sweep_sim left them computing on).
+    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=start_pool_worker,
+                                                     initargs=(os.getpid(),))
     try:
         for chunk, job in _results(
                 work, lambda s: _PoolJob(pool.apply_async(run_chunk, (s,))),
@@ -190,41 +195,6 @@ def local_results(work: Iterable[list[Run]], workers: int,
     finally:
         pool.terminate()
         pool.join()
-        stop_fork_server()
-
-
-# The module a local pool's fork server imports before it forks any worker.
-FORK_SERVER_PRELOAD = 'soliton_encirclement_ros.sim.sweep.fork_server'
-
-
-def worker_pool(workers: int):
-    """
-    Return a local pool of ``workers`` processes forked from a fork server (:mod:`.server`).
-
-    Not forked from this process: the caller may have threads (tqdm's monitor, rclpy, a test
-    runner's DDS participants), and a forked child can inherit a lock one of them held, and
-    hang. The server is a fresh process with no thread that has loaded the workers' code and
-    kernels once, so a worker costs no start-up of its own. Each worker dies with the server,
-    and the server with this process, at once (a killed sweep_sim left them computing on).
-    End with :func:`stop_fork_server` after the pool's ``join``.
-    """
-    context = multiprocessing.get_context('forkserver')
-    context.set_forkserver_preload([FORK_SERVER_PRELOAD])
-    return context.Pool(workers, initializer=start_pool_worker, initargs=(None,))
-
-
-def stop_fork_server() -> None:
-    """
-    Stop the fork server of :func:`worker_pool` and wait for it, if one runs.
-
-    Its CPU time (and its workers') is then this process's children's, as ``time`` and
-    ``getrusage`` count a process tree; left running, it would end only with this process,
-    unwaited. ``multiprocessing`` has no public call for it: its own tests' ``_stop``.
-    """
-    from multiprocessing import forkserver
-    stop = getattr(getattr(forkserver, '_forkserver', None), '_stop', None)
-    if stop is not None:
-        stop()
 
 
 class ClusterLost(Exception):

@@ -6,7 +6,6 @@ resume, Dask, at scale and as a process (Ctrl-C, huge specs, equal to batch_sim)
 ``acceptance/test_sweep_acceptance.py``.
 """
 import json
-import os
 
 import pytest
 
@@ -137,32 +136,3 @@ def test_resume_refuses_a_broken_row_that_is_not_the_last_in_one_line(tmp_path, 
     assert 'line 3 is not a row of this sweep' in err
     assert (out / 'runs.csv').read_text() == ''.join(lines)  # left as it was
     assert not (out / 'runs.csv.tmp').exists()
-
-
-@pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs Linux /proc')
-def test_local_workers_are_forked_from_a_server_that_loaded_their_code_once():
-    # A spawned worker paid its own imports and numba's cache loads (about 0.9 CPU-s each).
-    from soliton_encirclement_ros.core import compiled
-    from soliton_encirclement_ros.sim.sweep import scheduling, server
-    from support.procfs import alive, children_of, command_line
-
-    pool = scheduling.worker_pool(2)
-    try:
-        states = [pool.apply(server.state) for _ in range(4)]
-        servers = [child for child in children_of(os.getpid(), zombies=False)
-                   if 'multiprocessing.forkserver' in command_line(child)]
-        pool.close()
-        pool.join()
-    finally:
-        pool.terminate()
-        pool.join()
-        scheduling.stop_fork_server()
-    assert len(servers) == 1, servers
-    for state in states:
-        assert state['parent'] == state['server'] == servers[0] != os.getpid(), state
-        assert state['warm'] is True, state
-        if compiled.kernels() is not None:  # numba installed and not switched off
-            assert {'control_rows', 'metrics_rows', 'vehicle_steps'} <= set(state['kernels']), \
-                state
-    assert not alive(servers), 'the fork server outlived stop_fork_server'
-    assert servers[0] not in children_of(os.getpid()), 'the fork server was not waited for'
