@@ -81,6 +81,10 @@ def bind_to_parent(parent: int, signum: int = signal.SIGKILL) -> None:
         os._exit(128 + int(signum))
 
 
+# Blocked while a pool's workers are started, unblocked by start_pool_worker once they are set.
+POOL_START_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
 def start_pool_worker(parent: int) -> None:
     """
     Start a ``multiprocessing`` pool worker: it dies with ``parent`` at once, ignores Ctrl-C.
@@ -96,6 +100,9 @@ def start_pool_worker(parent: int) -> None:
     # SIGTERM ends it (``Pool.terminate``): a spawned worker imports the parent's console
     # script, whose ``ros_support.entry`` records SIGTERM instead, and the pool waited on it.
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    # The pool's owner started it with these blocked (a Ctrl-C to the terminal's process group
+    # during its imports printed a traceback); now a pending SIGINT is dropped, a SIGTERM ends it.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, POOL_START_SIGNALS)
 
 
 def child_environment(environment: dict[str, str] | None = None) -> dict[str, str]:

@@ -213,3 +213,53 @@ def _computing_workers(pid: int) -> list[int]:
     workers = [child for child in descendants_of(pid) if 'spawn_main' in command_line(child)]
     busy = [child for child in workers if cpu_seconds(child) >= CPU_STARTED]
     return busy if len(busy) >= 2 else []
+
+
+def _starting_workers(pid: int) -> list[int]:
+    """Return the pool workers still starting (not yet ignoring Ctrl-C, as they do once up)."""
+    return [child for child in descendants_of(pid) if 'spawn_main' in command_line(child)
+            and not _ignores(child, signal.SIGINT)]
+
+
+def _ignores(pid: int, signum: int) -> bool:
+    try:
+        status = Path(f'/proc/{pid}/status').read_text()
+    except OSError:
+        return False
+    ignored = next(line.split()[1] for line in status.splitlines() if line.startswith('SigIgn:'))
+    return bool(int(ignored, 16) >> (signum - 1) & 1)
+
+
+@pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
+@pytest.mark.parametrize('when', ['workers starting', 'workers computing'])
+def test_ctrl_c_in_a_terminal_stops_a_sweep_with_one_line_and_no_worker_left(tmp_path, when):
+    # A terminal's Ctrl-C reaches the whole process group, the pool's workers too. One caught
+    # while starting (before it ignored Ctrl-C) printed its KeyboardInterrupt traceback.
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 8, 'duration': 20000.0, 'control_period': 0.05},
+                       grid={'k_r': GAINS[:4]})
+    out = tmp_path / 'sweep'
+    sweep = subprocess.Popen(_sweep(spec, out, '--workers', '2'), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    below: list[int] = []
+    try:
+        ready = _starting_workers if when == 'workers starting' else _computing_workers
+        wait_for(lambda: ready(sweep.pid) or sweep.poll() is not None, f'pool {when}',
+                 timeout=DEADLINE, period=0.002)
+        below = descendants_of(sweep.pid)
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGINT)
+        stdout, stderr = sweep.communicate(timeout=DEADLINE)
+    finally:
+        if sweep.poll() is None:
+            os.killpg(sweep.pid, signal.SIGKILL)
+            sweep.wait()
+    try:
+        assert sweep.returncode == 130, stderr
+        assert 'Traceback' not in stderr and 'KeyboardInterrupt' not in stderr, stderr
+        assert 'interrupted: --resume finishes it' in stdout, stdout
+        wait_for(lambda: not alive(below), 'the pool workers of the stopped sweep_sim to end',
+                 timeout=ORPHAN_DEADLINE)
+    finally:
+        for pid in alive(below):
+            os.kill(pid, signal.SIGKILL)

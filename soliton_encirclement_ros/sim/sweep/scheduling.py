@@ -4,14 +4,16 @@ from __future__ import annotations
 import logging
 import math
 import multiprocessing
+from multiprocessing import resource_tracker
 import os
+import signal
 import time
 import traceback
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from ros_support.lifeline import start_pool_worker
+from ros_support.lifeline import POOL_START_SIGNALS, start_pool_worker
 from soliton_encirclement_ros.analysis.report import SETTLE_THRESHOLDS, summarise
 from soliton_encirclement_ros.core import batch_engine
 from soliton_encirclement_ros.core.metrics import METRIC_NAMES
@@ -184,9 +186,20 @@ def local_results(work: Iterable[list[Run]], workers: int,
     # spawn, not fork: the caller may have threads (tqdm's monitor, rclpy, a test runner's DDS
     # participants), and a forked child can inherit a lock one of them held, and hang.
     # Each worker dies with this process, at once (a killed sweep_sim left them computing on).
-    pool = multiprocessing.get_context('spawn').Pool(workers, initializer=start_pool_worker,
-                                                     initargs=(os.getpid(),))
+    # A terminal's Ctrl-C reaches the workers too: they start with it (and SIGTERM) blocked,
+    # until start_pool_worker ignores it; one caught while importing printed its traceback.
+    # Here it waits for the pool to exist, then stops the sweep as anywhere else. The resource
+    # tracker is started first: starting it unblocks them (multiprocessing's resource_tracker).
+    resource_tracker.ensure_running()
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, POOL_START_SIGNALS)
     try:
+        pool = multiprocessing.get_context('spawn').Pool(workers, initializer=start_pool_worker,
+                                                         initargs=(os.getpid(),))
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    try:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
         for chunk, job in _results(
                 work, lambda s: _PoolJob(pool.apply_async(run_chunk, (s,))),
                 CHUNKS_IN_FLIGHT_PER_WORKER * workers, should_stop):
