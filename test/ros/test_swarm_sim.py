@@ -16,6 +16,7 @@ from pathlib import Path
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -305,9 +306,14 @@ def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_l
             threading.Thread(target=hear_again, args=(deaf[0],), daemon=True).start()
         return subscribe(self, topic, *args)
 
+    events = {}  # wall s since the deafness began, for a failure's message
+
     def hear_again(fault):
+        began = time.monotonic()
         if nodes_up.wait(60.0):
-            half_a_second.wait(deaf_s)
+            events['nodes up'] = round(time.monotonic() - began, 3)
+            events['released at 0.5 sim-s'] = half_a_second.wait(deaf_s)
+        events['released'] = round(time.monotonic() - began, 3)
         fault.release()
 
     def look_at_the_roster(self):  # on the runner's thread, as it watches the run
@@ -345,7 +351,7 @@ def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_l
     assert sorted(first) == sorted(wanted), first
     late = {topic: t for topic, t in first.items()
             if t > (1.0 if topic == AGENT_STATES_TOPIC else 0.25)}
-    assert not late, first
+    assert not late, (first, events, err[-1500:])
 
 
 def _child_pid(executable: str) -> int:
