@@ -263,3 +263,40 @@ def test_ctrl_c_in_a_terminal_stops_a_sweep_with_one_line_and_no_worker_left(tmp
     finally:
         for pid in alive(below):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
+def test_a_worker_killed_under_the_sweep_is_one_line_exit_3_not_a_wait_for_ever(tmp_path):
+    # The out-of-memory killer picks a pool worker: the pool replaced it, its chunk was lost,
+    # and sweep_sim waited for its result for ever, at no CPU.
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 8, 'duration': 20000.0, 'control_period': 0.05},
+                       grid={'k_r': GAINS[:4]})
+    out = tmp_path / 'sweep'
+    sweep = subprocess.Popen(_sweep(spec, out, '--workers', '2'), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    below: list[int] = []
+    try:
+        [victim, *_] = wait_for(lambda: _computing_workers(sweep.pid), 'two pool workers '
+                                'computing', timeout=DEADLINE)
+        below = descendants_of(sweep.pid)
+        os.kill(victim, signal.SIGKILL)
+        stdout, stderr = sweep.communicate(timeout=DEADLINE)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    try:
+        assert sweep.returncode == 3, stderr
+        [line] = _errors(stderr)
+        assert line == (f'sweep_sim: error: a worker process of the sweep (pid {victim}) was '
+                        'killed by SIGKILL; the runs it was computing are lost; --resume '
+                        'finishes the sweep'), line
+        assert 'interrupted: --resume finishes it' in stdout, stdout
+        assert json.loads((out / 'sweep.json').read_text())['totals']['interrupted'] is True
+        _whole_rows(out)
+        wait_for(lambda: not alive(below), 'the other pool workers to end',
+                 timeout=ORPHAN_DEADLINE)
+    finally:
+        for pid in alive(below):
+            os.kill(pid, signal.SIGKILL)

@@ -22,11 +22,11 @@ from soliton_encirclement_ros.sim.sweep.results import (
     print_table, RowsNotWritten, RUNS_FILE, runs_header, RunsFile, RunTable, SPEC_FILE,
     SUMMARY_FILE, summary_rows, write_summary)
 from soliton_encirclement_ros.sim.sweep.scheduling import (
-    ClusterLost, dask_results, identity_mismatch, local_results, stream_chunks)
+    ClusterLost, dask_results, identity_mismatch, local_results, stream_chunks, WorkerLost)
 from soliton_encirclement_ros.sim.sweep.spec import (
     Checked, Interrupted, load_spec, Run, Spec, SpecError)
 
-EXIT_INCOMPLETE = 3  # stopped before its end by a full disk or a lost cluster; rows kept
+EXIT_INCOMPLETE = 3  # stopped before its end: a full disk, a lost cluster or worker; rows kept
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -192,7 +192,7 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
             bar.update(len(chunk))
             if stop.requested:
                 break
-    except (RowsNotWritten, ClusterLost) as error:
+    except (RowsNotWritten, ClusterLost, WorkerLost) as error:
         failure = str(error)
     finally:
         stop.writing = True

@@ -142,9 +142,13 @@ def _row(metrics: np.ndarray, wall: float, area_margin: float = math.nan) -> dic
     return row
 
 
-def _results(work: Iterable[list[Run]], submit, in_flight: int,
-             should_stop) -> Iterator[tuple[list[Run], Any]]:
-    """Yield (chunk, job) as jobs finish, with at most ``in_flight`` submitted at a time."""
+def _results(work: Iterable[list[Run]], submit, in_flight: int, should_stop,
+             check=lambda: None) -> Iterator[tuple[list[Run], Any]]:
+    """
+    Yield (chunk, job) as jobs finish, with at most ``in_flight`` submitted at a time.
+
+    ``check()`` is called while no job is ready: it raises to stop the wait.
+    """
     work = iter(work)
     pending: list = []
     exhausted = False
@@ -162,6 +166,7 @@ def _results(work: Iterable[list[Run]], submit, in_flight: int,
             pending.remove(job)
             yield job
         if not ready:
+            check()
             time.sleep(0.05)
 
 
@@ -191,6 +196,7 @@ def local_results(work: Iterable[list[Run]], workers: int,
     # Here it waits for the pool to exist, then stops the sweep as anywhere else. The resource
     # tracker is started first: starting it unblocks them (multiprocessing's resource_tracker).
     resource_tracker.ensure_running()
+    others = {child.pid for child in multiprocessing.active_children()}
     held = signal.pthread_sigmask(signal.SIG_BLOCK, POOL_START_SIGNALS)
     try:
         pool = multiprocessing.get_context('spawn').Pool(workers, initializer=start_pool_worker,
@@ -200,14 +206,34 @@ def local_results(work: Iterable[list[Run]], workers: int,
         raise
     try:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        # The pool replaces a worker that dies (the out-of-memory killer), but the chunk it
+        # computed is lost and its result never comes: the sweep waited for ever.
+        started = [child for child in multiprocessing.active_children()
+                   if child.pid not in others]
         for chunk, job in _results(
                 work, lambda s: _PoolJob(pool.apply_async(run_chunk, (s,))),
-                CHUNKS_IN_FLIGHT_PER_WORKER * workers, should_stop):
+                CHUNKS_IN_FLIGHT_PER_WORKER * workers, should_stop,
+                lambda: _check_workers(started)):
             yield chunk, job.result.get()
         pool.close()
     finally:
         pool.terminate()
         pool.join()
+
+
+class WorkerLost(Exception):
+    """A local pool's worker process ended during the sweep (killed): its chunk is lost."""
+
+
+def _check_workers(workers: list[multiprocessing.process.BaseProcess]) -> None:
+    """Raise :class:`WorkerLost` (one line) if one of a pool's ``workers`` has ended."""
+    for worker in workers:
+        code = worker.exitcode
+        if code is not None:
+            how = (f'was killed by {signal.Signals(-code).name}' if code < 0
+                   else f'exited with status {code}')
+            raise WorkerLost(f'a worker process of the sweep (pid {worker.pid}) {how}; the '
+                             'runs it was computing are lost')
 
 
 class ClusterLost(Exception):
