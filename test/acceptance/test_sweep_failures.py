@@ -38,6 +38,26 @@ def _errors(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if line.startswith('sweep_sim: error')]
 
 
+def _long_sweep(tmp_path: Path, **popen) -> tuple[subprocess.Popen, Path]:
+    """Start a sweep of 4 runs of hours on 2 workers (a worker left behind computes on)."""
+    spec = _write_spec(tmp_path / 'spec.yaml',
+                       scenario={'agents': 8, 'duration': 20000.0, 'control_period': 0.05},
+                       grid={'k_r': GAINS[:4]})
+    out = tmp_path / 'sweep'
+    return subprocess.Popen(_sweep(spec, out, '--workers', '2'), **popen), out
+
+
+def _all_end(pids: list[int], what: str) -> None:
+    """Wait until none of ``pids`` runs (fail naming ``what`` past ORPHAN_DEADLINE); kill them."""
+    try:
+        wait_for(lambda: not alive(pids), f'{what} ('
+                 f'{", ".join(command_line(pid)[:60] for pid in alive(pids))}) to end',
+                 timeout=ORPHAN_DEADLINE)
+    finally:
+        for pid in alive(pids):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _whole_rows(out: Path) -> list[dict]:
     """Return the rows of runs.csv, each checked whole (every cell there, results numbers)."""
     rows = _rows(out)
@@ -152,12 +172,7 @@ def test_a_killed_dask_scheduler_is_one_line_exit_3_and_resume_finishes(tmp_path
 
 @pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
 def test_a_killed_sweep_takes_its_workers_with_it_at_once(tmp_path):
-    # long chunks: a worker left behind computes on for minutes
-    spec = _write_spec(tmp_path / 'spec.yaml',
-                       scenario={'agents': 8, 'duration': 20000.0, 'control_period': 0.05},
-                       grid={'k_r': GAINS[:4]})
-    sweep = subprocess.Popen(_sweep(spec, tmp_path / 'sweep', '--workers', '2'),
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    sweep, _ = _long_sweep(tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for(lambda: _computing_workers(sweep.pid), 'two pool workers computing',
                  timeout=DEADLINE)
@@ -165,13 +180,7 @@ def test_a_killed_sweep_takes_its_workers_with_it_at_once(tmp_path):
     finally:
         sweep.kill()  # SIGKILL
         sweep.wait()
-    try:
-        wait_for(lambda: not alive(below), 'the processes of the killed sweep_sim '
-                 f'({", ".join(command_line(pid)[:60] for pid in alive(below))}) to end',
-                 timeout=ORPHAN_DEADLINE)
-    finally:
-        for pid in alive(below):
-            os.kill(pid, signal.SIGKILL)
+    _all_end(below, 'the processes of the killed sweep_sim')
 
 
 @pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
@@ -235,12 +244,8 @@ def _ignores(pid: int, signum: int) -> bool:
 def test_ctrl_c_in_a_terminal_stops_a_sweep_with_one_line_and_no_worker_left(tmp_path, when):
     # A terminal's Ctrl-C reaches the whole process group, the pool's workers too. One caught
     # while starting (before it ignored Ctrl-C) printed its KeyboardInterrupt traceback.
-    spec = _write_spec(tmp_path / 'spec.yaml',
-                       scenario={'agents': 8, 'duration': 20000.0, 'control_period': 0.05},
-                       grid={'k_r': GAINS[:4]})
-    out = tmp_path / 'sweep'
-    sweep = subprocess.Popen(_sweep(spec, out, '--workers', '2'), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, start_new_session=True)
+    sweep, out = _long_sweep(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
     below: list[int] = []
     try:
         ready = _starting_workers if when == 'workers starting' else _computing_workers
@@ -258,23 +263,16 @@ def test_ctrl_c_in_a_terminal_stops_a_sweep_with_one_line_and_no_worker_left(tmp
         assert sweep.returncode == 130, stderr
         assert 'Traceback' not in stderr and 'KeyboardInterrupt' not in stderr, stderr
         assert 'interrupted: --resume finishes it' in stdout, stdout
-        wait_for(lambda: not alive(below), 'the pool workers of the stopped sweep_sim to end',
-                 timeout=ORPHAN_DEADLINE)
     finally:
-        for pid in alive(below):
-            os.kill(pid, signal.SIGKILL)
+        _all_end(below, 'the pool workers of the stopped sweep_sim')
 
 
 @pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
 def test_a_worker_killed_under_the_sweep_is_one_line_exit_3_not_a_wait_for_ever(tmp_path):
     # The out-of-memory killer picks a pool worker: the pool replaced it, its chunk was lost,
     # and sweep_sim waited for its result for ever, at no CPU.
-    spec = _write_spec(tmp_path / 'spec.yaml',
-                       scenario={'agents': 8, 'duration': 20000.0, 'control_period': 0.05},
-                       grid={'k_r': GAINS[:4]})
-    out = tmp_path / 'sweep'
-    sweep = subprocess.Popen(_sweep(spec, out, '--workers', '2'), stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+    sweep, out = _long_sweep(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
     below: list[int] = []
     try:
         [victim, *_] = wait_for(lambda: _computing_workers(sweep.pid), 'two pool workers '
@@ -295,8 +293,5 @@ def test_a_worker_killed_under_the_sweep_is_one_line_exit_3_not_a_wait_for_ever(
         assert 'interrupted: --resume finishes it' in stdout, stdout
         assert json.loads((out / 'sweep.json').read_text())['totals']['interrupted'] is True
         _whole_rows(out)
-        wait_for(lambda: not alive(below), 'the other pool workers to end',
-                 timeout=ORPHAN_DEADLINE)
     finally:
-        for pid in alive(below):
-            os.kill(pid, signal.SIGKILL)
+        _all_end(below, 'the other pool workers')
