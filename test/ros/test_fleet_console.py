@@ -78,6 +78,9 @@ def test_the_console_holds_at_once_confirms_engage_and_names_an_unheard_vehicle(
                       timeout=DEADLINE), console.text
     assert spin_until(ros, lambda: console.count('uav3: hold FAILED: not confirmed within 5 s'),
                       timeout=DEADLINE), console.text
+    # the summary is its own line, after the vehicle's: read when it comes, not with it
+    assert spin_until(ros, lambda: console.count('hold: FAILED for uav3'),
+                      timeout=DEADLINE), console.text
     assert console.count('hold: FAILED for uav3') == 1
     console.press('e')
     console.press('y')  # confirmed, but the check fails on the unheard vehicle: nothing sent
