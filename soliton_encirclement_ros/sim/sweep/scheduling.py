@@ -230,10 +230,18 @@ def _check_workers(workers: list[multiprocessing.process.BaseProcess]) -> None:
     for worker in workers:
         code = worker.exitcode
         if code is not None:
-            how = (f'was killed by {signal.Signals(-code).name}' if code < 0
+            how = (f'was killed by {_signal_name(-code)}' if code < 0
                    else f'exited with status {code}')
             raise WorkerLost(f'a worker process of the sweep (pid {worker.pid}) {how}; the '
                              'runs it was computing are lost')
+
+
+def _signal_name(signum: int) -> str:
+    """Return ``SIGKILL`` for 9, ``signal 40`` for a number Python does not name."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f'signal {signum}'
 
 
 class ClusterLost(Exception):

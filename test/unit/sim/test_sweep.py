@@ -136,3 +136,18 @@ def test_resume_refuses_a_broken_row_that_is_not_the_last_in_one_line(tmp_path, 
     assert 'line 3 is not a row of this sweep' in err
     assert (out / 'runs.csv').read_text() == ''.join(lines)  # left as it was
     assert not (out / 'runs.csv.tmp').exists()
+
+
+@pytest.mark.parametrize('code, said', [(-9, 'was killed by SIGKILL'),
+                                        (-40, 'was killed by signal 40'),
+                                        (1, 'exited with status 1')])
+def test_a_lost_worker_is_named_with_how_it_ended(code, said):
+    from types import SimpleNamespace
+
+    from soliton_encirclement_ros.sim.sweep.scheduling import _check_workers, WorkerLost
+    running, ended = SimpleNamespace(pid=11, exitcode=None), SimpleNamespace(pid=12, exitcode=code)
+    _check_workers([running])  # nothing ended: nothing said
+    with pytest.raises(WorkerLost) as lost:
+        _check_workers([running, ended])
+    assert str(lost.value) == (f'a worker process of the sweep (pid 12) {said}; the runs it '
+                               'was computing are lost')
