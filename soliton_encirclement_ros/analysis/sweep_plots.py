@@ -102,7 +102,8 @@ def settle_cdf(path: Path, groups: list[np.ndarray], x, values) -> str:
     ax.set_xlabel('settle time of E_gap [s]')
     ax.set_ylabel('fraction of runs settled')
     ax.set_ylim(0.0, 1.02)
-    ax.legend(fontsize=8)
+    if ax.lines:  # a sweep stopped before any run ended has no curve to name
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
     return path.name
