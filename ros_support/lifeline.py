@@ -85,13 +85,25 @@ def bind_to_parent(parent: int, signum: int = signal.SIGKILL) -> None:
 POOL_START_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 
 
+def serve_pool() -> None:
+    """
+    Make this process a pool's fork server: it dies with its parent at once, SIGKILL.
+
+    Called on import of the module a ``forkserver`` pool preloads. The workers forked from this
+    process bind to it (``start_pool_worker(server_pid)``), and die with it. Without it the
+    server would end only once it found its parent's pipe closed.
+    """
+    bind_to_parent(os.getppid(), signal.SIGKILL)
+
+
 def start_pool_worker(parent: int) -> None:
     """
     Start a ``multiprocessing`` pool worker: it dies with ``parent`` at once, ignores Ctrl-C.
 
     SIGTERM ends it, as the pool expects.
 
-    The pool's ``initializer`` (``initargs=(os.getpid(),)``). It lives here, in a module that
+    The pool's ``initializer`` (``initargs=(os.getpid(),)``, or the pid of the fork server the
+    workers are forked from: :func:`serve_pool`). It lives here, in a module that
     imports next to nothing, so that a worker is bound before any heavy import; the parent
     decides what Ctrl-C means.
     """

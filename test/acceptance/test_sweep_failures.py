@@ -19,7 +19,7 @@ import pytest
 from soliton_encirclement_ros.sim.executables import find_executable
 from soliton_encirclement_ros.sim.sweep import RESULT_COLUMNS
 from support.disks import tmpfs
-from support.procfs import alive, command_line, cpu_seconds, descendants_of
+from support.procfs import alive, children_of, command_line, cpu_seconds, descendants_of
 from support.sweeps import rows as _rows, write_spec as _write_spec
 from support.waits import wait_for
 
@@ -219,14 +219,20 @@ def test_a_second_sweep_into_a_held_folder_is_refused_before_any_work(tmp_path):
 
 def _computing_workers(pid: int) -> list[int]:
     """Return the pool workers once two have run for CPU_STARTED s each, else []."""
-    workers = [child for child in descendants_of(pid) if 'spawn_main' in command_line(child)]
+    servers = [child for child in children_of(pid, zombies=False)
+               if 'multiprocessing.forkserver' in command_line(child)]
+    workers = [child for server in servers for child in children_of(server, zombies=False)]
     busy = [child for child in workers if cpu_seconds(child) >= CPU_STARTED]
     return busy if len(busy) >= 2 else []
 
 
 def _starting_workers(pid: int) -> list[int]:
-    """Return the pool workers still starting (not yet ignoring Ctrl-C, as they do once up)."""
-    return [child for child in descendants_of(pid) if 'spawn_main' in command_line(child)
+    """
+    Return the pool's processes still starting (not yet ignoring Ctrl-C, as they do once up).
+
+    The fork server while it loads the code, a worker before its initializer.
+    """
+    return [child for child in descendants_of(pid) if 'multiprocessing' in command_line(child)
             and not _ignores(child, signal.SIGINT)]
 
 
@@ -267,18 +273,29 @@ def test_ctrl_c_in_a_terminal_stops_a_sweep_with_one_line_and_no_worker_left(tmp
         _all_end(below, 'the pool workers of the stopped sweep_sim')
 
 
+def _server_of(workers: list[int]) -> int:
+    """Return the fork server the pool's ``workers`` were forked from."""
+    [server] = {int(Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[1])
+                for pid in workers}
+    return server
+
+
 @pytest.mark.skipif(not Path('/proc/self/status').exists(), reason='needs Linux /proc')
-def test_a_worker_killed_under_the_sweep_is_one_line_exit_3_not_a_wait_for_ever(tmp_path):
+@pytest.mark.parametrize('victim', ['a worker', 'the fork server'])
+def test_a_worker_killed_under_the_sweep_is_one_line_exit_3_not_a_wait_for_ever(tmp_path,
+                                                                                victim):
     # The out-of-memory killer picks a pool worker: the pool replaced it, its chunk was lost,
-    # and sweep_sim waited for its result for ever, at no CPU.
+    # and sweep_sim waited for its result for ever, at no CPU. Killing the fork server kills
+    # its workers (and the pool started another server to replace them).
     sweep, out = _long_sweep(tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
     below: list[int] = []
     try:
-        [victim, *_] = wait_for(lambda: _computing_workers(sweep.pid), 'two pool workers '
-                                'computing', timeout=DEADLINE)
+        workers = wait_for(lambda: _computing_workers(sweep.pid), 'two pool workers '
+                           'computing', timeout=DEADLINE)
         below = descendants_of(sweep.pid)
-        os.kill(victim, signal.SIGKILL)
+        killed = workers[0] if victim == 'a worker' else _server_of(workers)
+        os.kill(killed, signal.SIGKILL)
         stdout, stderr = sweep.communicate(timeout=DEADLINE)
     finally:
         if sweep.poll() is None:
@@ -287,11 +304,18 @@ def test_a_worker_killed_under_the_sweep_is_one_line_exit_3_not_a_wait_for_ever(
     try:
         assert sweep.returncode == 3, stderr
         [line] = _errors(stderr)
-        assert line == (f'sweep_sim: error: a worker process of the sweep (pid {victim}) was '
-                        'killed by SIGKILL; the runs it was computing are lost; --resume '
-                        'finishes the sweep'), line
+        if victim == 'a worker':
+            assert line == (f'sweep_sim: error: a worker process of the sweep (pid {killed}) '
+                            'was killed by SIGKILL; the runs it was computing are lost; '
+                            '--resume finishes the sweep'), line
+        else:  # found by sweep_sim, or found dead (and reaped) by the pool first
+            assert line in (f"sweep_sim: error: the fork server of the sweep's workers (pid "
+                            f'{killed}) {how}; the runs its workers were computing are lost; '
+                            '--resume finishes the sweep'
+                            for how in ('was killed by SIGKILL', 'has ended')), line
+        assert 'Warning' not in stderr, stderr  # e.g. a plot's legend with no curve in it
         assert 'interrupted: --resume finishes it' in stdout, stdout
         assert json.loads((out / 'sweep.json').read_text())['totals']['interrupted'] is True
         _whole_rows(out)
     finally:
-        _all_end(below, 'the other pool workers')
+        _all_end(below, 'the other processes of the pool')

@@ -1,10 +1,12 @@
 """Scheduling a sweep's runs: chunks of runs that share a numpy step, on a local pool or Dask."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import multiprocessing
 from multiprocessing import resource_tracker
+import multiprocessing.pool
 import os
 import signal
 import time
@@ -188,52 +190,152 @@ def local_results(work: Iterable[list[Run]], workers: int,
                 return
             yield chunk, run_chunk([r.mapping() for r in chunk])
         return
-    # spawn, not fork: the caller may have threads (tqdm's monitor, rclpy, a test runner's DDS
-    # participants), and a forked child can inherit a lock one of them held, and hang.
-    # Each worker dies with this process, at once (a killed sweep_sim left them computing on).
-    # A terminal's Ctrl-C reaches the workers too: they start with it (and SIGTERM) blocked,
-    # until start_pool_worker ignores it; one caught while importing printed its traceback.
-    # Here it waits for the pool to exist, then stops the sweep as anywhere else. The resource
-    # tracker is started first: starting it unblocks them (multiprocessing's resource_tracker).
-    resource_tracker.ensure_running()
-    others = {child.pid for child in multiprocessing.active_children()}
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, POOL_START_SIGNALS)
-    try:
-        pool = multiprocessing.get_context('spawn').Pool(workers, initializer=start_pool_worker,
-                                                         initargs=(os.getpid(),))
-    except BaseException:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        raise
-    try:
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        # The pool replaces a worker that dies (the out-of-memory killer), but the chunk it
-        # computed is lost and its result never comes: the sweep waited for ever.
-        started = [child for child in multiprocessing.active_children()
-                   if child.pid not in others]
+    with worker_pool(workers) as (pool, started):
         for chunk, job in _results(
                 work, lambda s: _PoolJob(pool.apply_async(run_chunk, (s,))),
                 CHUNKS_IN_FLIGHT_PER_WORKER * workers, should_stop,
                 lambda: _check_workers(started)):
             yield chunk, job.result.get()
+
+
+# The module a local pool's fork server imports before it forks any worker.
+FORK_SERVER_PRELOAD = 'soliton_encirclement_ros.sim.sweep.fork_server'
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[tuple[multiprocessing.pool.Pool, list]]:
+    """
+    Yield a local pool of ``workers`` processes forked from a fork server (:mod:`.server`).
+
+    Also yielded: the processes to watch (:func:`_check_workers`): the workers, and the server.
+
+    Not forked from this process: the caller may have threads (tqdm's monitor, rclpy, a test
+    runner's DDS participants), and a forked child can inherit a lock one of them held, and
+    hang. The server is a fresh process with no thread that has loaded the workers' code and
+    kernels once, so a worker costs no start-up of its own. Each worker dies with the server,
+    and the server with this process, at once (a killed sweep_sim left them computing on).
+    On the way out the pool is ended, and the server stopped and waited for
+    (:func:`stop_fork_server`), whatever ends the block.
+    """
+    from multiprocessing import forkserver
+    context = multiprocessing.get_context('forkserver')
+    context.set_forkserver_preload([FORK_SERVER_PRELOAD])
+    # A terminal's Ctrl-C reaches the whole process group: the server and the workers start
+    # with it (and SIGTERM) blocked, until start_pool_worker ignores it. A server caught while
+    # loading the code died (sweep_sim then ended in a traceback), a worker printed its
+    # traceback, and one that recorded the pool's SIGTERM before its initializer was left idle
+    # with the pool waiting on it. Here Ctrl-C waits for the pool to exist, then stops the sweep
+    # as anywhere else. The resource tracker is started first: starting it unblocks both.
+    resource_tracker.ensure_running()
+    others = {child.pid for child in multiprocessing.active_children()}
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, POOL_START_SIGNALS)
+    pool = None
+    try:
+        with _server_path():
+            forkserver.ensure_running()
+        server = _ForkServer(forkserver._forkserver._forkserver_pid)
+        pool = context.Pool(workers, initializer=start_pool_worker, initargs=(server.pid,))
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C meanwhile: raised here
+        # The pool replaces a worker that dies (the out-of-memory killer), but the chunk it
+        # computed is lost and its result never comes: the sweep waited for ever.
+        started = [child for child in multiprocessing.active_children()
+                   if child.pid not in others]
+        yield pool, [server] + started
         pool.close()
     finally:
-        pool.terminate()
-        pool.join()
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        stop_fork_server()
+
+
+@contextlib.contextmanager
+def _server_path() -> Iterator[None]:
+    """
+    Within the block, a Python started here imports this package from where this process does.
+
+    Python 3.11's fork server ignores the ``sys_path`` it is given (python/cpython#117378,
+    fixed in 3.12) and puts its current directory first: started in a folder that holds
+    another checkout, it loaded that code, its workers failed, and the pool replaced them for
+    ever. So the server starts with ``PYTHONSAFEPATH`` (no current directory) and this code's
+    roots first on ``PYTHONPATH``.
+    """
+    import ros_support
+    import soliton_encirclement_ros
+    roots = list(dict.fromkeys(os.path.dirname(os.path.dirname(os.path.abspath(m.__file__)))
+                               for m in (soliton_encirclement_ros, ros_support)))
+    saved = {name: os.environ.get(name) for name in ('PYTHONSAFEPATH', 'PYTHONPATH')}
+    os.environ['PYTHONSAFEPATH'] = '1'
+    os.environ['PYTHONPATH'] = os.pathsep.join(
+        roots + ([saved['PYTHONPATH']] if saved['PYTHONPATH'] else []))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class _ForkServer:
+    """The fork server, watched as the workers are (:func:`_check_workers`), not reaped."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def how_ended(self) -> str | None:
+        """Return how the server ended (``was killed by SIGKILL``), or None while it runs."""
+        from multiprocessing import forkserver
+        if getattr(forkserver._forkserver, '_forkserver_pid', None) != self.pid:
+            return 'has ended'  # found dead and replaced by the pool, which reaped it
+        try:
+            ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return 'has ended'
+        if ended is None:
+            return None
+        return _how_ended(ended.si_status if ended.si_code == os.CLD_EXITED
+                          else -ended.si_status)
+
+
+def stop_fork_server() -> None:
+    """
+    Stop the fork server of :func:`worker_pool` and wait for it, if one runs.
+
+    Its CPU time (and its workers') is then this process's children's, as ``time`` and
+    ``getrusage`` count a process tree; left running, it would end only with this process,
+    unwaited. ``multiprocessing`` has no public call for it: its own tests' ``_stop``.
+    """
+    from multiprocessing import forkserver
+    stop = getattr(getattr(forkserver, '_forkserver', None), '_stop', None)
+    if stop is not None:
+        stop()
 
 
 class WorkerLost(Exception):
     """A local pool's worker process ended during the sweep (killed): its chunk is lost."""
 
 
-def _check_workers(workers: list[multiprocessing.process.BaseProcess]) -> None:
-    """Raise :class:`WorkerLost` (one line) if one of a pool's ``workers`` has ended."""
+def _check_workers(workers: list) -> None:
+    """Raise :class:`WorkerLost` (one line) if a pool's worker, or its server, has ended."""
     for worker in workers:
-        code = worker.exitcode
-        if code is not None:
-            how = (f'was killed by {_signal_name(-code)}' if code < 0
-                   else f'exited with status {code}')
-            raise WorkerLost(f'a worker process of the sweep (pid {worker.pid}) {how}; the '
-                             'runs it was computing are lost')
+        if isinstance(worker, _ForkServer):
+            how = worker.how_ended()
+            what, lost = "the fork server of the sweep's workers", 'its workers were computing'
+        else:
+            how = _how_ended(worker.exitcode)
+            what, lost = 'a worker process of the sweep', 'it was computing'
+        if how is not None:
+            raise WorkerLost(f'{what} (pid {worker.pid}) {how}; the runs {lost} are lost')
+
+
+def _how_ended(code: int | None) -> str | None:
+    """Return how a process with exit code ``code`` ended (None: it runs)."""
+    if code is None:
+        return None
+    return f'was killed by {_signal_name(-code)}' if code < 0 else f'exited with status {code}'
 
 
 def _signal_name(signum: int) -> str:

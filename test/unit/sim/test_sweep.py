@@ -6,6 +6,7 @@ resume, Dask, at scale and as a process (Ctrl-C, huge specs, equal to batch_sim)
 ``acceptance/test_sweep_acceptance.py``.
 """
 import json
+import os
 
 import pytest
 
@@ -151,3 +152,25 @@ def test_a_lost_worker_is_named_with_how_it_ended(code, said):
         _check_workers([running, ended])
     assert str(lost.value) == (f'a worker process of the sweep (pid 12) {said}; the runs it '
                                'was computing are lost')
+
+
+@pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs Linux /proc')
+def test_local_workers_are_forked_from_a_server_that_loaded_their_code_once():
+    # A spawned worker paid its own imports and numba's cache loads (about 0.9 CPU-s each).
+    from soliton_encirclement_ros.core import compiled
+    from soliton_encirclement_ros.sim.sweep import scheduling, server
+    from support.procfs import alive, children_of, command_line
+
+    with scheduling.worker_pool(2) as (pool, _):
+        states = [pool.apply(server.state) for _ in range(4)]
+        servers = [child for child in children_of(os.getpid(), zombies=False)
+                   if 'multiprocessing.forkserver' in command_line(child)]
+    assert len(servers) == 1, servers
+    for state in states:
+        assert state['parent'] == servers[0] != os.getpid(), state
+        assert state['warm'] is True, state
+        if compiled.kernels() is not None:  # numba installed and not switched off
+            assert {'control_rows', 'metrics_rows', 'vehicle_steps'} <= set(state['kernels']), \
+                state
+    assert not alive(servers), 'the fork server outlived stop_fork_server'
+    assert servers[0] not in children_of(os.getpid()), 'the fork server was not waited for'
