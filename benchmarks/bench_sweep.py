@@ -109,9 +109,9 @@ def versus_original(python: str, directory: str) -> dict:
     rates = {'original': [], 'sweep_sim': []}
     ratios = []
     with tempfile.TemporaryDirectory() as tmp:
-        # Once per install, each worker's first chunk compiles the batch engine's kernels into
-        # numba's cache (core/compiled.py); a sweep after that loads them. Not counted here:
-        # said apart, as a first run pays it.
+        # Once per install, the first sweep's fork server compiles the batch engine's kernels
+        # into numba's cache (core/compiled.py); a sweep after that loads them. Not counted
+        # here: said apart, as a first run pays it.
         first = sweep_sim_process(Path(tmp) / 'first', seeds=2, duration=1.0)
         print(f'  first sweep_sim (2 runs of 1 s: start-up, and the one-off compile if the '
               f'kernel cache is cold): {first:.1f} CPU-s', flush=True)
