@@ -234,19 +234,26 @@ def worker_pool(workers: int) -> Iterator[tuple[multiprocessing.pool.Pool, list]
         with _server_path():
             forkserver.ensure_running()
         server = _ForkServer(forkserver._forkserver._forkserver_pid)
-        pool = context.Pool(workers, initializer=start_pool_worker, initargs=(server.pid,))
-        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C meanwhile: raised here
-        # The pool replaces a worker that dies (the out-of-memory killer), but the chunk it
-        # computed is lost and its result never comes: the sweep waited for ever.
-        started = [child for child in multiprocessing.active_children()
-                   if child.pid not in others]
-        yield pool, [server] + started
-        pool.close()
+        with server.the_only_one():
+            pool = context.Pool(workers, initializer=start_pool_worker, initargs=(server.pid,))
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C meanwhile: raised here
+            # The pool replaces a worker that dies (the out-of-memory killer), but the chunk it
+            # computed is lost and its result never comes: the sweep waited for ever.
+            started = [child for child in multiprocessing.active_children()
+                       if child.pid not in others]
+            try:
+                yield pool, [server] + started
+                pool.close()
+            finally:
+                # The pool's task handler ends on the None its worker handler sends as it
+                # ends, and terminate() waits for it: a worker handler that died (its server
+                # gone as it replaced a worker) left terminate() waiting for ever. A second None
+                # is never read.
+                pool._taskqueue.put(None)
+                pool.terminate()
+                pool.join()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        if pool is not None:
-            pool.terminate()
-            pool.join()
         stop_fork_server()
 
 
@@ -285,19 +292,56 @@ class _ForkServer:
     def __init__(self, pid: int) -> None:
         self.pid = pid
 
-    def how_ended(self) -> str | None:
-        """Return how the server ended (``was killed by SIGKILL``), or None while it runs."""
+    def how_ended(self, wait: float = 0.0) -> str | None:
+        """
+        Return how the server ended (``was killed by SIGKILL``), or None while it runs.
+
+        ``wait``: so long for it to end, at most (its workers see it gone as it closes its
+        files, a moment before it has ended).
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:  # reaped: not by the_only_one's rules
+                return 'has ended'
+            if ended is not None:
+                return _how_ended(ended.si_status if ended.si_code == os.CLD_EXITED
+                                  else -ended.si_status)
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.01)
+
+    @contextlib.contextmanager
+    def the_only_one(self) -> Iterator[None]:
+        """
+        Within the block, no second server replaces this one, and the pool says nothing.
+
+        ``multiprocessing`` starts a new server where it finds its server dead (as it replaces
+        a dead worker), without this code's path (:func:`_server_path`), and the pool's worker
+        handler printed its traceback where the server died under it. Here a dead server stays
+        dead (the sweep stops on it, :func:`_check_workers`, in one line), and the handler's
+        errors are left to that line.
+        """
+        import threading
         from multiprocessing import forkserver
-        if getattr(forkserver._forkserver, '_forkserver_pid', None) != self.pid:
-            return 'has ended'  # found dead and replaced by the pool, which reaped it
+        served = forkserver._forkserver
+
+        def ensure_running() -> None:
+            if self.how_ended() is not None:
+                raise WorkerLost(f'the fork server (pid {self.pid}) has ended')
+        previous = threading.excepthook
+
+        def excepthook(args) -> None:
+            if args.thread is None or '_handle_workers' not in args.thread.name:
+                previous(args)
+        served.ensure_running = ensure_running  # this instance's, not the class's
+        threading.excepthook = excepthook
         try:
-            ended = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-        except ChildProcessError:
-            return 'has ended'
-        if ended is None:
-            return None
-        return _how_ended(ended.si_status if ended.si_code == os.CLD_EXITED
-                          else -ended.si_status)
+            yield
+        finally:
+            threading.excepthook = previous
+            del served.ensure_running
 
 
 def stop_fork_server() -> None:
@@ -320,15 +364,19 @@ class WorkerLost(Exception):
 
 def _check_workers(workers: list) -> None:
     """Raise :class:`WorkerLost` (one line) if a pool's worker, or its server, has ended."""
-    for worker in workers:
-        if isinstance(worker, _ForkServer):
-            how = worker.how_ended()
-            what, lost = "the fork server of the sweep's workers", 'its workers were computing'
-        else:
-            how = _how_ended(worker.exitcode)
-            what, lost = 'a worker process of the sweep', 'it was computing'
+    servers = [worker for worker in workers if isinstance(worker, _ForkServer)]
+    ended = [worker for worker in workers
+             if not isinstance(worker, _ForkServer) and worker.exitcode is not None]
+    # A worker whose server is gone reads its end (status 255) a moment before the server ends.
+    wait = 1.0 if any(worker.exitcode == 255 for worker in ended) else 0.0
+    for server in servers:
+        how = server.how_ended(wait)
         if how is not None:
-            raise WorkerLost(f'{what} (pid {worker.pid}) {how}; the runs {lost} are lost')
+            raise WorkerLost(f"the fork server of the sweep's workers (pid {server.pid}) {how}; "
+                             'the runs its workers were computing are lost')
+    for worker in ended:
+        raise WorkerLost(f'a worker process of the sweep (pid {worker.pid}) '
+                         f'{_how_ended(worker.exitcode)}; the runs it was computing are lost')
 
 
 def _how_ended(code: int | None) -> str | None:
