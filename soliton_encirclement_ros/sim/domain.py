@@ -185,9 +185,13 @@ def other_swarm_problem(wait: float = DISCOVERY_WAIT, remedy: str = SWARM_SIM_RE
     if found is None:
         return None
     here = domain_id()
-    free = here + 1 if here < DOMAIN_IDS[1] else DOMAIN_IDS[0] + 1
     return (f'another swarm is running in ROS domain {here}: {found}; run this one in another '
-            f'domain with {remedy.format(free=free)}')
+            f'domain with {remedy.format(free=suggested_domain(here))}')
+
+
+def suggested_domain(here: int) -> int:
+    """Return the domain to suggest instead of ``here``: the next one, wrapping past the last."""
+    return here + 1 if here < DOMAIN_IDS[1] else DOMAIN_IDS[0] + 1
 
 
 def claim_domain(wait: float = DISCOVERY_WAIT, remedy: str = SWARM_SIM_REMEDY,

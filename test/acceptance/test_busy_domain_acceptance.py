@@ -9,7 +9,7 @@ import os
 from soliton_encirclement_ros.bringup.graph import build_graph, SwarmPlan
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.interface import AGENT_STATES_TOPIC
-from soliton_encirclement_ros.sim.domain import launch_problem
+from soliton_encirclement_ros.sim.domain import launch_problem, suggested_domain
 from soliton_encirclement_ros.sim.executables import find_executable
 from support.waits import GraphProbe, Running
 
@@ -33,6 +33,6 @@ def test_launch_problem_refuses_a_domain_where_a_swarm_runs_in_one_line():
         assert problem == (
             f'another swarm is running in ROS domain {domain}: /uav1/agent publishes '
             f'{AGENT_STATES_TOPIC}; run this one in another domain with ROS_DOMAIN_ID=N, '
-            f'e.g. ROS_DOMAIN_ID={domain + 1} ros2 launch ...')
+            f'e.g. ROS_DOMAIN_ID={suggested_domain(domain)} ros2 launch ...')
         assert launch_problem(['agent_node']) is None  # a vehicle joins that swarm
         assert agent.process.poll() is None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from soliton_encirclement_ros.bringup.graph import build_graph, in_namespace, SwarmPlan
 from soliton_encirclement_ros.core.scenario import Scenario
-from soliton_encirclement_ros.sim.domain import launch_problem, starts_a_swarm
+from soliton_encirclement_ros.sim.domain import launch_problem, starts_a_swarm, suggested_domain
 
 LAUNCH_SUPPORT = (Path(__file__).resolve().parents[3]
                   / 'soliton_encirclement_ros' / 'bringup' / 'launch_support.py')
@@ -56,3 +56,11 @@ def test_a_run_announces_itself_on_a_roster_topic_that_orders_runs_by_start():
     assert roster_order(first) == first_order and roster_order(second) == second_order
     assert first_order < second_order  # started earlier wins; a tie goes by pid, then nonce
     assert roster_order('/clock') is None and roster_order('/_swarm_run_x_1_a') is None
+
+
+def test_the_domain_suggested_instead_is_the_next_one_and_wraps_past_the_last():
+    """A swarm refused in the last domain Fast DDS takes (232) is not told to use 233."""
+    assert suggested_domain(0) == 1
+    assert suggested_domain(41) == 42
+    assert suggested_domain(231) == 232
+    assert suggested_domain(232) == 1
