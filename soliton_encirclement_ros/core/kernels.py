@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 import numba
 import numpy as np
@@ -57,6 +58,29 @@ if _CACHE is not None:
     numba.config.CACHE_DIR = _CACHE
     os.environ['NUMBA_CACHE_DIR'] = _CACHE  # worker processes choose the same
 _JIT = {'cache': True, 'nogil': True, 'error_model': 'numpy'}
+
+
+def _skip_blas_probe() -> None:
+    """
+    Load numba's numpy support without its BLAS probe: the kernels call no BLAS.
+
+    ``numba.np.arraymath``, loaded with the first kernel, sets ``_HAVE_BLAS`` by importing
+    ``scipy.linalg.cython_blas``, i.e. all of ``scipy.linalg``: about 0.3 CPU-s in every process
+    that runs a kernel (each ``batch_sim``, a sweep's fork server), for ``np.dot`` and the like,
+    which no kernel here uses. The probe is made to fail (numba then compiles no BLAS call: a
+    kernel that made one would not compile) and ``scipy.linalg`` imports as usual afterwards.
+    """
+    name = 'scipy.linalg.cython_blas'
+    if 'numba.np.arraymath' in sys.modules or name in sys.modules:
+        return
+    sys.modules[name] = None  # the import machinery's "not there"
+    try:
+        import numba.np.arraymath  # noqa: F401
+    finally:
+        del sys.modules[name]
+
+
+_skip_blas_probe()  # before the first kernel loads numba's numpy support
 
 
 @numba.njit(**_JIT)

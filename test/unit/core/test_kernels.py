@@ -384,6 +384,30 @@ def test_importing_the_kernels_points_numba_at_the_keyed_cache():
     assert out.stdout.strip() == 'True', out.stderr
 
 
+def test_the_kernels_run_without_importing_scipy_linalg():
+    """
+    The BLAS probe of numba imports all of scipy.linalg (about 0.3 CPU-s in every process).
+
+    No kernel calls BLAS, so the probe is skipped (``kernels._skip_blas_probe``); scipy.linalg
+    still imports afterwards for whoever needs it.
+    """
+    code = ('import sys\n'
+            'from soliton_encirclement_ros.core import compiled\n'
+            'from soliton_encirclement_ros.core.batch_engine import simulate_runs\n'
+            'from soliton_encirclement_ros.core.scenario import Scenario\n'
+            'simulate_runs([Scenario(agents=4, duration=0.5, control_period=0.05)])\n'
+            'print(len(compiled.kernels().control_rows.signatures))\n'
+            'print("scipy.linalg" in sys.modules)\n'
+            'import numba.np.arraymath\n'
+            'print(numba.np.arraymath._HAVE_BLAS)\n'
+            'import scipy.linalg.cython_blas\n'
+            'print(scipy.linalg.cython_blas.__name__)')
+    out = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                         timeout=600, cwd=Path(compiled.__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ['1', 'False', 'False', 'scipy.linalg.cython_blas'], out.stdout
+
+
 def test_one_run_and_many_runs_use_the_same_compiled_kernels():
     # A sweep's chunks of many runs and a run of one must call the kernels with the same
     # array layouts: numba compiles (and caches) a version per layout, so a sweep after a
