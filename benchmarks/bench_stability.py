@@ -46,6 +46,12 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         together); with --obstacle-clearance or --k-gap-steer, the ring's bulge round them
         or the ring turned to meet them with gaps; with --max-acc-xy, vehicles of another
         acceleration limit (saved as ..._max_acc_xy_<v>)
+    .venv/bin/python benchmarks/bench_stability.py moving|hover|growth|... --gain k_tau=1.0 \
+        --gain k_omega_own=0.8
+        the same with any controller gains changed (repeatable; each name and value checked as
+        the controller checks them; saved as ..._k_tau_1_k_omega_own_0.8); growth analyses the
+        changed gains at each of its control periods (those of --preset; the other preset's
+        row keeps its own)
     .venv/bin/python benchmarks/bench_stability.py crossings
         closest approach in the crossing scenarios of test_separation_acceptance.py, with and
         without d_safe
@@ -91,11 +97,13 @@ MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion=
                   failures_per_min=1.0, failure_off_time=8.0)
 
 
-def growth(plot: str | None) -> dict:
+def growth(plot: str | None, changed: str = 'default') -> dict:
+    """Return both presets' growth curves; the options' gains (OVERRIDES) change ``changed``'s."""
     curves = {}
     for preset in ('default', 'reference'):
         for period, tau in CONFIGS:
-            params = ControllerParams.preset(preset, control_period=period)
+            params = ControllerParams.preset(preset, **{**(OVERRIDES if preset == changed
+                                                           else {}), 'control_period': period})
             curves[preset, period, tau] = growth_curve(NS, params, tau)
     print('Largest growth rate [1/s] of the linearised ring (< 0: every mode decays); '
           'mode k and frequency [rad/s] at P = 0.01 s, tau 1 s')
@@ -468,6 +476,21 @@ def crossings() -> dict:
                                 'final E_gap, E_r with d_safe'], rows)}
 
 
+SCENARIO_SET = ('radius', 'control_period', 'max_speed_xy', 'max_speed_z')  # not gains here
+
+
+def gain_change(text: str) -> tuple:
+    """Parse ``--gain NAME=VALUE`` (the value in YAML); the name and value are checked later."""
+    import yaml
+    name, sep, value = text.partition('=')
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f'expected NAME=VALUE (k_tau=1.0), got {text!r}')
+    try:
+        return name.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f'{name}: {value!r} is not a YAML value') from None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -497,6 +520,10 @@ def main() -> None:
     parser.add_argument('--k-gap-steer', type=float,
                         help="k_gap_steer [1/s] (default: the controller's; 0: the ring does "
                         'not turn its gaps to failed vehicles)')
+    parser.add_argument('--gain', action='append', default=[], metavar='NAME=VALUE',
+                        type=gain_change,
+                        help="a controller gain over the preset's (repeatable; the value in "
+                        'YAML: 1.0, true)')
     parser.add_argument('--max-acc-xy', type=float,
                         help="moving, hover: the vehicles' horizontal acceleration limit "
                         "[m/s^2] (default: the vehicle model's, 4)")
@@ -524,13 +551,28 @@ def main() -> None:
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
+    changes = dict(args.gain)  # --gain: the last value of a name counts
+    for option in sorted(set(changes) & set(SCENARIO_SET)):
+        parser.error(f'--gain {option}: each run sets it (its scenario and vehicle), not a gain')
+    try:  # every change checked together, as the controller checks them, before anything runs
+        ControllerParams.preset(args.preset, **{**OVERRIDES, **changes})
+    except ValueError as error:
+        parser.error(str(error))
+    for option, value in changes.items():
+        OVERRIDES[option] = value
+        name += f'_{option}_{value}' if isinstance(value, bool) else f'_{option}_{value:g}'
+    if OVERRIDES and args.what == 'crossings':
+        parser.error('crossings flies its own gains (those of the separation acceptance '
+                     'tests): no gain option applies')
+    if OVERRIDES and args.what == 'growth' and args.preset != 'default':
+        name = name.replace('stability_growth', f'stability_growth_{args.preset}', 1)
     if args.max_acc_xy is not None:
         if args.what not in ('moving', 'hover'):
             parser.error('--max-acc-xy is for moving and hover only')
         VEHICLE['max_acc_xy'] = args.max_acc_xy
         name += f'_max_acc_xy_{args.max_acc_xy:g}'
     if args.what == 'growth':
-        results = growth(args.plot)
+        results = growth(args.plot, args.preset)
     elif args.what == 'settle':
         results = settle(args.preset, args.agents, args.seeds, args.period)
     elif args.what == 'n10':

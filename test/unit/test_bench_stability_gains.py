@@ -1,0 +1,60 @@
+"""
+``bench_stability.py --gain NAME=VALUE``: any controller gain, checked as the controller checks it.
+
+A refused change is one line naming the option, the value and the rule, before anything runs;
+an accepted one changes what is measured (here the linearised ring's growth rates).
+"""
+from pathlib import Path
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / 'benchmarks' / 'bench_stability.py'
+
+
+def bench(*args):
+    return subprocess.run([sys.executable, str(BENCH), *args, '--no-save'], cwd=ROOT,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+
+
+@pytest.mark.parametrize('args, words', [
+    (('--gain', 'k_tau'), "expected NAME=VALUE (k_tau=1.0), got 'k_tau'"),
+    (('--gain', 'k_tau=-1'), 'k_tau must be >= 0, got -1'),
+    (('--gain', 'k_tau=fast'), "k_tau must be a number, got 'fast'"),
+    (('--gain', 'k_taux=1'), 'unknown ControllerParams field(s): k_taux'),
+    (('--gain', 'soft_limiter=1'), 'soft_limiter must be a bool, got 1'),
+    (('--gain', 'control_period=0.05'), '--gain control_period: each run sets it'),
+])
+def test_a_bad_gain_is_refused_in_one_line_before_anything_runs(args, words):
+    done = bench('growth', *args)
+    assert done.returncode == 2
+    assert done.stdout == ''  # nothing measured
+    lines = done.stderr.strip().splitlines()
+    assert 'Traceback' not in done.stderr
+    assert lines[-1].startswith('bench_stability.py: error: ') and words in lines[-1], lines
+
+
+def test_crossings_refuses_gains_it_would_not_fly():
+    done = bench('crossings', '--gain', 'k_tau=1.0')
+    assert done.returncode == 2 and done.stdout == ''
+    assert 'crossings flies its own gains' in done.stderr.strip().splitlines()[-1]
+
+
+def _growth(stdout):
+    """Each (preset, period, tau) row's largest growth rate [1/s]."""
+    rows = re.findall(r"^\('(\w+)', ([0-9.]+), ([0-9.]+)\): max ([-+][0-9.]+)/s", stdout, re.M)
+    return {(p, float(period), float(tau)): float(rate) for p, period, tau, rate in rows}
+
+
+def test_growth_analyses_the_changed_gains_of_the_chosen_preset_only():
+    plain = _growth(bench('growth').stdout)
+    faster = _growth(bench('growth', '--gain', 'k_tau=1.0', '--gain', 'k_omega_own=0.8').stdout)
+    assert len(plain) == len(faster) == 6
+    # the defaults' ring decays in every configuration; four times the angular-rate gain
+    # makes the ring at P = 0.05 s grow (the sampled loop's limit), not the one at 0.01 s
+    assert all(rate < 0 for key, rate in plain.items() if key[0] == 'default')
+    assert faster['default', 0.01, 1.0] < 0 < faster['default', 0.05, 1.0]
+    assert all(faster[key] == plain[key] for key in plain if key[0] == 'reference')
