@@ -21,6 +21,11 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         run with no failure, how near working agents fly to failed agents' hovering vehicles,
         and how much of the vehicles' acceleration limit the working agents use (mean |a|,
         share of the time at 90 % of max_acc_xy or more)
+    .venv/bin/python benchmarks/bench_stability.py ideal [--seeds 0 1 2 3 4]
+        the moving target with failures (as moving, seed by seed) flown again by an idealised,
+        centralised re-spacer through the same vehicle model: every working agent tracks a slot
+        of an even ring, the slots re-dealt at each loss and return, the target's acceleration
+        known; its mean E_gap over t >= 60 s next to the law's (a yardstick, not a bound)
     .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
         a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
@@ -349,6 +354,90 @@ def moving(preset: str, seeds, engine: str = 'auto') -> dict:
          'mean |a| of working agents [m/s²]', 'share of time at ≥ 90 % of max_acc_xy'], rows)}
 
 
+IDEAL_GAINS = (3.0, 3.0)  # 1/s^2, 1/s: the idealised re-spacer's slot tracking (kp, kd)
+
+
+def ideal(preset: str, seeds) -> dict:
+    """
+    Fly the moving target with failures again by an idealised, centralised re-spacer.
+
+    Per seed the product's run (batch engine, the preset's gains and the options') gives the
+    target's path and which agents work when; the same ring is then flown again by agents that
+    know everything at once: each working agent tracks a slot of an even ring about the target
+    (R = 20 m), the slots re-dealt at every loss and return (the ring's order kept, turned so
+    that the agents move least), with the target's true acceleration fed forward,
+    a = a_target + kp (slot - p) + kd (v_target - v), flown through the same vehicle model
+    (lag, acceleration, jerk limits: the command v + tau_xy a). A failed agent's vehicle is
+    commanded to a stop and comes back from where it stopped. No law that hears only its neighbours
+    has more to go on, so its mean E_gap is a yardstick for the law's, not a bound.
+    """
+    from soliton_encirclement_ros.core.swarm_run import SwarmRun
+    from velocity_mobility_ros.core.model import step, VehicleState
+    kp, kd = IDEAL_GAINS
+    rows, laws, bests = [], [], []
+    print('| seed | the law: mean E_gap | the idealised re-spacer: mean E_gap | '
+          'its mean commanded |a| [m/s²] |')
+    print('|---|---|---|---|')
+    for seed in seeds:
+        scenario = MOVING.with_changes(seed=seed, controller=gains(preset), vehicle=VEHICLE)
+        run = SwarmRun(scenario, 'batch')
+        n, period = scenario.agents, scenario.control_period
+        target, live, law = [], [], []
+        for k in range(run.ticks + 1):
+            tick = run.tick()
+            target.append(run.bodies.position[n, :2].copy())
+            live.append(tick.live.copy())
+            law.append(tick.metrics[4] if tick.metrics is not None else np.nan)
+            if k == run.ticks:
+                break
+            run.advance()
+        target, live, law = np.array(target), np.array(live), np.array(law)
+        t = np.arange(len(target)) * period
+        t_vel = np.gradient(target, period, axis=0)
+        t_acc = np.gradient(t_vel, period, axis=0)
+        vehicle = scenario.vehicle_params()
+        lag, steps = vehicle.tau_xy, round(period / vehicle.sim_dt)
+        slots = 2.0 * np.pi * np.arange(n) / n
+        start = target[0] + scenario.radius * np.c_[np.cos(slots), np.sin(slots)]
+        bodies = VehicleState.at_rest(np.c_[start, np.zeros(n)])
+        bodies.velocity[:, :2] = t_vel[0]  # a formed ring flying with the target
+        e_gap, pushed, working = np.empty(len(t)), [], None
+        for k in range(len(t)):
+            p, v = bodies.position[:, :2], bodies.velocity[:, :2]
+            theta = np.arctan2(p[:, 1] - target[k, 1], p[:, 0] - target[k, 0])
+            on = live[k]
+            m = int(on.sum())
+            angles = np.sort(np.mod(theta[on], 2.0 * np.pi))
+            gaps = np.diff(np.r_[angles, angles[:1] + 2.0 * np.pi]) / (2.0 * np.pi / max(m, 1))
+            e_gap[k] = np.sqrt(np.mean((gaps - 1.0) ** 2)) if m >= 2 else np.nan
+            if working is None or (on != working).any():  # deal the slots again
+                order = np.flatnonzero(on)[np.argsort(np.mod(theta[on], 2.0 * np.pi))]
+                even = 2.0 * np.pi * np.arange(m) / m
+                turn = np.angle(np.mean(np.exp(1j * (theta[order] - even))))
+                slots[order] = even + turn
+                working = on.copy()
+            slot = target[k] + scenario.radius * np.c_[np.cos(slots), np.sin(slots)]
+            a = t_acc[k] + kp * (slot - p) + kd * (t_vel[k] - v)
+            size = np.linalg.norm(a, axis=1, keepdims=True)
+            a = np.where(size > vehicle.max_acc_xy, a * vehicle.max_acc_xy / size, a)
+            pushed.append(np.linalg.norm(a[on], axis=1).mean())
+            command = np.zeros((n, 3))
+            command[:, :2] = np.where(on[:, None], v + lag * a, 0.0)
+            for _ in range(steps):
+                bodies = step(bodies, command, vehicle)
+        late = (t >= 60.0) & ~np.isnan(law)  # the law's metric samples
+        laws.append(float(np.nanmean(law[late])))
+        bests.append(float(np.nanmean(e_gap[late])))
+        acc = float(np.mean(np.array(pushed)[t >= 60.0]))
+        print(f'| {seed} | {laws[-1]:.4f} | {bests[-1]:.4f} | {acc:.2f} |', flush=True)
+        rows.append([seed, round(laws[-1], 4), round(bests[-1], 4), round(acc, 2)])
+    rows.append(['median', round(statistics.median(laws), 4), round(statistics.median(bests), 4),
+                 ''])
+    return {'ideal_gains': list(IDEAL_GAINS), 'ideal': table(
+        ['seed', 'the law: mean E_gap', 'the idealised re-spacer: mean E_gap',
+         'its mean commanded |a| [m/s²]'], rows)}
+
+
 def _acceleration(result, limit: float) -> tuple:
     """
     Return the working agents' mean horizontal acceleration and its share at ``limit``.
@@ -496,7 +585,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('what', choices=('growth', 'settle', 'n10', 'median', 'moving',
                                          'turning', 'crossings', 'distribution',
-                                         'distribution-plot', 'hover'))
+                                         'distribution-plot', 'hover', 'ideal'))
     parser.add_argument('--preset', choices=PRESETS, default='default')
     parser.add_argument('--plot', help='growth, distribution-plot: write the plot here')
     parser.add_argument('--agents', type=int, nargs='+', default=None,
@@ -525,7 +614,7 @@ def main() -> None:
                         help="a controller gain over the preset's (repeatable; the value in "
                         'YAML: 1.0, true)')
     parser.add_argument('--max-acc-xy', type=float,
-                        help="moving, hover: the vehicles' horizontal acceleration limit "
+                        help="moving, hover, ideal: the vehicles' horizontal acceleration limit "
                         "[m/s^2] (default: the vehicle model's, 4)")
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
@@ -567,8 +656,8 @@ def main() -> None:
     if OVERRIDES and args.what == 'growth' and args.preset != 'default':
         name = name.replace('stability_growth', f'stability_growth_{args.preset}', 1)
     if args.max_acc_xy is not None:
-        if args.what not in ('moving', 'hover'):
-            parser.error('--max-acc-xy is for moving and hover only')
+        if args.what not in ('moving', 'hover', 'ideal'):
+            parser.error('--max-acc-xy is for moving, hover and ideal only')
         VEHICLE['max_acc_xy'] = args.max_acc_xy
         name += f'_max_acc_xy_{args.max_acc_xy:g}'
     if args.what == 'growth':
@@ -586,6 +675,8 @@ def main() -> None:
         results = distribution(args.preset, args.agents, args.seeds)
     elif args.what == 'moving':
         results = moving(args.preset, args.seeds, (args.engine or ['auto'])[0])
+    elif args.what == 'ideal':
+        results = ideal(args.preset, args.seeds)
     elif args.what == 'hover':
         results = hover(args.preset, args.seeds, args.targets)
     else:
