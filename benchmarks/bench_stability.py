@@ -104,28 +104,33 @@ MOVING = Scenario(agents=10, duration=300.0, control_period=0.01, target_motion=
 
 def growth(plot: str | None, changed: str = 'default') -> dict:
     """Return both presets' growth curves; the options' gains (OVERRIDES) change ``changed``'s."""
+    def params(preset: str, period: float) -> ControllerParams:
+        return ControllerParams.preset(preset, **{**(OVERRIDES if preset == changed else {}),
+                                                  'control_period': period})
+
+    # a preset whose gains the options changed is named so in the table
+    label = {p: p + (' with the gains changed' if p == changed and OVERRIDES else '')
+             for p in ('default', 'reference')}
     curves = {}
     for preset in ('default', 'reference'):
         for period, tau in CONFIGS:
-            params = ControllerParams.preset(preset, **{**(OVERRIDES if preset == changed
-                                                           else {}), 'control_period': period})
-            curves[preset, period, tau] = growth_curve(NS, params, tau)
+            curves[preset, period, tau] = growth_curve(NS, params(preset, period), tau)
     print('Largest growth rate [1/s] of the linearised ring (< 0: every mode decays); '
           'mode k and frequency [rad/s] at P = 0.01 s, tau 1 s')
-    print('| N | ' + ' | '.join(f'{p} P={pe:g} tau={t:g}' for p, pe, t in curves)
+    print('| N | ' + ' | '.join(f'{label[p]} P={pe:g} tau={t:g}' for p, pe, t in curves)
           + ' | default k, f | reference k, f |')
     print('|---' * (len(curves) + 3) + '|')
     rows = []
     for n in TABLE_NS:
-        worst = [ring_growth_rate(n, ControllerParams.preset(p, control_period=0.01))
-                 for p in ('default', 'reference')]
+        worst = [ring_growth_rate(n, params(p, 0.01)) for p in ('default', 'reference')]
         print(f'| {n} | ' + ' | '.join(f'{c[n - 3]:+.3f}' for c in curves.values()) + ' | '
               + ' | '.join(f'{w.mode}, {w.frequency:.2f}' for w in worst) + ' |')
         rows.append([n, *(f'{c[n - 3]:+.3f}' for c in curves.values()),
                      *(f'{w.mode}, {w.frequency:.2f}' for w in worst)])
     results = {'growth': table(
-        ['N', *(f'{p}, P = {pe:g} s, tau {t:g} s' for p, pe, t in curves),
-         'default: mode k, f [rad/s]', 'reference: mode k, f [rad/s]'], rows)}
+        ['N', *(f'{label[p]}, P = {pe:g} s, tau {t:g} s' for p, pe, t in curves),
+         f'{label["default"]}: mode k, f [rad/s]', f'{label["reference"]}: mode k, f [rad/s]'],
+        rows)}
     for key, curve in curves.items():
         unstable = NS[curve >= 0.0]
         print(f'{key}: max {curve.max():+.4f}/s; unstable from N = '
@@ -138,7 +143,7 @@ def growth(plot: str | None, changed: str = 'default') -> dict:
         colours = {c: f'C{i}' for i, c in enumerate(CONFIGS)}
         for (preset, period, tau), curve in curves.items():
             ax.plot(NS, curve, styles[preset], color=colours[period, tau],
-                    label=f'{preset}, P={period:g} s, tau={tau:g} s')
+                    label=f'{label[preset]}, P={period:g} s, tau={tau:g} s')
         ax.axhline(0.0, color='k', lw=0.8)
         ax.set_xscale('log')
         ax.set_xticks(TABLE_NS, [str(n) for n in TABLE_NS])
