@@ -4,6 +4,7 @@ Separation over adversarial starts and faults: does d_safe keep every two agents
     .venv/bin/python benchmarks/bench_separation.py --workers 2     # the full grid
     .venv/bin/python benchmarks/bench_separation.py --quick         # one seed, 30 s runs
     .venv/bin/python benchmarks/bench_separation.py --d-safe 0      # the same starts, no d_safe
+    .venv/bin/python benchmarks/bench_separation.py --quick --gain k_tau=1  # other gains
     .venv/bin/python benchmarks/bench_separation.py --faults silent,clock --ns 24,32,48,64 \
         --placements coincident,cluster --workers 2                 # a subset of the grid
 
@@ -70,7 +71,8 @@ from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.sim.sweep import chunks, Run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from results import add_options, begin, LAW_CODE, save  # noqa: E402, I100 - beside this
+from results import (  # noqa: E402, I100 - beside this
+    add_gain_option, add_options, begin, checked_gains, gains_suffix, LAW_CODE, save)
 
 NS = (3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster')
@@ -127,8 +129,11 @@ def edge_starts(n: int, half: float, margin: float, folder: Path) -> str:
 
 def grid(d_safe: float, seeds, duration: float, ns=NS, placements=PLACEMENTS,
          failures_axis=FAILURES, impairments=IMPAIRMENTS, targets=TARGETS, faults=FAULTS,
-         folder: Path | None = None) -> list[Run]:
-    """Every run of the benchmark (or of the subset of the axes given), as sweep runs."""
+         folder: Path | None = None, gains: dict | None = None) -> list[Run]:
+    """Every run of the benchmark (or of the subset of the axes given), as sweep runs.
+
+    ``gains``: controller gains over the defaults (``--gain``), in every run.
+    """
     runs = []
 
     def add(point, seeds, **fields):
@@ -139,7 +144,7 @@ def grid(d_safe: float, seeds, duration: float, ns=NS, placements=PLACEMENTS,
             scenario = Scenario(agents=point['agents'], seed=seed, duration=duration,
                                 control_period=0.05, failures_per_min=point['failures_per_min'],
                                 failure_off_time=8.0, loss=point['loss'], delay=point['delay'],
-                                controller={'d_safe': d_safe}, **extra)
+                                controller={**(gains or {}), 'd_safe': d_safe}, **extra)
             runs.append(Run(point, seed, scenario))
 
     for fault in faults:
@@ -245,11 +250,16 @@ def main() -> None:
     parser.add_argument('--faults', help=f'only these fault kinds ({",".join(FAULTS)})')
     parser.add_argument('--seeds', help='seeds, comma-separated (default 0,1,2; --quick 0)')
     parser.add_argument('--worst', type=int, default=12, help='how many worst runs to print')
+    add_gain_option(parser)
     add_options(parser)
     parser.add_argument('--name', default='separation',
                         help='the results file: benchmarks/results/NAME.json (e.g. '
-                        'separation_faults for a run of the fault axis alone)')
+                        'separation_faults for a run of the fault axis alone; with --gain, '
+                        'the changes are added to it: separation_k_tau_1)')
     args = parser.parse_args()
+    gains = checked_gains(parser, args, others={'d_safe': args.d_safe},
+                          refused={'d_safe': 'this benchmark takes it as --d-safe'})
+    name = args.name + gains_suffix(gains)
     load_before = begin(args)
     seeds = (0,) if args.quick else (0, 1, 2)
     if args.seeds:
@@ -262,11 +272,12 @@ def main() -> None:
                 failures_axis=subset(args.failures, FAILURES, 'failures', float),
                 impairments=tuple(IMPAIRMENTS[i] for i in links),
                 targets=subset(args.targets, TARGETS, 'targets', str.strip),
-                faults=subset(args.faults, FAULTS, 'faults', str.strip), folder=folder)
+                faults=subset(args.faults, FAULTS, 'faults', str.strip), folder=folder,
+                gains=gains)
     apart = args.d_safe or 2.0  # without d_safe, measure against the default's 2 m
     work = chunks(runs, args.workers)
     print(f'{len(runs)} runs in {len(work)} chunks on {args.workers} worker(s), '
-          f'd_safe = {args.d_safe:g} m', flush=True)
+          f'd_safe = {args.d_safe:g} m' + (f', gains {gains}' if gains else ''), flush=True)
     rows = []
     cpu = 0.0
     wall = time.perf_counter()
@@ -346,8 +357,8 @@ def main() -> None:
     table_of['overall'] = {'columns': columns, 'rows': [[
         everything['runs'], number(everything['min_after']), everything['close_approaches'],
         number(everything.get('min_area_margin'), 2), everything.get('outside', 'n/a')]]}
-    save(args, args.name, {
-        **table_of,
+    save(args, name, {
+        **table_of, **({'gains': gains} if gains else {}),
         'd_safe': args.d_safe, 'seeds': list(seeds), 'duration': 30.0 if args.quick else 60.0,
         'workers': args.workers, 'cpu_s': round(cpu, 1), 'wall_s': round(wall, 1),
         'close_approach': '< 0.5 d_safe after the two were once farther than d_safe apart',

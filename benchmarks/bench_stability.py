@@ -76,7 +76,8 @@ import statistics
 import time
 
 import numpy as np
-from results import add_options, begin, LAW_CODE, RESULTS_DIR, save, table
+from results import (add_gain_option, add_options, begin, checked_gains, gains_suffix,
+                     LAW_CODE, RESULTS_DIR, save, table)
 
 from soliton_encirclement_ros.analysis.report import summarise
 from soliton_encirclement_ros.core.batch_engine import simulate_runs
@@ -570,21 +571,6 @@ def crossings() -> dict:
                                 'final E_gap, E_r with d_safe'], rows)}
 
 
-SCENARIO_SET = ('radius', 'control_period', 'max_speed_xy', 'max_speed_z')  # not gains here
-
-
-def gain_change(text: str) -> tuple:
-    """Parse ``--gain NAME=VALUE`` (the value in YAML); the name and value are checked later."""
-    import yaml
-    name, sep, value = text.partition('=')
-    if not sep or not name:
-        raise argparse.ArgumentTypeError(f'expected NAME=VALUE (k_tau=1.0), got {text!r}')
-    try:
-        return name.strip(), yaml.safe_load(value)
-    except yaml.YAMLError:
-        raise argparse.ArgumentTypeError(f'{name}: {value!r} is not a YAML value') from None
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -614,10 +600,7 @@ def main() -> None:
     parser.add_argument('--k-gap-steer', type=float,
                         help="k_gap_steer [1/s] (default: the controller's; 0: the ring does "
                         'not turn its gaps to failed vehicles)')
-    parser.add_argument('--gain', action='append', default=[], metavar='NAME=VALUE',
-                        type=gain_change,
-                        help="a controller gain over the preset's (repeatable; the value in "
-                        'YAML: 1.0, true)')
+    add_gain_option(parser)
     parser.add_argument('--max-acc-xy', type=float,
                         help="moving, hover, ideal: the vehicles' horizontal acceleration limit "
                         "[m/s^2] (default: the vehicle model's, 4)")
@@ -645,16 +628,9 @@ def main() -> None:
         if getattr(args, option) is not None:
             OVERRIDES[option] = getattr(args, option)
             name += f'_{option}_{getattr(args, option):g}'
-    changes = dict(args.gain)  # --gain: the last value of a name counts
-    for option in sorted(set(changes) & set(SCENARIO_SET)):
-        parser.error(f'--gain {option}: each run sets it (its scenario and vehicle), not a gain')
-    try:  # every change checked together, as the controller checks them, before anything runs
-        ControllerParams.preset(args.preset, **{**OVERRIDES, **changes})
-    except ValueError as error:
-        parser.error(str(error))
-    for option, value in changes.items():
-        OVERRIDES[option] = value
-        name += f'_{option}_{value}' if isinstance(value, bool) else f'_{option}_{value:g}'
+    changes = checked_gains(parser, args, args.preset, OVERRIDES)
+    OVERRIDES.update(changes)
+    name += gains_suffix(changes)
     if OVERRIDES and args.what == 'crossings':
         parser.error('crossings flies its own gains (those of the separation acceptance '
                      'tests): no gain option applies')

@@ -25,6 +25,7 @@ are a draft, which goes to ``benchmarks/results/drafts/`` (not tracked, never re
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -78,6 +79,57 @@ def command_line(argv: list[str] | None = None) -> str:
 def table(columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
     """Return a table of figures as the docs render it: a header and rows of cells."""
     return {'columns': list(columns), 'rows': [list(row) for row in rows]}
+
+
+SCENARIO_SET = ('radius', 'control_period', 'max_speed_xy', 'max_speed_z')  # a run's, not gains
+
+
+def gain_change(text: str) -> tuple:
+    """Parse ``--gain NAME=VALUE`` (the value in YAML); the name and value are checked later."""
+    import yaml
+    name, sep, value = text.partition('=')
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f'expected NAME=VALUE (k_tau=1.0), got {text!r}')
+    try:
+        return name.strip(), yaml.safe_load(value)
+    except yaml.YAMLError:
+        raise argparse.ArgumentTypeError(f'{name}: {value!r} is not a YAML value') from None
+
+
+def add_gain_option(parser) -> None:
+    """Add ``--gain NAME=VALUE`` (repeatable): a controller gain over the preset's."""
+    parser.add_argument('--gain', action='append', default=[], metavar='NAME=VALUE',
+                        type=gain_change,
+                        help="a controller gain over the preset's (repeatable; the value in "
+                        'YAML: 1.0, true)')
+
+
+def checked_gains(parser, args, preset: str = 'default', others: dict | None = None,
+                  refused: dict | None = None) -> dict:
+    """
+    Return ``--gain``'s changes (the last value of a name counts), checked before anything runs.
+
+    Checked together with ``others`` (the benchmark's own gain options) over ``preset`` as the
+    controller checks them; a name in ``refused`` (name: why) or set by each run
+    (``SCENARIO_SET``) is refused. A refusal is one line (``parser.error``).
+    """
+    from soliton_encirclement_ros.core.gains import ControllerParams
+    changes = dict(args.gain)
+    why = dict.fromkeys(SCENARIO_SET, 'each run sets it (its scenario and vehicle), not a gain')
+    why.update(refused or {})
+    for name in sorted(set(changes) & set(why)):
+        parser.error(f'--gain {name}: {why[name]}')
+    try:
+        ControllerParams.preset(preset, **{**(others or {}), **changes})
+    except ValueError as error:
+        parser.error(str(error))
+    return changes
+
+
+def gains_suffix(changes: dict) -> str:
+    """Return the results name's suffix for ``changes``: ``_k_tau_1_k_omega_own_0.8``."""
+    return ''.join(f'_{name}_{value}' if isinstance(value, bool) else f'_{name}_{value:g}'
+                   for name, value in changes.items())
 
 
 def add_options(parser) -> None:

@@ -1,8 +1,9 @@
 """
-``bench_stability.py --gain NAME=VALUE``: any controller gain, checked as the controller checks it.
+The stability and separation benchmarks' ``--gain NAME=VALUE``: any gain, checked as flown.
 
-A refused change is one line naming the option, the value and the rule, before anything runs;
-an accepted one changes what is measured (here the linearised ring's growth rates).
+Each name and value is checked as the controller checks it. A refused change is one line
+naming the option, the value and the rule, before anything runs; an accepted one changes what is
+measured (the linearised ring's growth rates, a run's closest approach).
 """
 from pathlib import Path
 import re
@@ -13,10 +14,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / 'benchmarks' / 'bench_stability.py'
+SEPARATION = ROOT / 'benchmarks' / 'bench_separation.py'
+# one separation run: N = 8 from one point, a static target, no failure, a clean link
+ONE_RUN = ('--quick', '--faults', 'none', '--ns', '8', '--placements', 'coincident',
+           '--failures', '0', '--links', '0', '--targets', 'static', '--workers', '1')
 
 
-def bench(*args):
-    return subprocess.run([sys.executable, str(BENCH), *args, '--no-save'], cwd=ROOT,
+def bench(*args, script=BENCH):
+    return subprocess.run([sys.executable, str(script), *args, '--no-save'], cwd=ROOT,
                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
 
 
@@ -58,3 +63,29 @@ def test_growth_analyses_the_changed_gains_of_the_chosen_preset_only():
     assert all(rate < 0 for key, rate in plain.items() if key[0] == 'default')
     assert faster['default', 0.01, 1.0] < 0 < faster['default', 0.05, 1.0]
     assert all(faster[key] == plain[key] for key in plain if key[0] == 'reference')
+
+
+@pytest.mark.parametrize('args, words', [
+    (('--gain', 'd_safe=1'), '--gain d_safe: this benchmark takes it as --d-safe'),
+    (('--gain', 'radius=30'), '--gain radius: each run sets it'),
+    (('--gain', 'k_e_tau=-5'), 'k_e_tau must be >= 0, got -5'),
+])
+def test_the_separation_benchmark_refuses_a_bad_gain_in_one_line(args, words):
+    done = bench('--quick', *args, script=SEPARATION)
+    assert done.returncode == 2 and done.stdout == ''
+    assert 'Traceback' not in done.stderr
+    assert words in done.stderr.strip().splitlines()[-1]
+
+
+def _closest(stdout):
+    """Return the worst run's closest approach after once apart, over d_safe."""
+    return float(re.search(r'^worst runs.*\n\s+([0-9.]+)\s', stdout, re.M).group(1))
+
+
+def test_the_separation_benchmark_flies_the_changed_gains():
+    plain = bench(*ONE_RUN, script=SEPARATION)
+    faster = bench(*ONE_RUN, '--gain', 'k_tau=1', script=SEPARATION)
+    assert plain.returncode == faster.returncode == 0, plain.stderr + faster.stderr
+    assert "gains {'k_tau': 1}" in faster.stdout and 'gains' not in plain.stdout.split('\n')[0]
+    # the same start and target flown by another law: another closest approach
+    assert _closest(plain.stdout) != _closest(faster.stdout)
