@@ -259,7 +259,7 @@ def main() -> None:
     args = parser.parse_args()
     gains = checked_gains(parser, args, others={'d_safe': args.d_safe},
                           refused={'d_safe': 'this benchmark takes it as --d-safe'})
-    name = args.name + gains_suffix(gains)
+    saved_as = args.name + gains_suffix(gains)  # the results file
     load_before = begin(args)
     seeds = (0,) if args.quick else (0, 1, 2)
     if args.seeds:
@@ -357,7 +357,7 @@ def main() -> None:
     table_of['overall'] = {'columns': columns, 'rows': [[
         everything['runs'], number(everything['min_after']), everything['close_approaches'],
         number(everything.get('min_area_margin'), 2), everything.get('outside', 'n/a')]]}
-    save(args, name, {
+    save(args, saved_as, {
         **table_of, **({'gains': gains} if gains else {}),
         'd_safe': args.d_safe, 'seeds': list(seeds), 'duration': 30.0 if args.quick else 60.0,
         'workers': args.workers, 'cpu_s': round(cpu, 1), 'wall_s': round(wall, 1),

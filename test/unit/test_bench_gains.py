@@ -5,6 +5,8 @@ Each name and value is checked as the controller checks it. A refused change is 
 naming the option, the value and the rule, before anything runs; an accepted one changes what is
 measured (the linearised ring's growth rates, a run's closest approach).
 """
+import json
+import os
 from pathlib import Path
 import re
 import subprocess
@@ -89,3 +91,19 @@ def test_the_separation_benchmark_flies_the_changed_gains():
     assert "gains {'k_tau': 1}" in faster.stdout and 'gains' not in plain.stdout.split('\n')[0]
     # the same start and target flown by another law: another closest approach
     assert _closest(plain.stdout) != _closest(faster.stdout)
+
+
+def test_the_changed_gains_name_the_separation_results_file():
+    name = f'test_gains_{os.getpid()}'
+    done = subprocess.run([sys.executable, str(SEPARATION), *ONE_RUN, '--gain', 'k_tau=1',
+                           '--gain', 'k_omega_own=0.8', '--draft', '--name', name], cwd=ROOT,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    written = ROOT / 'benchmarks' / 'results' / 'drafts' / f'{name}_k_tau_1_k_omega_own_0.8.json'
+    try:
+        assert done.returncode == 0, done.stderr
+        assert f'figures written to {written}' in done.stdout
+        record = json.loads(written.read_text())
+        assert record['results']['gains'] == {'k_tau': 1, 'k_omega_own': 0.8}
+        assert record['results']['overall']['rows'][0][0] == 1  # the one run
+    finally:
+        written.unlink(missing_ok=True)
