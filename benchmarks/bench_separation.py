@@ -130,7 +130,8 @@ def edge_starts(n: int, half: float, margin: float, folder: Path) -> str:
 def grid(d_safe: float, seeds, duration: float, ns=NS, placements=PLACEMENTS,
          failures_axis=FAILURES, impairments=IMPAIRMENTS, targets=TARGETS, faults=FAULTS,
          folder: Path | None = None, gains: dict | None = None) -> list[Run]:
-    """Every run of the benchmark (or of the subset of the axes given), as sweep runs.
+    """
+    Every run of the benchmark (or of the subset of the axes given), as sweep runs.
 
     ``gains``: controller gains over the defaults (``--gain``), in every run.
     """
