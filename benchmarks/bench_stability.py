@@ -379,6 +379,7 @@ def ideal(preset: str, seeds) -> dict:
     """
     from soliton_encirclement_ros.core.swarm_run import SwarmRun
     from velocity_mobility_ros.core.model import step, VehicleState
+    from soliton_encirclement_ros.core.metrics import gap_error
     kp, kd = IDEAL_GAINS
     rows, laws, bests = [], [], []
     print('| seed | the law: mean E_gap | the idealised re-spacer: mean E_gap | '
@@ -413,9 +414,7 @@ def ideal(preset: str, seeds) -> dict:
             theta = np.arctan2(p[:, 1] - target[k, 1], p[:, 0] - target[k, 0])
             on = live[k]
             m = int(on.sum())
-            angles = np.sort(np.mod(theta[on], 2.0 * np.pi))
-            gaps = np.diff(np.r_[angles, angles[:1] + 2.0 * np.pi]) / (2.0 * np.pi / max(m, 1))
-            e_gap[k] = np.sqrt(np.mean((gaps - 1.0) ** 2)) if m >= 2 else np.nan
+            e_gap[k] = gap_error(np.mod(theta[on], 2.0 * np.pi)) if m >= 2 else np.nan
             if working is None or (on != working).any():  # deal the slots again
                 order = np.flatnonzero(on)[np.argsort(np.mod(theta[on], 2.0 * np.pi))]
                 even = 2.0 * np.pi * np.arange(m) / m

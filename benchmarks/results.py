@@ -81,9 +81,6 @@ def table(columns: list[str], rows: list[list[Any]]) -> dict[str, Any]:
     return {'columns': list(columns), 'rows': [list(row) for row in rows]}
 
 
-SCENARIO_SET = ('radius', 'control_period', 'max_speed_xy', 'max_speed_z')  # a run's, not gains
-
-
 def gain_change(text: str) -> tuple:
     """Parse ``--gain NAME=VALUE`` (the value in YAML); the name and value are checked later."""
     import yaml
@@ -114,6 +111,7 @@ def checked_gains(parser, args, preset: str = 'default', others: dict | None = N
     (``SCENARIO_SET``) is refused. A refusal is one line (``parser.error``).
     """
     from soliton_encirclement_ros.core.gains import ControllerParams
+    from soliton_encirclement_ros.core.scenario import SCENARIO_SET
     changes = dict(args.gain)
     why = dict.fromkeys(SCENARIO_SET, 'each run sets it (its scenario and vehicle), not a gain')
     why.update(refused or {})

@@ -37,6 +37,13 @@ def ring_gaps(theta: np.ndarray) -> np.ndarray:
     return np.diff(np.append(ordered, ordered[0] + TWO_PI))
 
 
+def gap_error(theta: np.ndarray) -> float:
+    """E_gap of agents at angles ``theta``: the RMS of their gaps over the even gap, less 1."""
+    theta = np.asarray(theta, dtype=float)
+    normalised_gaps = ring_gaps(theta) / (TWO_PI / max(theta.size, 1))
+    return float(np.sqrt(np.mean((normalised_gaps - 1.0) ** 2)))
+
+
 def min_pair_distance(xy: np.ndarray) -> float:
     """
     Smallest Euclidean distance between two rows of ``xy`` (M, 2); NaN when M < 2.
@@ -88,7 +95,7 @@ def compute_metrics(
         E_vr=float(np.sqrt(np.mean(v_r ** 2))),
         rho=float(np.abs(np.mean(np.exp(1j * theta)))),
         G_max=float(np.max(normalised_gaps)),
-        E_gap=float(np.sqrt(np.mean((normalised_gaps - 1.0) ** 2))),
+        E_gap=gap_error(theta),
         d_min=min_pair_distance(p),
     )
 

@@ -33,6 +33,9 @@ PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster', 'file')
 # The shortest run in control periods: the agents need odometry, then one broadcast, before
 # metrics_node has anything to measure (4 periods at the defaults; one more for margin).
 MIN_DURATION_PERIODS = 5
+# The controller fields each scenario sets from its own (radius, control period) and its
+# vehicle's (speed limits): never a controller override, so they cannot disagree.
+SCENARIO_SET = ('radius', 'control_period', 'max_speed_xy', 'max_speed_z')
 # Bounds that keep the arithmetic of a run finite and meaningful (beyond them sums overflow and
 # a ring that fast never moves): far past any swarm, radio link or battery.
 MAX_RADIUS = 1e5       # m (100 km)
@@ -227,7 +230,7 @@ class Scenario(Impairments, SimulatedFaults, TargetMotionSettings):
         disagree.
         """
         overrides = dict(self.controller)
-        for name in ('radius', 'control_period', 'max_speed_xy', 'max_speed_z'):
+        for name in SCENARIO_SET:
             if name in overrides:
                 raise ValueError(f'controller.{name} is set by the scenario, not the controller '
                                  f'mapping (got {overrides[name]!r})')
