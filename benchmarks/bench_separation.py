@@ -5,6 +5,7 @@ Separation over adversarial starts and faults: does d_safe keep every two agents
     .venv/bin/python benchmarks/bench_separation.py --quick         # one seed, 30 s runs
     .venv/bin/python benchmarks/bench_separation.py --d-safe 0      # the same starts, no d_safe
     .venv/bin/python benchmarks/bench_separation.py --quick --gain k_tau=1  # other gains
+    .venv/bin/python benchmarks/bench_separation.py --quick --control-period 0.01
     .venv/bin/python benchmarks/bench_separation.py --faults silent,clock --ns 24,32,48,64 \
         --placements coincident,cluster --workers 2                 # a subset of the grid
 
@@ -12,7 +13,8 @@ The grid, run through ``sweep_sim``'s engine (``batch_engine.simulate_runs``, ru
 stepped together, every core): N = 3 to 64; starts random about the circle (the reference
 placement), collinear with the target (PX4's SITL spawn line, 1 m apart), coincident, and
 clustered within 1 m; static, moving (random, 5 m/s) and turning (a 30 m circle at 5 m/s)
-targets; seeds 0..2; 60 s at P = 0.05 s. One axis of faults (``--faults``):
+targets; seeds 0..2; 60 s at P = 0.05 s (``--control-period``: another control period, named
+in the results file: ``separation_control_period_0.01``). One axis of faults (``--faults``):
 
 - ``none``: the announced failures only: failures 0, 4 or 20 per minute (8 s outages, each
   failed agent broadcasting its vehicle's presence); loss and delay 0, 0.1 (0.1 s) or 0.2
@@ -75,6 +77,7 @@ from results import (  # noqa: E402, I100 - beside this
     add_gain_option, add_options, begin, checked_gains, gains_suffix, LAW_CODE, save)
 
 NS = (3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+PERIOD = 0.05  # s: the control period flown (--control-period)
 PLACEMENTS = ('reference', 'collinear', 'coincident', 'cluster')
 FAILURES = (0.0, 4.0, 20.0)
 IMPAIRMENTS = ((0.0, 0.0), (0.1, 0.1), (0.2, 0.2))  # (loss, delay [s])
@@ -129,11 +132,13 @@ def edge_starts(n: int, half: float, margin: float, folder: Path) -> str:
 
 def grid(d_safe: float, seeds, duration: float, ns=NS, placements=PLACEMENTS,
          failures_axis=FAILURES, impairments=IMPAIRMENTS, targets=TARGETS, faults=FAULTS,
-         folder: Path | None = None, gains: dict | None = None) -> list[Run]:
+         folder: Path | None = None, gains: dict | None = None,
+         control_period: float = PERIOD) -> list[Run]:
     """
     Every run of the benchmark (or of the subset of the axes given), as sweep runs.
 
-    ``gains``: controller gains over the defaults (``--gain``), in every run.
+    ``gains``: controller gains over the defaults (``--gain``), in every run, flown every
+    ``control_period`` seconds.
     """
     runs = []
 
@@ -143,7 +148,8 @@ def grid(d_safe: float, seeds, duration: float, ns=NS, placements=PLACEMENTS,
             if point['fault'] in SIMULATED:
                 extra['fault_time'] = 10.0 + 10.0 * (seed % 3)
             scenario = Scenario(agents=point['agents'], seed=seed, duration=duration,
-                                control_period=0.05, failures_per_min=point['failures_per_min'],
+                                control_period=control_period,
+                                failures_per_min=point['failures_per_min'],
                                 failure_off_time=8.0, loss=point['loss'], delay=point['delay'],
                                 controller={**(gains or {}), 'd_safe': d_safe}, **extra)
             runs.append(Run(point, seed, scenario))
@@ -251,6 +257,8 @@ def main() -> None:
     parser.add_argument('--faults', help=f'only these fault kinds ({",".join(FAULTS)})')
     parser.add_argument('--seeds', help='seeds, comma-separated (default 0,1,2; --quick 0)')
     parser.add_argument('--worst', type=int, default=12, help='how many worst runs to print')
+    parser.add_argument('--control-period', type=float, default=PERIOD,
+                        help=f'the control period flown [s] (default {PERIOD:g})')
     add_gain_option(parser)
     add_options(parser)
     parser.add_argument('--name', default='separation',
@@ -260,7 +268,13 @@ def main() -> None:
     args = parser.parse_args()
     gains = checked_gains(parser, args, others={'d_safe': args.d_safe},
                           refused={'d_safe': 'this benchmark takes it as --d-safe'})
+    try:  # checked as every run's scenario checks it, before anything runs
+        Scenario(control_period=args.control_period)
+    except ValueError as error:
+        parser.error(f'--control-period: {error}')
     saved_as = args.name + gains_suffix(gains)  # the results file
+    if args.control_period != PERIOD:
+        saved_as += gains_suffix({'control_period': args.control_period})
     load_before = begin(args)
     seeds = (0,) if args.quick else (0, 1, 2)
     if args.seeds:
@@ -274,11 +288,12 @@ def main() -> None:
                 impairments=tuple(IMPAIRMENTS[i] for i in links),
                 targets=subset(args.targets, TARGETS, 'targets', str.strip),
                 faults=subset(args.faults, FAULTS, 'faults', str.strip), folder=folder,
-                gains=gains)
+                gains=gains, control_period=args.control_period)
     apart = args.d_safe or 2.0  # without d_safe, measure against the default's 2 m
     work = chunks(runs, args.workers)
     print(f'{len(runs)} runs in {len(work)} chunks on {args.workers} worker(s), '
-          f'd_safe = {args.d_safe:g} m' + (f', gains {gains}' if gains else ''), flush=True)
+          f'd_safe = {args.d_safe:g} m, P = {args.control_period:g} s'
+          + (f', gains {gains}' if gains else ''), flush=True)
     rows = []
     cpu = 0.0
     wall = time.perf_counter()
@@ -360,7 +375,8 @@ def main() -> None:
         number(everything.get('min_area_margin'), 2), everything.get('outside', 'n/a')]]}
     save(args, saved_as, {
         **table_of, **({'gains': gains} if gains else {}),
-        'd_safe': args.d_safe, 'seeds': list(seeds), 'duration': 30.0 if args.quick else 60.0,
+        'd_safe': args.d_safe, 'control_period': args.control_period, 'seeds': list(seeds),
+        'duration': 30.0 if args.quick else 60.0,
         'workers': args.workers, 'cpu_s': round(cpu, 1), 'wall_s': round(wall, 1),
         'close_approach': '< 0.5 d_safe after the two were once farther than d_safe apart',
         'outside': f'a clearance to the safety area below {OUTSIDE:g} m',

@@ -3,7 +3,8 @@ The stability and separation benchmarks' ``--gain NAME=VALUE``: any gain, checke
 
 Each name and value is checked as the controller checks it. A refused change is one line
 naming the option, the value and the rule, before anything runs; an accepted one changes what is
-measured (the linearised ring's growth rates, a run's closest approach).
+measured (the linearised ring's growth rates, a run's closest approach). The separation
+benchmark's ``--control-period`` likewise: checked as a scenario checks it, flown, and named.
 """
 import json
 import os
@@ -104,6 +105,37 @@ def test_the_changed_gains_name_the_separation_results_file():
         assert f'figures written to {written}' in done.stdout
         record = json.loads(written.read_text())
         assert record['results']['gains'] == {'k_tau': 1, 'k_omega_own': 0.8}
+        assert record['results']['overall']['rows'][0][0] == 1  # the one run
+    finally:
+        written.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize('value, words', [
+    ('0', '--control-period: control_period must be >= 0.001, got 0.0'),
+    ('nan', '--control-period: control_period must be finite, got nan'),
+    ('2', '--control-period: control_period must be <= 1, got 2.0'),
+])
+def test_the_separation_benchmark_refuses_a_bad_control_period_in_one_line(value, words):
+    done = bench('--quick', '--control-period', value, script=SEPARATION)
+    assert done.returncode == 2 and done.stdout == ''
+    assert 'Traceback' not in done.stderr
+    assert words in done.stderr.strip().splitlines()[-1]
+
+
+def test_the_separation_benchmark_flies_and_names_another_control_period():
+    name = f'test_period_{os.getpid()}'
+    plain = bench(*ONE_RUN, script=SEPARATION)
+    done = subprocess.run([sys.executable, str(SEPARATION), *ONE_RUN, '--control-period', '0.01',
+                           '--draft', '--name', name], cwd=ROOT, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=300)
+    written = ROOT / 'benchmarks' / 'results' / 'drafts' / f'{name}_control_period_0.01.json'
+    try:
+        assert plain.returncode == done.returncode == 0, plain.stderr + done.stderr
+        assert 'P = 0.05 s' in plain.stdout and 'P = 0.01 s' in done.stdout
+        # the same start and target flown five times as often: another closest approach
+        assert _closest(plain.stdout) != _closest(done.stdout)
+        record = json.loads(written.read_text())
+        assert record['results']['control_period'] == 0.01
         assert record['results']['overall']['rows'][0][0] == 1  # the one run
     finally:
         written.unlink(missing_ok=True)
