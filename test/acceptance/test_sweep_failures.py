@@ -193,8 +193,11 @@ def test_a_second_sweep_into_a_held_folder_is_refused_before_any_work(tmp_path):
     first = subprocess.Popen(_sweep(spec, out, '--workers', '1'),
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for(lambda: (out / 'runs.csv').exists() or first.poll() is not None,
-                 'the first sweep to start its runs', timeout=DEADLINE)
+        # its header written (the file exists a moment before): the runs take hours, so the
+        # rows stay as they are from then unless the second sweep touches them
+        wait_for(lambda: first.poll() is not None or (
+            (out / 'runs.csv').exists() and b'\n' in (out / 'runs.csv').read_bytes()),
+            'the first sweep to start its runs', timeout=DEADLINE)
         assert first.poll() is None
         runs_before = (out / 'runs.csv').read_bytes()
         second = subprocess.Popen(_sweep(spec, out, '--workers', '1', '--resume'),
