@@ -806,12 +806,15 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
 
 
 def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: ControllerParams,
-               own_uncertainty: float = 0.0, usable: Optional[float] = None) -> dict:
+               own_uncertainty: float = 0.0, usable: Optional[float] = None,
+               position=None) -> dict:
     """
     Return the d_safe term's inputs: the vehicles heard in ``rows``, ring member or presence.
 
     Those heard within ``agent_timeout`` count where they are; those silent since count at
-    rest where last heard, their discs growing at ``hold_drift`` (until heard again); a
+    rest where last heard (one silent while it flew, at the point of its possible way nearest
+    this vehicle at ``position``: ``law.silent_nearest``), their discs growing at
+    ``hold_drift`` (until heard again); a
     presence also where it will come to rest. A vehicle (this one included) that broadcasts an
     ``uncertainty`` counts as a disc, at most ``usable`` wide (None:
     ``params.usable_uncertainty()``); a broadcast wider than that or ``d_safe`` also counts
@@ -841,7 +844,7 @@ def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: Cont
     obstacles = silent_obstacles(fresh, np.ones(rows.size, dtype=bool), floats[:, _POS],
                                  floats[:, _VEL], now - table.ints[rows, _STAMP] * 1e-9,
                                  floats[:, _MEMBER] != 1.0, params,
-                                 radius if uncertain else None, trusted)
+                                 radius if uncertain else None, trusted, own_position=position)
     if uncertain:
         obstacles['own_radius'] = own
     return obstacles
@@ -947,7 +950,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
             near = near[np.argsort(table.ints[near, _ID], kind='stable')]
     else:
         near = ()
-    obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable)
+    obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable, position)
                  if len(near) else {})
     ring_size = live.size + 1
     weight, ring_changed = ring_ramp(ring_size, state.ring_size, state.ring_changed,

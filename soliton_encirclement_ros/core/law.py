@@ -912,19 +912,18 @@ def uncertainty_discs(uncertainty, silent_for, usable, params: ControllerParams)
     return np.minimum(grown, np.asarray(usable, dtype=float)[..., None])
 
 
-def silent_track(position, velocity, age, params: ControllerParams):
+def _silent_way(position, velocity, age, params: ControllerParams):
     """
-    Return where a vehicle last heard ``age`` s ago may be: (position, half-width).
+    Return the way a vehicle last heard ``age`` s ago may have gone: (along, s1, s2).
 
     Last heard at ``position`` (..., 3) flying ``velocity`` (..., 3), a vehicle whose agent
     fell silent flies on at that velocity for at most ``silent_run_on`` (its bridge's or
     mobility node's ``cmd_timeout``), then brakes to a hover; one whose agent failed or went
     blind brakes at once (its zero command). Braking is one constant deceleration over
     :func:`stopping_distance` (``t_safe`` lag, ``a_safe`` braking). The vehicle is on its way
-    between the two, horizontally: the result is their midpoint (..., 3), give or take half
-    their gap (..., 0 at rest). A vehicle last heard at rest is where it was.
+    between the two, horizontally: from ``s1`` (...) to ``s2`` (...) metres along the unit
+    vector ``along`` (..., 2) of its last velocity (0 at rest).
     """
-    position = np.asarray(position, dtype=float)
     v = np.asarray(velocity, dtype=float)[..., :2]
     v = np.where(np.isfinite(v), v, 0.0)
     speed = np.hypot(v[..., 0], v[..., 1])
@@ -940,28 +939,68 @@ def silent_track(position, velocity, age, params: ControllerParams):
     run_on = np.minimum(tau, params.silent_run_on)  # flew on, then braked
     braked = np.minimum(np.maximum(tau - params.silent_run_on, 0.0), t_stop)
     s2 = speed * run_on + speed * braked - 0.5 * decel * braked * braked
+    return along, s1, s2
+
+
+def silent_track(position, velocity, age, params: ControllerParams):
+    """
+    Return where a vehicle last heard ``age`` s ago may be: (position, half-width).
+
+    Somewhere on its way (braking at once or flying on for ``silent_run_on`` first, see
+    :func:`_silent_way`): the result is the way's midpoint (..., 3), give or take half its
+    length (..., 0 at rest). A vehicle last heard at rest is where it was. This bounds what
+    is within reach of it; the ``d_safe`` term counts the point of the way nearest each agent
+    (:func:`silent_nearest`).
+    """
+    position = np.asarray(position, dtype=float)
+    along, s1, s2 = _silent_way(position, velocity, age, params)
     middle = 0.5 * (s1 + s2)
     where = position.copy()
     where[..., :2] = position[..., :2] + along * middle[..., None]
     return where, 0.5 * (s2 - s1)
 
 
+def silent_nearest(position, velocity, age, own_position, params: ControllerParams):
+    """
+    Return the point of a silent vehicle's way nearest an agent (..., 3), at its height.
+
+    The way is :func:`silent_track`'s; ``own_position`` broadcasts against ``position`` (an
+    agent's (..., 3) against its columns' (..., M, 3): pass ``own[..., None, :]``). Counted at
+    rest there, the vehicle pushes the agent away from wherever on its way it may be. Counted
+    at the way's midpoint with a disc half the way wide, an agent within that disc was pushed
+    away from the midpoint: straight at the vehicle when it had braked at once (seen: a
+    neighbour that flew with the one that fell silent came within 0.65 m of its vehicle).
+    """
+    position = np.asarray(position, dtype=float)
+    own = np.asarray(own_position, dtype=float)
+    along, s1, s2 = _silent_way(position, velocity, age, params)
+    ahead = ((own[..., 0] - position[..., 0]) * along[..., 0]
+             + (own[..., 1] - position[..., 1]) * along[..., 1])
+    s = np.minimum(np.maximum(np.where(np.isfinite(ahead), ahead, s1), s1), s2)
+    shape = np.broadcast_shapes(position.shape, s.shape + (3,))
+    where = np.array(np.broadcast_to(position, shape))
+    where[..., :2] = position[..., :2] + along * s[..., None]
+    return where
+
+
 def silent_obstacles(live, silent, position, velocity, age, presence=None,
                      params: Optional[ControllerParams] = None, radius=None, trusted=None,
-                     landed=None) -> dict:
+                     landed=None, own_position=None) -> dict:
     """
     Return the inputs of the ``d_safe`` term, neighbours that fell silent among them.
 
     ``live``/``silent`` (..., M) mark the other agents heard now and those heard before but no
     longer (they stay obstacles until heard again, or their landing is: ``landed``);
     ``position``/``velocity`` (..., M, 3) and ``age`` (..., M) their last states. A live one
-    counts where it is (carried forward by the term); a silent one at rest where
-    :func:`silent_track` puts it (flying on, then braking to a hover; then held where it
+    counts where it is (carried forward by the term); a silent one at rest on the way
+    :func:`silent_track` gives it (flying on, then braking to a hover; then held where it
     stopped: a failed agent commands zero once, a blind one holds, a dead one's vehicle holds
-    on its bridge's timeout, PX4 lands it after ``land_after``), its disc widened by the
-    track's half-width. At rest: one closing on it brakes for all its own speed (with the
-    track's mean velocity, a follower braked as if the one ahead were still moving away, and
-    came within 0.75 m of it after it failed, its presence lost on a link of loss 0.2).
+    on its bridge's timeout, PX4 lands it after ``land_after``), at the point of that way
+    nearest the agent at ``own_position`` (..., 3; :func:`silent_nearest`); with no
+    ``own_position``, at the way's midpoint, its disc widened by half the way. At rest: one
+    closing on it brakes for all its own speed (with the track's mean velocity, a follower
+    braked as if the one ahead were still moving away, and came within 0.75 m of it after it
+    failed, its presence lost on a link of loss 0.2).
     Rows neither live nor silent, or ``landed`` (..., M; None: none), are NaN (not counted).
 
     ``presence`` (..., M) marks those whose last broadcast was a presence: a failed agent's
@@ -973,9 +1012,9 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     ``radius`` (..., M): their discs (:func:`uncertainty_discs`; None: none), the rest points'
     too. ``trusted``: None, or (position (..., M, 3), velocity (..., M, 3), age (..., M),
     radius (..., M), used (..., M)) of each vehicle's last trusted state: where ``used`` (its
-    broadcast is wider than ``d_safe`` or the usable size) it counts at rest where
-    :func:`silent_track` puts it from there,
-    as a disc too, as M more columns.
+    broadcast is wider than ``d_safe`` or the usable size) it counts at rest on the way
+    :func:`silent_track` gives it from there (as a silent one), as a disc too, as M more
+    columns.
     """
     live = np.asarray(live, dtype=bool)
     silent = np.asarray(silent, dtype=bool) & ~live
@@ -984,7 +1023,12 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
         silent = silent & ~np.asarray(landed, dtype=bool)
     shown = (live | silent)[..., None]
     where = position
-    if silent.any():
+    if silent.any() and own_position is not None:
+        track = silent_nearest(position, velocity, age,
+                               np.asarray(own_position, dtype=float)[..., None, :], params)
+        if np.any(silent[..., None] & (track != position)):
+            where = np.where(silent[..., None], track, position)
+    elif silent.any():
         track, half = silent_track(position, velocity, age, params)
         if np.any(silent & (half > 0.0)) or np.any(silent[..., None] & (track != position)):
             where = np.where(silent[..., None], track, position)
@@ -1003,7 +1047,11 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     if trusted is not None:
         at, moved, since, disc, used = trusted
         used = shown[..., 0] & np.asarray(used, dtype=bool)
-        track, half = silent_track(at, moved, since, params)
+        if own_position is not None:
+            track, half = silent_nearest(at, moved, since, np.asarray(
+                own_position, dtype=float)[..., None, :], params), 0.0
+        else:
+            track, half = silent_track(at, moved, since, params)
         disc = np.broadcast_to(np.asarray(disc, dtype=float), live.shape) + half
         points = np.where(used[..., None], track, np.nan)
         columns.append(_columns(points, points * 0.0, None if radius is None else disc))
@@ -1072,7 +1120,7 @@ def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, sile
     columns = 2 + (trusted is not None)
     if columns * live.shape[-1] <= WITHIN_REACH_COLUMNS:
         return silent_obstacles(live, silent, position, velocity, age, presence, params,
-                                radius, trusted)
+                                radius, trusted, own_position=own)
     gather = _gatherer(keep)
     kept_trusted = None
     if trusted is not None:
@@ -1087,7 +1135,7 @@ def silent_obstacles_within_reach(own_position, own_velocity, d_safe, live, sile
                             else gather(np.asarray(presence, dtype=bool), False), params,
                             None if radius is None else gather(np.asarray(radius, dtype=float),
                                                                0.0),
-                            kept_trusted)
+                            kept_trusted, own_position=own)
 
 
 def stopping_distance(speed, lag: float, braking: float):

@@ -248,7 +248,7 @@ def obstacles_within_reach_shared(own_position, own_velocity, d_safe, heard, sil
     return silent_obstacles(gather(heard, False), silent_g, gather(position, np.nan),
                             gather(velocity, np.nan), gather(age, 0.0),
                             None if presence is None else gather(presence, False), params,
-                            radius, None)
+                            radius, None, own_position=own)
 
 
 def _widened(reach):

@@ -362,7 +362,8 @@ def test_the_engines_obstacles_within_reach_push_as_every_vehicle():
         presence = rng.random(agents) < pick(0.0, 0.3)
         d_safe = pick(np.full(agents, 2.0), rng.uniform(0.0, 2.0, agents))
         v_law = pick(None, rng.normal(size=(agents, 2)) * 6.0)
-        every = law.silent_obstacles(heard, silent, xy, v, age, presence, params)
+        every = law.silent_obstacles(heard, silent, xy, v, age, presence, params,
+                                     own_position=xy)
         within = law.silent_obstacles_within_reach(xy, v, d_safe, heard, silent, xy, v, age,
                                                    presence, params)
         got, want = (separation_velocity(  # as encirclement_step passes them: none is None
@@ -397,3 +398,57 @@ def test_the_d_safe_term_does_not_depend_on_the_order_states_arrived_in():
         return control_step(state, np.zeros(3), [0.0, 1.8, 0.0], 0.0, params)[1]
 
     assert command((3, 2)).tolist() == command((2, 3)).tolist()
+
+
+def test_a_silent_vehicle_counts_at_the_point_of_its_way_nearest_the_agent():
+    """
+    A vehicle that fell silent while it flew pushes an agent away from its whole possible way.
+
+    Last heard at the origin flying 8 m/s along x, 2 s ago, it is somewhere between braking
+    at once and flying on (``law.silent_track``'s way). An agent beside the way, nearer the
+    braked-at-once end than the way's midpoint, was pushed away from the midpoint: back along
+    the way, at the vehicle if it had braked at once. Counted at the nearest point of the way,
+    at rest, the vehicle pushes it out sideways, and an agent off either end is pushed away
+    from that end.
+    """
+    from soliton_encirclement_ros.core import law
+    params = ControllerParams()
+    position, velocity, age = np.array([[0.0, 0.0, 1.0]]), np.array([[8.0, 0.0, 0.0]]), [2.0]
+    middle, half = law.silent_track(position, velocity, age, params)
+    start = middle[0, 0] - half[0]
+    end = middle[0, 0] + half[0]
+    assert 0.0 < start < middle[0, 0] < end and half[0] > 0.5
+
+    def counted(agent):
+        obstacles = law.silent_obstacles([False], [True], position, velocity, age, None,
+                                         params, own_position=np.array(agent))
+        return obstacles
+
+    beside = [0.5 * (start + middle[0, 0]), 0.6, 1.0]
+    obstacles = counted(beside)
+    np.testing.assert_allclose(obstacles['others_position'][0], [beside[0], 0.0, 1.0])
+    assert 'others_radius' not in obstacles  # a point at rest: no disc half the way wide
+    np.testing.assert_array_equal(obstacles['others_velocity'][0], [0.0, 0.0, 0.0])
+    push = separation_velocity(np.array([beside]), np.zeros((1, 3)),
+                               obstacles['others_position'][None],
+                               obstacles['others_velocity'][None], params, None,
+                               obstacles['others_age'][None])
+    assert push[0, 1] > 0.0 and push[0, 0] == pytest.approx(0.0, abs=1e-12), push
+    # the midpoint's disc pushed the same agent back along the way, towards the start
+    old = law.silent_obstacles([False], [True], position, velocity, age, None, params)
+    pushed_back = separation_velocity(np.array([beside]), np.zeros((1, 3)),
+                                      old['others_position'][None],
+                                      old['others_velocity'][None], params, None,
+                                      old['others_age'][None],
+                                      others_radius=old['others_radius'][None])
+    assert pushed_back[0, 0] < 0.0, pushed_back
+    # off either end: that end, pushed away from it
+    np.testing.assert_allclose(counted([start - 1.0, 0.2, 1.0])['others_position'][0],
+                               [start, 0.0, 1.0])
+    np.testing.assert_allclose(counted([end + 1.0, -0.2, 1.0])['others_position'][0],
+                               [end, 0.0, 1.0])
+    # at rest when last heard: where it was, whoever asks
+    np.testing.assert_array_equal(
+        law.silent_obstacles([False], [True], position, np.zeros((1, 3)), age, None, params,
+                             own_position=np.array(beside))['others_position'][0],
+        position[0])
