@@ -245,7 +245,7 @@ def test_a_processes_recording_holds_the_run_from_its_first_instants(tmp_path, c
     The clock waits for every node and the bag: the bag holds the run from its start.
 
     Each vehicle's odometry, the target's and the agent states are in the bag from the first
-    tenths of a second of the run. The clock used to start once as many /clock subscriptions
+    second of the run. The clock used to start once as many /clock subscriptions
     as the plan has nodes were seen, the clock's own and this runner's among them, and the
     recorder subscribed to the topics only at its next look for them: under load a bag
     started seconds into the run, without the target (analyze_run then refused it).
@@ -268,10 +268,11 @@ def test_a_processes_recording_holds_the_run_from_its_first_instants(tmp_path, c
             first.setdefault(topic, log_time * 1e-9)
     assert sorted(first) == sorted(wanted), first
     # The mobility and target nodes publish from the first instant; an agent broadcasts its state
-    # once it holds fresh odometry and the target, on a control tick, which under load can come
-    # a few ticks late (0.27 s seen on Jazzy). A bag that missed the start began seconds in.
-    late = {topic: t for topic, t in first.items()
-            if t > (1.0 if topic == AGENT_STATES_TOPIC else 0.25)}
+    # once it holds fresh odometry and the target, on a control tick. Each is a process of its
+    # own, which a loaded machine can start on its ticks a few ticks late (0.27 s seen for the
+    # agent states, 0.26 s for the target, both on Jazzy at twice real time). A bag that missed
+    # the start began seconds in.
+    late = {topic: t for topic, t in first.items() if t > 1.0}
     assert not late, first
 
 
