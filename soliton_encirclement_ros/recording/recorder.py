@@ -167,6 +167,7 @@ class BagRecorder:
         self.missed: dict[str, int] = {}
         self._missed_from: float | None = None  # the sim time of the first one missed
         self._last_sequence: dict[bytes, int] = {}
+        self._from_first = False  # a publisher first heard from now is due from its first
 
     @property
     def topics(self) -> list[str]:
@@ -292,6 +293,18 @@ class BagRecorder:
                 f'published on its topics while it recorded, from t={self._missed_from:.2f} s '
                 f'(most on {topic}: {most}); the recorder did not keep up with them')
 
+    def expect_first_messages(self) -> None:
+        """
+        Count from now a publisher's messages before the first that reaches the bag as missed.
+
+        For a graph whose publishers start with the recording (``swarm_sim --processes``: the
+        simulated clock starts once the bag's readers are matched with every writer): a
+        publisher first heard from now on whose first message here is numbered n > 1 sent n - 1
+        that never reached the bag, and :attr:`missed_line` says so. A publisher heard before
+        keeps counting from its first message here.
+        """
+        self._from_first = True
+
     def _on_message(self, connection, data: bytes, info) -> None:
         stamp = self._node.get_clock().now().nanoseconds
         with self._writer_access():
@@ -340,7 +353,7 @@ class BagRecorder:
         if not isinstance(sequence, int) or sequence >= NO_SEQUENCE or not gid:
             return  # the RMW does not number them
         publisher = bytes(gid['data'] if isinstance(gid, dict) else gid)
-        last = self._last_sequence.get(publisher)
+        last = self._last_sequence.get(publisher, 0 if self._from_first else None)
         if last is not None and sequence > last + 1:
             self.missed[topic] = self.missed.get(topic, 0) + sequence - last - 1
             if self._missed_from is None:

@@ -164,6 +164,39 @@ def test_messages_that_never_reached_the_bag_are_counted_and_said(graph, tmp_pat
         f'{published - recorded}); the recorder did not keep up with them')
 
 
+@pytest.mark.skipif(not NAMES_SENDER, reason=NO_SENDER + ' (the recorder numbers each '
+                    "publisher's messages)")
+@pytest.mark.parametrize('from_first', [False, True], ids=['joining', 'starting_with'])
+def test_a_run_that_starts_with_the_bag_says_what_of_its_start_the_bag_missed(
+        graph, tmp_path, from_first):
+    # A bag that joins a graph already publishing records from what it first hears; a run whose
+    # publishers start with the recording (swarm_sim --processes) expects each from its first
+    # message, and what came before the first in the bag is counted and said.
+    executor, pub_node, rec_node = graph
+    odom = pub_node.create_publisher(Odometry, '/uav1/odom', 10)
+    for i in range(3):  # before any reader: lost for the bag
+        odom.publish(odometry(i))
+    bag = tmp_path / 'bag'
+    recorder = BagRecorder(rec_node, bag)
+    assert spin_until(executor, lambda: recorder.topics == ['/uav1/odom'], WAIT,
+                      each=recorder.discover)
+    assert spin_until(executor, lambda: odom.get_subscription_count())
+    if from_first:
+        recorder.expect_first_messages()
+    odom.publish(odometry(3))
+    odom.publish(odometry(4))
+    assert spin_until(executor, lambda: recorder.message_counts == {'/uav1/odom': 2})
+    recorder.close()
+    if not from_first:
+        assert recorder.missed == {} and recorder.missed_line == ''
+        return
+    assert recorder.missed == {'/uav1/odom': 3}
+    assert recorder.missed_line == (
+        f'bag {bag} misses 3 of the 5 messages published on its topics while it recorded, '
+        'from t=0.00 s (most on /uav1/odom: 3); the recorder did not keep up with '
+        'them')
+
+
 def test_default_regex_selects_the_run_topics():
     import re
     pattern = re.compile(DEFAULT_TOPICS_REGEX)
