@@ -806,8 +806,8 @@ def obstacle_rows(table: NeighbourTable, position, velocity, now: float,
 
 
 def _obstacles(table: NeighbourTable, rows: np.ndarray, now: float, params: ControllerParams,
-               own_uncertainty: float = 0.0, usable: Optional[float] = None,
-               position=None) -> dict:
+               own_uncertainty: float = 0.0, usable: Optional[float] = None, *,
+               position) -> dict:
     """
     Return the d_safe term's inputs: the vehicles heard in ``rows``, ring member or presence.
 
@@ -950,8 +950,8 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
             near = near[np.argsort(table.ints[near, _ID], kind='stable')]
     else:
         near = ()
-    obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable, position)
-                 if len(near) else {})
+    obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable,
+                            position=position) if len(near) else {})
     ring_size = live.size + 1
     weight, ring_changed = ring_ramp(ring_size, state.ring_size, state.ring_changed,
                                      state.ring_tick, float(now), params)

@@ -985,7 +985,7 @@ def silent_nearest(position, velocity, age, own_position, params: ControllerPara
 
 def silent_obstacles(live, silent, position, velocity, age, presence=None,
                      params: Optional[ControllerParams] = None, radius=None, trusted=None,
-                     landed=None, own_position=None) -> dict:
+                     landed=None, *, own_position) -> dict:
     """
     Return the inputs of the ``d_safe`` term, neighbours that fell silent among them.
 
@@ -996,8 +996,7 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     :func:`silent_track` gives it (flying on, then braking to a hover; then held where it
     stopped: a failed agent commands zero once, a blind one holds, a dead one's vehicle holds
     on its bridge's timeout, PX4 lands it after ``land_after``), at the point of that way
-    nearest the agent at ``own_position`` (..., 3; :func:`silent_nearest`); with no
-    ``own_position``, at the way's midpoint, its disc widened by half the way. At rest: one
+    nearest the agent at ``own_position`` (..., 3; :func:`silent_nearest`). At rest: one
     closing on it brakes for all its own speed (with the track's mean velocity, a follower
     braked as if the one ahead were still moving away, and came within 0.75 m of it after it
     failed, its presence lost on a link of loss 0.2).
@@ -1023,16 +1022,11 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
         silent = silent & ~np.asarray(landed, dtype=bool)
     shown = (live | silent)[..., None]
     where = position
-    if silent.any() and own_position is not None:
-        track = silent_nearest(position, velocity, age,
-                               np.asarray(own_position, dtype=float)[..., None, :], params)
+    own = np.asarray(own_position, dtype=float)[..., None, :]  # against the columns
+    if silent.any():
+        track = silent_nearest(position, velocity, age, own, params)
         if np.any(silent[..., None] & (track != position)):
             where = np.where(silent[..., None], track, position)
-    elif silent.any():
-        track, half = silent_track(position, velocity, age, params)
-        if np.any(silent & (half > 0.0)) or np.any(silent[..., None] & (track != position)):
-            where = np.where(silent[..., None], track, position)
-            radius = (0.0 if radius is None else radius) + np.where(silent, half, 0.0)
     out = {'others_position': np.where(shown, where, np.nan),
            'others_velocity': np.where(live[..., None], velocity, np.where(shown, 0.0, np.nan)),
            'others_age': np.where(live, np.broadcast_to(age, live.shape), 0.0)}
@@ -1047,12 +1041,8 @@ def silent_obstacles(live, silent, position, velocity, age, presence=None,
     if trusted is not None:
         at, moved, since, disc, used = trusted
         used = shown[..., 0] & np.asarray(used, dtype=bool)
-        if own_position is not None:
-            track, half = silent_nearest(at, moved, since, np.asarray(
-                own_position, dtype=float)[..., None, :], params), 0.0
-        else:
-            track, half = silent_track(at, moved, since, params)
-        disc = np.broadcast_to(np.asarray(disc, dtype=float), live.shape) + half
+        track = silent_nearest(at, moved, since, own, params)
+        disc = np.broadcast_to(np.asarray(disc, dtype=float), live.shape)
         points = np.where(used[..., None], track, np.nan)
         columns.append(_columns(points, points * 0.0, None if radius is None else disc))
     if len(columns) == 1:

@@ -210,7 +210,7 @@ class ProcessGraph:
         """Once the bag holds the run from its first instant (or has stopped), start the clock."""
         if self._bag_ready is not None or not (self.recorder.closed or self._bag_records()):
             return
-        if self._nodes_answer and not self.recorder.closed:
+        if self._nodes_answer:
             # the nodes publish on their simulated clock, which starts now: from each
             # publisher's first message on, whatever does not reach the bag is said
             self.recorder.expect_first_messages()

@@ -135,7 +135,8 @@ def test_failed_and_silent_vehicles_columns_are_laws():
         columns = law.silent_obstacles(live, silent, np.broadcast_to(position, (m, n, 3)),
                                        np.broadcast_to(velocity, (m, n, 3)),
                                        np.broadcast_to(age, (m, n)),
-                                       np.broadcast_to(presence, (m, n)), params, radius)
+                                       np.broadcast_to(presence, (m, n)), params, radius,
+                                       own_position=own)
         d_safe = params.safety_distance(np.full(m, n + 1))
         v_law = rng.normal(size=(m, 2)) * 4.0
         got, want = _both(own, own_v, columns['others_position'], columns['others_velocity'],

@@ -228,12 +228,14 @@ def test_obstacles_in_floats_are_the_arrays_values(params, monkeypatch):
         if rows.size == 0 or 2 * rows.size > controller.FLOAT_ROWS:
             continue
         own_uncertainty = float(rng.choice([0.0, 0.3]))
-        floats = controller._obstacles(table, rows, now, params, own_uncertainty)
+        floats = controller._obstacles(table, rows, now, params, own_uncertainty,
+                                       position=position)
         arrays = _patched(monkeypatch, {'FLOAT_ROWS': 0}, partial(
-            controller._obstacles, table, rows, now, params, own_uncertainty))
+            controller._obstacles, table, rows, now, params, own_uncertainty,
+            position=position))
         assert floats.keys() == arrays.keys()
         if type(floats['others_position']) is not FloatRows:
-            continue  # a row silent while it flew: the arrays' track (law.silent_track)
+            continue  # a row silent while it flew: the arrays' way (law.silent_nearest)
         for name in ('others_position', 'others_velocity'):
             assert (np.asarray(floats[name]).tobytes()
                     == np.ascontiguousarray(arrays[name][:, :2]).tobytes())

@@ -435,12 +435,9 @@ def test_a_silent_vehicle_counts_at_the_point_of_its_way_nearest_the_agent():
                                obstacles['others_age'][None])
     assert push[0, 1] > 0.0 and push[0, 0] == pytest.approx(0.0, abs=1e-12), push
     # the midpoint's disc pushed the same agent back along the way, towards the start
-    old = law.silent_obstacles([False], [True], position, velocity, age, None, params)
-    pushed_back = separation_velocity(np.array([beside]), np.zeros((1, 3)),
-                                      old['others_position'][None],
-                                      old['others_velocity'][None], params, None,
-                                      old['others_age'][None],
-                                      others_radius=old['others_radius'][None])
+    pushed_back = separation_velocity(np.array([beside]), np.zeros((1, 3)), middle[None],
+                                      np.zeros((1, 1, 3)), params, None, np.zeros((1, 1)),
+                                      others_radius=half[None])
     assert pushed_back[0, 0] < 0.0, pushed_back
     # off either end: that end, pushed away from it
     np.testing.assert_allclose(counted([start - 1.0, 0.2, 1.0])['others_position'][0],
