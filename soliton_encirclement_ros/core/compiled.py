@@ -36,7 +36,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import (
-    omega_damping_gain, u_bound, WITHIN_REACH_COLUMNS)
+    implicit_decay, omega_damping_gain, u_bound, WITHIN_REACH_COLUMNS)
 
 # The fields of ControllerParams the kernels read (through LAW_FIELDS and the tables) or that
 # their path does not depend on (timeouts and liveness the caller applies, the d_safe term's
@@ -176,7 +176,7 @@ class ControlPlan:
 
     law: np.ndarray         # kernels.LAW_FIELDS in order
     hysteresis: np.ndarray  # by ring size 0..N+1: params.neighbour_hysteresis
-    damping: np.ndarray     # by ring size: law.omega_damping_gain
+    damping: np.ndarray     # by ring size: law.omega_damping_gain, law.implicit_decay
     d_safe: np.ndarray      # by ring size: params.safety_distance
     own_col: np.ndarray     # (R N,) each row's own column
     no_reach: np.ndarray    # (R N,) the bound of each row where d_safe is off (unread)
@@ -207,10 +207,16 @@ def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: 
     return ControlPlan(
         np.array([float(values[f]) for f in module.LAW_FIELDS]),
         np.asarray(params.neighbour_hysteresis(sizes), dtype=float),
-        np.asarray(omega_damping_gain(sizes, params), dtype=float),
+        damping_table(sizes, params),
         np.asarray(params.safety_distance(sizes), dtype=float),
         np.tile(np.arange(agents, dtype=np.int64), runs), np.zeros(runs * agents), module,
         bool(params.d_safe) and compiles_whole(params, agents))
+
+
+def damping_table(sizes, params: ControllerParams) -> np.ndarray:
+    """Return (len(sizes), 2): each ring size's damping gain and the decay taken implicitly."""
+    gain = np.asarray(omega_damping_gain(sizes, params), dtype=float)
+    return np.ascontiguousarray(np.stack([gain, implicit_decay(gain, params)], axis=1))
 
 
 def vehicle_vector(params) -> Optional[np.ndarray]:

@@ -737,7 +737,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
     their angles (read where ``entry``), ``theta_self`` (M,),
     ``own_col`` (M,) each row's own column, ``ids``/``lambdas`` (K,); states (M, 3) and
     (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``; ``hysteresis``/``damping`` tables by ring
-    size (``neighbour_hysteresis``, ``omega_damping_gain``). Updates ``u``, ``pred``, ``succ``,
+    size (``neighbour_hysteresis``; ``damping`` (sizes, 2): ``omega_damping_gain`` and its
+    ``implicit_decay``). Updates ``u``, ``pred``, ``succ``,
     ``prev_cmd`` and the ring term's ramp state ``ring_size``, ``ring_changed``, ``ring_tick``
     (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3). The tables of what each
     row heard (``rx_time``, ``member``, ``nb_*``) are read at row ``tab[m]``: the row's own
@@ -819,7 +820,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             e_tau = e_tau + law[K_E_RING] * fitted
         r_eff = r if not r < r_min else r_min                        # effective_radius
         omega_self = ((prev_cmd[m, 0] - lx) * thx + (0.0 + (prev_cmd[m, 1] - ly) * thy)) / r_eff
-        gain = damping[ring[m]]                                      # omega_damping_gain
+        gain = damping[ring[m], 0]                                   # omega_damping_gain
         e_eff = e_tau
         if gain != 0.0:                                              # damped_spacing_error
             o_pred = math.nan
@@ -855,7 +856,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         du = (law[C_COUPLING] * u_s - law[BETA_U] * um - law[ALPHA_U] * g_u[m]
               + law[K_E_TAU] * e_eff + law[KAPPA_U_DIFF] * u_ss - law[K_U_STEEPEN] * um * u_s
               + law[KAPPA_U_DISP] * u_sss)
-        u_new = um + law[CONTROL_PERIOD] * du
+        decay = damping[ring[m], 1]                                  # implicit_decay
+        u_new = um + law[CONTROL_PERIOD] * du / (1.0 + law[CONTROL_PERIOD] * decay)
         if math.isfinite(u_new):
             cap = law[U_BOUND]                                       # floats.clip
             u_new = u_new if u_new > -cap else -cap

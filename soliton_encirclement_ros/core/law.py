@@ -34,7 +34,10 @@ SEPARATION_PASSES = 4  # passes of the approach removal (see separation_velocity
 # |u| is kept where the explicit Euler step of its decay, control_period x (beta_u + 3 alpha_u
 # u^2), stays below this (2 is where the step starts to oscillate with growing amplitude).
 EULER_STEP_MAX = 1.0
-EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the damping gain may reach
+EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the explicit Euler step takes
+# 1/s: the most that the neighbour damping with beta_u may decay u by, whatever the period
+# (omega_damping_gain); beyond it the ring's long waves are overdamped and settle slowly.
+DAMPING_DECAY_MAX = 100.0
 # The even-ring term (ring_offset) is whole while the member it drives toward is at least this
 # share of the even gap 2 pi/n away, and fades to 0 as that gap closes (ring_offset_gate).
 RING_GATE_SHARE = 0.5
@@ -341,15 +344,36 @@ def omega_damping_gain(ring_size, params: ControllerParams):
     sensitivity of ``e_tau`` to the angles is ``1/(gap_pred + gap_succ)``, i.e. ``N/(4 pi)`` on
     an even ring, so the stiffness of a ring's short-wave modes grows with N and their damping
     has to keep up (``core.stability``). The gain is capped where the damping's own decay of
-    ``u`` (``k_e_tau*k_tau*gain`` on top of ``beta_u``) would make the explicit Euler step of
-    ``u`` oscillate (``control_period * decay = EULER_DECAY_MAX``).
+    ``u`` (``k_e_tau*k_tau*gain`` on top of ``beta_u``) reaches ``DAMPING_DECAY_MAX``: a
+    constant of the law, not of the control period. What of that decay one explicit Euler step
+    of the period flown cannot take is taken implicitly (:func:`implicit_decay`).
     """
     p = params
     gain = p.k_omega_damp + p.k_omega_damp_n * np.asarray(ring_size, dtype=float)
     if p.k_omega_damp_n and p.k_e_tau * p.k_tau > 0.0:
-        cap = (EULER_DECAY_MAX / p.control_period - p.beta_u) / (p.k_e_tau * p.k_tau)
+        cap = (DAMPING_DECAY_MAX - p.beta_u) / (p.k_e_tau * p.k_tau)
         gain = np.minimum(gain, max(cap, p.k_omega_damp))
     return gain
+
+
+def implicit_decay(gain, params: ControllerParams):
+    """
+    Return the decay rate of ``u`` [1/s] that :func:`soliton_update` takes implicitly.
+
+    The damping ``gain`` (:func:`omega_damping_gain`) decays ``u`` at ``k_e_tau*k_tau*gain``
+    (``omega_self`` is ``k_tau*u``, the previous command) on top of ``beta_u``. An explicit Euler
+    step of ``control_period`` takes that decay while ``control_period * decay`` stays within
+    ``EULER_DECAY_MAX`` (``k_omega_damp`` is always taken explicitly); the rest, at a longer
+    period, oscillates with growing amplitude if taken explicitly (a 10 Hz controller's
+    linearised ring of 32 grew), so the step takes it implicitly: ``u + P du / (1 + P D)``.
+    0 where the explicit step takes all of it (always at ``control_period`` 0.01 s).
+    """
+    p = params
+    k = p.k_e_tau * p.k_tau
+    if k <= 0.0:
+        return np.zeros_like(np.asarray(gain, dtype=float))
+    explicit = max((EULER_DECAY_MAX / p.control_period - p.beta_u) / k, p.k_omega_damp)
+    return k * np.maximum(np.asarray(gain, dtype=float) - explicit, 0.0)
 
 
 def limiter(u, params: ControllerParams):
@@ -360,16 +384,19 @@ def limiter(u, params: ControllerParams):
     return cube
 
 
-def soliton_update(u, u_pred, u_succ, u_ss_pred, u_ss_succ, e_tau_eff, params: ControllerParams):
+def soliton_update(u, u_pred, u_succ, u_ss_pred, u_ss_succ, e_tau_eff, params: ControllerParams,
+                   decay=0.0):
     """
-    One explicit Euler step of ``u`` (dt = control_period).
+    One Euler step of ``u`` (dt = control_period), explicit but for ``decay``.
 
     Returns (u_new, u_ss).
 
     ``du = C*u_s - BETA*u - ALPHA*g(u) + K_E_TAU*e_tau_eff + KAPPA_DIFF*u_ss
     - K_STEEPEN*u*u_s + KAPPA_DISP*u_sss`` with ``u_s = u_succ - u_pred``,
     ``u_ss = u_succ - 2u + u_pred`` and ``u_sss = u_ss_succ - u_ss_pred``. Missing neighbours
-    count as 0. A non-finite result resets ``u`` to 0. ``u_ss`` is what the agent broadcasts.
+    count as 0. ``u_new = u + P du / (1 + P decay)``: the part ``decay`` [1/s] of the linear
+    decay in ``du`` taken implicitly (:func:`implicit_decay`; 0: explicit). A non-finite result
+    resets ``u`` to 0. ``u_ss`` is what the agent broadcasts.
     """
     u = np.asarray(u, dtype=float)
     u_s = u_succ - np.asarray(u_pred)
@@ -379,7 +406,7 @@ def soliton_update(u, u_pred, u_succ, u_ss_pred, u_ss_succ, e_tau_eff, params: C
         du = (params.c_coupling * u_s - params.beta_u * u - params.alpha_u * limiter(u, params)
               + params.k_e_tau * e_tau_eff + params.kappa_u_diff * u_ss
               - params.k_u_steepen * u * u_s + params.kappa_u_disp * u_sss)
-        u_new = u + params.control_period * du
+        u_new = u + params.control_period * du / (1.0 + params.control_period * decay)
     cap = u_bound(params)
     return np.where(np.isfinite(u_new), np.clip(u_new, -cap, cap), 0.0), u_ss
 
@@ -1237,17 +1264,18 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         e_tau = e_tau + params.k_e_ring * np.asarray(ring_offset, dtype=float)
     rel_cmd = np.asarray(prev_cmd, dtype=float)[..., :2] - lead[..., :2]
     omega_self = np.sum(rel_cmd * t_hat, axis=-1) / effective_radius(r, params)
+    gain = omega_damping_gain(ring_size, params)
     e_tau_eff = damped_spacing_error(
         e_tau, omega_self,
         angular_rate(pred.position, pred.velocity, target_position, target_velocity),
-        angular_rate(succ.position, succ.velocity, target_position, target_velocity),
-        omega_damping_gain(ring_size, params))
+        angular_rate(succ.position, succ.velocity, target_position, target_velocity), gain)
     if params.k_omega_own:
         rel_v = (np.asarray(velocity, dtype=float)[..., :2]
                  - np.asarray(target_velocity, dtype=float)[..., :2])
         omega_own = np.sum(rel_v * t_hat, axis=-1) / effective_radius(r, params)
         e_tau_eff = own_rate_damping(e_tau_eff, omega_own, omega_ref, params.k_omega_own)
-    u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params)
+    u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params,
+                                 implicit_decay(gain, params))
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
     v_sep = (separation or separation_velocity)(
         position, velocity, others_position, others_velocity, params,
@@ -1342,8 +1370,14 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     omega_self = ((prev_cmd[0] - lx) * thx + (0.0 + (prev_cmd[1] - ly) * thy)) / r_eff
     gain = p.k_omega_damp + p.k_omega_damp_n * float(ring_size)        # omega_damping_gain
     if p.k_omega_damp_n and p.k_e_tau * p.k_tau > 0.0:
-        cap = (EULER_DECAY_MAX / p.control_period - p.beta_u) / (p.k_e_tau * p.k_tau)
+        cap = (DAMPING_DECAY_MAX - p.beta_u) / (p.k_e_tau * p.k_tau)
         gain = min(gain, max(cap, p.k_omega_damp))
+    decay = 0.0                                                         # implicit_decay
+    if p.k_e_tau * p.k_tau > 0.0:
+        explicit = (EULER_DECAY_MAX / p.control_period - p.beta_u) / (p.k_e_tau * p.k_tau)
+        explicit = explicit if explicit > p.k_omega_damp else p.k_omega_damp
+        if gain > explicit:
+            decay = p.k_e_tau * p.k_tau * (gain - explicit)
     e_eff = e_tau
     if gain != 0.0:
         o_pred = _angular_rate_one(pred, tx, ty, tvx, tvy)
@@ -1368,7 +1402,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         g = g / (1.0 + float(np.asarray(abs(u) / p.u_lim) ** 2))
     du = (p.c_coupling * u_s - p.beta_u * u - p.alpha_u * g + p.k_e_tau * e_eff
           + p.kappa_u_diff * u_ss - p.k_u_steepen * u * u_s + p.kappa_u_disp * u_sss)
-    u_new = u + p.control_period * du
+    u_new = u + p.control_period * du / (1.0 + p.control_period * decay)
     if math.isfinite(u_new):
         cap = u_bound(p)
         u_new = _clip(u_new, -cap, cap)

@@ -17,7 +17,8 @@ map of one control period of the batch simulator's timing:
   agent's own current angular rate (``law.own_rate_damping``); ``k_e_ring`` adds the offset
   from the even ring (``law.ring_offset``): ``(sum_j phi_j(prev) - (N - 1) phi) / N`` over
   the other agents, which is ``-(phi_prev + (N - 1) phi) / N`` for every mode ``k != 0``;
-- ``u`` steps by explicit Euler, the command's angular rate is ``k_tau*u_new``, and the
+- ``u`` steps by Euler, explicit but for the damping's decay that the period cannot take
+  (``law.implicit_decay``), the command's angular rate is ``k_tau*u_new``, and the
   vehicle follows it through ``substeps`` first-order lag steps ``v += dt/tau*(v_cmd - v)``,
   ``p += dt*v`` (acceleration and speed limits are not active in the linear regime).
 
@@ -36,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.law import omega_damping_gain
+from soliton_encirclement_ros.core.law import implicit_decay, omega_damping_gain
 
 STATE = ('phi', 'w', 'u', 's', 'phi_prev', 'w_prev', 'u_prev', 's_prev')
 
@@ -94,7 +95,7 @@ def mode_map(n: int, k: int, params: ControllerParams, tau: float = 1.0,
     du[S0] += p.kappa_u_disp * (succ - pred)
     u_new = np.zeros(8, dtype=complex)
     u_new[U] = 1.0
-    u_new += period * du
+    u_new += period * du / (1.0 + period * float(implicit_decay(damp, p)))
 
     # The vehicle over one period: substeps of w += a*(k_tau*u_new - w), phi += dt*w.
     a = dt / tau

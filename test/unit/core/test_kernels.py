@@ -51,6 +51,9 @@ GAIN_SETS = {
         {2: 1.5, 5: 0.7}),
     'd_safe on, far apart, k_e_ring 1.3': ({'d_safe': 0.05, 'd_safe_share': 0.0,
                                            'k_e_ring': 1.3, 'ring_ramp': 2.0}, None),
+    # at P = 0.05 s part of this damping is taken implicitly (law.implicit_decay) at any N
+    'stiff spacing, damping partly implicit': ({'k_tau': 1.0, 'k_e_tau': 100.0,
+                                                'k_omega_own': 0.8, 'd_safe': 0.0}, None),
 }
 RAMP_STATE = ('ring_size', 'ring_changed', 'ring_tick')  # law.ring_ramp's, per run x agent
 
@@ -246,6 +249,8 @@ RUNS = {
     'default law, failures': ({}, FAILURES, 0.6),
     'default law, failures, loss 0.2, delay 0.1 s': (
         {}, {**FAILURES, 'loss': 0.2, 'delay': 0.1}, 0.5),
+    'stiff spacing, damping partly implicit': (
+        {'k_tau': 1.0, 'k_e_tau': 100.0, 'k_omega_own': 0.8}, {}, 0.99),
 }
 
 

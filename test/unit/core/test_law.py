@@ -4,10 +4,12 @@ import math
 import numpy as np
 import pytest
 
+from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import polar_frame, wrap_2pi
 from soliton_encirclement_ros.core.law import (
-    clamp_velocity, compose_command, damped_spacing_error, limiter, own_rate_damping,
-    radial_velocity, soliton_update, spacing_error, tangential_velocity)
+    clamp_velocity, compose_command, damped_spacing_error, DAMPING_DECAY_MAX, implicit_decay,
+    limiter, omega_damping_gain, own_rate_damping, radial_velocity, soliton_update,
+    spacing_error, tangential_velocity)
 from support.core_cases import ORIGIN, P
 
 
@@ -61,6 +63,32 @@ def test_u_update_core_form_and_kdv_terms():
     full, _ = soliton_update(0.5, 0.2, 0.6, 0.3, -0.1, 0.1, P)
     du_full = du + 0.1 * (-0.2) - 0.3 * 0.5 * 0.4 + 0.05 * (-0.1 - 0.3)
     assert full == pytest.approx(0.5 + 0.01 * du_full)
+
+
+def test_the_damping_a_period_cannot_take_explicitly_is_taken_implicitly():
+    defaults = ControllerParams()
+    sizes = np.arange(3, 401)
+    # the gain is a law's: the same at every period, capped where damping and beta_u decay u
+    # at DAMPING_DECAY_MAX
+    gains = [omega_damping_gain(sizes, defaults.with_changes(control_period=period))
+             for period in (0.01, 0.05, 0.1)]
+    np.testing.assert_array_equal(gains[0], gains[1])
+    np.testing.assert_array_equal(gains[0], gains[2])
+    k = defaults.k_e_tau * defaults.k_tau
+    assert gains[0].max() == pytest.approx((DAMPING_DECAY_MAX - defaults.beta_u) / k)
+    # at 0.01 s the explicit step takes all of it; at 0.05 s what is above 1/P with beta_u
+    assert not np.any(implicit_decay(gains[0], defaults))
+    slow = defaults.with_changes(control_period=0.05)
+    explicit = (1.0 / 0.05 - defaults.beta_u) / k
+    np.testing.assert_allclose(implicit_decay(gains[0], slow),
+                               k * np.maximum(gains[0] - explicit, 0.0))
+    # k_omega_damp alone is always explicit (the reference preset's step is unchanged)
+    assert implicit_decay(0.1, P.with_changes(k_omega_damp=0.1, control_period=0.5)) == 0.0
+    # the step: u + P du / (1 + P decay)
+    core = P.with_changes(kappa_u_diff=0.0, k_u_steepen=0.0, kappa_u_disp=0.0)
+    du = 2.0 * 0.4 - 7.0 * 0.5 - 0.5 * 0.125 + 25.0 * 0.1
+    u, _ = soliton_update(0.5, 0.2, 0.6, 0.0, 0.0, 0.1, core, decay=30.0)
+    assert u == pytest.approx(0.5 + 0.01 * du / 1.3)
 
 
 def test_soft_limiter_and_non_finite_guard():
