@@ -34,6 +34,9 @@ D_SAFE_SHARE = 0.5
 # 0.05 rad is 80 % of the gap of 100 agents, and a ring whose separation kept two agents from
 # passing each other then held a neighbour two places away for good (E_gap 0.087, never settled).
 HYSTERESIS_SHARE = 0.3
+# 1/s: the most that the neighbour damping with beta_u may decay u by, whatever the period
+# (law.omega_damping_gain); beyond it the ring's long waves are overdamped and settle slowly.
+DAMPING_DECAY_MAX = 100.0
 
 
 # The reference experiment's gains (its published configuration), for parity runs: the
@@ -76,7 +79,9 @@ class ControllerParams:
     k_omega_damp: float = setting(0.1, 'damping of e_tau by the angular-rate difference to the '
                                   'neighbours; 0 disables', 's/rad', low=0.0)
     k_omega_damp_n: float = setting(0.025, 'damping added per agent heard (self included, N): '
-                                    'the gain is k_omega_damp + k_omega_damp_n x N; 0 disables '
+                                    'the gain is k_omega_damp + k_omega_damp_n x N, at most '
+                                    'where it and beta_u decay u at '
+                                    f'{DAMPING_DECAY_MAX:g}/s; 0 disables '
                                     '(reference 0)', 's/rad', low=0.0)
     k_omega_own: float = setting(0.4, "damping of e_tau by the agent's own angular rate about "
                                  "the target (its velocity relative to the target's, over "

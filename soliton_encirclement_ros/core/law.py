@@ -15,7 +15,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core.floats import (
     clip as _clip, hypot as _hypot, maximum as _maximum, minimum as _minimum)
-from soliton_encirclement_ros.core.gains import ControllerParams
+from soliton_encirclement_ros.core.gains import ControllerParams, DAMPING_DECAY_MAX
 from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame, R_EPS
 from soliton_encirclement_ros.core.neighbours import gap_to_pred, gap_to_succ, NO_NEIGHBOUR
 from velocity_mobility_ros.core.geometry import saturate, TWO_PI
@@ -35,9 +35,6 @@ SEPARATION_PASSES = 4  # passes of the approach removal (see separation_velocity
 # u^2), stays below this (2 is where the step starts to oscillate with growing amplitude).
 EULER_STEP_MAX = 1.0
 EULER_DECAY_MAX = 1.0   # control_period x decay rate of u that the explicit Euler step takes
-# 1/s: the most that the neighbour damping with beta_u may decay u by, whatever the period
-# (omega_damping_gain); beyond it the ring's long waves are overdamped and settle slowly.
-DAMPING_DECAY_MAX = 100.0
 # The even-ring term (ring_offset) is whole while the member it drives toward is at least this
 # share of the even gap 2 pi/n away, and fades to 0 as that gap closes (ring_offset_gate).
 RING_GATE_SHARE = 0.5
