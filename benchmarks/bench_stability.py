@@ -25,7 +25,8 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         the moving target with failures (as moving, seed by seed) flown again by an idealised,
         centralised re-spacer through the same vehicle model: every working agent tracks a slot
         of an even ring, the slots re-dealt at each loss and return, the target's acceleration
-        known; its mean E_gap over t >= 60 s next to the law's (a yardstick, not a bound)
+        known; its mean E_gap and E_r over t >= 60 s next to the law's (a yardstick, not a
+        bound)
     .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
         a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
@@ -381,24 +382,26 @@ def ideal(preset: str, seeds) -> dict:
     from velocity_mobility_ros.core.model import step, VehicleState
     from soliton_encirclement_ros.core.metrics import gap_error
     kp, kd = IDEAL_GAINS
-    rows, laws, bests = [], [], []
+    rows, laws, bests, law_radii, best_radii = [], [], [], [], []
     print('| seed | the law: mean E_gap | the idealised re-spacer: mean E_gap | '
-          'its mean commanded |a| [m/s²] |')
-    print('|---|---|---|---|')
+          'its mean commanded |a| [m/s²] | the law: mean E_r | the re-spacer: mean E_r |')
+    print('|---|---|---|---|---|---|')
     for seed in seeds:
         scenario = MOVING.with_changes(seed=seed, controller=gains(preset), vehicle=VEHICLE)
         run = SwarmRun(scenario, 'batch')
         n, period = scenario.agents, scenario.control_period
-        target, live, law = [], [], []
+        target, live, law, law_r = [], [], [], []
         for k in range(run.ticks + 1):
             tick = run.tick()
             target.append(run.bodies.position[n, :2].copy())
             live.append(tick.live.copy())
             law.append(tick.metrics[4] if tick.metrics is not None else np.nan)
+            law_r.append(tick.metrics[0] if tick.metrics is not None else np.nan)
             if k == run.ticks:
                 break
             run.advance()
-        target, live, law = np.array(target), np.array(live), np.array(law)
+        target, live, law, law_r = (np.array(target), np.array(live), np.array(law),
+                                    np.array(law_r))
         t = np.arange(len(target)) * period
         t_vel = np.gradient(target, period, axis=0)
         t_acc = np.gradient(t_vel, period, axis=0)
@@ -408,13 +411,15 @@ def ideal(preset: str, seeds) -> dict:
         start = target[0] + scenario.radius * np.c_[np.cos(slots), np.sin(slots)]
         bodies = VehicleState.at_rest(np.c_[start, np.zeros(n)])
         bodies.velocity[:, :2] = t_vel[0]  # a formed ring flying with the target
-        e_gap, pushed, working = np.empty(len(t)), [], None
+        e_gap, e_r, pushed, working = np.empty(len(t)), np.empty(len(t)), [], None
         for k in range(len(t)):
             p, v = bodies.position[:, :2], bodies.velocity[:, :2]
             theta = np.arctan2(p[:, 1] - target[k, 1], p[:, 0] - target[k, 0])
             on = live[k]
             m = int(on.sum())
             e_gap[k] = gap_error(np.mod(theta[on], 2.0 * np.pi)) if m >= 2 else np.nan
+            r = np.hypot(p[on, 0] - target[k, 0], p[on, 1] - target[k, 1])  # metrics' E_r
+            e_r[k] = np.sqrt(np.mean((r / scenario.radius - 1.0) ** 2)) if m else np.nan
             if working is None or (on != working).any():  # deal the slots again
                 order = np.flatnonzero(on)[np.argsort(np.mod(theta[on], 2.0 * np.pi))]
                 even = 2.0 * np.pi * np.arange(m) / m
@@ -433,14 +438,20 @@ def ideal(preset: str, seeds) -> dict:
         late = (t >= 60.0) & ~np.isnan(law)  # the law's metric samples
         laws.append(float(np.nanmean(law[late])))
         bests.append(float(np.nanmean(e_gap[late])))
+        law_radii.append(float(np.nanmean(law_r[late])))
+        best_radii.append(float(np.nanmean(e_r[late])))
         acc = float(np.mean(np.array(pushed)[t >= 60.0]))
-        print(f'| {seed} | {laws[-1]:.4f} | {bests[-1]:.4f} | {acc:.2f} |', flush=True)
-        rows.append([seed, round(laws[-1], 4), round(bests[-1], 4), round(acc, 2)])
+        print(f'| {seed} | {laws[-1]:.4f} | {bests[-1]:.4f} | {acc:.2f} | {law_radii[-1]:.4f} | '
+              f'{best_radii[-1]:.4f} |', flush=True)
+        rows.append([seed, round(laws[-1], 4), round(bests[-1], 4), round(acc, 2),
+                     round(law_radii[-1], 4), round(best_radii[-1], 4)])
     rows.append(['median', round(statistics.median(laws), 4), round(statistics.median(bests), 4),
-                 ''])
+                 '', round(statistics.median(law_radii), 4),
+                 round(statistics.median(best_radii), 4)])
     return {'ideal_gains': list(IDEAL_GAINS), 'ideal': table(
         ['seed', 'the law: mean E_gap', 'the idealised re-spacer: mean E_gap',
-         'its mean commanded |a| [m/s²]'], rows)}
+         'its mean commanded |a| [m/s²]', 'the law: mean E_r', 'the re-spacer: mean E_r'],
+        rows)}
 
 
 def _acceleration(result, limit: float) -> tuple:
