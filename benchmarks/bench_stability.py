@@ -380,7 +380,7 @@ def ideal(preset: str, seeds) -> dict:
     """
     from soliton_encirclement_ros.core.swarm_run import SwarmRun
     from velocity_mobility_ros.core.model import step, VehicleState
-    from soliton_encirclement_ros.core.metrics import gap_error
+    from soliton_encirclement_ros.core.metrics import compute_metrics
     kp, kd = IDEAL_GAINS
     rows, laws, bests, law_radii, best_radii = [], [], [], [], []
     print('| seed | the law: mean E_gap | the idealised re-spacer: mean E_gap | '
@@ -417,9 +417,13 @@ def ideal(preset: str, seeds) -> dict:
             theta = np.arctan2(p[:, 1] - target[k, 1], p[:, 0] - target[k, 0])
             on = live[k]
             m = int(on.sum())
-            e_gap[k] = gap_error(np.mod(theta[on], 2.0 * np.pi)) if m >= 2 else np.nan
-            r = np.hypot(p[on, 0] - target[k, 0], p[on, 1] - target[k, 1])  # metrics' E_r
-            e_r[k] = np.sqrt(np.mean((r / scenario.radius - 1.0) ** 2)) if m else np.nan
+            if m:
+                formed = compute_metrics(bodies.position[on], bodies.velocity[on], target[k],
+                                         t_vel[k], scenario.radius)
+                e_gap[k] = formed.E_gap if m >= 2 else np.nan
+                e_r[k] = formed.E_r
+            else:
+                e_gap[k] = e_r[k] = np.nan
             if working is None or (on != working).any():  # deal the slots again
                 order = np.flatnonzero(on)[np.argsort(np.mod(theta[on], 2.0 * np.pi))]
                 even = 2.0 * np.pi * np.arange(m) / m
