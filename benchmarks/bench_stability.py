@@ -27,6 +27,11 @@ Ring stability and settling: the linear analysis and the simulated acceptance fi
         of an even ring, the slots re-dealt at each loss and return, the target's acceleration
         known; its mean E_gap and E_r over t >= 60 s next to the law's (a yardstick, not a
         bound)
+    .venv/bin/python benchmarks/bench_stability.py ideal --re-spacer-radial law
+        the same re-spacer with the law's radial term in place of its own: the radial part of
+        each command is the law's (k_r, k_dr, target_lead on the target's acceleration as the
+        law estimates it), the slots still tracked along the ring; written to
+        stability_ideal_re_spacer_radial_law.json
     .venv/bin/python benchmarks/bench_stability.py turning [--engine vectorised per-agent batch]
         a target turning steadily (circle of 30 m at 3 and 5 m/s, 60 m at 5 m/s), N = 10,
         120 s, P = 0.01 s: mean E_r and E_gap over t >= 60 s, per engine and seed
@@ -364,7 +369,7 @@ def moving(preset: str, seeds, engine: str = 'auto') -> dict:
 IDEAL_GAINS = (3.0, 3.0)  # 1/s^2, 1/s: the idealised re-spacer's slot tracking (kp, kd)
 
 
-def ideal(preset: str, seeds) -> dict:
+def ideal(preset: str, seeds, radial: str = 'slot') -> dict:
     """
     Fly the moving target with failures again by an idealised, centralised re-spacer.
 
@@ -377,10 +382,18 @@ def ideal(preset: str, seeds) -> dict:
     (lag, acceleration, jerk limits: the command v + tau_xy a). A failed agent's vehicle is
     commanded to a stop and comes back from where it stopped. No law that hears only its neighbours
     has more to go on, so its mean E_gap is a yardstick for the law's, not a bound.
+
+    ``radial`` 'law': the radial part of each command is the law's instead (``law.radial_velocity``
+    plus the radial part of ``law.target_lead``), the target's acceleration (fed forward along
+    the ring, and in the lead) the law's estimate of it (``estimate_acceleration``): what the
+    re-spacer keeps then is not owed to its radial loop.
     """
     from soliton_encirclement_ros.core.swarm_run import SwarmRun
     from velocity_mobility_ros.core.model import step, VehicleState
     from soliton_encirclement_ros.core.metrics import compute_metrics
+    from soliton_encirclement_ros.core import law as control_law
+    from soliton_encirclement_ros.core.geometry import polar_frame
+    from soliton_encirclement_ros.core.target_estimate import estimate_acceleration
     kp, kd = IDEAL_GAINS
     rows, laws, bests, law_radii, best_radii = [], [], [], [], []
     print('| seed | the law: mean E_gap | the idealised re-spacer: mean E_gap | '
@@ -405,13 +418,14 @@ def ideal(preset: str, seeds) -> dict:
         t = np.arange(len(target)) * period
         t_vel = np.gradient(target, period, axis=0)
         t_acc = np.gradient(t_vel, period, axis=0)
-        vehicle = scenario.vehicle_params()
+        vehicle, params = scenario.vehicle_params(), scenario.controller_params()
         lag, steps = vehicle.tau_xy, round(period / vehicle.sim_dt)
         slots = 2.0 * np.pi * np.arange(n) / n
         start = target[0] + scenario.radius * np.c_[np.cos(slots), np.sin(slots)]
         bodies = VehicleState.at_rest(np.c_[start, np.zeros(n)])
         bodies.velocity[:, :2] = t_vel[0]  # a formed ring flying with the target
         e_gap, e_r, pushed, working = np.empty(len(t)), np.empty(len(t)), [], None
+        estimate = None  # radial 'law': the law's estimate of the target's acceleration
         for k in range(len(t)):
             p, v = bodies.position[:, :2], bodies.velocity[:, :2]
             theta = np.arctan2(p[:, 1] - target[k, 1], p[:, 0] - target[k, 0])
@@ -431,12 +445,25 @@ def ideal(preset: str, seeds) -> dict:
                 slots[order] = even + turn
                 working = on.copy()
             slot = target[k] + scenario.radius * np.c_[np.cos(slots), np.sin(slots)]
-            a = t_acc[k] + kp * (slot - p) + kd * (t_vel[k] - v)
+            if radial == 'law':  # the law's estimate of the target's acceleration
+                estimate = estimate_acceleration(estimate, t[k],
+                                                 np.r_[t_vel[k], 0.0])
+                fed = estimate.acceleration[:2]
+            else:
+                fed = t_acc[k]
+            a = fed + kp * (slot - p) + kd * (t_vel[k] - v)
             size = np.linalg.norm(a, axis=1, keepdims=True)
             a = np.where(size > vehicle.max_acc_xy, a * vehicle.max_acc_xy / size, a)
             pushed.append(np.linalg.norm(a[on], axis=1).mean())
             command = np.zeros((n, 3))
-            command[:, :2] = np.where(on[:, None], v + lag * a, 0.0)
+            flown = v + lag * a
+            if radial == 'law':  # the radial part the law's: its PD and its target lead
+                r, e_r_hat, _ = polar_frame(p, target[k])
+                lead = control_law.target_lead(np.r_[t_vel[k], 0.0],
+                                               estimate.acceleration, params)[:2]
+                flown += (np.sum((lead - flown) * e_r_hat, axis=1)[:, None] * e_r_hat
+                          + control_law.radial_velocity(r, e_r_hat, v, t_vel[k], params))
+            command[:, :2] = np.where(on[:, None], flown, 0.0)
             for _ in range(steps):
                 bodies = step(bodies, command, vehicle)
         late = (t >= 60.0) & ~np.isnan(law)  # the law's metric samples
@@ -452,7 +479,7 @@ def ideal(preset: str, seeds) -> dict:
     rows.append(['median', round(statistics.median(laws), 4), round(statistics.median(bests), 4),
                  '', round(statistics.median(law_radii), 4),
                  round(statistics.median(best_radii), 4)])
-    return {'ideal_gains': list(IDEAL_GAINS), 'ideal': table(
+    return {'ideal_gains': list(IDEAL_GAINS), 're_spacer_radial': radial, 'ideal': table(
         ['seed', 'the law: mean E_gap', 'the idealised re-spacer: mean E_gap',
          'its mean commanded |a| [m/s²]', 'the law: mean E_r', 'the re-spacer: mean E_r'],
         rows)}
@@ -618,6 +645,9 @@ def main() -> None:
     parser.add_argument('--max-acc-xy', type=float,
                         help="moving, hover, ideal: the vehicles' horizontal acceleration limit "
                         "[m/s^2] (default: the vehicle model's, 4)")
+    parser.add_argument('--re-spacer-radial', choices=('slot', 'law'), default='slot',
+                        help="ideal: the re-spacer's radial term: its own slot tracking (slot) "
+                        "or the law's radial term and target lead (law)")
     parser.add_argument('--engine', nargs='+', default=None,
                         help='median, moving: one engine (default auto); turning: engines '
                         '(default vectorised per-agent batch)')
@@ -650,6 +680,10 @@ def main() -> None:
                      'tests): no gain option applies')
     if OVERRIDES and args.what == 'growth' and args.preset != 'default':
         name = name.replace('stability_growth', f'stability_growth_{args.preset}', 1)
+    if args.re_spacer_radial != 'slot':
+        if args.what != 'ideal':
+            parser.error('--re-spacer-radial is for ideal only')
+        name += f'_re_spacer_radial_{args.re_spacer_radial}'
     if args.max_acc_xy is not None:
         if args.what not in ('moving', 'hover', 'ideal'):
             parser.error('--max-acc-xy is for moving, hover and ideal only')
@@ -671,7 +705,7 @@ def main() -> None:
     elif args.what == 'moving':
         results = moving(args.preset, args.seeds, (args.engine or ['auto'])[0])
     elif args.what == 'ideal':
-        results = ideal(args.preset, args.seeds)
+        results = ideal(args.preset, args.seeds, args.re_spacer_radial)
     elif args.what == 'hover':
         results = hover(args.preset, args.seeds, args.targets)
     else:
