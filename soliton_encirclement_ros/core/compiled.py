@@ -46,7 +46,7 @@ KNOWN_FIELDS = frozenset({
     'radius', 'k_r', 'k_dr', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_tau', 'kappa_u_diff',
     'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_damp', 'k_omega_damp_n',
     'k_omega_own', 'soft_limiter', 'u_lim', 'hysteresis', 'control_period', 'target_lead',
-    'max_speed_xy', 'max_speed_z', 'altitude', 'k_z', 'k_e_ring', 'ring_ramp',
+    'max_speed_xy', 'max_speed_z', 'altitude', 'k_z', 'k_e_ring', 'ring_ramp', 'ring_turn_acc',
     # the d_safe term (kernels._separation_row; d_safe and d_safe_share through the table of
     # safety_distance) and the reach test before it
     'd_safe', 'd_safe_share', 'v_safe', 't_safe', 'a_safe', 't_react',

@@ -46,7 +46,7 @@ REFERENCE_GAINS = {
     'kappa_u_diff': 0.1, 'k_u_steepen': 0.3, 'kappa_u_disp': 0.05, 'k_tau': 0.2, 'r_min': 1.0,
     'k_omega_damp': 0.1, 'k_omega_damp_n': 0.0, 'k_omega_own': 0.0, 'k_e_ring': 0.0,
     'k_gap_steer': 0.0,
-    'soft_limiter': False,
+    'ring_turn_acc': 0.0, 'soft_limiter': False,
     'u_lim': 2.0, 'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
 }
 PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
@@ -98,6 +98,12 @@ class ControllerParams:
                                'last changed (its first tick included): the fitted ring moves '
                                'every slot when a member is lost or returns; 0 = at once', 's',
                                low=0.0)
+    ring_turn_acc: float = setting(0.0, 'centripetal acceleration the tangential term may ask '
+                                   'of the vehicle: its speed along the ring relative to the '
+                                   'target (k_tau u r_eff) is capped at sqrt(ring_turn_acc '
+                                   'r_eff), where flying that circle needs this acceleration; '
+                                   'faster, the vehicle cannot hold the circle and drifts out; '
+                                   '0 = no cap', 'm/s^2', low=0.0)
     soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
     d_safe: float = setting(2.0, 'safety distance: every vehicle heard closer than this '

@@ -37,11 +37,11 @@ LAW_FIELDS = ('k_r', 'k_dr', 'radius', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_t
               'kappa_u_diff', 'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_own',
               'target_lead', 'control_period', 'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
               'u_bound', 'omega_ref', 'altitude_hold', 'k_e_ring', 'ring_ramp', 'agent_timeout',
-              'ring_fit', 't_safe', 'a_safe', 't_react', 'v_safe')
+              'ring_fit', 't_safe', 'a_safe', 't_react', 'v_safe', 'ring_turn_acc')
 (K_R, K_DR, RADIUS, C_COUPLING, BETA_U, ALPHA_U, K_E_TAU, KAPPA_U_DIFF, K_U_STEEPEN,
  KAPPA_U_DISP, K_TAU, R_MIN, K_OMEGA_OWN, TARGET_LEAD, CONTROL_PERIOD, MAX_SPEED_XY,
  MAX_SPEED_Z, ALTITUDE, K_Z, U_BOUND, OMEGA_REF, ALTITUDE_HOLD, K_E_RING, RING_RAMP,
- AGENT_TIMEOUT, RING_FIT, T_SAFE, A_SAFE, T_REACT, V_SAFE) = range(len(LAW_FIELDS))
+ AGENT_TIMEOUT, RING_FIT, T_SAFE, A_SAFE, T_REACT, V_SAFE, RING_TURN_ACC) = range(len(LAW_FIELDS))
 # Not ControllerParams fields: u_bound (law.u_bound), omega_ref (the scenario's),
 # altitude_hold (1.0 or 0.0), agent_timeout (its property), ring_fit (1.0 where every lambda
 # is 1: BatchControllers._ring_offset fits the even ring only then).
@@ -864,7 +864,11 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             u_new = u_new if u_new < cap else cap
         else:
             u_new = 0.0
-        speed = k_tau * u_new * r_eff + omega_ref * r                # tangential_velocity
+        v_tau = k_tau * u_new * r_eff                                # tangential_velocity
+        if law[RING_TURN_ACC] != 0.0:                                # turn_capped
+            cap = math.sqrt(law[RING_TURN_ACC] * r_eff)
+            v_tau = cap if v_tau > cap else (-cap if v_tau < -cap else v_tau)
+        speed = v_tau + omega_ref * r
         if law[ALTITUDE_HOLD] != 0.0:                                # compose_command
             vz = law[K_Z] * (law[ALTITUDE] - pz) + tvz
         else:

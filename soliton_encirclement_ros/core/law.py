@@ -430,9 +430,34 @@ def effective_radius(r, params: ControllerParams):
 
 
 def tangential_velocity(u, r, t_hat, omega_ref, params: ControllerParams):
-    """Tangential term (..., 2): ``(K_TAU*u*r_eff + omega_ref*r) * t_hat`` (counter-clockwise)."""
-    speed = params.k_tau * np.asarray(u) * effective_radius(r, params) + np.asarray(omega_ref) * r
+    """
+    Tangential term (..., 2): ``(K_TAU*u*r_eff + omega_ref*r) * t_hat`` (counter-clockwise).
+
+    With ``ring_turn_acc`` the part ``K_TAU*u*r_eff`` is capped at ``sqrt(ring_turn_acc*r_eff)``
+    (:func:`turn_capped`).
+    """
+    r_eff = effective_radius(r, params)
+    speed = turn_capped(params.k_tau * np.asarray(u) * r_eff, r_eff, params) + (
+        np.asarray(omega_ref) * r)
     return np.asarray(speed)[..., None] * t_hat
+
+
+def turn_capped(speed, r_eff, params: ControllerParams):
+    """
+    Return the tangential ``speed`` (relative to the target) capped where its circle is too tight.
+
+    An agent that flies round the target at ``v`` relative to it, ``r_eff`` away, needs
+    ``v^2 / r_eff`` of centripetal acceleration to stay on the circle. Asked to fly faster than
+    its vehicle can turn, it drifts out, and the acceleration it spends along the ring is taken
+    from its radial term: a stiff spacing loop then re-spaces the ring at the cost of its
+    radius. So the speed is capped at ``sqrt(ring_turn_acc * r_eff)``; 0 = no cap (``speed`` as
+    it is). A NaN speed stays NaN (the array and float paths and the kernels alike).
+    """
+    if not params.ring_turn_acc:
+        return speed
+    cap = np.sqrt(params.ring_turn_acc * np.asarray(r_eff, dtype=float))
+    speed = np.asarray(speed, dtype=float)
+    return np.where(speed > cap, cap, np.where(speed < -cap, -cap, speed))
 
 
 def clamp_velocity(v, max_speed_xy: float, max_speed_z: float):
@@ -1405,7 +1430,11 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         u_new = _clip(u_new, -cap, cap)
     else:
         u_new = 0.0
-    speed = p.k_tau * u_new * r_eff + omega_ref * r                    # tangential_velocity
+    v_tau = p.k_tau * u_new * r_eff                                     # tangential_velocity
+    if p.ring_turn_acc:                                                 # turn_capped
+        cap = math.sqrt(p.ring_turn_acc * r_eff)
+        v_tau = cap if v_tau > cap else (-cap if v_tau < -cap else v_tau)
+    speed = v_tau + omega_ref * r
     vz = p.k_z * (p.altitude - pz) + tvz if p.altitude_hold else tvz   # compose_command
     x = radx + speed * thx + lx
     y = rady + speed * thy + ly

@@ -26,6 +26,8 @@ PARAMS = [  # without d_safe (test_receive_arrays checks the float path with it)
     ControllerParams(soft_limiter=True, u_lim=0.5, altitude=10.0, hysteresis=0.5, d_safe=0.0),
     ControllerParams(k_omega_damp=0.0, k_omega_damp_n=0.0, max_speed_xy=2.0, max_speed_z=0.5,
                      altitude=3.0, d_safe=0.0),
+    # the tangential speed capped (law.turn_capped) on most of the random states
+    ControllerParams(k_tau=1.0, k_e_tau=100.0, ring_turn_acc=0.05, d_safe=0.0),
 ]
 
 
@@ -75,7 +77,8 @@ def _both(state, position, velocity, now, params, monkeypatch):
     return fast, arrays
 
 
-@pytest.mark.parametrize('params', PARAMS, ids=['default', 'reference', 'soft', 'slow'])
+@pytest.mark.parametrize('params', PARAMS,
+                         ids=['default', 'reference', 'soft', 'slow', 'turn capped'])
 def test_float_path_gives_the_array_paths_bits(params, monkeypatch):
     rng = np.random.default_rng(23)
     calls = []

@@ -54,6 +54,9 @@ GAIN_SETS = {
     # at P = 0.05 s part of this damping is taken implicitly (law.implicit_decay) at any N
     'stiff spacing, damping partly implicit': ({'k_tau': 1.0, 'k_e_tau': 100.0,
                                                 'k_omega_own': 0.8, 'd_safe': 0.0}, None),
+    # the tangential speed capped (law.turn_capped) on most rows
+    'stiff spacing, tangential speed capped': ({'k_tau': 1.0, 'k_e_tau': 100.0,
+                                                'ring_turn_acc': 0.05, 'd_safe': 0.0}, None),
 }
 RAMP_STATE = ('ring_size', 'ring_changed', 'ring_tick')  # law.ring_ramp's, per run x agent
 
@@ -251,6 +254,9 @@ RUNS = {
         {}, {**FAILURES, 'loss': 0.2, 'delay': 0.1}, 0.5),
     'stiff spacing, damping partly implicit': (
         {'k_tau': 1.0, 'k_e_tau': 100.0, 'k_omega_own': 0.8}, {}, 0.99),
+    'stiff spacing, tangential speed capped, failures': (
+        {'k_tau': 1.0, 'k_e_tau': 100.0, 'k_omega_own': 0.8, 'ring_turn_acc': 2.0,
+         'ring_ramp': 0.0}, FAILURES, 0.6),
 }
 
 

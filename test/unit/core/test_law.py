@@ -9,7 +9,7 @@ from soliton_encirclement_ros.core.geometry import polar_frame, wrap_2pi
 from soliton_encirclement_ros.core.law import (
     clamp_velocity, compose_command, damped_spacing_error, DAMPING_DECAY_MAX, implicit_decay,
     limiter, omega_damping_gain, own_rate_damping, radial_velocity, soliton_update,
-    spacing_error, tangential_velocity)
+    spacing_error, tangential_velocity, turn_capped)
 from support.core_cases import ORIGIN, P
 
 
@@ -89,6 +89,23 @@ def test_the_damping_a_period_cannot_take_explicitly_is_taken_implicitly():
     du = 2.0 * 0.4 - 7.0 * 0.5 - 0.5 * 0.125 + 25.0 * 0.1
     u, _ = soliton_update(0.5, 0.2, 0.6, 0.0, 0.0, 0.1, core, decay=30.0)
     assert u == pytest.approx(0.5 + 0.01 * du / 1.3)
+
+
+def test_the_tangential_speed_is_capped_where_its_circle_needs_more_than_ring_turn_acc():
+    _, _, t = polar_frame([20.0, 0.0, 0.0], ORIGIN)
+    capped = P.with_changes(ring_turn_acc=3.2)  # sqrt(3.2 x 20) = 8 m/s at r 20 m
+    # below the cap, and with no cap: the term as it was
+    assert tangential_velocity(1.0, 20.0, t, 0.0, capped) == pytest.approx([0.0, 4.0])
+    np.testing.assert_array_equal(tangential_velocity(5.0, 20.0, t, 0.1, P), [0.0, 22.0])
+    # above it, either way round; omega_ref's share (the ring's spin) is not capped
+    assert tangential_velocity(5.0, 20.0, t, 0.1, capped) == pytest.approx([0.0, 8.0 + 2.0])
+    assert tangential_velocity(-5.0, 20.0, t, 0.0, capped) == pytest.approx([0.0, -8.0])
+    # the cap is the circle's: at r_eff (r_min 1 m near the target) it is sqrt(3.2) m/s
+    near = tangential_velocity(np.array([20.0, 0.01]), np.array([0.5, 0.5]),
+                               np.array([[0.0, 1.0]] * 2), 0.0, capped)
+    np.testing.assert_allclose(near[:, 1], [np.sqrt(3.2), 0.2 * 0.01])
+    # a NaN speed stays NaN
+    assert np.isnan(turn_capped(np.nan, 20.0, capped))
 
 
 def test_soft_limiter_and_non_finite_guard():
