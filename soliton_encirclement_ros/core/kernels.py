@@ -864,11 +864,10 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             u_new = u_new if u_new < cap else cap
         else:
             u_new = 0.0
-        v_tau = k_tau * u_new * r_eff                                # tangential_velocity
-        if law[RING_TURN_ACC] != 0.0:                                # turn_capped
-            cap = math.sqrt(law[RING_TURN_ACC] * r_eff)
-            v_tau = cap if v_tau > cap else (-cap if v_tau < -cap else v_tau)
-        speed = v_tau + omega_ref * r
+        if law[RING_TURN_ACC] != 0.0 and k_tau != 0.0:               # turn_capped
+            held = math.sqrt(law[RING_TURN_ACC] / r_eff) / k_tau
+            u_new = held if u_new > held else (-held if u_new < -held else u_new)
+        speed = k_tau * u_new * r_eff + omega_ref * r                # tangential_velocity
         if law[ALTITUDE_HOLD] != 0.0:                                # compose_command
             vz = law[K_Z] * (law[ALTITUDE] - pz) + tvz
         else:

@@ -433,31 +433,34 @@ def tangential_velocity(u, r, t_hat, omega_ref, params: ControllerParams):
     """
     Tangential term (..., 2): ``(K_TAU*u*r_eff + omega_ref*r) * t_hat`` (counter-clockwise).
 
-    With ``ring_turn_acc`` the part ``K_TAU*u*r_eff`` is capped at ``sqrt(ring_turn_acc*r_eff)``
-    (:func:`turn_capped`).
+    With ``ring_turn_acc``, ``u`` comes held so that ``K_TAU*u*r_eff`` stays within
+    ``sqrt(ring_turn_acc*r_eff)`` (:func:`turn_capped`).
     """
-    r_eff = effective_radius(r, params)
-    speed = turn_capped(params.k_tau * np.asarray(u) * r_eff, r_eff, params) + (
-        np.asarray(omega_ref) * r)
+    speed = params.k_tau * np.asarray(u) * effective_radius(r, params) + np.asarray(omega_ref) * r
     return np.asarray(speed)[..., None] * t_hat
 
 
-def turn_capped(speed, r_eff, params: ControllerParams):
+def turn_capped(u, r, params: ControllerParams):
     """
-    Return the tangential ``speed`` (relative to the target) capped where its circle is too tight.
+    Return ``u`` held where the speed it asks along the ring can still fly the ring's circle.
 
     An agent that flies round the target at ``v`` relative to it, ``r_eff`` away, needs
     ``v^2 / r_eff`` of centripetal acceleration to stay on the circle. Asked to fly faster than
     its vehicle can turn, it drifts out, and the acceleration it spends along the ring is taken
     from its radial term: a stiff spacing loop then re-spaces the ring at the cost of its
-    radius. So the speed is capped at ``sqrt(ring_turn_acc * r_eff)``; 0 = no cap (``speed`` as
-    it is). A NaN speed stays NaN (the array and float paths and the kernels alike).
+    radius. So ``u`` is held within ``+-sqrt(ring_turn_acc / r_eff) / k_tau``, where the
+    tangential term ``k_tau u r_eff`` reaches ``sqrt(ring_turn_acc r_eff)``. It is ``u`` that is
+    held, not only the speed: ``u`` does not wind up past what is flown, and the ring's
+    re-spacing ends when its spacing does. ``ring_turn_acc`` or ``k_tau`` 0: ``u`` as it is.
+    A NaN bound (a NaN ``r``) leaves ``u`` as it is (the array and float paths and the
+    kernels alike).
     """
-    if not params.ring_turn_acc:
-        return speed
-    cap = np.sqrt(params.ring_turn_acc * np.asarray(r_eff, dtype=float))
-    speed = np.asarray(speed, dtype=float)
-    return np.where(speed > cap, cap, np.where(speed < -cap, -cap, speed))
+    if not (params.ring_turn_acc and params.k_tau):
+        return u
+    bound = np.sqrt(params.ring_turn_acc / effective_radius(np.asarray(r, dtype=float), params)
+                    ) / params.k_tau
+    u = np.asarray(u, dtype=float)
+    return np.where(u > bound, bound, np.where(u < -bound, -bound, u))
 
 
 def clamp_velocity(v, max_speed_xy: float, max_speed_z: float):
@@ -1298,6 +1301,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         e_tau_eff = own_rate_damping(e_tau_eff, omega_own, omega_ref, params.k_omega_own)
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params,
                                  implicit_decay(gain, params))
+    u_new = turn_capped(u_new, r, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
     v_sep = (separation or separation_velocity)(
         position, velocity, others_position, others_velocity, params,
@@ -1430,11 +1434,10 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         u_new = _clip(u_new, -cap, cap)
     else:
         u_new = 0.0
-    v_tau = p.k_tau * u_new * r_eff                                     # tangential_velocity
-    if p.ring_turn_acc:                                                 # turn_capped
-        cap = math.sqrt(p.ring_turn_acc * r_eff)
-        v_tau = cap if v_tau > cap else (-cap if v_tau < -cap else v_tau)
-    speed = v_tau + omega_ref * r
+    if p.ring_turn_acc and p.k_tau:                                     # turn_capped
+        bound = math.sqrt(p.ring_turn_acc / r_eff) / p.k_tau
+        u_new = bound if u_new > bound else (-bound if u_new < -bound else u_new)
+    speed = p.k_tau * u_new * r_eff + omega_ref * r                    # tangential_velocity
     vz = p.k_z * (p.altitude - pz) + tvz if p.altitude_hold else tvz   # compose_command
     x = radx + speed * thx + lx
     y = rady + speed * thy + ly

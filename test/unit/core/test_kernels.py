@@ -54,9 +54,8 @@ GAIN_SETS = {
     # at P = 0.05 s part of this damping is taken implicitly (law.implicit_decay) at any N
     'stiff spacing, damping partly implicit': ({'k_tau': 1.0, 'k_e_tau': 100.0,
                                                 'k_omega_own': 0.8, 'd_safe': 0.0}, None),
-    # the tangential speed capped (law.turn_capped) on most rows
-    'stiff spacing, tangential speed capped': ({'k_tau': 1.0, 'k_e_tau': 100.0,
-                                                'ring_turn_acc': 0.05, 'd_safe': 0.0}, None),
+    # u held (law.turn_capped) on many rows (|u| about 1 here, held at sqrt(2 / r_eff) / 0.25)
+    'default, u held by ring_turn_acc': ({'ring_turn_acc': 4.0, 'd_safe': 0.0}, None),
 }
 RAMP_STATE = ('ring_size', 'ring_changed', 'ring_tick')  # law.ring_ramp's, per run x agent
 
@@ -130,6 +129,7 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
     c = _controllers(params, lambdas=lambdas)
     assert c._plan is not None
     ring_term = 0  # rows whose u the even-ring term moved
+    held = 0  # rows whose u ring_turn_acc held
     for _ in range(30):
         live, positions, velocities = _random_tick(c, rng)
         if 'd_safe on' in gains:  # every vehicle far beyond the term's reach
@@ -138,8 +138,11 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
             c.rx[...] = 1.0 - 0.05  # none silent (heard once, not lately): the scan's
         plan, c._plan = c._plan, None
         without = copy.deepcopy(c)  # the same tick without the even-ring term (numpy path)
+        unheld = copy.deepcopy(c)  # and without ring_turn_acc's hold of u
         c._plan, without.params = plan, c.params.with_changes(k_e_ring=0.0)
+        unheld.params = c.params.with_changes(ring_turn_acc=0.0)
         without._control(1.0, live, positions, velocities)
+        unheld._control(1.0, live, positions, velocities)
         done, [(cmds, a), (want_cmds, b)] = _both_paths(c, (1.0, live, positions, velocities))
         assert done.sum() == done.size - 1  # all but the row without a live target
         np.testing.assert_array_equal(cmds, want_cmds)
@@ -147,6 +150,8 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
         assert np.any(a.pred != NO_NEIGHBOUR) and np.any(cmds != 0.0)
         ring_term += np.sum(a.u != without.u)
+        held += np.sum(a.u != unheld.u)
+    assert (held > 50) == bool(params.get('ring_turn_acc'))  # of 30 x 17 rows
     if params.get('k_e_ring', ControllerParams().k_e_ring) and not lambdas:
         assert ring_term > 100  # of 30 x 17 rows: the term acts (its gate and ramp partly)
     else:

@@ -7,8 +7,9 @@ import pytest
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import polar_frame, wrap_2pi
 from soliton_encirclement_ros.core.law import (
-    clamp_velocity, compose_command, damped_spacing_error, DAMPING_DECAY_MAX, implicit_decay,
-    limiter, omega_damping_gain, own_rate_damping, radial_velocity, soliton_update,
+    clamp_velocity, compose_command, damped_spacing_error, DAMPING_DECAY_MAX,
+    encirclement_step, encirclement_step_one, implicit_decay, limiter, NeighbourView,
+    omega_damping_gain, own_rate_damping, radial_velocity, soliton_update,
     spacing_error, tangential_velocity, turn_capped)
 from support.core_cases import ORIGIN, P
 
@@ -91,21 +92,39 @@ def test_the_damping_a_period_cannot_take_explicitly_is_taken_implicitly():
     assert u == pytest.approx(0.5 + 0.01 * du / 1.3)
 
 
-def test_the_tangential_speed_is_capped_where_its_circle_needs_more_than_ring_turn_acc():
+def test_u_is_held_where_its_speed_along_the_ring_needs_more_than_ring_turn_acc():
+    capped = P.with_changes(ring_turn_acc=3.2)  # sqrt(3.2 x 20) = 8 m/s at r 20 m: u 2 (k_tau .2)
+    # below the bound, and with no bound: u as it is
+    assert turn_capped(1.0, 20.0, capped) == 1.0
+    assert turn_capped(5.0, 20.0, P) == 5.0
+    # above it, either way round: held where k_tau u r_eff is sqrt(ring_turn_acc r_eff)
+    assert turn_capped(5.0, 20.0, capped) == pytest.approx(2.0)
+    assert turn_capped(-5.0, 20.0, capped) == pytest.approx(-2.0)
     _, _, t = polar_frame([20.0, 0.0, 0.0], ORIGIN)
-    capped = P.with_changes(ring_turn_acc=3.2)  # sqrt(3.2 x 20) = 8 m/s at r 20 m
-    # below the cap, and with no cap: the term as it was
-    assert tangential_velocity(1.0, 20.0, t, 0.0, capped) == pytest.approx([0.0, 4.0])
-    np.testing.assert_array_equal(tangential_velocity(5.0, 20.0, t, 0.1, P), [0.0, 22.0])
-    # above it, either way round; omega_ref's share (the ring's spin) is not capped
-    assert tangential_velocity(5.0, 20.0, t, 0.1, capped) == pytest.approx([0.0, 8.0 + 2.0])
-    assert tangential_velocity(-5.0, 20.0, t, 0.0, capped) == pytest.approx([0.0, -8.0])
-    # the cap is the circle's: at r_eff (r_min 1 m near the target) it is sqrt(3.2) m/s
-    near = tangential_velocity(np.array([20.0, 0.01]), np.array([0.5, 0.5]),
-                               np.array([[0.0, 1.0]] * 2), 0.0, capped)
-    np.testing.assert_allclose(near[:, 1], [np.sqrt(3.2), 0.2 * 0.01])
-    # a NaN speed stays NaN
-    assert np.isnan(turn_capped(np.nan, 20.0, capped))
+    held = turn_capped(5.0, 20.0, capped)
+    # omega_ref's share (the ring's spin) is not held
+    assert tangential_velocity(held, 20.0, t, 0.1, capped) == pytest.approx([0.0, 8.0 + 2.0])
+    # the bound is the circle's: at r_eff (r_min 1 m near the target) sqrt(3.2) m/s, elementwise
+    near = turn_capped(np.array([20.0, 0.01]), np.array([0.5, 0.5]), capped)
+    np.testing.assert_allclose(0.2 * near * 1.0, [np.sqrt(3.2), 0.2 * 0.01])
+    # no bound without k_tau, and a NaN radius leaves u as it is
+    assert turn_capped(5.0, 20.0, capped.with_changes(k_tau=0.0)) == 5.0
+    assert turn_capped(5.0, np.nan, capped) == 5.0
+    # the step holds u itself (it does not wind up past what is flown), the float path alike
+    position, stiff = np.array([20.0, 0.0, 0.0]), capped.with_changes(k_e_tau=1e4)
+    pred = NeighbourView(-0.3, (20.0 * np.cos(0.3), -20.0 * np.sin(0.3), 0.0), (0.0,) * 3,
+                         0.0, 0.0, 1)
+    succ = NeighbourView(2.0, (20.0 * np.cos(2.0), 20.0 * np.sin(2.0), 0.0), (0.0,) * 3,
+                         0.0, 0.0, 2)
+    args = (1.5, position, np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0.0, 0.0,
+            pred, succ, 1.0, 1.0, stiff)
+    u, _, cmd = encirclement_step(*args, ring_size=3, own_id=0)
+    assert float(u) == pytest.approx(np.sqrt(3.2 / 20.0) / 0.2)
+    assert np.asarray(cmd)[1] == pytest.approx(8.0)
+    u1, _, cmd1 = encirclement_step_one(1.5, tuple(position), (0.0,) * 3, (0.0,) * 3,
+                                        (0.0,) * 3, (0.0,) * 3, 0.0, 0.0, pred, succ, 1.0, 1.0,
+                                        stiff, ring_size=3, own_id=0)
+    assert float(u) == u1 and tuple(np.asarray(cmd).tolist()) == tuple(cmd1)
 
 
 def test_soft_limiter_and_non_finite_guard():
