@@ -58,6 +58,11 @@ if _CACHE is not None:
     numba.config.CACHE_DIR = _CACHE
     os.environ['NUMBA_CACHE_DIR'] = _CACHE  # worker processes choose the same
 _JIT = {'cache': True, 'nogil': True, 'error_model': 'numpy'}
+# The helpers control_rows calls once or more a row, inlined into their callers (numba's own
+# inlining, of its IR: the same operations in the same order, so the same bits). Called as
+# functions, each call that passes an array increfs and decrefs it (an atomic add through a
+# call, a few each) where numba's reference-count pruning leaves them: a third of a row's time.
+_INLINE = dict(_JIT, inline='always')
 
 
 def _skip_blas_probe() -> None:
@@ -158,7 +163,7 @@ def reach_rows(active, has, tab, rx, now, agent_timeout, obstacle_memory, own_ve
             others[m] = math.sqrt(others2)
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _all_beyond(m, has, tab, rx, now, obstacle_memory, own_position, nb_position, bound):
     """
     ``none_within_reach``'s test of row ``m``: every counted vehicle ``bound`` away or more.
@@ -178,7 +183,7 @@ def _all_beyond(m, has, tab, rx, now, obstacle_memory, own_position, nb_position
     return True
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _mod_2pi(x):
     """
     ``np.mod(x, TWO_PI)`` (Python's ``%``) bit for bit, without ``fmod`` where |x| < 2 pi.
@@ -195,7 +200,7 @@ def _mod_2pi(x):
     return x % TWO_PI
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _no_presence(m, has, tab, rx_time, member, now, agent_timeout):
     """Whether row ``m`` hears no presence (a vehicle heard whose state is no ring member's)."""
     t = tab[m]
@@ -205,7 +210,7 @@ def _no_presence(m, has, tab, rx_time, member, now, agent_timeout):
     return True
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _gap_to_pred(own_theta, pred_theta, own_id, pred_id):
     """neighbours.gap_to_pred of one row (ids break exact ties)."""
     gap = _mod_2pi(own_theta - pred_theta)
@@ -214,7 +219,7 @@ def _gap_to_pred(own_theta, pred_theta, own_id, pred_id):
     return gap
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _gap_to_succ(own_theta, succ_theta, own_id, succ_id):
     """neighbours.gap_to_succ of one row."""
     gap = _mod_2pi(succ_theta - own_theta)
@@ -223,10 +228,10 @@ def _gap_to_succ(own_theta, succ_theta, own_id, succ_id):
     return gap
 
 
-@numba.njit(**_JIT)
-def _select_row(entry_row, theta_row, theta_self, own_id, ids, cur_pred, cur_succ, hysteresis):
-    """neighbours.select_neighbours of one row: ring_candidates, then apply_hysteresis."""
-    k_cols = entry_row.size
+@numba.njit(**_INLINE)
+def _select_row(entry, theta, m, theta_self, own_id, ids, cur_pred, cur_succ, hysteresis):
+    """neighbours.select_neighbours of row ``m``: ring_candidates, then apply_hysteresis."""
+    k_cols = entry.shape[1]
     # ring_candidates: the first (theta, id) after self, else the first of all; the last
     # before self, else the last of all.
     succ_after = -1
@@ -234,23 +239,23 @@ def _select_row(entry_row, theta_row, theta_self, own_id, ids, cur_pred, cur_suc
     pred_before = -1
     pred_any = -1
     for k in range(k_cols):
-        if not entry_row[k]:
+        if not entry[m, k]:
             continue
-        t, i = theta_row[k], ids[k]
+        t, i = theta[m, k], ids[k]
         after = t > theta_self or (t == theta_self and i > own_id)
-        if succ_any < 0 or t < theta_row[succ_any] or (
-                t == theta_row[succ_any] and i < ids[succ_any]):
+        if succ_any < 0 or t < theta[m, succ_any] or (
+                t == theta[m, succ_any] and i < ids[succ_any]):
             succ_any = k
-        if pred_any < 0 or t > theta_row[pred_any] or (
-                t == theta_row[pred_any] and i > ids[pred_any]):
+        if pred_any < 0 or t > theta[m, pred_any] or (
+                t == theta[m, pred_any] and i > ids[pred_any]):
             pred_any = k
         if after:
-            if succ_after < 0 or t < theta_row[succ_after] or (
-                    t == theta_row[succ_after] and i < ids[succ_after]):
+            if succ_after < 0 or t < theta[m, succ_after] or (
+                    t == theta[m, succ_after] and i < ids[succ_after]):
                 succ_after = k
         else:
-            if pred_before < 0 or t > theta_row[pred_before] or (
-                    t == theta_row[pred_before] and i > ids[pred_before]):
+            if pred_before < 0 or t > theta[m, pred_before] or (
+                    t == theta[m, pred_before] and i > ids[pred_before]):
                 pred_before = k
     if succ_any < 0:
         return NO_NEIGHBOUR, NO_NEIGHBOUR
@@ -262,20 +267,20 @@ def _select_row(entry_row, theta_row, theta_self, own_id, ids, cur_pred, cur_suc
         (cand_pred == cur_succ and cur_succ != NO_NEIGHBOUR)
         or (cand_succ == cur_pred and cur_pred != NO_NEIGHBOUR))
     pred, succ = cand_pred, cand_succ
-    if not crossed and cur_pred != NO_NEIGHBOUR and entry_row[max(cur_pred, 0)]:
-        cur_gap = _gap_to_pred(theta_self, theta_row[cur_pred], own_id, ids[cur_pred])
-        cand_gap = _gap_to_pred(theta_self, theta_row[cand_pred], own_id, ids[cand_pred])
+    if not crossed and cur_pred != NO_NEIGHBOUR and entry[m, max(cur_pred, 0)]:
+        cur_gap = _gap_to_pred(theta_self, theta[m, cur_pred], own_id, ids[cur_pred])
+        cand_gap = _gap_to_pred(theta_self, theta[m, cand_pred], own_id, ids[cand_pred])
         if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
             pred = cur_pred
-    if not crossed and cur_succ != NO_NEIGHBOUR and entry_row[max(cur_succ, 0)]:
-        cur_gap = _gap_to_succ(theta_self, theta_row[cur_succ], own_id, ids[cur_succ])
-        cand_gap = _gap_to_succ(theta_self, theta_row[cand_succ], own_id, ids[cand_succ])
+    if not crossed and cur_succ != NO_NEIGHBOUR and entry[m, max(cur_succ, 0)]:
+        cur_gap = _gap_to_succ(theta_self, theta[m, cur_succ], own_id, ids[cur_succ])
+        cand_gap = _gap_to_succ(theta_self, theta[m, cand_succ], own_id, ids[cand_succ])
         if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
             succ = cur_succ
     return pred, succ
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _angular_rate(px, py, vx, vy, tx, ty, tvx, tvy):
     """geometry.angular_rate of one neighbour (NaN when missing or at the target)."""
     rx, ry = px - tx, py - ty
@@ -284,7 +289,7 @@ def _angular_rate(px, py, vx, vy, tx, ty, tvx, tvy):
     return cross / r2 if r2 >= R_EPS * R_EPS else math.nan
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _numpy_block_sum(a, lo, n):
     """Return numpy's pairwise sum of ``a[lo:lo + n]``, n <= 128 (its blocks: no split)."""
     if n < 8:
@@ -312,7 +317,7 @@ def _numpy_block_sum(a, lo, n):
     return res
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _numpy_sum(a):
     """
     ``np.sum`` of ``a`` (K,) in numpy's order (its pairwise summation), bit for bit.
@@ -348,22 +353,22 @@ def _numpy_sum(a):
     return sums[0]
 
 
-@numba.njit(**_JIT)
-def _ring_offset_row(entry_row, theta_row, theta_self, ahead):
+@numba.njit(**_INLINE)
+def _ring_offset_row(entry, theta, m, theta_self, ahead):
     """
-    law.ring_offset of one row (``heard`` = ``entry_row``), gated by law.ring_offset_gate.
+    law.ring_offset of row ``m`` (``heard`` = ``entry[m]``), gated by law.ring_offset_gate.
 
     ``ahead`` (K,): scratch. Its sum is numpy's (:func:`_numpy_sum` over every column, the
     members not heard as 0), the minima exact; a NaN angle heard propagates as numpy's.
     """
-    k_cols = entry_row.size
+    k_cols = entry.shape[1]
     near_ahead = math.inf
     near_behind = math.inf
     count = 0
     for k in range(k_cols):
-        if entry_row[k]:
-            a = _mod_2pi(theta_row[k] - theta_self)        # np.mod(thetas - theta_self)
-            b = _mod_2pi(theta_self - theta_row[k])        # np.mod(theta_self - thetas)
+        if entry[m, k]:
+            a = _mod_2pi(theta[m, k] - theta_self)        # np.mod(thetas - theta_self)
+            b = _mod_2pi(theta_self - theta[m, k])        # np.mod(theta_self - thetas)
             if a != a or a < near_ahead:                    # np.min: a NaN stays
                 near_ahead = a
             if b != b or b < near_behind:
@@ -384,7 +389,7 @@ def _ring_offset_row(entry_row, theta_row, theta_self, ahead):
     return offset if math.isfinite(offset) else 0.0
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick):
     """
     law.ring_ramp of row ``m`` (its array form, ``now`` a float): the weight of the ring term.
@@ -498,7 +503,7 @@ def _take_out_one(vx, vy, units, shares, near, count):
     return vx, vy
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _separation_row(m, law, now, has, tab, rx_time, age_at_arrival, member, position, velocity,
                     nb_position, nb_velocity, lawx, lawy, reach, bound, units, weights, pushes,
                     closings, near):
@@ -569,7 +574,7 @@ def _ahead_one(x0, y0, vx0, vy0, ox, oy, ovx, ovy, margin, t_safe, a_safe):
     return ux, uy, d, apart, closing, d_ahead
 
 
-@numba.njit(**_JIT)
+@numba.njit(**_INLINE)
 def _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, position,
               velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2):
     """
@@ -764,7 +769,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         own_id = ids[own_col[m]]
         ts = theta_self[m]
         # select_neighbours (ring_candidates, apply_hysteresis)
-        p_col, s_col = _select_row(entry[m], theta[m], ts, own_id, ids, pred[m], succ[m],
+        p_col, s_col = _select_row(entry, theta, m, ts, own_id, ids, pred[m], succ[m],
                                    hysteresis[ring[m]])
         pred[m], succ[m] = p_col, s_col
         # BatchControllers._control's view(): NaN angle/state and zero u of a missing one
@@ -816,7 +821,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         if law[K_E_RING] != 0.0:
             fitted = 0.0
             if law[RING_FIT] != 0.0:
-                fitted = _ring_offset_row(entry[m], theta[m], ts, ahead) * weight
+                fitted = _ring_offset_row(entry, theta, m, ts, ahead) * weight
             e_tau = e_tau + law[K_E_RING] * fitted
         r_eff = r if not r < r_min else r_min                        # effective_radius
         omega_self = ((prev_cmd[m, 0] - lx) * thx + (0.0 + (prev_cmd[m, 1] - ly) * thy)) / r_eff
