@@ -262,17 +262,21 @@ def _select_row(entry, theta, m, theta_self, own_id, ids, cur_pred, cur_succ, hy
     cand_succ = succ_after if succ_after >= 0 else succ_any
     cand_pred = pred_before if pred_before >= 0 else pred_any
     # apply_hysteresis: keep a current (live) neighbour unless the candidate is closer by
-    # more than the hysteresis; take both candidates where pred and succ crossed.
+    # more than the hysteresis; take both candidates where pred and succ crossed. Where the
+    # current neighbour is the candidate, keeping it or taking the candidate is one column:
+    # its gaps are not computed (a formed ring's usual case).
     crossed = cand_pred != cand_succ and (
         (cand_pred == cur_succ and cur_succ != NO_NEIGHBOUR)
         or (cand_succ == cur_pred and cur_pred != NO_NEIGHBOUR))
     pred, succ = cand_pred, cand_succ
-    if not crossed and cur_pred != NO_NEIGHBOUR and entry[m, max(cur_pred, 0)]:
+    if not crossed and cur_pred != cand_pred and cur_pred != NO_NEIGHBOUR \
+            and entry[m, max(cur_pred, 0)]:
         cur_gap = _gap_to_pred(theta_self, theta[m, cur_pred], own_id, ids[cur_pred])
         cand_gap = _gap_to_pred(theta_self, theta[m, cand_pred], own_id, ids[cand_pred])
         if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
             pred = cur_pred
-    if not crossed and cur_succ != NO_NEIGHBOUR and entry[m, max(cur_succ, 0)]:
+    if not crossed and cur_succ != cand_succ and cur_succ != NO_NEIGHBOUR \
+            and entry[m, max(cur_succ, 0)]:
         cur_gap = _gap_to_succ(theta_self, theta[m, cur_succ], own_id, ids[cur_succ])
         cand_gap = _gap_to_succ(theta_self, theta[m, cand_succ], own_id, ids[cand_succ])
         if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
