@@ -538,6 +538,13 @@ def _separation_row(m, law, now, has, tab, rx_time, age_at_arrival, member, posi
 
 
 @numba.njit(**_JIT)
+def _approaches(x0, y0, way, ox, oy):
+    """Whether ``way`` heads toward the vehicle at (ox, oy): else _gap_one's gap is inf."""
+    awayx, awayy = x0 - ox, y0 - oy
+    return awayx * way[0] + (0.0 + awayy * way[1]) < 0.0
+
+
+@numba.njit(**_JIT)
 def _gap_only(x0, y0, way, ox, oy, restx, resty, react):
     """Return the gap of :func:`_gap_one`, operation for operation, without its unit."""
     wx, wy, offx, offy = way[0], way[1], way[2], way[3]
@@ -618,12 +625,23 @@ def _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, pos
             x0, y0, vx0, vy0, ox, oy, ovx, ovy, 0.0, t_safe, a_safe)
         if apart and d_ahead < reach:
             return True
-        if t_react > 0.0:
+        if not t_react > 0.0:
+            continue
+        # The stopping gaps. A way that does not approach the vehicle (_gap_only's last test,
+        # taken first) has the gap inf whatever the rest: with neither approaching, inf + keep
+        # lowers no d_ahead and the test above stands (about half a ring's columns: behind).
+        own_in = _approaches(x0, y0, own_way, ox, oy)
+        law_in = _approaches(x0, y0, heading, ox, oy)
+        if own_in or law_in:
             react = t_react + age
             offx, offy = _offset_one(ovx, ovy, t_safe, a_safe)
             restx, resty = ox + offx, oy + offy
-            gap = _gap_only(x0, y0, own_way, ox, oy, restx, resty, react)
-            gap_law = _gap_only(x0, y0, heading, ox, oy, restx, resty, react)
+            gap = math.inf
+            if own_in:
+                gap = _gap_only(x0, y0, own_way, ox, oy, restx, resty, react)
+            gap_law = math.inf
+            if law_in:
+                gap_law = _gap_only(x0, y0, heading, ox, oy, restx, resty, react)
             if gap_law < gap:
                 gap = gap_law
             gap = gap - 0.0 + keep
