@@ -463,6 +463,13 @@ def _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe):
     return own_way
 
 
+@numba.njit(**_INLINE)
+def _approaches(x0, y0, way, ox, oy):
+    """Whether ``way`` heads toward the vehicle at (ox, oy): else _gap_one's gap is inf."""
+    awayx, awayy = x0 - ox, y0 - oy
+    return awayx * way[0] + (0.0 + awayy * way[1]) < 0.0
+
+
 @numba.njit(**_JIT)
 def _gap_one(x0, y0, way, ox, oy, restx, resty, react, d):
     """law._gap_one: law.stopping_gap of one way to one vehicle; (gap, unit x, unit y)."""
@@ -486,7 +493,7 @@ def _gap_one(x0, y0, way, ox, oy, restx, resty, react, d):
         ux, uy = ux / norm, uy / norm
     else:
         ux, uy = bx, by
-    if not awayx * wx + (0.0 + awayy * wy) < 0.0:
+    if not _approaches(x0, y0, way, ox, oy):
         gap = math.inf
     return gap, ux, uy
 
@@ -538,13 +545,6 @@ def _separation_row(m, law, now, has, tab, rx_time, age_at_arrival, member, posi
 
 
 @numba.njit(**_JIT)
-def _approaches(x0, y0, way, ox, oy):
-    """Whether ``way`` heads toward the vehicle at (ox, oy): else _gap_one's gap is inf."""
-    awayx, awayy = x0 - ox, y0 - oy
-    return awayx * way[0] + (0.0 + awayy * way[1]) < 0.0
-
-
-@numba.njit(**_JIT)
 def _gap_only(x0, y0, way, ox, oy, restx, resty, react):
     """Return the gap of :func:`_gap_one`, operation for operation, without its unit."""
     wx, wy, offx, offy = way[0], way[1], way[2], way[3]
@@ -554,8 +554,7 @@ def _gap_only(x0, y0, way, ox, oy, restx, resty, react):
     along = (relx * px + (0.0 + rely * py)) / (length2 if length2 > 0.0 else 1.0)
     along = _clip(along, 0.0, 1.0)
     gap = np.hypot(along * px - relx, along * py - rely)
-    awayx, awayy = x0 - ox, y0 - oy
-    if not awayx * wx + (0.0 + awayy * wy) < 0.0:
+    if not _approaches(x0, y0, way, ox, oy):
         gap = math.inf
     return gap
 
