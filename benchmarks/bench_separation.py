@@ -56,11 +56,13 @@ nothing here asserts.
 from __future__ import annotations
 
 import argparse
+import atexit
 from concurrent.futures import as_completed, ProcessPoolExecutor
 import itertools
 import math
 import os
 from pathlib import Path
+import shutil
 import sys
 import tempfile
 import time
@@ -281,6 +283,7 @@ def main() -> None:
         seeds = tuple(int(s) for s in args.seeds.split(','))
     links = subset(args.links, tuple(range(len(IMPAIRMENTS))), 'links', int)
     folder = Path(tempfile.mkdtemp(prefix='bench_separation_'))
+    atexit.register(shutil.rmtree, folder, True)  # the runs' start files, gone with the run
     runs = grid(args.d_safe, seeds, 30.0 if args.quick else 60.0,
                 ns=subset(args.ns, NS, 'ns', int),
                 placements=subset(args.placements, PLACEMENTS, 'placements', str.strip),
