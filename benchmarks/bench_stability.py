@@ -358,7 +358,7 @@ def moving(preset: str, seeds, engine: str = 'auto') -> dict:
                      round(mean_acc, 2), round(at_limit, 3)])
     medians = [statistics.median(m[k] for m in means) for k in range(5)]
     print(f'median of seeds: E_r = {medians[0]:.4f} (goal <= 0.065), E_gap = {medians[1]:.4f} '
-          '(goal <= 0.17)')
+          '(goal <= 0.12)')
     rows.append(['median', *(round(float(m), 4) for m in medians), '', '', ''])
     return {'engine': engine, 'max_acc_xy': limit, 'moving': table(
         ['seed', 'mean E_r', 'mean E_gap', 'E_gap with an agent out', 'E_gap otherwise',
