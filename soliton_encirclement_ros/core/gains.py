@@ -103,7 +103,8 @@ class ControllerParams:
                                    'relative to the target (k_tau u r_eff) reaches '
                                    'sqrt(ring_turn_acc r_eff), where flying that circle needs '
                                    'this acceleration; faster, the vehicle cannot hold the '
-                                   'circle and drifts out; 0 = no cap', 'm/s^2', low=0.0)
+                                   'circle and drifts out; not held where the d_safe term '
+                                   'pushes the agent; 0 = no cap', 'm/s^2', low=0.0)
     soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
     d_safe: float = setting(2.0, 'safety distance: every vehicle heard closer than this '

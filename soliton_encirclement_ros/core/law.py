@@ -451,7 +451,8 @@ def turn_capped(u, r, params: ControllerParams):
     radius. So ``u`` is held within ``+-sqrt(ring_turn_acc / r_eff) / k_tau``, where the
     tangential term ``k_tau u r_eff`` reaches ``sqrt(ring_turn_acc r_eff)``. It is ``u`` that is
     held, not only the speed: ``u`` does not wind up past what is flown, and the ring's
-    re-spacing ends when its spacing does. ``ring_turn_acc`` or ``k_tau`` 0: ``u`` as it is.
+    re-spacing ends when its spacing does. Not where the ``d_safe`` term pushes the agent
+    (:func:`turn_released`). ``ring_turn_acc`` or ``k_tau`` 0: ``u`` as it is.
     A NaN bound (a NaN ``r``) leaves ``u`` as it is (the array and float paths and the
     kernels alike).
     """
@@ -1301,13 +1302,40 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
         e_tau_eff = own_rate_damping(e_tau_eff, omega_own, omega_ref, params.k_omega_own)
     u_new, u_ss = soliton_update(u, pred.u, succ.u, pred.u_ss, succ.u_ss, e_tau_eff, params,
                                  implicit_decay(gain, params))
+    free = u_new
     u_new = turn_capped(u_new, r, params)
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
-    v_sep = (separation or separation_velocity)(
-        position, velocity, others_position, others_velocity, params,
-        v_rad + v_tau + lead[..., :2], others_age, others_radius, own_radius,
-        params.safety_distance(ring_size))
+    separation = separation or separation_velocity
+    d_safe = params.safety_distance(ring_size)
+    v_sep = separation(position, velocity, others_position, others_velocity, params,
+                       v_rad + v_tau + lead[..., :2], others_age, others_radius, own_radius,
+                       d_safe)
+    released = turn_released(v_sep, params)
+    if np.any(released):  # flown unheld, its d_safe term taken on the command it flies
+        u_new = np.where(released, free, u_new)
+        v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
+        v_sep = np.where(released[..., None], separation(
+            position, velocity, others_position, others_velocity, params,
+            v_rad + v_tau + lead[..., :2], others_age, others_radius, own_radius, d_safe),
+            v_sep)
     return u_new, u_ss, compose_command(v_rad, v_tau, lead, position, params, v_sep)
+
+
+def turn_released(v_sep, params: ControllerParams):
+    """
+    Return where ``u`` flies unheld by :func:`turn_capped` (...): where the ``d_safe`` term acts.
+
+    The hold keeps a ring that re-spaces in the open on its circle. An agent that the
+    ``d_safe`` term pushes (``v_sep`` (..., 2), the term on the held command, not zero: it
+    steers round another vehicle, a failed one hovering on the ring's path, say) flies the
+    spacing law unheld instead, its ``d_safe`` term computed again on the command it then
+    flies (so the term's guarantees are the unheld law's): held, it lingers beside the vehicle
+    and its neighbours bunch behind it (the hovering-obstacle family on the stability page).
+    False everywhere without the hold (``ring_turn_acc`` or ``k_tau`` 0).
+    """
+    if not (params.ring_turn_acc and params.k_tau):
+        return np.zeros(np.shape(v_sep)[:-1], dtype=bool)
+    return np.any(np.asarray(v_sep) != 0.0, axis=-1)
 
 
 def target_lead(target_velocity, target_acceleration, params: ControllerParams):
@@ -1434,6 +1462,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         u_new = _clip(u_new, -cap, cap)
     else:
         u_new = 0.0
+    free = u_new
     if p.ring_turn_acc and p.k_tau:                                     # turn_capped
         bound = math.sqrt(p.ring_turn_acc / r_eff) / p.k_tau
         u_new = bound if u_new > bound else (-bound if u_new < -bound else u_new)
@@ -1443,6 +1472,14 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     y = rady + speed * thy + ly
     sep_x = sep_y = 0.0
     if others_position is not None:
+        sep_x, sep_y = separation_velocity(
+            (px, py, pz), velocity, others_position, others_velocity, p, np.array((x, y)),
+            others_age, others_radius, own_radius, p.safety_distance(ring_size)).tolist()
+    if p.ring_turn_acc and p.k_tau and (sep_x != 0.0 or sep_y != 0.0):  # turn_released
+        u_new = free
+        speed = p.k_tau * u_new * r_eff + omega_ref * r
+        x = radx + speed * thx + lx
+        y = rady + speed * thy + ly
         sep_x, sep_y = separation_velocity(
             (px, py, pz), velocity, others_position, others_velocity, p, np.array((x, y)),
             others_age, others_radius, own_radius, p.safety_distance(ring_size)).tolist()

@@ -159,8 +159,11 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
 
 
 @pytest.mark.parametrize('gains', [{'d_safe': 2.0}, {'d_safe': 3.0, 't_react': 0.0},
-                                   {'d_safe': 2.0, 'a_safe': 0.0, 'v_safe': 4.0}],
-                         ids=['default', 't_react 0', 'a_safe 0, v_safe 4'])
+                                   {'d_safe': 2.0, 'a_safe': 0.0, 'v_safe': 4.0},
+                                   {'d_safe': 2.0, 'ring_turn_acc': 0.5, 'k_tau': 1.0,
+                                    'k_e_tau': 100.0}],
+                         ids=['default', 't_react 0', 'a_safe 0, v_safe 4',
+                              'u held but where the term acts'])
 def test_rows_within_reach_compile_the_d_safe_term(gains):
     """
     A row with a vehicle within ``d_safe``'s reach is the kernel's, its term compiled.
@@ -168,12 +171,14 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
     A presence it hears (a failed agent's vehicle) counts with its rest point too. A row that
     counts a silent vehicle runs the numpy path's scan. One tick split between both gives
     each row's values of the numpy path alone, bit for bit, and the term moves many commands,
-    some of them of rows that hear a presence.
+    some of them of rows that hear a presence. With ``ring_turn_acc``, ``u`` is held on some
+    rows and, where the term acts, left unheld on others (``law.turn_released``).
     """
     rng = np.random.default_rng(1)
     c = _controllers(gains, runs=6, agents=8)
     assert c._plan.separate
     moved, moved_by_presence = 0, 0
+    held, released = 0, 0
     for _ in range(20):
         live, positions, velocities = _random_tick(c, rng)
         c.member[...] = True
@@ -198,7 +203,13 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
         moved += np.sum(done & acted)
         assert done[presence & ~silent].all()
         moved_by_presence += np.sum(done & acted & presence)
+        if 'ring_turn_acc' in gains:  # the bound of u at each row's r_eff
+            r = np.hypot(*np.moveaxis(positions[..., :2] - c.target_position[..., :2], -1, 0))
+            bound = np.sqrt(0.5 / np.maximum(r, c.params.r_min))
+            held += np.sum(done & (np.abs(a.u) == bound))
+            released += np.sum(done & acted & (np.abs(a.u) > bound))
     assert moved >= 40 and moved_by_presence >= 3  # the compiled term acted on these rows
+    assert ('ring_turn_acc' not in gains) or (held >= 200 and released >= 30)
 
 
 def test_the_kernels_sum_is_numpys():

@@ -127,6 +127,38 @@ def test_u_is_held_where_its_speed_along_the_ring_needs_more_than_ring_turn_acc(
     assert float(u) == u1 and tuple(np.asarray(cmd).tolist()) == tuple(cmd1)
 
 
+def test_u_is_not_held_where_the_d_safe_term_pushes_the_agent():
+    """Steering round another vehicle, an agent flies the spacing law unheld (turn_released)."""
+    stiff = P.with_changes(ring_turn_acc=3.2, k_e_tau=1e4, d_safe=2.0)
+    position = np.array([20.0, 0.0, 0.0])
+    pred = NeighbourView(-0.3, (20.0 * np.cos(0.3), -20.0 * np.sin(0.3), 0.0), (0.0,) * 3,
+                         0.0, 0.0, 1)
+    succ = NeighbourView(2.0, (20.0 * np.cos(2.0), 20.0 * np.sin(2.0), 0.0), (0.0,) * 3,
+                         0.0, 0.0, 2)
+    args = (1.5, position, np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0.0, 0.0,
+            pred, succ, 1.0, 1.0, stiff)
+    held = np.sqrt(3.2 / 20.0) / 0.2
+    unheld, _, _ = encirclement_step(*args[:-1], stiff.with_changes(ring_turn_acc=0.0),
+                                     ring_size=3, own_id=0)
+    assert float(unheld) > 2.0 * held
+    # a hovering vehicle 1.5 m outside the ring pushes: u unheld; 30 m away: held
+    along = []
+    for others, want in (([[21.5, 0.0, 0.0]], float(unheld)), ([[50.0, 0.0, 0.0]], held)):
+        others = np.array(others)
+        u, _, cmd = encirclement_step(*args, ring_size=3, own_id=0, others_position=others,
+                                      others_velocity=np.zeros((1, 3)))
+        assert float(u) == pytest.approx(want)
+        u1, _, cmd1 = encirclement_step_one(
+            1.5, tuple(position), (0.0,) * 3, (0.0,) * 3, (0.0,) * 3, (0.0,) * 3, 0.0, 0.0, pred,
+            succ, 1.0, 1.0, stiff, ring_size=3, own_id=0, others_position=others,
+            others_velocity=np.zeros((1, 3)))
+        assert float(u) == u1 and tuple(np.asarray(cmd).tolist()) == tuple(cmd1)
+        along.append(float(np.asarray(cmd)[1]))
+    # pushed (radially here), the command flies the unheld speed along the ring (to the speed
+    # limit); the far vehicle leaves it held at sqrt(3.2 x 20) = 8 m/s
+    assert along[0] > 9.0 and along[1] == pytest.approx(8.0)
+
+
 def test_soft_limiter_and_non_finite_guard():
     soft = P.with_changes(soft_limiter=True)
     assert limiter(2.0, soft) == pytest.approx(8.0 / 2.0)
