@@ -92,6 +92,22 @@ def test_the_damping_a_period_cannot_take_explicitly_is_taken_implicitly():
     assert u == pytest.approx(0.5 + 0.01 * du / 1.3)
 
 
+def _stiff_step(params, **others):
+    """Return (step, float step) of one agent at (20, 0), u 1.5, neighbours 0.3 and 2 rad off."""
+    position = (20.0, 0.0, 0.0)
+    pred = NeighbourView(-0.3, (20.0 * np.cos(0.3), -20.0 * np.sin(0.3), 0.0), (0.0,) * 3,
+                         0.0, 0.0, 1)
+    succ = NeighbourView(2.0, (20.0 * np.cos(2.0), 20.0 * np.sin(2.0), 0.0), (0.0,) * 3,
+                         0.0, 0.0, 2)
+    u, _, cmd = encirclement_step(1.5, np.array(position), np.zeros(3), np.zeros(3),
+                                  np.zeros(3), np.zeros(3), 0.0, 0.0, pred, succ, 1.0, 1.0,
+                                  params, ring_size=3, own_id=0, **others)
+    u1, _, cmd1 = encirclement_step_one(1.5, position, (0.0,) * 3, (0.0,) * 3, (0.0,) * 3,
+                                        (0.0,) * 3, 0.0, 0.0, pred, succ, 1.0, 1.0, params,
+                                        ring_size=3, own_id=0, **others)
+    return (float(u), np.asarray(cmd)), (u1, cmd1)
+
+
 def test_u_is_held_where_its_speed_along_the_ring_needs_more_than_ring_turn_acc():
     capped = P.with_changes(ring_turn_acc=3.2)  # sqrt(3.2 x 20) = 8 m/s at r 20 m: u 2 (k_tau .2)
     # below the bound, and with no bound: u as it is
@@ -111,49 +127,26 @@ def test_u_is_held_where_its_speed_along_the_ring_needs_more_than_ring_turn_acc(
     assert turn_capped(5.0, 20.0, capped.with_changes(k_tau=0.0)) == 5.0
     assert turn_capped(5.0, np.nan, capped) == 5.0
     # the step holds u itself (it does not wind up past what is flown), the float path alike
-    position, stiff = np.array([20.0, 0.0, 0.0]), capped.with_changes(k_e_tau=1e4)
-    pred = NeighbourView(-0.3, (20.0 * np.cos(0.3), -20.0 * np.sin(0.3), 0.0), (0.0,) * 3,
-                         0.0, 0.0, 1)
-    succ = NeighbourView(2.0, (20.0 * np.cos(2.0), 20.0 * np.sin(2.0), 0.0), (0.0,) * 3,
-                         0.0, 0.0, 2)
-    args = (1.5, position, np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0.0, 0.0,
-            pred, succ, 1.0, 1.0, stiff)
-    u, _, cmd = encirclement_step(*args, ring_size=3, own_id=0)
-    assert float(u) == pytest.approx(np.sqrt(3.2 / 20.0) / 0.2)
-    assert np.asarray(cmd)[1] == pytest.approx(8.0)
-    u1, _, cmd1 = encirclement_step_one(1.5, tuple(position), (0.0,) * 3, (0.0,) * 3,
-                                        (0.0,) * 3, (0.0,) * 3, 0.0, 0.0, pred, succ, 1.0, 1.0,
-                                        stiff, ring_size=3, own_id=0)
-    assert float(u) == u1 and tuple(np.asarray(cmd).tolist()) == tuple(cmd1)
+    (u, cmd), (u1, cmd1) = _stiff_step(capped.with_changes(k_e_tau=1e4))
+    assert u == pytest.approx(np.sqrt(3.2 / 20.0) / 0.2)
+    assert cmd[1] == pytest.approx(8.0)
+    assert u == u1 and tuple(cmd.tolist()) == tuple(cmd1)
 
 
 def test_u_is_not_held_where_the_d_safe_term_pushes_the_agent():
     """Steering round another vehicle, an agent flies the spacing law unheld (turn_released)."""
     stiff = P.with_changes(ring_turn_acc=3.2, k_e_tau=1e4, d_safe=2.0)
-    position = np.array([20.0, 0.0, 0.0])
-    pred = NeighbourView(-0.3, (20.0 * np.cos(0.3), -20.0 * np.sin(0.3), 0.0), (0.0,) * 3,
-                         0.0, 0.0, 1)
-    succ = NeighbourView(2.0, (20.0 * np.cos(2.0), 20.0 * np.sin(2.0), 0.0), (0.0,) * 3,
-                         0.0, 0.0, 2)
-    args = (1.5, position, np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3), 0.0, 0.0,
-            pred, succ, 1.0, 1.0, stiff)
     held = np.sqrt(3.2 / 20.0) / 0.2
-    unheld, _, _ = encirclement_step(*args[:-1], stiff.with_changes(ring_turn_acc=0.0),
-                                     ring_size=3, own_id=0)
-    assert float(unheld) > 2.0 * held
+    (unheld, _), _ = _stiff_step(stiff.with_changes(ring_turn_acc=0.0))
+    assert unheld > 2.0 * held
     # a hovering vehicle 1.5 m outside the ring pushes: u unheld; 30 m away: held
     along = []
-    for others, want in (([[21.5, 0.0, 0.0]], float(unheld)), ([[50.0, 0.0, 0.0]], held)):
-        others = np.array(others)
-        u, _, cmd = encirclement_step(*args, ring_size=3, own_id=0, others_position=others,
-                                      others_velocity=np.zeros((1, 3)))
-        assert float(u) == pytest.approx(want)
-        u1, _, cmd1 = encirclement_step_one(
-            1.5, tuple(position), (0.0,) * 3, (0.0,) * 3, (0.0,) * 3, (0.0,) * 3, 0.0, 0.0, pred,
-            succ, 1.0, 1.0, stiff, ring_size=3, own_id=0, others_position=others,
-            others_velocity=np.zeros((1, 3)))
-        assert float(u) == u1 and tuple(np.asarray(cmd).tolist()) == tuple(cmd1)
-        along.append(float(np.asarray(cmd)[1]))
+    for others, want in (([[21.5, 0.0, 0.0]], unheld), ([[50.0, 0.0, 0.0]], held)):
+        (u, cmd), (u1, cmd1) = _stiff_step(stiff, others_position=np.array(others),
+                                           others_velocity=np.zeros((1, 3)))
+        assert u == pytest.approx(want)
+        assert u == u1 and tuple(cmd.tolist()) == tuple(cmd1)
+        along.append(float(cmd[1]))
     # pushed (radially here), the command flies the unheld speed along the ring (to the speed
     # limit); the far vehicle leaves it held at sqrt(3.2 x 20) = 8 m/s
     assert along[0] > 9.0 and along[1] == pytest.approx(8.0)
