@@ -894,30 +894,23 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         if law[RING_TURN_ACC] != 0.0 and k_tau != 0.0:               # turn_capped
             held = math.sqrt(law[RING_TURN_ACC] / r_eff) / k_tau
             u_new = held if u_new > held else (-held if u_new < -held else u_new)
-        speed = k_tau * u_new * r_eff + omega_ref * r                # tangential_velocity
         if law[ALTITUDE_HOLD] != 0.0:                                # compose_command
             vz = law[K_Z] * (law[ALTITUDE] - pz) + tvz
         else:
             vz = tvz
-        x = radx + speed * thx + lx
-        y = rady + speed * thy + ly
-        sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
-        if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
-            sep_x, sep_y = _separation_row(m, law, now, has, tab, rx_time, age_at_arrival,
-                                           member, position, velocity, nb_position, nb_velocity,
-                                           x, y,
-                                           d_safe[ring[m]], bound[m], units, weights, pushes,
-                                           closings, near)
-        if law[RING_TURN_ACC] != 0.0 and k_tau != 0.0 and (sep_x != 0.0 or sep_y != 0.0):
-            u_new = free                                             # turn_released
-            speed = k_tau * u_new * r_eff + omega_ref * r
+        while True:  # once, or again unheld where the d_safe term acts (turn_released)
+            speed = k_tau * u_new * r_eff + omega_ref * r            # tangential_velocity
             x = radx + speed * thx + lx
             y = rady + speed * thy + ly
-            sep_x, sep_y = _separation_row(m, law, now, has, tab, rx_time, age_at_arrival,
-                                           member, position, velocity, nb_position, nb_velocity,
-                                           x, y,
-                                           d_safe[ring[m]], bound[m], units, weights, pushes,
-                                           closings, near)
+            sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
+            if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
+                sep_x, sep_y = _separation_row(m, law, now, has, tab, rx_time, age_at_arrival,
+                                               member, position, velocity, nb_position,
+                                               nb_velocity, x, y, d_safe[ring[m]], bound[m],
+                                               units, weights, pushes, closings, near)
+            if u_new == free or (sep_x == 0.0 and sep_y == 0.0):
+                break
+            u_new = free
         x, y = x + sep_x, y + sep_y
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
             x, y = lx, ly

@@ -1310,7 +1310,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     v_sep = separation(position, velocity, others_position, others_velocity, params,
                        v_rad + v_tau + lead[..., :2], others_age, others_radius, own_radius,
                        d_safe)
-    released = turn_released(v_sep, params)
+    released = turn_released(v_sep, params) & (u_new != free)
     if np.any(released):  # flown unheld, its d_safe term taken on the command it flies
         u_new = np.where(released, free, u_new)
         v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
@@ -1466,23 +1466,20 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     if p.ring_turn_acc and p.k_tau:                                     # turn_capped
         bound = math.sqrt(p.ring_turn_acc / r_eff) / p.k_tau
         u_new = bound if u_new > bound else (-bound if u_new < -bound else u_new)
-    speed = p.k_tau * u_new * r_eff + omega_ref * r                    # tangential_velocity
     vz = p.k_z * (p.altitude - pz) + tvz if p.altitude_hold else tvz   # compose_command
-    x = radx + speed * thx + lx
-    y = rady + speed * thy + ly
-    sep_x = sep_y = 0.0
-    if others_position is not None:
-        sep_x, sep_y = separation_velocity(
-            (px, py, pz), velocity, others_position, others_velocity, p, np.array((x, y)),
-            others_age, others_radius, own_radius, p.safety_distance(ring_size)).tolist()
-    if p.ring_turn_acc and p.k_tau and (sep_x != 0.0 or sep_y != 0.0):  # turn_released
-        u_new = free
-        speed = p.k_tau * u_new * r_eff + omega_ref * r
+    while True:  # once, or again unheld where the d_safe term acts (turn_released)
+        speed = p.k_tau * u_new * r_eff + omega_ref * r                # tangential_velocity
         x = radx + speed * thx + lx
         y = rady + speed * thy + ly
-        sep_x, sep_y = separation_velocity(
-            (px, py, pz), velocity, others_position, others_velocity, p, np.array((x, y)),
-            others_age, others_radius, own_radius, p.safety_distance(ring_size)).tolist()
+        sep_x = sep_y = 0.0
+        if others_position is not None:
+            sep_x, sep_y = separation_velocity(
+                (px, py, pz), velocity, others_position, others_velocity, p,
+                np.array((x, y)), others_age, others_radius, own_radius,
+                p.safety_distance(ring_size)).tolist()
+        if u_new == free or (sep_x == 0.0 and sep_y == 0.0):
+            break
+        u_new = free
     x, y = x + sep_x, y + sep_y
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
         x, y = lx, ly
