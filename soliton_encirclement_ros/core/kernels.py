@@ -898,8 +898,9 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             vz = law[K_Z] * (law[ALTITUDE] - pz) + tvz
         else:
             vz = tvz
-        while True:  # once, or again unheld where the d_safe term acts (turn_released)
-            speed = k_tau * u_new * r_eff + omega_ref * r            # tangential_velocity
+        flown = free  # unheld where the d_safe term acts on it, else held (turn_released)
+        while True:
+            speed = k_tau * flown * r_eff + omega_ref * r            # tangential_velocity
             x = radx + speed * thx + lx
             y = rady + speed * thy + ly
             sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
@@ -908,9 +909,10 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
                                                member, position, velocity, nb_position,
                                                nb_velocity, x, y, d_safe[ring[m]], bound[m],
                                                units, weights, pushes, closings, near)
-            if u_new == free or (sep_x == 0.0 and sep_y == 0.0):
+            if flown == u_new or sep_x != 0.0 or sep_y != 0.0:
                 break
-            u_new = free
+            flown = u_new
+        u_new = flown
         x, y = x + sep_x, y + sep_y
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
             x, y = lx, ly

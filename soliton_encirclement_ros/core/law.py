@@ -1310,14 +1310,16 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     v_sep = separation(position, velocity, others_position, others_velocity, params,
                        v_rad + v_tau + lead[..., :2], others_age, others_radius, own_radius,
                        d_safe)
-    released = turn_released(v_sep, params) & (u_new != free)
-    if np.any(released):  # flown unheld, its d_safe term taken on the command it flies
+    held = u_new != free
+    if np.any(held):  # where the d_safe term acts on the unheld command, that is flown
+        v_tau_free = tangential_velocity(free, r, t_hat, omega_ref, params)
+        v_sep_free = separation(position, velocity, others_position, others_velocity, params,
+                                v_rad + v_tau_free + lead[..., :2], others_age, others_radius,
+                                own_radius, d_safe)
+        released = held & turn_released(v_sep_free, params)
         u_new = np.where(released, free, u_new)
-        v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
-        v_sep = np.where(released[..., None], separation(
-            position, velocity, others_position, others_velocity, params,
-            v_rad + v_tau + lead[..., :2], others_age, others_radius, own_radius, d_safe),
-            v_sep)
+        v_tau = np.where(released[..., None], v_tau_free, v_tau)
+        v_sep = np.where(released[..., None], v_sep_free, v_sep)
     return u_new, u_ss, compose_command(v_rad, v_tau, lead, position, params, v_sep)
 
 
@@ -1326,11 +1328,13 @@ def turn_released(v_sep, params: ControllerParams):
     Return where ``u`` flies unheld by :func:`turn_capped` (...): where the ``d_safe`` term acts.
 
     The hold keeps a ring that re-spaces in the open on its circle. An agent that the
-    ``d_safe`` term pushes (``v_sep`` (..., 2), the term on the held command, not zero: it
-    steers round another vehicle, a failed one hovering on the ring's path, say) flies the
-    spacing law unheld instead, its ``d_safe`` term computed again on the command it then
-    flies (so the term's guarantees are the unheld law's): held, it lingers beside the vehicle
-    and its neighbours bunch behind it (the hovering-obstacle family on the stability page).
+    ``d_safe`` term pushes on its unheld command (``v_sep`` (..., 2), the term on that command,
+    not zero: it steers round another vehicle, a failed one hovering on the ring's path, say)
+    flies that command, its term included: held, it lingers beside the vehicle and its
+    neighbours bunch behind it (the hovering-obstacle family on the stability page).
+    Elsewhere it flies the held command with the term on it. Either way the term is the one
+    on the command flown. (Releasing where the term acts on the held command, then flying the
+    unheld one, can fly it with no term at all: an unheld heading the term does not count.)
     False everywhere without the hold (``ring_turn_acc`` or ``k_tau`` 0).
     """
     if not (params.ring_turn_acc and params.k_tau):
@@ -1467,8 +1471,9 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         bound = math.sqrt(p.ring_turn_acc / r_eff) / p.k_tau
         u_new = bound if u_new > bound else (-bound if u_new < -bound else u_new)
     vz = p.k_z * (p.altitude - pz) + tvz if p.altitude_hold else tvz   # compose_command
-    while True:  # once, or again unheld where the d_safe term acts (turn_released)
-        speed = p.k_tau * u_new * r_eff + omega_ref * r                # tangential_velocity
+    flown = free  # unheld where the d_safe term acts on it, else held (turn_released)
+    while True:
+        speed = p.k_tau * flown * r_eff + omega_ref * r                # tangential_velocity
         x = radx + speed * thx + lx
         y = rady + speed * thy + ly
         sep_x = sep_y = 0.0
@@ -1477,9 +1482,10 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
                 (px, py, pz), velocity, others_position, others_velocity, p,
                 np.array((x, y)), others_age, others_radius, own_radius,
                 p.safety_distance(ring_size)).tolist()
-        if u_new == free or (sep_x == 0.0 and sep_y == 0.0):
+        if flown == u_new or sep_x != 0.0 or sep_y != 0.0:
             break
-        u_new = free
+        flown = u_new
+    u_new = flown
     x, y = x + sep_x, y + sep_y
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
         x, y = lx, ly
