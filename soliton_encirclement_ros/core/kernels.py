@@ -905,10 +905,16 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             y = rady + speed * thy + ly
             sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
             if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
+                norm = np.hypot(x, y)                                # flyable_command
+                limit = law[MAX_SPEED_XY] / (norm if norm > 1e-300 else 1e-300)
+                scale = limit if limit < 1.0 else 1.0
+                fx, fy = x * scale, y * scale
                 sep_x, sep_y = _separation_row(m, law, now, has, tab, rx_time, age_at_arrival,
                                                member, position, velocity, nb_position,
-                                               nb_velocity, x, y, d_safe[ring[m]], bound[m],
+                                               nb_velocity, fx, fy, d_safe[ring[m]], bound[m],
                                                units, weights, pushes, closings, near)
+                if sep_x != 0.0 or sep_y != 0.0:
+                    sep_x, sep_y = sep_x + (fx - x), sep_y + (fy - y)
             if flown == u_new or sep_x != 0.0 or sep_y != 0.0:
                 break
             flown = u_new

@@ -1307,20 +1307,43 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     v_tau = tangential_velocity(u_new, r, t_hat, omega_ref, params)
     separation = separation or separation_velocity
     d_safe = params.safety_distance(ring_size)
-    v_sep = separation(position, velocity, others_position, others_velocity, params,
-                       v_rad + v_tau + lead[..., :2], others_age, others_radius, own_radius,
-                       d_safe)
+
+    def term(v_law):  # the d_safe term on the command as flown (flyable_command)
+        v_fly = flyable_command(v_law, params)
+        v_sep = separation(position, velocity, others_position, others_velocity, params, v_fly,
+                           others_age, others_radius, own_radius, d_safe)
+        acts = np.any(v_sep != 0.0, axis=-1, keepdims=True)
+        return np.where(acts, v_sep + (v_fly - v_law), v_sep)
+
+    v_sep = term(v_rad + v_tau + lead[..., :2])
     held = u_new != free
     if np.any(held):  # where the d_safe term acts on the unheld command, that is flown
         v_tau_free = tangential_velocity(free, r, t_hat, omega_ref, params)
-        v_sep_free = separation(position, velocity, others_position, others_velocity, params,
-                                v_rad + v_tau_free + lead[..., :2], others_age, others_radius,
-                                own_radius, d_safe)
+        v_sep_free = term(v_rad + v_tau_free + lead[..., :2])
         released = held & turn_released(v_sep_free, params)
         u_new = np.where(released, free, u_new)
         v_tau = np.where(released[..., None], v_tau_free, v_tau)
         v_sep = np.where(released[..., None], v_sep_free, v_sep)
     return u_new, u_ss, compose_command(v_rad, v_tau, lead, position, params, v_sep)
+
+
+def flyable_command(v_law, params: ControllerParams):
+    """
+    Return the law's horizontal command ``v_law`` (..., 2) scaled to ``max_speed_xy``.
+
+    What the ``d_safe`` term (:func:`separation_velocity`) takes the approach out of: the
+    command the vehicle can fly, as :func:`compose_command` clamps it. A law wound up far past
+    it (``k_tau u r`` 70 m/s along the ring at a crowded start) kept, once the approach to one
+    vehicle had been taken out, a part toward another that the proportional take-out left
+    several m/s of (0.79 m between two agents, of 2 m flown). Within ``max_speed_xy`` it is
+    ``v_law`` exactly. Where the term acts, the law composes the flyable command with it
+    (:func:`encirclement_step`: the term plus ``v_fly - v_law``); elsewhere the command is
+    clamped as before.
+    """
+    v = np.asarray(v_law, dtype=float)
+    norm = np.hypot(v[..., 0], v[..., 1])
+    scale = np.minimum(1.0, params.max_speed_xy / np.maximum(norm, 1e-300))
+    return v * scale[..., None]
 
 
 def turn_released(v_sep, params: ControllerParams):
@@ -1478,10 +1501,16 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         y = rady + speed * thy + ly
         sep_x = sep_y = 0.0
         if others_position is not None:
+            norm = _hypot(x, y)                                         # flyable_command
+            limit = p.max_speed_xy / (norm if norm > 1e-300 else 1e-300)
+            scale = limit if limit < 1.0 else 1.0
+            fx, fy = x * scale, y * scale
             sep_x, sep_y = separation_velocity(
                 (px, py, pz), velocity, others_position, others_velocity, p,
-                np.array((x, y)), others_age, others_radius, own_radius,
+                np.array((fx, fy)), others_age, others_radius, own_radius,
                 p.safety_distance(ring_size)).tolist()
+            if sep_x != 0.0 or sep_y != 0.0:
+                sep_x, sep_y = sep_x + (fx - x), sep_y + (fy - y)
         if flown == u_new or sep_x != 0.0 or sep_y != 0.0:
             break
         flown = u_new

@@ -161,9 +161,10 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
 @pytest.mark.parametrize('gains', [{'d_safe': 2.0}, {'d_safe': 3.0, 't_react': 0.0},
                                    {'d_safe': 2.0, 'a_safe': 0.0, 'v_safe': 4.0},
                                    {'d_safe': 2.0, 'ring_turn_acc': 0.5, 'k_tau': 1.0,
-                                    'k_e_tau': 100.0}],
+                                    'k_e_tau': 100.0},
+                                   {'d_safe': 2.0, 'k_tau': 1.0, 'k_e_tau': 1e4}],
                          ids=['default', 't_react 0', 'a_safe 0, v_safe 4',
-                              'u held but where the term acts'])
+                              'u held but where the term acts', 'wound up past max_speed_xy'])
 def test_rows_within_reach_compile_the_d_safe_term(gains):
     """
     A row with a vehicle within ``d_safe``'s reach is the kernel's, its term compiled.
@@ -172,13 +173,15 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
     counts a silent vehicle runs the numpy path's scan. One tick split between both gives
     each row's values of the numpy path alone, bit for bit, and the term moves many commands,
     some of them of rows that hear a presence. With ``ring_turn_acc``, ``u`` is held on some
-    rows and, where the term acts, left unheld on others (``law.turn_released``).
+    rows and, where the term acts, left unheld on others (``law.turn_released``). Wound up
+    (``u`` at its bound, ``k_tau u r`` far past ``max_speed_xy``), the term takes the approach
+    out of the command as flown (``law.flyable_command``).
     """
     rng = np.random.default_rng(1)
     c = _controllers(gains, runs=6, agents=8)
     assert c._plan.separate
     moved, moved_by_presence = 0, 0
-    held, released = 0, 0
+    held, released, wound = 0, 0, 0
     for _ in range(20):
         live, positions, velocities = _random_tick(c, rng)
         c.member[...] = True
@@ -208,7 +211,12 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
             bound = np.sqrt(0.5 / np.maximum(r, c.params.r_min))
             held += np.sum(done & (np.abs(a.u) == bound))
             released += np.sum(done & acted & (np.abs(a.u) > bound))
+        r = np.hypot(*np.moveaxis(positions[..., :2] - c.target_position[..., :2], -1, 0))
+        fast = (c.params.k_tau * np.abs(a.u) * np.maximum(r, c.params.r_min)
+                > 2.0 * c.params.max_speed_xy)
+        wound += np.sum(done & acted & fast)  # the law asks twice what is flown, or more
     assert moved >= 40 and moved_by_presence >= 3  # the compiled term acted on these rows
+    assert gains.get('k_e_tau') != 1e4 or wound >= 30
     assert ('ring_turn_acc' not in gains) or (held >= 200 and released >= 30)
 
 

@@ -8,9 +8,9 @@ from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import polar_frame, wrap_2pi
 from soliton_encirclement_ros.core.law import (
     clamp_velocity, compose_command, damped_spacing_error, DAMPING_DECAY_MAX,
-    encirclement_step, encirclement_step_one, implicit_decay, limiter, NeighbourView,
-    omega_damping_gain, own_rate_damping, radial_velocity, soliton_update,
-    spacing_error, tangential_velocity, turn_capped)
+    encirclement_step, encirclement_step_one, flyable_command, implicit_decay, limiter,
+    NeighbourView, omega_damping_gain, own_rate_damping, radial_velocity, soliton_update,
+    spacing_error, tangential_velocity, turn_capped, u_bound)
 from support.core_cases import ORIGIN, P
 
 
@@ -150,6 +150,28 @@ def test_u_is_not_held_where_the_d_safe_term_pushes_the_agent():
     # pushed (radially here), the command flies the unheld speed along the ring (to the speed
     # limit); the far vehicle leaves it held at sqrt(3.2 x 20) = 8 m/s
     assert along[0] > 9.0 and along[1] == pytest.approx(8.0)
+
+
+def test_d_safe_term_takes_the_approach_out_of_the_command_as_flown():
+    """A law wound up past max_speed_xy keeps no more of its approach than one at it would."""
+    wound = P.with_changes(k_tau=1.0, k_e_tau=1e4, d_safe=2.0)
+    (u, cmd), _ = _stiff_step(wound)
+    assert u == pytest.approx(u_bound(wound))  # k_tau u r: 157 m/s along the ring, flown at 10
+    assert cmd[1] == pytest.approx(10.0)
+    for ahead, along in ((1.9, 7.0), (1.8, 4.0), (1.7, 1.0), (1.5, -2.5)):
+        # a hovering vehicle straight ahead on the ring, inside d_safe: of the 10 m/s flyable
+        # approach 5 (1 - d/d_safe) goes, and it pushes back v_safe (1 - d/d_safe); of the law's
+        # 157 m/s the same share left 10 m/s straight at it from 1.7 m out
+        others = {'others_position': np.array([[20.0, ahead, 0.0]]),
+                  'others_velocity': np.zeros((1, 3))}
+        (_, cmd), (_, cmd1) = _stiff_step(wound, **others)
+        assert cmd[0] == pytest.approx(0.0, abs=1e-9)
+        assert cmd[1] == pytest.approx(along)
+        assert tuple(cmd.tolist()) == tuple(cmd1)  # the float path alike, bit for bit
+    # within max_speed_xy the command is the law's own, exactly
+    v = np.array([[3.0, 4.0], [6.0, -8.0], [0.0, 0.0]])
+    assert np.array_equal(flyable_command(v, P), v)
+    np.testing.assert_allclose(flyable_command(np.array([30.0, 40.0]), P), [6.0, 8.0])
 
 
 def test_soft_limiter_and_non_finite_guard():
