@@ -32,3 +32,8 @@ def clip(x: float, low: float, high: float) -> float:
 def hypot(x: float, y: float) -> float:
     """``np.hypot`` of two floats, as a float."""
     return float(np.hypot(x, y))
+
+
+def xy_scale(x: float, y: float, limit: float) -> float:
+    """``velocity_mobility_ros.core.geometry.xy_scale`` of one (x, y): the scale to ``limit``."""
+    return minimum(1.0, limit / maximum(hypot(x, y), 1e-300))

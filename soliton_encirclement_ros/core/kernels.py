@@ -905,9 +905,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             y = rady + speed * thy + ly
             sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
             if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
-                norm = np.hypot(x, y)                                # flyable_command
-                limit = law[MAX_SPEED_XY] / (norm if norm > 1e-300 else 1e-300)
-                scale = limit if limit < 1.0 else 1.0
+                scale = _saturation(x, y, law[MAX_SPEED_XY])        # flyable_command
                 fx, fy = x * scale, y * scale
                 sep_x, sep_y = _separation_row(m, law, now, has, tab, rx_time, age_at_arrival,
                                                member, position, velocity, nb_position,
@@ -922,9 +920,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         x, y = x + sep_x, y + sep_y
         if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
             x, y = lx, ly
-        norm = np.hypot(x, y)                                        # saturate
-        limit = law[MAX_SPEED_XY] / (norm if norm > 1e-300 else 1e-300)
-        scale = limit if limit < 1.0 else 1.0
+        scale = _saturation(x, y, law[MAX_SPEED_XY])                # saturate
         z_cap = law[MAX_SPEED_Z]
         if vz == vz:
             vz = vz if vz > -z_cap else -z_cap

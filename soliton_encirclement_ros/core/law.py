@@ -14,11 +14,12 @@ from typing import Any, NamedTuple, Optional
 import numpy as np
 
 from soliton_encirclement_ros.core.floats import (
-    clip as _clip, hypot as _hypot, maximum as _maximum, minimum as _minimum)
+    clip as _clip, hypot as _hypot, maximum as _maximum, minimum as _minimum,
+    xy_scale as _xy_scale)
 from soliton_encirclement_ros.core.gains import ControllerParams, DAMPING_DECAY_MAX
 from soliton_encirclement_ros.core.geometry import angular_rate, polar_frame, R_EPS
 from soliton_encirclement_ros.core.neighbours import gap_to_pred, gap_to_succ, NO_NEIGHBOUR
-from velocity_mobility_ros.core.geometry import saturate, TWO_PI
+from velocity_mobility_ros.core.geometry import saturate, TWO_PI, xy_scale
 
 DENOMINATOR_EPS = 1e-9  # e_tau is 0 when its denominator is at or below this
 # The d_safe term takes out the law's approach to an agent in proportion
@@ -1341,9 +1342,7 @@ def flyable_command(v_law, params: ControllerParams):
     clamped as before.
     """
     v = np.asarray(v_law, dtype=float)
-    norm = np.hypot(v[..., 0], v[..., 1])
-    scale = np.minimum(1.0, params.max_speed_xy / np.maximum(norm, 1e-300))
-    return v * scale[..., None]
+    return v * xy_scale(v, params.max_speed_xy)[..., None]
 
 
 def turn_released(v_sep, params: ControllerParams):
@@ -1501,9 +1500,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         y = rady + speed * thy + ly
         sep_x = sep_y = 0.0
         if others_position is not None:
-            norm = _hypot(x, y)                                         # flyable_command
-            limit = p.max_speed_xy / (norm if norm > 1e-300 else 1e-300)
-            scale = limit if limit < 1.0 else 1.0
+            scale = _xy_scale(x, y, p.max_speed_xy)                     # flyable_command
             fx, fy = x * scale, y * scale
             sep_x, sep_y = separation_velocity(
                 (px, py, pz), velocity, others_position, others_velocity, p,
@@ -1518,9 +1515,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     x, y = x + sep_x, y + sep_y
     if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
         x, y = lx, ly
-    norm = _hypot(x, y)                                                 # saturate
-    limit = p.max_speed_xy / (norm if norm > 1e-300 else 1e-300)
-    scale = limit if limit < 1.0 else 1.0
+    scale = _xy_scale(x, y, p.max_speed_xy)                             # saturate
     return u_new, u_ss, (x * scale, y * scale, _clip(vz, -p.max_speed_z, p.max_speed_z))
 
 

@@ -28,6 +28,13 @@ def wrap_2pi_once(angle: np.ndarray) -> np.ndarray:
     return np.where(angle < 0.0, angle + TWO_PI, angle)
 
 
+def xy_scale(vec: ArrayLike, limit_xy: ArrayLike) -> np.ndarray:
+    """Return the factor (...) that scales the xy part of ``vec`` (..., >= 2) to ``limit_xy``."""
+    vec = np.asarray(vec, dtype=float)
+    norm = np.hypot(vec[..., 0], vec[..., 1])
+    return np.minimum(1.0, limit_xy / np.maximum(norm, 1e-300))
+
+
 def saturate(vec: ArrayLike, limit_xy: ArrayLike, limit_z: ArrayLike) -> np.ndarray:
     """
     Scale the xy part of ``vec`` (..., 3) to norm <= ``limit_xy`` and clamp z to +-``limit_z``.
@@ -36,9 +43,7 @@ def saturate(vec: ArrayLike, limit_xy: ArrayLike, limit_z: ArrayLike) -> np.ndar
     """
     vec = np.asarray(vec, dtype=float)
     out = np.empty_like(vec)
-    norm = np.hypot(vec[..., 0], vec[..., 1])
-    scale = np.minimum(1.0, limit_xy / np.maximum(norm, 1e-300))
-    np.multiply(vec[..., :2], scale[..., None], out=out[..., :2])
+    np.multiply(vec[..., :2], xy_scale(vec, limit_xy)[..., None], out=out[..., :2])
     np.clip(vec[..., 2], -limit_z, limit_z, out=out[..., 2])
     return out
 
