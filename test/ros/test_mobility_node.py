@@ -185,6 +185,7 @@ def test_ramp_rate_saturation_and_sim_time_stamps(graph_factory):
     cmd = g.publisher(Twist, '/ramp/cmd_vel')
     g.send(cmd, twist(20.0, 0.0, -20.0), lambda: g.node.command_velocity[0, 0] == 20.0)
     g.tick(400)
+    g.caught_up(odom)  # under load the last message can still be on its way
     assert len(odom) == 200
     assert stamps_ns(odom) == [20_000_000 * k for k in range(1, 201)]  # sim time, every 2 steps
     v = velocities(odom)
@@ -221,6 +222,7 @@ def test_command_timeout_brakes_to_hover_and_logs_once(graph_factory, capfd):
     cmd = g.publisher(Twist, '/hover/cmd_vel')
     g.send(cmd, twist(2.0, 0.0, 1.0), lambda: g.node.command_velocity[0, 0] == 2.0)
     g.tick(60)
+    g.caught_up(odom)
     v = velocities(odom)
     assert v[19, 0] == pytest.approx(0.8)  # still accelerating at 0.2 s
     assert v[-1, 0] == pytest.approx(0.0, abs=1e-12)  # braked to a hover by 0.6 s
@@ -228,10 +230,12 @@ def test_command_timeout_brakes_to_hover_and_logs_once(graph_factory, capfd):
     assert np.all(np.diff(v[25:, 0]) <= 1e-12)
     hovering_at = odom[-1].pose.pose.position.x
     g.tick(30)
+    g.caught_up(odom)
     assert odom[-1].pose.pose.position.x == pytest.approx(hovering_at)
     assert capfd.readouterr().err.count('no valid cmd_vel for 0.2 s; braking to a hover') == 1
     g.send(cmd, twist(1.0), lambda: g.node.command_velocity[0, 0] == 1.0)
     g.tick(5)
+    g.caught_up(odom)
     assert odom[-1].twist.twist.linear.x > 0.0
     assert 'hover: cmd_vel resumed' in capfd.readouterr().err
 
@@ -263,6 +267,7 @@ def test_a_clock_stepped_back_drops_the_held_command_and_logs_once(graph_factory
     assert 'no valid cmd_vel' not in err
     g.send(cmd, twist(1.0), lambda: g.node.command_velocity[0, 0] == 1.0)
     g.tick(5)
+    g.caught_up(odom)
     assert odom[-1].twist.twist.linear.x > 0.0
     assert 'reset: cmd_vel resumed' in capfd.readouterr().err
 
@@ -319,9 +324,11 @@ def test_twist_in_child_frame_with_nonzero_yaw(graph_factory):
     cmd = g.publisher(Twist, '/yawed/cmd_vel')
     g.send(cmd, twist(1.0), lambda: g.node.command_velocity[0, 0] == 1.0)
     g.tick(2)
+    g.caught_up(odom)
     first = odom[0].pose.pose.position
     assert (first.x, first.y, first.z) == pytest.approx((1.0, 2.0, 3.0), abs=0.01)
     g.tick(1500)  # 15 s = 15 tau: settled
+    g.caught_up(odom)
     msg = odom[-1]
     q = msg.pose.pose.orientation
     np.testing.assert_allclose([q.w, q.x, q.y, q.z], euler2quat(0, 0, math.pi / 2), atol=1e-12)
