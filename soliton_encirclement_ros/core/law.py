@@ -376,7 +376,8 @@ def implicit_decay(gain, params: ControllerParams):
 
 def limiter(u, params: ControllerParams):
     """g(u): ``u^3``, or the soft limiter ``u^3 / (1 + (|u|/U_lim)^2)`` when enabled."""
-    cube = np.asarray(u, dtype=float) ** 3
+    u = np.asarray(u, dtype=float)
+    cube = u * u * u  # IEEE products: the same bits on every CPU (numpy's pow is not)
     if params.soft_limiter:
         return cube / (1.0 + (np.abs(u) / params.u_lim) ** 2)
     return cube
@@ -1477,7 +1478,8 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     u_s = succ.u - pred.u                                               # soliton_update
     u_ss = succ.u - 2.0 * u + pred.u
     u_sss = succ.u_ss - pred.u_ss
-    g = float(np.asarray(u, dtype=float) ** 3)
+    cube = float(u)
+    g = cube * cube * cube                                              # limiter
     if p.soft_limiter:
         g = g / (1.0 + float(np.asarray(abs(u) / p.u_lim) ** 2))
     du = (p.c_coupling * u_s - p.beta_u * u - p.alpha_u * g + p.k_e_tau * e_eff
