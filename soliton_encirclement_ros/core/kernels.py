@@ -454,9 +454,33 @@ def _way_one(wx, wy, lag, braking):
 
 
 @numba.njit(**_JIT)
-def _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe):
-    """law._heading: the law's way ``(lawx, lawy)`` at the agent's speed (``own_way`` if none)."""
+def _reach_at_rest(v, d, t_safe, a_safe, t_react):
+    """law.obstacle_reach(v, 0.0, 0.0, params, 0.0, d): the other at rest, no disc."""
+    v_o = 0.0
+    stop_o = _stopping_distance(v_o, t_safe, a_safe)
+    stop = _stopping_distance(v, t_safe, a_safe)
+    margin = 0.0 + 0.0
+    closing = v + v_o
+    brake = closing * closing / (2.0 * a_safe) if a_safe > 0.0 else 0.0
+    own_brake = v * v / (2.0 * a_safe) if a_safe > 0.0 else 0.0
+    reach = _maximum(d + margin + v_o * t_safe + t_safe * closing + brake,
+                     d + margin + stop_o + t_safe * v + own_brake)
+    if t_react > 0.0:
+        reach = _maximum(reach, CONTINGENCY_SHARE * d + margin + v_o * t_safe + stop_o
+                         + v * (t_react + t_safe) + stop)
+    return reach * (1.0 + 1e-9) + 1e-3
+
+
+@numba.njit(**_JIT)
+def _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe, slide=False):
+    """
+    law._heading: the law's way ``(lawx, lawy)`` at the agent's speed (``own_way`` if none).
+
+    ``slide``: at the larger of the agent's speed and the command's.
+    """
     speed, commanded = np.hypot(vx0, vy0), np.hypot(lawx, lawy)
+    if slide and commanded > speed:
+        speed = commanded
     if commanded > DENOMINATOR_EPS:
         ratio = speed / commanded
         return _way_one(lawx * ratio, lawy * ratio, t_safe, a_safe)
@@ -517,9 +541,13 @@ def _take_out_one(vx, vy, units, shares, near, count):
 @numba.njit(**_INLINE)
 def _separation_row(m, law, now, has, tab, rx_time, age_at_arrival, member, position, velocity,
                     nb_position, nb_velocity, lawx, lawy, reach, bound, units, weights, pushes,
-                    closings, near):
+                    closings, near, slide=False):
     """
-    law._separation_one of row ``m`` (``d_safe`` = ``reach`` > 0): its (x, y) repulsion.
+    law._separation_one of row ``m`` (``d_safe`` = ``reach`` > 0), and its ``kept``.
+
+    ``slide``: ``lawx, lawy`` is a ``law.slide`` (its way at its speed: ``law._heading``).
+
+    Returns the (x, y) repulsion, then (x, y) ``lawx, lawy`` with the approach taken out.
 
     The row's columns as ``law.silent_obstacles`` gives them without silent vehicles (the
     caller's condition): each vehicle heard (``has``, within ``agent_timeout``) at its
@@ -530,15 +558,21 @@ def _separation_row(m, law, now, has, tab, rx_time, age_at_arrival, member, posi
 
     First the vehicles within ``bound`` (``law.obstacle_reach``: one beyond is near no
     way) alone: with none of them near, the term is exactly (0.0, 0.0) (nothing taken out,
-    ``(push + v_law) - v_law`` of a zero push), else every column as the law takes them.
+    ``(push + v_law) - v_law`` of a zero push) and the command kept whole, else every column
+    as the law takes them.
     """
     rests = not _no_presence(m, has, tab, rx_time, member, now, law[AGENT_TIMEOUT])
+    own = math.nan  # a slide's pass: the vehicles within reach at its own speed alone
+    if slide:
+        own = _reach_at_rest(np.hypot(velocity[m, 0], velocity[m, 1]), reach, law[T_SAFE],
+                             law[A_SAFE], law[T_REACT])
     if not _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, position,
-                     velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound):
-        return 0.0, 0.0
+                     velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound,
+                     slide, own):
+        return 0.0, 0.0, lawx, lawy
     count = _separation_columns(m, law, now, has, tab, rx_time, age_at_arrival, member, rests,
                                 position, velocity, nb_position, nb_velocity, lawx, lawy, reach,
-                                math.nan, units, weights, pushes, closings, near)
+                                math.nan, units, weights, pushes, closings, near, slide, own)
     n_cols = 2 * has.shape[1] if rests else has.shape[1]
     return _separation_sum(law, lawx, lawy, units[:n_cols], weights, pushes, closings, near,
                            count)
@@ -586,7 +620,8 @@ def _ahead_one(x0, y0, vx0, vy0, ox, oy, ovx, ovy, margin, t_safe, a_safe):
 
 @numba.njit(**_INLINE)
 def _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, position,
-              velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2):
+              velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2, slide=False,
+              own=math.nan):
     """
     Whether :func:`_separation_columns` with ``bound2`` would count a column near (count > 0).
 
@@ -600,7 +635,7 @@ def _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, pos
     own_way = _way_one(vx0, vy0, t_safe, a_safe)
     heading = own_way
     if t_react > 0.0:
-        heading = _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe)
+        heading = _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe, slide)
     keep = (1.0 - CONTINGENCY_SHARE) * reach
     k_cols = has.shape[1]
     t = tab[m]
@@ -619,6 +654,8 @@ def _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, pos
             ox, oy = ox + offx, oy + offy
             ovx, ovy = ox * 0.0, oy * 0.0
             age = _clip(0.0, 0.0, t_safe)
+        if slide and np.hypot(ox - x0, oy - y0) >= own:  # beyond reach at its own speed
+            continue
         ox, oy = ox + ovx * age, oy + ovy * age
         ux, uy, d, apart, closing, d_ahead = _ahead_one(
             x0, y0, vx0, vy0, ox, oy, ovx, ovy, 0.0, t_safe, a_safe)
@@ -655,7 +692,7 @@ def _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, pos
 @numba.njit(**_JIT)
 def _separation_columns(m, law, now, has, tab, rx_time, age_at_arrival, member, rests,
                         position, velocity, nb_position, nb_velocity, lawx, lawy, reach, bound2,
-                        units, weights, pushes, closings, near):
+                        units, weights, pushes, closings, near, slide=False, own=math.nan):
     """
     law._separation_one's loop over the columns of row ``m``; returns how many are near.
 
@@ -670,7 +707,7 @@ def _separation_columns(m, law, now, has, tab, rx_time, age_at_arrival, member, 
     own_way = _way_one(vx0, vy0, t_safe, a_safe)
     heading = own_way
     if t_react > 0.0:
-        heading = _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe)
+        heading = _heading_one(vx0, vy0, lawx, lawy, own_way, t_safe, a_safe, slide)
     keep = (1.0 - CONTINGENCY_SHARE) * reach
     count = 0
     k_cols = has.shape[1]
@@ -693,6 +730,10 @@ def _separation_columns(m, law, now, has, tab, rx_time, age_at_arrival, member, 
             ox, oy = ox + offx, oy + offy
             ovx, ovy = ox * 0.0, oy * 0.0
             age = _clip(0.0, 0.0, t_safe)
+        if slide and np.hypot(ox - x0, oy - y0) >= own:  # beyond reach at its own speed
+            units[c, 0] = units[c, 1] = 0.0
+            weights[c] = pushes[c] = closings[c] = 0.0
+            continue
         ox, oy = ox + ovx * age, oy + ovy * age
         ux, uy, d, apart, closing, d_ahead = _ahead_one(
             x0, y0, vx0, vy0, ox, oy, ovx, ovy, 0.0, t_safe, a_safe)
@@ -723,7 +764,11 @@ def _separation_columns(m, law, now, has, tab, rx_time, age_at_arrival, member, 
 
 @numba.njit(**_JIT)
 def _separation_sum(law, lawx, lawy, units, weights, pushes, closings, near, count):
-    """law._separation_one after its loop: the pushes summed and bounded, the approach out."""
+    """
+    law._separation_one after its loop: the pushes summed and bounded, the approach out.
+
+    Returns the repulsion (x, y), then the law's command with its approach out (x, y).
+    """
     v_safe = law[V_SAFE]
     k_cols = units.shape[0]
     # np.sum(units * pushes[:, None], axis=-2): in column order from the first
@@ -738,7 +783,7 @@ def _separation_sum(law, lawx, lawy, units, weights, pushes, closings, near, cou
         pushes[k] = weights[k] if closings[k] > 0.0 else 0.0
     px, py = _take_out_one(px, py, units, pushes, near, count)
     kx, ky = _take_out_one(lawx, lawy, units, weights, near, count)
-    return (px + kx) - lawx, (py + ky) - lawy
+    return (px + kx) - lawx, (py + ky) - lawy, kx, ky
 
 
 @numba.njit(**_JIT)
@@ -907,12 +952,23 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
                 scale = _saturation(x, y, law[MAX_SPEED_XY])        # flyable_command
                 fx, fy = x * scale, y * scale
-                sep_x, sep_y = _separation_row(m, law, now, has, tab, rx_time, age_at_arrival,
-                                               member, position, velocity, nb_position,
-                                               nb_velocity, fx, fy, d_safe[ring[m]], bound[m],
-                                               units, weights, pushes, closings, near)
-                if sep_x != 0.0 or sep_y != 0.0:
-                    sep_x, sep_y = sep_x + (fx - x), sep_y + (fy - y)
+                sep_x, sep_y, leftx, lefty = _separation_row(
+                    m, law, now, has, tab, rx_time, age_at_arrival, member, position, velocity,
+                    nb_position, nb_velocity, fx, fy, d_safe[ring[m]], bound[m], units, weights,
+                    pushes, closings, near)
+                if sep_x != 0.0 or sep_y != 0.0:                    # slide (what is kept)
+                    left = np.hypot(leftx, lefty)
+                    if (np.hypot(x, y) > law[MAX_SPEED_XY] and left > DENOMINATOR_EPS
+                            and leftx * x + lefty * y > 0.0):
+                        factor = law[MAX_SPEED_XY] / left
+                        slx, sly = leftx * factor, lefty * factor
+                        sep_x, sep_y, _, _ = _separation_row(
+                            m, law, now, has, tab, rx_time, age_at_arrival, member, position,
+                            velocity, nb_position, nb_velocity, slx, sly, d_safe[ring[m]],
+                            bound[m], units, weights, pushes, closings, near, True)
+                        sep_x, sep_y = sep_x + (slx - x), sep_y + (sly - y)
+                    else:
+                        sep_x, sep_y = sep_x + (fx - x), sep_y + (fy - y)
             if flown == u_new or sep_x != 0.0 or sep_y != 0.0:
                 break
             flown = u_new

@@ -123,9 +123,12 @@ def _take_out(vx, vy, units, shares, near, active):
 @numba.njit(**_JIT)
 def separation_rows(position, velocity, others_position, others_velocity, v_law, others_age,
                     has_age, others_radius, has_radius, own_radius, d_safe, t_safe, a_safe,
-                    t_react, v_safe, v_uncertain, out):
+                    t_react, v_safe, v_uncertain, out, kept, slide=False):
     """
-    law._separation_arrays of M rows with ``v_law``: ``out`` (M, 2).
+    law._separation_arrays of M rows with ``v_law``: ``out`` (M, 2), its ``kept`` in ``kept``.
+
+    ``kept`` (M, 2): ``v_law`` with its approach taken out. ``slide``: ``v_law`` is a
+    ``law.slide`` (its way at its speed: ``law._heading``).
 
     ``position``, ``velocity``, ``v_law`` (M, 2); ``others_position``, ``others_velocity``
     (M, K, 2); ``others_age``, ``others_radius`` (M, K) (read where ``has_age`` /
@@ -144,14 +147,22 @@ def separation_rows(position, velocity, others_position, others_velocity, v_law,
         on = d_safe[m] > 0.0
         reach = d_safe[m] if on else 1.0
         own_way = _way_one(vx0, vy0, t_safe, a_safe)
-        heading = _heading_one(vx0, vy0, v_law[m, 0], v_law[m, 1], own_way, t_safe, a_safe)
+        heading = _heading_one(vx0, vy0, v_law[m, 0], v_law[m, 1], own_way, t_safe, a_safe,
+                               slide)
+        own = math.nan  # a slide's pass: the vehicles within reach at its own speed alone
+        if slide:
+            own = _obstacle_reach(np.hypot(vx0, vy0), 0.0, 0.0 + 0.0, d_safe[m], t_safe,
+                                  a_safe, t_react)
         for k in range(k_cols):
             margin = 0.0
             if has_radius:
                 margin = _nan_to_num(others_radius[m, k]) + own_radius[m]
+            ox, oy = others_position[m, k, 0], others_position[m, k, 1]
+            if slide and np.hypot(ox - x0, oy - y0) >= own:  # law._within_own_reach
+                ox = oy = math.nan
             ux, uy, weight, pushed, closing, is_near = _column(
-                x0, y0, vx0, vy0, own_way, heading, others_position[m, k, 0],
-                others_position[m, k, 1], others_velocity[m, k, 0], others_velocity[m, k, 1],
+                x0, y0, vx0, vy0, own_way, heading, ox, oy,
+                others_velocity[m, k, 0], others_velocity[m, k, 1],
                 others_age[m, k], has_age, margin, has_radius, reach, on, t_safe, a_safe,
                 t_react, v_safe, v_uncertain)
             units[m, k, 0], units[m, k, 1] = ux, uy
@@ -176,6 +187,7 @@ def separation_rows(position, velocity, others_position, others_velocity, v_law,
         px, py = _take_out(px, py, units[m], pushes[m], near[m], active)
         kx, ky = _take_out(lawx, lawy, units[m], weights[m], near[m], active)
         out[m, 0], out[m, 1] = (px + kx) - lawx, (py + ky) - lawy
+        kept[m, 0], kept[m, 1] = kx, ky
 
 
 def _writable(values, dtype=float):
@@ -189,12 +201,13 @@ def _writable(values, dtype=float):
 
 
 def separation_velocity(position, velocity, others_position, others_velocity, params, v_law=None,
-                        others_age=None, others_radius=None, own_radius=0.0, d_safe=None):
+                        others_age=None, others_radius=None, own_radius=0.0, d_safe=None,
+                        kept=False, slide=False):
     """
     ``law.separation_velocity``, compiled for arrays of rows (M, ...) with ``v_law``.
 
-    The same arguments and values; anything else (one agent, no ``v_law``, no safety distance)
-    is ``law.separation_velocity`` itself.
+    The same arguments and values (``kept`` too); anything else (one agent, no ``v_law``, no
+    safety distance) is ``law.separation_velocity`` itself.
     """
     position = np.asarray(position, dtype=float)
     reach = np.asarray(params.d_safe if d_safe is None else d_safe, dtype=float)
@@ -202,14 +215,14 @@ def separation_velocity(position, velocity, others_position, others_velocity, pa
             or np.ndim(others_position) != 3 or not np.any(reach > 0.0)):
         return law.separation_velocity(position, velocity, others_position, others_velocity,
                                        params, v_law, others_age, others_radius, own_radius,
-                                       d_safe)
+                                       d_safe, kept, slide)
     others = np.asarray(others_position, dtype=float)
     m, k = position.shape[0], others.shape[1]
 
     def rows(value, shape):
         return _writable(np.broadcast_to(np.asarray(value, dtype=float), shape))
 
-    out = np.empty((m, 2))
+    out, taken = np.empty((m, 2)), np.empty((m, 2))
     separation_rows(
         rows(position[:, :2], (m, 2)), rows(np.asarray(velocity, dtype=float)[..., :2], (m, 2)),
         rows(others[..., :2], (m, k, 2)),
@@ -219,8 +232,8 @@ def separation_velocity(position, velocity, others_position, others_velocity, pa
         rows(0.0 if others_radius is None else others_radius, (m, k)),
         others_radius is not None, rows(own_radius, (m,)), rows(reach, (m,)),
         float(params.t_safe), float(params.a_safe), float(params.t_react),
-        float(params.v_safe), float(params.v_uncertain), out)
-    return out
+        float(params.v_safe), float(params.v_uncertain), out, taken, slide)
+    return (out, taken) if kept else out
 
 
 @numba.njit(**_JIT)

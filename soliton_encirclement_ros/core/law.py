@@ -501,7 +501,8 @@ class FloatRows(list):
 
 def separation_velocity(position, velocity, others_position, others_velocity,
                         params: ControllerParams, v_law=None, others_age=None,
-                        others_radius=None, own_radius=0.0, d_safe=None):
+                        others_radius=None, own_radius=0.0, d_safe=None, kept=False,
+                        slide=False):
     """
     Repulsion (..., 2) of the optional safety distance ``d_safe`` (zero when it is 0).
 
@@ -540,21 +541,33 @@ def separation_velocity(position, velocity, others_position, others_velocity,
 
     ``d_safe`` (...): the safety distance each agent flies (None: ``params.d_safe``; the law
     passes :meth:`ControllerParams.safety_distance` of its ring size).
+
+    ``kept`` (with ``v_law``): return (the repulsion, ``v_law`` with its approach taken out
+    (..., 2)): what the law keeps of its command, before the pushes (:func:`slide`). ``slide``
+    (with ``v_law``): ``v_law`` is a :func:`slide`, its way counted at the larger of the
+    agent's speed and its own (:func:`_heading`), over the vehicles within reach at the
+    agent's own speed (:func:`_within_own_reach`).
     """
     position = np.asarray(position, dtype=float)
     d_safe = np.asarray(params.d_safe if d_safe is None else d_safe, dtype=float)
     if others_position is None or not np.any(d_safe > 0.0):
-        return np.zeros(position.shape[:-1] + (2,))
+        zero = np.zeros(position.shape[:-1] + (2,))
+        if kept:
+            return zero, zero + np.asarray(v_law, dtype=float)[..., :2]
+        return zero
     if position.ndim == 1 and d_safe.ndim == 0 and 0 < len(others_position) <= FLOAT_ROWS:
         return _separation_one(position, velocity, others_position, others_velocity, params,
-                               v_law, others_age, others_radius, own_radius, float(d_safe))
+                               v_law, others_age, others_radius, own_radius, float(d_safe),
+                               kept, slide)
     return _separation_arrays(position, velocity, others_position, others_velocity, params,
-                              v_law, others_age, others_radius, own_radius, d_safe)
+                              v_law, others_age, others_radius, own_radius, d_safe, kept, slide)
 
 
 def _separation_arrays(position, velocity, others_position, others_velocity, params, v_law,
-                       others_age, others_radius, own_radius, d_safe):
+                       others_age, others_radius, own_radius, d_safe, kept=False, slide=False):
     """:func:`separation_velocity` over arrays (``position`` an array, ``d_safe`` one too)."""
+    if slide:  # a slide's pass: the vehicles within reach at the agent's own speed
+        others_position = _within_own_reach(position, velocity, others_position, params, d_safe)
     on = d_safe[..., None] > 0.0          # (..., 1): over the others
     reach = np.where(on, d_safe[..., None], 1.0)
     others_velocity = np.asarray(others_velocity, dtype=float)[..., :2]
@@ -584,8 +597,9 @@ def _separation_arrays(position, velocity, others_position, others_velocity, par
                 gap, unit_gap = stopping_gap(position, own_v, others_xy, others_velocity, react,
                                              params)
             else:  # the way it flies now, or the one its law turns it to: one pass over both
-                both, units = stopping_gap(position, np.stack((own_v, _heading(own_v, v_law))),
-                                           others_xy, others_velocity, react, params)
+                ways = np.stack((own_v, _heading(own_v, v_law, slide)))
+                both, units = stopping_gap(position, ways, others_xy, others_velocity, react,
+                                           params)
                 lower = both[1] < both[0]
                 gap = np.where(lower, both[1], both[0])
                 unit_gap = np.where(lower[..., None], units[1], units[0])
@@ -616,9 +630,31 @@ def _separation_arrays(position, velocity, others_position, others_velocity, par
         # at 10 m/s straight at an agent outside the crowd that was closing in, and out-voted
         # that one's own push. An agent that is not closing in does not hold the pushes back
         # (one pushed from behind may flee toward agents ahead that move on).
+        taken = _take_out(v_law, unit, yield_, active)
         push = (_take_out(push, unit, np.where(closing > 0.0, yield_, 0.0), active)
-                + _take_out(v_law, unit, yield_, active) - v_law)
+                + taken - v_law)
+        if kept:
+            return push, taken
     return push
+
+
+def _within_own_reach(position, velocity, others_position, params, d_safe):
+    """
+    Return ``others_position`` with NaN rows (none there) where a vehicle lies beyond reach.
+
+    The reach is :func:`obstacle_reach` at the agent's own horizontal speed, the vehicle at
+    rest and no disc: no vehicle within it is left out by an engine's search for the vehicles
+    within reach (each vehicle's own reach is at least that), so every engine counts the same
+    ones. A :func:`slide`'s pass counts these alone: its way at the slide's speed reaches
+    farther than the search looked, and a vehicle there is counted on a later tick, once the
+    agent flies faster.
+    """
+    own = np.asarray(velocity, dtype=float)
+    reach = obstacle_reach(np.hypot(own[..., 0], own[..., 1]), 0.0, 0.0, params, 0.0, d_safe)
+    others = np.asarray(others_position, dtype=float)
+    at = np.asarray(position, dtype=float)
+    distance = np.hypot(others[..., 0] - at[..., None, 0], others[..., 1] - at[..., None, 1])
+    return np.where((distance >= np.asarray(reach)[..., None])[..., None], np.nan, others)
 
 
 def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
@@ -642,8 +678,8 @@ def obstacle_reach(speed, others_speed, others_radius, params: ControllerParams,
 
     It grows with ``others_speed`` and ``others_radius``. A silent vehicle counts at rest: its
     own speed only adds to the bound. The bound is padded by a millimetre and a relative 1e-9
-    against rounding; it is NaN (within reach) for a non-finite state. No speed limit is
-    assumed: the speeds are the broadcast ones. ``d_safe`` (a number or an array): the distance
+    against rounding; it is NaN (within reach) for a non-finite state. The speeds are the
+    broadcast ones, no limit assumed on them. ``d_safe`` (a number or an array): the distance
     flown (None: ``params.d_safe``).
     """
     p = params
@@ -692,7 +728,7 @@ def _gatherer(keep: np.ndarray):
     return gather
 
 
-def _heading(velocity, v_law):
+def _heading(velocity, v_law, slide=False):
     """
     Return (..., 2) the agent's horizontal speed along the law's command ``v_law`` (None: as is).
 
@@ -700,7 +736,10 @@ def _heading(velocity, v_law):
     one ahead keeps its following distance along the way it is about to fly. It also keeps it
     along the way it flies now (:func:`separation_velocity` takes the closer of the two): a law
     that swings aside from one tick to the next does not turn the vehicle within a tick. The
-    speed stays its own, so :func:`obstacle_reach`'s bound holds.
+    speed is its own; with ``slide`` (``v_law`` a :func:`slide`, at ``max_speed_xy``), the
+    larger of its own and the command's: a slide faster than the vehicle flies now is counted
+    at the speed it will fly, toward a vehicle ahead on its way (of those within reach at its
+    own speed: :func:`_within_own_reach`).
     """
     own = np.asarray(velocity, dtype=float)[..., :2]
     if v_law is None:
@@ -708,6 +747,8 @@ def _heading(velocity, v_law):
     law = np.asarray(v_law, dtype=float)[..., :2]
     speed = np.hypot(own[..., 0], own[..., 1])
     commanded = np.hypot(law[..., 0], law[..., 1])
+    if slide:
+        speed = np.maximum(speed, commanded)
     with np.errstate(invalid='ignore', divide='ignore'):
         turned = law * (speed / np.where(commanded > DENOMINATOR_EPS, commanded, 1.0))[..., None]
     return np.where((commanded > DENOMINATOR_EPS)[..., None], turned, own)
@@ -848,7 +889,7 @@ def _take_out_one(vx, vy, units, shares, active):
 
 
 def _separation_one(position, velocity, others_position, others_velocity, params, v_law,
-                    others_age, others_radius, own_radius, d_safe):
+                    others_age, others_radius, own_radius, d_safe, kept=False, slide=False):
     """
     :func:`separation_velocity` of one agent (``d_safe`` > 0) in Python floats.
 
@@ -863,6 +904,10 @@ def _separation_one(position, velocity, others_position, others_velocity, params
               else np.asarray(others_position, dtype=float)[:, :2].tolist())
     others_v = (others_velocity if type(others_velocity) is FloatRows
                 else np.asarray(others_velocity, dtype=float)[:, :2].tolist())
+    if slide:  # _within_own_reach
+        bound = obstacle_reach(_hypot(vx0, vy0), 0.0, 0.0, p, 0.0, d_safe)
+        others = [(ox, oy) if not _hypot(ox - x0, oy - y0) >= bound else (math.nan, math.nan)
+                  for ox, oy in others]
     m = len(others)
     ages = [None] * m
     if type(others_age) is FloatRows and len(others_age) == m:
@@ -881,6 +926,8 @@ def _separation_one(position, velocity, others_position, others_velocity, params
         own_way = _way_one(vx0, vy0, p)
     if law is not None and p.t_react > 0.0:
         speed, commanded = _hypot(vx0, vy0), _hypot(law[0], law[1])
+        if slide and commanded > speed:  # _heading: a slide at its own speed
+            speed = commanded
         if commanded > DENOMINATOR_EPS:
             ratio = speed / commanded
             heading = _way_one(law[0] * ratio, law[1] * ratio, p)
@@ -949,7 +996,8 @@ def _separation_one(position, velocity, others_position, others_velocity, params
     closing_yields = [y if c > 0.0 else 0.0 for y, c in zip(yields, closings)]
     px, py = _take_out_one(px, py, units, closing_yields, near_rows)
     kx, ky = _take_out_one(lawx, lawy, units, yields, near_rows)
-    return np.array(((px + kx) - lawx, (py + ky) - lawy))
+    result = np.array(((px + kx) - lawx, (py + ky) - lawy))
+    return (result, np.array((kx, ky))) if kept else result
 
 
 def uncertainty_discs(uncertainty, silent_for, usable, params: ControllerParams):
@@ -1310,12 +1358,20 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     separation = separation or separation_velocity
     d_safe = params.safety_distance(ring_size)
 
-    def term(v_law):  # the d_safe term on the command as flown (flyable_command)
+    def term(v_law):  # the d_safe term on the command as flown (flyable_command, slide)
         v_fly = flyable_command(v_law, params)
-        v_sep = separation(position, velocity, others_position, others_velocity, params, v_fly,
-                           others_age, others_radius, own_radius, d_safe)
+        v_sep, v_kept = separation(position, velocity, others_position, others_velocity,
+                                   params, v_fly, others_age, others_radius, own_radius, d_safe,
+                                   kept=True)
         acts = np.any(v_sep != 0.0, axis=-1, keepdims=True)
-        return np.where(acts, v_sep + (v_fly - v_law), v_sep)
+        v_slide, slides = slide(v_law, v_kept, acts[..., 0], params)
+        v_sep = np.where(acts, v_sep + (v_fly - v_law), v_sep)
+        if np.any(slides):
+            v_sep_slide = separation(position, velocity, others_position, others_velocity,
+                                     params, v_slide, others_age, others_radius, own_radius,
+                                     d_safe, slide=True)
+            v_sep = np.where(slides[..., None], v_sep_slide + (v_slide - v_law), v_sep)
+        return v_sep
 
     v_sep = term(v_rad + v_tau + lead[..., :2])
     held = u_new != free
@@ -1344,6 +1400,38 @@ def flyable_command(v_law, params: ControllerParams):
     """
     v = np.asarray(v_law, dtype=float)
     return v * xy_scale(v, params.max_speed_xy)[..., None]
+
+
+def slide(v_law, v_kept, acts, params: ControllerParams):
+    """
+    Return (the command the ``d_safe`` term acts on again (..., 2), where it does (...)).
+
+    Where the law asks more than ``max_speed_xy`` (``v_law`` (..., 2)) and the term acts
+    (``acts``) on its :func:`flyable_command`, what the term keeps of that command (``v_kept``:
+    its approach to each vehicle near taken out, no push added; ``separation_velocity``'s
+    ``kept``) at ``max_speed_xy``, in its own direction; the term then acts on that, a command
+    the vehicle can fly like any other, so the rule holds on it as it does on every command,
+    and its push counts once. What is kept of a command at the speed limit is a slow slide
+    past the vehicle it approached: an agent passing a failed vehicle hovering on the ring's
+    path lagged behind its slot (the hovering-obstacle family). The law asked for the speed
+    limit or more; the slide flies at it, along the way the term keeps. The term's second pass
+    counts that way at the slide's speed (:func:`_heading`), over the vehicles within reach at
+    the agent's own speed (:func:`_within_own_reach`): a slide faster than the vehicle flies
+    now keeps its following distance at the speed it will fly (its look-ahead at its own speed
+    let an agent behind a failed vehicle braking to a hover close to 0.53 ``d_safe``). Straight
+    at a vehicle from rest it backs off, where the single pass flew at it. Elsewhere (the law
+    within the limit, nothing kept, what is kept heading back against the law's way, the term
+    not acting, a non-finite command) the command is as the single pass leaves it.
+    """
+    v_law = np.asarray(v_law, dtype=float)
+    v_kept = np.asarray(v_kept, dtype=float)
+    asked = np.hypot(v_law[..., 0], v_law[..., 1])
+    left = np.hypot(v_kept[..., 0], v_kept[..., 1])
+    along = v_kept[..., 0] * v_law[..., 0] + v_kept[..., 1] * v_law[..., 1]
+    slides = acts & (asked > params.max_speed_xy) & (left > DENOMINATOR_EPS) & (along > 0.0)
+    with np.errstate(invalid='ignore', divide='ignore', over='ignore'):
+        v_slide = v_kept * (params.max_speed_xy / np.where(slides, left, 1.0))[..., None]
+    return v_slide, slides
 
 
 def turn_released(v_sep, params: ControllerParams):
@@ -1504,12 +1592,25 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
         if others_position is not None:
             scale = _xy_scale(x, y, p.max_speed_xy)                     # flyable_command
             fx, fy = x * scale, y * scale
-            sep_x, sep_y = separation_velocity(
+            d_safe = p.safety_distance(ring_size)
+            sep, kept = separation_velocity(
                 (px, py, pz), velocity, others_position, others_velocity, p,
-                np.array((fx, fy)), others_age, others_radius, own_radius,
-                p.safety_distance(ring_size)).tolist()
+                np.array((fx, fy)), others_age, others_radius, own_radius, d_safe, kept=True)
+            sep_x, sep_y = sep.tolist()
             if sep_x != 0.0 or sep_y != 0.0:
-                sep_x, sep_y = sep_x + (fx - x), sep_y + (fy - y)
+                leftx, lefty = kept.tolist()                            # slide
+                left = _hypot(leftx, lefty)
+                if (_hypot(x, y) > p.max_speed_xy and left > DENOMINATOR_EPS
+                        and leftx * x + lefty * y > 0.0):
+                    factor = p.max_speed_xy / left
+                    slx, sly = leftx * factor, lefty * factor
+                    sep_x, sep_y = separation_velocity(
+                        (px, py, pz), velocity, others_position, others_velocity, p,
+                        np.array((slx, sly)), others_age, others_radius, own_radius,
+                        d_safe, slide=True).tolist()
+                    sep_x, sep_y = sep_x + (slx - x), sep_y + (sly - y)
+                else:
+                    sep_x, sep_y = sep_x + (fx - x), sep_y + (fy - y)
         if flown == u_new or sep_x != 0.0 or sep_y != 0.0:
             break
         flown = u_new

@@ -83,8 +83,9 @@ def test_random_rows_are_laws():
                      -velocity[:, :2] * 0.0)
         d_safe = pick(np.full(m, 2.0), np.where(rng.random(m) < 0.3, 0.0, 0.63))
         own_radius = pick(0.0, rng.uniform(0.0, 0.4, m))
+        slide = bool(rng.random() < 0.3)  # a slide's pass (law.slide)
         got, want = _both(position, velocity, others, others_v, params, v_law, age, radius,
-                          own_radius, d_safe)
+                          own_radius, d_safe, False, slide)
         _same(got, want)
         pushed += int(np.count_nonzero(np.any(want != 0.0, axis=-1)))
     assert pushed > 1000  # the term pushed in many rows: the values were compared, not zeros
@@ -246,11 +247,12 @@ def test_the_engine_flies_the_same_with_the_kernels(monkeypatch):
     def counted(name):
         kernel = getattr(kernels_wide, name)
 
-        def call(*args):
+        def call(*args, **kwargs):
             calls[name] += 1
-            out = kernel(*args)
+            out = kernel(*args, **kwargs)
             if name == 'separation_velocity':
-                pushed.append(int(np.count_nonzero(np.any(out != 0.0, axis=-1))))
+                v_sep = out[0] if kwargs.get('kept') else out
+                pushed.append(int(np.count_nonzero(np.any(v_sep != 0.0, axis=-1))))
             return out
         return call
 

@@ -9,8 +9,8 @@ from soliton_encirclement_ros.core.geometry import polar_frame, wrap_2pi
 from soliton_encirclement_ros.core.law import (
     clamp_velocity, compose_command, damped_spacing_error, DAMPING_DECAY_MAX,
     encirclement_step, encirclement_step_one, flyable_command, implicit_decay, limiter,
-    NeighbourView, omega_damping_gain, own_rate_damping, radial_velocity, soliton_update,
-    spacing_error, tangential_velocity, turn_capped, u_bound)
+    NeighbourView, omega_damping_gain, own_rate_damping, radial_velocity, separation_velocity,
+    soliton_update, spacing_error, tangential_velocity, turn_capped, u_bound)
 from support.core_cases import ORIGIN, P
 
 
@@ -158,20 +158,56 @@ def test_d_safe_term_takes_the_approach_out_of_the_command_as_flown():
     (u, cmd), _ = _stiff_step(wound)
     assert u == pytest.approx(u_bound(wound))  # k_tau u r: 157 m/s along the ring, flown at 10
     assert cmd[1] == pytest.approx(10.0)
+    flown = np.array([0.0, wound.max_speed_xy])  # along the ring at the limit
     for ahead, along in ((1.9, 7.0), (1.8, 4.0), (1.7, 1.0), (1.5, -2.5)):
         # a hovering vehicle straight ahead on the ring, inside d_safe: of the 10 m/s flyable
         # approach 5 (1 - d/d_safe) goes, and it pushes back v_safe (1 - d/d_safe); of the law's
         # 157 m/s the same share left 10 m/s straight at it from 1.7 m out
         others = {'others_position': np.array([[20.0, ahead, 0.0]]),
                   'others_velocity': np.zeros((1, 3))}
+        single = flown + separation_velocity(np.array([20.0, 0.0, 0.0]), np.zeros(3),
+                                             v_law=flown, d_safe=2.0, params=wound, **others)
+        assert single[0] == pytest.approx(0.0, abs=1e-9)
+        assert single[1] == pytest.approx(along)
+        # the law slides (law.slide): what is kept is flown at the limit, its way counted at
+        # that speed from rest, so it keeps no more of the approach (here it backs off)
         (_, cmd), (_, cmd1) = _stiff_step(wound, **others)
         assert cmd[0] == pytest.approx(0.0, abs=1e-9)
-        assert cmd[1] == pytest.approx(along)
+        assert cmd[1] <= along + 1e-9
         assert tuple(cmd.tolist()) == tuple(cmd1)  # the float path alike, bit for bit
     # within max_speed_xy the command is the law's own, exactly
     v = np.array([[3.0, 4.0], [6.0, -8.0], [0.0, 0.0]])
     assert np.array_equal(flyable_command(v, P), v)
     np.testing.assert_allclose(flyable_command(np.array([30.0, 40.0]), P), [6.0, 8.0])
+
+
+def test_a_law_past_max_speed_xy_slides_past_a_vehicle_beside_its_way():
+    """
+    Wound up, an agent flies round a hovering vehicle beside its way at more speed, not less.
+
+    What the d_safe term keeps of the command as flown (its approach out, before the push) is
+    flown at max_speed_xy and the term acts on that again (law.slide), its way counted at that
+    speed: faster than the single pass, approaching the vehicle no faster, the float path alike
+    bit for bit.
+    """
+    wound = P.with_changes(k_tau=1.0, k_e_tau=1e4, d_safe=2.0)
+    for ox, oy in ((20.6, 1.8), (19.4, 1.8), (20.8, 1.6), (21.0, 1.0)):
+        others = {'others_position': np.array([[ox, oy, 0.0]]),
+                  'others_velocity': np.zeros((1, 3))}
+        (_, cmd), (_, cmd1) = _stiff_step(wound, **others)
+        assert tuple(cmd.tolist()) == tuple(cmd1)
+        flown = np.array([0.0, wound.max_speed_xy])  # along the ring at the limit
+        single = flown + separation_velocity(np.array([20.0, 0.0, 0.0]), np.zeros(3),
+                                             v_law=flown, d_safe=2.0, params=wound, **others)
+        toward = np.array([ox - 20.0, oy]) / math.hypot(ox - 20.0, oy)
+        assert np.hypot(*cmd[:2]) > np.hypot(*single) + 0.05
+        assert max(cmd[:2] @ toward, 0.0) <= max(single @ toward, 0.0)  # closing no faster
+        assert np.hypot(*cmd[:2]) <= wound.max_speed_xy + 1e-9
+        if (ox, oy) == (20.8, 1.6):  # 0.8 m outside its way, 1.6 m ahead (the docs' example)
+            assert np.hypot(*single) == pytest.approx(5.48, abs=0.005)
+            assert single @ toward == pytest.approx(3.17, abs=0.005)
+            assert np.hypot(*cmd[:2]) == pytest.approx(7.59, abs=0.005)
+            assert cmd[:2] @ toward == pytest.approx(2.19, abs=0.005)
 
 
 def test_soft_limiter_and_non_finite_guard():

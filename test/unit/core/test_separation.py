@@ -329,10 +329,12 @@ def test_separation_in_floats_is_the_array_paths():
         v_law = pick(None, rng.normal(size=2) * 6.0, np.zeros(2), -velocity[:2] * 0.0)
         d_safe = pick(2.0, 0.63)
         own_radius = pick(0.0, 0.4)
+        slide = v_law is not None and rng.random() < 0.3  # a slide's pass (law.slide)
         arrays = law._separation_arrays(position, velocity, others, others_v, params, v_law,
-                                        age, radius, own_radius, np.asarray(d_safe))
+                                        age, radius, own_radius, np.asarray(d_safe),
+                                        slide=slide)
         floats = separation_velocity(position, velocity, others, others_v, params, v_law, age,
-                                     radius, own_radius, d_safe)  # the float path
+                                     radius, own_radius, d_safe, slide=slide)  # the float path
         assert floats.tobytes() == arrays.tobytes(), (arrays, floats)
         pushed += bool(np.any(arrays != 0.0))
     assert pushed > 1500  # most cases push: the term's branches are taken
