@@ -23,8 +23,9 @@ def _once_formed(k_gap_steer: float):
 
 
 def test_the_ring_turns_a_gap_onto_each_hovering_vehicle_and_keeps_its_spacing():
-    share, closest = _once_formed(1.0)
-    assert share <= 0.05 and closest >= 1.0, (share, closest)
-    # Without it the live agents detour round the vehicles once a lap and leave their slots.
+    steered, closest = _once_formed(1.0)
+    assert steered <= 0.05 and closest >= 1.0, (steered, closest)
+    # Without it the live agents detour round the vehicles once a lap and leave their slots
+    # (less since they slide past at the speed limit, but still above the goal).
     share, closest = _once_formed(0.0)
-    assert share > 0.10 and closest >= 1.0, (share, closest)
+    assert share > max(steered, 0.05) and closest >= 1.0, (share, closest)
