@@ -454,12 +454,10 @@ def _way_one(wx, wy, lag, braking):
 
 
 @numba.njit(**_JIT)
-def _reach_at_rest(v, d, t_safe, a_safe, t_react):
-    """law.obstacle_reach(v, 0.0, 0.0, params, 0.0, d): the other at rest, no disc."""
-    v_o = 0.0
+def _obstacle_reach(v, v_o, margin, d, t_safe, a_safe, t_react):
+    """law.obstacle_reach of one pair of speeds, ``margin`` the discs' radii summed."""
     stop_o = _stopping_distance(v_o, t_safe, a_safe)
     stop = _stopping_distance(v, t_safe, a_safe)
-    margin = 0.0 + 0.0
     closing = v + v_o
     brake = closing * closing / (2.0 * a_safe) if a_safe > 0.0 else 0.0
     own_brake = v * v / (2.0 * a_safe) if a_safe > 0.0 else 0.0
@@ -564,8 +562,9 @@ def _separation_row(m, law, now, has, tab, rx_time, age_at_arrival, member, posi
     rests = not _no_presence(m, has, tab, rx_time, member, now, law[AGENT_TIMEOUT])
     own = math.nan  # a slide's pass: the vehicles within reach at its own speed alone
     if slide:
-        own = _reach_at_rest(np.hypot(velocity[m, 0], velocity[m, 1]), reach, law[T_SAFE],
-                             law[A_SAFE], law[T_REACT])
+        # law.obstacle_reach(v, 0.0, 0.0, params, 0.0, d): the other at rest, no disc
+        own = _obstacle_reach(np.hypot(velocity[m, 0], velocity[m, 1]), 0.0, 0.0 + 0.0, reach,
+                              law[T_SAFE], law[A_SAFE], law[T_REACT])
     if not _any_near(m, law, now, has, tab, rx_time, age_at_arrival, member, rests, position,
                      velocity, nb_position, nb_velocity, lawx, lawy, reach, bound * bound,
                      slide, own):
@@ -1339,20 +1338,9 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, tab, rx, m
         reach_rows(active, has, tab, rx, now, agent_timeout, obstacle_memory, own_velocity,
                    nb_velocity, speed, others, covered)
         t_safe, a_safe, t_react = law[T_SAFE], law[A_SAFE], law[T_REACT]
-        for m in range(m_rows):  # law.obstacle_reach (margin 0.0), operation for operation
-            d = d_safe[ring[m]]
-            v, v_o = speed[m], others[m]
-            stop_o = _stopping_distance(v_o, t_safe, a_safe)
-            stop = _stopping_distance(v, t_safe, a_safe)
-            closing = v + v_o
-            brake = closing * closing / (2.0 * a_safe) if a_safe > 0.0 else 0.0
-            own_brake = v * v / (2.0 * a_safe) if a_safe > 0.0 else 0.0
-            reach = _maximum(d + 0.0 + v_o * t_safe + t_safe * closing + brake,
-                             d + 0.0 + stop_o + t_safe * v + own_brake)
-            if t_react > 0.0:
-                reach = _maximum(reach, CONTINGENCY_SHARE * d + 0.0 + v_o * t_safe + stop_o
-                                 + v * (t_react + t_safe) + stop)
-            bound[m] = reach * (1.0 + 1e-9) + 1e-3
+        for m in range(m_rows):  # law.obstacle_reach (margin 0.0)
+            bound[m] = _obstacle_reach(speed[m], others[m], 0.0, d_safe[ring[m]], t_safe,
+                                       a_safe, t_react)
     else:
         for m in range(m_rows):
             covered[m] = active[m]

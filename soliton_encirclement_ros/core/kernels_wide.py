@@ -35,8 +35,8 @@ import numpy as np
 
 from soliton_encirclement_ros.core import law
 from soliton_encirclement_ros.core.kernels import (
-    _ahead_one, _clip, _gap_one, _heading_one, _maximum, _minimum, _offset_one,
-    _stopping_distance, _way_one)
+    _ahead_one, _clip, _gap_one, _heading_one, _maximum, _minimum, _obstacle_reach,
+    _offset_one, _way_one)
 from soliton_encirclement_ros.core.law import (
     CONTINGENCY_SHARE, DENOMINATOR_EPS, SEPARATION_PASSES, SEPARATION_YIELD)
 
@@ -234,22 +234,6 @@ def separation_velocity(position, velocity, others_position, others_velocity, pa
         float(params.t_safe), float(params.a_safe), float(params.t_react),
         float(params.v_safe), float(params.v_uncertain), out, taken, slide)
     return (out, taken) if kept else out
-
-
-@numba.njit(**_JIT)
-def _obstacle_reach(v, v_o, margin, d, t_safe, a_safe, t_react):
-    """law.obstacle_reach of one pair of speeds, ``margin`` the discs' radii summed."""
-    stop_o = _stopping_distance(v_o, t_safe, a_safe)
-    stop = _stopping_distance(v, t_safe, a_safe)
-    closing = v + v_o
-    brake = closing * closing / (2.0 * a_safe) if a_safe > 0.0 else 0.0
-    own_brake = v * v / (2.0 * a_safe) if a_safe > 0.0 else 0.0
-    reach = _maximum(d + margin + v_o * t_safe + t_safe * closing + brake,
-                     d + margin + stop_o + t_safe * v + own_brake)
-    if t_react > 0.0:
-        reach = _maximum(reach, CONTINGENCY_SHARE * d + margin + v_o * t_safe + stop_o
-                         + v * (t_react + t_safe) + stop)
-    return reach * (1.0 + 1e-9) + 1e-3
 
 
 @numba.njit(**_JIT)
