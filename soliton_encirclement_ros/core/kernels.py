@@ -188,15 +188,12 @@ def _mod_2pi(x):
     """
     ``np.mod(x, TWO_PI)`` (Python's ``%``) bit for bit, without ``fmod`` where |x| < 2 pi.
 
-    There ``fmod`` returns ``x`` exactly, and the modulo is ``x``, ``x + TWO_PI`` (x < 0) or
-    +0.0 (x a zero); elsewhere (NaN included) ``%`` itself.
+    There ``fmod`` returns ``x`` exactly, and the modulo is ``x + TWO_PI`` (x < 0) or
+    ``x + 0.0`` (``x``; +0.0 of either zero): a select, not a branch on the sign, which the
+    offsets of a ring take at random. Elsewhere (NaN included) ``%`` itself.
     """
-    if 0.0 < x < TWO_PI:
-        return x
-    if -TWO_PI < x < 0.0:
-        return x + TWO_PI
-    if x == 0.0:
-        return 0.0
+    if -TWO_PI < x < TWO_PI:
+        return x + (TWO_PI if x < 0.0 else 0.0)
     return x % TWO_PI
 
 
@@ -226,62 +223,6 @@ def _gap_to_succ(own_theta, succ_theta, own_id, succ_id):
     if gap == 0.0 and succ_id < own_id:
         return TWO_PI
     return gap
-
-
-@numba.njit(**_INLINE)
-def _select_row(entry, theta, m, theta_self, own_id, ids, cur_pred, cur_succ, hysteresis):
-    """neighbours.select_neighbours of row ``m``: ring_candidates, then apply_hysteresis."""
-    k_cols = entry.shape[1]
-    # ring_candidates: the first (theta, id) after self, else the first of all; the last
-    # before self, else the last of all.
-    succ_after = -1
-    succ_any = -1
-    pred_before = -1
-    pred_any = -1
-    for k in range(k_cols):
-        if not entry[m, k]:
-            continue
-        t, i = theta[m, k], ids[k]
-        after = t > theta_self or (t == theta_self and i > own_id)
-        if succ_any < 0 or t < theta[m, succ_any] or (
-                t == theta[m, succ_any] and i < ids[succ_any]):
-            succ_any = k
-        if pred_any < 0 or t > theta[m, pred_any] or (
-                t == theta[m, pred_any] and i > ids[pred_any]):
-            pred_any = k
-        if after:
-            if succ_after < 0 or t < theta[m, succ_after] or (
-                    t == theta[m, succ_after] and i < ids[succ_after]):
-                succ_after = k
-        else:
-            if pred_before < 0 or t > theta[m, pred_before] or (
-                    t == theta[m, pred_before] and i > ids[pred_before]):
-                pred_before = k
-    if succ_any < 0:
-        return NO_NEIGHBOUR, NO_NEIGHBOUR
-    cand_succ = succ_after if succ_after >= 0 else succ_any
-    cand_pred = pred_before if pred_before >= 0 else pred_any
-    # apply_hysteresis: keep a current (live) neighbour unless the candidate is closer by
-    # more than the hysteresis; take both candidates where pred and succ crossed. Where the
-    # current neighbour is the candidate, keeping it or taking the candidate is one column:
-    # its gaps are not computed (a formed ring's usual case).
-    crossed = cand_pred != cand_succ and (
-        (cand_pred == cur_succ and cur_succ != NO_NEIGHBOUR)
-        or (cand_succ == cur_pred and cur_pred != NO_NEIGHBOUR))
-    pred, succ = cand_pred, cand_succ
-    if not crossed and cur_pred != cand_pred and cur_pred != NO_NEIGHBOUR \
-            and entry[m, max(cur_pred, 0)]:
-        cur_gap = _gap_to_pred(theta_self, theta[m, cur_pred], own_id, ids[cur_pred])
-        cand_gap = _gap_to_pred(theta_self, theta[m, cand_pred], own_id, ids[cand_pred])
-        if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
-            pred = cur_pred
-    if not crossed and cur_succ != cand_succ and cur_succ != NO_NEIGHBOUR \
-            and entry[m, max(cur_succ, 0)]:
-        cur_gap = _gap_to_succ(theta_self, theta[m, cur_succ], own_id, ids[cur_succ])
-        cand_gap = _gap_to_succ(theta_self, theta[m, cand_succ], own_id, ids[cand_succ])
-        if math.isfinite(cur_gap) and not cand_gap < cur_gap - hysteresis:
-            succ = cur_succ
-    return pred, succ
 
 
 @numba.njit(**_INLINE)
@@ -833,9 +774,57 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         done[m] = True
         own_id = ids[own_col[m]]
         ts = theta_self[m]
-        # select_neighbours (ring_candidates, apply_hysteresis)
-        p_col, s_col = _select_row(entry, theta, m, ts, own_id, ids, pred[m], succ[m],
-                                   hysteresis[ring[m]])
+        # select_neighbours: ring_candidates, then apply_hysteresis. Written out here: inlined
+        # from a function, each array it takes costs two atomic reference counts a row.
+        # ring_candidates: the first (theta, id) after self, else the first of all; the last
+        # before self, else the last of all.
+        cur_pred, cur_succ = pred[m], succ[m]
+        succ_after = succ_any = pred_before = pred_any = -1
+        for k in range(k_cols):
+            if not entry[m, k]:
+                continue
+            t_k, i_k = theta[m, k], ids[k]
+            after = t_k > ts or (t_k == ts and i_k > own_id)
+            if succ_any < 0 or t_k < theta[m, succ_any] or (
+                    t_k == theta[m, succ_any] and i_k < ids[succ_any]):
+                succ_any = k
+            if pred_any < 0 or t_k > theta[m, pred_any] or (
+                    t_k == theta[m, pred_any] and i_k > ids[pred_any]):
+                pred_any = k
+            if after:
+                if succ_after < 0 or t_k < theta[m, succ_after] or (
+                        t_k == theta[m, succ_after] and i_k < ids[succ_after]):
+                    succ_after = k
+            else:
+                if pred_before < 0 or t_k > theta[m, pred_before] or (
+                        t_k == theta[m, pred_before] and i_k > ids[pred_before]):
+                    pred_before = k
+        if succ_any < 0:
+            p_col = s_col = NO_NEIGHBOUR
+        else:
+            cand_succ = succ_after if succ_after >= 0 else succ_any
+            cand_pred = pred_before if pred_before >= 0 else pred_any
+            # apply_hysteresis: keep a current (live) neighbour unless the candidate is closer
+            # by more than the hysteresis; take both candidates where pred and succ crossed.
+            # Where the current neighbour is the candidate, keeping it or taking the candidate
+            # is one column: its gaps are not computed (a formed ring's usual case).
+            crossed = cand_pred != cand_succ and (
+                (cand_pred == cur_succ and cur_succ != NO_NEIGHBOUR)
+                or (cand_succ == cur_pred and cur_pred != NO_NEIGHBOUR))
+            p_col, s_col = cand_pred, cand_succ
+            slack = hysteresis[ring[m]]
+            if not crossed and cur_pred != cand_pred and cur_pred != NO_NEIGHBOUR \
+                    and entry[m, max(cur_pred, 0)]:
+                cur_gap = _gap_to_pred(ts, theta[m, cur_pred], own_id, ids[cur_pred])
+                cand_gap = _gap_to_pred(ts, theta[m, cand_pred], own_id, ids[cand_pred])
+                if math.isfinite(cur_gap) and not cand_gap < cur_gap - slack:
+                    p_col = cur_pred
+            if not crossed and cur_succ != cand_succ and cur_succ != NO_NEIGHBOUR \
+                    and entry[m, max(cur_succ, 0)]:
+                cur_gap = _gap_to_succ(ts, theta[m, cur_succ], own_id, ids[cur_succ])
+                cand_gap = _gap_to_succ(ts, theta[m, cand_succ], own_id, ids[cand_succ])
+                if math.isfinite(cur_gap) and not cand_gap < cur_gap - slack:
+                    s_col = cur_succ
         pred[m], succ[m] = p_col, s_col
         # BatchControllers._control's view(): NaN angle/state and zero u of a missing one
         p_ok = p_col != NO_NEIGHBOUR and entry[m, max(p_col, 0)]
@@ -1118,12 +1107,36 @@ def _clip(x, low, high):
 
 @numba.njit(**_JIT)
 def _saturation(x, y, limit):
-    """Return saturate's xy scale: np.minimum(1, limit / np.maximum(hypot(x, y), 1e-300))."""
+    """
+    Return saturate's xy scale: np.minimum(1, limit / np.maximum(hypot(x, y), 1e-300)).
+
+    1.0 without the ``hypot`` where ``x^2 + y^2`` is below ``limit^2`` by far more than either
+    can be rounded: the ``hypot`` is then below ``limit``, and the scale at least 1.
+    """
+    if limit > 1e-100 and x * x + y * y < limit * limit * (1.0 - 1e-9):
+        return 1.0
     norm = np.hypot(x, y)
     if not (norm != norm or norm >= 1e-300):
         norm = 1e-300
     scale = limit / norm
     return scale if (scale != scale or scale < 1.0) else 1.0
+
+
+@numba.njit(**_JIT)
+def _slower(ax, ay, bx, by):
+    """
+    Return ``np.hypot(ax, ay) < np.hypot(bx, by)``.
+
+    From the squared sums where they differ by far more than either can be rounded (and
+    ``bx^2 + by^2`` is neither tiny nor huge), else from the ``hypot`` of each.
+    """
+    a2, b2 = ax * ax + ay * ay, bx * bx + by * by
+    if 1e-200 < b2 < 1e200:
+        if a2 < b2 * (1.0 - 1e-9):
+            return True
+        if a2 > b2 * (1.0 + 1e-9):
+            return False
+    return np.hypot(ax, ay) < np.hypot(bx, by)
 
 
 @numba.njit(**_JIT)
@@ -1149,8 +1162,7 @@ def vehicle_steps(vehicle, steps, v_des, position, velocity, acceleration, yaw, 
             if tau_z > 0.0:
                 cz = cz / tau_z * dt
             lim_xy, lim_z = acc_xy * dt, acc_z * dt            # _change_limits
-            if brake_xy != acc_xy and (np.hypot(v_des[i, 0], v_des[i, 1])
-                                       < np.hypot(vx, vy)):
+            if brake_xy != acc_xy and _slower(v_des[i, 0], v_des[i, 1], vx, vy):
                 lim_xy = brake_xy * dt
             if brake_z != acc_z and abs(v_des[i, 2]) < abs(vz):
                 lim_z = brake_z * dt
@@ -1170,7 +1182,7 @@ def vehicle_steps(vehicle, steps, v_des, position, velocity, acceleration, yaw, 
             rate = 0.0                                          # _heading, 'command', no cmd
             if yaw_acc > 0.0:
                 rate = yaw_rate[i] + _clip(0.0 - yaw_rate[i], -yaw_acc * dt, yaw_acc * dt)
-            yaw[i] = (yaw[i] + rate * dt + math.pi) % (2.0 * math.pi) - math.pi  # wrap_angle
+            yaw[i] = _mod_2pi(yaw[i] + rate * dt + math.pi) - math.pi  # wrap_angle
             yaw_rate[i] = rate
 
 
