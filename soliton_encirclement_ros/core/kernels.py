@@ -985,8 +985,9 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
     ``batch_engine.batch_metrics`` of R runs into ``out`` (R, 6).
 
     ``E_r, E_vr, rho, G_max, E_gap, d_min`` as ``metrics.compute_metrics`` defines them; NaN
-    rows without a live agent, ``d_min`` NaN below two. Sums in agent order (numpy's may
-    differ in the last bits).
+    rows without a live agent, ``d_min`` NaN below two. Sums in agent order, and ``rho`` of
+    each agent's unit offset from the target rather than the cosine and sine of its angle:
+    numpy's may differ in the last bits.
     """
     r_runs, n = live.shape
     theta = np.empty(n)
@@ -1004,18 +1005,20 @@ def metrics_rows(positions, velocities, live, target_position, target_velocity, 
                 continue
             rx, ry = positions[j, i, 0] - tx, positions[j, i, 1] - ty
             dist = np.hypot(rx, ry)
+            t = _mod_2pi(math.atan2(ry, rx))
             if dist > 1e-9:
                 ex, ey = rx / dist, ry / dist
+                cos_t, sin_t = ex, ey  # cos and sin of t, but in the last bits
             else:
                 ex = ey = 0.0
+                cos_t, sin_t = math.cos(t), math.sin(t)
             v_r = (velocities[j, i, 0] - tvx) * ex + (velocities[j, i, 1] - tvy) * ey
-            t = _mod_2pi(math.atan2(ry, rx))
             theta[m] = t
             m += 1
             e_r += (dist / radius[j] - 1.0) ** 2
             e_vr += v_r * v_r
-            cos_sum += math.cos(t)
-            sin_sum += math.sin(t)
+            cos_sum += cos_t
+            sin_sum += sin_t
         if m == 0:
             out[j, :] = math.nan
             continue
