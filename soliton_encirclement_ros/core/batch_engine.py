@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 import math
+from types import SimpleNamespace
 from typing import NamedTuple, Optional, Sequence
 
 import numpy as np
@@ -180,6 +181,12 @@ class _Scratch(NamedTuple):
                    np.zeros((rows, cols)), np.zeros(rows), np.zeros(rows, dtype=bool))
 
 
+# The controller state the compiled step reads and writes, as (R N, ...) views.
+_FLAT_STATE = ('has', 'rx', 'member', 'position', 'velocity', 'nb_u', 'nb_u_ss', 'target_position',
+               'target_velocity', 'target_acceleration', 'u', 'prev_cmd', 'pred', 'succ',
+               'ring_size', 'ring_changed', 'ring_tick', 'u_ss')
+
+
 class _InFlight:
     """
     The broadcasts in flight of ``kernels.exchange_states``: a ring of slots, oldest first.
@@ -280,7 +287,7 @@ class BatchControllers:
         # The compiled tick where it covers this law (None: the numpy path, every tick).
         self._plan = compiled.control_plan(self.params, self.omega_ref, r, n, self.lambdas)
         self._scratch: Optional[_Scratch] = None
-        self._views: dict = {}  # the state's (R N, ...) views, by the id of each array
+        self._flat: Optional[SimpleNamespace] = None  # the state's (R N, ...) views
         # The broadcasts compiled (kernels.exchange_states) where no run simulates faults.
         self._exchanges = not self.faulty and compiled.kernels() is not None
         if self._exchanges:
@@ -597,29 +604,25 @@ class BatchControllers:
         r, n = self.u.shape
         rows = r * n
 
-        views = self._views
-
-        def out(a):  # a view of the state, never a copy: the kernel writes through it
-            view = views.get(id(a))
-            if view is None or view.base is not a:
-                view = views[id(a)] = np.reshape(a, (rows,) + a.shape[2:], copy=False)
-            return view
-
+        f = self._flat
+        if f is None:  # every array is made once (__init__): its view stays one
+            f = self._flat = SimpleNamespace(**{
+                name: np.reshape(a, (rows,) + a.shape[2:], copy=False)
+                for name, a in ((name, getattr(self, name)) for name in _FLAT_STATE)})
         s = self._scratch
         if s is None:
             s = self._scratch = _Scratch.empty(rows, n)
-        has = out(self.has)
+        has = f.has
         if self._exchanges and self._flight.queue[3]:  # each run's one shared table
             tab = self._run_rows
             rx, member, nb_pos, nb_vel, nb_u, nb_u_ss = self._shared
         else:
             tab = self._own_rows
-            rx, member, nb_pos, nb_vel = (out(self.rx), out(self.member), out(self.position),
-                                          out(self.velocity))
-            nb_u, nb_u_ss = out(self.nb_u), out(self.nb_u_ss)
+            rx, member, nb_pos, nb_vel, nb_u, nb_u_ss = (f.rx, f.member, f.position, f.velocity,
+                                                         f.nb_u, f.nb_u_ss)
         own = positions.reshape(rows, 3)  # read only: a copy where positions is a slice
         own_v = velocities.reshape(rows, 3)
-        t_pos = out(self.target_position)
+        t_pos = f.target_position
         check_reach = bool(p.d_safe)
         # every receiver of a run holds the same tables (the last broadcasts reached all)
         shared = self._exchanges and bool(self._flight.queue[2])
@@ -634,18 +637,16 @@ class BatchControllers:
             k.wrap_shared_angles(np.arctan2(s.shared_dy, s.shared_dx), s.theta, s.theta_self)
         else:
             k.wrap_angles(np.arctan2(s.dy, s.dx), s.theta, s.theta_self)
-        u = out(self.u)
+        u = f.u
         done = s.done
         done[:] = False
         k.control_rows(plan.law, s.covered, check_reach, s.bound, p.obstacle_memory, now, has,
                        tab, rx, s.entry, s.ring, s.theta, s.theta_self, plan.own_col, self.ids,
                        self.lambdas, own, own_v, nb_pos, nb_vel, nb_u, nb_u_ss, t_pos,
-                       out(self.target_velocity), out(self.target_acceleration), u,
-                       limiter(u, p), out(self.prev_cmd), out(self.pred), out(self.succ),
-                       plan.hysteresis, plan.damping, out(self.ring_size),
-                       out(self.ring_changed), out(self.ring_tick), plan.separate, plan.d_safe,
-                       member, self._age_at_arrival, out(self.u_ss), cmds.reshape(rows, 3),
-                       done)
+                       f.target_velocity, f.target_acceleration, u, limiter(u, p), f.prev_cmd,
+                       f.pred, f.succ, plan.hysteresis, plan.damping, f.ring_size,
+                       f.ring_changed, f.ring_tick, plan.separate, plan.d_safe, member,
+                       self._age_at_arrival, f.u_ss, cmds.reshape(rows, 3), done)
         return done.reshape(r, n).copy()
 
     def _ring_offset(self, theta_self, theta, entry, weight):
@@ -868,6 +869,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     area_margin = np.full(r, np.inf if s0.area is not None else np.nan)
     target_estimate = None  # each run's target acceleration, as target_node estimates it
     all_live = None  # live on every tick where no run has faults or outages (read only)
+    every_live = False  # ... and every agent of every run is
     kernels = compiled.kernels()
     # model.step compiled, in place on ``bodies`` (None: the numpy path or a copy each tick)
     stepper = compiled.vehicle_vector(vehicle)
@@ -879,6 +881,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         if all_live is None:
             live = ~outages.update(now) & ~faults.killed & ~faults.failed
             all_live = None if faulty or outages.enabled.any() else live
+            every_live = all_live is not None and bool(all_live.all())
         else:  # no fault and no outage in any run: every agent live on every tick
             live = all_live
         pos = bodies.position.reshape(r, n + 1, 3)
@@ -913,7 +916,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
             times.append(now)
         if k == ticks:
             break
-        v_des[:, :n] = np.where(live[..., None], cmds, 0.0)
+        v_des[:, :n] = cmds if every_live else np.where(live[..., None], cmds, 0.0)
         for j in moving:
             v_des[j, n] = models[j].desired_velocity(now, t_pos[j])
         flat = v_des.reshape(-1, 3)
