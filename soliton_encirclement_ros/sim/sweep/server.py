@@ -12,6 +12,7 @@ dies with ``sweep_sim`` at once (``lifeline.serve_pool``), and its workers die w
 """
 from __future__ import annotations
 
+import gc
 import os
 
 from ros_support import lifeline
@@ -34,6 +35,9 @@ def start() -> None:
     except Exception:  # noqa: B902 - a failure only leaves the kernels to load in each worker
         return
     _WARM = not rows[0].get('error')
+    # What is loaded now stays out of the collector's passes: a pass in a worker would write to
+    # every object's page it visits, copying the server's memory page by page into each worker.
+    gc.freeze()
 
 
 def state() -> dict:
