@@ -226,6 +226,12 @@ def _gap_to_succ(own_theta, succ_theta, own_id, succ_id):
 
 
 @numba.njit(**_INLINE)
+def _kept(cur_gap, cand_gap, slack):
+    """apply_hysteresis: keep the current neighbour unless the candidate is ``slack`` closer."""
+    return math.isfinite(cur_gap) and not cand_gap < cur_gap - slack
+
+
+@numba.njit(**_INLINE)
 def _angular_rate(px, py, vx, vy, tx, ty, tvx, tvy):
     """geometry.angular_rate of one neighbour (NaN when missing or at the target)."""
     rx, ry = px - tx, py - ty
@@ -814,17 +820,15 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             p_col, s_col = cand_pred, cand_succ
             slack = hysteresis[ring[m]]
             if not crossed and cur_pred != cand_pred and cur_pred != NO_NEIGHBOUR \
-                    and entry[m, max(cur_pred, 0)]:
-                cur_gap = _gap_to_pred(ts, theta[m, cur_pred], own_id, ids[cur_pred])
-                cand_gap = _gap_to_pred(ts, theta[m, cand_pred], own_id, ids[cand_pred])
-                if math.isfinite(cur_gap) and not cand_gap < cur_gap - slack:
-                    p_col = cur_pred
+                    and entry[m, max(cur_pred, 0)] and _kept(
+                        _gap_to_pred(ts, theta[m, cur_pred], own_id, ids[cur_pred]),
+                        _gap_to_pred(ts, theta[m, cand_pred], own_id, ids[cand_pred]), slack):
+                p_col = cur_pred
             if not crossed and cur_succ != cand_succ and cur_succ != NO_NEIGHBOUR \
-                    and entry[m, max(cur_succ, 0)]:
-                cur_gap = _gap_to_succ(ts, theta[m, cur_succ], own_id, ids[cur_succ])
-                cand_gap = _gap_to_succ(ts, theta[m, cand_succ], own_id, ids[cand_succ])
-                if math.isfinite(cur_gap) and not cand_gap < cur_gap - slack:
-                    s_col = cur_succ
+                    and entry[m, max(cur_succ, 0)] and _kept(
+                        _gap_to_succ(ts, theta[m, cur_succ], own_id, ids[cur_succ]),
+                        _gap_to_succ(ts, theta[m, cand_succ], own_id, ids[cand_succ]), slack):
+                s_col = cur_succ
         pred[m], succ[m] = p_col, s_col
         # BatchControllers._control's view(): NaN angle/state and zero u of a missing one
         p_ok = p_col != NO_NEIGHBOUR and entry[m, max(p_col, 0)]
