@@ -477,20 +477,29 @@ class BatchControllers:
         clock = now if faults is None else now + faults.clock  # (R, N): each agent's own
         if faults is not None:
             positions = positions + faults.shift  # where each believes it is
-        has_target = live & self.target_has & (clock - self.target_rx <= p.target_liveness)
-        lost = live & ~has_target
-        if lost.any():
+        compiled_tick = self._plan is not None and faults is None and not self.faulty
+        if compiled_tick:  # one clock: the same rows, counted as they are found
+            has_target = np.empty((r, n), dtype=bool)
+            found, lost_some = self._plan.kernels.target_rows(
+                float(now), float(p.target_liveness), live, self.target_has, self.target_rx,
+                has_target)
+        else:
+            has_target = live & self.target_has & (clock - self.target_rx <= p.target_liveness)
+            found, lost_some = has_target.any(), (live & ~has_target).any()
+        if lost_some:
+            lost = live & ~has_target
             age = np.where(self.target_has, clock - self.target_rx, clock - self.started)[lost]
             last = np.where(self.target_has[lost][:, None], self.target_velocity[lost], 0.0)
             self.prev_cmd[lost] = cmds[lost] = fallback_command(last, age, positions[lost], p)
-        if not has_target.any():
+        if not found:
             return cmds, self.u
-        if self._plan is not None and faults is None and not self.faulty:
+        if compiled_tick:
             # the rows the compiled kernel stepped; the numpy path steps the rest
-            has_target = has_target & ~self._control_compiled(now, has_target, positions,
-                                                              velocities, cmds)
-            if not has_target.any():
+            done, stepped = self._control_compiled(now, has_target, positions, velocities,
+                                                   cmds)
+            if stepped == found:  # it steps rows with a live target only
                 return cmds, self.u
+            has_target = has_target & ~done
         self._materialize()  # the numpy path reads every receiver's own tables
         if has_target.all():  # the usual tick: every row, as views (no gathers)
             ii = np.tile(np.arange(n), r)
@@ -593,9 +602,13 @@ class BatchControllers:
         put(cmds, cmd)
         return cmds, self.u
 
-    def _control_compiled(self, now, has_target, positions, velocities, cmds) -> np.ndarray:
+    def _control_compiled(self, now, has_target, positions, velocities,
+                          cmds) -> tuple[np.ndarray, int]:
         """
         Step the rows of :meth:`_control` that the compiled kernel covers; return them (R, N).
+
+        Also returned: how many they are. The mask is the kernel's buffer, valid until the
+        next tick.
 
         Rows with a live target (``has_target``; the others' commands are the caller's) and
         no fault in effect (the caller checks). A row is left to the numpy path where the
@@ -634,12 +647,13 @@ class BatchControllers:
         check_reach = bool(p.d_safe)
         # every receiver of a run holds the same tables (the last broadcasts reached all)
         shared = self._exchanges and bool(self._flight.queue[2])
-        k.prepare_rows(plan.law, check_reach, p.obstacle_memory, now, has_target.reshape(rows),
-                       has, tab, rx, member, own, own_v, nb_pos, nb_vel, t_pos, plan.d_safe,
-                       s.entry, s.ring, s.covered, s.speed, s.others, s.bound, shared, s.dy,
-                       s.dx, s.shared_dy, s.shared_dx)
-        if check_reach and not s.covered.any():
-            return np.zeros_like(has_target)
+        covered = k.prepare_rows(plan.law, check_reach, p.obstacle_memory, now,
+                                 has_target.reshape(rows), has, tab, rx, member, own, own_v,
+                                 nb_pos, nb_vel, t_pos, plan.d_safe, s.entry, s.ring, s.covered,
+                                 s.speed, s.others, s.bound, shared, s.dy, s.dx, s.shared_dy,
+                                 s.shared_dx)
+        if not covered:
+            return np.zeros_like(has_target), 0
         # the angles as _control takes them: wrap_2pi_once of arctan2, target_angle's own
         if shared:
             k.wrap_shared_angles(np.arctan2(s.shared_dy, s.shared_dx), s.theta, s.theta_self)
@@ -647,15 +661,15 @@ class BatchControllers:
             k.wrap_angles(np.arctan2(s.dy, s.dx), s.theta, s.theta_self)
         u = f.u
         done = s.done
-        done[:] = False
-        k.control_rows(plan.law, s.covered, check_reach, s.bound, p.obstacle_memory, now, has,
-                       tab, rx, s.entry, s.ring, s.theta, s.theta_self, plan.own_col, self.ids,
-                       self.lambdas, own, own_v, nb_pos, nb_vel, nb_u, nb_u_ss, t_pos,
-                       f.target_velocity, f.target_acceleration, u, limiter(u, p), f.prev_cmd,
-                       f.pred, f.succ, plan.hysteresis, plan.damping, f.ring_size,
-                       f.ring_changed, f.ring_tick, plan.separate, plan.d_safe, member,
-                       self._age_at_arrival, f.u_ss, cmds.reshape(rows, 3), done)
-        return done.reshape(r, n).copy()
+        stepped = k.control_rows(
+            plan.law, s.covered, check_reach, s.bound, p.obstacle_memory, now, has, tab, rx,
+            s.entry, s.ring, s.theta, s.theta_self, plan.own_col, self.ids, self.lambdas, own,
+            own_v, nb_pos, nb_vel, nb_u, nb_u_ss, t_pos, f.target_velocity,
+            f.target_acceleration, u, limiter(u, p), f.prev_cmd, f.pred, f.succ,
+            plan.hysteresis, plan.damping, f.ring_size, f.ring_changed, f.ring_tick,
+            plan.separate, plan.d_safe, member, self._age_at_arrival, f.u_ss,
+            cmds.reshape(rows, 3), done)
+        return done.reshape(r, n), stepped
 
     def _ring_offset(self, theta_self, theta, entry, weight):
         """

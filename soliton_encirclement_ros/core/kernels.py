@@ -760,7 +760,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
     (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3). The tables of what each
     row heard (``rx_time``, ``member``, ``nb_*``) are read at row ``tab[m]``: the row's own
     (``tab[m] == m``), or its run's where every receiver of a run holds the same
-    (:func:`exchange_states`' shared tables).
+    (:func:`exchange_states`' shared tables). Returns how many rows it stepped (``done``).
     """
     k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
     k_tau, r_min, omega_ref = law[K_TAU], law[R_MIN], law[OMEGA_REF]
@@ -769,7 +769,9 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
     units, weights = np.empty((2 * k_cols, 2)), np.empty(2 * k_cols)
     pushes, closings = np.empty(2 * k_cols), np.empty(2 * k_cols)
     near = np.empty(2 * k_cols, dtype=np.int64)
+    stepped = 0
     for m in range(entry.shape[0]):
+        done[m] = False
         if not active[m]:
             continue
         t = tab[m]
@@ -778,6 +780,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         if in_reach and not separate:
             continue  # the d_safe term acts as the numpy path's scan finds it
         done[m] = True
+        stepped += 1
         own_id = ids[own_col[m]]
         ts = theta_self[m]
         # select_neighbours: ring_candidates, then apply_hysteresis. Written out here: inlined
@@ -981,6 +984,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         prev_cmd[m, 0] = x * scale
         prev_cmd[m, 1] = y * scale
         prev_cmd[m, 2] = vz
+    return stepped
 
 
 @numba.njit(**_JIT)
@@ -1335,6 +1339,27 @@ def materialize_tables(queue, s_rx, s_member, s_position, s_velocity, s_u, s_u_s
 
 
 @numba.njit(**_JIT)
+def target_rows(now, liveness, live, target_has, target_rx, has_target):
+    """
+    ``BatchControllers._control``'s agents with a live target, on one clock (no fault).
+
+    ``has_target`` (R, N): ``live & target_has & (now - target_rx <= liveness)``. Returns how
+    many agents have one, and how many live agents have none (they fly the fallback).
+    """
+    found = lost = 0
+    for j in range(live.shape[0]):
+        for i in range(live.shape[1]):
+            alive = live[j, i]
+            has = alive and target_has[j, i] and now - target_rx[j, i] <= liveness
+            has_target[j, i] = has
+            if has:
+                found += 1
+            elif alive:
+                lost += 1
+    return found, lost
+
+
+@numba.njit(**_JIT)
 def prepare_rows(law, check_reach, obstacle_memory, now, active, has, tab, rx, member, own,
                  own_velocity, nb_position, nb_velocity, target_position, d_safe, entry, ring,
                  covered, speed, others, bound, shared, dy, dx, shared_dy, shared_dx):
@@ -1348,11 +1373,12 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, tab, rx, m
     ``arctan2`` of them gives the angles (its bits, not the C library's). With ``shared``
     (each run's receivers hold the same tables) ``shared_dy``/``shared_dx`` instead
     (:func:`shared_offsets`). ``rx``, ``member`` and ``nb_*`` are read at row ``tab[m]``
-    (:func:`control_rows`).
+    (:func:`control_rows`). Returns how many rows are ``covered``.
     """
     m_rows, k_cols = has.shape
     agent_timeout = law[AGENT_TIMEOUT]
     ring[:] = heard_rows(has, tab, rx, member, now, agent_timeout, entry)
+    count = 0
     if check_reach:
         reach_rows(active, has, tab, rx, now, agent_timeout, obstacle_memory, own_velocity,
                    nb_velocity, speed, others, covered)
@@ -1360,12 +1386,16 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, tab, rx, m
         for m in range(m_rows):  # law.obstacle_reach (margin 0.0)
             bound[m] = _obstacle_reach(speed[m], others[m], 0.0, d_safe[ring[m]], t_safe,
                                        a_safe, t_react)
+            if covered[m]:
+                count += 1
     else:
         for m in range(m_rows):
             covered[m] = active[m]
+            if active[m]:
+                count += 1
     if shared:
         shared_offsets(own, tab, nb_position, target_position, shared_dy, shared_dx)
-        return
+        return count
     for m in range(m_rows):
         tx, ty = target_position[m, 0], target_position[m, 1]
         t = tab[m]
@@ -1374,6 +1404,7 @@ def prepare_rows(law, check_reach, obstacle_memory, now, active, has, tab, rx, m
             dx[m, k] = nb_position[t, k, 0] - tx
         dy[m, k_cols] = own[m, 1] - ty
         dx[m, k_cols] = own[m, 0] - tx
+    return count
 
 
 @numba.njit(**_JIT)

@@ -118,7 +118,8 @@ def _both_paths(c, tick):
     c._control_compiled = lambda *args: ran.append(kernel(*args)) or ran[-1]
     got = c._control(*tick)
     want = numpy_path._control(*tick)
-    [done] = ran
+    [(done, stepped)] = ran
+    assert stepped == done.sum()  # the count the caller compares with the rows it has
     return done, [(got[0], c), (want[0], numpy_path)]
 
 
@@ -300,13 +301,15 @@ def test_runs_equal_the_numpy_path(monkeypatch, run):
     kernel = BatchControllers._control_compiled
 
     def counted(self, *args):
-        ran.append(kernel(self, *args))
+        done, stepped = kernel(self, *args)
+        assert stepped == done.sum()  # the count the caller compares with the rows it has
+        ran.append(stepped)
         changes.append(np.sum(self.ring_changed > 0.0))  # a change after the first tick
-        return ran[-1]
+        return done, stepped
 
     monkeypatch.setattr(BatchControllers, '_control_compiled', counted)
     got = simulate_runs(scenarios, apart=1.0)
-    stepped = sum(done.sum() for done in ran)
+    stepped = sum(ran)
     assert stepped > share * 400 * 3 * 8
     if 'failures_per_min' in settings:
         assert max(changes) >= 5  # the ramp restarted mid-run in some rows
@@ -447,7 +450,8 @@ def test_one_run_and_many_runs_use_the_same_compiled_kernels():
     # A sweep's chunks of many runs and a run of one must call the kernels with the same
     # array layouts: numba compiles (and caches) a version per layout, so a sweep after a
     # single run compiled every kernel again (strided slices of the bodies' arrays).
-    names = ('exchange_states', 'metrics_rows', 'estimate_rows', 'prepare_rows', 'control_rows')
+    names = ('exchange_states', 'metrics_rows', 'estimate_rows', 'target_rows', 'prepare_rows',
+             'control_rows')
     code = ('from soliton_encirclement_ros.core import compiled\n'
             'from soliton_encirclement_ros.core.batch_engine import simulate_runs\n'
             'from soliton_encirclement_ros.core.scenario import Scenario\n'
