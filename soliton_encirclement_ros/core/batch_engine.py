@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+import functools
 import math
 from types import SimpleNamespace
 from typing import NamedTuple, Optional, Sequence
@@ -37,7 +38,7 @@ from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.target_estimate import (
-    ACCELERATION_TIME_CONSTANT, estimate_acceleration)
+    AccelerationEstimate, estimate_acceleration, low_pass_share)
 from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi, wrap_2pi_once
 from velocity_mobility_ros.core.model import step, VehicleState
 
@@ -921,7 +922,7 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
             target_estimate = estimate_acceleration(target_estimate, now, t_vel)
         cmds, _ = controllers.tick(now, live, positions, velocities, t_pos, t_vel,
                                    target_estimate.acceleration, faults if faulty else None)
-        if faults.held.any():  # a bridge holds its vehicle after a large estimator reset
+        if faulty and faults.held.any():  # a bridge holds its vehicle after a large reset
             cmds = np.where(faults.held[..., None], 0.0, cmds)
         cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe,
                               period)
@@ -963,17 +964,20 @@ def _estimate_in_place(kernels, previous, stamp: float, velocity):
     ``estimate_acceleration`` of R targets (R, 3), the estimate updated in place (compiled).
 
     The same values: the first sample estimates zero, a sample not later keeps the estimate,
-    and the low-pass share is numpy's ``exp`` of the step.
+    and the low-pass share is ``low_pass_share`` of the step.
     """
     if previous is None:
         return estimate_acceleration(None, stamp, velocity)
-    dt = float(stamp) - previous.stamp
+    stamp = float(stamp)
+    dt = stamp - previous.stamp
     if not dt > 0.0:
         return previous
-    share = (1.0 - np.exp(-dt / ACCELERATION_TIME_CONSTANT)
-             if ACCELERATION_TIME_CONSTANT > 0.0 else 1.0)
-    kernels.estimate_rows(velocity, previous.velocity, previous.acceleration, dt, float(share))
-    return previous._replace(stamp=float(stamp))
+    kernels.estimate_rows(velocity, previous.velocity, previous.acceleration, dt, _share(dt))
+    return AccelerationEstimate(stamp, previous.velocity, previous.acceleration)
+
+
+# low_pass_share of the few steps a run's ticks make (k P - (k - 1) P), computed once each
+_share = functools.lru_cache(maxsize=64)(low_pass_share)
 
 
 def replace_seed(scenario: Scenario, seed: int) -> Scenario:

@@ -47,6 +47,11 @@ def estimate_acceleration(previous: AccelerationEstimate | None, stamp: float, v
     finite = np.all(np.isfinite(velocity), axis=-1, keepdims=True)
     velocity = np.where(finite, velocity, previous.velocity)
     raw = (velocity - previous.velocity) / dt
-    share = 1.0 - np.exp(-dt / time_constant) if time_constant > 0.0 else 1.0
+    share = low_pass_share(dt, time_constant)
     acceleration = previous.acceleration + share * (raw - previous.acceleration)
     return AccelerationEstimate(float(stamp), velocity, acceleration)
+
+
+def low_pass_share(dt: float, time_constant: float = ACCELERATION_TIME_CONSTANT) -> float:
+    """Return the share of a new finite difference taken after a step ``dt`` [s] (0 < it <= 1)."""
+    return float(1.0 - np.exp(-dt / time_constant)) if time_constant > 0.0 else 1.0
