@@ -19,7 +19,8 @@ import pytest
 from soliton_encirclement_ros.sim.executables import find_executable
 from soliton_encirclement_ros.sim.sweep import RESULT_COLUMNS
 from support.disks import tmpfs
-from support.procfs import alive, children_of, command_line, cpu_seconds, descendants_of
+from support.procfs import (alive, children_of, command_line, cpu_seconds, descendants_of,
+                            pool_servers)
 from support.sweeps import rows as _rows, write_spec as _write_spec
 from support.waits import wait_for
 
@@ -222,9 +223,8 @@ def test_a_second_sweep_into_a_held_folder_is_refused_before_any_work(tmp_path):
 
 def _computing_workers(pid: int) -> list[int]:
     """Return the pool workers once two have run for CPU_STARTED s each, else []."""
-    servers = [child for child in children_of(pid, zombies=False)
-               if 'multiprocessing.forkserver' in command_line(child)]
-    workers = [child for server in servers for child in children_of(server, zombies=False)]
+    workers = [child for server in pool_servers(pid)
+               for child in children_of(server, zombies=False)]
     busy = [child for child in workers if cpu_seconds(child) >= CPU_STARTED]
     return busy if len(busy) >= 2 else []
 
@@ -235,8 +235,9 @@ def _starting_workers(pid: int) -> list[int]:
 
     The fork server while it loads the code, a worker before its initializer.
     """
-    return [child for child in descendants_of(pid) if 'multiprocessing' in command_line(child)
-            and not _ignores(child, signal.SIGINT)]
+    servers = pool_servers(pid)
+    pool = servers + [child for server in servers for child in children_of(server, zombies=False)]
+    return [child for child in pool if not _ignores(child, signal.SIGINT)]
 
 
 def _ignores(pid: int, signum: int) -> bool:

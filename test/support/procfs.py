@@ -55,3 +55,16 @@ def cpu_seconds(pid: int) -> float:
     except (OSError, IndexError):
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def pool_servers(pid: int) -> list[int]:
+    """
+    Return the live fork servers of the local pools ``pid`` started.
+
+    A fresh Python (``multiprocessing.forkserver`` on its command line) or, where ``pid`` had no
+    other thread, a fork of ``pid`` itself (its command line).
+    """
+    own = command_line(pid)
+    return [child for child in children_of(pid, zombies=False)
+            if 'multiprocessing.forkserver' in command_line(child)
+            or (own and command_line(child) == own)]

@@ -139,6 +139,20 @@ def _cluster_threads(address: str) -> int:
     return threads
 
 
+def _quiet_bar(tqdm: type) -> type:
+    """
+    Return ``tqdm`` without its monitor thread: the progress bar of a sweep.
+
+    The bar moves once a chunk, each time drawn (``miniters=1``), so the monitor, which
+    redraws a bar that waits for more updates than come, has nothing to do; without its
+    thread a local pool's fork server is a fork of this process
+    (``scheduling._fork_server_here``).
+    """
+    class SweepBar(tqdm):
+        monitor_interval = 0
+    return SweepBar
+
+
 def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=None) -> int:
     from tqdm import tqdm
 
@@ -176,8 +190,8 @@ def _sweep(spec: Spec, checked: Checked, out: Path, args, stop, cluster_threads=
             n_chunks += 1
             yield chunk
     errors = finished = 0
-    bar = tqdm(total=total, initial=total - todo, unit='run', desc='sweep_sim',
-               file=sys.stderr, dynamic_ncols=True)
+    bar = _quiet_bar(tqdm)(total=total, initial=total - todo, unit='run', desc='sweep_sim',
+                           file=sys.stderr, dynamic_ncols=True, miniters=1)
     cpu_start = time.process_time()
     should_stop = (lambda: stop.requested)
     results = (dask_results(work(), args.scheduler, workers, should_stop) if args.scheduler

@@ -9,6 +9,7 @@ from multiprocessing import resource_tracker
 import multiprocessing.pool
 import os
 import signal
+import sys
 import time
 import traceback
 from typing import Any, Iterable, Iterator
@@ -209,13 +210,14 @@ def worker_pool(workers: int) -> Iterator[tuple[multiprocessing.pool.Pool, list]
 
     Also yielded: the processes to watch (:func:`_check_workers`): the workers, and the server.
 
-    Not forked from this process: the caller may have threads (tqdm's monitor, rclpy, a test
+    The workers are not forked from this process: the caller may have threads (rclpy, a test
     runner's DDS participants), and a forked child can inherit a lock one of them held, and
-    hang. The server is a fresh process with no thread that has loaded the workers' code and
-    kernels once, so a worker costs no start-up of its own. Each worker dies with the server,
-    and the server with this process, at once (a killed sweep_sim left them computing on).
-    On the way out the pool is ended, and the server stopped and waited for
-    (:func:`stop_fork_server`), whatever ends the block.
+    hang. The server is a process with no thread that has loaded the workers' code and kernels
+    once, so a worker costs no start-up of its own: a fork of this process where it has no
+    other thread (``sweep_sim``: :func:`_fork_server_here`), else a fresh Python. Each worker
+    dies with the server, and the server with this process, at once (a killed sweep_sim left
+    them computing on). On the way out the pool is ended, and the server stopped and waited
+    for (:func:`stop_fork_server`), whatever ends the block.
     """
     from multiprocessing import forkserver
     context = multiprocessing.get_context('forkserver')
@@ -231,8 +233,9 @@ def worker_pool(workers: int) -> Iterator[tuple[multiprocessing.pool.Pool, list]
     held = signal.pthread_sigmask(signal.SIG_BLOCK, POOL_START_SIGNALS)
     pool = None
     try:
-        with _server_path():
-            forkserver.ensure_running()
+        if not _fork_server_here():
+            with _server_path():
+                forkserver.ensure_running()
         server = _ForkServer(forkserver._forkserver._forkserver_pid)
         with server.the_only_one():
             pool = context.Pool(workers, initializer=start_pool_worker, initargs=(server.pid,))
@@ -255,6 +258,60 @@ def worker_pool(workers: int) -> Iterator[tuple[multiprocessing.pool.Pool, list]
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
         stop_fork_server()
+
+
+def _fork_server_here() -> bool:
+    """
+    Start the pool's fork server as a fork of this process, if it has no other thread.
+
+    Returns False where it does not (a thread, or a server that runs): ``forkserver`` then
+    starts a fresh Python (:func:`_server_path`), which imports again what this process has.
+    A fork is that server as ``ensure_running`` would start it (the same listener, the same
+    ``main`` and preload), with this process's imports made already: a sweep's fixed cost
+    less a Python start-up and its imports. Safe only without another Python thread, which
+    could hold a lock the fork copies held (numpy's OpenBLAS threads are stopped across a fork
+    by OpenBLAS itself); the handlers this process set for SIGINT and SIGTERM are the defaults
+    again in it, as in a fresh Python. Its output buffers are flushed first, so that nothing
+    is written twice.
+    """
+    import socket
+    import threading
+    from multiprocessing import connection, forkserver, util
+    served = forkserver._forkserver
+    if threading.active_count() != 1 or served._forkserver_pid is not None:
+        return False
+    resource_tracker.ensure_running()
+    with socket.socket(socket.AF_UNIX) as listener:
+        address = connection.arbitrary_address('AF_UNIX')
+        listener.bind(address)
+        if not util.is_abstract_socket_namespace(address):
+            os.chmod(address, 0o600)
+        listener.listen()
+        # every client holds the write end of the "alive" pipe; the server ends at its EOF
+        alive_r, alive_w = os.pipe()
+        for stream in (sys.stdout, sys.stderr):  # not written twice, by the server too
+            if stream is not None:
+                stream.flush()
+        pid = os.fork()
+        if pid == 0:  # the server: it never returns into this process's code
+            code = 1
+            try:
+                os.close(alive_w)
+                for signum in (signal.SIGINT, signal.SIGTERM):
+                    signal.signal(signum, signal.SIG_DFL)
+                forkserver.main(listener.fileno(), alive_r, served._preload_modules)
+                code = 0
+            except SystemExit as exc:  # main's way out: every client has gone
+                code = exc.code if isinstance(exc.code, int) else 0
+            except BaseException:  # noqa: B902 - said, and the server ends
+                traceback.print_exc()
+            finally:
+                os._exit(code)
+        os.close(alive_r)
+        served._forkserver_address = address
+        served._forkserver_alive_fd = alive_w
+        served._forkserver_pid = pid
+    return True
 
 
 @contextlib.contextmanager

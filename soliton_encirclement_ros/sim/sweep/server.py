@@ -7,7 +7,8 @@ whose server imports :mod:`.fork_server` before it forks any worker, which calls
 kernels from the on-disk cache (about 0.9 CPU-s a worker, most of the fixed cost of a short
 sweep). The server pays it once: it runs one tiny chunk, which loads the batch engine's
 kernels, and each worker forked from it starts with them loaded. The server is one process with
-no thread (forking it is safe, as forking ``sweep_sim``, which may hold threads, is not). It
+no thread (forking it is safe, as forking a caller that holds threads is not): a fork of
+``sweep_sim`` where that has no other thread, with its imports made, else a fresh Python. It
 dies with ``sweep_sim`` at once (``lifeline.serve_pool``), and its workers die with it.
 """
 from __future__ import annotations

@@ -155,16 +155,44 @@ def test_a_lost_worker_is_named_with_how_it_ended(code, said):
 
 
 @pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs Linux /proc')
+@pytest.mark.parametrize('threads', [0, 1])
+def test_the_fork_server_is_a_fork_of_a_process_without_threads_else_a_fresh_python(threads):
+    # A fresh Python imports again what the sweep has imported (a fixed cost of every sweep);
+    # a fork of a process with another thread could inherit a lock that thread held.
+    import subprocess
+    import sys
+    from pathlib import Path
+    code = ('import os, threading\n'
+            'from soliton_encirclement_ros.sim.sweep import scheduling, server\n'
+            f'stop = threading.Event()\n'
+            f'for _ in range({threads}):\n'
+            '    threading.Thread(target=stop.wait, daemon=True).start()\n'
+            'with scheduling.worker_pool(1) as (pool, started):\n'
+            '    state = pool.apply(server.state)\n'
+            '    own = open("/proc/self/cmdline", "rb").read()\n'
+            '    pid = started[0].pid\n'
+            '    theirs = open(f"/proc/{pid}/cmdline", "rb").read()\n'
+            'print(state["parent"] == pid, state["warm"], theirs == own,\n'
+            '      b"multiprocessing." + b"forkserver" in theirs)\n'  # not in own
+            'stop.set()\n')
+    root = Path(sweep.__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
+                          timeout=600, cwd=root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == (['True', 'True', 'True', 'False'] if threads == 0
+                                   else ['True', 'True', 'False', 'True']), done.stdout
+
+
+@pytest.mark.skipif(not os.path.exists('/proc/self/status'), reason='needs Linux /proc')
 def test_local_workers_are_forked_from_a_server_that_loaded_their_code_once():
     # A spawned worker paid its own imports and numba's cache loads (about 0.9 CPU-s each).
     from soliton_encirclement_ros.core import compiled
     from soliton_encirclement_ros.sim.sweep import scheduling, server
-    from support.procfs import alive, children_of, command_line
+    from support.procfs import alive, children_of, pool_servers
 
     with scheduling.worker_pool(2) as (pool, _):
         states = [pool.apply(server.state) for _ in range(4)]
-        servers = [child for child in children_of(os.getpid(), zombies=False)
-                   if 'multiprocessing.forkserver' in command_line(child)]
+        servers = pool_servers(os.getpid())
     assert len(servers) == 1, servers
     for state in states:
         assert state['parent'] == servers[0] != os.getpid(), state
