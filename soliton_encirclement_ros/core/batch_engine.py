@@ -898,6 +898,12 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
     stepper = compiled.vehicle_vector(vehicle)
     if kernels is not None:  # the metrics rows written in place, one (R, 6) block a tick
         series = np.empty((ticks // metrics_every + 1, r, 6))
+    # each tick's states, contiguous (read only, and by no one after the tick: the
+    # broadcasts keep copies): slices of more than one run would be strided, and numba
+    # compiles and caches a second version of every kernel for that layout, so a sweep's
+    # first chunks of many runs compiled again after a run of one had filled the cache
+    positions, velocities = np.empty((r, n, 3)), np.empty((r, n, 3))
+    t_pos, t_vel = np.empty((r, 3)), np.empty((r, 3))
     for k in range(ticks + 1):
         now = k * period
         faults = stack_plans([plan.at(now) for plan in plans]) if faulty else none
@@ -909,13 +915,10 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
             live = all_live
         pos = bodies.position.reshape(r, n + 1, 3)
         vel = bodies.velocity.reshape(r, n + 1, 3)
-        # contiguous copies (the same values): slices of more than one run would be strided,
-        # and numba compiles and caches a second version of every kernel for that layout, so
-        # a sweep's first chunks of many runs compiled again after a run of one had filled
-        # the cache
-        positions = np.ascontiguousarray(pos[:, :n])
-        velocities = np.ascontiguousarray(vel[:, :n])
-        t_pos, t_vel = np.ascontiguousarray(pos[:, n]), np.ascontiguousarray(vel[:, n])
+        positions[...] = pos[:, :n]
+        velocities[...] = vel[:, :n]
+        t_pos[...] = pos[:, n]
+        t_vel[...] = vel[:, n]
         if kernels is not None:
             target_estimate = _estimate_in_place(kernels, target_estimate, now, t_vel)
         else:
@@ -924,9 +927,9 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
                                    target_estimate.acceleration, faults if faulty else None)
         if faulty and faults.held.any():  # a bridge holds its vehicle after a large reset
             cmds = np.where(faults.held[..., None], 0.0, cmds)
-        cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe,
-                              period)
         if s0.area is not None:
+            cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe,
+                                  gains.a_safe, period)
             area_margin = np.minimum(area_margin, s0.area.clearance(positions).min(axis=1))
         if tracker is not None:  # a vehicle its bridge holds is under no controller's command
             tracker.update(positions, live & ~faults.held)
