@@ -32,7 +32,7 @@ from rosbags.typesys import get_typestore, Stores
 import yaml
 
 from soliton_encirclement_ros.analysis.bag_scan import (
-    Damage, mcap_messages, mcap_topics, sqlite_rows)
+    Damage, mcap_messages, mcap_topics, sqlite_cut_short, sqlite_rows)
 
 DEFAULT_TYPESTORE = get_typestore(Stores.ROS2_KILTED)
 MCAP_MAGIC = b'\x89MCAP0\r\n'
@@ -134,12 +134,13 @@ class Bag:
                 pass
         for path in self._databases:
             try:
+                cut_short = sqlite_cut_short(path)
                 with _database(path) as database:
-                    for _, log_time, _ in sqlite_rows(database, self.damage):
+                    for _, log_time, _ in sqlite_rows(database, self.damage, cut_short):
                         self.damage.seen(log_time)
             except sqlite3.DatabaseError as err:
                 self.damage.whole = False
-                self.damage.cut = self.damage.cut or f'{path.name}: {_one_line(err)}'
+                self.damage.cut = self.damage.cut or cut_short or f'{path.name}: {_one_line(err)}'
 
     def _storage_files(self) -> list[Path]:
         if self.path.is_file():

@@ -298,16 +298,43 @@ def _chunk_at(stream, at: int, size: int) -> bool:
     return not problem
 
 
-def sqlite_rows(database: sqlite3.Connection, damage: Damage
+def sqlite_cut_short(path: Path) -> str | None:
+    """
+    Return how a database file is cut short of the size its header states, or None.
+
+    SQLite's header holds the page size and, valid while its "version-valid-for" number equals
+    the change counter, the database's size in pages: a file shorter than that lost its end.
+    """
+    with path.open('rb') as stream:
+        head = stream.read(100)
+    if len(head) < 100:
+        return None
+    page_size = int.from_bytes(head[16:18], 'big')
+    page_size = 65536 if page_size == 1 else page_size
+    pages = int.from_bytes(head[28:32], 'big')
+    if not pages or head[92:96] != head[24:28]:
+        return None
+    size, stated = path.stat().st_size, pages * page_size
+    return (f'{path.name} ends at byte {size}, short of the {stated} bytes its header states'
+            if size < stated else None)
+
+
+def sqlite_rows(database: sqlite3.Connection, damage: Damage, cut_short: str | None = None
                 ) -> Iterator[tuple[int, int, bytes]]:
     """
     Yield ``(topic_id, timestamp, data)`` of every readable row of ``messages``, by row id.
 
     A batch SQLite cannot read (a damaged page, a file cut short) is read again row by row; a
     range of row ids that stays unreadable is stepped over (the next readable id found by
-    doubling steps, then bisection) and named in ``damage``.
+    doubling steps, then bisection) and named in ``damage``. Where nothing reads again to the
+    end, ``damage.cut`` says after which row.
+
+    ``cut_short`` (see :func:`sqlite_cut_short`) says the file lost its end. Then every loss
+    is the cut's: a page cut part-way loses some of its rows and keeps others (SQLite fills a
+    page from its end), so the rows lost before the last one read are named in the same line,
+    not as damage.
     """
-    last, garbled = -1, []
+    last, garbled, skipped, ended = -1, [], [], None
     query = ('SELECT id, topic_id, timestamp, data FROM messages WHERE id > ? ORDER BY id '
              'LIMIT ?')
     while True:
@@ -320,30 +347,23 @@ def sqlite_rows(database: sqlite3.Connection, damage: Damage
                 rows = database.execute(query, (last, 1)).fetchall()
             except sqlite3.DatabaseError:
                 found = _next_readable(database, last)
-                first_lost, last_lost = last + 1, (found - 1 if found is not None else None)
                 if found is None:
-                    damage.whole = False
-                    damage.cut = damage.cut or (
-                        f'database unreadable after row {last} (SQLite: database disk image '
-                        'is malformed): the rows after it are lost')
+                    ended = (last, 'SQLite: database disk image is malformed')
                     break
-                damage.corrupt.append(f'rows {first_lost}-{last_lost} of the database '
-                                      'unreadable (SQLite: database disk image is malformed), '
-                                      'skipped')
+                skipped.append((last + 1, found - 1, f'rows {last + 1}-{found - 1} of the '
+                                'database unreadable (SQLite: database disk image is '
+                                'malformed), skipped'))
                 last = found - 1
                 continue
         if not rows:
             break
         if rows[0][0] <= last:  # a damaged tree going round: step past it as unreadable
             found = _next_readable(database, last + 1)
-            damage.corrupt.append(f'the database index around row {last + 1} is damaged, '
-                                  'rows from there '
-                                  + (f'to {found - 1} skipped' if found else 'on lost'))
             if found is None:
-                damage.whole = False
-                damage.cut = damage.cut or (f'database unreadable after row {last} (its index '
-                                            'is damaged there)')
+                ended = (last, 'its index is damaged there')
                 break
+            skipped.append((last + 1, found - 1, f'the database index around row {last + 1} '
+                            f'is damaged, rows from there to {found - 1} skipped'))
             last = found - 1
             continue
         for row_id, topic_id, timestamp, data in rows:
@@ -355,9 +375,24 @@ def sqlite_rows(database: sqlite3.Connection, damage: Damage
                 yield topic_id, timestamp, data
             else:
                 garbled.append(row_id)
+    if ended is not None:
+        damage.whole = False
+    if ended is not None and cut_short:
+        lost = sum(high - low + 1 for low, high, _ in skipped) + len(garbled)
+        ids = ', '.join([f'{low}-{high}' if high > low else f'{low}' for low, high, _ in skipped]
+                        + [str(row_id) for row_id in garbled])
+        damage.cut = damage.cut or (
+            f'database unreadable after row {ended[0]} ({cut_short}): the rows after it are '
+            'lost' + (f', and {lost} row{"s" if lost > 1 else ""} before it '
+                      f'(id{"s" if lost > 1 else ""} {ids})' if lost else ''))
+        return
+    damage.corrupt.extend(note for _, _, note in skipped)
     if garbled:
         damage.corrupt.append(f'{len(garbled)} garbled row{"s" if len(garbled) > 1 else ""} '
                               f'of the database dropped (ids {garbled[0]}-{garbled[-1]})')
+    if ended is not None:
+        damage.cut = damage.cut or (f'database unreadable after row {ended[0]} ({ended[1]}): '
+                                    'the rows after it are lost')
 
 
 def _probe(database: sqlite3.Connection, row_id: int) -> str:
