@@ -173,8 +173,9 @@ class ControllerParams:
     k_gap_steer: float = setting(0.0, 'the whole ring turns so that a gap, not a member, meets '
                                  "a known obstacle (a failed or silent agent's vehicle) near "
                                  'the ring: every agent adds the same rate to omega_ref, this '
-                                 "x the obstacle's angle from the nearest gap's middle, plus the "
-                                 "obstacle's own angular rate (law.gap_steer); the spacing is "
+                                 "x sin(n e)/n, e the obstacle's angle from the nearest gap's "
+                                 "middle (n members), plus the obstacle's own angular rate "
+                                 "(law.gap_steer); the spacing is "
                                  'untouched. Only with d_safe (the obstacles are its); 0 = off',
                                  '1/s', low=0.0)
     hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this '

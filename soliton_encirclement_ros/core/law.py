@@ -142,9 +142,11 @@ def gap_steer(theta_self, thetas, heard, obstacles, target_position, target_velo
     and its length over n (1 on an even ring, 0 on a ring bunched evenly at random) weighs
     the whole term, which therefore fades out while a ring forms. Per obstacle, at its angle
     ``d`` from the nearest fitted member (in ``[-pi/n, pi/n)``) about the target where it will
-    be ``obstacle_lead`` s ahead: ``-k_gap_steer sign(d) (pi/n - |d|)`` (toward the nearest
-    gap's middle, 0 there) plus its own angular rate about that point (a hovering vehicle that
-    the target passes: ``-v_target x rel / |rel|^2``), so a gap that met it stays on it. It is
+    be ``obstacle_lead`` s ahead: ``-k_gap_steer sin(n d)/n`` (toward the nearest gap's
+    middle, 0 there; continuous, and 0 on a member too, so members whose phases differ by
+    what each hears add opposite rates there only as large as that difference) plus its own angular rate about
+    that point (a hovering vehicle that the target passes: ``-v_target x rel / |rel|^2``), so
+    a gap that met it stays on it. It is
     whole while the obstacle is within ``obstacle_ramp``/2 of the radius and falls to 0 at
     ``obstacle_ramp`` (smoothstep); several obstacles: the weighted mean of their rates. At
     most ``GAP_STEER_SPEED``/R. Every member hears about the same ring and obstacles, so they
@@ -181,7 +183,7 @@ def gap_steer(theta_self, thetas, heard, obstacles, target_position, target_velo
         weight = np.where(np.isfinite(z) & (rho2 > R_EPS * R_EPS), z * z * (3.0 - 2.0 * z), 0.0)
         d = np.mod(np.arctan2(oy, ox) - phase[..., None] + half[..., None],
                    2.0 * half[..., None]) - half[..., None]
-        push = -p.k_gap_steer * np.sign(d) * (half[..., None] - np.abs(d))
+        push = -p.k_gap_steer * np.sin(n[..., None] * d) / n[..., None]
         own = (t_vel[..., 0, None] * oy - t_vel[..., 1, None] * ox) / rho2
         rate = np.where(weight > 0.0, weight * (push + own), 0.0)
         total = np.sum(weight, axis=-1)

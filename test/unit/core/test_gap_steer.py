@@ -27,19 +27,36 @@ def _steer(theta_self, thetas, obstacles, params=PARAMS, target_velocity=(0.0, 0
                      np.array(target_velocity), params)
 
 
+def _toward_gap(d, n=8, k=0.5):
+    """The rate of an obstacle ``d`` rad counter-clockwise of a member of an even ring of n."""
+    return -k * math.sin(n * d) / n
+
+
 def test_the_ring_turns_its_nearest_member_away_from_an_obstacle_on_it():
     theta_self, thetas = _ring(8)
     half = math.pi / 8
-    # 0.1 rad counter-clockwise of the member at 0: turn clockwise by k (pi/8 - 0.1)
-    assert _steer(theta_self, thetas, _at(0.1)) == pytest.approx(-0.5 * (half - 0.1))
-    assert _steer(theta_self, thetas, _at(-0.1)) == pytest.approx(0.5 * (half - 0.1))
-    # in a gap's middle it stays: the gap meets the obstacle
+    # 0.1 rad counter-clockwise of the member at 0: turn clockwise by k sin(0.8)/8
+    assert _steer(theta_self, thetas, _at(0.1)) == pytest.approx(_toward_gap(0.1))
+    assert _toward_gap(0.1) < 0.0
+    assert _steer(theta_self, thetas, _at(-0.1)) == pytest.approx(-_toward_gap(0.1))
+    # in a gap's middle it stays: the gap meets the obstacle; near it, k x the angle from it
     assert _steer(theta_self, thetas, _at(half)) == pytest.approx(0.0, abs=1e-12)
+    assert _steer(theta_self, thetas, _at(half - 0.01)) == pytest.approx(-0.5 * 0.01, rel=2e-3)
     # every member computes the same rate, whichever it is
     for k in range(8):
         theta = 2.0 * math.pi * np.arange(8) / 8
         rate = _steer(theta[k], np.delete(theta, k), _at(0.1))
-        assert rate == pytest.approx(-0.5 * (half - 0.1))
+        assert rate == pytest.approx(_toward_gap(0.1))
+
+
+def test_members_that_place_the_ring_a_little_apart_add_rates_a_little_apart():
+    # an obstacle on a member: members whose fitted phase differs by what each hears (a state
+    # a tick old) see it just on either side; their rates differ by about as little, never
+    # by the whole rate toward a gap (which would tear the ring they turn)
+    theta_self, thetas = _ring(8)
+    rates = [_steer(theta_self + e, thetas + e, _at(0.0)) for e in (-1e-3, 0.0, 1e-3)]
+    assert rates[1] == pytest.approx(0.0, abs=1e-12)
+    assert max(rates) - min(rates) == pytest.approx(2 * 0.5 * 1e-3, rel=1e-3)
 
 
 def test_only_obstacles_near_the_ring_count():
@@ -47,6 +64,7 @@ def test_only_obstacles_near_the_ring_count():
     ramp = PARAMS.obstacle_ramp
     # whole within obstacle_ramp/2 of the radius, nothing from obstacle_ramp on
     whole = _steer(theta_self, thetas, _at(0.1))
+    assert whole == pytest.approx(_toward_gap(0.1))
     assert _steer(theta_self, thetas, _at(0.1, R + 0.5 * ramp)) == pytest.approx(whole)
     assert _steer(theta_self, thetas, _at(0.1, R - 0.75 * ramp)) == pytest.approx(0.5 * whole)
     assert _steer(theta_self, thetas, _at(0.1, R + ramp)) == 0.0
@@ -84,4 +102,4 @@ def test_several_obstacles_take_their_weighted_mean_and_rows_are_independent():
                      np.ones((2, 7), dtype=bool), np.stack([both, np.concatenate(
                          (_at(0.1), np.full((1, 3), np.nan)))]), np.zeros((2, 3)),
                      np.zeros((2, 3)), PARAMS)
-    assert rows == pytest.approx([0.0, -0.5 * (math.pi / 8 - 0.1)])
+    assert rows == pytest.approx([0.0, _toward_gap(0.1)])
