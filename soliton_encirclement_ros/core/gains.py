@@ -175,7 +175,7 @@ class ControllerParams:
                                  'the ring: every agent adds the same rate to omega_ref, this '
                                  "x sin(n e)/n, e the obstacle's angle from the nearest gap's "
                                  "middle (n members), plus the obstacle's own angular rate "
-                                 "(law.gap_steer); the spacing is "
+                                 '(law.gap_steer); the spacing is '
                                  'untouched. Only with d_safe (the obstacles are its); 0 = off',
                                  '1/s', low=0.0)
     hysteresis: float = setting(0.05, 'keep a ring neighbour unless a candidate is closer by this '

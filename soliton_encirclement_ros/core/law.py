@@ -144,12 +144,12 @@ def gap_steer(theta_self, thetas, heard, obstacles, target_position, target_velo
     ``d`` from the nearest fitted member (in ``[-pi/n, pi/n)``) about the target where it will
     be ``obstacle_lead`` s ahead: ``-k_gap_steer sin(n d)/n`` (toward the nearest gap's
     middle, 0 there; continuous, and 0 on a member too, so members whose phases differ by
-    what each hears add opposite rates there only as large as that difference) plus its own angular rate about
-    that point (a hovering vehicle that the target passes: ``-v_target x rel / |rel|^2``), so
-    a gap that met it stays on it. It is
-    whole while the obstacle is within ``obstacle_ramp``/2 of the radius and falls to 0 at
-    ``obstacle_ramp`` (smoothstep); several obstacles: the weighted mean of their rates. At
-    most ``GAP_STEER_SPEED``/R. Every member hears about the same ring and obstacles, so they
+    what each hears add opposite rates there only as large as that difference) plus its own
+    angular rate about that point (a hovering vehicle that the target passes: ``-v_target x
+    rel / |rel|^2``), so a gap that met it stays on it. It is whole while the obstacle is
+    within ``obstacle_ramp``/2 of the radius and falls to 0 at ``obstacle_ramp``
+    (smoothstep); several obstacles: the weighted mean of their rates. At most
+    ``GAP_STEER_SPEED``/R. Every member hears about the same ring and obstacles, so they
     all add about the same rate and the ring's gaps see nothing. 0 (a number) without
     obstacles, without ``d_safe`` or with ``k_gap_steer`` 0.
     """

@@ -28,7 +28,7 @@ def _steer(theta_self, thetas, obstacles, params=PARAMS, target_velocity=(0.0, 0
 
 
 def _toward_gap(d, n=8, k=0.5):
-    """The rate of an obstacle ``d`` rad counter-clockwise of a member of an even ring of n."""
+    """Return the rate of an obstacle ``d`` rad counter-clockwise of a member (even ring of n)."""
     return -k * math.sin(n * d) / n
 
 
