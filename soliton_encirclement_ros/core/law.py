@@ -141,8 +141,8 @@ def gap_steer(theta_self, thetas, heard, obstacles, target_position, target_velo
     (n members) has the angle ``n phi`` of the even ring ``phi + 2 pi k/n`` nearest to them,
     and its length over n (1 on an even ring, 0 on a ring bunched evenly at random) weighs
     the whole term, which therefore fades out while a ring forms. Per obstacle, at its angle
-    ``d`` from the nearest fitted member (in ``[-pi/n, pi/n)``) about the target where it will
-    be ``obstacle_lead`` s ahead: ``-k_gap_steer sin(n d)/n`` (toward the nearest gap's
+    ``d`` from a fitted member (any: ``sin(n d)`` is the same from each) about the target where
+    it will be ``obstacle_lead`` s ahead: ``-k_gap_steer sin(n d)/n`` (toward the nearest gap's
     middle, 0 there; continuous, and 0 on a member too, so members whose phases differ by
     what each hears add opposite rates there only as large as that difference) plus its own
     angular rate about that point (a hovering vehicle that the target passes: ``-v_target x
@@ -169,8 +169,7 @@ def gap_steer(theta_self, thetas, heard, obstacles, target_position, target_velo
         sx = np.cos(n * theta_self) + np.sum(np.where(heard, np.cos(angle), 0.0), axis=-1)
         sy = np.sin(n * theta_self) + np.sum(np.where(heard, np.sin(angle), 0.0), axis=-1)
     evenness = np.hypot(sx, sy) / n
-    phase = np.arctan2(sy, sx) / n
-    half = math.pi / n
+    n_phase = np.arctan2(sy, sx)[..., None]  # n phi: the ring's phase, n times
     t_pos = np.asarray(target_position, dtype=float)
     t_vel = np.asarray(target_velocity, dtype=float)
     cx = (t_pos[..., 0] + t_vel[..., 0] * p.obstacle_lead)[..., None]
@@ -181,9 +180,9 @@ def gap_steer(theta_self, thetas, heard, obstacles, target_position, target_velo
         off = np.abs(np.sqrt(rho2) - p.radius)
         z = np.clip((p.obstacle_ramp - off) / (0.5 * p.obstacle_ramp), 0.0, 1.0)
         weight = np.where(np.isfinite(z) & (rho2 > R_EPS * R_EPS), z * z * (3.0 - 2.0 * z), 0.0)
-        d = np.mod(np.arctan2(oy, ox) - phase[..., None] + half[..., None],
-                   2.0 * half[..., None]) - half[..., None]
-        push = -p.k_gap_steer * np.sin(n[..., None] * d) / n[..., None]
+        # sin(n d) is the same from every member (they are 2 pi/n apart): no wrapping
+        push = -p.k_gap_steer * np.sin(n[..., None] * np.arctan2(oy, ox) - n_phase) \
+            / n[..., None]
         own = (t_vel[..., 0, None] * oy - t_vel[..., 1, None] * ox) / rho2
         rate = np.where(weight > 0.0, weight * (push + own), 0.0)
         total = np.sum(weight, axis=-1)
