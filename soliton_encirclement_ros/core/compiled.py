@@ -8,7 +8,8 @@ ramp) included. The ``d_safe`` term is compiled too, for swarms of up to
 compiled; a failed agent's vehicle with its rest point): a row with a vehicle within its
 reach (``law.obstacle_reach``) runs the numpy path's scan only where it counts a silent
 vehicle (a track, a disc), or in a larger swarm. Everything else (the ring's bulge
-``obstacle_clearance`` or gap steering ``k_gap_steer`` set, a field of ``ControllerParams``
+``obstacle_clearance``, gap steering ``k_gap_steer`` or the ring's gains ``ring_gains_from``
+set, a field of ``ControllerParams``
 this module does not know, numba missing or failing to compile) runs the numpy path, tick by
 tick: the numpy path stays the definition, the kernels a faster copy of its common case.
 
@@ -57,10 +58,11 @@ KNOWN_FIELDS = frozenset({
     'odom_timeout',
     'max_future_stamp', 'prune_expired',
     # not covered when set (NOT_COVERED): the numpy path runs
-    'obstacle_clearance', 'k_gap_steer',
+    'obstacle_clearance', 'k_gap_steer', 'ring_gains_from', 'ring_gains_full', 'k_tau_ring',
+    'k_e_tau_ring', 'k_omega_own_ring', 'ring_turn_acc_ring',
 })
 # Terms the kernels do not compute: a run with any of these non-zero takes the numpy path.
-NOT_COVERED = ('obstacle_clearance', 'k_gap_steer')
+NOT_COVERED = ('obstacle_clearance', 'k_gap_steer', 'ring_gains_from')
 
 _KERNELS = None  # the kernels module once loaded; False: unavailable
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+import functools
 import math
 from typing import Any, Mapping
 
@@ -105,6 +106,25 @@ class ControllerParams:
                                    'this acceleration; faster, the vehicle cannot hold the '
                                    'circle and drifts out; not held where the d_safe term '
                                    'pushes the agent; 0 = no cap', 'm/s^2', low=0.0)
+    ring_gains_from: float = setting(0.0, "the agent's tangential gains go over from those "
+                                     "above (the crowd's: k_tau, k_e_tau, k_omega_own, "
+                                     "ring_turn_acc) to the ring's (k_tau_ring, k_e_tau_ring, "
+                                     'k_omega_own_ring, ring_turn_acc_ring) as its distance from '
+                                     'the target grows from this share of R to ring_gains_full '
+                                     "of it (the two laws' steps blended): the ring re-spaces "
+                                     'fast while a crowd still near the target moves gently; '
+                                     '0 = off (the gains above everywhere)', low=0.0)
+    ring_gains_full: float = setting(0.75, "the share of R from which the ring's gains "
+                                     '(ring_gains_from) apply whole; above ring_gains_from',
+                                     low=0.0)
+    k_tau_ring: float = setting(1.0, "k_tau of the ring's gains (ring_gains_from)", 'rad/s',
+                                low=0.0)
+    k_e_tau_ring: float = setting(100.0, "k_e_tau of the ring's gains (ring_gains_from)", '1/s',
+                                  low=0.0)
+    k_omega_own_ring: float = setting(0.8, "k_omega_own of the ring's gains (ring_gains_from)",
+                                      's/rad', low=0.0)
+    ring_turn_acc_ring: float = setting(2.5, "ring_turn_acc of the ring's gains "
+                                        '(ring_gains_from)', 'm/s^2', low=0.0)
     soft_limiter: bool = setting(False, 'g(u) = u^3 / (1 + (|u|/u_lim)^2) instead of u^3')
     u_lim: float = setting(2.0, 'soft limiter scale of u', low=0.0, strict=True)
     d_safe: float = setting(2.0, 'safety distance: every vehicle heard closer than this '
@@ -219,6 +239,18 @@ class ControllerParams:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if self.ring_gains_from and not self.ring_gains_full > self.ring_gains_from:
+            raise ValueError(f'ring_gains_full = {self.ring_gains_full!r}: must be above '
+                             f'ring_gains_from ({self.ring_gains_from!r})')
+
+    def ring_gains(self) -> 'ControllerParams':
+        """
+        Return these parameters with the ring's gains in place of the crowd's (ring_gains_from).
+
+        ``k_tau``, ``k_e_tau``, ``k_omega_own`` and ``ring_turn_acc`` take the ``*_ring``
+        values, and ``ring_gains_from`` is 0: the law flown where the ring's gains apply whole.
+        """
+        return _ring_gains(self)
 
     @property
     def agent_timeout(self) -> float:
@@ -333,3 +365,11 @@ class ControllerParams:
     def as_dict(self) -> dict[str, Any]:
         """Plain name->value mapping (for summaries and YAML)."""
         return dataclasses.asdict(self)
+
+
+@functools.lru_cache(maxsize=64)
+def _ring_gains(params: ControllerParams) -> ControllerParams:
+    """:meth:`ControllerParams.ring_gains`, built once per parameter set."""
+    return dataclasses.replace(params, k_tau=params.k_tau_ring, k_e_tau=params.k_e_tau_ring,
+                               k_omega_own=params.k_omega_own_ring,
+                               ring_turn_acc=params.ring_turn_acc_ring, ring_gains_from=0.0)

@@ -1301,14 +1301,62 @@ def fallback_command(target_velocity, target_age, position, params: ControllerPa
     return clamp_velocity(v_t, params.max_speed_xy, params.max_speed_z)
 
 
+def ring_gain_share(r, params: ControllerParams):
+    """
+    Return how far (0 to 1) the ring's gains replace the crowd's at distance ``r`` [m].
+
+    0 within ``ring_gains_from`` x R of the target, 1 from ``ring_gains_full`` x R, linear
+    between (:meth:`ControllerParams.ring_gains`). Elementwise; floats in, a float out.
+    """
+    low, full = params.ring_gains_from, params.ring_gains_full
+    share = (r / params.radius - low) / (full - low)
+    if isinstance(share, float):
+        return min(max(share, 0.0), 1.0)
+    return np.clip(share, 0.0, 1.0)
+
+
+def _blend(crowd, ring, share):
+    """``crowd`` where ``share`` is 0, ``ring`` where it is 1, the straight line between."""
+    if isinstance(share, float):
+        return crowd if share <= 0.0 else ring if share >= 1.0 else crowd + share * (ring - crowd)
+    return np.where(share <= 0.0, crowd,
+                    np.where(share >= 1.0, ring, crowd + share * (ring - crowd)))
+
+
 def encirclement_step(u, position, velocity, prev_cmd, target_position, target_velocity,
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-                      params: ControllerParams, others_position=None, others_velocity=None,
-                      ring_size=0, own_id=None, others_age=None, others_radius=None,
-                      own_radius=0.0, target_acceleration=None, ring_offset=0.0,
-                      ring_obstacles=None, separation=None):
+                      params: ControllerParams, **terms):
     """
-    Return steps 4-9 of the control loop once the neighbours are chosen.
+    Return steps 4-9 of the control loop once the neighbours are chosen: (u_new, u_ss, v_cmd).
+
+    :func:`crowd_step` with ``params``; with ``ring_gains_from`` set, that step and the same
+    step with the ring's gains (:meth:`ControllerParams.ring_gains`) blended by
+    :func:`ring_gain_share` of the agent's distance from the target: the law of the gains in
+    place wherever the share is 0 or 1, and only that one computed where every row's is.
+    """
+    args = (u, position, velocity, prev_cmd, target_position, target_velocity, omega_ref,
+            theta_self, pred, succ, lambda_pred, lambda_self)
+    if not params.ring_gains_from:
+        return crowd_step(*args, params, **terms)
+    share = ring_gain_share(polar_frame(position, target_position)[0], params)
+    if np.all(share <= 0.0):
+        return crowd_step(*args, params, **terms)
+    ring = crowd_step(*args, params.ring_gains(), **terms)
+    if np.all(share >= 1.0):
+        return ring
+    crowd = crowd_step(*args, params, **terms)
+    return (_blend(crowd[0], ring[0], share), _blend(crowd[1], ring[1], share),
+            _blend(crowd[2], ring[2], np.asarray(share)[..., None]))
+
+
+def crowd_step(u, position, velocity, prev_cmd, target_position, target_velocity,
+               omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
+               params: ControllerParams, others_position=None, others_velocity=None,
+               ring_size=0, own_id=None, others_age=None, others_radius=None,
+               own_radius=0.0, target_acceleration=None, ring_offset=0.0,
+               ring_obstacles=None, separation=None):
+    """
+    Return steps 4-9 of the control loop once the neighbours are chosen, at ``params``' gains.
 
     Returns (u_new, u_ss, v_cmd).
 
@@ -1480,12 +1528,36 @@ def target_lead(target_velocity, target_acceleration, params: ControllerParams):
 
 def encirclement_step_one(u, position, velocity, prev_cmd, target_position, target_velocity,
                           omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-                          params: ControllerParams, ring_size=0, own_id=None,
-                          target_acceleration=None, others_position=None,
-                          others_velocity=None, others_age=None, others_radius=None,
-                          own_radius=0.0, ring_offset=0.0, ring_obstacles=None):
+                          params: ControllerParams, **terms):
     """
-    :func:`encirclement_step` for one agent, in Python floats.
+    :func:`encirclement_step` for one agent, in Python floats: (u_new, u_ss, v_cmd).
+
+    :func:`crowd_step_one`, blended with the ring's gains as :func:`encirclement_step` blends.
+    """
+    args = (u, position, velocity, prev_cmd, target_position, target_velocity, omega_ref,
+            theta_self, pred, succ, lambda_pred, lambda_self)
+    if not params.ring_gains_from:
+        return crowd_step_one(*args, params, **terms)
+    share = ring_gain_share(_hypot(position[0] - target_position[0],
+                                   position[1] - target_position[1]), params)
+    if share <= 0.0:
+        return crowd_step_one(*args, params, **terms)
+    ring = crowd_step_one(*args, params.ring_gains(), **terms)
+    if share >= 1.0:
+        return ring
+    crowd = crowd_step_one(*args, params, **terms)
+    return (_blend(crowd[0], ring[0], share), _blend(crowd[1], ring[1], share),
+            tuple(_blend(c, g, share) for c, g in zip(crowd[2], ring[2])))
+
+
+def crowd_step_one(u, position, velocity, prev_cmd, target_position, target_velocity,
+                   omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
+                   params: ControllerParams, ring_size=0, own_id=None,
+                   target_acceleration=None, others_position=None,
+                   others_velocity=None, others_age=None, others_radius=None,
+                   own_radius=0.0, ring_offset=0.0, ring_obstacles=None):
+    """
+    :func:`crowd_step` for one agent, in Python floats.
 
     The same operations in the same order (so the same bits) as the array version, at a
     fraction of its cost: the per-agent controller's path. The vectors are sequences of 3

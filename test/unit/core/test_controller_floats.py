@@ -28,6 +28,8 @@ PARAMS = [  # without d_safe (test_receive_arrays checks the float path with it)
                      altitude=3.0, d_safe=0.0),
     # the tangential speed capped (law.turn_capped) on most of the random states
     ControllerParams(k_tau=1.0, k_e_tau=100.0, ring_turn_acc=0.05, d_safe=0.0),
+    # the ring's gains blended in from 0.3 R to 1.2 R (law.ring_gain_share)
+    ControllerParams(ring_gains_from=0.3, ring_gains_full=1.2, d_safe=0.0),
 ]
 
 
@@ -78,7 +80,8 @@ def _both(state, position, velocity, now, params, monkeypatch):
 
 
 @pytest.mark.parametrize('params', PARAMS,
-                         ids=['default', 'reference', 'soft', 'slow', 'turn capped'])
+                         ids=['default', 'reference', 'soft', 'slow', 'turn capped',
+                              'ring gains'])
 def test_float_path_gives_the_array_paths_bits(params, monkeypatch):
     rng = np.random.default_rng(23)
     calls = []

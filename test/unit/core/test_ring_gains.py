@@ -1,0 +1,112 @@
+"""The ring's gains (ring_gains_from): a crowd near the target moves gently, a ring fast."""
+import math
+
+import numpy as np
+import pytest
+
+from soliton_encirclement_ros.core import compiled
+from soliton_encirclement_ros.core.gains import ControllerParams
+from soliton_encirclement_ros.core.law import (
+    crowd_step, crowd_step_one, encirclement_step, encirclement_step_one, NeighbourView,
+    ring_gain_share)
+
+R = 20.0
+BLENDED = ControllerParams(radius=R, ring_gains_from=0.5, ring_gains_full=0.75, d_safe=0.0)
+
+
+def _views(r):
+    """Neighbours 0.3 rad behind and 2 rad ahead of an agent at (r, 0), on the ring."""
+    pred = NeighbourView(-0.3, (R * math.cos(0.3), -R * math.sin(0.3), 0.0), (0.0,) * 3,
+                         0.2, 0.0, 1)
+    succ = NeighbourView(2.0, (R * math.cos(2.0), R * math.sin(2.0), 0.0), (0.0,) * 3,
+                         -0.1, 0.0, 2)
+    return pred, succ
+
+
+def _args(r):
+    pred, succ = _views(r)
+    return (1.5, np.array([r, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]), np.array([0.5, 2.0, 0.0]),
+            np.zeros(3), np.array([1.0, 0.0, 0.0]), 0.0, 0.0, pred, succ, 1.0, 1.0)
+
+
+def _one(args):
+    return tuple(tuple(map(float, a)) if isinstance(a, np.ndarray) else a for a in args)
+
+
+def test_the_share_goes_over_from_the_crowds_gains_to_the_rings():
+    assert ring_gain_share(0.0, BLENDED) == 0.0
+    assert ring_gain_share(0.5 * R, BLENDED) == 0.0
+    assert ring_gain_share(0.625 * R, BLENDED) == pytest.approx(0.5)
+    assert ring_gain_share(0.75 * R, BLENDED) == 1.0
+    assert ring_gain_share(3.0 * R, BLENDED) == 1.0
+    np.testing.assert_allclose(ring_gain_share(np.array([5.0, 12.5, 40.0]), BLENDED),
+                               [0.0, 0.5, 1.0])
+
+
+def test_the_rings_gains_replace_the_crowds_and_nothing_else():
+    ring = BLENDED.ring_gains()
+    assert (ring.k_tau, ring.k_e_tau, ring.k_omega_own, ring.ring_turn_acc) == (
+        BLENDED.k_tau_ring, BLENDED.k_e_tau_ring, BLENDED.k_omega_own_ring,
+        BLENDED.ring_turn_acc_ring)
+    assert ring.ring_gains_from == 0.0
+    swapped = {'k_tau', 'k_e_tau', 'k_omega_own', 'ring_turn_acc', 'ring_gains_from'}
+    for name, value in BLENDED.as_dict().items():
+        if name not in swapped:
+            kept = getattr(ring, name)
+            assert kept == value or (math.isnan(kept) and math.isnan(value)), name
+
+
+@pytest.mark.parametrize('r', [4.0, 10.0, 12.5, 14.0, 15.0, 20.0, 35.0])
+def test_the_step_is_the_crowds_inside_the_rings_outside_and_the_line_between(r):
+    args = _args(r)
+    crowd = crowd_step(*args, BLENDED, ring_size=3, own_id=0)
+    ring = crowd_step(*args, BLENDED.ring_gains(), ring_size=3, own_id=0)
+    got = encirclement_step(*args, BLENDED, ring_size=3, own_id=0)
+    share = ring_gain_share(r, BLENDED)
+    assert float(crowd[0]) != float(ring[0])  # the two laws differ on this state
+    for have, low, high in zip(got, crowd, ring):
+        if share == 0.0:
+            assert np.asarray(have).tobytes() == np.asarray(low).tobytes()
+        elif share == 1.0:
+            assert np.asarray(have).tobytes() == np.asarray(high).tobytes()
+        else:
+            low, high = np.asarray(low), np.asarray(high)
+            np.testing.assert_allclose(have, low + share * (high - low))
+    # the float path, the very same bits
+    one = encirclement_step_one(*_one(args), BLENDED, ring_size=3, own_id=0)
+    assert np.float64(one[0]).tobytes() == np.float64(got[0]).tobytes()
+    assert np.float64(one[1]).tobytes() == np.float64(got[1]).tobytes()
+    assert np.array(one[2]).tobytes() == np.asarray(got[2]).tobytes()
+    assert crowd_step_one(*_one(args), BLENDED, ring_size=3, own_id=0)[0] == float(crowd[0])
+
+
+def test_rows_at_every_distance_blend_each_by_its_own_share():
+    radii = np.array([4.0, 12.5, 20.0])
+    rows = [_args(r) for r in radii]
+    pred = NeighbourView(*(np.array([getattr(a[8], f) for a in rows]) for f in
+                           NeighbourView._fields))
+    succ = NeighbourView(*(np.array([getattr(a[9], f) for a in rows]) for f in
+                           NeighbourView._fields))
+    stacked = tuple(np.array([a[k] for a in rows]) for k in range(8)) + (pred, succ, 1.0, 1.0)
+    together = encirclement_step(*stacked, BLENDED, ring_size=3, own_id=0)
+    for k, r in enumerate(radii):
+        alone = encirclement_step(*_args(r), BLENDED, ring_size=3, own_id=0)
+        assert together[0][k] == pytest.approx(float(alone[0]), rel=1e-12)
+        np.testing.assert_allclose(together[2][k], alone[2], rtol=1e-12)
+
+
+def test_off_it_is_the_crowds_step_and_the_kernels_cover_only_that():
+    off = BLENDED.with_changes(ring_gains_from=0.0)
+    args = _args(20.0)
+    assert all(np.asarray(a).tobytes() == np.asarray(b).tobytes() for a, b in zip(
+        encirclement_step(*args, off, ring_size=3, own_id=0),
+        crowd_step(*args, off, ring_size=3, own_id=0)))
+    assert not compiled.covers(BLENDED)          # the numpy path: the definition
+    assert compiled.covers(ControllerParams())   # the defaults: compiled as before
+
+
+def test_a_band_that_does_not_rise_is_refused_in_one_line():
+    with pytest.raises(ValueError, match=r'^ring_gains_full = 0.5: must be above '
+                                         r'ring_gains_from \(0.6\)$'):
+        ControllerParams(ring_gains_from=0.6, ring_gains_full=0.5)
+    ControllerParams(ring_gains_from=0.0, ring_gains_full=0.0)  # off: the band is not read
