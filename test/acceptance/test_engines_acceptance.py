@@ -64,6 +64,11 @@ SCENARIOS = {
         agents=6, seed=0, duration=14.0, control_period=0.05, target_motion='circle',
         target_speed=5.0, target_boundary=30.0, failed_agents=2, fault_time=3.0,
         controller={'k_gap_steer': 1.0, 'k_e_ring': 0.4}),
+    # A crowd from one point through the band where the ring's gains take over, with outages.
+    "cluster start, the ring's gains, outages": Scenario(
+        agents=8, seed=3, duration=10.0, control_period=0.05, placement='cluster',
+        failures_per_min=20.0, failure_off_time=2.0,
+        controller={'ring_gains_from': 0.3, 'ring_gains_full': 0.9, 'ring_ramp': 0.0}),
 }
 
 
