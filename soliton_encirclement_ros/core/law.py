@@ -1329,7 +1329,7 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     """
     Return steps 4-9 of the control loop once the neighbours are chosen: (u_new, u_ss, v_cmd).
 
-    :func:`crowd_step` with ``params``; with ``ring_gains_from`` set, that step and the same
+    :func:`step_at_gains` with ``params``; with ``ring_gains_from`` set, that step and the same
     step with the ring's gains (:meth:`ControllerParams.ring_gains`) blended by
     :func:`ring_gain_share` of the agent's distance from the target: the law of the gains in
     place wherever the share is 0 or 1, and only that one computed where every row's is.
@@ -1337,24 +1337,24 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
     args = (u, position, velocity, prev_cmd, target_position, target_velocity, omega_ref,
             theta_self, pred, succ, lambda_pred, lambda_self)
     if not params.ring_gains_from:
-        return crowd_step(*args, params, **terms)
+        return step_at_gains(*args, params, **terms)
     share = ring_gain_share(polar_frame(position, target_position)[0], params)
     if np.all(share <= 0.0):
-        return crowd_step(*args, params, **terms)
-    ring = crowd_step(*args, params.ring_gains(), **terms)
+        return step_at_gains(*args, params, **terms)
+    ring = step_at_gains(*args, params.ring_gains(), **terms)
     if np.all(share >= 1.0):
         return ring
-    crowd = crowd_step(*args, params, **terms)
+    crowd = step_at_gains(*args, params, **terms)
     return (_blend(crowd[0], ring[0], share), _blend(crowd[1], ring[1], share),
             _blend(crowd[2], ring[2], np.asarray(share)[..., None]))
 
 
-def crowd_step(u, position, velocity, prev_cmd, target_position, target_velocity,
-               omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-               params: ControllerParams, others_position=None, others_velocity=None,
-               ring_size=0, own_id=None, others_age=None, others_radius=None,
-               own_radius=0.0, target_acceleration=None, ring_offset=0.0,
-               ring_obstacles=None, separation=None):
+def step_at_gains(u, position, velocity, prev_cmd, target_position, target_velocity,
+                  omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
+                  params: ControllerParams, others_position=None, others_velocity=None,
+                  ring_size=0, own_id=None, others_age=None, others_radius=None,
+                  own_radius=0.0, target_acceleration=None, ring_offset=0.0,
+                  ring_obstacles=None, separation=None):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen, at ``params``' gains.
 
@@ -1532,32 +1532,32 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     """
     :func:`encirclement_step` for one agent, in Python floats: (u_new, u_ss, v_cmd).
 
-    :func:`crowd_step_one`, blended with the ring's gains as :func:`encirclement_step` blends.
+    :func:`step_at_gains_one`, blended with the ring's gains as :func:`encirclement_step` blends.
     """
     args = (u, position, velocity, prev_cmd, target_position, target_velocity, omega_ref,
             theta_self, pred, succ, lambda_pred, lambda_self)
     if not params.ring_gains_from:
-        return crowd_step_one(*args, params, **terms)
+        return step_at_gains_one(*args, params, **terms)
     share = ring_gain_share(_hypot(position[0] - target_position[0],
                                    position[1] - target_position[1]), params)
     if share <= 0.0:
-        return crowd_step_one(*args, params, **terms)
-    ring = crowd_step_one(*args, params.ring_gains(), **terms)
+        return step_at_gains_one(*args, params, **terms)
+    ring = step_at_gains_one(*args, params.ring_gains(), **terms)
     if share >= 1.0:
         return ring
-    crowd = crowd_step_one(*args, params, **terms)
+    crowd = step_at_gains_one(*args, params, **terms)
     return (_blend(crowd[0], ring[0], share), _blend(crowd[1], ring[1], share),
             tuple(_blend(c, g, share) for c, g in zip(crowd[2], ring[2])))
 
 
-def crowd_step_one(u, position, velocity, prev_cmd, target_position, target_velocity,
-                   omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-                   params: ControllerParams, ring_size=0, own_id=None,
-                   target_acceleration=None, others_position=None,
-                   others_velocity=None, others_age=None, others_radius=None,
-                   own_radius=0.0, ring_offset=0.0, ring_obstacles=None):
+def step_at_gains_one(u, position, velocity, prev_cmd, target_position, target_velocity,
+                      omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
+                      params: ControllerParams, ring_size=0, own_id=None,
+                      target_acceleration=None, others_position=None,
+                      others_velocity=None, others_age=None, others_radius=None,
+                      own_radius=0.0, ring_offset=0.0, ring_obstacles=None):
     """
-    :func:`crowd_step` for one agent, in Python floats.
+    :func:`step_at_gains` for one agent, in Python floats.
 
     The same operations in the same order (so the same bits) as the array version, at a
     fraction of its cost: the per-agent controller's path. The vectors are sequences of 3

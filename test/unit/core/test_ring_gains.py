@@ -7,8 +7,8 @@ import pytest
 from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import (
-    crowd_step, crowd_step_one, encirclement_step, encirclement_step_one, NeighbourView,
-    ring_gain_share)
+    encirclement_step, encirclement_step_one, NeighbourView, ring_gain_share, step_at_gains,
+    step_at_gains_one)
 
 R = 20.0
 BLENDED = ControllerParams(radius=R, ring_gains_from=0.5, ring_gains_full=0.75, d_safe=0.0)
@@ -59,8 +59,8 @@ def test_the_rings_gains_replace_the_crowds_and_nothing_else():
 @pytest.mark.parametrize('r', [4.0, 10.0, 12.5, 14.0, 15.0, 20.0, 35.0])
 def test_the_step_is_the_crowds_inside_the_rings_outside_and_the_line_between(r):
     args = _args(r)
-    crowd = crowd_step(*args, BLENDED, ring_size=3, own_id=0)
-    ring = crowd_step(*args, BLENDED.ring_gains(), ring_size=3, own_id=0)
+    crowd = step_at_gains(*args, BLENDED, ring_size=3, own_id=0)
+    ring = step_at_gains(*args, BLENDED.ring_gains(), ring_size=3, own_id=0)
     got = encirclement_step(*args, BLENDED, ring_size=3, own_id=0)
     share = ring_gain_share(r, BLENDED)
     assert float(crowd[0]) != float(ring[0])  # the two laws differ on this state
@@ -77,7 +77,7 @@ def test_the_step_is_the_crowds_inside_the_rings_outside_and_the_line_between(r)
     assert np.float64(one[0]).tobytes() == np.float64(got[0]).tobytes()
     assert np.float64(one[1]).tobytes() == np.float64(got[1]).tobytes()
     assert np.array(one[2]).tobytes() == np.asarray(got[2]).tobytes()
-    assert crowd_step_one(*_one(args), BLENDED, ring_size=3, own_id=0)[0] == float(crowd[0])
+    assert step_at_gains_one(*_one(args), BLENDED, ring_size=3, own_id=0)[0] == float(crowd[0])
 
 
 def test_rows_at_every_distance_blend_each_by_its_own_share():
@@ -100,7 +100,7 @@ def test_off_it_is_the_crowds_step_and_the_kernels_cover_only_that():
     args = _args(20.0)
     assert all(np.asarray(a).tobytes() == np.asarray(b).tobytes() for a, b in zip(
         encirclement_step(*args, off, ring_size=3, own_id=0),
-        crowd_step(*args, off, ring_size=3, own_id=0)))
+        step_at_gains(*args, off, ring_size=3, own_id=0)))
     assert not compiled.covers(BLENDED)          # the numpy path: the definition
     assert compiled.covers(ControllerParams())   # the defaults: compiled as before
 
