@@ -7,11 +7,12 @@ ramp) included. The ``d_safe`` term is compiled too, for swarms of up to
 ``WITHIN_REACH_COLUMNS`` / 2 agents (a moving target's ring, within its reach all along, runs
 compiled; a failed agent's vehicle with its rest point): a row with a vehicle within its
 reach (``law.obstacle_reach``) runs the numpy path's scan only where it counts a silent
-vehicle (a track, a disc), or in a larger swarm. Everything else (the ring's bulge
-``obstacle_clearance``, gap steering ``k_gap_steer`` or the ring's gains ``ring_gains_from``
-set, a field of ``ControllerParams``
-this module does not know, numba missing or failing to compile) runs the numpy path, tick by
-tick: the numpy path stays the definition, the kernels a faster copy of its common case.
+vehicle (a track, a disc), or in a larger swarm. The ring's gains (``ring_gains_from``) are
+compiled too: a second law array and damping table, the step taken at both and blended.
+Everything else (the ring's bulge ``obstacle_clearance`` or gap steering ``k_gap_steer`` set,
+a field of ``ControllerParams`` this module does not know, numba missing or failing to
+compile) runs the numpy path, tick by tick: the numpy path stays the definition, the kernels
+a faster copy of its common case.
 
 numba is imported on first use (a run that never steps a batch does not pay its import). Its
 on-disk cache (:func:`cache_dir`) is named after a digest of the sources the kernels are built
@@ -48,6 +49,10 @@ KNOWN_FIELDS = frozenset({
     'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_damp', 'k_omega_damp_n',
     'k_omega_own', 'soft_limiter', 'u_lim', 'hysteresis', 'control_period', 'target_lead',
     'max_speed_xy', 'max_speed_z', 'altitude', 'k_z', 'k_e_ring', 'ring_ramp', 'ring_turn_acc',
+    # the ring's gains: ring_gains_from/full through LAW_FIELDS, the rest through the ring's
+    # law array and damping table (ControlPlan.ring_law, ring_damping)
+    'ring_gains_from', 'ring_gains_full', 'k_tau_ring', 'k_e_tau_ring', 'k_omega_own_ring',
+    'ring_turn_acc_ring',
     # the d_safe term (kernels._separation_row; d_safe and d_safe_share through the table of
     # safety_distance) and the reach test before it
     'd_safe', 'd_safe_share', 'v_safe', 't_safe', 'a_safe', 't_react',
@@ -58,11 +63,10 @@ KNOWN_FIELDS = frozenset({
     'odom_timeout',
     'max_future_stamp', 'prune_expired',
     # not covered when set (NOT_COVERED): the numpy path runs
-    'obstacle_clearance', 'k_gap_steer', 'ring_gains_from', 'ring_gains_full', 'k_tau_ring',
-    'k_e_tau_ring', 'k_omega_own_ring', 'ring_turn_acc_ring',
+    'obstacle_clearance', 'k_gap_steer',
 })
 # Terms the kernels do not compute: a run with any of these non-zero takes the numpy path.
-NOT_COVERED = ('obstacle_clearance', 'k_gap_steer', 'ring_gains_from')
+NOT_COVERED = ('obstacle_clearance', 'k_gap_steer')
 
 _KERNELS = None  # the kernels module once loaded; False: unavailable
 
@@ -184,6 +188,8 @@ class ControlPlan:
     no_reach: np.ndarray    # (R N,) the bound of each row where d_safe is off (unread)
     kernels: object
     separate: bool = False  # the d_safe term compiled where a vehicle is within reach
+    ring_law: np.ndarray = None      # law of params.ring_gains() (ring_gains_from; else law)
+    ring_damping: np.ndarray = None  # its damping table (else damping)
 
 
 def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: int,
@@ -200,19 +206,25 @@ def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: 
     if module is None:
         return None
     fit = lambdas is None or not np.any(np.asarray(lambdas) != 1.0)
-    values = {f: getattr(params, f, None) for f in module.LAW_FIELDS}
-    # omega_ref + gap_steer (0.0 where k_gap_steer is not covered) as _control adds them
-    values.update(u_bound=u_bound(params), omega_ref=omega_ref + 0.0 + 0.0,
-                  altitude_hold=1.0 if params.altitude_hold else 0.0,
-                  ring_fit=1.0 if fit else 0.0)
     sizes = np.arange(agents + 2)
+
+    def law(p):
+        values = {f: getattr(p, f, None) for f in module.LAW_FIELDS}
+        # omega_ref + gap_steer (0.0 where k_gap_steer is not covered) as _control adds them
+        values.update(u_bound=u_bound(p), omega_ref=omega_ref + 0.0 + 0.0,
+                      altitude_hold=1.0 if p.altitude_hold else 0.0,
+                      ring_fit=1.0 if fit else 0.0)
+        return np.array([float(values[f]) for f in module.LAW_FIELDS])
+
+    crowd = law(params), damping_table(sizes, params)
+    ring = crowd
+    if params.ring_gains_from:
+        ring = law(params.ring_gains()), damping_table(sizes, params.ring_gains())
     return ControlPlan(
-        np.array([float(values[f]) for f in module.LAW_FIELDS]),
-        np.asarray(params.neighbour_hysteresis(sizes), dtype=float),
-        damping_table(sizes, params),
+        crowd[0], np.asarray(params.neighbour_hysteresis(sizes), dtype=float), crowd[1],
         np.asarray(params.safety_distance(sizes), dtype=float),
         np.tile(np.arange(agents, dtype=np.int64), runs), np.zeros(runs * agents), module,
-        bool(params.d_safe) and compiles_whole(params, agents))
+        bool(params.d_safe) and compiles_whole(params, agents), ring[0], ring[1])
 
 
 def damping_table(sizes, params: ControllerParams) -> np.ndarray:

@@ -37,11 +37,13 @@ LAW_FIELDS = ('k_r', 'k_dr', 'radius', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_t
               'kappa_u_diff', 'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_own',
               'target_lead', 'control_period', 'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
               'u_bound', 'omega_ref', 'altitude_hold', 'k_e_ring', 'ring_ramp', 'agent_timeout',
-              'ring_fit', 't_safe', 'a_safe', 't_react', 'v_safe', 'ring_turn_acc')
+              'ring_fit', 't_safe', 'a_safe', 't_react', 'v_safe', 'ring_turn_acc',
+              'ring_gains_from', 'ring_gains_full')
 (K_R, K_DR, RADIUS, C_COUPLING, BETA_U, ALPHA_U, K_E_TAU, KAPPA_U_DIFF, K_U_STEEPEN,
  KAPPA_U_DISP, K_TAU, R_MIN, K_OMEGA_OWN, TARGET_LEAD, CONTROL_PERIOD, MAX_SPEED_XY,
  MAX_SPEED_Z, ALTITUDE, K_Z, U_BOUND, OMEGA_REF, ALTITUDE_HOLD, K_E_RING, RING_RAMP,
- AGENT_TIMEOUT, RING_FIT, T_SAFE, A_SAFE, T_REACT, V_SAFE, RING_TURN_ACC) = range(len(LAW_FIELDS))
+ AGENT_TIMEOUT, RING_FIT, T_SAFE, A_SAFE, T_REACT, V_SAFE, RING_TURN_ACC, RING_GAINS_FROM,
+ RING_GAINS_FULL) = range(len(LAW_FIELDS))
 # Not ControllerParams fields: u_bound (law.u_bound), omega_ref (the scenario's),
 # altitude_hold (1.0 or 0.0), agent_timeout (its property), ring_fit (1.0 where every lambda
 # is 1: BatchControllers._ring_offset fits the even ring only then).
@@ -739,7 +741,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
                  nb_velocity, nb_u, nb_u_ss, target_position, target_velocity,
                  target_acceleration, u, g_u, prev_cmd, pred, succ, hysteresis, damping,
                  ring_size, ring_changed, ring_tick, separate, d_safe, member, age_at_arrival,
-                 u_ss_out, cmd_out, done):
+                 u_ss_out, cmd_out, done, ring_law, ring_damping):
     """
     Neighbour selection and ``law.encirclement_step`` of every row.
 
@@ -755,7 +757,11 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
     ``own_col`` (M,) each row's own column, ``ids``/``lambdas`` (K,); states (M, 3) and
     (M, K, 3); ``g_u`` (M,) ``law.limiter(u)``; ``hysteresis``/``damping`` tables by ring
     size (``neighbour_hysteresis``; ``damping`` (sizes, 2): ``omega_damping_gain`` and its
-    ``implicit_decay``). Updates ``u``, ``pred``, ``succ``,
+    ``implicit_decay``). With ``law``'s ``ring_gains_from`` set, a row's step is also taken at
+    ``ring_law``'s gains (``ControllerParams.ring_gains``; ``k_tau``, ``k_e_tau``,
+    ``k_omega_own``, ``ring_turn_acc``) and ``ring_damping``'s, and the two are blended by
+    ``law.ring_gain_share`` as ``law.encirclement_step`` blends them: only one step taken where
+    the share is 0 or 1. Updates ``u``, ``pred``, ``succ``,
     ``prev_cmd`` and the ring term's ramp state ``ring_size``, ``ring_changed``, ``ring_tick``
     (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3). The tables of what each
     row heard (``rx_time``, ``member``, ``nb_*``) are read at row ``tab[m]``: the row's own
@@ -763,7 +769,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
     (:func:`exchange_states`' shared tables). Returns how many rows it stepped (``done``).
     """
     k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
-    k_tau, r_min, omega_ref = law[K_TAU], law[R_MIN], law[OMEGA_REF]
+    r_min, omega_ref = law[R_MIN], law[OMEGA_REF]
     k_cols = entry.shape[1]
     ahead = np.empty(k_cols)  # _ring_offset_row's scratch, then _separation_row's
     units, weights = np.empty((2 * k_cols, 2)), np.empty(2 * k_cols)
@@ -886,31 +892,6 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             e_tau = e_tau + law[K_E_RING] * fitted
         r_eff = r if not r < r_min else r_min                        # effective_radius
         omega_self = ((prev_cmd[m, 0] - lx) * thx + (0.0 + (prev_cmd[m, 1] - ly) * thy)) / r_eff
-        gain = damping[ring[m], 0]                                   # omega_damping_gain
-        e_eff = e_tau
-        if gain != 0.0:                                              # damped_spacing_error
-            o_pred = math.nan
-            if p_ok:
-                o_pred = _angular_rate(nb_position[t, p_col, 0], nb_position[t, p_col, 1],
-                                       nb_velocity[t, p_col, 0], nb_velocity[t, p_col, 1],
-                                       tx, ty, tvx, tvy)
-            o_succ = math.nan
-            if s_ok:
-                o_succ = _angular_rate(nb_position[t, s_col, 0], nb_position[t, s_col, 1],
-                                       nb_velocity[t, s_col, 0], nb_velocity[t, s_col, 1],
-                                       tx, ty, tvx, tvy)
-            if math.isfinite(o_pred):
-                local = 0.5 * (o_pred + o_succ) if math.isfinite(o_succ) else o_pred
-            else:
-                local = o_succ
-            damped = e_tau - gain * (omega_self - local)
-            if math.isfinite(damped):
-                e_eff = damped
-        if law[K_OMEGA_OWN] != 0.0:                                  # own_rate_damping
-            omega_own = ((vx - tvx) * thx + (0.0 + (vy - tvy) * thy)) / r_eff
-            damped = e_eff - law[K_OMEGA_OWN] * (omega_own - omega_ref)
-            if math.isfinite(damped):
-                e_eff = damped
         um = u[m]                                                    # soliton_update
         pu = nb_u[t, p_col] if p_ok else 0.0
         su = nb_u[t, s_col] if s_ok else 0.0
@@ -919,70 +900,125 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         u_s = su - pu
         u_ss = su - 2.0 * um + pu
         u_sss = suss - puss
-        du = (law[C_COUPLING] * u_s - law[BETA_U] * um - law[ALPHA_U] * g_u[m]
-              + law[K_E_TAU] * e_eff + law[KAPPA_U_DIFF] * u_ss - law[K_U_STEEPEN] * um * u_s
-              + law[KAPPA_U_DISP] * u_sss)
-        decay = damping[ring[m], 1]                                  # implicit_decay
-        u_new = um + law[CONTROL_PERIOD] * du / (1.0 + law[CONTROL_PERIOD] * decay)
-        if math.isfinite(u_new):
-            cap = law[U_BOUND]                                       # floats.clip
-            u_new = u_new if u_new > -cap else -cap
-            u_new = u_new if u_new < cap else cap
-        else:
-            u_new = 0.0
-        free = u_new
-        if law[RING_TURN_ACC] != 0.0 and k_tau != 0.0:               # turn_capped
-            held = math.sqrt(law[RING_TURN_ACC] / r_eff) / k_tau
-            u_new = held if u_new > held else (-held if u_new < -held else u_new)
         if law[ALTITUDE_HOLD] != 0.0:                                # compose_command
-            vz = law[K_Z] * (law[ALTITUDE] - pz) + tvz
+            vz0 = law[K_Z] * (law[ALTITUDE] - pz) + tvz
         else:
-            vz = tvz
-        flown = free  # unheld where the d_safe term acts on it, else held (turn_released)
-        while True:
-            speed = k_tau * flown * r_eff + omega_ref * r            # tangential_velocity
-            x = radx + speed * thx + lx
-            y = rady + speed * thy + ly
-            sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
-            if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
-                scale = _saturation(x, y, law[MAX_SPEED_XY])        # flyable_command
-                fx, fy = x * scale, y * scale
-                sep_x, sep_y, leftx, lefty = _separation_row(
-                    m, law, now, has, tab, rx_time, age_at_arrival, member, position, velocity,
-                    nb_position, nb_velocity, fx, fy, d_safe[ring[m]], bound[m], units, weights,
-                    pushes, closings, near)
-                if sep_x != 0.0 or sep_y != 0.0:                    # slide (what is kept)
-                    left = np.hypot(leftx, lefty)
-                    if (np.hypot(x, y) > law[MAX_SPEED_XY] and left > DENOMINATOR_EPS
-                            and leftx * x + lefty * y > 0.0):
-                        factor = law[MAX_SPEED_XY] / left
-                        slx, sly = leftx * factor, lefty * factor
-                        sep_x, sep_y, _, _ = _separation_row(
-                            m, law, now, has, tab, rx_time, age_at_arrival, member, position,
-                            velocity, nb_position, nb_velocity, slx, sly, d_safe[ring[m]],
-                            bound[m], units, weights, pushes, closings, near, True)
-                        sep_x, sep_y = sep_x + (slx - x), sep_y + (sly - y)
-                    else:
-                        sep_x, sep_y = sep_x + (fx - x), sep_y + (fy - y)
-            if flown == u_new or sep_x != 0.0 or sep_y != 0.0:
-                break
-            flown = u_new
-        u_new = flown
-        x, y = x + sep_x, y + sep_y
-        if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
-            x, y = lx, ly
-        scale = _saturation(x, y, law[MAX_SPEED_XY])                # saturate
-        z_cap = law[MAX_SPEED_Z]
-        if vz == vz:
-            vz = vz if vz > -z_cap else -z_cap
-            vz = vz if vz < z_cap else z_cap
+            vz0 = tvz
+        share = 0.0                                                  # ring_gain_share
+        if law[RING_GAINS_FROM] != 0.0:
+            low = law[RING_GAINS_FROM]
+            share = (r / radius - low) / (law[RING_GAINS_FULL] - low)
+            share = share if share > 0.0 else 0.0
+            share = share if share < 1.0 else 1.0
+        blended = share > 0.0 and share < 1.0
+        # law.encirclement_step: the step at the crowd's gains, at the ring's where the share
+        # is 1, both where it is between (then blended below)
+        crowd_u = crowd_x = crowd_y = crowd_z = 0.0
+        u_new = x = y = vz = 0.0
+        for g in range(2 if blended else 1):
+            if g == 1 or share >= 1.0:
+                k_tau, k_e_tau, k_omega_own = ring_law[K_TAU], ring_law[K_E_TAU], \
+                    ring_law[K_OMEGA_OWN]
+                turn_acc, gain, decay = ring_law[RING_TURN_ACC], ring_damping[ring[m], 0], \
+                    ring_damping[ring[m], 1]
+            else:
+                k_tau, k_e_tau, k_omega_own = law[K_TAU], law[K_E_TAU], law[K_OMEGA_OWN]
+                turn_acc, gain, decay = law[RING_TURN_ACC], damping[ring[m], 0], \
+                    damping[ring[m], 1]                              # omega_damping_gain
+            e_eff = e_tau
+            if gain != 0.0:                                          # damped_spacing_error
+                o_pred = math.nan
+                if p_ok:
+                    o_pred = _angular_rate(nb_position[t, p_col, 0], nb_position[t, p_col, 1],
+                                           nb_velocity[t, p_col, 0], nb_velocity[t, p_col, 1],
+                                           tx, ty, tvx, tvy)
+                o_succ = math.nan
+                if s_ok:
+                    o_succ = _angular_rate(nb_position[t, s_col, 0], nb_position[t, s_col, 1],
+                                           nb_velocity[t, s_col, 0], nb_velocity[t, s_col, 1],
+                                           tx, ty, tvx, tvy)
+                if math.isfinite(o_pred):
+                    local = 0.5 * (o_pred + o_succ) if math.isfinite(o_succ) else o_pred
+                else:
+                    local = o_succ
+                damped = e_tau - gain * (omega_self - local)
+                if math.isfinite(damped):
+                    e_eff = damped
+            if k_omega_own != 0.0:                                   # own_rate_damping
+                omega_own = ((vx - tvx) * thx + (0.0 + (vy - tvy) * thy)) / r_eff
+                damped = e_eff - k_omega_own * (omega_own - omega_ref)
+                if math.isfinite(damped):
+                    e_eff = damped
+            du = (law[C_COUPLING] * u_s - law[BETA_U] * um - law[ALPHA_U] * g_u[m]
+                  + k_e_tau * e_eff + law[KAPPA_U_DIFF] * u_ss - law[K_U_STEEPEN] * um * u_s
+                  + law[KAPPA_U_DISP] * u_sss)
+            u_new = um + law[CONTROL_PERIOD] * du / (1.0 + law[CONTROL_PERIOD] * decay)
+            if math.isfinite(u_new):                                 # implicit_decay above
+                cap = law[U_BOUND]                                   # floats.clip
+                u_new = u_new if u_new > -cap else -cap
+                u_new = u_new if u_new < cap else cap
+            else:
+                u_new = 0.0
+            free = u_new
+            if turn_acc != 0.0 and k_tau != 0.0:                     # turn_capped
+                held = math.sqrt(turn_acc / r_eff) / k_tau
+                u_new = held if u_new > held else (-held if u_new < -held else u_new)
+            vz = vz0
+            flown = free  # unheld where the d_safe term acts on it, else held (turn_released)
+            while True:
+                speed = k_tau * flown * r_eff + omega_ref * r        # tangential_velocity
+                x = radx + speed * thx + lx
+                y = rady + speed * thy + ly
+                sep_x = sep_y = 0.0  # separation_velocity: nothing within reach
+                if in_reach and d_safe[ring[m]] > 0.0:  # v_law: v_rad + v_tau + lead
+                    scale = _saturation(x, y, law[MAX_SPEED_XY])    # flyable_command
+                    fx, fy = x * scale, y * scale
+                    sep_x, sep_y, leftx, lefty = _separation_row(
+                        m, law, now, has, tab, rx_time, age_at_arrival, member, position,
+                        velocity, nb_position, nb_velocity, fx, fy, d_safe[ring[m]], bound[m],
+                        units, weights, pushes, closings, near)
+                    if sep_x != 0.0 or sep_y != 0.0:                # slide (what is kept)
+                        left = np.hypot(leftx, lefty)
+                        if (np.hypot(x, y) > law[MAX_SPEED_XY] and left > DENOMINATOR_EPS
+                                and leftx * x + lefty * y > 0.0):
+                            factor = law[MAX_SPEED_XY] / left
+                            slx, sly = leftx * factor, lefty * factor
+                            sep_x, sep_y, _, _ = _separation_row(
+                                m, law, now, has, tab, rx_time, age_at_arrival, member,
+                                position, velocity, nb_position, nb_velocity, slx, sly,
+                                d_safe[ring[m]], bound[m], units, weights, pushes, closings,
+                                near, True)
+                            sep_x, sep_y = sep_x + (slx - x), sep_y + (sly - y)
+                        else:
+                            sep_x, sep_y = sep_x + (fx - x), sep_y + (fy - y)
+                if flown == u_new or sep_x != 0.0 or sep_y != 0.0:
+                    break
+                flown = u_new
+            u_new = flown
+            x, y = x + sep_x, y + sep_y
+            if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(vz)):
+                x, y = lx, ly
+            scale = _saturation(x, y, law[MAX_SPEED_XY])            # saturate
+            z_cap = law[MAX_SPEED_Z]
+            if vz == vz:
+                vz = vz if vz > -z_cap else -z_cap
+                vz = vz if vz < z_cap else z_cap
+            x, y = x * scale, y * scale
+            if blended and g == 0:
+                crowd_u, crowd_x, crowd_y, crowd_z = u_new, x, y, vz
+        if blended:                                                  # law._blend
+            u_new = crowd_u + share * (u_new - crowd_u)
+            x = crowd_x + share * (x - crowd_x)
+            y = crowd_y + share * (y - crowd_y)
+            vz = crowd_z + share * (vz - crowd_z)
+            u_ss = u_ss + share * (u_ss - u_ss)  # the same in both: its bits as blended
         u[m] = u_new
         u_ss_out[m] = u_ss
-        cmd_out[m, 0] = x * scale
-        cmd_out[m, 1] = y * scale
+        cmd_out[m, 0] = x
+        cmd_out[m, 1] = y
         cmd_out[m, 2] = vz
-        prev_cmd[m, 0] = x * scale
-        prev_cmd[m, 1] = y * scale
+        prev_cmd[m, 0] = x
+        prev_cmd[m, 1] = y
         prev_cmd[m, 2] = vz
     return stepped
 

@@ -27,6 +27,7 @@ from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.batch_engine import (
     batch_metrics, BatchControllers, simulate_runs)
 from soliton_encirclement_ros.core.gains import ControllerParams
+from soliton_encirclement_ros.core.law import ring_gain_share
 from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
 from soliton_encirclement_ros.core.scenario import Scenario
 from velocity_mobility_ros.core.model import step, VehicleState
@@ -56,6 +57,9 @@ GAIN_SETS = {
                                                 'k_omega_own': 0.8, 'd_safe': 0.0}, None),
     # u held (law.turn_capped) on many rows (|u| about 1 here, held at sqrt(2 / r_eff) / 0.25)
     'default, u held by ring_turn_acc': ({'ring_turn_acc': 4.0, 'd_safe': 0.0}, None),
+    # rows at the crowd's gains, at the ring's and blended (radii 5-40 m, R 20.4 m)
+    "the ring's gains": ({'ring_gains_from': 0.5, 'ring_gains_full': 1.2, 'd_safe': 0.0,
+                         'ring_ramp': 0.0}, None),
 }
 RAMP_STATE = ('ring_size', 'ring_changed', 'ring_tick')  # law.ring_ramp's, per run x agent
 
@@ -131,6 +135,7 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
     assert c._plan is not None
     ring_term = 0  # rows whose u the even-ring term moved
     held = 0  # rows whose u ring_turn_acc held
+    gains_rows = np.zeros(3, dtype=int)  # rows at the crowd's gains, blended, the ring's
     for _ in range(30):
         live, positions, velocities = _random_tick(c, rng)
         if 'd_safe on' in gains:  # every vehicle far beyond the term's reach
@@ -152,7 +157,13 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
         assert np.any(a.pred != NO_NEIGHBOUR) and np.any(cmds != 0.0)
         ring_term += np.sum(a.u != without.u)
         held += np.sum(a.u != unheld.u)
+        offset = (positions - c.target_position)[done]
+        share = ring_gain_share(np.hypot(offset[:, 0], offset[:, 1]), c.params)
+        gains_rows += [np.sum(share <= 0.0), np.sum((share > 0.0) & (share < 1.0)),
+                       np.sum(share >= 1.0)]
     assert (held > 50) == bool(params.get('ring_turn_acc'))  # of 30 x 17 rows
+    if params.get('ring_gains_from'):  # rows at the crowd's gains, blended, at the ring's
+        assert np.all(gains_rows > 50), gains_rows
     if params.get('k_e_ring', ControllerParams().k_e_ring) and not lambdas:
         assert ring_term > 100  # of 30 x 17 rows: the term acts (its gate and ramp partly)
     else:
@@ -163,9 +174,12 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
                                    {'d_safe': 2.0, 'a_safe': 0.0, 'v_safe': 4.0},
                                    {'d_safe': 2.0, 'ring_turn_acc': 0.5, 'k_tau': 1.0,
                                     'k_e_tau': 100.0},
-                                   {'d_safe': 2.0, 'k_tau': 1.0, 'k_e_tau': 1e4}],
+                                   {'d_safe': 2.0, 'k_tau': 1.0, 'k_e_tau': 1e4},
+                                   {'d_safe': 2.0, 'ring_gains_from': 0.4,
+                                    'ring_gains_full': 1.4}],
                          ids=['default', 't_react 0', 'a_safe 0, v_safe 4',
-                              'u held but where the term acts', 'wound up past max_speed_xy'])
+                              'u held but where the term acts', 'wound up past max_speed_xy',
+                              "the ring's gains, blended"])
 def test_rows_within_reach_compile_the_d_safe_term(gains):
     """
     A row with a vehicle within ``d_safe``'s reach is the kernel's, its term compiled.
@@ -182,7 +196,7 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
     c = _controllers(gains, runs=6, agents=8)
     assert c._plan.separate
     moved, moved_by_presence = 0, 0
-    held, released, wound = 0, 0, 0
+    held, released, wound, blended = 0, 0, 0, 0
     for _ in range(20):
         live, positions, velocities = _random_tick(c, rng)
         c.member[...] = True
@@ -216,9 +230,12 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
         fast = (c.params.k_tau * np.abs(a.u) * np.maximum(r, c.params.r_min)
                 > 2.0 * c.params.max_speed_xy)
         wound += np.sum(done & acted & fast)  # the law asks twice what is flown, or more
+        share = ring_gain_share(r, c.params)
+        blended += np.sum(done & acted & (share > 0.0) & (share < 1.0))
     assert moved >= 40 and moved_by_presence >= 3  # the compiled term acted on these rows
     assert gains.get('k_e_tau') != 1e4 or wound >= 30
     assert ('ring_turn_acc' not in gains) or (held >= 200 and released >= 30)
+    assert ('ring_gains_from' not in gains) or blended >= 20  # the term on both steps
 
 
 def test_the_kernels_sum_is_numpys():
@@ -349,8 +366,7 @@ def test_every_controller_field_is_known_to_the_kernels():
     assert sorted(fields - compiled.KNOWN_FIELDS) == []
     assert sorted(compiled.KNOWN_FIELDS - fields) == []  # no stale names either
     for name in compiled.NOT_COVERED:  # each forces the numpy path when set
-        value = 0.5 if name == 'ring_gains_from' else 1.0  # (below ring_gains_full)
-        assert not compiled.covers(ControllerParams().with_changes(**{name: value})), name
+        assert not compiled.covers(ControllerParams().with_changes(**{name: 1.0})), name
 
 
 @pytest.mark.parametrize('vehicle', [{}, {'max_dec_xy': 2.0, 'max_dec_z': 1.0,
