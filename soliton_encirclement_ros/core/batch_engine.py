@@ -582,8 +582,12 @@ class BatchControllers:
                     others = {**others, 'ring_obstacles': known}
         ring_size = entry.sum(axis=1) + 1
         tick = now if faults is None else get(clock)
+        silent_now = False  # ring_ramp_silent: the rows counting a vehicle fallen silent
+        if p.ring_ramp_silent:
+            silent_now = (get(self.has) & ~heard
+                          & (local - get(self.rx) <= p.obstacle_memory)).any(axis=1)
         weight, ring_changed = ring_ramp(ring_size, get(self.ring_size), get(self.ring_changed),
-                                         get(self.ring_tick), tick, p)
+                                         get(self.ring_tick), tick, p, silent_now)
         put(self.ring_size, ring_size)
         put(self.ring_changed, ring_changed)
         put(self.ring_tick, tick)

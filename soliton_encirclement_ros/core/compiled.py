@@ -49,6 +49,7 @@ KNOWN_FIELDS = frozenset({
     'k_u_steepen', 'kappa_u_disp', 'k_tau', 'r_min', 'k_omega_damp', 'k_omega_damp_n',
     'k_omega_own', 'soft_limiter', 'u_lim', 'hysteresis', 'control_period', 'target_lead',
     'max_speed_xy', 'max_speed_z', 'altitude', 'k_z', 'k_e_ring', 'ring_ramp', 'ring_turn_acc',
+    'ring_ramp_silent',
     # the ring's gains: ring_gains_from/full through LAW_FIELDS, the rest through the ring's
     # law array and damping table (ControlPlan.ring_law, ring_damping)
     'ring_gains_from', 'ring_gains_full', 'k_tau_ring', 'k_e_tau_ring', 'k_omega_own_ring',

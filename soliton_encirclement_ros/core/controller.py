@@ -953,8 +953,12 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable,
                             position=position) if len(near) else {})
     ring_size = live.size + 1
+    silent = False  # ring_ramp_silent: a vehicle it heard has fallen silent (not landed)
+    if params.ring_ramp_silent and len(table):
+        silent = bool(np.any((age > params.agent_timeout) & (age <= params.obstacle_memory)
+                             & (table.floats[:, _LANDED] != 1.0)))
     weight, ring_changed = ring_ramp(ring_size, state.ring_size, state.ring_changed,
-                                     state.ring_tick, float(now), params)
+                                     state.ring_tick, float(now), params, silent)
     obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params,
                                                           weight)}
     omega_ref = target.omega_ref

@@ -38,12 +38,12 @@ LAW_FIELDS = ('k_r', 'k_dr', 'radius', 'c_coupling', 'beta_u', 'alpha_u', 'k_e_t
               'target_lead', 'control_period', 'max_speed_xy', 'max_speed_z', 'altitude', 'k_z',
               'u_bound', 'omega_ref', 'altitude_hold', 'k_e_ring', 'ring_ramp', 'agent_timeout',
               'ring_fit', 't_safe', 'a_safe', 't_react', 'v_safe', 'ring_turn_acc',
-              'ring_gains_from', 'ring_gains_full')
+              'ring_gains_from', 'ring_gains_full', 'ring_ramp_silent')
 (K_R, K_DR, RADIUS, C_COUPLING, BETA_U, ALPHA_U, K_E_TAU, KAPPA_U_DIFF, K_U_STEEPEN,
  KAPPA_U_DISP, K_TAU, R_MIN, K_OMEGA_OWN, TARGET_LEAD, CONTROL_PERIOD, MAX_SPEED_XY,
  MAX_SPEED_Z, ALTITUDE, K_Z, U_BOUND, OMEGA_REF, ALTITUDE_HOLD, K_E_RING, RING_RAMP,
  AGENT_TIMEOUT, RING_FIT, T_SAFE, A_SAFE, T_REACT, V_SAFE, RING_TURN_ACC, RING_GAINS_FROM,
- RING_GAINS_FULL) = range(len(LAW_FIELDS))
+ RING_GAINS_FULL, RING_RAMP_SILENT) = range(len(LAW_FIELDS))
 # Not ControllerParams fields: u_bound (law.u_bound), omega_ref (the scenario's),
 # altitude_hold (1.0 or 0.0), agent_timeout (its property), ring_fit (1.0 where every lambda
 # is 1: BatchControllers._ring_offset fits the even ring only then).
@@ -348,9 +348,12 @@ def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick):
     law.ring_ramp of row ``m`` (its array form, ``now`` a float): the weight of the ring term.
 
     Updates the row's state as ``BatchControllers._control`` puts it: ``last_size`` (the ring
-    size heard now), ``changed_at``, ``last_tick`` (``now``).
+    size heard now), ``changed_at``, ``last_tick`` (``now``). A row the kernel steps counts no
+    silent vehicle (:func:`reach_rows`; none without ``d_safe``): with ``ring_ramp_silent`` a
+    change of size alone keeps the ramp.
     """
-    if ring_size != last_size[m] or not now - last_tick[m] <= law[AGENT_TIMEOUT]:
+    if (ring_size != last_size[m] and law[RING_RAMP_SILENT] == 0.0) \
+            or not now - last_tick[m] <= law[AGENT_TIMEOUT]:
         changed_at[m] = now
     last_size[m] = ring_size
     last_tick[m] = now

@@ -280,7 +280,8 @@ def ring_offset_gate(gap, members):
     return np.clip(np.where(np.isfinite(weight), weight, 1.0), 0.0, 1.0)
 
 
-def ring_ramp(ring_size, last_size, changed_at, last_tick, now, params: ControllerParams):
+def ring_ramp(ring_size, last_size, changed_at, last_tick, now, params: ControllerParams,
+              silent=False):
     """
     Return (weight, changed_at): how much of the even-ring term an agent flies now.
 
@@ -294,19 +295,26 @@ def ring_ramp(ring_size, last_size, changed_at, last_tick, now, params: Controll
     tick the membership last changed: ``clip((now - changed_at) / ring_ramp, 0, 1)``, 1 with
     ``ring_ramp`` 0. It changed where the number heard did, and where this agent's own last
     tick is over ``agent_timeout`` ago (its first tick, or back from an outage: the others
-    lost it, and the ring it left has re-spaced without it). A clock that stepped back
+    lost it, and the ring it left has re-spaced without it). With ``params.ring_ramp_silent``
+    a change of the number heard restarts it only where ``silent`` (...): the agent counts a
+    vehicle that has fallen silent (kept by its ``d_safe`` term, ``obstacle_memory``, but not
+    heard within ``agent_timeout``); a member failed and broadcasting its presence, or back,
+    is a known vehicle, and the ring re-spaces round it at once. A clock that stepped back
     (``now`` before ``changed_at``) gives 0. One agent's state in Python numbers (``now`` a
     float): the same values as floats, without arrays.
     """
     if isinstance(now, float) and isinstance(last_tick, float):  # one agent: no arrays
-        if ring_size != last_size or not now - last_tick <= params.agent_timeout:
+        if (ring_size != last_size and (silent or not params.ring_ramp_silent)) \
+                or not now - last_tick <= params.agent_timeout:
             changed_at = now
         if not params.ring_ramp:
             return 1.0, changed_at
         weight = _clip((now - changed_at) / params.ring_ramp, 0.0, 1.0)
         return (weight if math.isfinite(weight) else 0.0), changed_at
-    changed = ((np.asarray(ring_size) != np.asarray(last_size))
-               | ~(now - np.asarray(last_tick) <= params.agent_timeout))
+    resized = np.asarray(ring_size) != np.asarray(last_size)
+    if params.ring_ramp_silent:
+        resized = resized & np.asarray(silent)
+    changed = resized | ~(now - np.asarray(last_tick) <= params.agent_timeout)
     changed_at = np.where(changed, now, changed_at)
     if not params.ring_ramp:
         return np.ones(np.shape(changed_at)), changed_at

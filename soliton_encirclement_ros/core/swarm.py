@@ -268,8 +268,12 @@ class SwarmControllers:
                                        np.broadcast_to(a.position, usable.shape + (3,)))
                 if known is not None:
                     others = {**others, 'ring_obstacles': known}
+        silent_now = False  # ring_ramp_silent: the rows counting a vehicle fallen silent
+        if p.ring_ramp_silent:
+            fallen = a.has & is_alive(a.rx_time, now, p.obstacle_memory) & ~heard
+            silent_now = np.count_nonzero(fallen) - fallen[rows] > 0
         weight, changed = ring_ramp(ring_size, self.ring_size[rows], self.ring_changed[rows],
-                                    self.ring_tick[rows], now, p)
+                                    self.ring_tick[rows], now, p, silent_now)
         self.ring_size[rows], self.ring_changed[rows] = ring_size, changed
         self.ring_tick[rows] = now
         steer = 0.0

@@ -60,6 +60,8 @@ GAIN_SETS = {
     # rows at the crowd's gains, at the ring's and blended (radii 5-40 m, R 20.4 m)
     "the ring's gains": ({'ring_gains_from': 0.5, 'ring_gains_full': 1.2, 'd_safe': 0.0,
                          'ring_ramp': 0.0}, None),
+    # a change of the ring size heard keeps the ramp (no silent vehicle on a kernel's row)
+    'ring_ramp_silent': ({'ring_ramp_silent': True, 'd_safe': 0.0}, None),
 }
 RAMP_STATE = ('ring_size', 'ring_changed', 'ring_tick')  # law.ring_ramp's, per run x agent
 
@@ -176,10 +178,11 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
                                     'k_e_tau': 100.0},
                                    {'d_safe': 2.0, 'k_tau': 1.0, 'k_e_tau': 1e4},
                                    {'d_safe': 2.0, 'ring_gains_from': 0.4,
-                                    'ring_gains_full': 1.4}],
+                                    'ring_gains_full': 1.4},
+                                   {'d_safe': 2.0, 'ring_ramp_silent': True}],
                          ids=['default', 't_react 0', 'a_safe 0, v_safe 4',
                               'u held but where the term acts', 'wound up past max_speed_xy',
-                              "the ring's gains, blended"])
+                              "the ring's gains, blended", 'ring_ramp_silent'])
 def test_rows_within_reach_compile_the_d_safe_term(gains):
     """
     A row with a vehicle within ``d_safe``'s reach is the kernel's, its term compiled.

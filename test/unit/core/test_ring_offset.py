@@ -83,6 +83,30 @@ def test_the_ramp_restarts_when_the_membership_changes():
     assert ring_ramp(6, 5, 12.0, 12.0, 12.1, ControllerParams(ring_ramp=0.0))[0] == 1.0
 
 
+def test_with_ring_ramp_silent_only_a_silent_vehicle_or_a_return_restarts_the_ramp():
+    """A member failed with its presence, or back, is known: the ring re-spaces at once."""
+    params = ControllerParams(ring_ramp=5.0, control_period=0.1, ring_ramp_silent=True)
+    # three agents at 0.4 of the ramp: one member fewer heard, with and without a silent
+    # vehicle counted; the same size heard, a silent vehicle counted
+    weight, changed = ring_ramp(np.array([5, 5, 6]), np.array([6, 6, 6]),
+                                np.full(3, 10.0), np.full(3, 11.9), 12.0, params,
+                                np.array([False, True, True]))
+    assert weight == pytest.approx([0.4, 0.0, 0.4])
+    assert changed == pytest.approx([10.0, 12.0, 10.0])
+    # its first tick, and back from its own outage: from 0 whatever it hears
+    weight, changed = ring_ramp(np.array([6, 6]), np.array([0, 6]), np.array([-math.inf, 1.0]),
+                                np.array([-math.inf, 11.0]), 12.0, params, False)
+    assert weight == pytest.approx([0.0, 0.0]) and changed == pytest.approx([12.0, 12.0])
+    for size, last, silent in [(5, 6, False), (5, 6, True), (6, 6, True), (7, 6, False)]:
+        one = ring_ramp(size, last, 10.0, 11.9, 12.0, params, silent)
+        rows = ring_ramp(np.array([size]), np.array([last]), np.array([10.0]),
+                         np.array([11.9]), 12.0, params, np.array([silent]))
+        assert isinstance(one[0], float) and one == (rows[0][0], rows[1][0])
+        assert one[0] == (0.0 if silent and size != last else pytest.approx(0.4))
+    # off (the default): any change restarts it, silent or not
+    assert ring_ramp(5, 6, 10.0, 11.9, 12.0, ControllerParams(ring_ramp=5.0))[0] == 0.0
+
+
 def test_the_ramp_of_one_agent_in_floats_is_the_arrays_one():
     params = ControllerParams(ring_ramp=5.0, control_period=0.1)
     cases = [(6, 6, 1.0, 11.0, 12.0), (6, 6, 10.3, 12.95, 13.0), (6, 5, 10.3, 12.95, 13.0),
