@@ -32,8 +32,9 @@ from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, gap_steer, limiter, NeighbourView, obstacle_reach,
-    ring_obstacles, ring_offset, ring_ramp, silent_obstacles_within_reach, uncertainty_discs)
+    crowded, encirclement_step, fallback_command, gap_steer, limiter, NeighbourView,
+    obstacle_reach, ring_obstacles, ring_offset, ring_ramp, silent_obstacles_within_reach,
+    uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -582,10 +583,11 @@ class BatchControllers:
                     others = {**others, 'ring_obstacles': known}
         ring_size = entry.sum(axis=1) + 1
         tick = now if faults is None else get(clock)
-        silent_now = False  # ring_ramp_silent: the rows counting a vehicle fallen silent
-        if p.ring_ramp_silent:
-            silent_now = (get(self.has) & ~heard
-                          & (local - get(self.rx) <= p.obstacle_memory)).any(axis=1)
+        silent_now = False  # ring_ramp_silent: the rows counting a silent vehicle or in a crowd
+        if p.ring_ramp_silent and np.any(ring_size != get(self.ring_size)):
+            kept = get(self.has) & (local - get(self.rx) <= p.obstacle_memory)
+            silent_now = ((kept & ~heard).any(axis=1)
+                          | crowded(own, nb_pos, kept, p.safety_distance(ring_size)))
         weight, ring_changed = ring_ramp(ring_size, get(self.ring_size), get(self.ring_changed),
                                          get(self.ring_tick), tick, p, silent_now)
         put(self.ring_size, ring_size)

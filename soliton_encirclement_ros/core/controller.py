@@ -29,9 +29,9 @@ from soliton_encirclement_ros.core.floats import minimum as _minimum
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows, gap_steer,
-    MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, ring_offset, ring_ramp,
-    silent_obstacles, silent_track, uncertainty_discs)
+    crowded, encirclement_step, encirclement_step_one, fallback_command, FLOAT_ROWS, FloatRows,
+    gap_steer, MISSING_NEIGHBOUR, NeighbourView, obstacle_reach, offset_one, ring_offset,
+    ring_ramp, silent_obstacles, silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, is_fresh, known_age, NO_NEIGHBOUR, ring_choice, select_neighbours)
 
@@ -953,10 +953,12 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable,
                             position=position) if len(near) else {})
     ring_size = live.size + 1
-    silent = False  # ring_ramp_silent: a vehicle it heard has fallen silent (not landed)
-    if params.ring_ramp_silent and len(table):
-        silent = bool(np.any((age > params.agent_timeout) & (age <= params.obstacle_memory)
-                             & (table.floats[:, _LANDED] != 1.0)))
+    silent = False  # ring_ramp_silent: a vehicle it heard has fallen silent, or a crowd
+    if params.ring_ramp_silent and len(table) and ring_size != state.ring_size:
+        kept = (age <= params.obstacle_memory) & (table.floats[:, _LANDED] != 1.0)
+        silent = bool(np.any(kept & (age > params.agent_timeout))
+                      or crowded(position, table.floats[:, _POS], kept,
+                                 params.safety_distance(ring_size)))
     weight, ring_changed = ring_ramp(ring_size, state.ring_size, state.ring_changed,
                                      state.ring_tick, float(now), params, silent)
     obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params,

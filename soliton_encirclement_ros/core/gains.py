@@ -101,11 +101,13 @@ class ControllerParams:
                                low=0.0)
     ring_ramp_silent: bool = setting(False, 'ring_ramp restarts, when the ring members an agent '
                                      'hears change, only where a vehicle it heard has fallen '
-                                     'silent (one its d_safe term keeps, obstacle_memory); at '
+                                     'silent (one its d_safe term keeps, obstacle_memory) or a '
+                                     'vehicle it counts is nearer than its d_safe (a crowd); at '
                                      'its first tick or return always. A member that fails '
                                      'broadcasting its presence, or comes back, leaves the term '
                                      'as it is: the ring re-spaces round a known vehicle at '
-                                     'once, and gently where one may still be flying on')
+                                     'once, and gently where one may still be flying on or '
+                                     'where the vehicles round it leave no room')
     ring_turn_acc: float = setting(0.0, 'centripetal acceleration the tangential term may ask '
                                    'of the vehicle: u is held where its speed along the ring '
                                    'relative to the target (k_tau u r_eff) reaches '

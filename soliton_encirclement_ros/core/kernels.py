@@ -186,6 +186,25 @@ def _all_beyond(m, has, tab, rx, now, obstacle_memory, own_position, nb_position
 
 
 @numba.njit(**_INLINE)
+def _crowded_row(m, has, tab, rx, now, obstacle_memory, own_position, nb_position, bound):
+    """
+    ``law.crowded`` of row ``m``: a vehicle it counts nearer than ``bound`` (its d_safe).
+
+    Squared distances against the squared bound, as ``law.crowded`` compares them.
+    """
+    bound2 = bound * bound
+    ox, oy = own_position[m, 0], own_position[m, 1]
+    t = tab[m]
+    for k in range(has.shape[1]):
+        if has[m, k] and now - rx[t, k] <= obstacle_memory:
+            dx = nb_position[t, k, 0] - ox
+            dy = nb_position[t, k, 1] - oy
+            if dx * dx + dy * dy < bound2:
+                return True
+    return False
+
+
+@numba.njit(**_INLINE)
 def _mod_2pi(x):
     """
     ``np.mod(x, TWO_PI)`` (Python's ``%``) bit for bit, without ``fmod`` where |x| < 2 pi.
@@ -343,16 +362,16 @@ def _ring_offset_row(entry, theta, m, theta_self, ahead):
 
 
 @numba.njit(**_INLINE)
-def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick):
+def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick, crowd):
     """
     law.ring_ramp of row ``m`` (its array form, ``now`` a float): the weight of the ring term.
 
     Updates the row's state as ``BatchControllers._control`` puts it: ``last_size`` (the ring
     size heard now), ``changed_at``, ``last_tick`` (``now``). A row the kernel steps counts no
     silent vehicle (:func:`reach_rows`; none without ``d_safe``): with ``ring_ramp_silent`` a
-    change of size alone keeps the ramp.
+    change of size restarts the ramp only where ``crowd`` (:func:`_crowded_row`).
     """
-    if (ring_size != last_size[m] and law[RING_RAMP_SILENT] == 0.0) \
+    if (ring_size != last_size[m] and (law[RING_RAMP_SILENT] == 0.0 or crowd)) \
             or not now - last_tick[m] <= law[AGENT_TIMEOUT]:
         changed_at[m] = now
     last_size[m] = ring_size
@@ -887,7 +906,12 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         # BatchControllers._control: law.ring_ramp (its state kept whatever k_e_ring), then
         # law.encirclement_step's e_tau + k_e_ring * _ring_offset (ring_offset x weight; 0
         # where a lambda is not 1)
-        weight = _ring_ramp_row(m, ring[m], now, law, ring_size, ring_changed, ring_tick)
+        crowd = False  # ring_ramp_silent: only where the size changed (law.ring_ramp)
+        if law[RING_RAMP_SILENT] != 0.0 and ring[m] != ring_size[m]:
+            crowd = _crowded_row(m, has, tab, rx_time, now, obstacle_memory, position,
+                                 nb_position, d_safe[ring[m]])
+        weight = _ring_ramp_row(m, ring[m], now, law, ring_size, ring_changed, ring_tick,
+                                crowd)
         if law[K_E_RING] != 0.0:
             fitted = 0.0
             if law[RING_FIT] != 0.0:

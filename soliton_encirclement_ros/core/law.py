@@ -298,8 +298,11 @@ def ring_ramp(ring_size, last_size, changed_at, last_tick, now, params: Controll
     lost it, and the ring it left has re-spaced without it). With ``params.ring_ramp_silent``
     a change of the number heard restarts it only where ``silent`` (...): the agent counts a
     vehicle that has fallen silent (kept by its ``d_safe`` term, ``obstacle_memory``, but not
-    heard within ``agent_timeout``); a member failed and broadcasting its presence, or back,
-    is a known vehicle, and the ring re-spaces round it at once. A clock that stepped back
+    heard within ``agent_timeout``), or has a vehicle it counts within its ``d_safe``
+    (:func:`crowded`: in a crowd the whole term at once would push it through the vehicles
+    round it); a member failed and broadcasting its presence, or back, is a known vehicle,
+    and a ring spaced wider than ``d_safe`` re-spaces round it at once. The engines need
+    ``silent`` only where the number changed. A clock that stepped back
     (``now`` before ``changed_at``) gives 0. One agent's state in Python numbers (``now`` a
     float): the same values as floats, without arrays.
     """
@@ -321,6 +324,21 @@ def ring_ramp(ring_size, last_size, changed_at, last_tick, now, params: Controll
     with np.errstate(invalid='ignore'):
         weight = np.clip((now - changed_at) / params.ring_ramp, 0.0, 1.0)
     return np.where(np.isfinite(weight), weight, 0.0), changed_at
+
+
+def crowded(own_position, positions, counted, bound):
+    """
+    Return whether a vehicle ``counted`` lies nearer than ``bound`` to an agent (ring_ramp's).
+
+    ``own_position`` (..., 3), ``positions`` (..., K, 3) the vehicles it knows, ``counted``
+    (..., K) those its ``d_safe`` term counts, ``bound`` (...) its ``d_safe``; horizontal,
+    squared distances against the squared bound (a NaN distance is not nearer; 0 never).
+    """
+    own, positions = np.asarray(own_position, dtype=float), np.asarray(positions, dtype=float)
+    dx = positions[..., 0] - own[..., None, 0]
+    dy = positions[..., 1] - own[..., None, 1]
+    bound = np.asarray(bound, dtype=float)
+    return np.any(counted & (dx * dx + dy * dy < (bound * bound)[..., None]), axis=-1)
 
 
 def own_rate_damping(e_tau_eff, omega_own, omega_ref, k_omega_own: float):

@@ -20,7 +20,8 @@ from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, fallback_command, gap_steer, NeighbourView, ring_obstacles, ring_ramp)
+    crowded, encirclement_step, fallback_command, gap_steer, NeighbourView, ring_obstacles,
+    ring_ramp)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours_shared)
 from soliton_encirclement_ros.core.spatial import (
@@ -268,10 +269,15 @@ class SwarmControllers:
                                        np.broadcast_to(a.position, usable.shape + (3,)))
                 if known is not None:
                     others = {**others, 'ring_obstacles': known}
-        silent_now = False  # ring_ramp_silent: the rows counting a vehicle fallen silent
-        if p.ring_ramp_silent:
-            fallen = a.has & is_alive(a.rx_time, now, p.obstacle_memory) & ~heard
-            silent_now = np.count_nonzero(fallen) - fallen[rows] > 0
+        silent_now = False  # ring_ramp_silent: the rows counting a silent vehicle or in a crowd
+        if p.ring_ramp_silent and np.any(ring_size != self.ring_size[rows]):
+            kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
+            fallen = kept & ~heard
+            counted = np.broadcast_to(kept, (rows.size, kept.size)).copy()
+            counted[np.arange(rows.size), rows] = False  # not itself
+            silent_now = ((np.count_nonzero(fallen) - fallen[rows] > 0)
+                          | crowded(positions[rows], a.position, counted,
+                                    p.safety_distance(ring_size)))
         weight, changed = ring_ramp(ring_size, self.ring_size[rows], self.ring_changed[rows],
                                     self.ring_tick[rows], now, p, silent_now)
         self.ring_size[rows], self.ring_changed[rows] = ring_size, changed

@@ -78,6 +78,10 @@ SCENARIOS = {
         agents=6, seed=5, duration=8.0, control_period=0.05, failures_per_min=30.0,
         failure_off_time=2.0, silent_failures=1, fault_time=2.0,
         controller={'ring_ramp_silent': True}),
+    # ... and where a vehicle is within d_safe: outages in a crowd leaving one point.
+    'outages in a crowd, ramp on silence or crowd': Scenario(
+        agents=8, seed=6, duration=8.0, control_period=0.05, placement='coincident',
+        failures_per_min=40.0, failure_off_time=2.0, controller={'ring_ramp_silent': True}),
 }
 
 

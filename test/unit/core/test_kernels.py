@@ -27,7 +27,7 @@ from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.batch_engine import (
     batch_metrics, BatchControllers, simulate_runs)
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.law import ring_gain_share
+from soliton_encirclement_ros.core.law import crowded, ring_gain_share
 from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
 from soliton_encirclement_ros.core.scenario import Scenario
 from velocity_mobility_ros.core.model import step, VehicleState
@@ -199,7 +199,7 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
     c = _controllers(gains, runs=6, agents=8)
     assert c._plan.separate
     moved, moved_by_presence = 0, 0
-    held, released, wound, blended = 0, 0, 0, 0
+    held, released, wound, blended, restarts, resized_apart = 0, 0, 0, 0, 0, 0
     for _ in range(20):
         live, positions, velocities = _random_tick(c, rng)
         c.member[...] = True
@@ -211,6 +211,8 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
         heard = c.has & (1.0 - c.rx <= c.params.agent_timeout)
         silent = (c.has & ~heard).any(axis=2)
         presence = (heard & ~c.member).any(axis=2)
+        size_before, changed_before, tick_before = (c.ring_size.copy(), c.ring_changed.copy(),
+                                                    c.ring_tick.copy())
         plan, c._plan = c._plan, None
         without = copy.deepcopy(c)  # the same tick without the d_safe term (numpy path)
         c._plan, without.params = plan, c.params.with_changes(d_safe=0.0)
@@ -235,6 +237,20 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
         wound += np.sum(done & acted & fast)  # the law asks twice what is flown, or more
         share = ring_gain_share(r, c.params)
         blended += np.sum(done & acted & (share > 0.0) & (share < 1.0))
+        # law.ring_ramp: a change of the ring size heard (the last tick lately) restarts the
+        # ramp; with ring_ramp_silent only where a vehicle the row counts is within its d_safe
+        resized = (done & (a.ring_size != size_before)
+                   & (1.0 - tick_before <= c.params.agent_timeout))
+        restarted = resized & (a.ring_changed == 1.0) & (changed_before != 1.0)
+        counted = c.has & (1.0 - c.rx <= c.params.obstacle_memory)
+        crowd = crowded(positions, c.position, counted, c.params.safety_distance(a.ring_size))
+        if gains.get('ring_ramp_silent'):
+            np.testing.assert_array_equal(restarted, resized & crowd & (changed_before != 1.0))
+        else:
+            np.testing.assert_array_equal(restarted, resized & (changed_before != 1.0))
+        restarts += np.sum(restarted)
+        resized_apart += np.sum(resized & ~crowd)
+    assert restarts >= 10 and resized_apart >= 10, (restarts, resized_apart)
     assert moved >= 40 and moved_by_presence >= 3  # the compiled term acted on these rows
     assert gains.get('k_e_tau') != 1e4 or wound >= 30
     assert ('ring_turn_acc' not in gains) or (held >= 200 and released >= 30)

@@ -6,7 +6,7 @@ import pytest
 
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import (
-    RING_GATE_SHARE, ring_offset, ring_offset_gate, ring_ramp)
+    crowded, RING_GATE_SHARE, ring_offset, ring_offset_gate, ring_ramp)
 
 
 def _offsets(theta):
@@ -105,6 +105,22 @@ def test_with_ring_ramp_silent_only_a_silent_vehicle_or_a_return_restarts_the_ra
         assert one[0] == (0.0 if silent and size != last else pytest.approx(0.4))
     # off (the default): any change restarts it, silent or not
     assert ring_ramp(5, 6, 10.0, 11.9, 12.0, ControllerParams(ring_ramp=5.0))[0] == 0.0
+
+
+def test_a_crowd_is_a_counted_vehicle_nearer_than_d_safe_in_the_plane():
+    """law.crowded: what ring_ramp_silent restarts the ramp for besides a silent vehicle."""
+    own = np.array([[0.0, 0.0, 10.0], [5.0, 5.0, 10.0]])
+    others = np.array([[[1.9, 0.0, 30.0], [0.0, 0.5, 10.0]],   # 1.9 m away, 20 m above
+                       [[7.0, 5.0, 10.0], [np.nan, 5.0, 10.0]]])  # exactly 2 m; NaN
+    counted = np.array([[True, False], [True, True]])
+    assert crowded(own, others, counted, np.array([2.0, 2.0])).tolist() == [True, False]
+    # the one 0.5 m away counts only where its d_safe term counts it; d_safe 0: never
+    assert crowded(own, others, np.array([[False, True], [True, True]]), 1.0).tolist() == \
+        [True, False]
+    assert not crowded(own, others, np.ones((2, 2), dtype=bool), np.zeros(2)).any()
+    # one agent: a bool of its rows
+    assert crowded(own[0], others[0], counted[0], 2.0) == np.True_
+    assert crowded(own[0], others[0, :0], counted[0, :0], 2.0) == np.False_
 
 
 def test_the_ramp_of_one_agent_in_floats_is_the_arrays_one():
