@@ -166,31 +166,15 @@ def reach_rows(active, has, tab, rx, now, agent_timeout, obstacle_memory, own_ve
 
 
 @numba.njit(**_INLINE)
-def _all_beyond(m, has, tab, rx, now, obstacle_memory, own_position, nb_position, bound):
+def _any_nearer(m, has, tab, rx, now, obstacle_memory, own_position, nb_position, bound,
+                nan_counts):
     """
-    ``none_within_reach``'s test of row ``m``: every counted vehicle ``bound`` away or more.
+    Whether a vehicle row ``m`` counts (within ``obstacle_memory``) is nearer than ``bound``.
 
-    Squared distances against the squared bound (rounding far inside the bound's padding);
-    a NaN distance or bound fails.
-    """
-    bound2 = bound * bound
-    ox, oy = own_position[m, 0], own_position[m, 1]
-    t = tab[m]
-    for k in range(has.shape[1]):
-        if has[m, k] and now - rx[t, k] <= obstacle_memory:
-            dx = nb_position[t, k, 0] - ox
-            dy = nb_position[t, k, 1] - oy
-            if not dx * dx + dy * dy >= bound2:
-                return False
-    return True
-
-
-@numba.njit(**_INLINE)
-def _crowded_row(m, has, tab, rx, now, obstacle_memory, own_position, nb_position, bound):
-    """
-    ``law.crowded`` of row ``m``: a vehicle it counts nearer than ``bound`` (its d_safe).
-
-    Squared distances against the squared bound, as ``law.crowded`` compares them.
+    Counted: ``has``, received at ``rx``. Squared distances against the squared bound. A NaN
+    distance or bound counts as nearer where ``nan_counts`` (``batch_engine.none_within_reach``'s
+    test, which it fails: ``not`` of this is that test), and as not nearer elsewhere
+    (``law.crowded``).
     """
     bound2 = bound * bound
     ox, oy = own_position[m, 0], own_position[m, 1]
@@ -199,7 +183,8 @@ def _crowded_row(m, has, tab, rx, now, obstacle_memory, own_position, nb_positio
         if has[m, k] and now - rx[t, k] <= obstacle_memory:
             dx = nb_position[t, k, 0] - ox
             dy = nb_position[t, k, 1] - oy
-            if dx * dx + dy * dy < bound2:
+            d2 = dx * dx + dy * dy
+            if d2 < bound2 or (nan_counts and not d2 >= bound2):
                 return True
     return False
 
@@ -369,7 +354,7 @@ def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick, cro
     Updates the row's state as ``BatchControllers._control`` puts it: ``last_size`` (the ring
     size heard now), ``changed_at``, ``last_tick`` (``now``). A row the kernel steps counts no
     silent vehicle (:func:`reach_rows`; none without ``d_safe``): with ``ring_ramp_silent`` a
-    change of size restarts the ramp only where ``crowd`` (:func:`_crowded_row`).
+    change of size restarts the ramp only where ``crowd`` (:func:`_any_nearer`).
     """
     if (ring_size != last_size[m] and (law[RING_RAMP_SILENT] == 0.0 or crowd)) \
             or not now - last_tick[m] <= law[AGENT_TIMEOUT]:
@@ -803,8 +788,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         if not active[m]:
             continue
         t = tab[m]
-        in_reach = check_reach and not _all_beyond(m, has, tab, rx_time, now, obstacle_memory,
-                                                   position, nb_position, bound[m])
+        in_reach = check_reach and _any_nearer(m, has, tab, rx_time, now, obstacle_memory,
+                                               position, nb_position, bound[m], True)
         if in_reach and not separate:
             continue  # the d_safe term acts as the numpy path's scan finds it
         done[m] = True
@@ -908,8 +893,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         # where a lambda is not 1)
         crowd = False  # ring_ramp_silent: only where the size changed (law.ring_ramp)
         if law[RING_RAMP_SILENT] != 0.0 and ring[m] != ring_size[m]:
-            crowd = _crowded_row(m, has, tab, rx_time, now, obstacle_memory, position,
-                                 nb_position, d_safe[ring[m]])
+            crowd = _any_nearer(m, has, tab, rx_time, now, obstacle_memory, position,
+                                nb_position, d_safe[ring[m]], False)
         weight = _ring_ramp_row(m, ring[m], now, law, ring_size, ring_changed, ring_tick,
                                 crowd)
         if law[K_E_RING] != 0.0:
