@@ -583,11 +583,15 @@ class BatchControllers:
                     others = {**others, 'ring_obstacles': known}
         ring_size = entry.sum(axis=1) + 1
         tick = now if faults is None else get(clock)
-        silent_now = False  # ring_ramp_silent: the rows counting a silent vehicle or in a crowd
-        if p.ring_ramp_silent and np.any(ring_size != get(self.ring_size)):
+        # law.crowded: where the ring's gains are off and (ring_ramp_silent, where the size
+        # changed) the ramp restarts, as where a vehicle counted fell silent
+        crowd = silent_now = False
+        resized = p.ring_ramp_silent and np.any(ring_size != get(self.ring_size))
+        if resized or (p.ring_gains_from and p.d_safe):
             kept = get(self.has) & (local - get(self.rx) <= p.obstacle_memory)
-            silent_now = ((kept & ~heard).any(axis=1)
-                          | crowded(own, nb_pos, kept, p.safety_distance(ring_size)))
+            crowd = crowded(own, nb_pos, kept, p.safety_distance(ring_size))
+            if resized:
+                silent_now = (kept & ~heard).any(axis=1) | crowd
         weight, ring_changed = ring_ramp(ring_size, get(self.ring_size), get(self.ring_changed),
                                          get(self.ring_tick), tick, p, silent_now)
         put(self.ring_size, ring_size)
@@ -598,7 +602,7 @@ class BatchControllers:
             self.omega_ref + gap_steer(theta_self, theta, entry, others.get('ring_obstacles'),
                                        t_pos, t_vel, p) + np.zeros(ii.size),
             theta_self, pred_view, succ_view, lambda_pred,
-            self.lambdas[ii], p, ring_size=ring_size, own_id=own_ids,
+            self.lambdas[ii], p, crowd, ring_size=ring_size, own_id=own_ids,
             target_acceleration=t_acc,
             ring_offset=self._ring_offset(theta_self, theta, entry, weight), **others)
         put(self.u, u_new)

@@ -953,16 +953,19 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     obstacles = (_obstacles(table, np.asarray(near), now, params, own_radius, usable,
                             position=position) if len(near) else {})
     ring_size = live.size + 1
-    silent = False  # ring_ramp_silent: a vehicle it heard has fallen silent, or a crowd
-    if params.ring_ramp_silent and len(table) and ring_size != state.ring_size:
+    # law.crowded: where the ring's gains are off and (ring_ramp_silent, where the size
+    # changed) the ramp restarts, as where a vehicle it heard fell silent (not landed)
+    crowd = silent = False
+    resized = params.ring_ramp_silent and ring_size != state.ring_size
+    if len(table) and (resized or (params.ring_gains_from and params.d_safe)):
         kept = (age <= params.obstacle_memory) & (table.floats[:, _LANDED] != 1.0)
-        silent = bool(np.any(kept & (age > params.agent_timeout))
-                      or crowded(position, table.floats[:, _POS], kept,
-                                 params.safety_distance(ring_size)))
+        crowd = bool(crowded(position, table.floats[:, _POS], kept,
+                             params.safety_distance(ring_size)))
+        silent = resized and (crowd or bool(np.any(kept & (age > params.agent_timeout))))
     weight, ring_changed = ring_ramp(ring_size, state.ring_size, state.ring_changed,
                                      state.ring_tick, float(now), params, silent)
     obstacles = {**obstacles, 'ring_offset': _ring_offset(theta_self, thetas, target, params,
-                                                          weight)}
+                                                          weight), 'crowd': crowd}
     omega_ref = target.omega_ref
     if params.knows_obstacles:
         outside = np.ones(len(table.rx), dtype=bool)
@@ -1024,9 +1027,10 @@ def _control_step_floats(state, position, velocity, target, omega_ref, table, li
 
     The same decisions and bits as the array path (``ring_choice``, ``encirclement_step_one``),
     at a fraction of the cost. ``live`` the table rows of the live ring members, ``ids`` and
-    ``thetas`` their ids and angles, ``obstacles`` the ``d_safe`` term's inputs (empty: none
-    within reach). Returns (pred, succ, u, u_ss, v_cmd), or None when an input is not finite
-    (the array path then decides).
+    ``thetas`` their ids and angles, ``obstacles`` the law's other inputs (the ``d_safe``
+    term's, none where no vehicle is within reach; ``ring_offset``, ``crowd``). Returns
+    (pred, succ, u, u_ss, v_cmd), or None when an input is not finite (the array path then
+    decides).
     """
     own = (*position.tolist(), *velocity.tolist(), *state.prev_cmd.tolist(),
            *target.position.tolist(), *target.velocity.tolist(), omega_ref,

@@ -120,9 +120,11 @@ class ControllerParams:
                                      "ring_turn_acc) to the ring's (k_tau_ring, k_e_tau_ring, "
                                      'k_omega_own_ring, ring_turn_acc_ring) as its distance from '
                                      'the target grows from this share of R to ring_gains_full '
-                                     "of it (the two laws' steps blended): the ring re-spaces "
-                                     'fast while a crowd still near the target moves gently; '
-                                     '0 = off (the gains above everywhere)', low=0.0)
+                                     "of it (the two laws' steps blended), but the crowd's "
+                                     'wherever a vehicle it counts is nearer than its d_safe: '
+                                     'the ring re-spaces fast while a crowd still near the '
+                                     'target, or among other vehicles, moves gently; 0 = off '
+                                     '(the gains above everywhere)', low=0.0)
     ring_gains_full: float = setting(0.75, "the share of R from which the ring's gains "
                                      '(ring_gains_from) apply whole; above ring_gains_from',
                                      low=0.0)

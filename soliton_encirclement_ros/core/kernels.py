@@ -922,6 +922,9 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             share = (r / radius - low) / (law[RING_GAINS_FULL] - low)
             share = share if share > 0.0 else 0.0
             share = share if share < 1.0 else 1.0
+            if share > 0.0 and _any_nearer(m, has, tab, rx_time, now, obstacle_memory, position,
+                                           nb_position, d_safe[ring[m]], False):
+                share = 0.0                                          # crowded
         blended = share > 0.0 and share < 1.0
         # law.encirclement_step: the step at the crowd's gains, at the ring's where the share
         # is 1, both where it is between (then blended below)

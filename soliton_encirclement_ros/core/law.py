@@ -1327,18 +1327,23 @@ def fallback_command(target_velocity, target_age, position, params: ControllerPa
     return clamp_velocity(v_t, params.max_speed_xy, params.max_speed_z)
 
 
-def ring_gain_share(r, params: ControllerParams):
+def ring_gain_share(r, params: ControllerParams, crowd=False):
     """
     Return how far (0 to 1) the ring's gains replace the crowd's at distance ``r`` [m].
 
     0 within ``ring_gains_from`` x R of the target, 1 from ``ring_gains_full`` x R, linear
-    between (:meth:`ControllerParams.ring_gains`). Elementwise; floats in, a float out.
+    between (:meth:`ControllerParams.ring_gains`); 0 wherever ``crowd`` (:func:`crowded`: a
+    vehicle the agent counts nearer than its ``d_safe``). The ring's gains re-space a formed
+    ring, spaced wider than ``d_safe``; among vehicles that near, at a crowded start or past a
+    vehicle on its path, their stronger pull along the ring carried agents into each other
+    (0.58 ``d_safe`` once apart from a line start), where the crowd's gains keep clear.
+    Elementwise; floats in, a float out.
     """
     low, full = params.ring_gains_from, params.ring_gains_full
     share = (r / params.radius - low) / (full - low)
     if isinstance(share, float):
-        return min(max(share, 0.0), 1.0)
-    return np.clip(share, 0.0, 1.0)
+        return 0.0 if crowd else min(max(share, 0.0), 1.0)
+    return np.where(crowd, 0.0, np.clip(share, 0.0, 1.0))
 
 
 def _blend(crowd, ring, share):
@@ -1351,20 +1356,21 @@ def _blend(crowd, ring, share):
 
 def encirclement_step(u, position, velocity, prev_cmd, target_position, target_velocity,
                       omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-                      params: ControllerParams, **terms):
+                      params: ControllerParams, crowd=False, **terms):
     """
     Return steps 4-9 of the control loop once the neighbours are chosen: (u_new, u_ss, v_cmd).
 
     :func:`step_at_gains` with ``params``; with ``ring_gains_from`` set, that step and the same
     step with the ring's gains (:meth:`ControllerParams.ring_gains`) blended by
-    :func:`ring_gain_share` of the agent's distance from the target: the law of the gains in
-    place wherever the share is 0 or 1, and only that one computed where every row's is.
+    :func:`ring_gain_share` of the agent's distance from the target and ``crowd`` (...): the
+    law of the gains in place wherever the share is 0 or 1, and only that one computed where
+    every row's is.
     """
     args = (u, position, velocity, prev_cmd, target_position, target_velocity, omega_ref,
             theta_self, pred, succ, lambda_pred, lambda_self)
     if not params.ring_gains_from:
         return step_at_gains(*args, params, **terms)
-    share = ring_gain_share(polar_frame(position, target_position)[0], params)
+    share = ring_gain_share(polar_frame(position, target_position)[0], params, crowd)
     if np.all(share <= 0.0):
         return step_at_gains(*args, params, **terms)
     ring = step_at_gains(*args, params.ring_gains(), **terms)
@@ -1554,7 +1560,7 @@ def target_lead(target_velocity, target_acceleration, params: ControllerParams):
 
 def encirclement_step_one(u, position, velocity, prev_cmd, target_position, target_velocity,
                           omega_ref, theta_self, pred, succ, lambda_pred, lambda_self,
-                          params: ControllerParams, **terms):
+                          params: ControllerParams, crowd=False, **terms):
     """
     :func:`encirclement_step` for one agent, in Python floats: (u_new, u_ss, v_cmd).
 
@@ -1565,7 +1571,7 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     if not params.ring_gains_from:
         return step_at_gains_one(*args, params, **terms)
     share = ring_gain_share(_hypot(position[0] - target_position[0],
-                                   position[1] - target_position[1]), params)
+                                   position[1] - target_position[1]), params, crowd)
     if share <= 0.0:
         return step_at_gains_one(*args, params, **terms)
     ring = step_at_gains_one(*args, params.ring_gains(), **terms)

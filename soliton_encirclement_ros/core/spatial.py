@@ -21,7 +21,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import (
-    obstacle_reach, ring_offset, ring_offset_gate, silent_obstacles,
+    crowded, obstacle_reach, ring_offset, ring_offset_gate, silent_obstacles,
     silent_obstacles_within_reach, silent_track, uncertainty_discs)
 from soliton_encirclement_ros.core.neighbours import sorted_ring
 from velocity_mobility_ros.core.geometry import TWO_PI
@@ -48,6 +48,41 @@ def but_own(mask, own_cols):
         mask = mask.copy()
         mask[own_cols[0]] = False
     return bool(own_cols.size and mask.any())
+
+
+def crowded_shared(own_position, kept, position, own_cols, bound):
+    """
+    Return ``law.crowded`` of each row (M,) over one shared table, without the M x N array.
+
+    ``kept`` (N,) the vehicles counted, at ``position`` (N, 3), but each row's own column
+    ``own_cols`` (M,); ``bound`` (M,) each row's ``d_safe``. Up to :data:`SHARED_COLUMNS`
+    counted, ``law.crowded`` itself in blocks of rows; beyond, only the pairs a k-d tree finds
+    within the widest bound, compared as ``law.crowded`` compares them (the same answer: a NaN
+    position is never nearer, so none enters the tree).
+    """
+    own = np.asarray(own_position, dtype=float)
+    own_cols = np.asarray(own_cols, dtype=np.int64)
+    bound = np.broadcast_to(np.asarray(bound, dtype=float), own_cols.shape)
+    out = np.zeros(own_cols.size, dtype=bool)
+    cols = np.flatnonzero(np.asarray(kept, dtype=bool)
+                          & np.isfinite(position[:, 0]) & np.isfinite(position[:, 1]))
+    if cols.size <= SHARED_COLUMNS:
+        for block in _row_blocks(own_cols.size, cols.size):
+            out[block] = crowded(own[block], position[cols],
+                                 cols[None, :] != own_cols[block, None], bound[block])
+        return out
+    rows = np.flatnonzero(np.isfinite(own[:, 0]) & np.isfinite(own[:, 1]) & (bound > 0.0))
+    if rows.size == 0:
+        return out
+    i, j, _ = _pairs_within(own[rows, :2], position[cols, :2],
+                            _widened(float(bound[rows].max())))
+    i, j = rows[i], cols[j]
+    keep = j != own_cols[i]
+    i, j = i[keep], j[keep]
+    dx = position[j, 0] - own[i, 0]
+    dy = position[j, 1] - own[i, 1]
+    out[i[dx * dx + dy * dy < bound[i] * bound[i]]] = True
+    return out
 
 
 def _row_blocks(rows: int, columns: int):

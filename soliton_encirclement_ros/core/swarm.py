@@ -20,12 +20,11 @@ from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.geometry import target_angle
 from soliton_encirclement_ros.core.law import (
-    crowded, encirclement_step, fallback_command, gap_steer, NeighbourView, ring_obstacles,
-    ring_ramp)
+    encirclement_step, fallback_command, gap_steer, NeighbourView, ring_obstacles, ring_ramp)
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, is_alive, NO_NEIGHBOUR, select_neighbours_shared)
 from soliton_encirclement_ros.core.spatial import (
-    but_own, obstacles_within_reach_shared, ring_offset_shared, SHARED_COLUMNS)
+    but_own, crowded_shared, obstacles_within_reach_shared, ring_offset_shared, SHARED_COLUMNS)
 
 
 def vectorisable(params: ControllerParams, loss: float, delay: float,
@@ -269,15 +268,17 @@ class SwarmControllers:
                                        np.broadcast_to(a.position, usable.shape + (3,)))
                 if known is not None:
                     others = {**others, 'ring_obstacles': known}
-        silent_now = False  # ring_ramp_silent: the rows counting a silent vehicle or in a crowd
-        if p.ring_ramp_silent and np.any(ring_size != self.ring_size[rows]):
+        # law.crowded: where the ring's gains are off and (ring_ramp_silent, where the size
+        # changed) the ramp restarts, as where a vehicle counted fell silent
+        crowd, silent_now = np.zeros(rows.size, dtype=bool), False
+        resized = p.ring_ramp_silent and np.any(ring_size != self.ring_size[rows])
+        if resized or (p.ring_gains_from and p.d_safe):
             kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
-            fallen = kept & ~heard
-            counted = np.broadcast_to(kept, (rows.size, kept.size)).copy()
-            counted[np.arange(rows.size), rows] = False  # not itself
-            silent_now = ((np.count_nonzero(fallen) - fallen[rows] > 0)
-                          | crowded(positions[rows], a.position, counted,
-                                    p.safety_distance(ring_size)))
+            crowd = crowded_shared(positions[rows], kept, a.position, rows,
+                                   p.safety_distance(ring_size))
+            if resized:
+                fallen = kept & ~heard
+                silent_now = (np.count_nonzero(fallen) - fallen[rows] > 0) | crowd
         weight, changed = ring_ramp(ring_size, self.ring_size[rows], self.ring_changed[rows],
                                     self.ring_tick[rows], now, p, silent_now)
         self.ring_size[rows], self.ring_changed[rows] = ring_size, changed
@@ -295,7 +296,7 @@ class SwarmControllers:
             target_velocity=target_velocity,
             omega_ref=np.broadcast_to(self.target_omega_ref[rows] + steer, rows.shape),
             theta_self=theta_self, pred=pred_view, succ=succ_view, lambda_pred=lambda_pred,
-            lambda_self=self.lambdas[rows], ring_size=ring_size, own_id=own_ids,
+            lambda_self=self.lambdas[rows], crowd=crowd, ring_size=ring_size, own_id=own_ids,
             target_acceleration=self.target_acceleration[rows],
             ring_offset=np.broadcast_to(offset, rows.shape), **others), p)
         self.u[rows], self.u_ss[rows] = u_new, u_ss

@@ -69,6 +69,11 @@ SCENARIOS = {
         agents=8, seed=3, duration=10.0, control_period=0.05, placement='cluster',
         failures_per_min=20.0, failure_off_time=2.0,
         controller={'ring_gains_from': 0.3, 'ring_gains_full': 0.9, 'ring_ramp': 0.0}),
+    # A line start: agents within d_safe of another fly the crowd's gains in the band.
+    "line start, the ring's gains gated in the crowd": Scenario(
+        agents=8, seed=2, duration=8.0, control_period=0.05, placement='collinear',
+        failures_per_min=20.0, failure_off_time=2.0,
+        controller={'ring_gains_from': 0.3, 'ring_gains_full': 0.9, 'ring_ramp_silent': True}),
     # The even-ring term ramped in again only where a vehicle fell silent: announced outages
     # re-space at once; with a killed agent and outages, both kinds of change.
     'outages, ramp on silence only': Scenario(

@@ -199,7 +199,7 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
     c = _controllers(gains, runs=6, agents=8)
     assert c._plan.separate
     moved, moved_by_presence = 0, 0
-    held, released, wound, blended, restarts, resized_apart = 0, 0, 0, 0, 0, 0
+    held, released, wound, blended, restarts, resized_apart, gated = 0, 0, 0, 0, 0, 0, 0
     for _ in range(20):
         live, positions, velocities = _random_tick(c, rng)
         c.member[...] = True
@@ -235,15 +235,16 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
         fast = (c.params.k_tau * np.abs(a.u) * np.maximum(r, c.params.r_min)
                 > 2.0 * c.params.max_speed_xy)
         wound += np.sum(done & acted & fast)  # the law asks twice what is flown, or more
-        share = ring_gain_share(r, c.params)
+        counted = c.has & (1.0 - c.rx <= c.params.obstacle_memory)
+        crowd = crowded(positions, c.position, counted, c.params.safety_distance(a.ring_size))
+        share = ring_gain_share(r, c.params, crowd)
         blended += np.sum(done & acted & (share > 0.0) & (share < 1.0))
+        gated += np.sum(done & crowd & (ring_gain_share(r, c.params) > 0.0))
         # law.ring_ramp: a change of the ring size heard (the last tick lately) restarts the
         # ramp; with ring_ramp_silent only where a vehicle the row counts is within its d_safe
         resized = (done & (a.ring_size != size_before)
                    & (1.0 - tick_before <= c.params.agent_timeout))
         restarted = resized & (a.ring_changed == 1.0) & (changed_before != 1.0)
-        counted = c.has & (1.0 - c.rx <= c.params.obstacle_memory)
-        crowd = crowded(positions, c.position, counted, c.params.safety_distance(a.ring_size))
         if gains.get('ring_ramp_silent'):
             np.testing.assert_array_equal(restarted, resized & crowd & (changed_before != 1.0))
         else:
@@ -255,6 +256,8 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
     assert gains.get('k_e_tau') != 1e4 or wound >= 30
     assert ('ring_turn_acc' not in gains) or (held >= 200 and released >= 30)
     assert ('ring_gains_from' not in gains) or blended >= 20  # the term on both steps
+    # in the band but crowded (a vehicle counted within d_safe): the crowd's gains alone
+    assert ('ring_gains_from' not in gains) or gated >= 20, gated
 
 
 def test_the_kernels_sum_is_numpys():

@@ -43,6 +43,23 @@ def test_the_share_goes_over_from_the_crowds_gains_to_the_rings():
                                [0.0, 0.5, 1.0])
 
 
+def test_a_crowded_agent_flies_the_crowds_gains_wherever_it_is():
+    """A vehicle it counts nearer than d_safe (law.crowded): share 0, in floats and arrays."""
+    assert ring_gain_share(0.625 * R, BLENDED, True) == 0.0
+    assert ring_gain_share(3.0 * R, BLENDED, np.True_) == 0.0
+    np.testing.assert_array_equal(
+        ring_gain_share(np.array([5.0, 12.5, 40.0, 40.0]), BLENDED,
+                        np.array([False, True, False, True])), [0.0, 0.0, 1.0, 0.0])
+    # the step of a crowded agent far out is the crowd's, one and many rows alike
+    args = _args(3.0 * R)
+    crowd = step_at_gains(*args, BLENDED)
+    for got in (encirclement_step(*args, BLENDED, True), encirclement_step_one(
+            args[0], *(tuple(map(float, a)) for a in args[1:6]), *args[6:], BLENDED, True)):
+        assert float(got[0]) == float(crowd[0])
+        np.testing.assert_array_equal(np.asarray(got[2], dtype=float), crowd[2])
+    assert float(encirclement_step(*args, BLENDED)[0]) != float(crowd[0])
+
+
 def test_the_rings_gains_replace_the_crowds_and_nothing_else():
     ring = BLENDED.ring_gains()
     assert (ring.k_tau, ring.k_e_tau, ring.k_omega_own, ring.ring_turn_acc) == (

@@ -5,9 +5,9 @@ import pytest
 from soliton_encirclement_ros.core import spatial
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import (
-    ring_offset, silent_obstacles_within_reach, uncertainty_discs)
+    crowded, ring_offset, silent_obstacles_within_reach, uncertainty_discs)
 from soliton_encirclement_ros.core.spatial import (
-    but_own, obstacles_within_reach_shared, ring_offset_shared)
+    but_own, crowded_shared, obstacles_within_reach_shared, ring_offset_shared)
 
 DEGENERATE = np.array([0.0, -0.0, 0.5, 3.0, np.nextafter(2.0 * np.pi, 0.0)])
 
@@ -137,3 +137,24 @@ def test_a_nan_state_takes_laws_own_scan():
     assert got.keys() == want.keys() and got
     for name in want:
         _same(got[name], want[name])
+
+
+@pytest.mark.parametrize('n', [5, 64, 65, 400])
+def test_crowded_over_a_shared_table_is_the_laws(n):
+    """Blocks up to SHARED_COLUMNS counted, a k-d tree beyond: law.crowded's answer each row."""
+    rng = np.random.default_rng(n)
+    position = np.column_stack((rng.uniform(-30, 30, (n, 2)), rng.normal(10.0, 1.0, n)))
+    position[3, 0] = np.nan                      # never nearer
+    position[1] = position[0] + [0.0, 1.9, 0.0]  # a pair within 2 m
+    kept = rng.random(n) < 0.9
+    kept[:2] = True
+    rows = np.arange(n)[rng.random(n) < 0.7]
+    rows = np.union1d(rows, [0, 1])
+    own = position[rows] + rng.normal(0.0, 0.01, (rows.size, 3))
+    bound = rng.choice([0.0, 2.0, 3.0], rows.size)
+    bound[:2] = 2.0
+    want = crowded(own, np.broadcast_to(position, (rows.size, n, 3)),
+                   _heard(kept, rows), bound)
+    got = crowded_shared(own, kept, position, rows, bound)
+    np.testing.assert_array_equal(got, want)
+    assert got[:2].all() and (n < 10 or want.sum() < rows.size)
