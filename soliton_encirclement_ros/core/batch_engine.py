@@ -26,7 +26,7 @@ from typing import NamedTuple, Optional, Sequence
 import numpy as np
 
 from soliton_encirclement_ros.core import compiled
-from soliton_encirclement_ros.core.area import limit_for_hold
+from soliton_encirclement_ros.core.area import limit_clear
 from soliton_encirclement_ros.core.comms import COMMS_STREAM, TIME_EPS
 from soliton_encirclement_ros.core.faults import (
     fault_plan, FAULT_STREAM, FaultPlan, no_faults, seed_sequence)
@@ -464,6 +464,17 @@ class BatchControllers:
             self.target_has, self.target_rx, self.target_position, self.target_velocity,
             self.target_acceleration, self.has, self.rx, self.member, self.position,
             self.velocity, self.nb_u, self.nb_u_ss, *self._shared)
+
+    def known(self, now, faults: Optional[BatchFaults] = None):
+        """
+        Return what each agent knows of the others after the tick at ``now``, by agent index.
+
+        (positions (R, N, N, 3), counted (R, N, N)): those heard within ``obstacle_memory``
+        on each agent's own clock (``area.limit_clear``'s ``known``).
+        """
+        self._materialize()
+        clock = now if faults is None else (now + faults.clock)[..., None]
+        return self.position, self.has & (clock - self.rx <= self.params.obstacle_memory)
 
     def _materialize(self) -> None:
         """Bring every receiver's own tables up to date (``kernels.materialize_tables``)."""
@@ -938,8 +949,9 @@ def simulate_runs(scenarios: Sequence[Scenario], apart: float = 0.0) -> BatchRes
         if faulty and faults.held.any():  # a bridge holds its vehicle after a large reset
             cmds = np.where(faults.held[..., None], 0.0, cmds)
         if s0.area is not None:
-            cmds = limit_for_hold(cmds, positions, velocities, s0.area, gains.t_safe,
-                                  gains.a_safe, period)
+            cmds = limit_clear(cmds, positions, velocities, s0.area, gains.t_safe, gains.a_safe,
+                               period, lambda: controllers.known(now, faults if faulty else None),
+                               gains.d_safe)
             area_margin = np.minimum(area_margin, s0.area.clearance(positions).min(axis=1))
         if tracker is not None:  # a vehicle its bridge holds is under no controller's command
             tracker.update(positions, live & ~faults.held)

@@ -900,6 +900,24 @@ def _obstacles_floats(table: NeighbourTable, rows: np.ndarray, now: float,
     return obstacles
 
 
+def _kept(table: NeighbourTable, age, params: ControllerParams) -> np.ndarray:
+    """Return the rows the ``d_safe`` term keeps: heard within ``obstacle_memory``, not landed."""
+    return (age <= params.obstacle_memory) & (table.floats[:, _LANDED] != 1.0)
+
+
+def known_vehicles(state: ControllerState, now: float, params: ControllerParams):
+    """
+    Return the vehicles this agent knows at ``now``: (ids (K,), positions (K, 3), counted (K,)).
+
+    ``counted``: those its ``d_safe`` term keeps (:func:`law.crowded`'s, ``area.limit_clear``'s).
+    Positions as last heard, by id.
+    """
+    table = state.neighbours
+    order = np.argsort(table.ints[:, _ID], kind='stable')
+    return (table.ints[order, _ID], table.floats[order][:, _POS],
+            _kept(table, known_age(table.rx, now), params)[order])
+
+
 def control_step(state: ControllerState, own_position, own_velocity, now: float,
                  params: ControllerParams,
                  own_uncertainty: float = 0.0) -> tuple[ControllerState, np.ndarray]:
@@ -958,7 +976,7 @@ def control_step(state: ControllerState, own_position, own_velocity, now: float,
     crowd = silent = False
     resized = params.ring_ramp_silent and ring_size != state.ring_size
     if len(table) and (resized or (params.ring_gains_from and params.d_safe)):
-        kept = (age <= params.obstacle_memory) & (table.floats[:, _LANDED] != 1.0)
+        kept = _kept(table, age, params)
         crowd = bool(crowded(position, table.floats[:, _POS], kept,
                              params.safety_distance(ring_size)))
         silent = resized and (crowd or bool(np.any(kept & (age > params.agent_timeout))))

@@ -29,7 +29,8 @@ from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.batch_engine import BatchControllers, stack_plans
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
-    AgentStates, ahead_as_presence, control_step, initial_state, outgoing_state, presence_state,
+    AgentStates, ahead_as_presence, control_step, initial_state, known_vehicles, outgoing_state,
+    presence_state,
     receive_states, seconds_to_ns, TargetBroadcast)
 from soliton_encirclement_ros.core.faults import FaultPlan
 from soliton_encirclement_ros.core.scenario import Scenario
@@ -57,6 +58,14 @@ class SwarmEngine(Protocol):
     def u_ss(self) -> np.ndarray:
         """Return the u_ss of every agent after the last tick: what each broadcasts with u."""
 
+    def known(self) -> tuple[np.ndarray, np.ndarray]:
+        """
+        Return what each agent knows of the others after the last tick, by agent index.
+
+        (positions (N, N, 3), NaN where none; counted (N, N): those its ``d_safe`` term keeps,
+        ``controller.known_vehicles``): ``area.limit_clear``'s ``known``.
+        """
+
 
 class PerAgentSwarm:
     """One ControllerState and one receive channel per agent: the agent node's code path."""
@@ -66,10 +75,13 @@ class PerAgentSwarm:
         self.params = params
         self.states = [initial_state(i) for i in self.ids]
         self.channels = [ImpairedChannel(loss, delay, seed, i) for i in self.ids]
+        self._clocks = np.zeros(self.ids.size)  # each agent's own clock at the last tick
+        self._column = {int(i): k for k, i in enumerate(self.ids)}
 
     def tick(self, now, live, positions, velocities, target_msg, faults=None):
         if faults is not None and faults.active:
             return self._tick_faults(now, live, positions, velocities, target_msg, faults)
+        self._clocks[:] = now
         for i, channel in enumerate(self.channels):
             due = channel.due(now)
             if due:  # a failed agent listens too
@@ -96,6 +108,7 @@ class PerAgentSwarm:
     def _tick_faults(self, now, live, positions, velocities, target_msg, faults):
         """:meth:`tick` with simulated faults: each agent on its own clock and estimate."""
         clocks = now + faults.clock                 # each agent's own clock
+        self._clocks[:] = clocks
         estimates = positions + faults.shift        # where each believes it is
         heard = ~faults.killed
         for i, channel in enumerate(self.channels):
@@ -137,6 +150,17 @@ class PerAgentSwarm:
     def u_ss(self) -> np.ndarray:
         return np.array([s.u_ss for s in self.states])
 
+    def known(self):
+        n = self.ids.size
+        positions, counted = np.full((n, n, 3), np.nan), np.zeros((n, n), dtype=bool)
+        for i, state in enumerate(self.states):
+            ids, position, kept = known_vehicles(state, float(self._clocks[i]), self.params)
+            for row, agent in enumerate(ids.tolist()):
+                column = self._column.get(agent)
+                if column is not None:
+                    positions[i, column], counted[i, column] = position[row], kept[row]
+        return positions, counted
+
 
 class VectorisedSwarm:
     """All agents' controllers as arrays; broadcasts reach every receiver after ``delay``."""
@@ -158,11 +182,15 @@ class VectorisedSwarm:
         self._in_flight.append((now + self.delay, target_msg,  # failed agents: presence
                                 (c.ids, positions.copy(), velocities.copy(), c.u.copy(),
                                  c.u_ss.copy(), live.copy())))
+        self._now = now
         return c.step(live, positions, velocities, now), c.u
 
     @property
     def u_ss(self) -> np.ndarray:
         return self.controllers.u_ss
+
+    def known(self):
+        return self.controllers.known(self._now)
 
 
 class BatchSwarm:
@@ -172,17 +200,22 @@ class BatchSwarm:
         self.controllers = BatchControllers([scenario], np.asarray(ids, dtype=np.int64))
 
     def tick(self, now, live, positions, velocities, target_msg, faults=None):
+        self._now = now
+        self._faults = None if faults is None or not faults.active else stack_plans([faults])
         cmds, u = self.controllers.tick(
             now, live[None], positions[None], velocities[None],
             np.asarray(target_msg.position, dtype=float)[None],
             np.asarray(target_msg.velocity, dtype=float)[None],
-            np.asarray(target_msg.acceleration, dtype=float)[None],
-            None if faults is None or not faults.active else stack_plans([faults]))
+            np.asarray(target_msg.acceleration, dtype=float)[None], self._faults)
         return cmds[0], u[0]
 
     @property
     def u_ss(self) -> np.ndarray:
         return self.controllers.u_ss[0]
+
+    def known(self):
+        positions, counted = self.controllers.known(self._now, self._faults)
+        return positions[0], counted[0]
 
 
 @dataclass(frozen=True)

@@ -183,6 +183,17 @@ class SwarmControllers:
             if 0 <= agent_id < self.index_of.size and self.index_of[agent_id] >= 0:
                 self.lambdas[self.index_of[agent_id]] = weight
 
+    def known(self, now: float):
+        """
+        Return what each agent knows of the others at ``now`` (``engines.SwarmEngine.known``).
+
+        Every receiver holds the same states: positions (N, N, 3), counted (N, N) (not its own).
+        """
+        a, n = self.agents, self.ids.size
+        kept = a.has & is_alive(a.rx_time, now, self.params.obstacle_memory)
+        counted = np.broadcast_to(kept, (n, n)) & ~np.eye(n, dtype=bool)
+        return np.broadcast_to(a.position, (n, n, 3)), counted
+
     def _column(self, chosen):
         """Return the agent indices of neighbour ids (NO_NEIGHBOUR stays)."""
         return np.where(chosen != NO_NEIGHBOUR, self.index_of[np.maximum(chosen, 0)],

@@ -16,7 +16,7 @@ from typing import Optional
 
 import numpy as np
 
-from soliton_encirclement_ros.core.area import limit_for_hold
+from soliton_encirclement_ros.core.area import limit_clear
 from soliton_encirclement_ros.core.controller import seconds_to_ns, TargetBroadcast
 from soliton_encirclement_ros.core.engines import choose_engine, ENGINES
 from soliton_encirclement_ros.core.faults import fault_plan, SwarmOutages
@@ -92,8 +92,9 @@ class SwarmRun:
                                    faults if faults.active else None)
         if faults.held.any():  # a bridge holds its vehicle after a large estimator reset
             cmds = np.where(faults.held[:, None], 0.0, cmds)
-        cmds = limit_for_hold(cmds, positions, velocities, scenario.area, self.params.t_safe,
-                              self.params.a_safe, self.period)
+        cmds = limit_clear(cmds, positions, velocities, scenario.area, self.params.t_safe,
+                           self.params.a_safe, self.period, self._swarm.known,
+                           self.params.d_safe)
         if scenario.area is not None:
             self.area_margin = min(self.area_margin,
                                    float(scenario.area.clearance(positions).min()))

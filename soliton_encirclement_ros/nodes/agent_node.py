@@ -36,12 +36,12 @@ from std_srvs.srv import SetBool
 from ros_support.number_text import fixed
 from ros_support.ros_parameters import current_values, declare, declare_validated, specs_of
 from ros_support.spin import spin_node
-from soliton_encirclement_ros.core.area import AreaWatch, limit_for_hold
+from soliton_encirclement_ros.core.area import AreaWatch, limit_clear
 from soliton_encirclement_ros.core.comms import ImpairedChannel
 from soliton_encirclement_ros.core.controller import (
     agent_tick, AgentBroadcast, AgentStates, ahead_as_presence, BLIND, FAILED, failed_tick,
-    future_stamp_reason, initial_state, OK, receive_states, STARTING, Status, TARGET_LOST,
-    TargetBroadcast)
+    future_stamp_reason, initial_state, known_vehicles, OK, receive_states, STARTING, Status,
+    TARGET_LOST, TargetBroadcast)
 from soliton_encirclement_ros.core.faults import OutageProcess
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.identity import (
@@ -324,9 +324,11 @@ class AgentNode(Node):
         if tick.command is not None:
             command = tick.command
             if self._area is not None and odometry is not None:  # able to stop inside
-                command = limit_for_hold(command, odometry[1], odometry[2], self._area,
-                                         self._params.t_safe, self._params.a_safe,
-                                         self._params.control_period)
+                command = limit_clear(command, odometry[1], odometry[2], self._area,
+                                      self._params.t_safe, self._params.a_safe,
+                                      self._params.control_period,
+                                      lambda: known_vehicles(self._state, now, self._params)[1:],
+                                      self._params.d_safe)
             twist = Twist()
             twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in command)
             self._cmd_pub.publish(twist)

@@ -6,7 +6,8 @@ Over whole runs, in every engine and a sweep: ``acceptance/test_area_acceptance.
 import numpy as np
 import pytest
 
-from soliton_encirclement_ros.core.area import limit_to_area, SafetyArea, stoppable_speed
+from soliton_encirclement_ros.core.area import (
+    limit_clear, limit_for_hold, limit_to_area, SafetyArea, stoppable_speed)
 
 # A non-convex field: a square with a notch, 1 m margin, 0-40 m altitude band.
 FIELD = {'polygon': [[-40, -40], [40, -40], [40, 40], [0, 10], [-40, 40]], 'z_min': 0.0,
@@ -126,3 +127,84 @@ def test_a_polygon_with_latitude_and_longitude_swapped_is_refused(polygon, refer
     with pytest.raises(ValueError, match='swapped') as error:
         SafetyArea.from_mapping({'polygon_latlon': polygon, 'geo_reference': reference})
     assert '\n' not in str(error.value)
+
+
+# An agent on the stop line x = 29 of a 60 m square, flying along it (+y); a vehicle hovers
+# 1.3 m inside the line and 1 m ahead. The law's d_safe term had turned its command across
+# the line of sight (no approach), which points out of the area.
+SIDE = {'polygon': [[-30, -30], [30, -30], [30, 30], [-30, 30]]}
+AGENT, AGENT_V = [28.95, 0.0, 5.0], [0.0, 1.0, 0.0]
+VEHICLE = np.array([27.65, 1.0, 5.0])
+SIGHT = (VEHICLE[:2] - AGENT[:2]) / np.hypot(*(VEHICLE[:2] - AGENT[:2]))
+ASIDE = 2.0 * np.array([SIGHT[1], -SIGHT[0], 0.0])   # out and forward, across the sight
+HOLD = (0.5, 4.0, 0.05)  # lag, braking, the command's hold
+
+
+def _approach(cmd):
+    return float(np.dot(np.asarray(cmd)[:2], SIGHT))
+
+
+def test_the_area_limit_alone_turns_the_command_toward_the_vehicle():
+    area = SafetyArea.from_mapping(SIDE)
+    assert abs(_approach(ASIDE)) < 1e-12
+    assert _approach(limit_for_hold(ASIDE, AGENT, AGENT_V, area, *HOLD)) > 0.5
+
+
+def test_limit_clear_keeps_the_area_and_adds_no_approach_to_a_vehicle_within_d_safe():
+    area = SafetyArea.from_mapping(SIDE)
+    calls = []
+
+    def known():
+        calls.append(1)
+        return VEHICLE[None], np.array([True])
+
+    cmd = limit_clear(ASIDE, AGENT, AGENT_V, area, *HOLD, known, 2.0)
+    assert calls and _approach(cmd) <= 1e-9
+    assert np.allclose(limit_for_hold(cmd, AGENT, AGENT_V, area, *HOLD), cmd)  # inside still
+    # an approach the law's own command had is kept, no more
+    toward = ASIDE + 0.3 * np.append(SIGHT, 0.0)
+    cmd = limit_clear(toward, AGENT, AGENT_V, area, *HOLD, known, 2.0)
+    assert _approach(cmd) <= _approach(toward) + 1e-9
+    assert _approach(limit_for_hold(toward, AGENT, AGENT_V, area, *HOLD)) > _approach(toward)
+
+
+@pytest.mark.parametrize('others, counted, bound', [
+    (VEHICLE[None], [False], 2.0),           # not counted by the d_safe term
+    (VEHICLE[None] - [5.0, 0.0, 0.0], [True], 2.0),   # beyond d_safe
+    (np.full((1, 3), np.nan), [True], 2.0),  # none there
+    (VEHICLE[None], [True], 0.0),            # d_safe off
+])
+def test_limit_clear_is_the_area_limit_where_none_counted_is_within_bound(others, counted, bound):
+    area = SafetyArea.from_mapping(SIDE)
+    cmd = limit_clear(ASIDE, AGENT, AGENT_V, area, *HOLD,
+                      lambda: (others, np.array(counted)), bound)
+    assert cmd.tolist() == limit_for_hold(ASIDE, AGENT, AGENT_V, area, *HOLD).tolist()
+
+
+def test_limit_clear_asks_what_agents_know_only_where_the_limit_changed_a_command():
+    area = SafetyArea.from_mapping(SIDE)
+
+    def known():
+        raise AssertionError('asked')
+
+    inside = [[0.0, 0.0, 5.0], [1.0, 0.0, 5.0]]
+    cmds = [[2.0, 1.0, 0.0], [-1.0, 2.0, 0.0]]
+    assert limit_clear(cmds, inside, np.zeros((2, 3)), area, *HOLD, known, 2.0).tolist() == cmds
+    assert limit_clear(cmds, inside, np.zeros((2, 3)), None, *HOLD, known, 2.0).tolist() == cmds
+
+
+def test_limit_clear_over_runs_and_agents_changes_only_the_rows_it_must():
+    area = SafetyArea.from_mapping(SIDE)
+    positions = np.array([[AGENT, [0.0, 0.0, 5.0]], [[0.0, 5.0, 5.0], AGENT]])   # (R 2, N 2)
+    cmds = np.array([[ASIDE, [1.0, 0.0, 0.0]], [[0.0, 1.0, 0.0], ASIDE]])
+    velocities = np.broadcast_to(AGENT_V, (2, 2, 3))
+    others = np.full((2, 2, 1, 3), np.nan)
+    others[0, 0, 0] = others[1, 1, 0] = VEHICLE
+    counted = ~np.isnan(others[..., 0])
+    out = limit_clear(cmds, positions, velocities, area, *HOLD, lambda: (others, counted), 2.0)
+    plain = limit_for_hold(cmds, positions, velocities, area, *HOLD)
+    assert out.shape == (2, 2, 3)
+    assert out[0, 1].tolist() == plain[0, 1].tolist()
+    assert out[1, 0].tolist() == plain[1, 0].tolist()
+    for r, i in ((0, 0), (1, 1)):
+        assert _approach(out[r, i]) <= 1e-9 < _approach(plain[r, i])

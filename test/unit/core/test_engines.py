@@ -37,6 +37,35 @@ def test_engine_tick_contract(engine):
     assert np.any(cmds[live] != 0.0)  # the working agents did move
 
 
+def test_every_engine_knows_what_the_agent_node_knows():
+    """
+    ``known()`` is what each agent has heard of the others, by index, the same in every engine.
+
+    ``area.limit_clear`` holds each command's approach to those within ``d_safe``. A failed
+    agent's presence counts; an agent never counts itself.
+    """
+    s = Scenario(agents=5, seed=0, duration=5.0, control_period=0.05)
+    params, ids = s.controller_params(), s.agent_ids()
+    live = np.array([True, True, False, True, True])
+    seen = {}
+    for engine in ENGINES:
+        swarm = ENGINES[engine].build(ids, params, s)
+        positions = s.start_positions()
+        for k in range(12):
+            now = k * s.control_period
+            target = TargetBroadcast(int(now * 1e9), np.zeros(3), np.zeros(3), s.omega_ref,
+                                     s.lambdas)
+            cmds, _ = swarm.tick(now, live, positions, np.zeros_like(positions), target)
+            positions = positions + cmds * s.control_period
+        seen[engine] = swarm.known()
+    reference, counted = seen['per-agent']
+    assert counted.sum() == 20 and not counted.diagonal().any()
+    assert np.all(np.isfinite(reference[counted]))
+    for engine, (others, kept) in seen.items():
+        assert others.shape == (5, 5, 3) and kept.tolist() == counted.tolist(), engine
+        assert np.array_equal(others[kept], reference[counted]), engine
+
+
 def test_the_scan_is_skipped_only_where_it_finds_nothing():
     """
     ``none_within_reach`` says True only where the within-reach scan returns nothing.

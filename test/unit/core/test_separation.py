@@ -5,6 +5,7 @@ The crossing scenarios start from hand-placed rings that the batch simulator's r
 does not produce (``support.swarm_loop``: the simulator's own engines and mobility model).
 """
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -451,3 +452,42 @@ def test_a_silent_vehicle_counts_at_the_point_of_its_way_nearest_the_agent():
         law.silent_obstacles([False], [True], position, np.zeros((1, 3)), age, None, params,
                              own_position=np.array(beside))['others_position'][0],
         position[0])
+
+
+def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(tmp_path,
+                                                                               monkeypatch):
+    """
+    The separation benchmark's closest approach at an area edge is kept above 0.8 d_safe.
+
+    N = 32, the target along two edges, 4 failures a minute, a clean link, seed 2; the ring's
+    gains from half d_safe. An agent flying along the stop line passes an agent that failed and
+    hovers 1.3 m inside it: its d_safe term turns its command aside, out of the area, and the
+    area limit took that part out and kept the part along the line, toward the vehicle (0.65
+    d_safe once apart). ``area.limit_clear`` holds the approach to what the law's own command
+    had: above 0.8.
+    """
+    import importlib.util
+
+    from soliton_encirclement_ros.core import area, batch_engine
+    from soliton_encirclement_ros.core.batch_engine import simulate_runs
+
+    spec = importlib.util.spec_from_file_location(
+        'bench_separation', Path(__file__).resolve().parents[3] / 'benchmarks'
+        / 'bench_separation.py')
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    runs = [run for run in bench.grid(2.0, (2,), 18.0, ns=(32,), failures_axis=(4.0,),
+                                      impairments=(bench.IMPAIRMENTS[0],), faults=('edge',),
+                                      folder=tmp_path,
+                                      gains={'ring_gains_from': 0.5, 'ring_ramp_silent': True})
+            if run.point['target_motion'] == 'edge']
+    assert len(runs) == 1
+
+    def after():
+        return simulate_runs([runs[0].scenario], apart=2.0).separation.after[0] / 2.0
+
+    assert after() > 0.8
+    monkeypatch.setattr(batch_engine, 'limit_clear',
+                        lambda cmds, p, v, a, lag, braking, hold, known, bound:
+                        area.limit_for_hold(cmds, p, v, a, lag, braking, hold))
+    assert after() < 0.7
