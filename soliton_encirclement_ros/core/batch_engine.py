@@ -571,9 +571,10 @@ class BatchControllers:
         succ_view = view(succ)[0]
         lambda_pred = np.where(pred_ok, self.lambdas[np.maximum(pred, 0)], 1.0)
         others = {}
+        kept = None  # those heard within obstacle_memory (the d_safe term's, law.crowded's)
         if p.d_safe:  # states arrive ``delay`` after they were sent
             rx = get(self.rx)
-            silent = get(self.has) & (local - rx <= p.obstacle_memory)
+            silent = kept = get(self.has) & (local - rx <= p.obstacle_memory)
             if faults is None and not self.faulty:
                 d_safe = p.safety_distance(entry.sum(axis=1) + 1)
                 discs = self._silent_discs(heard, silent, local - rx, entry)
@@ -599,7 +600,8 @@ class BatchControllers:
         crowd = silent_now = False
         resized = p.ring_ramp_silent and np.any(ring_size != get(self.ring_size))
         if resized or (p.ring_gains_from and p.d_safe):
-            kept = get(self.has) & (local - get(self.rx) <= p.obstacle_memory)
+            if kept is None:
+                kept = get(self.has) & (local - get(self.rx) <= p.obstacle_memory)
             crowd = crowded(own, nb_pos, kept, p.safety_distance(ring_size))
             if resized:
                 silent_now = (kept & ~heard).any(axis=1) | crowd

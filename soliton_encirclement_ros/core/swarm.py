@@ -258,6 +258,7 @@ class SwarmControllers:
         succ_view = self._neighbour(succ, visible, theta_all)[0]
         lambda_pred = np.where(pred_ok, self.lambdas[pred_idx], 1.0)
         others = {}
+        kept = None  # those heard within obstacle_memory (the d_safe term's, law.crowded's)
         if p.d_safe:  # every other vehicle each row hears, within reach of its d_safe term
             if self._wide is False:  # compiled past the k-d tree's size (smaller: no gain)
                 self._wide = compiled_wide() if self.ids.size > SHARED_COLUMNS else None
@@ -284,7 +285,8 @@ class SwarmControllers:
         crowd, silent_now = np.zeros(rows.size, dtype=bool), False
         resized = p.ring_ramp_silent and np.any(ring_size != self.ring_size[rows])
         if resized or (p.ring_gains_from and p.d_safe):
-            kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
+            if kept is None:
+                kept = a.has & is_alive(a.rx_time, now, p.obstacle_memory)
             crowd = crowded_shared(positions[rows], kept, a.position, rows,
                                    p.safety_distance(ring_size))
             if resized:
