@@ -892,7 +892,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         # law.encirclement_step's e_tau + k_e_ring * _ring_offset (ring_offset x weight; 0
         # where a lambda is not 1)
         crowd = False  # ring_ramp_silent: only where the size changed (law.ring_ramp)
-        if law[RING_RAMP_SILENT] != 0.0 and ring[m] != ring_size[m]:
+        scanned = law[RING_RAMP_SILENT] != 0.0 and ring[m] != ring_size[m]
+        if scanned:
             crowd = _any_nearer(m, has, tab, rx_time, now, obstacle_memory, position,
                                 nb_position, d_safe[ring[m]], False)
         weight = _ring_ramp_row(m, ring[m], now, law, ring_size, ring_changed, ring_tick,
@@ -922,9 +923,10 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             share = (r / radius - low) / (law[RING_GAINS_FULL] - low)
             share = share if share > 0.0 else 0.0
             share = share if share < 1.0 else 1.0
-            if share > 0.0 and _any_nearer(m, has, tab, rx_time, now, obstacle_memory, position,
-                                           nb_position, d_safe[ring[m]], False):
-                share = 0.0                                          # crowded
+            if share > 0.0 and (crowd if scanned else _any_nearer(
+                    m, has, tab, rx_time, now, obstacle_memory, position, nb_position,
+                    d_safe[ring[m]], False)):
+                share = 0.0                                          # crowded: one scan
         blended = share > 0.0 and share < 1.0
         # law.encirclement_step: the step at the crowd's gains, at the ring's where the share
         # is 1, both where it is between (then blended below)
