@@ -692,7 +692,7 @@ class BatchControllers:
             f.target_acceleration, u, limiter(u, p), f.prev_cmd, f.pred, f.succ,
             plan.hysteresis, plan.damping, f.ring_size, f.ring_changed, f.ring_tick,
             plan.separate, plan.d_safe, member, self._age_at_arrival, f.u_ss,
-            cmds.reshape(rows, 3), done, plan.ring_law, plan.ring_damping)
+            cmds.reshape(rows, 3), done, plan.ring_law, plan.ring_damping, plan.ring_fade)
         return done.reshape(r, n), stepped
 
     def _ring_offset(self, theta_self, theta, entry, weight):

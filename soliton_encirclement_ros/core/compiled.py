@@ -38,7 +38,7 @@ import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import (
-    implicit_decay, omega_damping_gain, u_bound, WITHIN_REACH_COLUMNS)
+    implicit_decay, omega_damping_gain, ring_size_share, u_bound, WITHIN_REACH_COLUMNS)
 
 # The fields of ControllerParams the kernels read (through LAW_FIELDS and the tables) or that
 # their path does not depend on (timeouts and liveness the caller applies, the d_safe term's
@@ -51,7 +51,8 @@ KNOWN_FIELDS = frozenset({
     'max_speed_xy', 'max_speed_z', 'altitude', 'k_z', 'k_e_ring', 'ring_ramp', 'ring_turn_acc',
     'ring_ramp_silent',
     # the ring's gains: ring_gains_from/full through LAW_FIELDS, the rest through the ring's
-    # law array and damping table (ControlPlan.ring_law, ring_damping)
+    # law array and damping table (ControlPlan.ring_law, ring_damping) and the fade by ring
+    # size (ControlPlan.ring_fade)
     'ring_gains_from', 'ring_gains_full', 'k_tau_ring', 'k_e_tau_ring', 'k_omega_own_ring',
     'ring_turn_acc_ring',
     # the d_safe term (kernels._separation_row; d_safe and d_safe_share through the table of
@@ -191,6 +192,7 @@ class ControlPlan:
     separate: bool = False  # the d_safe term compiled where a vehicle is within reach
     ring_law: np.ndarray = None      # law of params.ring_gains() (ring_gains_from; else law)
     ring_damping: np.ndarray = None  # its damping table (else damping)
+    ring_fade: np.ndarray = None     # by ring size: law.ring_size_share (ring_gains_from)
 
 
 def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: int,
@@ -225,7 +227,8 @@ def control_plan(params: ControllerParams, omega_ref: float, runs: int, agents: 
         crowd[0], np.asarray(params.neighbour_hysteresis(sizes), dtype=float), crowd[1],
         np.asarray(params.safety_distance(sizes), dtype=float),
         np.tile(np.arange(agents, dtype=np.int64), runs), np.zeros(runs * agents), module,
-        bool(params.d_safe) and compiles_whole(params, agents), ring[0], ring[1])
+        bool(params.d_safe) and compiles_whole(params, agents), ring[0], ring[1],
+        np.asarray(ring_size_share(sizes, params), dtype=float))
 
 
 def damping_table(sizes, params: ControllerParams) -> np.ndarray:

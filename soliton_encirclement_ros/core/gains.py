@@ -123,8 +123,12 @@ class ControllerParams:
                                      "of it (the two laws' steps blended), but the crowd's "
                                      'wherever a vehicle it counts is nearer than its d_safe: '
                                      'the ring re-spaces fast while a crowd still near the '
-                                     'target, or among other vehicles, moves gently; 0 = off '
-                                     '(the gains above everywhere)', low=0.0)
+                                     'target, or among other vehicles, moves gently; and '
+                                     'they fade out where k_tau_ring k_e_tau_ring N P (N the '
+                                     'ring size heard, P control_period) goes from 400 to 600, '
+                                     "where their explicit step would let a large ring's "
+                                     'shortest wave grow; 0 = off (the gains above everywhere)',
+                                     low=0.0)
     ring_gains_full: float = setting(0.75, "the share of R from which the ring's gains "
                                      '(ring_gains_from) apply whole; above ring_gains_from',
                                      low=0.0)

@@ -748,7 +748,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
                  nb_velocity, nb_u, nb_u_ss, target_position, target_velocity,
                  target_acceleration, u, g_u, prev_cmd, pred, succ, hysteresis, damping,
                  ring_size, ring_changed, ring_tick, separate, d_safe, member, age_at_arrival,
-                 u_ss_out, cmd_out, done, ring_law, ring_damping):
+                 u_ss_out, cmd_out, done, ring_law, ring_damping, ring_fade):
     """
     Neighbour selection and ``law.encirclement_step`` of every row.
 
@@ -767,12 +767,13 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
     ``implicit_decay``). With ``law``'s ``ring_gains_from`` set, a row's step is also taken at
     ``ring_law``'s gains (``ControllerParams.ring_gains``; ``k_tau``, ``k_e_tau``,
     ``k_omega_own``, ``ring_turn_acc``) and ``ring_damping``'s, and the two are blended by
-    ``law.ring_gain_share`` as ``law.encirclement_step`` blends them: only one step taken where
-    the share is 0 or 1. Updates ``u``, ``pred``, ``succ``,
-    ``prev_cmd`` and the ring term's ramp state ``ring_size``, ``ring_changed``, ``ring_tick``
-    (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M, 3). The tables of what each
-    row heard (``rx_time``, ``member``, ``nb_*``) are read at row ``tab[m]``: the row's own
-    (``tab[m] == m``), or its run's where every receiver of a run holds the same
+    ``law.ring_gain_share`` as ``law.encirclement_step`` blends them (``ring_fade`` by ring
+    size: ``law.ring_size_share``): only one step taken where the share is 0 or 1. Updates
+    ``u``, ``pred``, ``succ``, ``prev_cmd`` and the ring term's ramp state ``ring_size``,
+    ``ring_changed``, ``ring_tick`` (M,) in place and writes ``u_ss_out`` (M,), ``cmd_out`` (M,
+    3). The tables of what each row heard (``rx_time``, ``member``, ``nb_*``) are read at row
+    ``tab[m]``: the row's own (``tab[m] == m``), or its run's where every receiver of a run
+    holds the same
     (:func:`exchange_states`' shared tables). Returns how many rows it stepped (``done``).
     """
     k_r, k_dr, radius = law[K_R], law[K_DR], law[RADIUS]
@@ -922,7 +923,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             low = law[RING_GAINS_FROM]
             share = (r / radius - low) / (law[RING_GAINS_FULL] - low)
             share = share if share > 0.0 else 0.0
-            share = share if share < 1.0 else 1.0
+            share = (share if share < 1.0 else 1.0) * ring_fade[ring[m]]  # ring_size_share
             if share > 0.0 and (crowd if scanned else _any_nearer(
                     m, has, tab, rx_time, now, obstacle_memory, position, nb_position,
                     d_safe[ring[m]], False)):

@@ -31,6 +31,15 @@ SEPARATION_YIELD = 5.0
 # benchmark's close approach is 0.5 d_safe). The whole of d_safe held a ring packed tighter
 # than d_safe in a jostle that never settled.
 CONTINGENCY_SHARE = 0.5
+# The ring's gains step the spacing loop explicitly: its stiffness per tick, k_tau k_e_tau N P
+# of the ring's gains (N the ring size heard, P the control period), grows with N, and the
+# evenly spaced ring's shortest wave (mode N/2, core.stability) grows from about 950 on (the
+# ring's default gains: N = 95 at P = 0.1 s, 190 at 0.05 s; 825 with k_e_tau_ring 50). The ring's
+# gains apply whole up to RING_STIFFNESS_WHOLE and fade out by RING_STIFFNESS_NONE, the crowd's
+# taking over (stable to N = 400 at P = 0.1 s): at N P = 4 to 6 with the defaults, beyond
+# every ring the benchmarks fly (N P = 3.2 at most) and short of where any mode grows.
+RING_STIFFNESS_WHOLE = 400.0
+RING_STIFFNESS_NONE = 600.0
 SEPARATION_PASSES = 4  # passes of the approach removal (see separation_velocity)
 # |u| is kept where the explicit Euler step of its decay, control_period x (beta_u + 3 alpha_u
 # u^2), stays below this (2 is where the step starts to oscillate with growing amplitude).
@@ -1327,7 +1336,7 @@ def fallback_command(target_velocity, target_age, position, params: ControllerPa
     return clamp_velocity(v_t, params.max_speed_xy, params.max_speed_z)
 
 
-def ring_gain_share(r, params: ControllerParams, crowd=False):
+def ring_gain_share(r, params: ControllerParams, crowd=False, ring_size=0):
     """
     Return how far (0 to 1) the ring's gains replace the crowd's at distance ``r`` [m].
 
@@ -1337,13 +1346,31 @@ def ring_gain_share(r, params: ControllerParams, crowd=False):
     ring, spaced wider than ``d_safe``; among vehicles that near, at a crowded start or past a
     vehicle on its path, their stronger pull along the ring carried agents into each other
     (0.58 ``d_safe`` once apart from a line start), where the crowd's gains keep clear.
-    Elementwise; floats in, a float out.
+    Times :func:`ring_size_share` of the ``ring_size`` heard. Elementwise; floats in, a float
+    out.
     """
     low, full = params.ring_gains_from, params.ring_gains_full
     share = (r / params.radius - low) / (full - low)
+    fade = ring_size_share(ring_size, params)
     if isinstance(share, float):
-        return 0.0 if crowd else min(max(share, 0.0), 1.0)
-    return np.where(crowd, 0.0, np.clip(share, 0.0, 1.0))
+        return 0.0 if crowd else min(max(share, 0.0), 1.0) * fade
+    return np.where(crowd, 0.0, np.clip(share, 0.0, 1.0) * fade)
+
+
+def ring_size_share(ring_size, params: ControllerParams):
+    """
+    Return how far (0 to 1) the ring's gains may apply in a ring of ``ring_size`` heard.
+
+    1 while the ring's spacing stiffness per tick, ``k_tau_ring k_e_tau_ring ring_size P``, is
+    at most :data:`RING_STIFFNESS_WHOLE`, 0 from :data:`RING_STIFFNESS_NONE`, linear between:
+    a large ring at a long control period keeps the crowd's gains, which its explicit step
+    holds. Elementwise (an int gives a float).
+    """
+    stiffness = (params.k_tau_ring * params.k_e_tau_ring * params.control_period) * ring_size
+    fade = (RING_STIFFNESS_NONE - stiffness) / (RING_STIFFNESS_NONE - RING_STIFFNESS_WHOLE)
+    if np.ndim(fade) == 0:
+        return min(max(float(fade), 0.0), 1.0)
+    return np.clip(fade, 0.0, 1.0)
 
 
 def _blend(crowd, ring, share):
@@ -1370,7 +1397,8 @@ def encirclement_step(u, position, velocity, prev_cmd, target_position, target_v
             theta_self, pred, succ, lambda_pred, lambda_self)
     if not params.ring_gains_from:
         return step_at_gains(*args, params, **terms)
-    share = ring_gain_share(polar_frame(position, target_position)[0], params, crowd)
+    share = ring_gain_share(polar_frame(position, target_position)[0], params, crowd,
+                            terms.get('ring_size', 0))
     if np.all(share <= 0.0):
         return step_at_gains(*args, params, **terms)
     ring = step_at_gains(*args, params.ring_gains(), **terms)
@@ -1571,7 +1599,8 @@ def encirclement_step_one(u, position, velocity, prev_cmd, target_position, targ
     if not params.ring_gains_from:
         return step_at_gains_one(*args, params, **terms)
     share = ring_gain_share(_hypot(position[0] - target_position[0],
-                                   position[1] - target_position[1]), params, crowd)
+                                   position[1] - target_position[1]), params, crowd,
+                            terms.get('ring_size', 0))
     if share <= 0.0:
         return step_at_gains_one(*args, params, **terms)
     ring = step_at_gains_one(*args, params.ring_gains(), **terms)

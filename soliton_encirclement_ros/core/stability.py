@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from soliton_encirclement_ros.core.gains import ControllerParams
-from soliton_encirclement_ros.core.law import implicit_decay, omega_damping_gain
+from soliton_encirclement_ros.core.law import implicit_decay, omega_damping_gain, ring_gain_share
 
 STATE = ('phi', 'w', 'u', 's', 'phi_prev', 'w_prev', 'u_prev', 's_prev')
 
@@ -56,8 +56,25 @@ def mode_map(n: int, k: int, params: ControllerParams, tau: float = 1.0,
     Return the (8, 8) complex map of one control period for ring mode ``k`` of ``n`` agents.
 
     ``tau`` is the vehicle's horizontal velocity time constant [s] and ``sim_dt`` its
-    integration step [s]; the control period is ``params.control_period``.
+    integration step [s]; the control period is ``params.control_period``. With the ring's
+    gains (``ring_gains_from``), the law flown at R by a ring of ``n``
+    (``law.ring_gain_share``; an even ring is spaced wider than the ``d_safe`` flown, so never
+    crowded): the ring's map, or where the share is between, the two maps blended in that
+    share, as the law blends the two steps (every row is linear in the blended ``u``,
+    ``u_ss`` and command).
     """
+    share = (ring_gain_share(float(params.radius), params, ring_size=n)
+             if params.ring_gains_from else 0.0)
+    if share <= 0.0:
+        return _mode_map(n, k, params, tau, sim_dt)
+    ring = _mode_map(n, k, params.ring_gains(), tau, sim_dt)
+    if share >= 1.0:
+        return ring
+    return (1.0 - share) * _mode_map(n, k, params, tau, sim_dt) + share * ring
+
+
+def _mode_map(n: int, k: int, params: ControllerParams, tau: float, sim_dt: float) -> np.ndarray:
+    """:func:`mode_map` of the law at ``params``' own gains."""
     if n < 3:
         raise ValueError(f'a ring needs n >= 3 agents, got {n}')
     if tau <= 0.0 or sim_dt <= 0.0:

@@ -60,6 +60,11 @@ GAIN_SETS = {
     # rows at the crowd's gains, at the ring's and blended (radii 5-40 m, R 20.4 m)
     "the ring's gains": ({'ring_gains_from': 0.5, 'ring_gains_full': 1.2, 'd_safe': 0.0,
                          'ring_ramp': 0.0}, None),
+    # the ring's gains faded by the ring size heard (law.ring_size_share): 75 N here, whole
+    # to N = 5, none from 8
+    "the ring's gains, faded by ring size": ({'ring_gains_from': 0.5, 'ring_gains_full': 1.2,
+                                              'k_e_tau_ring': 1500.0, 'd_safe': 0.0,
+                                              'ring_ramp': 0.0}, None),
     # a change of the ring size heard keeps the ramp (no silent vehicle on a kernel's row)
     'ring_ramp_silent': ({'ring_ramp_silent': True, 'd_safe': 0.0}, None),
 }

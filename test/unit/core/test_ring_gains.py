@@ -7,8 +7,9 @@ import pytest
 from soliton_encirclement_ros.core import compiled
 from soliton_encirclement_ros.core.gains import ControllerParams
 from soliton_encirclement_ros.core.law import (
-    encirclement_step, encirclement_step_one, NeighbourView, ring_gain_share, step_at_gains,
-    step_at_gains_one)
+    encirclement_step, encirclement_step_one, NeighbourView, ring_gain_share, ring_size_share,
+    RING_STIFFNESS_NONE, RING_STIFFNESS_WHOLE, step_at_gains, step_at_gains_one)
+from soliton_encirclement_ros.core.stability import growth_curve, ring_growth_rate
 
 R = 20.0
 BLENDED = ControllerParams(radius=R, ring_gains_from=0.5, ring_gains_full=0.75, d_safe=0.0)
@@ -110,6 +111,38 @@ def test_rows_at_every_distance_blend_each_by_its_own_share():
         alone = encirclement_step(*_args(r), BLENDED, ring_size=3, own_id=0)
         assert together[0][k] == pytest.approx(float(alone[0]), rel=1e-12)
         np.testing.assert_allclose(together[2][k], alone[2], rtol=1e-12)
+
+
+def test_a_large_ring_at_a_long_period_fades_to_the_crowds_gains():
+    """
+    The ring's gains apply whole while k_tau_ring k_e_tau_ring N P <= 400, none from 600.
+
+    Stepped explicitly, their spacing loop's shortest wave grows in a large ring at a long
+    period (the ring's gains alone: N = 128 at P = 0.1 s, +0.41/s); the crowd's hold it.
+    """
+    p = BLENDED.with_changes(control_period=0.1)  # k_tau_ring 1, k_e_tau_ring 100: N P 4 to 6
+    assert (RING_STIFFNESS_WHOLE, RING_STIFFNESS_NONE) == (400.0, 600.0)
+    assert ring_size_share(40, p) == 1.0 and ring_size_share(60, p) == 0.0
+    assert ring_size_share(50, p) == pytest.approx(0.5)
+    np.testing.assert_allclose(ring_size_share(np.array([0, 40, 45, 50, 60, 1000]), p),
+                               [1.0, 1.0, 0.75, 0.5, 0.0, 0.0])
+    # the share at a distance, times the fade: floats and arrays alike, bit for bit
+    for n in (3, 45, 52, 70):
+        one = ring_gain_share(0.7 * R, p, False, n)
+        rows = ring_gain_share(np.array([0.7 * R]), p, np.array([False]), np.array([n]))
+        assert np.float64(one).tobytes() == rows[0].tobytes()
+        assert one == pytest.approx(0.8 * float(ring_size_share(n, p)))
+    # the step of an agent hearing a ring of 70 at P = 0.1 s is the crowd's, far out
+    args = _args(3.0 * R)
+    assert all(np.asarray(a).tobytes() == np.asarray(b).tobytes() for a, b in zip(
+        encirclement_step(*args, p, ring_size=70, own_id=0),
+        step_at_gains(*args, p, ring_size=70, own_id=0)))
+    assert ring_growth_rate(128, p.ring_gains()).rate > 0.3  # without the fade: grows
+    ns = np.arange(3, 129)
+    for period in (0.01, 0.05, 0.1):  # with it, every ring decays (also a 50 % slower vehicle)
+        q = ControllerParams(control_period=period, ring_gains_from=0.5)
+        assert np.all(growth_curve(ns, q, tau=1.0) < -0.15)
+        assert np.all(growth_curve(ns, q, tau=1.5) < -0.15)
 
 
 def test_off_it_is_the_crowds_step_and_the_kernels_cover_both():
