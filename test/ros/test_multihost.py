@@ -291,9 +291,15 @@ def test_a_companion_clock_off_by_0_3_s_is_named_and_the_ring_still_forms(hosts)
     assert lag > -0.05, seen_by_uav2  # a sender on the same clock is never ahead
     assert 0.25 < seen_by_uav2['link.1'] + lag < 0.35, seen_by_uav2
     assert status['level'] == 1 and 'clock of agent 1 off by +0.' in status['message'], status
-    _, seen_by_uav1 = offsets('/uav1/agent')
     # uav2 and uav3 share a clock 0.3 s behind uav1's: each reads at least that far behind
-    # (lag adds to it), and the two alike
-    assert all(offset < -0.25 for offset in seen_by_uav1.values()), seen_by_uav1
-    assert abs(seen_by_uav1['link.2'] - seen_by_uav1['link.3']) < 0.05, seen_by_uav1
+    # (lag adds to it), and the two alike. uav1's own /clock comes from a publisher on its
+    # host: while a loaded machine holds that publisher back, uav1's clock lags and the others
+    # read less far behind (-0.24 s with both cores busy), so the settled figures are waited for.
+
+    def uav1_reads_both_behind():
+        seen = offsets('/uav1/agent')[1]
+        return (len(seen) == 2 and all(offset < -0.25 for offset in seen.values())
+                and abs(seen['link.2'] - seen['link.3']) < 0.05)
+    wait_for(uav1_reads_both_behind, 60.0, 'uav1 to read agents 2 and 3 0.3 s behind, alike')
+    _, seen_by_uav1 = offsets('/uav1/agent')
     print(f'offsets heard by uav2: {seen_by_uav2}; by uav1: {seen_by_uav1}')
