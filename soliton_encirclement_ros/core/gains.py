@@ -49,6 +49,7 @@ REFERENCE_GAINS = {
     'k_gap_steer': 0.0,
     'ring_turn_acc': 0.0, 'soft_limiter': False,
     'u_lim': 2.0, 'hysteresis': 0.05, 'd_safe': 0.0, 'target_lead': 0.0,
+    'ring_gains_from': 0.0, 'ring_ramp_silent': False,
 }
 PRESETS = {'default': {}, 'reference': REFERENCE_GAINS}
 
@@ -99,7 +100,7 @@ class ControllerParams:
                                'last changed (its first tick included): the fitted ring moves '
                                'every slot when a member is lost or returns; 0 = at once', 's',
                                low=0.0)
-    ring_ramp_silent: bool = setting(False, 'ring_ramp restarts, when the ring members an agent '
+    ring_ramp_silent: bool = setting(True, 'ring_ramp restarts, when the ring members an agent '
                                      'hears change, only where a vehicle it heard has fallen '
                                      'silent (one its d_safe term keeps, obstacle_memory) or a '
                                      'vehicle it counts is nearer than its d_safe (a crowd); at '
@@ -115,7 +116,7 @@ class ControllerParams:
                                    'this acceleration; faster, the vehicle cannot hold the '
                                    'circle and drifts out; not held where the d_safe term '
                                    'pushes the agent; 0 = no cap', 'm/s^2', low=0.0)
-    ring_gains_from: float = setting(0.0, "the agent's tangential gains go over from those "
+    ring_gains_from: float = setting(0.5, "the agent's tangential gains go over from those "
                                      "above (the crowd's: k_tau, k_e_tau, k_omega_own, "
                                      "ring_turn_acc) to the ring's (k_tau_ring, k_e_tau_ring, "
                                      'k_omega_own_ring, ring_turn_acc_ring) as its distance from '
@@ -127,7 +128,8 @@ class ControllerParams:
                                      'they fade out where k_tau_ring k_e_tau_ring N P (N the '
                                      'ring size heard, P control_period) goes from 400 to 600, '
                                      "where their explicit step would let a large ring's "
-                                     'shortest wave grow; 0 = off (the gains above everywhere)',
+                                     'shortest wave grow; 0 = off (the gains above everywhere; '
+                                     'the reference)',
                                      low=0.0)
     ring_gains_full: float = setting(0.75, "the share of R from which the ring's gains "
                                      '(ring_gains_from) apply whole; above ring_gains_from',

@@ -1,4 +1,4 @@
-"""Failed vehicles hovering on a circling target's ring: gap steering keeps the ring's spacing."""
+"""Failed vehicles hovering on a circling target's ring: the ring keeps its spacing round them."""
 import numpy as np
 
 from soliton_encirclement_ros.core.batch_engine import simulate_runs
@@ -12,9 +12,9 @@ HOVER = Scenario(agents=10, seed=2, duration=120.0, control_period=0.01,
                  target_boundary=30.0, fault_time=20.0, failed_agents=3)
 
 
-def _once_formed(k_gap_steer: float):
+def _once_formed(**controller):
     """Return (share of the time E_gap > 0.05 once formed again, closest approach once apart)."""
-    scenario = HOVER.with_changes(controller={'k_gap_steer': k_gap_steer})
+    scenario = HOVER.with_changes(controller=controller)
     result = simulate_runs([scenario], apart=scenario.controller_params().d_safe)
     t, e_gap = result.metrics[0][:, 0], result.metrics[0][:, 5]
     formed = np.flatnonzero((t >= HOVER.fault_time) & (e_gap < 0.05))
@@ -23,9 +23,15 @@ def _once_formed(k_gap_steer: float):
 
 
 def test_the_ring_turns_a_gap_onto_each_hovering_vehicle_and_keeps_its_spacing():
-    steered, closest = _once_formed(1.0)
+    # the defaults: the formed ring's gains and gap steering
+    share, closest = _once_formed()
+    assert share <= 0.05 and closest >= 1.0, (share, closest)
+    # with the crowd's gains throughout (the reference preset's ring settings), gap steering
+    # at full gain keeps the goal alone
+    crowd = {'ring_gains_from': 0.0, 'ring_ramp_silent': False}
+    steered, closest = _once_formed(**crowd, k_gap_steer=1.0)
     assert steered <= 0.05 and closest >= 1.0, (steered, closest)
-    # Without it the live agents detour round the vehicles once a lap and leave their slots
-    # (less since they slide past at the speed limit, but still above the goal).
-    share, closest = _once_formed(0.0)
-    assert share > max(steered, 0.05) and closest >= 1.0, (share, closest)
+    # Without either, the live agents detour round the vehicles once a lap and leave their
+    # slots (less since they slide past at the speed limit, but still above the goal).
+    unsteered, closest = _once_formed(**crowd, k_gap_steer=0.0)
+    assert unsteered > max(steered, 0.05) and closest >= 1.0, (unsteered, closest)

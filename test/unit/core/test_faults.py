@@ -135,7 +135,8 @@ def test_an_agent_whose_clock_stepped_ahead_ages_the_others_states_from_their_ar
         TargetBroadcast)
     from soliton_encirclement_ros.core.gains import ControllerParams
     from soliton_encirclement_ros.core.scenario import Scenario
-    params = ControllerParams(d_safe=2.0, control_period=0.05)
+    # the crowd's gains on the ring too: the ring's saturate the command at max_speed_xy
+    params = ControllerParams(d_safe=2.0, control_period=0.05, ring_gains_from=0.0)
     own, own_velocity = np.array([20.0, 0.0, 0.0]), np.array([0.0, -4.0, 0.0])
     ahead, slower = np.array([20.0, -6.0, 0.0]), np.array([0.0, -1.0, 0.0])
 

@@ -50,13 +50,16 @@ GAIN_SETS = {
         'soft_limiter': True, 'u_lim': 0.5, 'altitude': 12.0, 'k_z': 0.7,
         'k_omega_damp': 0.0, 'k_omega_damp_n': 0.0, 'd_safe': 0.0, 'hysteresis': 0.2},
         {2: 1.5, 5: 0.7}),
+    # the crowd's gains everywhere (ring_gains_from 0): the ring's saturate u on most rows
     'd_safe on, far apart, k_e_ring 1.3': ({'d_safe': 0.05, 'd_safe_share': 0.0,
-                                           'k_e_ring': 1.3, 'ring_ramp': 2.0}, None),
+                                           'k_e_ring': 1.3, 'ring_ramp': 2.0,
+                                            'ring_gains_from': 0.0}, None),
     # at P = 0.05 s part of this damping is taken implicitly (law.implicit_decay) at any N
     'stiff spacing, damping partly implicit': ({'k_tau': 1.0, 'k_e_tau': 100.0,
                                                 'k_omega_own': 0.8, 'd_safe': 0.0}, None),
     # u held (law.turn_capped) on many rows (|u| about 1 here, held at sqrt(2 / r_eff) / 0.25)
-    'default, u held by ring_turn_acc': ({'ring_turn_acc': 4.0, 'd_safe': 0.0}, None),
+    "the crowd's gains, u held by ring_turn_acc": ({'ring_turn_acc': 4.0, 'd_safe': 0.0,
+                                                    'ring_gains_from': 0.0}, None),
     # rows at the crowd's gains, at the ring's and blended (radii 5-40 m, R 20.4 m)
     "the ring's gains": ({'ring_gains_from': 0.5, 'ring_gains_full': 1.2, 'd_safe': 0.0,
                          'ring_ramp': 0.0}, None),
@@ -172,7 +175,7 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
     if params.get('ring_gains_from'):  # rows at the crowd's gains, blended, at the ring's
         assert np.all(gains_rows > 50), gains_rows
     if params.get('k_e_ring', ControllerParams().k_e_ring) and not lambdas:
-        assert ring_term > 100  # of 30 x 17 rows: the term acts (its gate and ramp partly)
+        assert ring_term > 50  # of 30 x 17 rows: the term acts (its gate and ramp partly)
     else:
         assert ring_term == 0
 
@@ -180,7 +183,7 @@ def test_control_kernel_equals_the_numpy_path_bit_for_bit(gains):
 @pytest.mark.parametrize('gains', [{'d_safe': 2.0}, {'d_safe': 3.0, 't_react': 0.0},
                                    {'d_safe': 2.0, 'a_safe': 0.0, 'v_safe': 4.0},
                                    {'d_safe': 2.0, 'ring_turn_acc': 0.5, 'k_tau': 1.0,
-                                    'k_e_tau': 100.0},
+                                    'k_e_tau': 100.0, 'ring_gains_from': 0.0},
                                    {'d_safe': 2.0, 'k_tau': 1.0, 'k_e_tau': 1e4},
                                    {'d_safe': 2.0, 'ring_gains_from': 0.4,
                                     'ring_gains_full': 1.4},
@@ -250,7 +253,7 @@ def test_rows_within_reach_compile_the_d_safe_term(gains):
         resized = (done & (a.ring_size != size_before)
                    & (1.0 - tick_before <= c.params.agent_timeout))
         restarted = resized & (a.ring_changed == 1.0) & (changed_before != 1.0)
-        if gains.get('ring_ramp_silent'):
+        if c.params.ring_ramp_silent:
             np.testing.assert_array_equal(restarted, resized & crowd & (changed_before != 1.0))
         else:
             np.testing.assert_array_equal(restarted, resized & (changed_before != 1.0))

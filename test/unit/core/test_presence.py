@@ -80,8 +80,8 @@ def test_a_braking_vehicle_stops_where_the_lag_and_the_braking_limit_say():
 def test_an_agent_behind_a_failed_one_brakes_for_where_it_will_stop():
     """Both at 9 m/s in a row on the circle, 8 m apart: the one ahead fails, stops 12.1 m on."""
     # Without the damping of its own 0.45 rad/s about the target, the law alone commands nothing
-    # along the circle: what is left is the d_safe term's.
-    params = PARAMS.with_changes(k_omega_own=0.0)
+    # along the circle: what is left is the d_safe term's (the crowd's gains on the ring too).
+    params = PARAMS.with_changes(k_omega_own=0.0, ring_gains_from=0.0)
     me = receive_target_state(initial_state(1), TargetBroadcast(0, np.zeros(3), np.zeros(3)),
                               0.0, params)
     ahead = AgentBroadcast(2, 0, 0, [20.0, 8.0, 0], [0.0, 9.0, 0], 0.0, member=False)

@@ -65,7 +65,8 @@ def test_a_start_at_one_point_has_no_offset():
 
 
 def test_the_ramp_restarts_when_the_membership_changes():
-    params = ControllerParams(ring_ramp=5.0, control_period=0.1)  # agent_timeout 0.3 s
+    params = ControllerParams(ring_ramp=5.0, control_period=0.1,  # agent_timeout 0.3 s
+                              ring_ramp_silent=False)
     # first tick (never ticked): from 0; ticking on at the same size since 1 s: whole
     weight, changed = ring_ramp(np.array([6, 6]), np.array([0, 6]), np.array([-math.inf, 1.0]),
                                 np.array([-math.inf, 9.9]), 10.0, params)

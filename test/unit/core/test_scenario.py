@@ -156,6 +156,7 @@ def test_a_scenario_resolves_its_gains_and_limits_once(monkeypatch):
     assert sorted(builds) == ['ControllerParams', 'VehicleParams']
     assert scenario.gains.k_r == 2.0 and scenario.gains.max_speed_xy == 6.0
     assert scenario.limits.max_speed_xy == 6.0 and scenario.controller_params() is scenario.gains
+    scenario.gains.ring_gains()  # the ring's gains (ring_gains_from): once per parameter set
     builds.clear()
     simulate(scenario)
     assert builds == []

@@ -41,12 +41,19 @@ def _mode_amplitude(positions, k):
 
 
 def _measured_growth(n, k, params) -> float:
-    """Growth rate [1/s] of mode ``k`` of a perfect ``n``-ring given 1 mrad of it (10-30 s)."""
+    """
+    Growth rate [1/s] of mode ``k`` of a perfect ``n``-ring given 1 mrad of it.
+
+    The slope of the log amplitude from 10 s to 30 s, or, for a fast decay, to where the mode
+    falls to 1e-14 rad, the float floor of the positions; fitted, since a fast decay beats.
+    """
     start = ring(n, phase=1e-3 * np.cos(2 * np.pi * k * np.arange(n) / n))
     run = run_swarm(start, params, duration=30.0)
     amplitude = _mode_amplitude(run.positions, k)
-    t0, t1 = np.searchsorted(run.times, [10.0, 30.0])
-    return math.log(amplitude[t1] / amplitude[t0]) / (run.times[t1] - run.times[t0])
+    floor = np.flatnonzero(amplitude < 1e-14)
+    t1 = int(floor[0]) if floor.size else int(np.searchsorted(run.times, 30.0))
+    t0 = int(np.searchsorted(run.times, 10.0))
+    return float(np.polyfit(run.times[t0:t1], np.log(amplitude[t0:t1]), 1)[0])
 
 
 @pytest.mark.parametrize('params, expected_sign', [(REFERENCE, 1), (DEFAULTS, -1)],
@@ -63,7 +70,7 @@ def test_linear_growth_matches_the_simulator(params, expected_sign):
     measured = _measured_growth(n, k, params)
     predicted, _ = mode_growth(n, k, params)
     assert np.sign(measured) == expected_sign
-    assert measured == pytest.approx(predicted, abs=0.002)  # measured: +0.0400, -0.5113
+    assert measured == pytest.approx(predicted, abs=0.002)  # measured: +0.0400, -1.0123
 
 
 @pytest.mark.parametrize('n, k', [(32, 11), (64, 14)])
@@ -79,4 +86,4 @@ def test_a_10_hz_ring_decays_as_the_implicit_damping_predicts(n, k):
     measured = _measured_growth(n, k, params)
     predicted, _ = mode_growth(n, k, params)
     assert predicted < -0.3
-    assert measured == pytest.approx(predicted, abs=0.002)  # measured: -0.4134, -0.3538
+    assert measured == pytest.approx(predicted, abs=0.002)  # measured: -0.8662, -0.3531

@@ -65,7 +65,7 @@ def _views():
 
 @pytest.mark.parametrize('acceleration', [None, [0.3, -0.8, 0.1], [math.inf, 0.2, 0.0]])
 def test_the_float_path_leads_with_the_array_paths_bits(acceleration):
-    params = ControllerParams(d_safe=0.0)
+    params = ControllerParams(d_safe=0.0, ring_gains_from=0.0)  # the crowd's k_e_tau, 50
     pred, succ = _views()
     args = (0.3, np.array([20.0, 1.0, 0.0]), np.array([0.5, 2.0, 0.0]),
             np.array([0.4, 2.2, 0.0]), np.zeros(3), np.array([4.0, 3.0, 0.0]), 0.0, 0.05)
