@@ -81,9 +81,10 @@ def test_d_safe_keeps_agents_apart_and_the_ring_settles(name):
     assert _closest(guarded) > 0.8 * d_safe
     assert guarded.metrics[-1, 4] < 0.05 and guarded.metrics[-1, 0] < 0.01  # E_gap, E_r
     # Without d_safe, and without the even-ring term (which on its own kept the re-joining
-    # agent 3.2 m from the others here): what d_safe alone adds.
-    bare = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=0.0, k_e_ring=0.0),
-                     **case)
+    # agent 3.2 m from the others here) and the ring's gains (which kept the wrong-side start
+    # 3.3 m apart): what d_safe alone adds.
+    bare = run_swarm(params=ControllerParams(control_period=PERIOD, d_safe=0.0, k_e_ring=0.0,
+                                             ring_gains_from=0.0), **case)
     assert (_closest(bare) < 0.8 * d_safe) == bare_too_close
 
 

@@ -1,6 +1,4 @@
 """core.stability: the linearised ring, checked against the simulator and used for the defaults."""
-import math
-
 import numpy as np
 import pytest
 
