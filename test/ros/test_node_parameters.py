@@ -115,6 +115,11 @@ def test_every_writable_parameter_takes_effect_or_is_read_only(name, context):
             if descriptor.read_only:
                 assert not result.successful and 'read-only' in result.reason, (param, result)
                 continue
+            if not result.successful and isinstance(new, float) and value > 0.0:
+                # refused by a rule across parameters (ring_gains_from below ring_gains_full):
+                # a smaller change, still inside the declared range
+                new = 0.5 * value
+                [result] = node.set_parameters([Parameter(param, value=new)])
             assert result.successful, (param, new, result.reason)
             assert settings_value(node, param) == new, param
             writable.append(param)
