@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+import math
 from typing import Callable, Optional, Protocol
 
 import numpy as np
@@ -30,8 +31,7 @@ from soliton_encirclement_ros.core.batch_engine import BatchControllers, stack_p
 from soliton_encirclement_ros.core.comms import ImpairedChannel, TIME_EPS
 from soliton_encirclement_ros.core.controller import (
     AgentStates, ahead_as_presence, control_step, initial_state, known_vehicles, outgoing_state,
-    presence_state,
-    receive_states, seconds_to_ns, TargetBroadcast)
+    presence_state, receive_states, seconds_to_ns, TargetBroadcast)
 from soliton_encirclement_ros.core.faults import FaultPlan
 from soliton_encirclement_ros.core.scenario import Scenario
 from soliton_encirclement_ros.core.swarm import SwarmControllers, vectorisable
@@ -169,6 +169,7 @@ class VectorisedSwarm:
         self.controllers = SwarmControllers(ids, params)
         self.delay = delay
         self._in_flight: deque = deque()
+        self._now = math.nan  # the last tick's clock (NaN before the first: known() counts none)
 
     def tick(self, now, live, positions, velocities, target_msg, faults=None):
         if faults is not None and faults.active:
@@ -198,6 +199,7 @@ class BatchSwarm:
 
     def __init__(self, ids, scenario: Scenario):
         self.controllers = BatchControllers([scenario], np.asarray(ids, dtype=np.int64))
+        self._now, self._faults = math.nan, None  # the last tick's (NaN: known() counts none)
 
     def tick(self, now, live, positions, velocities, target_msg, faults=None):
         self._now = now

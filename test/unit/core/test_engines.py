@@ -37,6 +37,16 @@ def test_engine_tick_contract(engine):
     assert np.any(cmds[live] != 0.0)  # the working agents did move
 
 
+@pytest.mark.parametrize('engine', list(ENGINES))
+def test_before_its_first_tick_an_engine_knows_no_vehicle(engine):
+    """known(): (N, N, 3) positions and (N, N) counted, none counted before any broadcast."""
+    s = Scenario(agents=4, seed=0, duration=5.0, control_period=0.05)
+    swarm = ENGINES[engine].build(s.agent_ids(), s.controller_params(), s)
+    positions, counted = swarm.known()
+    assert positions.shape == (4, 4, 3) and counted.shape == (4, 4)
+    assert not counted.any()
+
+
 def test_every_engine_knows_what_the_agent_node_knows():
     """
     ``known()`` is what each agent has heard of the others, by index, the same in every engine.
