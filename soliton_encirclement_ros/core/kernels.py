@@ -166,27 +166,48 @@ def reach_rows(active, has, tab, rx, now, agent_timeout, obstacle_memory, own_ve
 
 
 @numba.njit(**_INLINE)
-def _any_nearer(m, has, tab, rx, now, obstacle_memory, own_position, nb_position, bound,
-                nan_counts):
+def _nearest(m, has, tab, rx, now, obstacle_memory, own_position, nb_position):
     """
-    Whether a vehicle row ``m`` counts (within ``obstacle_memory``) is nearer than ``bound``.
+    Return the squared distance to the nearest vehicle row ``m`` counts, and more.
 
-    Counted: ``has``, received at ``rx``. Squared distances against the squared bound. A NaN
-    distance or bound counts as nearer where ``nan_counts`` (``batch_engine.none_within_reach``'s
-    test, which it fails: ``not`` of this is that test), and as not nearer elsewhere
-    (``law.crowded``).
+    Counted: ``has``, received at ``rx`` within ``obstacle_memory``. Returns ``(d2, nan,
+    counted)``: the least squared distance of the finite ones (inf: none), whether one is
+    NaN, whether any vehicle is counted. One pass over the row answers every bound's question
+    (:func:`_nearer`).
     """
-    bound2 = bound * bound
     ox, oy = own_position[m, 0], own_position[m, 1]
     t = tab[m]
+    least = math.inf
+    nan = counted = False
     for k in range(has.shape[1]):
         if has[m, k] and now - rx[t, k] <= obstacle_memory:
+            counted = True
             dx = nb_position[t, k, 0] - ox
             dy = nb_position[t, k, 1] - oy
             d2 = dx * dx + dy * dy
-            if d2 < bound2 or (nan_counts and not d2 >= bound2):
-                return True
-    return False
+            if d2 < least:
+                least = d2
+            elif d2 != d2:
+                nan = True
+    return least, nan, counted
+
+
+@numba.njit(**_INLINE)
+def _nearer(nearest, bound, nan_counts):
+    """
+    Whether a vehicle of :func:`_nearest`'s pass is nearer than ``bound``.
+
+    Squared distances against the squared bound. A NaN distance or bound counts as nearer
+    where ``nan_counts`` (``batch_engine.none_within_reach``'s test, which it fails: ``not``
+    of this is that test), and as not nearer elsewhere (``law.crowded``).
+    """
+    least, nan, counted = nearest
+    if not counted:
+        return False
+    bound2 = bound * bound
+    if nan_counts:
+        return nan or not least >= bound2
+    return least < bound2
 
 
 @numba.njit(**_INLINE)
@@ -354,7 +375,7 @@ def _ring_ramp_row(m, ring_size, now, law, last_size, changed_at, last_tick, cro
     Updates the row's state as ``BatchControllers._control`` puts it: ``last_size`` (the ring
     size heard now), ``changed_at``, ``last_tick`` (``now``). A row the kernel steps counts no
     silent vehicle (:func:`reach_rows`; none without ``d_safe``): with ``ring_ramp_silent`` a
-    change of size restarts the ramp only where ``crowd`` (:func:`_any_nearer`).
+    change of size restarts the ramp only where ``crowd`` (:func:`_nearer`).
     """
     if (ring_size != last_size[m] and (law[RING_RAMP_SILENT] == 0.0 or crowd)) \
             or not now - last_tick[m] <= law[AGENT_TIMEOUT]:
@@ -789,8 +810,10 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         if not active[m]:
             continue
         t = tab[m]
-        in_reach = check_reach and _any_nearer(m, has, tab, rx_time, now, obstacle_memory,
-                                               position, nb_position, bound[m], True)
+        # one pass over what the row counts answers the reach and both crowd tests
+        nearest = (_nearest(m, has, tab, rx_time, now, obstacle_memory, position, nb_position)
+                   if check_reach else (math.inf, False, False))
+        in_reach = check_reach and _nearer(nearest, bound[m], True)
         if in_reach and not separate:
             continue  # the d_safe term acts as the numpy path's scan finds it
         done[m] = True
@@ -895,8 +918,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
         crowd = False  # ring_ramp_silent: only where the size changed (law.ring_ramp)
         scanned = law[RING_RAMP_SILENT] != 0.0 and ring[m] != ring_size[m]
         if scanned:
-            crowd = _any_nearer(m, has, tab, rx_time, now, obstacle_memory, position,
-                                nb_position, d_safe[ring[m]], False)
+            crowd = _nearer(nearest, d_safe[ring[m]], False)
         weight = _ring_ramp_row(m, ring[m], now, law, ring_size, ring_changed, ring_tick,
                                 crowd)
         if law[K_E_RING] != 0.0:
@@ -924,9 +946,8 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
             share = (r / radius - low) / (law[RING_GAINS_FULL] - low)
             share = share if share > 0.0 else 0.0
             share = (share if share < 1.0 else 1.0) * ring_fade[ring[m]]  # ring_size_share
-            if share > 0.0 and (crowd if scanned else _any_nearer(
-                    m, has, tab, rx_time, now, obstacle_memory, position, nb_position,
-                    d_safe[ring[m]], False)):
+            if share > 0.0 and (crowd if scanned
+                                else _nearer(nearest, d_safe[ring[m]], False)):
                 share = 0.0                                          # crowded: one scan
         blended = share > 0.0 and share < 1.0
         # law.encirclement_step: the step at the crowd's gains, at the ring's where the share

@@ -292,6 +292,36 @@ def test_the_kernels_modulo_is_numpys():
     assert not np.signbit(got[~np.isnan(got)]).any()
 
 
+def test_one_scan_answers_every_bound_as_a_scan_per_bound_would():
+    """
+    The nearest counted vehicle (one pass a row) gives each bound's answer.
+
+    Nearer than the bound; a NaN distance or bound counts as nearer only where asked (the
+    reach test, not a crowd).
+    """
+    kernels = compiled.kernels()
+    rng = np.random.default_rng(6)
+    rows, cols, now, memory = 400, 6, 10.0, 1.0
+    has = rng.random((rows, cols)) < 0.7
+    rx = now - rng.uniform(0.0, 2.0, (rows, cols))
+    nb = rng.uniform(-3.0, 3.0, (rows, cols, 3))
+    nb[rng.random((rows, cols)) < 0.05] = np.nan
+    own = rng.uniform(-3.0, 3.0, (rows, 3))
+    tab = np.arange(rows)
+    checked = {True: 0, False: 0}
+    for m in range(rows):
+        counted = has[m] & (now - rx[m] <= memory)
+        d2 = ((nb[m, :, :2] - own[m, :2]) ** 2).sum(axis=1)[counted]
+        nearest = kernels._nearest(m, has, tab, rx, now, memory, own, nb)
+        for bound in (0.0, 0.5, 1.5, 4.0, np.nan):
+            for nan_counts in (True, False):
+                with np.errstate(invalid='ignore'):
+                    want = bool(np.any((d2 < bound ** 2) | (nan_counts & ~(d2 >= bound ** 2))))
+                assert kernels._nearer(nearest, bound, nan_counts) == want, (m, bound)
+                checked[want] += 1
+    assert min(checked.values()) > 500
+
+
 def test_metrics_kernel_equals_batch_metrics():
     rng = np.random.default_rng(2)
     r, n = 40, 9
