@@ -64,7 +64,7 @@ COSTS = {
 # swarm_sim --engine auto against the node graph, measured by benchmarks/bench_swarm_sim.py
 # (benchmarks/results/swarm_sim.json and swarm_sim_auto.json, case n100: the control loop's
 # sim-s per CPU-s, observers' topics included; test_sizes.py keeps them equal): (N, nodes, auto).
-AUTO_MEASURED = (100, 0.13, 2.64)
+AUTO_MEASURED = (100, 0.13, 2.63)
 AUTO_BENCHMARK = 'benchmarks/bench_swarm_sim.py'
 
 
