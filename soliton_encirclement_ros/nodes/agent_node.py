@@ -34,6 +34,7 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool
 
 from ros_support.number_text import fixed
+from ros_support.publishing import Publishing
 from ros_support.ros_parameters import current_values, declare, declare_validated, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.area import AreaWatch, limit_clear
@@ -121,6 +122,7 @@ class AgentNode(Node):
                             else AreaWatch(settings.area, settings.outside_land_after))
         self.status = Status(STARTING, 'waiting for the first tick')
 
+        self._publish = Publishing(self.get_logger())  # drops a sample the middleware refuses
         self._cmd_pub = self.create_publisher(Twist, AGENT_CMD_TOPIC, 10)
         self._status_pub = StatusPublisher(self)
         self._state_pub = create_swarm_publisher(self, Float64MultiArray, AGENT_STATES_TOPIC,
@@ -320,7 +322,7 @@ class AgentNode(Node):
             tick = agent_tick(self._state, odometry, now, self._params)
         self._state = tick.state
         if tick.broadcast is not None:
-            self._state_pub.publish(agent_state_to_msg(tick.broadcast))
+            self._publish(self._state_pub, agent_state_to_msg(tick.broadcast))
         if tick.command is not None:
             command = tick.command
             if self._area is not None and odometry is not None:  # able to stop inside
@@ -331,7 +333,7 @@ class AgentNode(Node):
                                       self._params.d_safe)
             twist = Twist()
             twist.linear.x, twist.linear.y, twist.linear.z = (float(c) for c in command)
-            self._cmd_pub.publish(twist)
+            self._publish(self._cmd_pub, twist)
         self._set_status(tick.status)
 
     def _record_links(self, due) -> None:
@@ -376,7 +378,7 @@ class AgentNode(Node):
     def _on_failure_change(self, failed: bool) -> None:
         self._failed = failed
         if failed:
-            self._cmd_pub.publish(Twist())
+            self._publish(self._cmd_pub, Twist())
             self._set_status(Status(FAILED, self._failure_detail()))
         else:  # a fresh controller; the sequence numbers go on after the presence broadcasts,
             # and what it heard meanwhile stays (the vehicles, one fallen silent among them)

@@ -35,6 +35,7 @@ from rclpy.qos import qos_profile_parameter_events
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
+from ros_support.publishing import Publishing
 from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.analysis.report import (
@@ -123,6 +124,7 @@ class MetricsNode(Node):
         self._failures_said: set[str] = set()  # the write failures logged
         self._traces: dict[str, DecimatingTrace] = {}  # name -> bounded (t, x, y) for plots
         self._duplicates = DuplicateIds(self._timeout_ns * 1e-9)
+        self._publish = Publishing(self.get_logger())  # drops a sample the middleware refuses
         self._metric_pubs = {
             name: self.create_publisher(Float64, METRICS_TOPIC_PREFIX + name, 10)
             for name in METRIC_NAMES
@@ -277,7 +279,7 @@ class MetricsNode(Node):
         metrics = compute_metrics(positions, velocities, self._target.position,
                                   self._target.velocity, self.radius)
         for name, value in zip(METRIC_NAMES, metrics):
-            self._metric_pubs[name].publish(Float64(data=value))
+            self._publish(self._metric_pubs[name], Float64(data=value))
         metric_rows, agent_rows = self._streams()
         metric_rows.append([now, *metrics])
         if tick % self.settings.telemetry_every == 0:
@@ -305,7 +307,7 @@ class MetricsNode(Node):
         live_ids = {s.agent_id for s in self.live_agents(now_ns)}
         agents = {agent_id: (state.position, agent_id in live_ids)
                   for agent_id, (state, _) in self._agents.items()}
-        self._marker_pub.publish(swarm_markers(
+        self._publish(self._marker_pub, swarm_markers(
             agents, self._target.position, self.radius, self._trails,
             self.settings.world_frame, self.get_clock().now().to_msg(), self.settings.area))
 

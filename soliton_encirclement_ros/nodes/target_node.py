@@ -15,6 +15,7 @@ from rclpy.node import Node
 from rclpy.time import Time
 from std_msgs.msg import Float64MultiArray
 
+from ros_support.publishing import Publishing
 from ros_support.ros_parameters import declare, specs_of
 from ros_support.spin import spin_node
 from soliton_encirclement_ros.core.controller import future_stamp_reason
@@ -44,6 +45,7 @@ class TargetNode(Node):
         self._vehicle = VehicleParams(sim_dt=settings.sim_dt)
         # absolute, as /target/state: the recorder and analyze_run read /target/odom wherever
         # the node runs (``ros2 run`` on a ground station gives it no namespace)
+        self._publish = Publishing(self.get_logger())  # drops a sample the middleware refuses
         self._odom_pub = self.create_publisher(Odometry, TARGET_ODOM_TOPIC, 10)
         self._state_pub = create_swarm_publisher(self, Float64MultiArray, TARGET_STATE_TOPIC,
                                                  settings.swarm_reliability)
@@ -128,13 +130,14 @@ class TargetNode(Node):
             state = self._vehicle_state
             position, velocity, yaw = state.position[0], state.velocity[0], float(state.yaw[0])
         stamp = now.to_msg()
-        self._odom_pub.publish(
+        self._publish(
+            self._odom_pub,
             to_odometry(position, velocity, yaw, stamp, self._frame, 'target/base_link')
         )
         self._estimate = estimate_acceleration(self._estimate, now.nanoseconds * 1e-9, velocity)
-        self._state_pub.publish(target_state_to_msg(now.nanoseconds, position, velocity,
-                                                    self._omega_ref, self._lambdas,
-                                                    self._estimate.acceleration))
+        self._publish(self._state_pub, target_state_to_msg(
+            now.nanoseconds, position, velocity, self._omega_ref, self._lambdas,
+            self._estimate.acceleration))
 
     def _simulate(self, now: float) -> None:
         """Advance the simulated target to ``now`` in sim_dt steps (the first tick starts it)."""

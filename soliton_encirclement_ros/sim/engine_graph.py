@@ -28,6 +28,7 @@ from rclpy.time import Time
 from std_msgs.msg import Float64, Float64MultiArray
 from visualization_msgs.msg import MarkerArray
 
+from ros_support.publishing import Publishing
 from soliton_encirclement_ros.analysis.report import RunTables
 from soliton_encirclement_ros.analysis.stream import DecimatingTrace
 from soliton_encirclement_ros.bringup.graph import SwarmPlan
@@ -71,6 +72,7 @@ class EngineGraph(LockStepGraph):
             self._incarnations = [new_incarnation() for _ in self._names]
             self._area = plan.scenario.area
             reliable = swarm_qos(RELIABLE)
+            self._send = Publishing(node.get_logger())  # drops a refused sample
             pub = node.create_publisher
             self._states = Audience([pub(Float64MultiArray, AGENT_STATES_TOPIC, reliable)])
             self._target = Audience([pub(Float64MultiArray, TARGET_STATE_TOPIC,
@@ -135,21 +137,21 @@ class EngineGraph(LockStepGraph):
         stamp = Time(nanoseconds=now_ns).to_msg()
         swarm = self.swarm
         if self._states(now_ns):
-            publish = self._states.publisher.publish
+            publisher = self._states.publisher
             for i, agent_id in enumerate(swarm.ids.tolist()):
                 if tick.silent is not None and tick.silent[i]:
                     continue  # a killed agent: nothing
-                publish(agent_state_to_msg(AgentBroadcast(
+                self._send(publisher, agent_state_to_msg(AgentBroadcast(
                     agent_id, swarm.index, now_ns, tick.positions[i], tick.velocities[i],
                     float(tick.u[i]), float(tick.u_ss[i]), self._incarnations[i],
                     bool(tick.live[i]))))
         target = tick.target
         if self._target(now_ns):
-            self._target.publisher.publish(target_state_to_msg(
+            self._send(self._target.publisher, target_state_to_msg(
                 target.stamp_ns, target.position, target.velocity, target.omega_ref,
                 target.lambdas, target.acceleration))
         if self._target_odom(now_ns):
-            self._target_odom.publisher.publish(to_odometry(
+            self._send(self._target_odom.publisher, to_odometry(
                 target.position, target.velocity, float(swarm.bodies.yaw[swarm.n]), stamp,
                 WORLD_FRAME, 'target/base_link'))
         listened = self._odom(now_ns)
@@ -159,10 +161,10 @@ class EngineGraph(LockStepGraph):
             fill_odometry(msgs, bodies.position[listened], bodies.velocity[listened],
                           bodies.yaw[listened], stamp, bodies.yaw_rate[listened])
             for i, msg in zip(listened, msgs):
-                self._odom.publishers[i].publish(msg)
+                self._send(self._odom.publishers[i], msg)
         if tick.metrics is not None:
             for i in self._metrics(now_ns):
-                self._metrics.publishers[i].publish(Float64(data=float(tick.metrics[i])))
+                self._send(self._metrics.publishers[i], Float64(data=float(tick.metrics[i])))
             if self._markers(now_ns):  # a trail point per metrics tick, as metrics_node keeps
                 for agent_id, xy in zip(self.swarm.ids.tolist(), tick.positions[:, :2].tolist()):
                     self._trails.setdefault(agent_id, deque(maxlen=max(TRAIL_LENGTH, 1))).append(
@@ -173,14 +175,14 @@ class EngineGraph(LockStepGraph):
         if now_ns >= self._next_status_ns:
             self._next_status_ns = now_ns + STATUS_PERIOD_NS
             if self._diagnostics(now_ns):
-                self._diagnostics.publisher.publish(self._statuses(tick, stamp))
+                self._send(self._diagnostics.publisher, self._statuses(tick, stamp))
 
     def _publish_markers(self, tick: Tick, now_ns: int, stamp) -> None:
         if not self._markers(now_ns):
             return
         agents = {agent_id: (position, live) for agent_id, position, live in zip(
             self.swarm.ids.tolist(), tick.positions, tick.live.tolist())}
-        self._markers.publisher.publish(swarm_markers(
+        self._send(self._markers.publisher, swarm_markers(
             agents, tick.target.position, self.radius, self._trails, WORLD_FRAME, stamp,
             self._area))
 

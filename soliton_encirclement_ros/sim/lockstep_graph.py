@@ -20,6 +20,7 @@ from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
 
+from ros_support.publishing import Publishing
 from soliton_encirclement_ros.sim.lockstep import LockStep
 
 CLOCK_PUBLISH_PERIOD_NS = 10_000_000  # /clock for tools outside the process (100 Hz sim time)
@@ -56,6 +57,7 @@ class LockStepGraph:
         self.clock_node = Node('swarm_sim', context=self.context,
                                parameter_overrides=[Parameter('use_sim_time', value=True)])
         self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
+        self._publish_clock = Publishing(self.clock_node.get_logger())  # drops a refused one
         return self.clock_node
 
     def _start_lock_step(self, scenario, record: str, storage: str,
@@ -117,7 +119,7 @@ class LockStepGraph:
         """
         clock = self.lockstep.set_time(self.sim_time_ns)
         if self.sim_time_ns >= self._next_clock_publish_ns:
-            self._clock_pub.publish(clock)
+            self._publish_clock(self._clock_pub, clock)
             self._next_clock_publish_ns += CLOCK_PUBLISH_PERIOD_NS
         self._before_drain()
         self.lockstep.drain()

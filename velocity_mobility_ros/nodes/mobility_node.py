@@ -29,6 +29,7 @@ from rosgraph_msgs.msg import Clock as RosClock
 from std_msgs.msg import MultiArrayDimension, UInt32MultiArray
 
 from ros_support.participants import listening_nodes
+from ros_support.publishing import Publishing
 from ros_support.ros_parameters import declare, declare_validated, ParamSpec, specs_of
 from ros_support.spin import spin_node
 from ros_support.validation import from_mapping
@@ -93,6 +94,7 @@ class MobilityNodeBase(Node):
                     incompatible_type=self._incompatible_type_callback(v.cmd_topic, msg_type)))
             for i, v in enumerate(vehicles)]
         self._last_step_ns = None   # this node's own sim time (node clock mode)
+        self._publish = Publishing(self.get_logger())  # drops a sample the middleware refuses
         self._jump_warned = False
         self._odom_pubs = [self.create_publisher(Odometry, v.odom_topic, SIM_QOS)
                            for v in vehicles]
@@ -208,14 +210,14 @@ class MobilityNodeBase(Node):
         msg.layout.dim = [MultiArrayDimension(
             label='vehicle', size=len(self._names), stride=len(self._names))]
         msg.data = self._commands.rejected.tolist()
-        self._rejected_pub.publish(msg)
+        self._publish(self._rejected_pub, msg)
 
     def _tick(self) -> None:
         if self._clock_pub is not None:
             if not self._clock_ready():
                 return
             self._sim_time_ns += round(self._vehicle.sim_dt * 1e9)
-            self._clock_pub.publish(RosClock(clock=self._now().to_msg()))
+            self._publish(self._clock_pub, RosClock(clock=self._now().to_msg()))
             self._step_to(self._sim_time_ns, 1)
             return
         now_ns = self._now().nanoseconds
@@ -306,9 +308,10 @@ class MobilityNodeBase(Node):
                           Time(nanoseconds=now_ns, clock_type=ClockType.ROS_TIME).to_msg(),
                           state.yaw_rate)
             for pub, msg in zip(self._odom_pubs, self._odom_msgs):
-                pub.publish(msg)
+                self._publish(pub, msg)
             if self._tf_pub is not None:  # every vehicle in one message
-                self._tf_pub.publish(self._tf_message(transforms=transforms_of(self._odom_msgs)))
+                self._publish(self._tf_pub,
+                              self._tf_message(transforms=transforms_of(self._odom_msgs)))
 
 
 def _frame_prefix(namespace: str) -> str:
