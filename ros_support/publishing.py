@@ -7,7 +7,7 @@ waits ``max_blocking_time`` and gives up, and rclpy raises ``RCLError: cannot pu
 (ros2/rmw_fastrtps#313, ros2/ros2#714). A lost sample is something every subscriber here already
 tolerates (each input has a freshness limit); a simulator node that dies of it takes every
 vehicle's odometry or the clock with it. So a refused sample is dropped, the node says so once
-per topic with the middleware's reason, and a count of the drops is kept for its diagnostics.
+per topic with the middleware's reason, and the drops are counted per topic (``dropped``).
 """
 from __future__ import annotations
 
