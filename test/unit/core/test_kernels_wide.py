@@ -266,3 +266,38 @@ def test_the_engine_flies_the_same_with_the_kernels(monkeypatch):
     _same(compiled.agents, numpy_path.agents)
     for name, track in numpy_path.trajectories.items():
         _same(compiled.trajectories[name], track)
+
+
+@pytest.mark.parametrize('faults', [{}, {'silent_failures': 3, 'fault_time': 1.0}])
+def test_the_batch_engine_flies_the_same_with_the_kernels(monkeypatch, faults):
+    """
+    Runs of the batch engine fly the same with the compiled term as with numpy's.
+
+    Past ``law.WITHIN_REACH_COLUMNS`` columns, the rows with a vehicle within reach take the
+    numpy path; its ``d_safe`` term is ``kernels_wide``'s. A crowd from one point with
+    failures (and agents falling silent): the same metrics, closest approaches and final
+    positions, bit for bit.
+    """
+    from types import SimpleNamespace
+    from soliton_encirclement_ros.core import batch_engine, kernels_wide
+    scenarios = [Scenario(agents=24, duration=3.0, control_period=0.05, placement='coincident',
+                          failures_per_min=20.0, failure_off_time=1.0, seed=seed, **faults)
+                 for seed in (0, 1)]
+    calls = []
+
+    def counted(*args, **kwargs):
+        calls.append(len(args[0]))
+        return kernels_wide.separation_velocity(*args, **kwargs)
+
+    monkeypatch.setattr(batch_engine, '_wide',
+                        lambda: SimpleNamespace(separation_velocity=counted))
+    got = batch_engine.simulate_runs(scenarios, apart=2.0)
+    monkeypatch.setattr(batch_engine, '_wide',
+                        lambda: SimpleNamespace(separation_velocity=law.separation_velocity))
+    want = batch_engine.simulate_runs(scenarios, apart=2.0)
+    assert len(calls) > 20 and sum(calls) > 500  # the compiled term flew many rows
+    for a, b in zip(got.metrics, want.metrics):
+        assert a.tobytes() == b.tobytes()
+    assert got.final_positions.tobytes() == want.final_positions.tobytes()
+    assert np.asarray(got.separation.after).tobytes() == \
+        np.asarray(want.separation.after).tobytes()
