@@ -38,6 +38,7 @@ from soliton_encirclement_ros.core.law import (
 from soliton_encirclement_ros.core.neighbours import (
     arrived_late, NO_NEIGHBOUR, select_neighbours)
 from soliton_encirclement_ros.core.scenario import Scenario
+from soliton_encirclement_ros.core.swarm import compiled_wide
 from soliton_encirclement_ros.core.target_estimate import (
     AccelerationEstimate, estimate_acceleration, low_pass_share)
 from velocity_mobility_ros.core.geometry import TWO_PI, wrap_2pi, wrap_2pi_once
@@ -589,8 +590,12 @@ class BatchControllers:
             else:
                 others = self._obstacles_faults(get, own, velocities, entry, heard, silent, rx,
                                                 local, nb_pos, nb_vel, faults)
-            if others and compiled.kernels() is not None:  # the term compiled: same values
-                others['separation'] = _wide().separation_velocity
+            # In swarms past law.WITHIN_REACH_COLUMNS columns this path steps every row with
+            # a vehicle within reach; law._take_out's passes in numpy were most of a crowd's
+            # CPU. The compiled term gives the same values, bit for bit.
+            wide = compiled_wide() if others else None
+            if wide is not None:
+                others['separation'] = wide.separation_velocity
             if p.knows_obstacles:
                 known = ring_obstacles(silent & ~entry, nb_pos)
                 if known is not None:
@@ -751,20 +756,6 @@ class BatchControllers:
         if others and uncertain:
             others['own_radius'] = own_radius
         return others
-
-
-@functools.lru_cache(maxsize=None)
-def _wide():
-    """
-    Return ``core.kernels_wide``: the ``d_safe`` term of the rows the compiled tick leaves.
-
-    In swarms past ``law.WITHIN_REACH_COLUMNS`` columns the numpy path computes the term of
-    every row with a vehicle within reach, and in a crowd ``law._take_out``'s passes over its
-    columns, in numpy, were most of a run's CPU (N = 64 from one point: 8.5 CPU-s against 1.8).
-    Only called where :func:`compiled.kernels` is not None.
-    """
-    from soliton_encirclement_ros.core import kernels_wide
-    return kernels_wide
 
 
 def none_within_reach(own_position, own_velocity, d_safe, heard, silent, position, velocity,

@@ -90,7 +90,8 @@ def compiled_wide():
     numba is imported on the first call (:func:`compiled.kernels`: its cache, and
     ``SOLITON_COMPILED=0`` to turn it off). The engine uses it for swarms of more than
     ``spatial.SHARED_COLUMNS`` agents: in smaller ones, loading the kernels (about 0.7 CPU-s)
-    costs more than they save.
+    costs more than they save. The batch engine uses it for the rows its compiled tick leaves
+    (past ``law.WITHIN_REACH_COLUMNS`` columns, a row with a vehicle within reach).
     """
     if compiled.kernels() is None:
         return None

@@ -289,10 +289,10 @@ def test_the_batch_engine_flies_the_same_with_the_kernels(monkeypatch, faults):
         calls.append(len(args[0]))
         return kernels_wide.separation_velocity(*args, **kwargs)
 
-    monkeypatch.setattr(batch_engine, '_wide',
+    monkeypatch.setattr(batch_engine, 'compiled_wide',
                         lambda: SimpleNamespace(separation_velocity=counted))
     got = batch_engine.simulate_runs(scenarios, apart=2.0)
-    monkeypatch.setattr(batch_engine, '_wide',
+    monkeypatch.setattr(batch_engine, 'compiled_wide',
                         lambda: SimpleNamespace(separation_velocity=law.separation_velocity))
     want = batch_engine.simulate_runs(scenarios, apart=2.0)
     assert len(calls) > 20 and sum(calls) > 500  # the compiled term flew many rows
