@@ -341,15 +341,19 @@ def main() -> None:
     print(f'runs that end with E_gap < 0.05: {int((e_gap < 0.05).sum())} of {len(rows)} '
           '(failures and loss keep some rings moving at the end)')
     tables = {}
-    for key, title in (('fault', 'faults'), ('placement', 'start'),
-                       ('failures_per_min', 'failures per minute'), ('target_motion', 'target'),
-                       ('agents', 'N')):
+    keys = [('fault', 'faults'), ('placement', 'start'),
+            ('failures_per_min', 'failures per minute'), ('target_motion', 'target'),
+            ('agents', 'N')]
+    if len(seeds) > 1:  # each seed's grid: how far its closest run is from the others'
+        keys.append(('seed', 'seed'))
+    for key, title in keys:
         print(f'\n| {title} | runs | min after / d_safe | close approaches | final E_gap < 0.05 '
               '| smallest area clearance [m] |')
         print('|---|---|---|---|---|---|')
         tables[key] = {}
-        for value in dict.fromkeys(run.point[key] for run, *_ in rows):
-            mask = np.array([run.point[key] == value for run, *_ in rows])
+        of = [run.seed if key == 'seed' else run.point[key] for run, *_ in rows]
+        for value in dict.fromkeys(of):
+            mask = np.array([v == value for v in of])
             found = figures(after[mask], overall[mask], margin[mask])
             tables[key][str(value)] = found
             print(f'| {value} | {mask.sum()} | {number(found["min_after"])} | '
@@ -364,8 +368,7 @@ def main() -> None:
         print(f'  {after[k]:.3f}  d_min {overall[k]:.3f}  seed {run.seed}  {run.point}')
     if args.no_save:
         return
-    titles = {'fault': 'faults', 'placement': 'start', 'failures_per_min': 'failures per minute',
-              'target_motion': 'target', 'agents': 'N'}
+    titles = dict(keys)
     columns = ['runs', 'closest after once apart / d_safe', 'close approaches (< 0.5 d_safe)',
                'smallest clearance to the area [m]', 'outside by more than 0.1 m']
     table_of = {f'by_{key}': {'columns': [titles[key]] + columns, 'rows': [
