@@ -49,7 +49,8 @@ is flown by its agent (failed, killed, or held by its bridge after a reset) does
 (neither has a controller that acts; where they drifted is a new start for the one that comes
 back): ``batch_engine.SeparationTracker``. With a safety area, each run's
 smallest clearance to it (negative: outside); the goal is none below -0.1 m.
-Prints figures (CPU seconds, distributions, counts, the worst runs) and writes them with
+Prints figures (CPU seconds, distributions, counts by axis and, over several seeds, by seed,
+the worst runs) and writes them with
 ``benchmarks/results.py`` to ``benchmarks/results/separation.json`` (``--no-save``: not);
 nothing here asserts.
 """
