@@ -28,7 +28,8 @@ import numpy as np
 from soliton_encirclement_ros.core.compiled import cache_dir
 from soliton_encirclement_ros.core.geometry import R_EPS
 from soliton_encirclement_ros.core.law import (
-    CONTINGENCY_SHARE, DENOMINATOR_EPS, RING_GATE_SHARE, SEPARATION_PASSES, SEPARATION_YIELD)
+    CONTINGENCY_SHARE, DENOMINATOR_EPS, RING_GATE_SHARE, SEPARATION_PASSES, SEPARATION_YIELD,
+    SLIDE_GAIN)
 from soliton_encirclement_ros.core.neighbours import NO_NEIGHBOUR
 from velocity_mobility_ros.core.geometry import TWO_PI
 
@@ -1020,7 +1021,7 @@ def control_rows(law, active, check_reach, bound, obstacle_memory, now, has, tab
                         left = np.hypot(leftx, lefty)
                         if (np.hypot(x, y) > law[MAX_SPEED_XY] and left > DENOMINATOR_EPS
                                 and leftx * x + lefty * y > 0.0):
-                            factor = law[MAX_SPEED_XY] / left
+                            factor = min(law[MAX_SPEED_XY] / left, SLIDE_GAIN)
                             slx, sly = leftx * factor, lefty * factor
                             sep_x, sep_y, _, _ = _separation_row(
                                 m, law, now, has, tab, rx_time, age_at_arrival, member,

@@ -463,12 +463,12 @@ def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(t
     gains from half d_safe. An agent flying along the stop line passes an agent that failed and
     hovers 1.3 m inside it: its d_safe term turns its command aside, out of the area, and the
     area limit took that part out and kept the part along the line, toward the vehicle (0.65
-    d_safe once apart). ``area.limit_clear`` holds the approach to what the law's own command
+    d_safe once apart, the slide at the speed limit). ``area.limit_clear`` holds the approach to what the law's own command
     had: above 0.8.
     """
     import importlib.util
 
-    from soliton_encirclement_ros.core import area, batch_engine
+    from soliton_encirclement_ros.core import area, batch_engine, law
     from soliton_encirclement_ros.core.batch_engine import simulate_runs
 
     spec = importlib.util.spec_from_file_location(
@@ -487,6 +487,9 @@ def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(t
         return simulate_runs([runs[0].scenario], apart=2.0).separation.after[0] / 2.0
 
     assert after() > 0.8
+    # the slide unbounded (law.SLIDE_GAIN), as when it was found, and the area limit without
+    # that hold
+    monkeypatch.setattr(law, 'SLIDE_GAIN', math.inf)
     monkeypatch.setattr(batch_engine, 'limit_clear',
                         lambda cmds, p, v, a, lag, braking, hold, known, bound:
                         area.limit_for_hold(cmds, p, v, a, lag, braking, hold))
