@@ -463,8 +463,8 @@ def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(t
     gains from half d_safe. An agent flying along the stop line passes an agent that failed and
     hovers 1.3 m inside it: its d_safe term turns its command aside, out of the area, and the
     area limit took that part out and kept the part along the line, toward the vehicle (0.65
-    d_safe once apart, the slide at the speed limit). ``area.limit_clear`` holds the approach to what the law's own command
-    had: above 0.8.
+    d_safe once apart, the slide at the speed limit). ``area.limit_clear`` holds the approach
+    to what the law's own command had: above 0.8.
     """
     import importlib.util
 
@@ -494,3 +494,38 @@ def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(t
                         lambda cmds, p, v, a, lag, braking, hold, known, bound:
                         area.limit_for_hold(cmds, p, v, a, lag, braking, hold))
     assert after() < 0.7
+
+
+def test_a_boxed_in_agent_keeps_its_command_and_leaves_the_vehicle_it_drifts_toward(
+        tmp_path, monkeypatch):
+    """
+    The separation grid's closest run over six seeds, before the slide's gain was bounded.
+
+    N = 48 from a 1 m cluster, 20 failures a minute, a 0.1/0.1 s link, a circling target, seed
+    3. A working agent boxed in by the start's pile keeps a small remainder of its law once the
+    d_safe term has taken out its approach to each vehicle near; that remainder's way turns
+    with the agent's own velocity. Flown at the speed limit (``law.SLIDE_GAIN`` unbounded), its
+    command swung round each tick and its vehicle drifted on into another working one: 0.503
+    d_safe once apart. At most twice what is kept, it keeps above 0.8.
+    """
+    import importlib.util
+
+    from soliton_encirclement_ros.core import law
+    from soliton_encirclement_ros.core.batch_engine import simulate_runs
+
+    spec = importlib.util.spec_from_file_location(
+        'bench_separation', Path(__file__).resolve().parents[3] / 'benchmarks'
+        / 'bench_separation.py')
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    runs = bench.grid(2.0, (3,), 30.0, ns=(48,), placements=('cluster',), failures_axis=(20.0,),
+                      impairments=(bench.IMPAIRMENTS[1],), targets=('circle',),
+                      faults=('none',), folder=tmp_path)
+    assert len(runs) == 1
+
+    def after():
+        return simulate_runs([runs[0].scenario], apart=2.0).separation.after[0] / 2.0
+
+    assert after() > 0.8
+    monkeypatch.setattr(law, 'SLIDE_GAIN', math.inf)
+    assert after() < 0.55
