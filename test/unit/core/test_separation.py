@@ -454,8 +454,20 @@ def test_a_silent_vehicle_counts_at_the_point_of_its_way_nearest_the_agent():
         position[0])
 
 
-def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(tmp_path,
-                                                                               monkeypatch):
+@pytest.fixture(scope='module')
+def bench():
+    """Load the separation benchmark's module (``benchmarks/`` is no package) for its grid."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        'bench_separation', Path(__file__).resolve().parents[3] / 'benchmarks'
+        / 'bench_separation.py')
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(
+        tmp_path, monkeypatch, bench):
     """
     The separation benchmark's closest approach at an area edge is kept above 0.8 d_safe.
 
@@ -466,16 +478,9 @@ def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(t
     d_safe once apart, the slide at the speed limit). ``area.limit_clear`` holds the approach
     to what the law's own command had: above 0.8.
     """
-    import importlib.util
-
     from soliton_encirclement_ros.core import area, batch_engine, law
     from soliton_encirclement_ros.core.batch_engine import simulate_runs
 
-    spec = importlib.util.spec_from_file_location(
-        'bench_separation', Path(__file__).resolve().parents[3] / 'benchmarks'
-        / 'bench_separation.py')
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     runs = [run for run in bench.grid(2.0, (2,), 18.0, ns=(32,), failures_axis=(4.0,),
                                       impairments=(bench.IMPAIRMENTS[0],), faults=('edge',),
                                       folder=tmp_path,
@@ -497,7 +502,7 @@ def test_an_agent_on_the_stop_line_keeps_clear_of_a_vehicle_hovering_inside_it(t
 
 
 def test_a_boxed_in_agent_keeps_its_command_and_leaves_the_vehicle_it_drifts_toward(
-        tmp_path, monkeypatch):
+        tmp_path, monkeypatch, bench):
     """
     The separation grid's closest run over six seeds, before the slide's gain was bounded.
 
@@ -508,16 +513,9 @@ def test_a_boxed_in_agent_keeps_its_command_and_leaves_the_vehicle_it_drifts_tow
     command swung round each tick and its vehicle drifted on into another working one: 0.503
     d_safe once apart. At most twice what is kept, it keeps above 0.8.
     """
-    import importlib.util
-
     from soliton_encirclement_ros.core import law
     from soliton_encirclement_ros.core.batch_engine import simulate_runs
 
-    spec = importlib.util.spec_from_file_location(
-        'bench_separation', Path(__file__).resolve().parents[3] / 'benchmarks'
-        / 'bench_separation.py')
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     runs = bench.grid(2.0, (3,), 30.0, ns=(48,), placements=('cluster',), failures_axis=(20.0,),
                       impairments=(bench.IMPAIRMENTS[1],), targets=('circle',),
                       faults=('none',), folder=tmp_path)
