@@ -21,8 +21,12 @@ hears of the reader: the two come apart (seen under load: a recorder listening t
 that still sent its samples to no one there, lost for a volatile reader). A participant
 announces its endpoints in order over a reliable channel, and a participant that hears of a
 reader matches its writers with it there and then: a member whose graph shows the call, a
-subscription made after the readers, has matched every writer of its own with them. It says so
-by publishing on the call's topic.
+subscription made after the readers, has matched every writer of its own with them. A node on
+simulated time says so by publishing on the call's topic once its time source also hears a
+``/clock`` writer: that match is the node's own participant hearing of another's writer, which
+comes apart from the rest in the same way (seen on a loaded machine: a target that had answered
+heard the clock only at 0.51 s, and published nothing before; a bag that held everything sent
+still lacked the target's first half second).
 """
 from __future__ import annotations
 
@@ -36,7 +40,7 @@ from rclpy.subscription import Subscription
 from rclpy.time_source import TimeSource
 from std_msgs.msg import Empty
 
-from ros_support.topics import node_of_writer, publisher_node
+from ros_support.topics import CLOCK_TOPIC, node_of_writer, publisher_node
 
 # An endpoint's gid starts with the GUID prefix of its DDS participant (one per rclpy context).
 PARTICIPANT_PREFIX_BYTES = 12
@@ -247,9 +251,11 @@ def answer_calls(node: Node, roster: Roster | None) -> Callable[[], None]:
     """
     Return what ``node``'s spin loop calls now and then to answer a :meth:`Roster.call`.
 
-    It looks every ``REFRESH_PERIOD`` at most, and only until it has answered or the node's
-    simulated clock has started (a call holds the start of a run; a node on wall time, or
-    without a roster, never looks).
+    It answers once the node's ``/clock`` subscription is matched with a writer (the node will
+    hear the clock from its first tick) and its participant has heard of the call (see the
+    module's doc). It looks every ``REFRESH_PERIOD`` at most, and only until it has answered or
+    the node's simulated clock has started (a call holds the start of a run; a node on wall
+    time, or without a roster, never looks).
     """
     clock = node.get_clock()
     if roster is None or not clock.ros_time_is_active:
@@ -262,8 +268,14 @@ def answer_calls(node: Node, roster: Roster | None) -> Callable[[], None]:
         if done[0] or now - looked_at[0] < REFRESH_PERIOD:
             return
         looked_at[0] = now
-        done[0] = roster.answer() or clock.now().nanoseconds > 0
+        done[0] = (hears_clock(node) and roster.answer()) or clock.now().nanoseconds > 0
     return answer
+
+
+def hears_clock(node: Node) -> bool:
+    """Whether one of ``node``'s ``/clock`` subscriptions (its time source's) has a writer."""
+    return any(sub.get_publisher_count() > 0 for sub in node.subscriptions
+               if sub.topic_name == CLOCK_TOPIC)
 
 
 class ForeignCount:

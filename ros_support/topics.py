@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Callable, Container, Iterator
 import re
 
+CLOCK_TOPIC = '/clock'  # simulated time (rosgraph_msgs/Clock), which a time source follows
+
 # The node name rmw gives an endpoint until its node's graph information (a message of its
 # own, on ros_discovery_info) has arrived; also that of a plain DDS writer of no ROS node.
 UNKNOWN_NODE_NAME = '_NODE_NAME_UNKNOWN_'

@@ -45,6 +45,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from ros_support.topics import CLOCK_TOPIC  # defined once, exported here too
 from ros_support.validation import DOMAIN_IDS  # the one rule, exported here too
 from soliton_encirclement_ros.core.controller import (
     AgentBroadcast, AgentStates, FLOAT_COLUMNS, INT_COLUMNS, TargetBroadcast)
@@ -67,7 +68,6 @@ TARGET_STATE_TOPIC = '/target/state'
 TARGET_ODOM_TOPIC = '/target/odom'
 METRICS_TOPIC_PREFIX = '/swarm/metrics/'
 MARKERS_TOPIC = '/swarm/markers'
-CLOCK_TOPIC = '/clock'
 # Every agent's and bridge's DiagnosticStatus, one per DiagnosticArray, on change and at 1 Hz
 # (the diagnostic_updater convention: rqt_robot_monitor and diagnostic_aggregator read it).
 DIAGNOSTICS_TOPIC = '/diagnostics'

@@ -21,6 +21,7 @@ from rclpy.signals import SignalHandlerOptions
 from rosgraph_msgs.msg import Clock
 
 from ros_support.publishing import Publishing
+from ros_support.topics import CLOCK_TOPIC
 from soliton_encirclement_ros.sim.lockstep import LockStep
 
 CLOCK_PUBLISH_PERIOD_NS = 10_000_000  # /clock for tools outside the process (100 Hz sim time)
@@ -56,7 +57,7 @@ class LockStepGraph:
     def _make_clock_node(self) -> Node:
         self.clock_node = Node('swarm_sim', context=self.context,
                                parameter_overrides=[Parameter('use_sim_time', value=True)])
-        self._clock_pub = self.clock_node.create_publisher(Clock, '/clock', 10)
+        self._clock_pub = self.clock_node.create_publisher(Clock, CLOCK_TOPIC, 10)
         self._publish_clock = Publishing(self.clock_node.get_logger())  # drops a refused one
         return self.clock_node
 

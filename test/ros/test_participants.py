@@ -7,7 +7,8 @@ the rest of its set-up: under load the clock ran while a node still built, and t
 first message reached the bag 0.68 s into the run.
 
 A member that makes readers later (the recorder) asks the others whether their writers are
-matched with them (``Roster.call``): a member's answer means they are.
+matched with them (``Roster.call``): a member's answer means they are, and that a node on
+simulated time hears the clock.
 """
 import os
 
@@ -16,7 +17,9 @@ from rclpy.parameter import Parameter
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Float64
 
-from ros_support.participants import listening_nodes, participant_of, Roster
+from ros_support import participants
+from ros_support.participants import (
+    answer_calls, HEARD_SUFFIX, hears_clock, listening_nodes, participant_of, Roster)
 
 from support.outsider import Outsider
 from support.waits import wait_for
@@ -75,4 +78,42 @@ def test_a_member_answers_a_call_once_its_writers_are_matched_with_the_readers_b
         assert reader.get_publisher_count() == 1
     finally:
         node.close()
+        recorder.close()
+
+
+def test_a_node_on_simulated_time_answers_a_call_only_once_it_hears_the_clock(monkeypatch):
+    """
+    A node that answered before its time source heard a ``/clock`` writer would start late.
+
+    Seen on a loaded machine: a target that had answered matched the clock's writer 0.25 s
+    after the clock started, and published nothing before 0.51 s of the run.
+    """
+    monkeypatch.setattr(participants, 'REFRESH_PERIOD', 0.0)  # look at every call of answer()
+    topic = f'/_test_roster_clock_{os.getpid()}'
+    recorder = Outsider('recorder')  # the caller, also the clock's side here
+    member = Outsider('_roster_member')
+    built = None
+    try:
+        asker, other = Roster(recorder.node, topic), Roster(member.node, topic)
+        built = Node('on_sim_time', context=member.context,
+                     parameter_overrides=[Parameter('use_sim_time', value=True)])
+        answer = answer_calls(built, other)
+        asker.call()
+        wait_for(lambda: member.node.count_subscribers(topic + HEARD_SUFFIX) == 1,
+                 "the call in the member's graph")
+        answer()
+        assert not other.answered and not hears_clock(built)  # no /clock writer anywhere yet
+
+        recorder.node.create_publisher(Clock, '/clock', 10)
+
+        def answered():
+            answer()
+            return other.answered
+        wait_for(answered, "the member's answer once it hears the clock")
+        assert hears_clock(built)
+        wait_for(lambda: asker.answered == other.answered, 'the answer heard by the caller')
+    finally:
+        if built is not None:
+            built.destroy_node()
+        member.close()
         recorder.close()

@@ -32,6 +32,7 @@ from ros_support.participants import listening_nodes
 from ros_support.publishing import Publishing
 from ros_support.ros_parameters import declare, declare_validated, ParamSpec, specs_of
 from ros_support.spin import spin_node
+from ros_support.topics import CLOCK_TOPIC
 from ros_support.validation import from_mapping
 from velocity_mobility_ros.core.commands import CommandBuffer
 from velocity_mobility_ros.core.geometry import body_to_world
@@ -110,7 +111,7 @@ class MobilityNodeBase(Node):
         if clock.publish_clock:
             # This node is the simulation's clock: it steps on wall time, paced by
             # real_time_factor, and publishes the sim time it has reached on /clock.
-            self._clock_pub = self.create_publisher(RosClock, '/clock', 10)
+            self._clock_pub = self.create_publisher(RosClock, CLOCK_TOPIC, 10)
             self._sim_time_ns = 0
             self._timer = self.create_timer(
                 self._vehicle.sim_dt / clock.real_time_factor, self._tick,
