@@ -220,11 +220,14 @@ def processes_ring(tmp_path_factory):
     """
     One --processes run read by the two tests below (a --processes run is the dearest here).
 
-    At real time (not 2x: on a loaded machine the agent processes then lag the clock and the
-    ring was still moving at 20 s, E_gap 0.28), for 25 s; figures as PDFs.
+    At half real time, for 20 s; figures as PDFs. The clock runs on wall time whatever the
+    nodes do: on a loaded machine agent processes that lag it past the agent timeout are left
+    out by the others, and the ring re-spaces (seen at twice real time: still moving at 20 s,
+    E_gap 0.28; at real time with three busy sessions on two cores, the run at 0.67 of real
+    time: E_gap never below 0.05 for more than 0.8 s).
     """
     code, out = run(tmp_path_factory.mktemp('processes'), '--processes', '--agents', '4',
-                    '--duration', '25', '--seed', '1', '--real-time-factor', '1',
+                    '--duration', '20', '--seed', '1', '--real-time-factor', '0.5',
                     '--format', 'pdf')
     assert code == 0
     return out
@@ -246,7 +249,7 @@ def test_one_process_per_node_also_forms_the_ring(processes_ring):
     with open(out / 'metrics.csv') as csv:
         columns = csv.readline().strip().split(',')
     metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
-    assert metrics[-1, 0] > 23.0
+    assert metrics[-1, 0] > 18.0
     t = metrics[:, columns.index('timestamp')]
     formed = ((metrics[:, columns.index('E_gap')] < 0.05)
               & (metrics[:, columns.index('E_r')] < 0.01))
