@@ -227,8 +227,8 @@ class ProcessGraph:
         has answered the roster's call (the writers' side: a writer matches a reader when its
         own participant hears of it, which under load came late, and what it wrote before was
         lost for the bag; a node answers once it also hears the clock, which came late too, and
-        it published nothing until then). A node that has not answered ``ANSWER_WAIT`` after the call is named
-        in a warning, and the clock starts all the same.
+        it published nothing until then). A node that has not answered ``ANSWER_WAIT`` after the
+        call is named in a warning, and the clock starts all the same.
         """
         if len(self.roster.ready) <= len(self.processes):  # this process and every node
             return False
