@@ -20,6 +20,7 @@ from std_msgs.msg import Float64
 from ros_support import participants
 from ros_support.participants import (
     answer_calls, HEARD_SUFFIX, hears_clock, listening_nodes, participant_of, Roster)
+from ros_support.topics import CLOCK_TOPIC
 
 from support.outsider import Outsider
 from support.waits import wait_for
@@ -104,7 +105,7 @@ def test_a_node_on_simulated_time_answers_a_call_only_once_it_hears_the_clock(mo
         answer()
         assert not other.answered and not hears_clock(built)  # no /clock writer anywhere yet
 
-        recorder.node.create_publisher(Clock, '/clock', 10)
+        recorder.node.create_publisher(Clock, CLOCK_TOPIC, 10)
 
         def answered():
             answer()

@@ -299,7 +299,7 @@ def test_a_processes_recording_holds_the_run_from_its_first_instants(tmp_path, c
 def test_a_processes_recording_holds_the_start_of_a_node_that_hears_of_the_bag_late(
         tmp_path, capsys, monkeypatch):
     """
-    The clock waits until every node's writers are matched with the bag's readers and it hears.
+    The clock waits until every node hears it and its writers reach the bag's readers.
 
     The recorder's reader of a topic matches its writer when the recorder hears of the writer;
     the writer matches the reader when the writer's participant hears of the reader, which can
