@@ -6,11 +6,11 @@ And memory stays bounded however long the run is (no rclpy).
 :class:`CsvStream` appends rows in the format of the finished outputs (``report``), flushing at
 least every ``flush_period`` s of wall time; :func:`read_rows` reads such a file back, whole rows
 only (a process killed mid-write can leave half a row). :func:`read_row_chunks` reads it in
-chunks of at most ``CHUNK_ROWS`` rows and :class:`Envelope` thins a column for a plot as it goes,
-so the outputs written at the end of a run take the same memory however long the run was.
-:class:`DecimatingTrace` keeps a bounded, evenly thinned trace for plots. :class:`WritingMarker`
-tells a supervisor that the final outputs are being written (``swarm_sim --processes`` waits
-while it is fresh).
+chunks of at most ``CHUNK_ROWS`` rows (:func:`unmeasured_spans` finds where it has none) and
+:class:`Envelope` thins a column for a plot as it goes, so the outputs written at the end of a
+run take the same memory however long the run was. :class:`DecimatingTrace` keeps a bounded,
+evenly thinned trace for plots. :class:`WritingMarker` tells a supervisor that the final outputs
+are being written (``swarm_sim --processes`` waits while it is fresh).
 """
 from __future__ import annotations
 
@@ -157,6 +157,26 @@ def read_row_chunks(path, width: int, chunk_rows: int = CHUNK_ROWS):
                 yield np.loadtxt(lines, delimiter=',', ndmin=2).reshape(-1, width)
             if len(read) < chunk_rows:
                 return
+
+
+def unmeasured_spans(path, width: int, end: float, longest: float) -> list[tuple[float, float]]:
+    """
+    Return the spans of ``[0, end]`` s longer than ``longest`` s without a row of a CSV stream.
+
+    The file's first column is the time: the spans are before its first row, between two rows,
+    and after its last one up to ``end``. Read in chunks (:func:`read_row_chunks`): the memory
+    is one chunk whatever the file's length.
+    """
+    spans, last = [], 0.0
+    for chunk in read_row_chunks(path, width):
+        times = chunk[:, 0]
+        starts = np.concatenate(([last], times[:-1]))
+        for i in np.flatnonzero(times - starts > longest):
+            spans.append((float(starts[i]), float(times[i])))
+        last = max(last, float(times[-1]))
+    if end - last > longest:
+        spans.append((last, float(end)))
+    return spans
 
 
 def count_rows(path) -> int:

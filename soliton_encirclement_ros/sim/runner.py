@@ -52,6 +52,11 @@ NODES = 'nodes'  # --engine: one agent_node per agent; the others are core.engin
 # (--engine auto) collects ~360 times (0.18 CPU-s), at this ~65 times (0.07 CPU-s). What
 # reference counting frees never waits for the collector; cyclic garbage waits a little longer.
 GC_THRESHOLD = 20_000
+# Sim s without a metrics row (or 10 metrics periods, if longer) that summary.json's
+# ``unmeasured`` and a warning name: on a machine too slow for the real-time factor asked, the
+# nodes of a --processes run fall behind the clock, which runs on.
+UNMEASURED_GAP = 1.0
+UNMEASURED_LISTED = 20  # spans kept in summary.json (``count`` and ``seconds`` cover them all)
 GRAPH_ENGINES = (NODES, *ENGINE_CHOICES)
 
 
@@ -389,6 +394,9 @@ def _run(args: argparse.Namespace, plan: SwarmPlan, roster: str, stop: StopReque
         return EXIT_REFUSED
     if summary is not None:
         print_summary(summary, out_dir)
+        if summary.get('unmeasured'):
+            print(f'swarm_sim: warning: {unmeasured_text(summary, args.real_time_factor or 1.0)}',
+                  file=sys.stderr)
     if foreign:
         print(f'swarm_sim: error: {foreign_line(foreign)}', file=sys.stderr)
     if failure:
@@ -659,9 +667,54 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
                     f'metrics_node did not write its outputs; {recomputed} recomputed from the '
                     f'streamed metrics.csv (up to t={last[0]:.2f} s)'
                     + ('' if args.no_plots else ', trajectories.png is missing'))
+    if summary is not None and (written / 'metrics.csv').exists():
+        incomplete += _mark_unmeasured(written, summary, plan, timing)
     if args.no_plots:
         remove_figures(written)
     return summary, '; '.join(incomplete)
+
+
+def _mark_unmeasured(written: Path, summary: dict, plan: SwarmPlan,
+                     timing: RunTiming) -> list[str]:
+    """
+    Name in summary.json (``unmeasured``) the spans of the run the streamed metrics.csv misses.
+
+    metrics_node writes a row every metrics period in which it hears the target and an agent,
+    on its clock: a node starved of CPU falls behind the clock, which runs on, and measures
+    nothing meanwhile. Returns what could not be written ([] when all is well).
+    """
+    from soliton_encirclement_ros.analysis.outputs import replace_text, write_problem
+    from soliton_encirclement_ros.analysis.report import json_text
+    from soliton_encirclement_ros.analysis.stream import unmeasured_spans
+    scenario = plan.scenario
+    reached = timing.sim_time if timing.interrupted_at is None else timing.interrupted_at
+    longest = max(UNMEASURED_GAP, 10 * (scenario.metrics_period or scenario.control_period))
+    spans = unmeasured_spans(written / 'metrics.csv', len(METRIC_NAMES) + 1,
+                             min(scenario.duration, reached), longest)
+    if not spans:
+        return []
+    summary['unmeasured'] = {
+        'spans': [[round(start, 3), round(end, 3)] for start, end in spans[:UNMEASURED_LISTED]],
+        'count': len(spans), 'seconds': round(sum(end - start for start, end in spans), 3)}
+    try:
+        replace_text(written / 'summary.json', json_text(summary))
+    except OSError as error:
+        return [write_problem('summary.json does not name the spans the metrics miss', error)]
+    return []
+
+
+def unmeasured_text(summary: dict, asked: float) -> str:
+    """Say which spans of the run the metrics miss (``summary['unmeasured']``), and why."""
+    gaps = summary['unmeasured']
+    listed = ', '.join(f'{start:.2f}-{end:.2f} s' for start, end in gaps['spans'][:3])
+    more = f' and {gaps["count"] - 3} more' if gaps['count'] > 3 else ''
+    text = (f'the metrics miss t={listed}{more} ({gaps["seconds"]:.2f} s in all, summary.json '
+            "'unmeasured'): metrics_node heard no clock, no target or no agent there")
+    reached = summary.get('real_time_factor')
+    if reached is not None and reached < 0.9 * asked:
+        text += (f'; the run kept a real-time factor of {reached:.2f} of the {asked:g} asked: '
+                 'a lower --real-time-factor lets the nodes keep up')
+    return text
 
 
 def remove_figures(out_dir: Path) -> None:

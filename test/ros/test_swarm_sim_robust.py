@@ -133,6 +133,15 @@ def test_processes_keep_the_streamed_outputs_when_metrics_node_never_writes(tmp_
     assert summary['params']['mode'] == 'processes' and summary['params']['agents'] == 3
     assert summary['final']['E_gap'] == pytest.approx(metrics[-1, 5])  # from the CSV
     assert summary['mean']['E_r'] == pytest.approx(float(np.nanmean(metrics[:, 1])))
+    # and the span from the metrics' end to the run's end is said to be unmeasured, in the file
+    # and in one line (a loaded machine may add a span at the start, before the nodes met)
+    gaps = summary['unmeasured']
+    assert gaps['spans'][-1] == [round(metrics[-1, 0], 3), 12.0] and gaps['count'] <= 2, gaps
+    warnings = [line for line in stderr.splitlines() if line.startswith('swarm_sim: warning:')]
+    assert len(warnings) == 1 and warnings[0].startswith(
+        'swarm_sim: warning: the metrics miss t=') and \
+        f'{metrics[-1, 0]:.2f}-12.00 s (' in warnings[0] and \
+        'metrics_node heard no clock, no target or no agent there' in warnings[0], stderr
     assert (out / 'dashboard.png').stat().st_size > 0
     assert sorted(p.name for p in out.iterdir() if p.name.startswith('.')) == []
     assert list(tmp.glob('swarm_sim_metrics_*')) == []  # the temporary directory is gone
