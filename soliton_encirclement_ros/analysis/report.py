@@ -403,7 +403,7 @@ def phase_summary(metrics: np.ndarray, phase: dict) -> dict:
 def write_streamed_outputs(out_dir, params: dict, trajectories=None,
                            real_time_factor: float | None = None, plots: bool = True,
                            fmt: str = 'png', area_margin: float | None = None,
-                           incomplete: tuple[str, ...] = ()) -> dict | None:
+                           incomplete: tuple[str, ...] = (), extra=None) -> dict | None:
     """
     Add the plots and summary.json to the metrics.csv and agents.csv streamed into ``out_dir``.
 
@@ -416,7 +416,8 @@ def write_streamed_outputs(out_dir, params: dict, trajectories=None,
     the summary, or None when metrics.csv holds no row (then nothing is written). summary.json
     is written first, then the figures (staged and moved into place together); a write that
     fails raises :class:`OutputsIncomplete`, as does ``incomplete`` (what went wrong while the
-    tables were streamed: it goes into summary.json as ``outputs_incomplete`` too).
+    tables were streamed: it goes into summary.json as ``outputs_incomplete`` too). ``extra``
+    (a dict, or None) adds its keys to the summary before it is written.
     """
     if fmt not in FIGURE_FORMATS:  # before anything is written
         raise ValueError(f'figure format must be one of {", ".join(FIGURE_FORMATS)}, '
@@ -448,6 +449,7 @@ def write_streamed_outputs(out_dir, params: dict, trajectories=None,
     if area_margin is not None:
         summary['area_margin'] = area_margin
     summary['params'] = params
+    summary.update(extra or {})
     _note_incomplete(summary, incomplete)
     _staged(out_dir, lambda staging: (staging / 'summary.json').write_text(json_text(summary)),
             summary, 'summary.json')

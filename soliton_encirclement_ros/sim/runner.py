@@ -140,7 +140,7 @@ def plan_from_args(args: argparse.Namespace, scenario=None) -> SwarmPlan:
         params_files=tuple(os.path.abspath(p) for p in args.params_file),
         clock_source='mobility' if args.processes else 'runner',
         real_time_factor=(args.real_time_factor or 1.0) if args.processes else 0.0,
-        given=given, figure_format=args.format,
+        given=given, figure_format=args.format, plots=not args.no_plots,
         **({} if args.odom_rate is None else {'odom_rate': args.odom_rate}))
 
 
@@ -618,7 +618,8 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
     too slow), it and the plots are recomputed from those CSVs by the code metrics_node uses
     (``report.write_streamed_outputs``); trajectories.png, drawn from positions the CSVs do not
     hold, is then missing. summary.json keeps the radius metrics_node measured against.
-    With ``--no-plots``, the figures metrics_node drew are removed.
+    With ``--no-plots``, metrics_node draws none (``plots`` false). summary.json names the
+    spans the streamed metrics.csv misses (:func:`_unmeasured`).
     """
     from soliton_encirclement_ros.analysis.outputs import replace_text, write_problem
     from soliton_encirclement_ros.analysis.report import (
@@ -631,6 +632,8 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
     for staging in written.glob('.outputs-*'):
         shutil.rmtree(staging, ignore_errors=True)
     summary, incomplete = None, []
+    unmeasured, problem = _unmeasured(written, plan, timing)  # into summary.json's one write
+    extra = {'unmeasured': unmeasured} if unmeasured else {}
     if (written / 'summary.json').exists():
         summary = json.loads((written / 'summary.json').read_text())
         incomplete += summary.get('outputs_incomplete') or []  # what metrics_node said
@@ -638,6 +641,7 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
         measured = (summary.get('params') or {}).get('radius')
         summary['params'] = {**plan_summary(plan, args, timing.interrupted_at),
                              **({} if measured is None else {'radius': measured})}
+        summary.update(extra)
         try:
             replace_text(written / 'summary.json', json_text(summary))
         except OSError as error:  # metrics_node's summary.json stays as it wrote it
@@ -653,7 +657,8 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
         try:
             params = plan_summary(plan, args, timing.interrupted_at)
             summary = write_streamed_outputs(written, params, None, timing.real_time_factor,
-                                             plots=not args.no_plots, fmt=args.format)
+                                             plots=not args.no_plots, fmt=args.format,
+                                             extra=extra)
         except OutputsIncomplete as error:
             summary = error.summary
             incomplete.append(f'metrics_node did not write its outputs, nor could they be '
@@ -667,40 +672,39 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
                     f'metrics_node did not write its outputs; {recomputed} recomputed from the '
                     f'streamed metrics.csv (up to t={last[0]:.2f} s)'
                     + ('' if args.no_plots else ', trajectories.png is missing'))
-    if summary is not None and (written / 'metrics.csv').exists():
-        incomplete += _mark_unmeasured(written, summary, plan, timing)
-    if args.no_plots:
+    if summary is not None and problem:
+        incomplete.append(problem)
+    if args.no_plots:  # what a metrics_node that draws them anyway left
         remove_figures(written)
     return summary, '; '.join(incomplete)
 
 
-def _mark_unmeasured(written: Path, summary: dict, plan: SwarmPlan,
-                     timing: RunTiming) -> list[str]:
+def _unmeasured(written: Path, plan: SwarmPlan, timing: RunTiming) -> tuple[dict | None, str]:
     """
-    Name in summary.json (``unmeasured``) the spans of the run the streamed metrics.csv misses.
+    Return the spans of the run the streamed metrics.csv misses (summary.json's ``unmeasured``).
 
     metrics_node writes a row every metrics period in which it hears the target and an agent,
     on its clock: a node starved of CPU falls behind the clock, which runs on, and measures
-    nothing meanwhile. Returns what could not be written ([] when all is well).
+    nothing meanwhile. Returns (``{spans, count, seconds}``, or None when no span is missed or
+    there is no metrics.csv; what could not be read, or '').
     """
-    from soliton_encirclement_ros.analysis.outputs import replace_text, write_problem
-    from soliton_encirclement_ros.analysis.report import json_text
     from soliton_encirclement_ros.analysis.stream import unmeasured_spans
+    if not (written / 'metrics.csv').exists():
+        return None, ''
     scenario = plan.scenario
     reached = timing.sim_time if timing.interrupted_at is None else timing.interrupted_at
     longest = max(UNMEASURED_GAP, 10 * (scenario.metrics_period or scenario.control_period))
-    spans = unmeasured_spans(written / 'metrics.csv', len(METRIC_NAMES) + 1,
-                             min(scenario.duration, reached), longest)
-    if not spans:
-        return []
-    summary['unmeasured'] = {
-        'spans': [[round(start, 3), round(end, 3)] for start, end in spans[:UNMEASURED_LISTED]],
-        'count': len(spans), 'seconds': round(sum(end - start for start, end in spans), 3)}
     try:
-        replace_text(written / 'summary.json', json_text(summary))
-    except OSError as error:
-        return [write_problem('summary.json does not name the spans the metrics miss', error)]
-    return []
+        spans = unmeasured_spans(written / 'metrics.csv', len(METRIC_NAMES) + 1,
+                                 min(scenario.duration, reached), longest)
+    except (OSError, ValueError) as error:
+        return None, ('summary.json does not say which spans the metrics miss: metrics.csv '
+                      f'could not be read ({getattr(error, "strerror", None) or error})')
+    if not spans:
+        return None, ''
+    return {'spans': [[round(start, 3), round(end, 3)]
+                      for start, end in spans[:UNMEASURED_LISTED]],
+            'count': len(spans), 'seconds': round(sum(end - start for start, end in spans), 3)}, ''
 
 
 def unmeasured_text(summary: dict, asked: float) -> str:
