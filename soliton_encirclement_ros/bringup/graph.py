@@ -156,6 +156,7 @@ class SwarmPlan:
     safety_area_file: str = ''
     metrics_output_dir: str = ''
     figure_format: str = 'png'          # metrics_node's plots: png, pdf or svg
+    plots: bool = True                  # metrics_node draws its plots on shutdown
     swarm_reliability: str = RELIABLE   # 'best_effort' between hosts (radio links)
     simulated: tuple[str, ...] = ()     # mode px4: these agents fly mobility_node, not a PX4
     # The least d_safe every agent must fly with (the PX4 launches: PX4_D_SAFE), whatever sets
@@ -383,7 +384,8 @@ def build_graph(plan: SwarmPlan, clock_listeners: int = 0) -> list[NodeSpec]:
         *swarm,
         *([('output_dir', plan.metrics_output_dir, None)] if plan.metrics_output_dir else []),
         *([('figure_format', plan.figure_format, None)] if plan.figure_format != 'png'
-          else [])]))
+          else []),
+        *([] if plan.plots else [('plots', False, None)])]))
     check_vehicles(plan, nodes)
     return nodes
 

@@ -348,7 +348,7 @@ class MetricsNode(Node):
 
     def save(self, output_dir: str) -> dict:
         """
-        Write the run outputs (CSV, plots, summary.json) of the rows gathered so far.
+        Write the run outputs (CSV, plots unless ``plots`` is false, summary.json) so far.
 
         From the streamed files (``report.write_streamed_outputs``): the memory this takes does
         not grow with the run's length. Into another directory than the rows', the CSV files
@@ -361,15 +361,15 @@ class MetricsNode(Node):
         if self._metric_rows is None:  # nothing measured: tables with their header only
             return write_run_outputs(output_dir, RunResult(
                 np.empty((0, len(METRICS_HEADER))), np.empty((0, len(AGENTS_HEADER))), params,
-                trajectories), fmt=fmt)
+                trajectories), plots=self.settings.plots, fmt=fmt)
         self.flush()
         out = Path(output_dir)
         if out.absolute() != self._rows_dir.absolute():
             out.mkdir(parents=True, exist_ok=True)
             for stream in (self._metric_rows, self._agent_rows):
                 shutil.copyfile(stream.path, out / stream.path.name)
-        return write_streamed_outputs(out, params, trajectories, fmt=fmt,
-                                      incomplete=tuple(self.write_failures()))
+        return write_streamed_outputs(out, params, trajectories, plots=self.settings.plots,
+                                      fmt=fmt, incomplete=tuple(self.write_failures()))
 
 
 def _save_on_shutdown(node: MetricsNode) -> None:

@@ -183,6 +183,8 @@ class MetricsSettings(_Settings):
                               read_only=True)
     figure_format: str = setting('png', 'format of the plots in output_dir: png, or vector pdf/'
                                  'svg for papers', choices=FIGURE_FORMATS, read_only=True)
+    plots: bool = setting(True, 'draw the plots into output_dir on shutdown; false = the CSV '
+                          'files and summary.json only', read_only=True)
     swarm_reliability: str = swarm_reliability_setting()
 
     def __post_init__(self) -> None:

@@ -26,7 +26,7 @@ def test_no_plots_writes_the_tables_and_never_loads_matplotlib(tmp_path):
 
 
 def test_no_plots_with_processes_leaves_no_figure(tmp_path):
-    """metrics_node, its own process, draws the figures on shutdown: swarm_sim removes them."""
+    """metrics_node, its own process, is told to draw no figure (``plots`` false)."""
     out = tmp_path / 'run'
     assert runner.main(['--no-progress', '--processes', '--agents', '2', '--duration', '2',
                         '--control-period', '0.05', '--real-time-factor', '1', '--no-plots',

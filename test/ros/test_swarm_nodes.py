@@ -216,6 +216,23 @@ def test_metrics_node_publishes_zero_errors_for_a_perfect_ring():
         harness.close()
 
 
+def two_agents_publisher(harness):
+    """Return a ``before_step`` that publishes two agents 40 m apart round a target at rest."""
+    states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
+    target = harness.publisher(Float64MultiArray, '/target/state')
+    harness.settle()
+
+    def two_agents(now):
+        for i in (1, 2):
+            states.publish(agent_state_to_msg(AgentBroadcast(
+                agent_id=i, seq=round(now * 100), stamp_ns=seconds_to_ns(now),
+                position=np.array([20.0 * (3 - 2 * i), 0.0, 0.0]), velocity=np.zeros(3),
+                u=0.0)))
+        target.publish(target_state_to_msg(seconds_to_ns(now), [0.0, 0.0, 0.0],
+                                           [0.0, 0.0, 0.0]))
+    return two_agents
+
+
 def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
     """
     Check that metrics.csv and agents.csv grow on disk during the run.
@@ -232,19 +249,7 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
         )
     )
     try:
-        states = harness.publisher(Float64MultiArray, '/swarm/agent_states')
-        target = harness.publisher(Float64MultiArray, '/target/state')
-        harness.settle()
-
-        def two_agents(now):
-            for i in (1, 2):
-                states.publish(agent_state_to_msg(AgentBroadcast(
-                    agent_id=i, seq=round(now * 100), stamp_ns=seconds_to_ns(now),
-                    position=np.array([20.0 * (3 - 2 * i), 0.0, 0.0]), velocity=np.zeros(3),
-                    u=0.0)))
-            target.publish(target_state_to_msg(seconds_to_ns(now), [0.0, 0.0, 0.0],
-                                               [0.0, 0.0, 0.0]))
-
+        two_agents = two_agents_publisher(harness)
         harness.advance(1.0, before_step=two_agents)
         time.sleep(1.1)  # the flush period passes
         harness.advance(0.1, before_step=two_agents)
@@ -257,6 +262,29 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
         assert trace.shape[1] == 3
         saved = harness.nodes[0].save(str(tmp_path / 'saved'))
         assert saved['params'] == {'radius': 20.0, 'agents': ['agent 1', 'agent 2']}  # N = 2
+    finally:
+        harness.close()
+
+
+@pytest.mark.parametrize('plots', [True, False])
+def test_metrics_node_draws_its_plots_on_save_unless_told_not_to(tmp_path, plots):
+    """swarm_sim --processes --no-plots sets ``plots`` false: the tables and summary.json only."""
+    out = tmp_path / 'metrics'
+    harness = Harness(lambda ctx: MetricsNode(
+        context=ctx, namespace='/swarm', parameter_overrides=SIM + [
+            Parameter('output_dir', value=str(out)), Parameter('plots', value=plots)]))
+    try:
+        two_agents = two_agents_publisher(harness)
+        harness.advance(0.5, before_step=two_agents)
+        summary = harness.nodes[0].save(str(out))
+        assert summary['params']['agents'] == ['agent 1', 'agent 2']
+        figures = sorted(p.name for p in out.iterdir() if p.suffix == '.png')
+        names = {p.name for p in out.iterdir()}
+        assert {'metrics.csv', 'agents.csv', 'summary.json'} <= names
+        if plots:
+            assert 'E_gap.png' in figures and 'trajectories.png' in figures
+        else:
+            assert figures == []
     finally:
         harness.close()
 

@@ -368,3 +368,10 @@ def test_simulated_is_for_px4_plans_and_single_agents_name_themselves():
     assert specs[1].parameters['initial_position'] == [5.0, 0.0, 0.0]
     with pytest.raises(ValueError, match="'uav1' is not an agent of this swarm"):
         dataclasses.replace(one, simulated=('uav1',))
+
+
+def test_metrics_node_is_told_to_draw_no_plots_only_when_the_plan_says_so():
+    drawn = by_executable(build_graph(plan(agents=2, seed=1)), 'metrics_node')[0]
+    assert 'plots' not in drawn.parameters  # its own default: it draws them
+    bare = by_executable(build_graph(plan(agents=2, seed=1, plots=False)), 'metrics_node')[0]
+    assert bare.parameters['plots'] is False
