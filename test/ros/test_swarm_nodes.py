@@ -1,6 +1,5 @@
 """agent_node, target_node and metrics_node as real rclpy nodes on a simulated clock."""
 import math
-import time
 
 from geometry_msgs.msg import Twist
 from nav_msgs.msg import Odometry
@@ -18,6 +17,7 @@ from soliton_encirclement_ros.interface import (
 from soliton_encirclement_ros.nodes.metrics_node import MetricsNode
 from soliton_encirclement_ros.nodes.target_node import TargetNode
 from support.harness import agent_node_harness, Harness, SIM, target_node_harness
+from support.waits import wait_for
 from velocity_mobility_ros.nodes.messages import to_odometry
 
 
@@ -251,8 +251,15 @@ def test_metrics_node_streams_its_tables_during_the_run(tmp_path):
     try:
         two_agents = two_agents_publisher(harness)
         harness.advance(1.0, before_step=two_agents)
-        time.sleep(1.1)  # the flush period passes
-        harness.advance(0.1, before_step=two_agents)
+
+        def on_disk():  # a row written a flush period (1 s of wall time) after the last flushes
+            harness.advance(0.05, before_step=two_agents)
+            if not (out / 'metrics.csv').exists():
+                return False
+            lines = (out / 'metrics.csv').read_text().splitlines()[1:]
+            return len(lines) >= 18 and float(lines[-1].split(',')[0]) > 0.9
+
+        wait_for(on_disk, 'metrics.csv on disk past t = 0.9 s while the run goes on', period=0.1)
         rows = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1, ndmin=2)
         assert len(rows) >= 18 and rows[-1, 0] > 0.9  # 20 Hz for 1 s, on disk already
         agents = np.loadtxt(out / 'agents.csv', delimiter=',', skiprows=1, ndmin=2)

@@ -22,7 +22,10 @@ import time
 import numpy as np
 import pytest
 
+from soliton_encirclement_ros.analysis.stream import last_row
+from soliton_encirclement_ros.core.metrics import METRIC_NAMES
 from soliton_encirclement_ros.sim import runner
+from support.waits import wait_for
 
 
 def run(tmp_path, *args, name='run'):
@@ -195,7 +198,8 @@ def test_sigint_still_writes_the_outputs_gathered_so_far(tmp_path):
             line = proc.stderr.readline()
             if 'simulating' in line:
                 break
-        time.sleep(4.0)
+        # Interrupt once the streamed metrics are past 1.5 s of the run (flushed every second).
+        wait_for(lambda: streamed_until(out / 'metrics.csv') > 1.5, 'metrics past t = 1.5 s')
         proc.send_signal(subprocess.signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
@@ -206,6 +210,12 @@ def test_sigint_still_writes_the_outputs_gathered_so_far(tmp_path):
     metrics = np.loadtxt(out / 'metrics.csv', delimiter=',', skiprows=1)
     assert 1.0 < metrics[-1, 0] < 30.0
     assert json.loads((out / 'summary.json').read_text())['final']['E_r'] >= 0
+
+
+def streamed_until(path) -> float:
+    """Return the time of the last whole row of a streamed metrics.csv (0 before any)."""
+    last = last_row(path, len(METRIC_NAMES) + 1) if path.exists() else None
+    return 0.0 if last is None else float(last[0])
 
 
 def strict_json(path):
