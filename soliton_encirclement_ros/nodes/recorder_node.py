@@ -2,7 +2,8 @@
 ``run_recorder``.
 
 Record the swarm's topics from a live graph into a rosbag2 (pip-only machines' ``ros2 bag record
--e``). Ctrl-C or SIGTERM closes the bag, keeping every message received.
+-e``). Ctrl-C or SIGTERM closes the bag, keeping every message received: those its readers
+already hold are written first.
 
     run_recorder -o runs/flight1 [-e REGEX] [-s mcap|sqlite3] [--ros-args -p discovery_period:=0.5]
 
@@ -32,9 +33,10 @@ from ros_support.validation import from_mapping, regular_expression
 from soliton_encirclement_ros.analysis.outputs import new_dir_problem
 from soliton_encirclement_ros.provenance import bag_custom_data
 from soliton_encirclement_ros.recording.recorder import (
-    BagRecorder, DEFAULT_TOPICS_REGEX, STORAGE_PLUGINS)
+    BagRecorder, DEFAULT_TOPICS_REGEX, drain, STORAGE_PLUGINS)
 
-SPIN_TIMEOUT = 0.1  # s between checks for a stop signal
+SPIN_TIMEOUT = 0.1  # s between checks for a stop signal; after one, the quiet that ends a drain
+DRAIN_LIMIT = 2.0  # s at most to write, after a stop, what the readers already hold
 EXIT_INCOMPLETE = 3  # a write failed: the bag holds what was written before
 
 
@@ -112,6 +114,8 @@ def main(args=None) -> int:
         executor.add_node(node)
         while not stop.requested and not node.recorder.failure:
             executor.spin_once(timeout_sec=SPIN_TIMEOUT)
+        if not node.recorder.failure:  # what the readers already hold, before the bag closes
+            drain(executor, DRAIN_LIMIT, SPIN_TIMEOUT)
     except (ValueError, FileExistsError, ParameterException) as err:
         print(f'run_recorder: error: {configuration_error(err)}', file=sys.stderr)
         return 1

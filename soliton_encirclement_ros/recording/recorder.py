@@ -30,6 +30,7 @@ import time
 from typing import Mapping
 import zlib
 
+from rclpy.executors import ShutdownException, TimeoutException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.interfaces import (
@@ -387,6 +388,23 @@ class BagRecorder:
         count = sum(writer.counts.values())
         self._node.get_logger().info(
             f'closed bag {self.bag_path}: {count} messages on {len(writer.connections)} topics')
+
+
+def drain(executor, limit: float, idle: float) -> None:
+    """
+    Run the callbacks still ready on ``executor`` (the messages queued for a bag) after a stop.
+
+    Until none is ready for ``idle`` s, for ``limit`` s at most. A reliable writer counts a
+    message delivered once the bag's reader holds it: a bag closed before its callback ran
+    would lose it. A callback that raises is not news now: the recording is over.
+    """
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            handler, _, _ = executor.wait_for_ready_callbacks(timeout_sec=idle)
+        except (TimeoutException, ShutdownException):
+            return
+        handler()  # a task: what its callback raises stays in it
 
 
 def recording_line(topics: dict[str, str]) -> str:

@@ -287,16 +287,6 @@ class ProcessGraph:
                 return
             timeout = 0.0
 
-    def _drain(self) -> None:
-        """Run the callbacks still ready (the messages queued for the bag), for a bounded time."""
-        deadline = time.monotonic() + DRAIN_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                handler, _, _ = self.executor.wait_for_ready_callbacks(timeout_sec=SPIN_TIMEOUT)
-            except (TimeoutException, ShutdownException):
-                return
-            handler()  # a callback that raises is not news now: the run is over
-
     def write_failures(self) -> list[str]:
         """
         Return what this process could not write, one line each.
@@ -324,7 +314,8 @@ class ProcessGraph:
             [(spec.full_name, process, log) for spec, process, log in self.processes],
             writing=self.writing)
         if self.recorder is not None:  # what the nodes sent before they stopped, still queued
-            self._drain()
+            from soliton_encirclement_ros.recording.recorder import drain
+            drain(self.executor, DRAIN_TIMEOUT, SPIN_TIMEOUT)
         # The executor first: a spin_once that timed out can leave its wait set holding the
         # node's handles, and destroying a publisher then waits for them forever.
         self.executor.shutdown()

@@ -12,11 +12,11 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
 
 from nav_msgs.msg import Odometry
 import pytest
 import rclpy
+from rclpy.duration import Duration
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosbags.highlevel import AnyReader
@@ -72,7 +72,10 @@ def test_signal_closes_a_readable_bag_with_every_message(publisher_node, tmp_pat
             metric.publish(Float64(data=float(i)))
             states.publish(Float64MultiArray(data=[1.0, float(i)] + [0.0] * 9))
             other.publish(Float64(data=-1.0))
-        time.sleep(1.0)  # let the reliable deliveries land before the signal
+        # The signal once the recorder's readers hold every sample: it writes them before closing.
+        acked = Duration(seconds=WAIT)
+        assert all(writer.wait_for_all_acked(acked) for writer in (metric, states)), (
+            'the recorder never acknowledged every sample')
         process.send_signal(stop_signal)
         output, _ = process.communicate(timeout=WAIT)
     finally:
