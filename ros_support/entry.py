@@ -69,7 +69,7 @@ import importlib  # noqa: E402
 from typing import Callable  # noqa: E402
 
 from ros_support.lifeline import watch_parent  # noqa: E402
-from ros_support.signals import EXIT_INTERRUPTED, StopRequest  # noqa: E402
+from ros_support.signals import EXIT_INTERRUPTED, give_up_after, StopRequest  # noqa: E402
 
 # Exit status of a stop before main ran: 0 (a node stopped by a signal ends normally), except
 # for the tools whose job was interrupted before it was done (as they exit when stopped later).
@@ -80,6 +80,8 @@ EARLY_STOP_STATUS = {name: EXIT_INTERRUPTED for name in (
 # --domain-id wins over it); every other one is refused before rclpy reads a bad one.
 DOMAIN_FREE = ('sweep_sim', 'swarm_sim', 'batch_sim', 'analyze_run', 'fit_mobility')
 EXIT_REFUSED = 2  # refused before starting
+# How long the interpreter's exit (atexit handlers, its teardown) may take once main returned.
+EXIT_LIMIT_S = 10.0
 
 
 def run(name: str, module: str):
@@ -107,7 +109,19 @@ def run(name: str, module: str):
     # run's cost); frozen, they are left to the OS. Nothing that must happen waits for it:
     # main closed what it opened, and atexit handlers and the flush of stdout/stderr still run.
     gc.freeze()
+    # Those handlers and the interpreter's own teardown are libraries' code (the Foxglove
+    # server's runtime, rclpy's C++ objects): one that never returns must not leave a process
+    # that has done its work and ignores SIGINT/SIGTERM (see StopRequest.ignore_from_now).
+    give_up_after(EXIT_LIMIT_S, f'{name}: the interpreter did not finish exiting within '
+                  f'{EXIT_LIMIT_S:g} s; exiting without it', exit_status(status))
     return status
+
+
+def exit_status(status: object) -> int:
+    """Return the exit status of what ``main`` returned, as ``sys.exit`` takes it."""
+    if status is None:
+        return 0
+    return status if isinstance(status, int) else 1
 
 
 def __getattr__(name: str) -> Callable[[], object]:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 import faulthandler
+import os
 import signal
 import sys
 import threading
+from typing import Callable
 
 # The exit status of a tool stopped by SIGINT or SIGTERM before it finished (128 + SIGINT, as
 # a shell reports a Ctrl-C): sweep_sim, batch_sim, analyze_run, fit_mobility, and swarm_sim
@@ -109,3 +111,42 @@ class StopRequest:
     @property
     def requested(self) -> bool:
         return self._event.is_set()
+
+
+STDOUT_FLUSH_WAIT = 0.5  # s give_up_after waits for stdout's last flush
+
+
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except (AttributeError, OSError, ValueError):  # none, closed, or a broken pipe
+        pass
+
+
+def give_up_after(limit: float, line: str, status: int = 0,
+                  backstop: float = 1.0) -> Callable[[], None]:
+    """
+    In ``limit`` s from now, print ``line`` and end the process with ``status``; the cancel.
+
+    For work after a stop request that must not keep the process alive forever (an rmw call or
+    a library's exit handler that never returns). It takes a Python thread to print the line:
+    should the work hang holding the GIL, ``backstop`` s later faulthandler's watchdog (a thread
+    that needs no GIL) prints every thread's stack to stderr and exits 1 instead.
+    """
+    def give_up():
+        print(line, file=sys.stderr, flush=True)
+        # What the program printed and still holds goes out too, unless the hung work holds
+        # stdout itself (a full pipe): then it is left after a short wait.
+        flushing = threading.Thread(target=_flush_stdout, daemon=True)
+        flushing.start()
+        flushing.join(STDOUT_FLUSH_WAIT)
+        os._exit(status)
+    timer = threading.Timer(limit, give_up)
+    timer.daemon = True
+    timer.start()
+    faulthandler.dump_traceback_later(limit + backstop, exit=True, file=sys.stderr)
+
+    def cancel() -> None:
+        faulthandler.cancel_dump_traceback_later()
+        timer.cancel()
+    return cancel

@@ -10,11 +10,9 @@ outputs are being written only prints "writing outputs, please wait".
 from __future__ import annotations
 
 import contextlib
-import faulthandler
 import os
 from pathlib import Path
 import sys
-import threading
 from typing import Callable, Iterable, Sequence
 
 import rclpy
@@ -24,10 +22,11 @@ from rclpy.experimental import EventsExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from ros_support.entry import EXIT_LIMIT_S
 from ros_support.participants import (
     answer_calls, ForeignCount, guard_subscriptions, Roster, ROSTER_ENV)
 from ros_support.ros_parameters import declared_names, given_names, parameters_help
-from ros_support.signals import StopRequest
+from ros_support.signals import give_up_after, StopRequest
 from ros_support.validation import read_yaml, unknown_parameters
 
 SPIN_SLICE_S = 0.2  # how soon the main loop notices a stop request
@@ -39,9 +38,11 @@ TEARDOWN_LIMIT_S = 4.0
 # thread's stack and exits 1: for an rmw call that blocks while holding the GIL (a lock inversion
 # with a middleware thread that waits for it), where the limit's own Python timer cannot run.
 TEARDOWN_BACKSTOP_S = 1.0
-# The longest a node takes to exit once asked (not counting writing its outputs): what a
-# supervisor waits before it escalates to SIGTERM.
-STOP_BOUND_S = SPIN_SLICE_S + 2 * (TEARDOWN_LIMIT_S + TEARDOWN_BACKSTOP_S)
+# The longest a node takes to exit once asked (not counting writing its outputs): the executor's
+# and the node's teardown, then the interpreter's exit (``ros_support.entry``). What a supervisor
+# waits before it escalates to SIGTERM.
+STOP_BOUND_S = (SPIN_SLICE_S + 2 * (TEARDOWN_LIMIT_S + TEARDOWN_BACKSTOP_S) + EXIT_LIMIT_S
+                + TEARDOWN_BACKSTOP_S)
 # Parameters every node has without declaring them in its spec table.
 
 
@@ -221,6 +222,7 @@ def spin_node(node_class: Callable[..., Node], args: list[str] | None = None,
             if roster is not None:
                 roster.destroy_node()
             rclpy.try_shutdown()
+            executor = None  # its destructor (a C++ executor's joins its threads) bounded too
         stop.ignore_from_now()
 
 
@@ -237,17 +239,9 @@ def exit_if_stuck(name: str, what: str, limit: float | None = None):
     to stop, and stops.
     """
     limit = TEARDOWN_LIMIT_S if limit is None else limit
-
-    def give_up():
-        print(f'{name}: {what} did not return within {limit:g} s of the stop request; '
-              'exiting without it', file=sys.stderr, flush=True)
-        os._exit(0)
-    timer = threading.Timer(limit, give_up)
-    timer.daemon = True
-    timer.start()
-    faulthandler.dump_traceback_later(limit + TEARDOWN_BACKSTOP_S, exit=True, file=sys.stderr)
+    cancel = give_up_after(limit, f'{name}: {what} did not return within {limit:g} s of the stop '
+                           'request; exiting without it', 0, TEARDOWN_BACKSTOP_S)
     try:
         yield
     finally:
-        faulthandler.cancel_dump_traceback_later()
-        timer.cancel()
+        cancel()

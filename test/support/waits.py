@@ -13,6 +13,7 @@ import time
 from typing import Callable
 
 DEADLINE = 120.0  # s: generous, only a broken program gets near it
+STACKS_WAIT = 5.0  # s a hung program is given to print its stacks (SIGUSR1) before it is killed
 
 
 def wait_for(condition: Callable[[], object], what: str, timeout: float = DEADLINE,
@@ -101,10 +102,11 @@ class Running:
         try:
             self.process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            stacks = self._stacks()
             self.process.kill()
             self.process.wait()
             raise AssertionError(f'{self.process.args[0]} did not exit within {timeout:.0f} s: '
-                                 f'{self.err[-800:]}') from None
+                                 f'{self.err[-800:]}{stacks}') from None
         self._drain(10.0)
         return self.process.returncode, self.out, self.err
 
@@ -115,6 +117,26 @@ class Running:
             return self.wait(timeout)
         except AssertionError as error:
             raise AssertionError(f'after {signal.Signals(signum).name}: {error}') from None
+
+    def _stacks(self, timeout: float = STACKS_WAIT) -> str:
+        """
+        Return the Python stacks of every thread of a program that hangs, or ''.
+
+        Asked for with SIGUSR1: this package's programs print them then (``faulthandler``,
+        registered by ``ros_support.signals.StopRequest``, which works while the main thread is
+        blocked in C), so a test that fails on a hang says where it hung.
+        """
+        before = len(self.err)
+        self.send_signal(signal.SIGUSR1)
+        try:
+            wait_for(lambda: 'most recent call first' in self.err[before:]
+                     or self.process.poll() is not None, 'its stacks', timeout)
+        except AssertionError:
+            return ''
+        time.sleep(0.2)  # noqa: the rest of the dump, written with the first line's write calls
+        dump = self.err[before:]
+        return (f'\nits threads, asked with SIGUSR1 after the deadline:\n{dump[-4000:]}'
+                if dump else '')
 
     def _drain(self, timeout: float) -> None:
         self._out.join(timeout)

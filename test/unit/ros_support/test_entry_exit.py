@@ -29,3 +29,35 @@ def test_an_executable_freezes_its_objects_once_main_returns(tmp_path):
     assert (status, before) == (0, 0)
     assert after > 10_000  # every module, function and class made until then
     assert (out / 'metrics.csv').read_text().count('\n') > 1
+
+
+HANGS_AT_EXIT = """
+import atexit, threading
+
+def main():
+    print('done', flush=True)
+    print('held in the buffer')  # no flush: the exit's own flush never comes
+    atexit.register(threading.Event().wait)  # a library's exit handler that never returns
+    return STATUS
+"""
+
+
+def test_an_exit_handler_that_never_returns_does_not_keep_the_process(tmp_path):
+    """
+    Once ``main`` returned, a hung interpreter exit ends after ``EXIT_LIMIT_S`` with one line.
+
+    The exit status is still main's, and what it printed still reaches stdout.
+    """
+    for status in (0, 3):
+        (tmp_path / 'hangs_at_exit.py').write_text(HANGS_AT_EXIT.replace('STATUS', str(status)))
+        code = ('import sys\n'
+                'from ros_support import entry\n'
+                'entry.EXIT_LIMIT_S = 0.5\n'
+                'sys.exit(entry.run("hangs_at_exit", "hangs_at_exit"))\n')
+        done = subprocess.run([sys.executable, '-c', code], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=120,
+                              env={**os.environ, 'PYTHONPATH': f'{ROOT}{os.pathsep}{tmp_path}'})
+        assert done.returncode == status, done.stderr
+        assert done.stdout.splitlines() == ['done', 'held in the buffer']
+        assert done.stderr.strip() == ('hangs_at_exit: the interpreter did not finish exiting '
+                                       'within 0.5 s; exiting without it')
