@@ -128,12 +128,18 @@ class Running:
         """
         before = len(self.err)
         self.send_signal(signal.SIGUSR1)
+        sizes = []
+
+        def dumped() -> bool:  # the dump begun, and no more of it for two polls
+            text = self.err[before:]
+            if self.process.poll() is not None:
+                return True
+            sizes.append(len(text) if 'most recent call first' in text else -1)
+            return len(sizes) >= 3 and sizes[-1] >= 0 and sizes[-1] == sizes[-3]
         try:
-            wait_for(lambda: 'most recent call first' in self.err[before:]
-                     or self.process.poll() is not None, 'its stacks', timeout)
+            wait_for(dumped, 'its stacks', timeout, period=0.1)
         except AssertionError:
             return ''
-        time.sleep(0.2)  # noqa: the rest of the dump, written with the first line's write calls
         dump = self.err[before:]
         return (f'\nits threads, asked with SIGUSR1 after the deadline:\n{dump[-4000:]}'
                 if dump else '')
