@@ -18,10 +18,11 @@ more than the announcement). The run's own nodes join that roster (``ros_support
 from __future__ import annotations
 
 import atexit
+import math
 import os
 import secrets
 import time
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import rclpy
 from rclpy.context import Context
@@ -29,6 +30,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import Empty
 
+from ros_support import distro
 from ros_support.topics import publisher_node
 from soliton_encirclement_ros.interface import (
     AGENT_STATES_TOPIC, CLOCK_TOPIC, DOMAIN_IDS, TARGET_STATE_TOPIC)
@@ -148,21 +150,75 @@ def other_swarm(wait: float = DISCOVERY_WAIT, claim: Claim | None = None) -> str
             own.close()
 
 
-def _earlier_run(node: Node, own: Claim) -> str | None:
-    """Return the phrase for another run that claimed this domain first or runs, or None."""
+def _other_runs(node: Node, own_topic: str) -> Iterator[tuple[tuple[int, int, str], int]]:
+    """Yield ``(order, publishers)`` of every other run's roster topic with a publisher."""
     for topic, _ in node.get_topic_names_and_types():
         order = roster_order(topic)
-        if order is None or topic == own.topic:
+        if order is None or topic == own_topic:
             continue
         publishers = node.count_publishers(topic)
-        if publishers == 0:
-            continue
+        if publishers:
+            yield order, publishers
+
+
+def _running(order: tuple[int, int, str]) -> str:
+    return f'the swarm started by process {order[1]} is running'
+
+
+def _earlier_run(node: Node, own: Claim) -> str | None:
+    """Return the phrase for another run that claimed this domain first or runs, or None."""
+    for order, publishers in _other_runs(node, own.topic):
         if publishers > 1:
-            return f'the swarm started by process {order[1]} is running'
+            return _running(order)
         if order < own.order:
             return (f'the swarm started by process {order[1]} announced itself '
                     f'{(own.order[0] - order[0]) * 1e-9:.2f} s before this one')
     return None
+
+
+def running_beside(node: Node, own_topic: str) -> str | None:
+    """Return the phrase for another run past its check (``Claim.mark_running``), or None."""
+    for order, publishers in _other_runs(node, own_topic):
+        if publishers > 1:
+            return _running(order)
+    return None
+
+
+class GraphWatch:
+    """
+    Another swarm that runs beside this one in its domain, seen in the ROS graph during the run.
+
+    Where rclpy names a message's publisher (Kilted), every node of a run drops another graph's
+    messages (``ros_support.participants``) and the outputs stay the run's own. Where it does
+    not (Jazzy), they cannot be told apart: a run that the domain check let start beside
+    another (discovery slower than the check's wait, on a loaded machine) would mix both
+    graphs' messages and end as if whole. There (``active``) the run looks at the graph every
+    ``PERIOD`` wall seconds (:meth:`look`) for another run past its check, says so once (a
+    warning of the node it looks with) and keeps the first it finds (:attr:`found`, at sim
+    time :attr:`at`).
+    """
+
+    PERIOD = 0.5
+
+    def __init__(self, own_topic: str, active: bool | None = None) -> None:
+        self.own_topic = own_topic
+        self.active = (not distro.current().message_info_names_publisher
+                       if active is None else active)
+        self.found = ''
+        self.at = 0.0
+        self._next = -math.inf
+
+    def look(self, node: Node, sim_time: float) -> str:
+        """Look at ``node``'s graph if due; return what was found so far ('' for nothing)."""
+        if self.active and not self.found and time.monotonic() >= self._next:
+            self._next = time.monotonic() + self.PERIOD
+            phrase = running_beside(node, self.own_topic)
+            if phrase:
+                self.found, self.at = phrase, sim_time
+                node.get_logger().warning(
+                    f'another swarm runs in this ROS domain: {phrase}; rclpy here does not say '
+                    "which graph sent a message, so this run's outputs mix both graphs' messages")
+        return self.found
 
 
 def domain_id() -> int:

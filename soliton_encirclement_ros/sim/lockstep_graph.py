@@ -22,6 +22,7 @@ from rosgraph_msgs.msg import Clock
 
 from ros_support.publishing import Publishing
 from ros_support.topics import CLOCK_TOPIC
+from soliton_encirclement_ros.sim.domain import GraphWatch
 from soliton_encirclement_ros.sim.lockstep import LockStep
 
 CLOCK_PUBLISH_PERIOD_NS = 10_000_000  # /clock for tools outside the process (100 Hz sim time)
@@ -134,11 +135,13 @@ class LockStepGraph:
 
     def run(self, duration: float, real_time_factor: float = 0.0,
             on_progress: Callable[[int], None] = lambda sim_time_ns: None,
-            should_stop: Callable[[], bool] = lambda: False) -> None:
+            should_stop: Callable[[], bool] = lambda: False,
+            watch: GraphWatch | None = None) -> None:
         """
         Advance the clock to ``duration`` s (or until ``should_stop()``).
 
-        ``real_time_factor`` 0 runs unpaced.
+        ``real_time_factor`` 0 runs unpaced. ``watch`` looks at the graph for another swarm as
+        the run goes (``sim.domain.GraphWatch``).
         """
         end_ns = round(duration * 1e9)
         wall_start = time.perf_counter()
@@ -153,6 +156,8 @@ class LockStepGraph:
                 if ahead > 0:
                     time.sleep(ahead)
             on_progress(self.sim_time_ns)
+            if watch is not None:
+                watch.look(self.clock_node, self.sim_time)
 
     def write_failures(self) -> list[str]:
         """Return what could not be written during the run (a full disk), one line each."""

@@ -49,7 +49,7 @@ from soliton_encirclement_ros.bringup.graph import build_graph, NodeSpec, SwarmP
 from soliton_encirclement_ros.interface import (
     AGENT_ODOM_TOPIC, AGENT_STATES_TOPIC, BEST_EFFORT, CLOCK_TOPIC, swarm_qos, TARGET_ODOM_TOPIC,
     TARGET_STATE_TOPIC)
-from soliton_encirclement_ros.sim.domain import new_roster_topic
+from soliton_encirclement_ros.sim.domain import GraphWatch, new_roster_topic
 from soliton_encirclement_ros.sim.executables import find_executable
 
 STARTUP_TIMEOUT = 60.0   # wall s for the first /clock message
@@ -175,7 +175,9 @@ class ProcessGraph:
 
     def run(self, duration: float,
             on_progress: Callable[[int], None] = lambda sim_time_ns: None,
-            should_stop: Callable[[], bool] = lambda: False) -> None:
+            should_stop: Callable[[], bool] = lambda: False,
+            watch: GraphWatch | None = None) -> None:
+        """Run to ``duration`` s of sim time; ``watch``: as ``LockStepGraph.run``'s."""
         end_ns = round(duration * 1e9)
         last_progress = (time.monotonic(), 0)
         started = time.monotonic()
@@ -189,6 +191,8 @@ class ProcessGraph:
                     self.recorder.discover()
                 if self.live is not None:
                     self.live.discover()
+            if watch is not None:
+                watch.look(self.node, self.sim_time)
             if self.recorder is not None and self._bag_ready is None:
                 self._bag_listens()
             if self.live is not None:

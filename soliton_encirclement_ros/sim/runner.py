@@ -388,7 +388,7 @@ def _run(args: argparse.Namespace, plan: SwarmPlan, roster: str, stop: StopReque
     out_dir = Path(args.out)
     run = run_processes if args.processes else run_in_process
     try:
-        summary, failure, incomplete, foreign = run(plan, args, out_dir, stop, roster)
+        summary, failure, incomplete, foreign, beside = run(plan, args, out_dir, stop, roster)
     except StartupError as error:
         print(f'swarm_sim: error: {error}', file=sys.stderr)
         return EXIT_REFUSED
@@ -399,13 +399,15 @@ def _run(args: argparse.Namespace, plan: SwarmPlan, roster: str, stop: StopReque
                   file=sys.stderr)
     if foreign:
         print(f'swarm_sim: error: {foreign_line(foreign)}', file=sys.stderr)
+    if beside.found:
+        print(f'swarm_sim: error: {beside_line(beside)}', file=sys.stderr)
     if failure:
         print(f'swarm_sim: error: {failure}' + (f' (outputs gathered so far in {out_dir})'
                                                 if summary is not None else ''), file=sys.stderr)
     if incomplete:
         print(f'swarm_sim: error: outputs incomplete in {out_dir}: {incomplete}',
               file=sys.stderr)
-    if incomplete or foreign:
+    if incomplete or foreign or beside.found:
         return EXIT_INCOMPLETE
     if failure:
         return EXIT_FAILED
@@ -413,6 +415,20 @@ def _run(args: argparse.Namespace, plan: SwarmPlan, roster: str, stop: StopReque
         print('swarm_sim: no metrics were produced (did the run start?)', file=sys.stderr)
         return EXIT_FAILED
     return 0
+
+
+def beside_line(beside) -> str:
+    """
+    Say in one line that another swarm ran beside this one, its messages not told apart.
+
+    ``beside``: the run's ``sim.domain.GraphWatch``, which found it.
+    """
+    from ros_support import distro
+    from soliton_encirclement_ros.sim.domain import domain_id
+    return (f'another graph published in ROS domain {domain_id()} during this run: '
+            f'{beside.found} (seen at t={beside.at:.1f} s), and rclpy on '
+            f'{distro.current().name} does not say which graph sent a message, so the outputs '
+            "mix both graphs' messages; run each swarm in a domain of its own (--domain-id N)")
 
 
 def foreign_line(foreign: dict[str, tuple[int, str]]) -> str:
@@ -469,10 +485,15 @@ def _interrupted(stop: StopRequest, graph, duration: float) -> float | None:
 def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest,
                    roster: str = ''):
     """
-    Run in this process; returns (summary or None, failure or '', incomplete or '', foreign).
+    Run in this process; returns (summary, failure, incomplete, foreign, beside).
+
+    ``summary`` is None when nothing was measured; ``failure`` and ``incomplete`` are '' when
+    all went well.
 
     ``foreign`` maps each topic on which another graph published to (messages, first sender):
-    the lock-step dropped them. ``roster`` is unused here (the graph is one participant).
+    the lock-step dropped them. ``roster``: the run's claim topic (the graph is one
+    participant); ``beside``: the ``sim.domain.GraphWatch`` that looked for another swarm
+    running beside this one during the run, where rclpy cannot tell its messages apart.
 
     metrics_node streams metrics.csv and agents.csv into ``out_dir`` as the run goes (a killed
     run leaves them there); summary.json and the plots are added at the end, from those files
@@ -484,7 +505,10 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
         OutputsIncomplete, write_streamed_outputs)
     from soliton_encirclement_ros.sim.lockstep import LockStepStalled
 
+    from soliton_encirclement_ros.sim.domain import GraphWatch
+
     plan = plan.with_changes(metrics_output_dir=str(out_dir.absolute()))
+    beside = GraphWatch(roster)
     try:
         with stop.raising():
             graph = _in_process_graph(plan, args, out_dir)
@@ -497,7 +521,7 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
     try:
         with progress_bar(plan.scenario.duration, not args.no_progress) as on_progress:
             graph.run(plan.scenario.duration, args.real_time_factor, on_progress,
-                      should_stop=lambda: stop.requested)
+                      should_stop=lambda: stop.requested, watch=beside)
     except LockStepStalled as error:
         failure = str(error)
     finally:
@@ -519,8 +543,8 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
             trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
             fmt=args.format, area_margin=area_margin, incomplete=failed)
     except OutputsIncomplete as error:
-        return error.summary, failure, error.problem, foreign
-    return summary, failure, '', foreign
+        return error.summary, failure, error.problem, foreign, beside
+    return summary, failure, '', foreign, beside
 
 
 def _foreign(count) -> dict[str, tuple[int, str]]:
@@ -554,15 +578,16 @@ def _say_live(relay) -> None:
 def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop: StopRequest,
                   roster: str = ''):
     """
-    One process per node; returns (summary, failure naming the node, incomplete, foreign).
+    One process per node; returns (summary, failure naming the node, incomplete, foreign, beside).
 
     ``summary`` is None when nothing was measured; ``failure`` and ``incomplete`` are ''
     when all went well. metrics_node streams into ``out_dir`` from the start (a killed run
     leaves its rows there); what it did not finish is completed at the end (see
     :func:`_collect_process_outputs`); ``incomplete`` says what is missing. The nodes join the
     ``roster`` topic and hear only its members; ``foreign``: what another graph sent on the
-    swarm topics (as :func:`run_in_process`'s), dropped.
+    swarm topics (as :func:`run_in_process`'s), dropped; ``beside``: as :func:`run_in_process`'s.
     """
+    from soliton_encirclement_ros.sim.domain import GraphWatch
     from soliton_encirclement_ros.sim.inprocess import check_plan
     from soliton_encirclement_ros.sim.processes import ChildFailed, ProcessGraph
 
@@ -581,10 +606,12 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
     except (OSError, ValueError) as error:  # the live view's LiveViewUnavailable too
         raise StartupError(str(error)) from None
     _say_live(graph.live)
+    beside = GraphWatch(graph.roster_topic)
     wall_start = time.perf_counter()
     try:
         with progress_bar(plan.scenario.duration, not args.no_progress) as on_progress:
-            graph.run(plan.scenario.duration, on_progress, should_stop=lambda: stop.requested)
+            graph.run(plan.scenario.duration, on_progress, should_stop=lambda: stop.requested,
+                      watch=beside)
     except ChildFailed as error:
         failure = str(error)
     finally:
@@ -598,7 +625,7 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
             out_dir, plan, args,
             RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall, interrupted_at))
         incomplete = '; '.join(filter(None, [*graph.write_failures(), incomplete]))
-    return summary, failure, incomplete, _foreign(graph.foreign_count)
+    return summary, failure, incomplete, _foreign(graph.foreign_count), beside
 
 
 class RunTiming(NamedTuple):
