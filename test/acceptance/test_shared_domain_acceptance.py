@@ -12,6 +12,7 @@ from pathlib import Path
 import signal
 import sys
 import time
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -82,24 +83,35 @@ def test_two_swarms_started_together_one_is_refused_or_neither_is_corrupted(tmp_
                 assert code == 3 and FOREIGN in err and MIXED in err, err[-2000:]
 
 
-@pytest.mark.skipif(not NAMES_SENDER, reason=NO_SENDER)
-def test_two_swarms_that_both_run_hear_only_themselves_and_end_with_exit_3(tmp_path):
-    """Both started (the domain check skipped, as if it had missed the other): no corruption."""
+def both_run(run: list[str], three: Path, four: Path, heard: str,
+             then: Callable[[], object] = lambda: True) -> list:
+    """
+    Run two swarms in one domain, the domain check skipped (as if it had missed the other).
+
+    The first (3 agents, into ``three``) runs in real time for longer than any start of the
+    second (4 agents, 12 s, into ``four``) on a loaded machine. It is stopped (SIGINT) once the
+    second has finished, the first has said ``heard`` and ``then()`` holds: the two overlap
+    however slowly the second starts. Returns both results (``Running.wait``'s).
+    """
     skip_check = ('soliton_encirclement_ros.sim.domain', 'other_swarm_problem', 'skip')
-    three, four = tmp_path / 'three', tmp_path / 'four'
-    # The first runs in real time for longer than any start of the second on a loaded machine,
-    # and is stopped (SIGINT) once the second has finished and the first has heard it: the two
-    # overlap however slowly the second starts.
-    with Running(command('swarm_sim', [skip_check], *RUN, '--agents', '3', '--duration', '600',
+    with Running(command('swarm_sim', [skip_check], *run, '--agents', '3', '--duration', '600',
                          '--out', str(three))) as first:
         wait_for(lambda: (three / 'metrics.csv').exists() and len(metrics(three)) > 0,
                  'the first run to publish its metrics', DEADLINE)
-        with Running(command('swarm_sim', [skip_check], *RUN, '--agents', '4', '--duration',
+        with Running(command('swarm_sim', [skip_check], *run, '--agents', '4', '--duration',
                              '12', '--names', 'b1,b2,b3,b4', '--out', str(four))) as second:
-            results = [None, second.wait(DEADLINE)]
-        first.wait_for_line('ignoring /clock from', DEADLINE)
-        wait_for(lambda: metrics(three)[-1, 0] > 10.0, 'the first run to pass 10 s', DEADLINE)
-        results[0] = first.stop(signal.SIGINT, DEADLINE)
+            second_result = second.wait(DEADLINE)
+        first.wait_for_line(heard, DEADLINE)
+        wait_for(then, 'the first run to go on long enough', DEADLINE)
+        return [first.stop(signal.SIGINT, DEADLINE), second_result]
+
+
+@pytest.mark.skipif(not NAMES_SENDER, reason=NO_SENDER)
+def test_two_swarms_that_both_run_hear_only_themselves_and_end_with_exit_3(tmp_path):
+    """Both started (the domain check skipped, as if it had missed the other): no corruption."""
+    three, four = tmp_path / 'three', tmp_path / 'four'
+    results = both_run(RUN, three, four, 'ignoring /clock from',
+                       lambda: metrics(three)[-1, 0] > 10.0)
     for code, _, err in results:
         assert 'Traceback' not in err, err
         assert code == 3, err[-2000:]
@@ -121,21 +133,9 @@ def test_two_swarms_that_both_run_hear_only_themselves_and_end_with_exit_3(tmp_p
 def test_two_swarms_that_both_run_unable_to_tell_senders_apart_say_their_outputs_mix(
         tmp_path, processes):
     """Both started (the domain check skipped): each sees the other in the graph, exit 3."""
-    skip_check = ('soliton_encirclement_ros.sim.domain', 'other_swarm_problem', 'skip')
     run = RUN if processes else [arg for arg in RUN if arg != '--processes']
-    three, four = tmp_path / 'three', tmp_path / 'four'
-    # The first runs in real time for longer than any start of the second on a loaded machine,
-    # and is stopped (SIGINT) once it has seen the second: the two overlap however slowly the
-    # second starts.
-    with Running(command('swarm_sim', [skip_check], *run, '--agents', '3', '--duration', '600',
-                         '--out', str(three))) as first:
-        wait_for(lambda: (three / 'metrics.csv').exists() and len(metrics(three)) > 0,
-                 'the first run to publish its metrics', DEADLINE)
-        with Running(command('swarm_sim', [skip_check], *run, '--agents', '4', '--duration',
-                             '12', '--names', 'b1,b2,b3,b4', '--out', str(four))) as second:
-            results = [None, second.wait(DEADLINE)]
-        first.wait_for_line('another swarm runs in this ROS domain', DEADLINE)
-        results[0] = first.stop(signal.SIGINT, DEADLINE)
+    results = both_run(run, tmp_path / 'three', tmp_path / 'four',
+                       'another swarm runs in this ROS domain')
     for code, _, err in results:
         assert 'Traceback' not in err, err
         assert code == 3, err[-2000:]
