@@ -417,6 +417,22 @@ def _run(args: argparse.Namespace, plan: SwarmPlan, roster: str, stop: StopReque
     return 0
 
 
+def mixed_summary(beside) -> dict:
+    """
+    Return what summary.json says of another swarm seen running beside this one, or {}.
+
+    ``beside``: the run's ``sim.domain.GraphWatch``. When it found one, the outputs mix both
+    graphs' messages: ``mixed_with`` names that swarm (``swarm``), when it was seen (``seen_at``,
+    the sim time [s]) and the ROS domain they shared (``domain``), so that the outputs never
+    read as this run's alone.
+    """
+    if not beside.found:
+        return {}
+    from soliton_encirclement_ros.sim.domain import domain_id
+    return {'mixed_with': {'swarm': beside.found, 'seen_at': round(beside.at, 3),
+                           'domain': domain_id()}}
+
+
 def beside_line(beside) -> str:
     """
     Say in one line that another swarm ran beside this one, its messages not told apart.
@@ -541,7 +557,8 @@ def run_in_process(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, sto
             out_dir, {**plan_summary(plan, args, interrupted_at), 'radius': radius,
                       'engine': engine},
             trajectories, sim_time / wall if wall > 0 else None, plots=not args.no_plots,
-            fmt=args.format, area_margin=area_margin, incomplete=failed)
+            fmt=args.format, area_margin=area_margin, incomplete=failed,
+            extra=mixed_summary(beside))
     except OutputsIncomplete as error:
         return error.summary, failure, error.problem, foreign, beside
     return summary, failure, '', foreign, beside
@@ -623,7 +640,8 @@ def run_processes(plan: SwarmPlan, args: argparse.Namespace, out_dir: Path, stop
         failure = failure or closing
         summary, incomplete = _collect_process_outputs(  # whatever happened
             out_dir, plan, args,
-            RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall, interrupted_at))
+            RunTiming(sim_time / wall if wall > 0 else None, sim_time, wall, interrupted_at),
+            mixed_summary(beside))
         incomplete = '; '.join(filter(None, [*graph.write_failures(), incomplete]))
     return summary, failure, incomplete, _foreign(graph.foreign_count), beside
 
@@ -636,7 +654,7 @@ class RunTiming(NamedTuple):
 
 
 def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Namespace,
-                             timing: RunTiming):
+                             timing: RunTiming, mixed: dict | None = None):
     """
     Complete what metrics_node wrote into ``written`` (``--out``) with the run's parameters.
 
@@ -646,7 +664,8 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
     (``report.write_streamed_outputs``); trajectories.png, drawn from positions the CSVs do not
     hold, is then missing. summary.json keeps the radius metrics_node measured against.
     With ``--no-plots``, metrics_node draws none (``plots`` false). summary.json names the
-    spans the streamed metrics.csv misses (:func:`_unmeasured`).
+    spans the streamed metrics.csv misses (:func:`_unmeasured`), and ``mixed`` (
+    :func:`mixed_summary`) goes into it as well.
     """
     from soliton_encirclement_ros.analysis.outputs import replace_text, write_problem
     from soliton_encirclement_ros.analysis.report import (
@@ -660,7 +679,7 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
         shutil.rmtree(staging, ignore_errors=True)
     summary, incomplete = None, []
     unmeasured, problem = _unmeasured(written, plan, timing)  # into summary.json's one write
-    extra = {'unmeasured': unmeasured} if unmeasured else {}
+    extra = {**({'unmeasured': unmeasured} if unmeasured else {}), **(mixed or {})}
     if (written / 'summary.json').exists():
         summary = json.loads((written / 'summary.json').read_text())
         incomplete += summary.get('outputs_incomplete') or []  # what metrics_node said

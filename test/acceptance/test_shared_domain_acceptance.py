@@ -7,6 +7,7 @@ and never settled, with exit 0. Now a run announces itself before it looks (the 
 wins, 0 s or 1 s apart), its nodes hear only their own run, and foreign traffic seen during a
 run ends it with exit 3 and one line. Also here: a killed runner takes its nodes with it.
 """
+import json
 import os
 from pathlib import Path
 import signal
@@ -81,6 +82,20 @@ def test_two_swarms_started_together_one_is_refused_or_neither_is_corrupted(tmp_
         else:  # both ran, and their messages cannot be told apart: each says its outputs mix
             for code, _, err in results:
                 assert code == 3 and FOREIGN in err and MIXED in err, err[-2000:]
+            for out in outs:
+                says_mixed(out)
+
+
+def summary(out: Path) -> dict:
+    return json.loads((out / 'summary.json').read_text())
+
+
+def says_mixed(out: Path) -> None:
+    """summary.json says the outputs in ``out`` mix another swarm's, which it names."""
+    mixed = summary(out)['mixed_with']
+    assert mixed['swarm'].startswith('the swarm started by process') and \
+        mixed['swarm'].endswith('is running'), mixed
+    assert mixed['seen_at'] >= 0.0 and mixed['domain'] == int(os.environ['ROS_DOMAIN_ID'])
 
 
 def both_run(run: list[str], three: Path, four: Path, heard: str,
@@ -121,6 +136,7 @@ def test_two_swarms_that_both_run_hear_only_themselves_and_end_with_exit_3(tmp_p
     for out in (three, four):
         never_steps_back(out)
         assert metrics(out)[-1, 0] > 10.0
+        assert 'mixed_with' not in summary(out)  # the outputs are this run's own
     assert agent_ids(three) == {1, 2, 3}  # the other run's agent 4 never reached this one
     # Nothing foreign reached the second either (under load one of its own agents was missing
     # from it once: a run that heard another graph ends with exit 3, said above).
@@ -144,6 +160,8 @@ def test_two_swarms_that_both_run_unable_to_tell_senders_apart_say_their_outputs
             err[-2000:]
         assert 'the swarm started by process' in lines[0] and 'is running' in lines[0]
         assert err.count('another swarm runs in this ROS domain') == 1  # warned once, as found
+    for out in (tmp_path / 'three', tmp_path / 'four'):
+        says_mixed(out)  # the outputs, read later, say so too
 
 
 def alive(pid: int) -> bool:

@@ -1,5 +1,6 @@
 """What swarm_sim --processes makes of the outputs metrics_node streamed (no rclpy)."""
 import json
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -18,12 +19,12 @@ def streamed(out, times):
     return out
 
 
-def collect(out, duration=12.0):
+def collect(out, duration=12.0, mixed=None):
     args = runner.parse_args(['--processes', '--agents', '2', '--duration', str(duration),
                               '--no-plots', '--out', str(out)])
     plan = runner.plan_from_args(args)
     timing = runner.RunTiming(real_time_factor=1.0, sim_time=duration, wall_time=duration)
-    return runner._collect_process_outputs(out, plan, args, timing)
+    return runner._collect_process_outputs(out, plan, args, timing, mixed)
 
 
 def test_the_spans_the_metrics_miss_go_into_the_summary_with_the_run_parameters(tmp_path):
@@ -53,3 +54,32 @@ def test_an_unreadable_metrics_file_is_one_line_and_the_summary_stays_whole(tmp_
     assert '\n' not in incomplete
     written = json.loads((out / 'summary.json').read_text())
     assert 'unmeasured' not in written and written['params']['mode'] == 'processes'
+
+
+def watch_that_found(found, at):
+    """Return what a run's ``sim.domain.GraphWatch`` holds at the end: what it found, when."""
+    return SimpleNamespace(found=found, at=at)
+
+
+def test_another_swarm_seen_beside_the_run_goes_into_the_summary_whether_metrics_node_wrote_it(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv('ROS_DOMAIN_ID', '7')
+    mixed = runner.mixed_summary(watch_that_found('the swarm started by process 42 is running',
+                                                  3.14159))
+    assert mixed == {'mixed_with': {'swarm': 'the swarm started by process 42 is running',
+                                    'seen_at': 3.142, 'domain': 7}}
+    written_by_node = streamed(tmp_path / 'run', np.arange(1, 1201) * 0.01)
+    recomputed = streamed(tmp_path / 'killed', np.arange(1, 1201) * 0.01)
+    (recomputed / 'summary.json').unlink()  # metrics_node did not write it: recomputed
+    for out in (written_by_node, recomputed):
+        summary, _ = collect(out, mixed=mixed)
+        written = json.loads((out / 'summary.json').read_text())
+        assert written['mixed_with'] == summary['mixed_with'] == mixed['mixed_with']
+        assert written['params']['mode'] == 'processes'
+
+
+def test_a_run_alone_in_its_domain_has_no_mixed_key(tmp_path):
+    assert runner.mixed_summary(watch_that_found('', 0.0)) == {}
+    summary, _ = collect(streamed(tmp_path / 'run', np.arange(1, 1201) * 0.01),
+                         mixed=runner.mixed_summary(watch_that_found('', 0.0)))
+    assert 'mixed_with' not in summary
