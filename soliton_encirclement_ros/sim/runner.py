@@ -664,8 +664,8 @@ def _collect_process_outputs(written: Path, plan: SwarmPlan, args: argparse.Name
     (``report.write_streamed_outputs``); trajectories.png, drawn from positions the CSVs do not
     hold, is then missing. summary.json keeps the radius metrics_node measured against.
     With ``--no-plots``, metrics_node draws none (``plots`` false). summary.json names the
-    spans the streamed metrics.csv misses (:func:`_unmeasured`), and ``mixed`` (
-    :func:`mixed_summary`) goes into it as well.
+    spans the streamed metrics.csv misses (:func:`_unmeasured`) and holds ``mixed``, what
+    :func:`mixed_summary` returned.
     """
     from soliton_encirclement_ros.analysis.outputs import replace_text, write_problem
     from soliton_encirclement_ros.analysis.report import (
